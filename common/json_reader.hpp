@@ -1,0 +1,46 @@
+// Validated access to JSON input: every failure names the file, the field path and the reason,
+// so a malformed spec, scenario or config.json gives one clear line instead of a crash.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim {
+
+// Parses `text`; a syntax error becomes servesim::Error(file, "line L, column C", reason).
+nlohmann::json parse_json(std::string_view text, const std::string& file);
+// Reads and parses a file from disk.
+nlohmann::json read_json_file(const std::string& path);
+
+class JsonReader {
+ public:
+  JsonReader(const nlohmann::json& j, std::string file, std::string path = "");
+
+  bool has(std::string_view key) const;
+  double number(std::string_view key) const;
+  double number_or(std::string_view key, double fallback) const;
+  std::int64_t integer(std::string_view key) const;
+  std::int64_t integer_or(std::string_view key, std::int64_t fallback) const;
+  std::string string(std::string_view key) const;
+  std::string string_or(std::string_view key, std::string fallback) const;
+  bool boolean_or(std::string_view key, bool fallback) const;
+  JsonReader object(std::string_view key) const;
+  std::vector<JsonReader> array(std::string_view key) const;
+  std::vector<double> numbers(std::string_view key) const;
+
+  const nlohmann::json& json() const { return *j_; }
+  const std::string& file() const { return file_; }
+  std::string field(std::string_view key) const;  // "path.key"
+  [[noreturn]] void fail(std::string_view key, const std::string& reason) const;
+
+ private:
+  const nlohmann::json& at(std::string_view key) const;
+  const nlohmann::json* j_;
+  std::string file_, path_;
+};
+
+}  // namespace servesim

@@ -1,0 +1,69 @@
+// GPU and instance catalogues: datasheet figures with a source for each, loaded from the
+// embedded JSON in hwmodels/data/ and from user files. Names are case-insensitive.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace servesim::hw {
+
+enum class Precision { bf16, fp8, nvfp4, int8 };
+std::string_view to_string(Precision p);
+// Parses "bf16" | "fp8" | "nvfp4" | "int8" (case-insensitive); `where` names the flag/file for errors.
+Precision parse_precision(std::string_view s, const std::string& where = "--precision");
+
+struct GpuSpec {
+  std::string name;                 // "H200"
+  std::string arch;                 // "hopper", "blackwell", "blackwell-ultra"
+  double hbm_nominal_bytes = 0;     // datasheet capacity
+  double hbm_usable_bytes = 0;      // what the driver reports (nvidia-smi total)
+  double hbm_bw_bytes_per_s = 0;    // peak HBM bandwidth
+  double bf16_flops = 0, fp8_flops = 0, nvfp4_flops = 0, int8_ops = 0;  // dense peaks; 0 = not native
+  double nvlink_bw_bytes_per_s = 0; // per GPU, per direction
+  int nvlink_domain = 8;            // GPUs in one NVLink/NVSwitch domain
+  int sms = 0;
+  double l2_bytes = 0;
+  double tdp_watts = 0;
+  std::map<std::string, std::string> sources;  // field name -> citation
+
+  double dense_flops(Precision p) const;       // 0 when the precision is not native
+  bool native(Precision p) const { return dense_flops(p) > 0; }
+};
+
+struct InstanceSpec {
+  std::string name;                 // "p5en.48xlarge"
+  std::string gpu;                  // GPU name in the catalogue
+  int gpus = 8;
+  int efa_devices = 0;
+  double efa_total_bytes_per_s = 0;     // all EFA NICs, one direction
+  double efa_per_gpu_bytes_per_s = 0;   // the NIC share of one GPU, one direction
+  double efa_latency_s = 0;             // small-message inter-node latency prior
+  double host_memory_bytes = 0;
+  std::optional<double> usd_per_hour;   // on-demand, when a source gives one
+  int nvlink_domain_gpus = 8;           // GPUs reachable over NVLink (72 on an NVL72 UltraServer)
+  std::map<std::string, std::string> sources;
+};
+
+class Catalog {
+ public:
+  // The embedded catalogue (hwmodels/data/*.json) plus whatever add_file() loaded since.
+  static Catalog& global();
+
+  // Adds GPUs and/or instances from a user JSON file (same layout as hwmodels/data/).
+  void add_file(const std::string& path);
+
+  const GpuSpec& gpu(std::string_view name) const;            // throws Error listing known names
+  const InstanceSpec& instance(std::string_view name) const;  // throws Error listing known names
+  const std::vector<GpuSpec>& gpus() const { return gpus_; }
+  const std::vector<InstanceSpec>& instances() const { return instances_; }
+
+  void load_json(std::string_view text, const std::string& file);
+
+ private:
+  std::vector<GpuSpec> gpus_;
+  std::vector<InstanceSpec> instances_;
+};
+
+}  // namespace servesim::hw

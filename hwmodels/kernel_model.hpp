@@ -1,0 +1,74 @@
+// Time of one GPU kernel or collective on one GPU type: a roofline (FLOPs / peak, bytes /
+// bandwidth, launch latency) shaped by efficiency surfaces fitted on real kernel runs.
+// Returns GPU time only; CPU launch/scheduling overhead is a separate term added by sim/.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hwmodels/catalog.hpp"
+
+namespace servesim::hw {
+
+enum class Bound { compute, memory, launch, communication };
+enum class Source { measured, interpolated, transferred, roofline };
+std::string_view to_string(Bound b);
+std::string_view to_string(Source s);
+
+struct OpTime {
+  double seconds = 0;
+  Bound bound = Bound::compute;
+  Source source = Source::roofline;
+};
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
+std::string_view to_string(Collective c);
+Collective parse_collective(std::string_view s, const std::string& where = "--op");
+
+// Where a collective's GPUs sit: all inside one NVLink domain, or spread over `nodes` instances.
+struct CommGroup {
+  int gpus = 1;
+  int nodes = 1;                          // > 1 crosses EFA
+  const InstanceSpec* instance = nullptr; // required when nodes > 1
+};
+
+class KernelModel {
+ public:
+  virtual ~KernelModel() = default;
+
+  // C[m,n] = A[m,k] · B[k,n]; weights B in `p` (nvfp4 on a GPU without it: dequantised path).
+  virtual OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const = 0;
+  // `tokens` routed token-slots over `experts` local experts, per-expert weight [k,n].
+  // skew = 0 balanced; > 0 power-law routing exponent.
+  virtual OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k,
+                              Precision p, double skew = 0) const = 0;
+  // Causal self-attention over `batch` sequences of `seq` new tokens (flash kernels, bf16).
+  virtual OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads,
+                                   int head_dim) const = 0;
+  // One query token per sequence against `context` cached tokens.
+  virtual OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads,
+                                  int head_dim) const = 0;
+  // Mamba-2 chunked SSD scan (prefill); heads/groups per GPU.
+  virtual OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state,
+                            int groups) const = 0;
+  // Mamba-2 single-token selective state update (decode); fp32 state.
+  virtual OpTime mamba_step(int batch, int heads, int head_dim, int d_state, int groups) const = 0;
+  // Depthwise causal conv1d over `tokens` tokens of `channels` (prefill), or its 1-token update.
+  virtual OpTime conv1d(std::int64_t tokens, std::int64_t channels, int kernel, bool decode) const = 0;
+  // A memory-bound elementwise / norm op moving `bytes` (read + write).
+  virtual OpTime memory_bound(double bytes) const = 0;
+  // A collective of `bytes` (as nccl-tests counts them) over `group`.
+  virtual OpTime collective(Collective op, double bytes, const CommGroup& group) const = 0;
+  // Point-to-point transfer of `bytes` over NVLink (same node) or EFA (different nodes).
+  virtual OpTime transfer(double bytes, bool cross_node, const InstanceSpec* instance) const = 0;
+
+  // Where this GPU's surfaces come from ("measured on H200 ..." / "transferred from H200 ...").
+  virtual std::string provenance() const = 0;
+};
+
+// The calibrated model for a GPU of the catalogue: measured surfaces when a calibration folder
+// exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.
+const KernelModel& kernel_model(const GpuSpec& gpu);
+
+}  // namespace servesim::hw

@@ -1,0 +1,26 @@
+// The `servesim` CLI: each group of subcommands lives in its own cmd_*.cpp and registers itself
+// on the root app through one of the add_* functions below (called from main.cpp).
+#pragma once
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace servesim::cli {
+
+enum class Format { table, json };
+
+// Adds `--format table|json` (default table) to a subcommand.
+void add_format_option(CLI::App& cmd, Format& format);
+// Prints `json` (pretty, 2 spaces) or `table_text` as asked.
+void emit(Format format, const nlohmann::json& json, const std::string& table_text);
+
+void add_list_command(CLI::App& app);       // cmd_list.cpp: list gpus|instances|models
+void add_memory_commands(CLI::App& app);    // cmd_memory.cpp: memory, min-gpus
+void add_op_commands(CLI::App& app);        // cmd_op.cpp: op gemm|grouped-gemm|attention-*|mamba-*|collective
+void add_calibrate_commands(CLI::App& app); // cmd_calibrate.cpp: calibrate report|fit
+void add_step_command(CLI::App& app);       // cmd_step.cpp: step
+void add_simulate_commands(CLI::App& app);  // cmd_simulate.cpp: simulate, sweep
+void add_plan_command(CLI::App& app);       // cmd_plan.cpp: plan
+
+}  // namespace servesim::cli

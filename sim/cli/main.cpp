@@ -1,0 +1,64 @@
+// servesim: what-if CLI for LLM serving clusters. Errors in the user's input print as one line
+// ("servesim: error: <file>: <field>: <reason>") and exit with status 2.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "sim/cli/commands.hpp"
+
+namespace servesim::cli {
+
+void add_format_option(CLI::App& cmd, Format& format) {
+  cmd.add_option("--format", format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::table}, {"json", Format::json}},
+                                          CLI::ignore_case))
+      ->default_str("table");
+}
+
+void emit(Format format, const nlohmann::json& json, const std::string& table_text) {
+  if (format == Format::json)
+    std::cout << json.dump(2) << "\n";
+  else
+    std::cout << table_text;
+  std::cout.flush();
+}
+
+}  // namespace servesim::cli
+
+int main(int argc, char** argv) {
+  using namespace servesim;
+  CLI::App app{"servesim: simulate LLM serving clusters and plan GPU capacity against latency SLOs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "servesim 0.1.0");
+  std::vector<std::string> hw_files;
+  app.add_option("--hw-file", hw_files, "Extra GPU/instance catalogue JSON (repeatable)")
+      ->check(CLI::ExistingFile);
+  app.parse_complete_callback([&] {
+    for (const auto& f : hw_files) hw::Catalog::global().add_file(f);
+  });
+
+  cli::add_list_command(app);
+  cli::add_memory_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "servesim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const servesim::Error& e) {
+    std::cerr << "servesim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "servesim: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
