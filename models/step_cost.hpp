@@ -1,0 +1,55 @@
+// Cost of one forward pass of one replica, from per-layer-kind coefficient tables built once per
+// (model, GPU, precision, parallelism) on top of hw::kernel_model(); seconds() is O(layer kinds).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
+
+namespace servesim::models {
+
+// One forward pass of one replica, summarised by running sums a scheduler keeps (O(1) to build).
+struct StepBatch {
+  int decode_seqs = 0;                      // sequences generating this step
+  std::int64_t decode_context_tokens = 0;   // sum of their context lengths (KV read by attention)
+  int tokens_per_decode_seq = 1;            // 1 + speculative (MTP) tokens verified per sequence
+  int prefill_seqs = 0;                     // sequences with a prefill chunk this step
+  std::int64_t prefill_tokens = 0;          // sum of chunk lengths
+  double prefill_attention_pairs = 0;       // sum over chunks of causal query-key pairs: c*p + c*(c+1)/2 (c chunk, p prior context)
+  int vision_tiles = 0;                     // 512x512 tiles / frames through the vision encoder this step
+};
+
+// One line of a step breakdown: a group of ops of one kind over all layers of the replica.
+struct StepPart {
+  std::string kind;      // "mamba", "attention", "moe", "mlp", "lm_head", "collectives", "vision", "embed/norm"
+  std::string op;        // e.g. "in_proj+out_proj GEMM", "SSD scan", "grouped GEMM (routed)"
+  double seconds = 0;    // summed over layers (and PP stages, which run one after another for one batch)
+  std::string bound;     // compute | memory | launch | communication
+  std::string source;    // measured | interpolated | transferred | roofline
+  int layers = 0;        // how many layers contribute
+};
+struct StepTime {
+  double seconds = 0;
+  std::vector<StepPart> parts;   // filled by StepCostModel::breakdown only
+};
+
+class StepCostModel {
+ public:
+  virtual ~StepCostModel() = default;
+  virtual double seconds(const StepBatch& b) const = 0;   // GPU time of the step; hot path, O(layer kinds), no allocation
+  virtual double encoder_seconds(int vision_tiles) const = 0;  // vision encoder alone (encode workers)
+  // The same figure with a per-kind breakdown, for `servesim step` (not for hot loops).
+  virtual StepTime breakdown(const StepBatch& b) const = 0;
+  virtual std::string provenance() const = 0;             // kernel model provenance
+};
+
+std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,
+                                              const Parallelism&, hw::Precision kv_cache_dtype = hw::Precision::bf16);
+// Bytes a prefill->decode handoff moves for one sequence of `context_tokens` (KV of attention layers
+// + Mamba conv/SSM state), for the whole replica.
+double handoff_bytes(const ModelSpec&, std::int64_t context_tokens, hw::Precision kv_cache_dtype);
+
+}  // namespace servesim::models
