@@ -1,0 +1,131 @@
+// What a benchmark client would report, with aiperf's metric definitions and tags:
+// TTFT, TTST, ITL = (latency - TTFT) / (OSL - 1), request latency, throughputs, goodput under an
+// SLO, each with avg/min/max/std and exact percentiles (numpy "linear"), plus per-replica busy
+// fraction, batch size and KV utilisation. Exports in aiperf's profile_export_* layouts.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace servesim::sim {
+
+struct RequestRecord {                  // what a client saw for one request (absolute seconds)
+  std::uint64_t id = 0;
+  double arrival_s = 0, first_token_s = 0;
+  double second_token_s = std::numeric_limits<double>::quiet_NaN();  // NaN if OSL == 1
+  double finish_s = 0;
+  std::int64_t input_tokens = 0, output_tokens = 0;
+  bool warmup = false;
+};
+
+// Latency objectives for goodput (aiperf --goodput); 0 = no limit on that metric. A request is
+// good when it meets every limit; OSL-1 requests have no ITL and pass the ITL limit.
+struct Slo {
+  double ttft_ms = 0, itl_ms = 0, latency_ms = 0;
+  bool any() const { return ttft_ms > 0 || itl_ms > 0 || latency_ms > 0; }
+};
+
+// Distribution summary of one metric over the measured requests.
+struct Stats {
+  std::int64_t count = 0;
+  double avg = NAN, min = NAN, max = NAN, std = NAN;   // std: population (numpy ddof=0)
+  double p1 = NAN, p5 = NAN, p10 = NAN, p25 = NAN, p50 = NAN, p75 = NAN, p90 = NAN, p95 = NAN, p99 = NAN;
+};
+// Exact statistics of `values` (sorted in place); percentiles interpolate linearly between
+// order statistics like numpy.percentile's default.
+Stats compute_stats(std::vector<double>& values);
+// numpy.percentile(sorted, q, method="linear") for an ascending, non-empty vector.
+double percentile_sorted(const std::vector<double>& sorted, double q);
+
+struct ReplicaSummary {
+  std::string name;
+  std::int64_t steps = 0;
+  double busy_s = 0;
+  double busy_fraction = 0;        // busy time / benchmark duration, capped at 1
+  double mean_batch_size = 0;      // sequences per step, weighted by step time
+  int max_batch_size = 0;
+  double mean_kv_utilization = 0;  // fraction of KV blocks in use, weighted by step time
+  double max_kv_utilization = 0;
+};
+
+struct Summary {
+  double start_s = 0, end_s = 0, duration_s = 0;       // benchmark window
+  std::int64_t request_count = 0, warmup_request_count = 0;
+  std::int64_t total_input_tokens = 0, total_output_tokens = 0;
+  double request_throughput_per_s = 0;                  // request_count / duration
+  double output_token_throughput_per_s = 0;             // total output tokens / duration
+  Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
+  Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
+  Stats input_sequence_length, output_sequence_length;  // tokens
+  bool has_slo = false;
+  Slo slo;
+  std::int64_t good_request_count = 0;
+  double goodput_per_s = 0;                             // good requests / duration
+  std::vector<ReplicaSummary> replicas;
+};
+
+class MetricsCollector {
+ public:
+  // keep_records: also keep every RequestRecord (with warm-up ones) for the per-request export.
+  // Without it 32 bytes are kept per measured request: latency, TTFT, TTST (3 doubles), ISL, OSL
+  // (2 x int32), in vectors (amortised growth may reserve up to twice that).
+  explicit MetricsCollector(bool keep_records = false);
+
+  void add(const RequestRecord& r);                      // O(1) amortised
+  std::int64_t request_count() const { return static_cast<std::int64_t>(latency_s_.size()); }
+
+  // Workers: register replicas (optional; indices grow on demand), then report every step. O(1).
+  int add_replica(std::string name);
+  // One engine step on `replica` that ran `step_s` seconds from `start_s` with `batch_seqs`
+  // sequences and `kv_utilization` (0..1) of its KV blocks in use. Steps that start before
+  // measure_workers_from() are ignored (warm-up).
+  void add_worker_sample(int replica, double start_s, double step_s, int batch_seqs, double kv_utilization);
+  void measure_workers_from(double t_s) { worker_from_s_ = t_s; }
+
+  // The configuration echoed under "input_config" in the aiperf JSON (the engine passes it).
+  void set_input_config(const nlohmann::json& config);
+
+  // Window defaults (NaN): first measured arrival .. last measured finish, as aiperf's
+  // benchmark_duration (first request sent .. last response received).
+  Summary summary(double benchmark_start_s = NAN, double benchmark_end_s = NAN, const Slo* slo = nullptr) const;
+
+  // profile_export_aiperf.json layout: {"records": {tag: {"unit", "avg", "p1"..."p99", "min",
+  // "max", "std"}}, "input_config", "was_cancelled", "error_summary", "start_time", "end_time"} plus
+  // "benchmark_duration" and "replicas".
+  nlohmann::json aiperf_json(double benchmark_start_s, double benchmark_end_s, const Slo* slo = nullptr) const;
+  nlohmann::json aiperf_json(const Slo* slo = nullptr) const;
+
+  // Writes DIR/profile_export.jsonl (one line per request, needs keep_records),
+  // DIR/profile_export_aiperf.json and DIR/profile_export_aiperf.csv. Creates DIR; Error on I/O.
+  void export_dir(const std::string& dir, const Slo* slo = nullptr,
+                  double benchmark_start_s = NAN, double benchmark_end_s = NAN) const;
+
+  const std::vector<RequestRecord>& records() const { return records_; }
+
+ private:
+  struct ReplicaAcc {
+    std::string name;
+    std::int64_t steps = 0;
+    double busy_s = 0, batch_time = 0, kv_time = 0, max_kv = 0;
+    int max_batch = 0;
+  };
+  bool keep_records_;
+  std::vector<double> latency_s_, ttft_s_, ttst_s_;   // ttst NaN when OSL == 1
+  std::vector<std::int32_t> isl_, osl_;
+  double first_arrival_s_ = INFINITY, last_finish_s_ = -INFINITY;
+  std::int64_t warmup_count_ = 0;
+  std::vector<RequestRecord> records_;
+  std::vector<ReplicaAcc> replicas_;
+  double worker_from_s_ = -INFINITY;
+  std::string input_config_;   // serialised JSON ("" = none); keeps nlohmann out of this header
+};
+
+// Metric tags, headers and units as aiperf names them, in its export order.
+struct MetricInfo { const char* tag; const char* header; const char* unit; };
+const std::vector<MetricInfo>& aiperf_metric_infos();
+
+}  // namespace servesim::sim
