@@ -14,6 +14,16 @@ std::string_view to_string(Precision p);
 // Parses "bf16" | "fp8" | "nvfp4" | "int8" (case-insensitive); `where` names the flag/file for errors.
 Precision parse_precision(std::string_view s, const std::string& where = "--precision");
 
+// Achieved fractions of peak measured on this GPU by others (hardware.md §2): they carry the
+// H200-fitted efficiency surfaces over to GPUs without their own calibration folder.
+struct EfficiencyPriors {
+  double gemm_bf16 = 0, gemm_fp8 = 0, gemm_nvfp4 = 0;  // large-GEMM fraction of dense peak
+  double memory = 0;                                  // memory-bound fraction of HBM peak
+  double nccl_busbw = 0;                              // all-reduce busbw / NVLink per-direction bw
+  double nccl_latency_s = 0;                          // small-message all-reduce latency, 2 GPUs
+  double gemm(Precision p) const;                     // the GEMM fraction for a weight precision
+};
+
 struct GpuSpec {
   std::string name;                 // "H200"
   std::string arch;                 // "hopper", "blackwell", "blackwell-ultra"
@@ -26,6 +36,7 @@ struct GpuSpec {
   int sms = 0;
   double l2_bytes = 0;
   double tdp_watts = 0;
+  EfficiencyPriors priors;
   std::map<std::string, std::string> sources;  // field name -> citation
 
   double dense_flops(Precision p) const;       // 0 when the precision is not native
@@ -59,7 +70,12 @@ class Catalog {
   const std::vector<GpuSpec>& gpus() const { return gpus_; }
   const std::vector<InstanceSpec>& instances() const { return instances_; }
 
+  // Parses one catalogue document ({"gpus": [...], "instances": [...]}); `file` names it in errors.
+  // An entry whose name is already known replaces it.
   void load_json(std::string_view text, const std::string& file);
+  // Names of all GPUs / instances, in catalogue order.
+  std::vector<std::string> gpu_names() const;
+  std::vector<std::string> instance_names() const;
 
  private:
   std::vector<GpuSpec> gpus_;

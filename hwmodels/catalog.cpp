@@ -1,0 +1,203 @@
+#include "hwmodels/catalog.hpp"
+
+
+#include "common/embedded.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace servesim::hw {
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::bf16: return "bf16";
+    case Precision::fp8: return "fp8";
+    case Precision::nvfp4: return "nvfp4";
+    case Precision::int8: return "int8";
+  }
+  return "?";
+}
+
+Precision parse_precision(std::string_view s, const std::string& where) {
+  for (Precision p : {Precision::bf16, Precision::fp8, Precision::nvfp4, Precision::int8})
+    if (text::iequals(s, to_string(p))) return p;
+  throw Error(where, "", "unknown precision '" + std::string(s) + "' (known: bf16, fp8, nvfp4, int8)");
+}
+
+double EfficiencyPriors::gemm(Precision p) const {
+  switch (p) {
+    case Precision::bf16: return gemm_bf16;
+    case Precision::fp8: return gemm_fp8;
+    case Precision::nvfp4: return gemm_nvfp4;
+    case Precision::int8: return gemm_fp8;  // no separate int8 figure: same tensor-core path width as fp8
+  }
+  return gemm_bf16;
+}
+
+double GpuSpec::dense_flops(Precision p) const {
+  switch (p) {
+    case Precision::bf16: return bf16_flops;
+    case Precision::fp8: return fp8_flops;
+    case Precision::nvfp4: return nvfp4_flops;
+    case Precision::int8: return int8_ops;
+  }
+  return 0;
+}
+
+namespace {
+
+// Every number must be finite and >= 0; strictly positive where `positive`.
+double nonneg(const JsonReader& r, std::string_view key, bool positive = false) {
+  double v = r.number(key);
+  if (v < 0 || (positive && v <= 0)) r.fail(key, positive ? "must be > 0" : "must be >= 0");
+  return v;
+}
+
+std::map<std::string, std::string> read_sources(const JsonReader& r) {
+  std::map<std::string, std::string> out;
+  if (!r.has("sources")) return out;
+  JsonReader s = r.object("sources");
+  for (const auto& [k, v] : s.json().items()) {
+    if (!v.is_string()) s.fail(k, "expected a citation string");
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+GpuSpec read_gpu(const JsonReader& r) {
+  GpuSpec g;
+  g.name = r.string("name");
+  if (g.name.empty()) r.fail("name", "must not be empty");
+  g.arch = r.string("arch");
+  g.hbm_nominal_bytes = nonneg(r, "hbm_nominal_bytes", true);
+  g.hbm_usable_bytes = nonneg(r, "hbm_usable_bytes", true);
+  g.hbm_bw_bytes_per_s = nonneg(r, "hbm_bw_bytes_per_s", true);
+  g.bf16_flops = nonneg(r, "bf16_flops", true);
+  g.fp8_flops = nonneg(r, "fp8_flops");
+  g.nvfp4_flops = nonneg(r, "nvfp4_flops");
+  g.int8_ops = nonneg(r, "int8_ops");
+  g.nvlink_bw_bytes_per_s = nonneg(r, "nvlink_bw_bytes_per_s", true);
+  g.nvlink_domain = static_cast<int>(r.integer("nvlink_domain"));
+  if (g.nvlink_domain < 1) r.fail("nvlink_domain", "must be >= 1");
+  g.sms = static_cast<int>(r.integer("sms"));
+  g.l2_bytes = nonneg(r, "l2_bytes");
+  g.tdp_watts = nonneg(r, "tdp_watts");
+  g.sources = read_sources(r);
+  if (r.has("efficiency_priors")) {
+    JsonReader p = r.object("efficiency_priors");
+    auto frac = [&](std::string_view k, bool needed) {
+      double v = nonneg(p, k);
+      if (v > 1 || (needed && v <= 0)) p.fail(k, "must be a fraction in (0, 1]");
+      return v;
+    };
+    g.priors.gemm_bf16 = frac("gemm_bf16", true);
+    g.priors.gemm_fp8 = frac("gemm_fp8", g.fp8_flops > 0);
+    g.priors.gemm_nvfp4 = frac("gemm_nvfp4", g.nvfp4_flops > 0);
+    g.priors.memory = frac("memory", true);
+    g.priors.nccl_busbw = frac("nccl_busbw", true);
+    g.priors.nccl_latency_s = nonneg(p, "nccl_latency_s", true);
+  } else {
+    // A user GPU without priors: the kernel model then assumes H200's achieved fractions
+    // (filled in by the caller, which knows the H200 entry), and says so in the sources.
+    g.sources["efficiency_priors"] = "not given in " + r.file() + ": H200's priors assumed";
+  }
+  return g;
+}
+
+InstanceSpec read_instance(const JsonReader& r) {
+  InstanceSpec i;
+  i.name = r.string("name");
+  if (i.name.empty()) r.fail("name", "must not be empty");
+  i.gpu = r.string("gpu");
+  i.gpus = static_cast<int>(r.integer("gpus"));
+  if (i.gpus < 1) r.fail("gpus", "must be >= 1");
+  i.efa_devices = static_cast<int>(r.integer("efa_devices"));
+  if (i.efa_devices < 0) r.fail("efa_devices", "must be >= 0");
+  i.efa_total_bytes_per_s = nonneg(r, "efa_total_bytes_per_s");
+  i.efa_per_gpu_bytes_per_s = r.has("efa_per_gpu_bytes_per_s") ? nonneg(r, "efa_per_gpu_bytes_per_s")
+                                                                : i.efa_total_bytes_per_s / i.gpus;
+  i.efa_latency_s = nonneg(r, "efa_latency_s");
+  i.host_memory_bytes = nonneg(r, "host_memory_bytes");
+  if (r.has("usd_per_hour")) i.usd_per_hour = nonneg(r, "usd_per_hour");
+  i.nvlink_domain_gpus = static_cast<int>(r.integer_or("nvlink_domain_gpus", i.gpus));
+  if (i.nvlink_domain_gpus < 1) r.fail("nvlink_domain_gpus", "must be >= 1");
+  i.sources = read_sources(r);
+  return i;
+}
+
+template <class T>
+void upsert(std::vector<T>& v, T item) {
+  for (auto& x : v)
+    if (text::iequals(x.name, item.name)) { x = std::move(item); return; }
+  v.push_back(std::move(item));
+}
+
+template <class T>
+std::vector<std::string> names(const std::vector<T>& v) {
+  std::vector<std::string> out;
+  for (const auto& x : v) out.push_back(x.name);
+  return out;
+}
+
+}  // namespace
+
+void Catalog::load_json(std::string_view text, const std::string& file) {
+  nlohmann::json j = parse_json(text, file);
+  JsonReader root(j, file);
+  if (!root.has("gpus") && !root.has("instances"))
+    throw Error(file, "(top level)", "expected a \"gpus\" and/or an \"instances\" array");
+  // Parse everything before changing the catalogue, so a bad file leaves it untouched.
+  std::vector<GpuSpec> gpus;
+  std::vector<InstanceSpec> instances;
+  if (root.has("gpus"))
+    for (const auto& g : root.array("gpus")) gpus.push_back(read_gpu(g));
+  if (root.has("instances"))
+    for (const auto& i : root.array("instances")) instances.push_back(read_instance(i));
+  const GpuSpec* h200 = nullptr;
+  for (const auto& g : gpus_) if (text::iequals(g.name, "H200")) h200 = &g;
+  for (auto& g : gpus) {
+    if (g.priors.gemm_bf16 <= 0 && h200) g.priors = h200->priors;
+    upsert(gpus_, std::move(g));
+  }
+  for (size_t k = 0; k < instances.size(); ++k) {
+    bool known = false;
+    for (const auto& g : gpus_) known = known || text::iequals(g.name, instances[k].gpu);
+    if (!known)
+      throw Error(file, "instances[" + std::to_string(k) + "].gpu",
+                  "unknown GPU '" + instances[k].gpu + "' (known: " + text::join(gpu_names()) + ")");
+    upsert(instances_, std::move(instances[k]));
+  }
+}
+
+void Catalog::add_file(const std::string& path) {
+  nlohmann::json j = read_json_file(path);  // syntax errors name the file
+  load_json(j.dump(), path);
+}
+
+Catalog& Catalog::global() {
+  static Catalog* c = [] {
+    auto* cat = new Catalog;
+    cat->load_json(data::get("hwmodels/data/gpus.json"), "hwmodels/data/gpus.json");
+    cat->load_json(data::get("hwmodels/data/instances.json"), "hwmodels/data/instances.json");
+    return cat;
+  }();
+  return *c;
+}
+
+const GpuSpec& Catalog::gpu(std::string_view name) const {
+  for (const auto& g : gpus_)
+    if (text::iequals(g.name, name)) return g;
+  throw Error("--gpu", "", "unknown GPU '" + std::string(name) + "' (known: " + text::join(gpu_names()) + ")");
+}
+
+const InstanceSpec& Catalog::instance(std::string_view name) const {
+  for (const auto& i : instances_)
+    if (text::iequals(i.name, name)) return i;
+  throw Error("--instance", "", "unknown instance '" + std::string(name) + "' (known: " +
+                                    text::join(instance_names()) + ")");
+}
+
+std::vector<std::string> Catalog::gpu_names() const { return names(gpus_); }
+std::vector<std::string> Catalog::instance_names() const { return names(instances_); }
+
+}  // namespace servesim::hw
