@@ -1,0 +1,127 @@
+#include "sim/studies/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace servesim::sim {
+
+std::string_view to_string(Statistic s) {
+  switch (s) {
+    case Statistic::p50: return "p50";
+    case Statistic::p90: return "p90";
+    case Statistic::p99: return "p99";
+  }
+  return "p50";
+}
+
+Statistic parse_statistic(std::string_view s, const std::string& where) {
+  for (Statistic v : {Statistic::p50, Statistic::p90, Statistic::p99})
+    if (text::iequals(s, to_string(v))) return v;
+  throw Error(where, "", "unknown statistic '" + std::string(s) + "'; known: p50, p90, p99");
+}
+
+nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
+  nlohmann::json c = nlohmann::json::object();
+  const char* stats[3] = {"p50", "p90", "p99"};
+  auto col = [&](const std::string& key, auto get) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : rows) a.push_back(get(r));
+    c[key] = std::move(a);
+  };
+  col("topology", [](const SweepRow& r) { return r.topology; });
+  col("concurrency", [](const SweepRow& r) { return r.concurrency; });
+  for (int i = 0; i < 3; ++i) {
+    col(std::string("ttft_") + stats[i] + "_ms", [i](const SweepRow& r) { return r.ttft_ms[i]; });
+    col(std::string("itl_") + stats[i] + "_ms", [i](const SweepRow& r) { return r.itl_ms[i]; });
+  }
+  col("output_tps", [](const SweepRow& r) { return r.output_tps; });
+  col("output_tps_per_gpu", [](const SweepRow& r) { return r.output_tps_per_gpu; });
+  col("output_tps_per_user", [](const SweepRow& r) { return r.output_tps_per_user; });
+  return c;
+}
+
+void Slo::validate() const {
+  if (!(ttft_ms > 0)) throw Error("--ttft-ms", "", "must be > 0");
+  if (!(itl_ms > 0)) throw Error("--itl-ms", "", "must be > 0");
+  if (!(target_tps > 0)) throw Error("--target-tps", "", "must be > 0");
+}
+
+std::string_view to_string(LimitedBy l) {
+  switch (l) {
+    case LimitedBy::none: return "none";
+    case LimitedBy::ttft: return "ttft";
+    case LimitedBy::itl: return "itl";
+    case LimitedBy::both: return "ttft+itl";
+  }
+  return "none";
+}
+
+std::string_view advice(LimitedBy l) {
+  switch (l) {
+    case LimitedBy::none: return "meets both SLOs at the highest swept concurrency: extend --concurrency";
+    case LimitedBy::ttft: return "TTFT limits it: add prefill capacity";
+    case LimitedBy::itl: return "ITL limits it: add decode capacity";
+    case LimitedBy::both: return "TTFT and ITL both limit it: add prefill and decode capacity";
+  }
+  return "";
+}
+
+nlohmann::json PlanRow::to_json() const {
+  nlohmann::json j;
+  j["name"] = name;
+  j["feasible"] = feasible;
+  j["max_concurrency"] = max_concurrency;
+  j["tps_per_replica"] = tps_per_replica;
+  j["replicas"] = replicas;
+  j["gpus"] = gpus;
+  j["instances"] = instances;
+  j["usd_per_hour"] = usd_per_hour ? nlohmann::json(*usd_per_hour) : nlohmann::json(nullptr);
+  j["limited_by"] = std::string(to_string(limited_by));
+  j["advice"] = std::string(advice(limited_by));
+  return j;
+}
+
+std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
+                                   const Slo& slo) {
+  slo.validate();
+  const int s = static_cast<int>(slo.statistic);
+  std::vector<PlanRow> out;
+  for (const auto& u : units) {
+    std::vector<const SweepRow*> pts;
+    for (const auto& r : sweep)
+      if (r.topology == u.name) pts.push_back(&r);
+    if (pts.empty()) throw Error("plan", u.name, "has no sweep points");
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const SweepRow* a, const SweepRow* b) { return a->concurrency < b->concurrency; });
+    auto ttft_ok = [&](const SweepRow* r) { return r->ttft_ms[s] <= slo.ttft_ms; };
+    auto itl_ok = [&](const SweepRow* r) { return r->itl_ms[s] <= slo.itl_ms; };
+    PlanRow row;
+    row.name = u.name;
+    int best = -1;   // rightmost point under both lines
+    for (int i = 0; i < static_cast<int>(pts.size()); ++i)
+      if (ttft_ok(pts[i]) && itl_ok(pts[i])) best = i;
+    // The limiting side: what the next swept point (or the first, if none passes) breaks.
+    const int probe = best + 1;
+    if (probe < static_cast<int>(pts.size())) {
+      const bool t = !ttft_ok(pts[probe]), i = !itl_ok(pts[probe]);
+      row.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+    }
+    if (best >= 0 && pts[best]->output_tps > 0) {
+      row.feasible = true;
+      row.max_concurrency = pts[best]->concurrency;
+      row.tps_per_replica = pts[best]->output_tps;
+      row.replicas = static_cast<int>(std::ceil(slo.target_tps / row.tps_per_replica - 1e-9));
+      row.gpus = row.replicas * u.gpus;
+      const int per = std::max(1, u.gpus_per_instance);
+      row.instances = u.gpus <= per ? (row.gpus + per - 1) / per : row.replicas * u.instances;
+      if (u.usd_per_instance_hour) row.usd_per_hour = row.instances * *u.usd_per_instance_hour;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,72 @@
+// SLO capacity planning read off a concurrency sweep, the way the reference deployment sizes
+// itself: per topology, the rightmost swept concurrency whose TTFT and ITL (at one statistic)
+// are both under the SLO lines; the output tokens/s one copy of that topology serves there;
+// copies = ceil(target / that); GPUs, instances and $/hour; and which side limits it.
+// A "replica" here is one copy of the topology exactly as it was swept (for an aggregated
+// topology: its engine replicas behind the router; for xPyD: x prefill + y decode workers).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim::sim {
+
+enum class Statistic { p50, p90, p99 };
+std::string_view to_string(Statistic s);
+Statistic parse_statistic(std::string_view s, const std::string& where = "--statistic");
+
+// One swept point of one topology, in the units the charts use.
+struct SweepRow {
+  std::string topology;
+  int concurrency = 0;
+  double ttft_ms[3] = {0, 0, 0};   // p50, p90, p99
+  double itl_ms[3] = {0, 0, 0};
+  double output_tps = 0;           // whole topology, output tokens/s
+  double output_tps_per_gpu = 0;
+  double output_tps_per_user = 0;
+};
+// Column-oriented sweep: topology, concurrency, ttft_{p50,p90,p99}_ms, itl_{..}_ms, output_tps,
+// output_tps_per_gpu, output_tps_per_user (what python/servesim/plot.py reads).
+nlohmann::json sweep_columns(const std::vector<SweepRow>& rows);
+
+struct Slo {
+  double ttft_ms = 0;
+  double itl_ms = 0;
+  Statistic statistic = Statistic::p50;
+  double target_tps = 0;           // output tokens/s the whole deployment must serve
+  void validate() const;           // throws Error naming the flag
+};
+
+// What one copy of a topology costs.
+struct TopologyUnit {
+  std::string name;                // "aggregated", "disaggregated-1p1d", ...
+  int gpus = 0;                    // GPUs of one copy
+  int instances = 1;               // instances one copy occupies when placed alone
+  int gpus_per_instance = 8;
+  std::optional<double> usd_per_instance_hour;
+};
+
+enum class LimitedBy { none, ttft, itl, both };
+std::string_view to_string(LimitedBy l);
+// What to do about it: "add prefill capacity" for TTFT, "add decode capacity" for ITL, ...
+std::string_view advice(LimitedBy l);
+
+struct PlanRow {
+  std::string name;
+  bool feasible = false;           // some swept point meets both SLOs
+  int max_concurrency = 0;         // 0 when none does
+  double tps_per_replica = 0;
+  int replicas = 0, gpus = 0, instances = 0;
+  std::optional<double> usd_per_hour;
+  LimitedBy limited_by = LimitedBy::none;   // the SLO broken at the next swept concurrency
+  nlohmann::json to_json() const;
+};
+
+// One row per unit, in the order given; rows of a unit's name that are absent throw Error.
+std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
+                                   const Slo& slo);
+
+}  // namespace servesim::sim

@@ -1,0 +1,110 @@
+// The SLO capacity planner on a sweep built by hand.
+#include <gtest/gtest.h>
+
+#include "common/error.hpp"
+#include "sim/studies/plan.hpp"
+
+namespace servesim::sim {
+namespace {
+
+SweepRow row(const std::string& topo, int c, double ttft_p50, double itl_p50, double tps) {
+  SweepRow r;
+  r.topology = topo;
+  r.concurrency = c;
+  r.ttft_ms[0] = ttft_p50;
+  r.ttft_ms[1] = ttft_p50 * 1.5;
+  r.ttft_ms[2] = ttft_p50 * 2;
+  r.itl_ms[0] = itl_p50;
+  r.itl_ms[1] = itl_p50 * 1.2;
+  r.itl_ms[2] = itl_p50 * 1.4;
+  r.output_tps = tps;
+  return r;
+}
+
+std::vector<SweepRow> sweep() {
+  return {
+      // aggregated: TTFT crosses 600 ms first (at 64), ITL still fine.
+      row("aggregated", 16, 300, 40, 300), row("aggregated", 32, 500, 60, 560),
+      row("aggregated", 64, 900, 80, 950),
+      // disaggregated: TTFT fine, ITL crosses 100 ms at 128.
+      row("disaggregated-1p1d", 32, 200, 50, 600), row("disaggregated-1p1d", 64, 250, 90, 1100),
+      row("disaggregated-1p1d", 128, 300, 130, 1500),
+  };
+}
+
+std::vector<TopologyUnit> units() {
+  return {{"aggregated", 16, 2, 8, 63.3}, {"disaggregated-1p1d", 16, 2, 8, 63.3}};
+}
+
+TEST(Plan, ReplicasAndLimitingSideByHand) {
+  const Slo slo{600, 100, Statistic::p50, 10000};
+  const auto rows = plan_capacity(sweep(), units(), slo);
+  ASSERT_EQ(rows.size(), 2u);
+  // aggregated: rightmost under both lines is 32 at 560 tok/s; ceil(10000 / 560) = 18 copies of
+  // 16 GPUs = 288 GPUs on 36 instances = $2278.80/h; TTFT breaks next.
+  EXPECT_EQ(rows[0].max_concurrency, 32);
+  EXPECT_DOUBLE_EQ(rows[0].tps_per_replica, 560);
+  EXPECT_EQ(rows[0].replicas, 18);
+  EXPECT_EQ(rows[0].gpus, 288);
+  EXPECT_EQ(rows[0].instances, 36);
+  EXPECT_NEAR(*rows[0].usd_per_hour, 36 * 63.3, 1e-9);
+  EXPECT_EQ(rows[0].limited_by, LimitedBy::ttft);
+  // disaggregated: 64 at 1100 tok/s -> ceil(9.09) = 10 copies, 160 GPUs; ITL breaks next.
+  EXPECT_EQ(rows[1].max_concurrency, 64);
+  EXPECT_EQ(rows[1].replicas, 10);
+  EXPECT_EQ(rows[1].gpus, 160);
+  EXPECT_EQ(rows[1].limited_by, LimitedBy::itl);
+  EXPECT_EQ(advice(LimitedBy::itl), "ITL limits it: add decode capacity");
+}
+
+TEST(Plan, StatisticMovesTheLines) {
+  // At p99 (2x TTFT, 1.4x ITL): aggregated 16 -> 600 ms passes, 32 -> 1000 fails on TTFT.
+  // disaggregated 32 -> ITL 70 passes, 64 -> ITL 126 fails.
+  const Slo slo{600, 100, Statistic::p99, 10000};
+  const auto rows = plan_capacity(sweep(), units(), slo);
+  EXPECT_EQ(rows[0].max_concurrency, 16);
+  EXPECT_EQ(rows[0].replicas, 34);   // ceil(10000 / 300)
+  EXPECT_EQ(rows[1].max_concurrency, 32);
+  EXPECT_EQ(rows[1].limited_by, LimitedBy::itl);
+}
+
+TEST(Plan, NothingUnderTheLinesAndNothingAbove) {
+  const Slo tight{100, 100, Statistic::p50, 1000};
+  const auto rows = plan_capacity(sweep(), units(), tight);
+  EXPECT_FALSE(rows[0].feasible);
+  EXPECT_EQ(rows[0].replicas, 0);
+  EXPECT_EQ(rows[0].limited_by, LimitedBy::ttft);   // 300 ms at the lowest point
+  const Slo loose{5000, 500, Statistic::p50, 1000};
+  const auto all = plan_capacity(sweep(), units(), loose);
+  EXPECT_EQ(all[1].max_concurrency, 128);
+  EXPECT_EQ(all[1].limited_by, LimitedBy::none);
+  EXPECT_EQ(all[1].replicas, 1);
+}
+
+TEST(Plan, SmallUnitsPackIntoInstances) {
+  // A 4-GPU copy on 8-GPU instances: 3 copies = 12 GPUs = 2 instances.
+  const std::vector<SweepRow> s = {row("agg-tp4", 8, 100, 20, 400)};
+  const auto rows = plan_capacity(s, {{"agg-tp4", 4, 1, 8, std::nullopt}}, {600, 100, Statistic::p50, 1000});
+  EXPECT_EQ(rows[0].replicas, 3);
+  EXPECT_EQ(rows[0].instances, 2);
+  EXPECT_FALSE(rows[0].usd_per_hour.has_value());
+}
+
+TEST(Plan, BadInputIsAnError) {
+  EXPECT_THROW(plan_capacity(sweep(), {{"nope", 8, 1, 8, {}}}, {600, 100, Statistic::p50, 1}), Error);
+  EXPECT_THROW(plan_capacity(sweep(), units(), {0, 100, Statistic::p50, 1}), Error);
+  EXPECT_THROW(parse_statistic("p75"), Error);
+  EXPECT_EQ(parse_statistic("P90"), Statistic::p90);
+}
+
+TEST(Plan, SweepColumnsCarryWhatThePlotReads) {
+  const auto c = sweep_columns(sweep());
+  for (const char* k : {"topology", "concurrency", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms",
+                        "itl_p90_ms", "itl_p99_ms", "output_tps_per_gpu", "output_tps_per_user"}) {
+    ASSERT_TRUE(c.contains(k)) << k;
+    EXPECT_EQ(c[k].size(), 6u) << k;
+  }
+}
+
+}  // namespace
+}  // namespace servesim::sim
