@@ -61,7 +61,8 @@ struct WorkloadConfig {
 // empirical files are read here, relative to the scenario file's folder.
 WorkloadConfig parse_workload(const JsonReader& j);
 // Checks the config (rates > 0, concurrency >= 1, ...); throws Error(where, field, reason).
-void validate(const WorkloadConfig& c, const std::string& where = "workload");
+// Field names are prefixed with `field_prefix` (e.g. "workload.").
+void validate(const WorkloadConfig& c, const std::string& where = "workload", const std::string& field_prefix = "");
 std::unique_ptr<Workload> make_workload(const WorkloadConfig& c);
 // Every request the workload yields, in order (tests, small runs).
 std::vector<RequestSpec> materialize(const WorkloadConfig& c);

@@ -1,0 +1,179 @@
+// Metric definitions follow aiperf (tags, units, per-request formulas); see metrics.hpp.
+#include "sim/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim::sim {
+
+double percentile_sorted(const std::vector<double>& v, double q) {
+  // numpy.percentile(method="linear"): virtual index (n-1)*q/100, then numpy's _lerp, which
+  // interpolates from the nearer end for gamma >= 0.5 (same bits as numpy).
+  const double qq = q / 100.0;
+  const double vi = static_cast<double>(v.size() - 1) * qq;
+  const double lo_f = std::floor(vi);
+  const auto lo = static_cast<std::size_t>(lo_f);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  const double g = vi - lo_f;
+  const double a = v[lo], b = v[hi], d = b - a;
+  return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+}
+
+Stats compute_stats(std::vector<double>& values) {
+  Stats s;
+  s.count = static_cast<std::int64_t>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double x : values) sum += x;
+  s.avg = sum / static_cast<double>(values.size());
+  double ss = 0;
+  for (double x : values) ss += (x - s.avg) * (x - s.avg);
+  s.std = std::sqrt(ss / static_cast<double>(values.size()));
+  s.min = values.front();
+  s.max = values.back();
+  s.p1 = percentile_sorted(values, 1);
+  s.p5 = percentile_sorted(values, 5);
+  s.p10 = percentile_sorted(values, 10);
+  s.p25 = percentile_sorted(values, 25);
+  s.p50 = percentile_sorted(values, 50);
+  s.p75 = percentile_sorted(values, 75);
+  s.p90 = percentile_sorted(values, 90);
+  s.p95 = percentile_sorted(values, 95);
+  s.p99 = percentile_sorted(values, 99);
+  return s;
+}
+
+MetricsCollector::MetricsCollector(bool keep_records) : keep_records_(keep_records) {}
+
+void MetricsCollector::add(const RequestRecord& r) {
+  if (keep_records_) records_.push_back(r);
+  if (r.warmup) {
+    ++warmup_count_;
+    return;
+  }
+  latency_s_.push_back(r.finish_s - r.arrival_s);
+  ttft_s_.push_back(r.first_token_s - r.arrival_s);
+  ttst_s_.push_back(r.output_tokens > 1 ? r.second_token_s - r.first_token_s : NAN);
+  auto clamp32 = [](std::int64_t x) { return static_cast<std::int32_t>(std::clamp<std::int64_t>(x, 0, INT32_MAX)); };
+  isl_.push_back(clamp32(r.input_tokens));
+  osl_.push_back(clamp32(r.output_tokens));
+  first_arrival_s_ = std::min(first_arrival_s_, r.arrival_s);
+  last_finish_s_ = std::max(last_finish_s_, r.finish_s);
+}
+
+int MetricsCollector::add_replica(std::string name) {
+  replicas_.push_back(ReplicaAcc{});
+  replicas_.back().name = std::move(name);
+  return static_cast<int>(replicas_.size()) - 1;
+}
+
+void MetricsCollector::add_worker_sample(int replica, double start_s, double step_s, int batch_seqs,
+                                         double kv_utilization) {
+  if (replica < 0) return;
+  if (static_cast<std::size_t>(replica) >= replicas_.size()) {
+    const std::size_t old = replicas_.size();
+    replicas_.resize(static_cast<std::size_t>(replica) + 1);
+    for (std::size_t k = old; k < replicas_.size(); ++k) replicas_[k].name = "replica " + std::to_string(k);
+  }
+  if (start_s < worker_from_s_) return;
+  ReplicaAcc& a = replicas_[static_cast<std::size_t>(replica)];
+  ++a.steps;
+  a.busy_s += step_s;
+  a.batch_time += step_s * batch_seqs;
+  a.kv_time += step_s * kv_utilization;
+  a.max_batch = std::max(a.max_batch, batch_seqs);
+  a.max_kv = std::max(a.max_kv, kv_utilization);
+}
+
+void MetricsCollector::set_input_config(const nlohmann::json& config) { input_config_ = config.dump(); }
+
+Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) const {
+  Summary s;
+  const std::size_t n = latency_s_.size();
+  s.start_s = std::isnan(start_s) ? (n ? first_arrival_s_ : 0.0) : start_s;
+  s.end_s = std::isnan(end_s) ? (n ? last_finish_s_ : 0.0) : end_s;
+  s.duration_s = std::max(0.0, s.end_s - s.start_s);
+  s.request_count = static_cast<std::int64_t>(n);
+  s.warmup_request_count = warmup_count_;
+  std::vector<double> lat, ttft, ttst, itl, per_user, isl, osl;
+  lat.reserve(n);
+  ttft.reserve(n);
+  isl.reserve(n);
+  osl.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    lat.push_back(latency_s_[i] * 1e3);
+    ttft.push_back(ttft_s_[i] * 1e3);
+    isl.push_back(isl_[i]);
+    osl.push_back(osl_[i]);
+    s.total_input_tokens += isl_[i];
+    s.total_output_tokens += osl_[i];
+    if (osl_[i] > 1) {
+      // aiperf: ITL = (request_latency - TTFT) / (OSL - 1); per-user throughput is its inverse.
+      const double decode_s = latency_s_[i] - ttft_s_[i];
+      itl.push_back(decode_s * 1e3 / (osl_[i] - 1));
+      if (decode_s > 0) per_user.push_back((osl_[i] - 1) / decode_s);
+      if (!std::isnan(ttst_s_[i])) ttst.push_back(ttst_s_[i] * 1e3);
+    }
+  }
+  s.request_latency_ms = compute_stats(lat);
+  s.ttft_ms = compute_stats(ttft);
+  s.ttst_ms = compute_stats(ttst);
+  s.itl_ms = compute_stats(itl);
+  s.output_token_throughput_per_user = compute_stats(per_user);
+  s.input_sequence_length = compute_stats(isl);
+  s.output_sequence_length = compute_stats(osl);
+  if (s.duration_s > 0) {
+    s.request_throughput_per_s = static_cast<double>(n) / s.duration_s;
+    s.output_token_throughput_per_s = static_cast<double>(s.total_output_tokens) / s.duration_s;
+  }
+  if (slo && slo->any()) {
+    s.has_slo = true;
+    s.slo = *slo;
+    for (std::size_t i = 0; i < n; ++i) {
+      bool ok = true;
+      if (slo->ttft_ms > 0) ok = ok && ttft_s_[i] * 1e3 <= slo->ttft_ms;
+      if (slo->latency_ms > 0) ok = ok && latency_s_[i] * 1e3 <= slo->latency_ms;
+      if (slo->itl_ms > 0 && osl_[i] > 1) ok = ok && (latency_s_[i] - ttft_s_[i]) * 1e3 / (osl_[i] - 1) <= slo->itl_ms;
+      s.good_request_count += ok ? 1 : 0;
+    }
+    if (s.duration_s > 0) s.goodput_per_s = static_cast<double>(s.good_request_count) / s.duration_s;
+  }
+  for (const auto& a : replicas_) {
+    ReplicaSummary r;
+    r.name = a.name;
+    r.steps = a.steps;
+    r.busy_s = a.busy_s;
+    r.busy_fraction = s.duration_s > 0 ? std::min(1.0, a.busy_s / s.duration_s) : 0.0;
+    r.mean_batch_size = a.busy_s > 0 ? a.batch_time / a.busy_s : 0.0;
+    r.max_batch_size = a.max_batch;
+    r.mean_kv_utilization = a.busy_s > 0 ? a.kv_time / a.busy_s : 0.0;
+    r.max_kv_utilization = a.max_kv;
+    s.replicas.push_back(std::move(r));
+  }
+  return s;
+}
+
+const std::vector<MetricInfo>& aiperf_metric_infos() {
+  static const std::vector<MetricInfo> v = {
+      {"time_to_first_token", "Time to First Token", "ms"},
+      {"time_to_second_token", "Time to Second Token", "ms"},
+      {"request_latency", "Request Latency", "ms"},
+      {"inter_token_latency", "Inter Token Latency", "ms"},
+      {"output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user"},
+      {"output_sequence_length", "Output Sequence Length", "tokens"},
+      {"input_sequence_length", "Input Sequence Length", "tokens"},
+      {"output_token_throughput", "Output Token Throughput", "tokens/sec"},
+      {"request_throughput", "Request Throughput", "requests/sec"},
+      {"request_count", "Request Count", "requests"},
+      {"goodput", "Goodput", "requests/sec"},
+      {"total_output_tokens", "Total Output Tokens", "tokens"},
+      {"total_input_tokens", "Total Input Tokens", "tokens"},
+      {"benchmark_duration", "Benchmark Duration", "sec"},
+  };
+  return v;
+}
+
+}  // namespace servesim::sim
