@@ -32,6 +32,7 @@ struct MemoryPlan {                 // per GPU unless named total
   double cache_bytes = 0;           // what is left for KV blocks + Mamba state slots
   std::int64_t kv_capacity_tokens = 0;  // for the whole replica (tokens of context it can hold)
   std::int64_t num_kv_blocks = 0;   // kv_capacity_tokens / block_size
+  int state_slots = 0;              // Mamba state slots set aside first: min(max_num_seqs, what fits)
   int max_concurrent_seqs(std::int64_t context_tokens) const;   // state + KV of that context each
 
   // Breakdown.

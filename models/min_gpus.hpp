@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hwmodels/catalog.hpp"
@@ -11,14 +12,21 @@
 
 namespace servesim::models {
 
+// vllm: honest vLLM serving (default). vendor: what the vendor's table implies (see policy_text()).
+enum class PolicyKind { vllm, vendor };
+PolicyKind parse_policy(std::string_view s, const std::string& where = "--policy");
+
 struct ServingPolicy {
-  EngineMemoryConfig engine;         // vLLM defaults
+  PolicyKind kind = PolicyKind::vllm;
+  EngineMemoryConfig engine;         // vLLM defaults (kv_cache_dtype is replaced by the checkpoint's)
   int nvlink_domain = 8;             // TP within one node (powers of two); PP across nodes beyond
   int max_gpus = 64;
-  // Concurrency the cache must hold at the advertised context (see policy_text()).
-  int required_seqs = 0;             // 0: derived (see .cpp)
-  std::int64_t required_context = 0; // 0: model's max_model_len
+  int required_seqs = 64;            // vllm: concurrent sequences the cache must hold ...
+  std::int64_t required_context = 0; // ... each at this context (0: max_model_len = config's max_position_embeddings)
+  double vendor_cache_to_weights = 2.0;  // vendor: KV/state cache >= this × weights (whole replica)
 };
+// KV cache dtype vLLM uses for a checkpoint of that precision (NVFP4/FP8 checkpoints ship FP8 KV scales).
+hw::Precision checkpoint_kv_dtype(hw::Precision weights);
 
 struct MinGpuResult {
   std::string gpu;
@@ -35,7 +43,9 @@ MinGpuResult min_gpus(const ModelSpec&, const hw::GpuSpec&, hw::Precision, const
 // The table for the GPUs the vendor lists (B200, B300, H200, H100, GB200, GB300) × {bf16, nvfp4}.
 std::vector<MinGpuResult> min_gpu_table(const ModelSpec&, const std::vector<hw::Precision>& precisions,
                                         const ServingPolicy& = {});
-// The default policy as a README paragraph.
-std::string policy_text();
+// The vendor's published minimum (MISSION.md) for nemotron-3.5-super-vl, 0 when not listed.
+int vendor_min_gpus(std::string_view gpu, hw::Precision p);
+// The policy as a README paragraph.
+std::string policy_text(PolicyKind k = PolicyKind::vllm);
 
 }  // namespace servesim::models

@@ -22,6 +22,7 @@ struct VisionEncoderSpec {
   int max_tiles = 12;               // per image, plus a thumbnail when more than one tile
   bool thumbnail = true;
   std::int64_t projector_intermediate = 0;  // MLP projector hidden width (0: none)
+  std::int64_t llm_hidden = 0;      // projector output width (the LLM's hidden size)
   int patches_per_tile() const { return (tile_pixels / patch) * (tile_pixels / patch); }
   double params() const;            // ViT blocks + patch embed + projector
 };

@@ -1,0 +1,235 @@
+// Memory planner: weights by precision, KV per token, Mamba state per sequence, activations and
+// engine reserve per GPU, following vLLM's gpu_memory_utilization accounting.
+#include "models/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/table.hpp"
+
+namespace servesim::models {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double dtype_bytes(hw::Precision p) {
+  switch (p) {
+    case hw::Precision::bf16: return 2;
+    case hw::Precision::fp8: return 1;
+    case hw::Precision::int8: return 1;
+    case hw::Precision::nvfp4: return 0.5;
+  }
+  return 2;
+}
+
+// Which layers a pipeline stage holds: vLLM splits layers evenly, the remainder to the last stages.
+std::pair<int, int> stage_range(int layers, int pp, int stage) {
+  const int base = layers / pp, extra = layers % pp;
+  const int begin = stage * base + std::max(0, stage - (pp - extra));
+  const int size = base + (stage >= pp - extra ? 1 : 0);
+  return {begin, begin + size};
+}
+
+int groups_per_gpu(const ModelSpec& m, int tp) {
+  // vLLM extra_groups_for_head_shards: groups not divisible by TP are replicated up to TP.
+  const int total = (m.groups % tp == 0) ? m.groups : tp;
+  return std::max(1, total / tp);
+}
+
+double kv_heads_per_gpu(const ModelSpec& m, int tp) {
+  return std::max(1.0, double(m.kv_heads) / tp);  // replicated when kv_heads < tp
+}
+
+// NVFP4 checkpoints of the hybrid Nemotron models keep the attention projections and the Mamba
+// mixer just before each attention layer in BF16 (Nano NVFP4 hf_quant_config exclude_modules).
+bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
+  if (p != hw::Precision::nvfp4 || m.hf_model_type != "nemotron_h") return false;
+  if (m.layers[i] == LayerKind::attention) return true;
+  if (m.layers[i] == LayerKind::mamba) {
+    for (std::size_t j = i + 1; j < m.layers.size(); ++j) {
+      if (m.layers[j] == LayerKind::attention) return j == i + 1 || (j == i + 2 && m.layers[i + 1] != LayerKind::mamba);
+      if (m.layers[j] == LayerKind::mamba) return false;
+    }
+  }
+  return false;
+}
+
+// One block's weights on one GPU: (quantisable linear params, params kept in BF16).
+std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const Parallelism& par) {
+  const double H = double(m.hidden), tp = par.tp;
+  switch (k) {
+    case LayerKind::mamba: {
+      const double di = double(m.mamba_d_inner()) / tp, g = groups_per_gpu(m, par.tp), nh = double(m.mamba_heads) / tp;
+      const double conv = di + 2 * g * m.d_state;
+      const double lin = H * (2 * di + 2 * g * m.d_state + nh) + di * H;
+      const double small = conv * (m.conv_kernel + 1) + 3 * nh + di + H;  // conv w+b, A, D, dt_bias, norms
+      return {lin, small};
+    }
+    case LayerKind::attention: {
+      const double q = double(m.heads) * m.head_dim / tp, kv = kv_heads_per_gpu(m, par.tp) * m.head_dim;
+      return {2 * H * q + 2 * H * kv, H};
+    }
+    case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_intermediate) / tp, H};
+    case LayerKind::moe: {
+      // Experts split over tp (sharded) or ep (whole experts per rank); latent projections and the
+      // router are replicated; the shared expert is TP-sharded.
+      const double split = par.ep > 1 ? par.ep : tp;
+      const double routed = double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
+      const double shared = m.shared_experts > 0 ? (m.moe_gated ? 3 : 2) * H * double(m.shared_intermediate * m.shared_experts) / tp : 0;
+      const double latent = m.moe_latent > 0 ? 2 * H * double(m.moe_latent) : 0;
+      return {routed + shared + latent, H * m.experts + m.experts + H};
+    }
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
+double weight_bytes_per_param(hw::Precision p) {
+  // NVFP4: 4-bit E2M1 values + one FP8 (E4M3) scale per 16 values (the per-tensor FP32 scale is negligible).
+  if (p == hw::Precision::nvfp4) return 0.5 + 1.0 / 16.0;
+  return dtype_bytes(p);
+}
+
+double kv_bytes_per_token(const ModelSpec& m, hw::Precision kv) {
+  return m.count(LayerKind::attention) * 2.0 * m.kv_heads * m.head_dim * dtype_bytes(kv);
+}
+
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, hw::Precision kv, const Parallelism& par) {
+  double worst = 0;
+  for (int s = 0; s < par.pp; ++s) {
+    auto [b, e] = stage_range(int(m.layers.size()), par.pp, s);
+    const int attn = int(std::count(m.layers.begin() + b, m.layers.begin() + e, LayerKind::attention));
+    worst = std::max(worst, attn * 2.0 * kv_heads_per_gpu(m, par.tp) * m.head_dim * dtype_bytes(kv));
+  }
+  return worst;
+}
+
+namespace {
+double mamba_layers_worst_stage(const ModelSpec& m, int pp) {
+  int worst = 0;
+  for (int s = 0; s < pp; ++s) {
+    auto [b, e] = stage_range(int(m.layers.size()), pp, s);
+    worst = std::max(worst, int(std::count(m.layers.begin() + b, m.layers.begin() + e, LayerKind::mamba)));
+  }
+  return worst;
+}
+}  // namespace
+
+double conv_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par, int spec_tokens) {
+  if (m.count(LayerKind::mamba) == 0) return 0;
+  const double conv = double(m.mamba_d_inner()) / par.tp + 2.0 * groups_per_gpu(m, par.tp) * m.d_state;
+  return mamba_layers_worst_stage(m, par.pp) * (m.conv_kernel - 1 + spec_tokens) * conv * 2.0;  // model dtype (bf16)
+}
+
+double ssm_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par) {
+  if (m.count(LayerKind::mamba) == 0) return 0;
+  const double per_layer = double(m.mamba_heads) / par.tp * m.mamba_head_dim * m.d_state * (m.ssm_state_fp32 ? 4.0 : 2.0);
+  return mamba_layers_worst_stage(m, par.pp) * per_layer;
+}
+
+int MemoryPlan::max_concurrent_seqs(std::int64_t context_tokens) const {
+  const double per = state_bytes_per_seq + kv_bytes_per_token * double(context_tokens);
+  if (per <= 0) return 0;
+  return int(std::min(1e9, std::floor(cache_bytes / per)));
+}
+
+MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par,
+                       const EngineMemoryConfig& cfg) {
+  if (par.tp < 1 || par.pp < 1 || par.ep < 1) throw Error("--tp", "", "parallel sizes must be >= 1");
+  if (par.pp > int(m.layers.size())) throw Error("--pp", "", "more pipeline stages than layers");
+  if (m.count(LayerKind::attention) > 0 && m.heads % par.tp != 0)
+    throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide " +
+                                std::to_string(m.heads) + " attention heads of " + m.name);
+  if (m.count(LayerKind::mamba) > 0 && m.mamba_heads % par.tp != 0)
+    throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide " +
+                                std::to_string(m.mamba_heads) + " Mamba heads of " + m.name);
+  if (par.ep > 1 && m.experts % par.ep != 0)
+    throw Error("--ep", "", "expert parallel size does not divide " + std::to_string(m.experts) + " experts");
+  if (!(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
+    throw Error("gpu_memory_utilization", "", "must be in (0, 1]");
+
+  MemoryPlan plan;
+  plan.gpus = par.tp * par.pp;
+  plan.block_size = cfg.block_size;
+  plan.max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len : m.max_context;
+  plan.weight_precision = std::string(hw::to_string(wp));
+  plan.kv_precision = std::string(hw::to_string(cfg.kv_cache_dtype));
+  if (wp == hw::Precision::nvfp4 && !gpu.native(hw::Precision::nvfp4))
+    plan.weight_note = "NVFP4 weights kept 4-bit in HBM, run through vLLM's Marlin W4A16 kernels (no native FP4 on " + gpu.name + ")";
+  else
+    plan.weight_note = std::string(hw::to_string(wp)) + " weights, native on " + gpu.name;
+
+  // Weights: the heaviest pipeline stage (embeddings on the first, LM head on the last).
+  const double wb = weight_bytes_per_param(wp);
+  const double H = double(m.hidden), V = double(m.vocab);
+  for (int s = 0; s < par.pp; ++s) {
+    WeightBreakdown w;
+    auto [b, e] = stage_range(int(m.layers.size()), par.pp, s);
+    for (int i = b; i < e; ++i) {
+      auto [lin, small] = block_weights(m, m.layers[i], par);
+      if (kept_high_precision(m, std::size_t(i), wp)) w.high_precision += (lin + small) * 2;
+      else { w.quantized += lin * wb; w.high_precision += small * 2; }
+    }
+    // Vocab-parallel embedding and LM head (BF16 in every checkpoint: excluded from quantisation).
+    if (s == 0) w.high_precision += V * H / par.tp * 2;
+    if (s == par.pp - 1) w.high_precision += ((m.tied_embeddings && par.pp == 1) ? 0 : V * H / par.tp * 2) + H * 2;
+    if (s == 0 && m.has_vision) w.vision = m.vision.params() / par.tp * 2;  // BF16, TP-sharded encoder
+    if (s == par.pp - 1 && cfg.num_speculative_tokens > 0) w.mtp = mtp_params(m) / par.tp * wb;
+    if (w.total() > plan.weights.total()) plan.weights = w;
+  }
+  plan.weight_bytes = plan.weights.total();
+
+  // Peak activations of vLLM's profile run: a forward pass of max_num_batched_tokens tokens plus
+  // the sampler over max_num_seqs dummy requests (fp32 logits, then softmax/probs).
+  const double T = double(cfg.max_num_batched_tokens);
+  double widest = 0;  // largest per-GPU intermediate of any block, elements per token
+  if (m.count(LayerKind::mamba)) widest = std::max(widest, (2.0 * m.mamba_d_inner() + 2.0 * m.groups * m.d_state + m.mamba_heads) / par.tp);
+  if (m.count(LayerKind::mlp)) widest = std::max(widest, (m.mlp_gated ? 2.0 : 1.0) * double(m.mlp_intermediate) / par.tp);
+  if (m.count(LayerKind::attention)) widest = std::max(widest, (double(m.heads) + 2 * kv_heads_per_gpu(m, par.tp) * par.tp) * m.head_dim / par.tp);
+  if (m.count(LayerKind::moe)) {
+    // fused_moe: intermediate caches of tokens·top_k rows (up-projection output + activation).
+    const double split = par.ep > 1 ? 1.0 : par.tp;
+    widest = std::max(widest, m.top_k * (2.0 * double(m.moe_intermediate) / split + double(m.moe_width())));
+  }
+  const double residual = 3.0 * T * H * 2;  // residual, normed input, block output (bf16)
+  const double sampler = 2.0 * double(cfg.max_num_seqs) * V * 4;
+  plan.activation_bytes = residual + T * widest * 2 + sampler;
+
+  // Reserve outside torch's activation peak (aiconfigurator memory model, hardware.md §1.3):
+  // NCCL buffers 342 MB at 2 GPUs, 392 MB at 4-8; 3.5 GiB other (CUDA context, CUDA graphs, allocator).
+  plan.nccl_bytes = plan.gpus == 1 ? 0 : (plan.gpus == 2 ? 342e6 : 392e6);
+  plan.context_bytes = 1.0 * kGiB;
+  plan.cuda_graph_bytes = cfg.cuda_graphs ? 2.5 * kGiB : 0;
+  plan.reserve_bytes = plan.nccl_bytes + plan.context_bytes + plan.cuda_graph_bytes;
+
+  plan.gpu_total_bytes = gpu.hbm_usable_bytes;
+  plan.budget_bytes = cfg.gpu_memory_utilization * gpu.hbm_usable_bytes;
+  plan.cache_bytes = plan.budget_bytes - plan.weight_bytes - plan.activation_bytes - plan.reserve_bytes;
+  if (plan.cache_bytes <= 0) {
+    const double short_by = -plan.cache_bytes;
+    throw Error(m.name, "", "does not fit on " + std::to_string(plan.gpus) + "x " + gpu.name + " at " +
+                                plan.weight_precision + " (tp " + std::to_string(par.tp) + ", pp " + std::to_string(par.pp) +
+                                "): per GPU weights " + human_bytes(plan.weight_bytes) + " + activations " +
+                                human_bytes(plan.activation_bytes) + " + reserve " + human_bytes(plan.reserve_bytes) +
+                                " exceed the budget " + human_bytes(plan.budget_bytes) + " by " + human_bytes(short_by));
+  }
+  plan.kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, cfg.kv_cache_dtype, par);
+  plan.conv_state_bytes_per_seq = conv_state_bytes_per_seq(m, par, cfg.num_speculative_tokens);
+  plan.ssm_state_bytes_per_seq = ssm_state_bytes_per_seq(m, par);
+  plan.state_bytes_per_seq = plan.conv_state_bytes_per_seq + plan.ssm_state_bytes_per_seq;
+  // Mamba state slots for up to max_num_seqs sequences come out of the cache first; the rest is KV.
+  if (plan.state_bytes_per_seq > 0) {
+    const double per_seq_min = plan.state_bytes_per_seq + plan.kv_bytes_per_token * cfg.block_size;
+    plan.state_slots = int(std::min<double>(cfg.max_num_seqs, std::floor(plan.cache_bytes / per_seq_min)));
+  }
+  const double kv_pool = plan.cache_bytes - plan.state_slots * plan.state_bytes_per_seq;
+  if (plan.kv_bytes_per_token > 0) {
+    plan.num_kv_blocks = std::int64_t(std::floor(kv_pool / (plan.kv_bytes_per_token * cfg.block_size)));
+    plan.kv_capacity_tokens = plan.num_kv_blocks * cfg.block_size;
+  }
+  return plan;
+}
+
+}  // namespace servesim::models

@@ -1,0 +1,251 @@
+// Step cost: per-layer-kind time curves tabulated once from hw::kernel_model() on a power-of-two
+// grid of token counts, then read with O(1) interpolation in the hot path.
+#include "models/step_cost.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "hwmodels/kernel_model.hpp"
+#include "models/memory.hpp"
+
+namespace servesim::models {
+namespace {
+
+using hw::KernelModel;
+using hw::OpTime;
+
+// y(x) on x = 0, 1, 2, 4, ..., 2^(N-2); linear between points, linear extrapolation beyond.
+struct Curve {
+  static constexpr int N = 22;  // up to 2^20 tokens
+  std::array<double, N> y{};
+  template <class F> void fill(F f) {
+    y[0] = 0;
+    for (int i = 1; i < N; ++i) y[i] = f(std::int64_t(1) << (i - 1));
+  }
+  double operator()(double x) const {
+    if (x <= 0) return 0;
+    if (x <= 1) return y[1] * x;
+    const int i = std::min(N - 2, 1 + int(std::floor(std::log2(x))));
+    const double x0 = std::ldexp(1.0, i - 1), x1 = 2 * x0;
+    return y[i] + (y[i + 1] - y[i]) * (x - x0) / (x1 - x0);
+  }
+};
+
+struct Part {  // a kind's figures for the breakdown
+  const char* kind;
+  const char* op;
+  double seconds;
+  OpTime sample;
+  int layers;
+};
+
+class Model final : public StepCostModel {
+ public:
+  Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
+      : m_(m), km_(hw::kernel_model(gpu)), wp_(wp), par_(par), kv_(kv) {
+    const int tp = par.tp;
+    n_mamba_ = m.count(LayerKind::mamba);
+    n_attn_ = m.count(LayerKind::attention);
+    n_mlp_ = m.count(LayerKind::mlp);
+    n_moe_ = m.count(LayerKind::moe);
+    const std::int64_t H = m.hidden;
+    auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, wp_).seconds; };
+    if (n_mamba_) {
+      const std::int64_t di = m.mamba_d_inner() / tp, g = std::max(1, m.groups / tp);
+      const std::int64_t in_n = 2 * di + 2 * g * m.d_state + m.mamba_heads / tp;
+      conv_ch_ = di + 2 * g * m.d_state;
+      mheads_ = m.mamba_heads / tp;
+      mgroups_ = int(g);
+      mamba_lin_.fill([&](std::int64_t M) { return gemm(M, in_n, H) + gemm(M, H, di); });
+      mamba_step_.fill([&](std::int64_t B) {
+        return km_.mamba_step(int(B), mheads_, m.mamba_head_dim, m.d_state, mgroups_).seconds +
+               km_.conv1d(B, conv_ch_, m.conv_kernel, true).seconds;
+      });
+      mamba_scan_.fill([&](std::int64_t T) {
+        return km_.mamba_scan(1, T, mheads_, m.mamba_head_dim, m.d_state, mgroups_).seconds +
+               km_.conv1d(T, conv_ch_, m.conv_kernel, false).seconds;
+      });
+    }
+    if (n_attn_) {
+      aheads_ = m.heads / tp;
+      akv_ = std::max(1, m.kv_heads / tp);
+      attn_lin_.fill([&](std::int64_t M) {
+        return gemm(M, std::int64_t(aheads_ + 2 * akv_) * m.head_dim, H) + gemm(M, H, std::int64_t(aheads_) * m.head_dim);
+      });
+      // Decode attention streams the KV of every context token: a fixed part plus a per-token slope.
+      const double t_small = km_.attention_decode(1, 1, aheads_, akv_, m.head_dim).seconds;
+      const double t_big = km_.attention_decode(64, 8192, aheads_, akv_, m.head_dim).seconds;
+      attn_dec_base_ = t_small;
+      attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
+      attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim).seconds; });
+      // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
+      attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim).seconds; });
+    }
+    if (n_mlp_) {
+      const std::int64_t I = m.mlp_intermediate / tp;
+      mlp_.fill([&](std::int64_t M) { return gemm(M, (m.mlp_gated ? 2 : 1) * I, H) + gemm(M, H, I); });
+    }
+    if (n_moe_) {
+      const int split = par.ep > 1 ? par.ep : 1;
+      local_experts_ = m.experts / split;
+      const std::int64_t I = par.ep > 1 ? m.moe_intermediate : m.moe_intermediate / tp;
+      const std::int64_t W = m.moe_width();
+      moe_routed_.fill([&](std::int64_t slots) {
+        const std::int64_t local = std::max<std::int64_t>(1, slots / split);
+        return km_.grouped_gemm(local_experts_, local, (m.moe_gated ? 2 : 1) * I, W, wp_).seconds +
+               km_.grouped_gemm(local_experts_, local, W, I, wp_).seconds;
+      });
+      const std::int64_t Is = m.shared_intermediate * m.shared_experts / tp;
+      moe_dense_.fill([&](std::int64_t M) {
+        double t = km_.gemm(M, m.experts, H, hw::Precision::bf16).seconds;  // router (kept in high precision)
+        if (Is > 0) t += gemm(M, (m.moe_gated ? 2 : 1) * Is, H) + gemm(M, H, Is);
+        if (m.moe_latent > 0) t += gemm(M, m.moe_latent, H) + gemm(M, H, m.moe_latent);
+        return t;
+      });
+      if (par.ep > 1) {
+        hw::CommGroup g{par.ep, 1, nullptr};
+        moe_a2a_.fill([&](std::int64_t M) {
+          return 2 * km_.collective(hw::Collective::all_to_all, double(M) * m.top_k * W * 2, g).seconds;
+        });
+      }
+    }
+    lm_head_.fill([&](std::int64_t M) { return km_.gemm(M, m.vocab / tp, H, hw::Precision::bf16).seconds; });
+    norms_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * H * 2 * 3).seconds; });
+    if (tp > 1) {
+      hw::CommGroup g{tp, 1, nullptr};
+      allreduce_.fill([&](std::int64_t M) { return km_.collective(hw::Collective::all_reduce, double(M) * H * 2, g).seconds; });
+    }
+    if (par.pp > 1) {
+      p2p_.fill([&](std::int64_t M) { return km_.transfer(double(M) * H * 2, false, nullptr).seconds; });
+    }
+    if (m.has_vision) {
+      const auto& v = m.vision;
+      const std::int64_t P = v.patches_per_tile(), h = v.hidden, f = v.mlp_intermediate;
+      const int vh = std::max(1, v.heads / tp);
+      vision_.fill([&](std::int64_t tiles) {
+        const std::int64_t M = tiles * P;
+        auto g16 = [&](std::int64_t Mx, std::int64_t n, std::int64_t k) { return km_.gemm(Mx, n, k, hw::Precision::bf16).seconds; };
+        double layer = g16(M, 3 * h / tp, h) + g16(M, h, h / tp) + g16(M, f / tp, h) + g16(M, h, f / tp) +
+                       km_.attention_prefill(int(tiles), P, vh, vh, int(h / v.heads)).seconds;
+        double t = v.layers * layer + g16(M, h, 3 * v.patch * v.patch);
+        const std::int64_t out = tiles * v.tokens_per_tile;
+        if (v.projector_intermediate > 0)
+          t += g16(out, v.projector_intermediate / tp, 4 * h) + g16(out, v.llm_hidden, v.projector_intermediate / tp);
+        return t;
+      });
+    }
+  }
+
+  double seconds(const StepBatch& b) const override { return eval(b, nullptr); }
+  double encoder_seconds(int tiles) const override { return m_.has_vision ? vision_(tiles) : 0.0; }
+
+  StepTime breakdown(const StepBatch& b) const override {
+    StepTime t;
+    t.seconds = eval(b, &t.parts);
+    return t;
+  }
+  std::string provenance() const override { return km_.provenance(); }
+
+ private:
+  // The whole step; when `parts` is given, also one line per op group with what bounds it.
+  double eval(const StepBatch& b, std::vector<StepPart>* parts) const {
+    const double dec_tokens = double(b.decode_seqs) * b.tokens_per_decode_seq;
+    const double M = dec_tokens + double(b.prefill_tokens);
+    if (M <= 0 && b.vision_tiles == 0) return 0;
+    const double logits = dec_tokens + b.prefill_seqs;
+    double total = 0;
+    auto add = [&](const char* kind, const char* op, double s, int layers, auto sample) {
+      total += s;
+      if (parts && s > 0) {
+        OpTime o = sample();
+        parts->push_back({kind, op, s, std::string(hw::to_string(o.bound)), std::string(hw::to_string(o.source)), layers});
+      }
+    };
+    const auto Mi = std::int64_t(std::max(1.0, M));
+    const std::int64_t H = m_.hidden;
+    if (n_mamba_) {
+      add("mamba", "in_proj + out_proj GEMM", n_mamba_ * mamba_lin_(M), n_mamba_, [&] { return km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, wp_); });
+      if (b.decode_seqs > 0)
+        add("mamba", "state update + conv1d (decode)", n_mamba_ * mamba_step_(dec_tokens), n_mamba_,
+            [&] { return km_.mamba_step(int(dec_tokens), mheads_, m_.mamba_head_dim, m_.d_state, mgroups_); });
+      if (b.prefill_tokens > 0)
+        add("mamba", "SSD chunked scan + conv1d (prefill)", n_mamba_ * mamba_scan_(double(b.prefill_tokens)), n_mamba_,
+            [&] { return km_.mamba_scan(1, b.prefill_tokens, mheads_, m_.mamba_head_dim, m_.d_state, mgroups_); });
+    }
+    if (n_attn_) {
+      add("attention", "QKV + O GEMM", n_attn_ * attn_lin_(M), n_attn_,
+          [&] { return km_.gemm(Mi, std::int64_t(aheads_ + 2 * akv_) * m_.head_dim, H, wp_); });
+      if (b.decode_seqs > 0) {
+        const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq;
+        add("attention", "decode attention (KV read)",
+            n_attn_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads), n_attn_, [&] {
+              const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
+              return km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim);
+            });
+      }
+      if (b.prefill_tokens > 0) {
+        // Equivalent single-sequence length with the same number of causal pairs.
+        const double S = (std::sqrt(1 + 8 * std::max(0.0, b.prefill_attention_pairs)) - 1) / 2;
+        add("attention", "prefill attention (flash)", n_attn_ * attn_pre_(S), n_attn_,
+            [&] { return km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim); });
+      }
+    }
+    if (n_mlp_)
+      add("mlp", "up + down GEMM", n_mlp_ * mlp_(M), n_mlp_,
+          [&] { return km_.gemm(Mi, m_.mlp_intermediate / par_.tp, H, wp_); });
+    if (n_moe_) {
+      add("moe", "routed experts grouped GEMM", n_moe_ * moe_routed_(M * m_.top_k), n_moe_,
+          [&] { return km_.grouped_gemm(local_experts_, Mi * m_.top_k, m_.moe_intermediate / par_.tp, m_.moe_width(), wp_); });
+      add("moe", "router + shared expert + latent GEMM", n_moe_ * moe_dense_(M), n_moe_,
+          [&] { return km_.gemm(Mi, m_.shared_intermediate / par_.tp, H, wp_); });
+      if (par_.ep > 1)
+        add("collectives", "MoE all-to-all (dispatch + combine)", n_moe_ * moe_a2a_(M), n_moe_, [&] {
+          return km_.collective(hw::Collective::all_to_all, M * m_.top_k * m_.moe_width() * 2, hw::CommGroup{par_.ep, 1, nullptr});
+        });
+    }
+    const int blocks = int(m_.layers.size());
+    add("embed/norm", "RMSNorm + residual", blocks * norms_(M), blocks, [&] { return km_.memory_bound(M * H * 6); });
+    add("lm_head", "LM head GEMM", lm_head_(logits), 1,
+        [&] { return km_.gemm(std::int64_t(std::max(1.0, logits)), m_.vocab / par_.tp, H, hw::Precision::bf16); });
+    if (par_.tp > 1)
+      add("collectives", "TP all-reduce after each block", blocks * allreduce_(M), blocks, [&] {
+        return km_.collective(hw::Collective::all_reduce, M * H * 2, hw::CommGroup{par_.tp, 1, nullptr});
+      });
+    if (par_.pp > 1)
+      add("collectives", "PP activation send/recv", (par_.pp - 1) * p2p_(M), par_.pp - 1,
+          [&] { return km_.transfer(M * H * 2, false, nullptr); });
+    if (m_.has_vision && b.vision_tiles > 0)
+      add("vision", "ViT encoder + projector", vision_(b.vision_tiles), m_.vision.layers,
+          [&] { return km_.attention_prefill(b.vision_tiles, m_.vision.patches_per_tile(), m_.vision.heads, m_.vision.heads, m_.vision.hidden / m_.vision.heads); });
+    return total;
+  }
+
+  const ModelSpec& m_;
+  const KernelModel& km_;
+  hw::Precision wp_;
+  Parallelism par_;
+  hw::Precision kv_;
+  int n_mamba_ = 0, n_attn_ = 0, n_mlp_ = 0, n_moe_ = 0;
+  int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
+  std::int64_t conv_ch_ = 0;
+  double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
+  Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,
+      moe_a2a_, lm_head_, norms_, allreduce_, p2p_, vision_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision weights,
+                                              const Parallelism& par, hw::Precision kv_cache_dtype) {
+  EngineMemoryConfig probe;  // validates the shape (divisibility) with the planner's checks
+  (void)probe;
+  return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype);
+}
+
+double handoff_bytes(const ModelSpec& m, std::int64_t context_tokens, hw::Precision kv_cache_dtype) {
+  return kv_bytes_per_token(m, kv_cache_dtype) * double(context_tokens) + conv_state_bytes_per_seq(m) +
+         ssm_state_bytes_per_seq(m);
+}
+
+}  // namespace servesim::models
