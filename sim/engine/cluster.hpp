@@ -1,0 +1,57 @@
+// The aggregated topology: N identical replicas behind a router, fed by a workload (closed loop
+// with N clients as aiperf --concurrency, or open loop by arrival time), driven by one event
+// queue. Finished requests go to a RequestSink (metrics); the engine never computes statistics.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "models/step_cost.hpp"
+#include "sim/engine/event_queue.hpp"
+#include "sim/engine/worker.hpp"
+#include "sim/router/router.hpp"
+#include "workloads/workload.hpp"
+
+namespace servesim::sim {
+
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  virtual void on_finished(const Request& r) = 0;   // the last token reached the client
+};
+
+struct ClusterShape {
+  int replicas = 1;
+  std::int64_t kv_blocks = 0;   // per replica, from the memory plan
+  int state_slots = -1;         // per replica Mamba state slots (< 0: no Mamba layers)
+  RouterPolicy router = RouterPolicy::round_robin;
+  std::uint64_t seed = 0;
+};
+
+class AggregatedCluster {
+ public:
+  AggregatedCluster(const ClusterShape& shape, const EngineConfig& cfg, const models::StepCostModel& cost);
+
+  // Runs the workload to the last response. Returns the simulated time at the end.
+  double run(workloads::Workload& workload, RequestSink& sink);
+
+  const std::vector<Worker>& workers() const { return workers_; }
+  std::uint64_t events_processed() const { return events_; }
+
+ private:
+  void route(const workloads::RequestSpec& spec, double now_s);
+  void wake(int w, double now_s);
+  void step_end(int w, double now_s);
+
+  std::vector<Worker> workers_;
+  Router router_;
+  EventQueue queue_;
+  workloads::Workload* workload_ = nullptr;
+  std::optional<workloads::ClosedLoopClients> clients_;
+  RequestSink* sink_ = nullptr;
+  std::optional<workloads::RequestSpec> next_arrival_;  // open loop: the one request announced
+  std::int64_t issued_ = 0, warmup_ = 0;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace servesim::sim

@@ -1,0 +1,41 @@
+// Engine knobs of one replica, by vLLM's names, plus the simulator's own timing terms.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace servesim::sim {
+
+// What a worker does with a request (disaggregated topologies split the two halves).
+enum class WorkerRole { aggregated, prefill_only, decode_only };
+std::string_view to_string(WorkerRole r);
+
+// Per-step CPU time outside the GPU forward pass: scheduling, input preparation, sampling,
+// detokenisation. A prior, not a measurement: calibrate it against a measured ITL at batch 1.
+inline constexpr double kDefaultStepOverheadS = 0.002;
+// Extra per-step launch time when CUDA graphs are off (--enforce-eager): kernels are launched
+// one by one from Python. A prior, like the overhead above.
+inline constexpr double kDefaultEagerOverheadS = 0.004;
+
+struct EngineConfig {
+  int max_num_seqs = 256;
+  std::int64_t max_num_batched_tokens = 8192;
+  double gpu_memory_utilization = 0.9;
+  int block_size = 16;
+  bool enable_prefix_caching = false;
+  bool enable_chunked_prefill = true;
+  std::int64_t long_prefill_token_threshold = 0;  // 0: off
+  std::int64_t max_model_len = 0;                 // 0: the model's maximum
+  bool enforce_eager = false;                     // CUDA graphs off
+  double step_overhead_s = kDefaultStepOverheadS;
+  double eager_overhead_s = kDefaultEagerOverheadS;
+  // Speculative decoding hook: draft tokens verified per decode step, and the probability that
+  // the draft token at position i (0-based) is accepted given all before it were. Empty: 1.0.
+  int num_speculative_tokens = 0;
+  std::vector<double> acceptance_per_position;
+  WorkerRole role = WorkerRole::aggregated;
+
+  double overhead_per_step_s() const { return step_overhead_s + (enforce_eager ? eager_overhead_s : 0.0); }
+};
+
+}  // namespace servesim::sim

@@ -1,0 +1,58 @@
+#include "sim/engine/worker.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace servesim::sim {
+
+std::string_view to_string(WorkerRole r) {
+  switch (r) {
+    case WorkerRole::aggregated: return "aggregated";
+    case WorkerRole::prefill_only: return "prefill";
+    case WorkerRole::decode_only: return "decode";
+  }
+  return "?";
+}
+
+Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, int state_slots,
+               std::uint64_t seed)
+    : sched_(cfg, kv_blocks, state_slots, seed), cost_(&cost), overhead_s_(cfg.overhead_per_step_s()) {}
+
+double Worker::start_step(double now_s) {
+  start_pending_ = false;
+  if (busy_ || !sched_.has_work()) return -1;
+  const models::StepBatch* batch = &sched_.schedule(now_s);
+  // A step that only preempted admits nothing (vLLM skips admissions after a preemption); the
+  // engine would simply run its next schedule() at once, so do that here.
+  if (sched_.num_scheduled() == 0 && sched_.has_work()) batch = &sched_.schedule(now_s);
+  if (sched_.num_scheduled() == 0) {
+    if (sched_.num_running() == 0 && sched_.has_work())
+      throw std::logic_error("scheduler: waiting request can never be admitted");
+    return -1;
+  }
+  const double seconds = cost_->seconds(*batch) + overhead_s_;
+  busy_ = true;
+  step_start_s_ = now_s;
+  ++stats_.steps;
+  stats_.scheduled_seqs += sched_.num_scheduled();
+  stats_.batched_tokens += batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
+  stats_.kv_block_seconds += double(sched_.pool().used()) * seconds;
+  stats_.peak_kv_blocks = std::max(stats_.peak_kv_blocks, sched_.pool().used());
+  return seconds;
+}
+
+void Worker::finish_step(double now_s) {
+  sched_.complete(now_s);
+  busy_ = false;
+  stats_.busy_s += now_s - step_start_s_;
+  stats_.preemptions = sched_.preemptions();
+}
+
+double Worker::kv_load() const {
+  const auto& pool = sched_.pool();
+  if (pool.capacity() == 0) return 0;
+  const int bs = sched_.config().block_size;
+  return (double(pool.used()) + double(sched_.waiting_tokens()) / bs) / double(pool.capacity());
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,318 @@
+#include "sim/scheduler/vllm_scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace servesim::sim {
+
+VllmScheduler::VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, int state_slots, std::uint64_t seed)
+    : cfg_(cfg), pool_(kv_blocks, cfg.enable_prefix_caching), state_slots_free_(state_slots),
+      rng_(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL) {
+  slots_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);
+  running_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) + 1);
+  outputs_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);
+}
+
+std::int32_t VllmScheduler::new_slot() {
+  std::int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::int32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Request& r = slots_[static_cast<std::size_t>(slot)];
+  // Reset, keeping the vectors' capacity so a recycled slot does not allocate again.
+  auto keys = std::move(r.block_keys);
+  auto ids = std::move(r.cached_block_ids);
+  r = Request{};
+  keys.clear();
+  ids.clear();
+  r.block_keys = std::move(keys);
+  r.cached_block_ids = std::move(ids);
+  return slot;
+}
+
+std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
+  std::int32_t slot = init(spec, now_s, client, warmup);
+  waiting_.push_back(slot);
+  waiting_tokens_ += request(slot).num_tokens();
+  return slot;
+}
+
+std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
+  std::int64_t need = blocks_for(spec.input_tokens + spec.output_tokens);
+  if (need > pool_.capacity())
+    throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
+                std::to_string(spec.input_tokens + spec.output_tokens) + " tokens need " + std::to_string(need) +
+                    " KV blocks; the replica holds " + std::to_string(pool_.capacity()));
+  std::int32_t slot = new_slot();
+  Request& r = request(slot);
+  r.id = spec.id;
+  r.arrival_s = now_s;
+  r.sent_s = now_s;
+  r.input_tokens = spec.input_tokens;
+  r.output_tokens = spec.output_tokens;
+  r.vision_tiles = spec.vision_tiles;
+  r.client = client;
+  r.warmup = warmup;
+  if (pool_.prefix_caching())
+    block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.input_tokens, cfg_.block_size, r.block_keys);
+  return slot;
+}
+
+std::int32_t VllmScheduler::add_transferred(const workloads::RequestSpec& spec, double now_s, double first_token_s,
+                                            int client, bool warmup) {
+  std::int32_t slot = init(spec, now_s, client, warmup);
+  Request& r = request(slot);
+  r.first_token_s = r.last_token_s = first_token_s;
+  pending_.push_back(slot);
+  try_reserve();
+  return slot;
+}
+
+void VllmScheduler::try_reserve() {
+  while (!pending_.empty() && num_running() + reserved_ < cfg_.max_num_seqs) {
+    std::int32_t slot = pending_.front();
+    Request& r = request(slot);
+    std::int64_t need = blocks_for(r.input_tokens + 1);
+    if (state_slots_free_ == 0 || !pool_.allocate(need)) break;
+    r.blocks = need;
+    if (state_slots_free_ > 0) {
+      --state_slots_free_;
+      r.has_state_slot = true;
+    }
+    r.phase = Phase::awaiting_kv;
+    ++reserved_;
+    pending_.pop_front();
+    outputs_.push_back({Output::kv_reserved, slot});
+  }
+}
+
+void VllmScheduler::transfer_done(std::int32_t slot, double now_s) {
+  Request& r = request(slot);
+  --reserved_;
+  r.computed = r.input_tokens;
+  r.generated = 1;  // the prefill worker sampled the first token
+  r.phase = Phase::running;
+  r.scheduled_s = now_s;
+  if (r.generated >= r.output_tokens) {
+    r.phase = Phase::finished;
+    r.finish_s = now_s;
+    free_resources(r);
+    outputs_.push_back({Output::finished, slot});
+    return;
+  }
+  running_.push_back(slot);
+}
+
+void VllmScheduler::release_handoff(std::int32_t slot) {
+  free_resources(request(slot));
+  free_slots_.push_back(slot);
+}
+
+void VllmScheduler::clear_outputs() {
+  for (const Output& o : outputs_)
+    if (o.kind == Output::finished) free_slots_.push_back(o.slot);
+  outputs_.clear();
+}
+
+void VllmScheduler::free_resources(Request& r) {
+  std::int64_t anonymous = r.blocks - static_cast<std::int64_t>(r.cached_block_ids.size());
+  if (!r.cached_block_ids.empty()) pool_.release_cached(r.cached_block_ids);
+  pool_.release(anonymous);
+  r.blocks = 0;
+  r.keyed_blocks = 0;
+  if (r.has_state_slot) {
+    ++state_slots_free_;
+    r.has_state_slot = false;
+  }
+}
+
+void VllmScheduler::preempt(std::int32_t slot) {
+  Request& r = request(slot);
+  free_resources(r);
+  r.computed = 0;
+  r.step_tokens = 0;
+  r.phase = Phase::waiting;
+  ++r.preemptions;
+  ++preemptions_;
+  waiting_.push_front(slot);
+  waiting_tokens_ += r.num_tokens();
+  outputs_.push_back({Output::preempted, slot});
+}
+
+// Draft tokens accepted in one verify step: position i is accepted with its probability given
+// every earlier one was; the first rejection ends the run. splitmix64 keeps it reproducible.
+int VllmScheduler::accepted_drafts() {
+  int a = 0;
+  for (int i = 0; i < cfg_.num_speculative_tokens; ++i) {
+    double p = i < static_cast<int>(cfg_.acceptance_per_position.size()) ? cfg_.acceptance_per_position[static_cast<std::size_t>(i)] : 1.0;
+    std::uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    if (static_cast<double>(z >> 11) * 0x1.0p-53 >= p) break;
+    ++a;
+  }
+  return a;
+}
+
+const models::StepBatch& VllmScheduler::schedule(double now_s) {
+  batch_ = models::StepBatch{};
+  batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
+  scheduled_ = 0;
+  std::int64_t budget = cfg_.max_num_batched_tokens;
+  const std::int64_t threshold = cfg_.long_prefill_token_threshold;
+  bool preempted = false;
+
+  // Running requests, oldest first.
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    std::int32_t slot = running_[i];
+    Request& r = request(slot);
+    const bool decode = r.decoding();
+    std::int64_t n = decode ? batch_.tokens_per_decode_seq : r.num_tokens() - r.computed;
+    if (!decode && threshold > 0 && n > threshold) n = threshold;
+    n = std::min(n, budget);
+    std::int64_t need = blocks_for(r.computed + n) - r.blocks;
+    bool scheduled = true;
+    while (need > 0 && !pool_.allocate(need)) {
+      // Out of blocks: preempt the newest running request (possibly this one) and retry.
+      std::int32_t victim = running_.back();
+      running_.pop_back();
+      preempt(victim);
+      preempted = true;
+      if (victim == slot) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) break;
+    if (need > 0) r.blocks += need;
+    r.step_tokens = n;
+    budget -= n;
+    ++scheduled_;
+    if (decode) {
+      ++batch_.decode_seqs;
+      batch_.decode_context_tokens += r.computed + 1;
+    } else {
+      ++batch_.prefill_seqs;
+      batch_.prefill_tokens += n;
+      batch_.prefill_attention_pairs += double(n) * double(r.computed) + double(n) * double(n + 1) / 2;
+    }
+  }
+
+  // Waiting requests, FCFS, only when this step preempted nothing (as vLLM does).
+  if (!preempted) {
+    while (!waiting_.empty() && budget > 0 && num_running() + reserved_ < cfg_.max_num_seqs) {
+      if (!try_admit(waiting_.front(), budget, now_s)) break;
+      waiting_.pop_front();
+    }
+  }
+  return batch_;
+}
+
+bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double now_s) {
+  Request& r = request(slot);
+  std::int64_t hit_blocks = 0, free_hits = 0;
+  if (pool_.prefix_caching() && !r.block_keys.empty()) {
+    // vLLM never takes a full hit: the last token is recomputed to sample from it.
+    std::int64_t max_hit = (r.num_tokens() - 1) / cfg_.block_size;
+    hit_blocks = pool_.match(r.block_keys, max_hit, &free_hits);
+  }
+  const std::int64_t computed = hit_blocks * cfg_.block_size;
+  std::int64_t n = r.num_tokens() - computed;
+  if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold) n = cfg_.long_prefill_token_threshold;
+  if (!cfg_.enable_chunked_prefill && n > budget) return false;
+  n = std::min(n, budget);
+  const std::int64_t need = blocks_for(computed + n) - hit_blocks;
+  if (state_slots_free_ == 0) return false;
+  if (need > pool_.allocatable() - free_hits) return false;
+
+  if (hit_blocks > 0) pool_.acquire(r.block_keys, hit_blocks, r.cached_block_ids);
+  pool_.allocate(need);
+  r.blocks = hit_blocks + need;
+  r.keyed_blocks = hit_blocks;
+  r.computed = computed;
+  r.cached_tokens = computed;
+  if (state_slots_free_ > 0) {
+    --state_slots_free_;
+    r.has_state_slot = true;
+  }
+  r.phase = Phase::running;
+  if (std::isnan(r.scheduled_s)) r.scheduled_s = now_s;
+  waiting_tokens_ -= r.num_tokens();
+  running_.push_back(slot);
+  r.step_tokens = n;
+  budget -= n;
+  ++scheduled_;
+  ++batch_.prefill_seqs;
+  batch_.prefill_tokens += n;
+  batch_.prefill_attention_pairs += double(n) * double(computed) + double(n) * double(n + 1) / 2;
+  batch_.vision_tiles += r.vision_tiles;  // the encoder runs with the first chunk
+  return true;
+}
+
+void VllmScheduler::publish_blocks(Request& r) {
+  const std::int64_t full = std::min<std::int64_t>(r.computed / cfg_.block_size, static_cast<std::int64_t>(r.block_keys.size()));
+  for (; r.keyed_blocks < full; ++r.keyed_blocks)
+    pool_.publish(r.block_keys[static_cast<std::size_t>(r.keyed_blocks)], r.cached_block_ids);
+}
+
+void VllmScheduler::complete(double now_s) {
+  std::size_t kept = 0;
+  const bool spec = cfg_.num_speculative_tokens > 0;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    const std::int32_t slot = running_[i];
+    Request& r = request(slot);
+    const std::int64_t n = r.step_tokens;
+    if (n == 0) {
+      running_[kept++] = slot;
+      continue;
+    }
+    r.step_tokens = 0;
+    const std::int64_t before = r.num_tokens();
+    r.computed += n;
+    if (!r.block_keys.empty()) publish_blocks(r);
+    if (r.computed < before) {  // a partial prefill chunk: no token yet
+      running_[kept++] = slot;
+      continue;
+    }
+    // The step covered the last known token: the model samples the next one(s).
+    std::int64_t emitted = 1;
+    if (spec && r.computed > before) emitted += accepted_drafts();
+    emitted = std::min(emitted, r.output_tokens - r.generated);
+    r.generated += emitted;
+    r.computed = r.num_tokens() - 1;  // the newest sampled token is not in the KV cache yet
+    if (r.generated == emitted) {
+      r.first_token_s = now_s;
+      if (emitted >= 2) r.second_token_s = now_s;
+      outputs_.push_back({Output::first_token, slot});
+    } else {
+      if (std::isnan(r.second_token_s)) r.second_token_s = now_s;
+      r.max_token_gap_s = std::max(r.max_token_gap_s, now_s - r.last_token_s);
+    }
+    r.last_token_s = now_s;
+    if (cfg_.role == WorkerRole::prefill_only && r.generated == emitted) {
+      r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
+      outputs_.push_back({Output::handoff, slot});
+      continue;
+    }
+    if (r.generated >= r.output_tokens) {
+      r.phase = Phase::finished;
+      r.finish_s = now_s;
+      free_resources(r);
+      outputs_.push_back({Output::finished, slot});
+      continue;
+    }
+    running_[kept++] = slot;
+  }
+  running_.resize(kept);
+  if (cfg_.role == WorkerRole::decode_only) try_reserve();
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,89 @@
+// vLLM v1's scheduler for one replica (vllm/v1/core/sched/scheduler.py), step by step:
+// running requests first in admission order (decodes take 1 token, or 1 + draft tokens;
+// partial prefills take the next chunk), preempting the newest running request by recompute
+// when KV blocks run out; then, if nothing was preempted, waiting requests in FCFS order fill
+// the token budget up to max_num_seqs. The step's batch summary is kept as running sums.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "models/step_cost.hpp"
+#include "sim/engine/engine_config.hpp"
+#include "sim/engine/request.hpp"
+#include "sim/scheduler/kv_pool.hpp"
+#include "sim/scheduler/ring.hpp"
+#include "workloads/request.hpp"
+
+namespace servesim::sim {
+
+// What a step (or an admission) produced, for the worker to report after the step is applied.
+struct Output {
+  enum Kind : std::uint8_t { first_token, finished, handoff, preempted, kv_reserved } kind;
+  std::int32_t slot;
+};
+
+class VllmScheduler {
+ public:
+  // `kv_blocks` from the memory plan; `state_slots` Mamba state slots (< 0: no Mamba layers).
+  VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, int state_slots, std::uint64_t seed = 0);
+
+  // A new request joins the waiting queue (aggregated and prefill-only workers). Returns its slot.
+  std::int32_t add(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
+  // Decode-only: a request whose prompt KV (and first token) will arrive by transfer. Blocks for
+  // the prompt + 1 and a state slot are reserved in FIFO order; a kv_reserved output says when.
+  std::int32_t add_transferred(const workloads::RequestSpec& spec, double now_s, double first_token_s,
+                               int client, bool warmup);
+  // Decode-only: the transfer for `slot` completed; it decodes from the next step on.
+  void transfer_done(std::int32_t slot, double now_s);
+  // Prefill-only: the handed-off request's KV has left; free its blocks and slot.
+  void release_handoff(std::int32_t slot);
+
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  // Forms the next step's batch. The summary is empty when nothing can run.
+  const models::StepBatch& schedule(double now_s);
+  // Applies the step's results at `now_s`: tokens sampled, requests finished or handed off.
+  void complete(double now_s);
+
+  // Outputs since the last clear_outputs(); finished/handed-off slots stay valid until then.
+  const std::vector<Output>& outputs() const { return outputs_; }
+  void clear_outputs();
+
+  Request& request(std::int32_t slot) { return slots_[static_cast<std::size_t>(slot)]; }
+  const Request& request(std::int32_t slot) const { return slots_[static_cast<std::size_t>(slot)]; }
+  const KvBlockPool& pool() const { return pool_; }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
+  int num_scheduled() const { return scheduled_; }
+  std::int64_t waiting_tokens() const { return waiting_tokens_; }   // prompt tokens queued, not yet admitted
+  std::int64_t preemptions() const { return preemptions_; }
+  const EngineConfig& config() const { return cfg_; }
+
+ private:
+  std::int32_t new_slot();
+  std::int32_t init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
+  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + cfg_.block_size - 1) / cfg_.block_size; }
+  void free_resources(Request& r);
+  void preempt(std::int32_t slot);
+  bool try_admit(std::int32_t slot, std::int64_t& budget, double now_s);
+  void try_reserve();
+  void publish_blocks(Request& r);
+  int accepted_drafts();
+
+  EngineConfig cfg_;
+  KvBlockPool pool_;
+  int state_slots_free_;   // < 0: unlimited (no Mamba layers)
+  std::vector<Request> slots_;
+  std::vector<std::int32_t> free_slots_;
+  std::vector<std::int32_t> running_;   // admission order; preemption takes from the back
+  Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
+  Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
+  int reserved_ = 0;                    // decode-only: requests holding blocks, KV in flight
+  std::vector<Output> outputs_;
+  models::StepBatch batch_;
+  int scheduled_ = 0;
+  std::int64_t waiting_tokens_ = 0;
+  std::int64_t preemptions_ = 0;
+  std::uint64_t rng_;
+};
+
+}  // namespace servesim::sim
