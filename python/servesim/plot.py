@@ -1,0 +1,143 @@
+"""Charts of a servesim sweep: TTFT and ITL against concurrency (two panels, one curve per
+topology, SLO lines and the planned point), and output throughput per GPU against throughput per
+user. Input is the column-oriented sweep result (dict of lists or a pandas DataFrame) and,
+optionally, a plan (the object `servesim plan --format json` prints).
+
+    python3 -m servesim.plot SWEEP.json [--plan PLAN.json] -o chart.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+
+
+def _columns(data):
+    """Accepts a DataFrame, a dict of columns, or {'columns': {...}}; returns a dict of lists."""
+    if hasattr(data, "to_dict"):
+        return {k: list(v) for k, v in data.to_dict(orient="list").items()}
+    if isinstance(data, dict) and "columns" in data:
+        return data["columns"]
+    return data
+
+
+def _by_topology(cols):
+    names = cols.get("topology") or ["run"] * len(cols["concurrency"])
+    order = []
+    for n in names:
+        if n not in order:
+            order.append(n)
+    groups = {}
+    for n in order:
+        idx = [i for i, t in enumerate(names) if t == n]
+        idx.sort(key=lambda i: cols["concurrency"][i])
+        groups[n] = idx
+    return groups
+
+
+def latency_figure(sweep, plan=None, statistic="p50", title=None):
+    """Two panels: TTFT vs concurrency and ITL vs concurrency, SLO lines, planned points."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    cols = _columns(sweep)
+    stat = (plan or {}).get("statistic", statistic)
+    fig, (ax_t, ax_i) = plt.subplots(1, 2, figsize=(12, 4.6))
+    groups = _by_topology(cols)
+    planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
+    for k, (name, idx) in enumerate(groups.items()):
+        c = COLORS[k % len(COLORS)]
+        x = [cols["concurrency"][i] for i in idx]
+        for ax, key in ((ax_t, f"ttft_{stat}_ms"), (ax_i, f"itl_{stat}_ms")):
+            ax.plot(x, [cols[key][i] for i in idx], "o-", color=c, label=name, ms=4)
+            p = planned.get(name)
+            if p and p.get("max_concurrency"):
+                j = [i for i in idx if cols["concurrency"][i] == p["max_concurrency"]]
+                if j:
+                    ax.plot([p["max_concurrency"]], [cols[key][j[0]]], marker="*", ms=16, color=c,
+                            markeredgecolor="black", zorder=5)
+    if plan:
+        ax_t.axhline(plan["ttft_ms"], color="gray", ls="--", lw=1.2, label=f"SLO TTFT {plan['ttft_ms']:g} ms")
+        ax_i.axhline(plan["itl_ms"], color="gray", ls="--", lw=1.2, label=f"SLO ITL {plan['itl_ms']:g} ms")
+    for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.set_xlabel("concurrency (clients)")
+        ax.set_ylabel(f"{what} {stat} (ms)")
+        ax.set_title(f"{what} vs concurrency")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def throughput_figure(sweep, title=None):
+    """Output tokens/s per GPU against output tokens/s per user, one curve per topology."""
+    import matplotlib.pyplot as plt
+
+    cols = _columns(sweep)
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    for k, (name, idx) in enumerate(_by_topology(cols).items()):
+        c = COLORS[k % len(COLORS)]
+        ax.plot([cols["output_tps_per_user"][i] for i in idx], [cols["output_tps_per_gpu"][i] for i in idx],
+                "o-", color=c, label=name, ms=4)
+        for i in idx:
+            ax.annotate(str(cols["concurrency"][i]), (cols["output_tps_per_user"][i], cols["output_tps_per_gpu"][i]),
+                        fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("output tokens/s per user")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title or "Throughput per GPU vs per user (labels: concurrency)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save_charts(sweep, path, plan=None, title=None):
+    """Writes the latency chart to `path` and the throughput chart beside it (`*-throughput.png`).
+    Returns both paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = latency_figure(sweep, plan=plan, title=title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    base = path[:-4] if path.lower().endswith(".png") else path
+    tpath = base + "-throughput.png"
+    fig = throughput_figure(sweep, title=None)
+    fig.savefig(tpath, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path, tpath
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m servesim.plot", description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweep", help="sweep JSON (servesim sweep --format json, or a plan's 'sweep' member)")
+    ap.add_argument("--plan", help="plan JSON (servesim plan --format json)")
+    ap.add_argument("-o", "--output", default="servesim.png", help="PNG to write")
+    ap.add_argument("--title")
+    a = ap.parse_args(argv)
+    try:
+        with open(a.sweep) as f:
+            sweep = json.load(f)
+        plan = None
+        if a.plan:
+            with open(a.plan) as f:
+                plan = json.load(f)
+        if plan is None and isinstance(sweep, dict) and "topologies" in sweep and "sweep" in sweep:
+            plan, sweep = sweep, sweep["sweep"]
+    except (OSError, ValueError) as e:
+        print(f"servesim.plot: error: {e}", file=sys.stderr)
+        return 2
+    for p in save_charts(sweep, a.output, plan=plan, title=a.title):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
