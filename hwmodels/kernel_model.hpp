@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "hwmodels/calibration.hpp"
 #include "hwmodels/catalog.hpp"
 
 namespace servesim::hw {
@@ -20,6 +21,8 @@ struct OpTime {
   double seconds = 0;
   Bound bound = Bound::compute;
   Source source = Source::roofline;
+  double flops = 0;  // useful FLOPs of the op (0 for pure data movement)
+  double bytes = 0;  // HBM bytes it must move; for collectives the bytes as nccl-tests counts them
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
@@ -66,6 +69,11 @@ class KernelModel {
   // Where this GPU's surfaces come from ("measured on H200 ..." / "transferred from H200 ...").
   virtual std::string provenance() const = 0;
 };
+
+// CPU-side cost of launching kernels, measured next to the kernels (eager minus CUDA-graph time).
+// sim/ adds eager_per_kernel_s per kernel for steps run eagerly; a graph replay costs about
+// graph_per_kernel_s per kernel on the GPU instead.
+LaunchOverhead launch_overhead(const GpuSpec& gpu);
 
 // The calibrated model for a GPU of the catalogue: measured surfaces when a calibration folder
 // exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.

@@ -1,0 +1,213 @@
+#include "hwmodels/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "common/embedded.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+#include "hwmodels/work.hpp"
+
+namespace servesim::hw {
+
+std::uint64_t shape_key(std::initializer_list<double> fields) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (double f : fields) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    for (int i = 0; i < 8; ++i) h = (h ^ ((bits >> (8 * i)) & 0xff)) * 1099511628211ull;
+  }
+  return h;
+}
+
+double bus_factor(std::string_view op, int n) {
+  double f = n > 1 ? double(n - 1) / n : 0;
+  if (op == "all_reduce") return 2 * f;
+  if (op == "send_recv") return 1;
+  return f;  // all_gather, reduce_scatter, all_to_all
+}
+
+namespace {
+
+double positive(const JsonReader& r, std::string_view key) {
+  double v = r.number(key);
+  if (v <= 0) r.fail(key, "must be > 0");
+  return v;
+}
+
+Precision dtype_of(const JsonReader& p) {
+  std::string d = p.string("dtype");
+  if (d != "bf16" && d != "fp8" && d != "nvfp4") p.fail("dtype", "expected bf16, fp8 or nvfp4, got '" + d + "'");
+  return parse_precision(d);
+}
+
+// Family name and roofline terms of one measured point, on `g`'s datasheet peaks.
+std::string to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s) {
+  Work w;
+  std::string name = family;
+  auto at = [&](Precision prec) { return g.dense_flops(prec) > 0 ? g.dense_flops(prec) : g.bf16_flops; };
+  double peak = g.bf16_flops;
+  if (family == "gemm") {
+    Precision d = dtype_of(p);
+    name += "_" + std::string(to_string(d));
+    w = gemm_work(positive(p, "m"), positive(p, "n"), positive(p, "k"), d, d);
+    peak = at(d);
+    s.key = shape_key({p.number("n"), p.number("k")});
+  } else if (family == "grouped_gemm") {
+    Precision d = dtype_of(p);
+    name += "_" + std::string(to_string(d));
+    std::string routing = p.string_or("routing", "balanced");
+    if (routing != "balanced" && routing != "skewed") p.fail("routing", "expected balanced or skewed");
+    double skew = routing == "balanced" ? 0 : p.number_or("skew", 1.2);
+    int experts = static_cast<int>(positive(p, "experts"));
+    w = grouped_gemm_work(experts, positive(p, "tokens"), positive(p, "n"), positive(p, "k"), d, d, skew);
+    peak = at(d);
+    s.key = shape_key({double(experts), p.number("n"), p.number("k"), skew});
+  } else if (family == "attention_prefill") {
+    w = attention_prefill_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "kv_heads"),
+                               positive(p, "head_dim"));
+    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
+  } else if (family == "attention_decode") {
+    w = attention_decode_work(positive(p, "batch"), positive(p, "context"), positive(p, "heads"),
+                              positive(p, "kv_heads"), positive(p, "head_dim"));
+    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
+  } else if (family == "mamba_scan") {
+    w = mamba_scan_work(positive(p, "batch"), positive(p, "seqlen"), positive(p, "heads"), positive(p, "head_dim"),
+                        positive(p, "d_state"), positive(p, "groups"));
+    s.key = shape_key({p.number("heads"), p.number("head_dim"), p.number("d_state"), p.number("groups")});
+  } else if (family == "mamba_step") {
+    w = mamba_step_work(positive(p, "batch"), positive(p, "heads"), positive(p, "head_dim"), positive(p, "d_state"),
+                        positive(p, "groups"));
+    s.key = shape_key({p.number("heads"), p.number("head_dim"), p.number("d_state"), p.number("groups")});
+  } else if (family == "conv1d") {
+    std::string mode = p.string("mode");
+    if (mode != "prefill" && mode != "decode") p.fail("mode", "expected prefill or decode");
+    name += "_" + mode;
+    // "tokens" counts every token of the call (batch × per-sequence tokens); decode has one per sequence.
+    double tokens = mode == "decode" ? positive(p, "batch") : positive(p, "tokens");
+    w = conv1d_work(tokens, positive(p, "channels"), positive(p, "kernel"), mode == "decode");
+    s.key = shape_key({p.number("channels"), p.number("kernel")});
+  } else if (family == "elementwise" || family == "copy") {
+    // elementwise "bytes" is read + write traffic; copy "bytes" is the buffer, moved twice.
+    w.bytes = positive(p, "bytes") * (family == "copy" ? 2 : 1);
+    s.key = family == "copy" ? 0 : shape_key({double(std::hash<std::string>{}(p.string_or("op", "")) & 0xffffff)});
+  } else if (family == "nccl") {
+    std::string op = p.string("op");
+    static const char* ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+    if (std::none_of(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; }))
+      p.fail("op", "expected all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    int gpus = static_cast<int>(p.integer("gpus"));
+    if (gpus < 2) p.fail("gpus", "must be >= 2");
+    name += "_" + op;
+    s.key = shape_key({double(gpus)});
+    s.compute_s = 0;
+    s.memory_s = positive(p, "bytes") * bus_factor(op, gpus) / g.nvlink_bw_bytes_per_s;
+    return name;
+  } else {
+    throw Error(p.file(), "family", "unknown family '" + family + "' (known: gemm, grouped_gemm, attention_prefill, "
+                                    "attention_decode, mamba_scan, mamba_step, conv1d, elementwise, copy, nccl)");
+  }
+  s.compute_s = w.flops / peak;
+  s.memory_s = w.bytes / g.hbm_bw_bytes_per_s;
+  return name;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+void Calibration::add_document(std::string_view text, const std::string& file) {
+  nlohmann::json j = parse_json(text, file);
+  JsonReader root(j, file);
+  std::string family = root.string("family");
+  if (root.has("env")) {
+    JsonReader env = root.object("env");
+    env_.push_back(file + ": " + env.string_or("gpu", "?") + ", torch " + env.string_or("torch", "?") + ", " +
+                   env.string_or("date", "?"));
+  }
+  for (const auto& p : root.array("points")) {
+    Sample s;
+    std::string name = to_sample(family, p, *gpu_, s);
+    s.seconds = positive(p, "ms") * 1e-3;
+    if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
+    auto& fam = families_[name];
+    fam.family = name;
+    bool fp8 = name.find("fp8") != std::string::npos;
+    fam.prior_compute = fp8 && gpu_->priors.gemm_fp8 > 0 ? gpu_->priors.gemm_fp8 : gpu_->priors.gemm_bf16;
+    fam.prior_memory = family == "nccl" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
+    if (fam.file.empty()) fam.file = file;
+    fam.samples.push_back(s);
+  }
+}
+
+void Calibration::finish() {
+  for (auto& [name, f] : families_) {
+    CrossValidation ls = cross_validate(f.samples, FitMethod::least_squares, f.prior_compute, f.prior_memory);
+    CrossValidation in = cross_validate(f.samples, FitMethod::monotone_interp, f.prior_compute, f.prior_memory);
+    // Lower held-out median wins; p90 breaks ties within half a percent.
+    bool interp = std::fabs(in.median - ls.median) < 0.005 ? in.p90 <= ls.p90 : in.median < ls.median;
+    f.cv = interp ? in : ls;
+    f.cv_other = interp ? ls : in;
+    f.fit = FamilyFit(f.samples, interp ? FitMethod::monotone_interp : FitMethod::least_squares, f.prior_compute,
+                      f.prior_memory);
+    std::vector<double> over;
+    for (const auto& s : f.samples)
+      if (s.eager_seconds >= 2 * s.seconds) over.push_back(s.eager_seconds - s.seconds);  // launch-bound points
+    f.eager_overhead_s = median(over);
+  }
+}
+
+Calibration Calibration::embedded(const GpuSpec& gpu) {
+  Calibration c(gpu);
+  std::string prefix = "hwmodels/calibration/" + text::lower(gpu.name) + "/";
+  for (auto path : data::list(prefix)) c.add_document(data::get(path), std::string(path));
+  c.finish();
+  return c;
+}
+
+Calibration Calibration::from_dir(const std::string& dir, const GpuSpec& gpu) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir, "", "not a directory of calibration JSON files");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error(dir, "", "no *.json calibration files");
+  Calibration c(gpu);
+  for (const auto& f : files) c.add_document(read_json_file(f).dump(), f);
+  c.finish();
+  return c;
+}
+
+const FamilyCalibration* Calibration::family(std::string_view name) const {
+  auto it = families_.find(name);
+  return it == families_.end() ? nullptr : &it->second;
+}
+
+LaunchOverhead Calibration::launch_overhead() const {
+  std::vector<double> eager;
+  double floor = INFINITY;
+  for (const auto& [name, f] : families_) {
+    if (f.eager_overhead_s > 0) eager.push_back(f.eager_overhead_s);
+    for (const auto& s : f.samples) floor = std::min(floor, s.seconds);
+  }
+  LaunchOverhead o;
+  if (eager.empty()) return o;
+  // Single-kernel families set the per-kernel figure: the smallest family median (multi-kernel
+  // wrappers such as the chunked scan pay it several times per call).
+  o.eager_per_kernel_s = *std::min_element(eager.begin(), eager.end());
+  o.graph_per_kernel_s = floor;
+  o.source = "measured on " + gpu_->name + ": eager (triton.testing.do_bench) minus CUDA-graph replay time of launch-bound points";
+  return o;
+}
+
+}  // namespace servesim::hw

@@ -1,0 +1,194 @@
+#include "hwmodels/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <Eigen/Dense>
+
+namespace servesim::hw {
+
+std::string_view to_string(FitMethod m) {
+  return m == FitMethod::least_squares ? "least-squares" : "monotone-log-interp";
+}
+
+RooflineSplit split_roofline(double c, double m) {
+  // p-norm with p = 3: within ~26% of max() at the ridge, equal to it far from it.
+  double c3 = c * c * c, m3 = m * m * m, sum = c3 + m3;
+  if (sum <= 0) return {};
+  double s = std::cbrt(sum);
+  return {s * c3 / sum, s * m3 / sum};
+}
+
+namespace {
+
+double axis_of(double c, double m) { return std::log(std::max(split_roofline(c, m).total(), 1e-15)); }
+
+// Weighted least squares on relative error with a weak ridge toward the priors (kRidge per
+// pseudo-row, against one row per measured point). Coefficients must stay >= 0 and the
+// efficiencies <= 1: a term that wants more is pinned at its bound and the rest refitted.
+constexpr double kRidge = 0.05;
+
+void least_squares(const std::vector<Sample>& s, double prior_c, double prior_m, double& a, double& ic, double& im) {
+  double fixed[3] = {NAN, NAN, NAN};  // pinned coefficients
+  const double lower[3] = {0, 1, 1};  // launch >= 0; 1/efficiency >= 1
+  bool uses_compute = false, uses_memory = false;
+  for (const auto& x : s) uses_compute |= x.compute_s > 0, uses_memory |= x.memory_s > 0;
+  if (!uses_compute) fixed[1] = 0;
+  if (!uses_memory) fixed[2] = 0;
+  double coef[3] = {0, 0, 0};
+  for (int iter = 0; iter < 4; ++iter) {
+    int free_idx[3], nf = 0;
+    for (int j = 0; j < 3; ++j)
+      if (std::isnan(fixed[j])) free_idx[nf++] = j;
+    Eigen::MatrixXd X = Eigen::MatrixXd::Zero(s.size() + 2, std::max(nf, 1));
+    Eigen::VectorXd y = Eigen::VectorXd::Zero(s.size() + 2);
+    for (size_t i = 0; i < s.size(); ++i) {
+      RooflineSplit r = split_roofline(s[i].compute_s, s[i].memory_s);
+      double w = 1 / s[i].seconds, f[3] = {1, r.compute, r.memory};
+      y(i) = 1;
+      for (int j = 0; j < 3; ++j)
+        if (!std::isnan(fixed[j])) y(i) -= fixed[j] * f[j] * w;
+      for (int c = 0; c < nf; ++c) X(i, c) = f[free_idx[c]] * w;
+    }
+    double prior_inv[3] = {0, 1 / prior_c, 1 / prior_m};
+    for (int c = 0; c < nf; ++c) {
+      int j = free_idx[c];
+      if (j == 0) continue;  // no prior on the launch latency
+      X(s.size() + j - 1, c) = kRidge / prior_inv[j];
+      y(s.size() + j - 1) = kRidge;
+    }
+    Eigen::VectorXd beta = nf ? Eigen::VectorXd(X.colPivHouseholderQr().solve(y)) : Eigen::VectorXd();
+    bool ok = true;
+    for (int c = 0; c < nf; ++c) {
+      int j = free_idx[c];
+      if (!(beta(c) >= lower[j])) { fixed[j] = lower[j]; ok = false; }
+    }
+    for (int j = 0; j < 3; ++j) coef[j] = std::isnan(fixed[j]) ? 0 : fixed[j];
+    for (int c = 0; c < nf; ++c) coef[free_idx[c]] = std::max(beta(c), lower[free_idx[c]]);
+    if (ok) break;
+  }
+  a = coef[0], ic = coef[1], im = coef[2];
+}
+
+}  // namespace
+
+namespace {
+// Pool-adjacent-violators: the closest non-decreasing sequence (more work never takes less time).
+void make_monotone(std::vector<double>& v) {
+  std::vector<double> val;
+  std::vector<int> cnt;
+  for (double x : v) {
+    val.push_back(x);
+    cnt.push_back(1);
+    while (val.size() > 1 && val[val.size() - 2] > val.back()) {
+      double merged = (val[val.size() - 2] * cnt[cnt.size() - 2] + val.back() * cnt.back()) /
+                      (cnt[cnt.size() - 2] + cnt.back());
+      int n = cnt[cnt.size() - 2] + cnt.back();
+      val.pop_back(), cnt.pop_back();
+      val.back() = merged, cnt.back() = n;
+    }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < val.size(); ++i)
+    for (int j = 0; j < cnt[i]; ++j) v[k++] = val[i];
+}
+
+}  // namespace
+
+FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory)
+    : method_(method) {
+  least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_);
+  if (method != FitMethod::monotone_interp) return;
+  std::vector<size_t> idx(samples.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {
+    if (samples[i].key != samples[j].key) return samples[i].key < samples[j].key;
+    return axis_of(samples[i].compute_s, samples[i].memory_s) < axis_of(samples[j].compute_s, samples[j].memory_s);
+  });
+  for (size_t p = 0; p < idx.size();) {
+    size_t q = p;
+    while (q < idx.size() && samples[idx[q]].key == samples[idx[p]].key) ++q;
+    Series s{samples[idx[p]].key, static_cast<int>(log_axis_.size()), 0};
+    std::vector<double> lt;
+    for (size_t r = p; r < q; ++r) {
+      const Sample& x = samples[idx[r]];
+      double ax = axis_of(x.compute_s, x.memory_s);
+      if (!log_axis_.empty() && static_cast<int>(log_axis_.size()) > s.begin && std::fabs(ax - log_axis_.back()) < 1e-12) {
+        // Same work measured twice (e.g. batch 4 × 4096 and 16 × 1024 tokens): average in log space.
+        lt.back() = 0.5 * (lt.back() + std::log(x.seconds));
+        continue;
+      }
+      log_axis_.push_back(ax);
+      lt.push_back(std::log(x.seconds));
+      compute_.push_back(x.compute_s);
+      memory_.push_back(x.memory_s);
+    }
+    make_monotone(lt);
+    log_t_.insert(log_t_.end(), lt.begin(), lt.end());
+    s.end = static_cast<int>(log_axis_.size());
+    series_.push_back(s);
+    p = q;
+  }
+}
+
+double FamilyFit::roofline_fit(double compute_s, double memory_s, double launch_scale) const {
+  RooflineSplit r = split_roofline(compute_s, memory_s);
+  return launch_s_ * launch_scale + r.compute * inv_c_ + r.memory * inv_m_;
+}
+
+double FamilyFit::predict(std::uint64_t key, double compute_s, double memory_s, bool* exact) const {
+  if (exact) *exact = false;
+  double ls = roofline_fit(compute_s, memory_s);
+  if (method_ != FitMethod::monotone_interp) return ls;
+  auto it = std::lower_bound(series_.begin(), series_.end(), key,
+                             [](const Series& s, std::uint64_t k) { return s.key < k; });
+  if (it == series_.end() || it->key != key) return ls;
+  double ax = axis_of(compute_s, memory_s);
+  const double* x = log_axis_.data() + it->begin;
+  int n = it->end - it->begin;
+  int hi = static_cast<int>(std::upper_bound(x, x + n, ax) - x);
+  auto anchored = [&](int k) {  // beyond the measured range: the fitted roofline's slope from the end knot
+    int g = it->begin + k;
+    if (exact && std::fabs(ax - x[k]) < 1e-9) *exact = true;
+    return std::exp(log_t_[g]) * ls / roofline_fit(compute_[g], memory_[g]);
+  };
+  if (hi == 0) return anchored(0);
+  if (hi == n) return anchored(n - 1);
+  int lo = hi - 1, g = it->begin + lo;
+  if (exact && std::fabs(ax - x[lo]) < 1e-9) *exact = true;
+  double f = (ax - x[lo]) / (x[hi] - x[lo]);
+  return std::exp(log_t_[g] + f * (log_t_[g + 1] - log_t_[g]));
+}
+
+bool FamilyFit::has_series(std::uint64_t key) const {
+  auto it = std::lower_bound(series_.begin(), series_.end(), key,
+                             [](const Series& s, std::uint64_t k) { return s.key < k; });
+  return it != series_.end() && it->key == key;
+}
+
+bool held_out(size_t index) { return index % 5 == 4; }
+
+CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,
+                               double prior_memory) {
+  std::vector<Sample> train, test;
+  for (size_t i = 0; i < samples.size(); ++i) (held_out(i) ? test : train).push_back(samples[i]);
+  CrossValidation cv;
+  if (train.empty() || test.empty()) return cv;
+  FamilyFit fit(train, method, prior_compute, prior_memory);
+  std::vector<double> err;
+  for (const auto& s : test) err.push_back(std::fabs(fit.predict(s.key, s.compute_s, s.memory_s) - s.seconds) / s.seconds);
+  std::sort(err.begin(), err.end());
+  auto quantile = [&](double q) {  // linear interpolation between order statistics
+    double pos = q * (err.size() - 1);
+    size_t i = static_cast<size_t>(pos);
+    return i + 1 < err.size() ? err[i] + (pos - i) * (err[i + 1] - err[i]) : err[i];
+  };
+  cv.held_out = static_cast<int>(err.size());
+  cv.median = quantile(0.5);
+  cv.p90 = quantile(0.9);
+  cv.max = err.back();
+  return cv;
+}
+
+}  // namespace servesim::hw

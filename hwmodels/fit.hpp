@@ -1,0 +1,70 @@
+// One op family's efficiency surface: a least-squares roofline (launch + compute/eff_c +
+// memory/eff_m) and a monotone log-space interpolation along each measured shape series.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace servesim::hw {
+
+// A measured point reduced to its roofline terms on the measured GPU's datasheet peaks.
+struct Sample {
+  std::uint64_t key = 0;      // hash of the shape fields that stay fixed along a series
+  double compute_s = 0;       // FLOPs / peak FLOP/s
+  double memory_s = 0;        // bytes / peak bytes/s
+  double seconds = 0;         // measured GPU time (CUDA-graph replay)
+  double eager_seconds = -1;  // measured eager time; < 0 when absent
+};
+
+// Soft maximum of the two roofline terms, split back into its compute and memory parts so a
+// linear fit can give each its own efficiency without double-counting where both matter.
+struct RooflineSplit {
+  double compute = 0, memory = 0;
+  double total() const { return compute + memory; }
+};
+RooflineSplit split_roofline(double compute_s, double memory_s);
+
+enum class FitMethod { least_squares, monotone_interp };
+std::string_view to_string(FitMethod m);
+
+class FamilyFit {
+ public:
+  FamilyFit() = default;
+  // Fits on `samples` (at least one, all with seconds > 0). `prior_compute` / `prior_memory` are the
+  // expected achieved fractions of peak: a weak pull toward them settles terms the data cannot
+  // tell apart (e.g. a state update whose FLOPs and bytes grow together).
+  FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
+            double prior_memory = 0.7);
+
+  // Least-squares roofline: launch_s·launch_scale + compute/eff_c + memory/eff_m.
+  double roofline_fit(double compute_s, double memory_s, double launch_scale = 1) const;
+  // The family's prediction; `exact` is set when the shape was measured.
+  double predict(std::uint64_t key, double compute_s, double memory_s, bool* exact = nullptr) const;
+
+  // True when the interpolation holds measured points of this shape series.
+  bool has_series(std::uint64_t key) const;
+
+  FitMethod method() const { return method_; }
+  double launch_s() const { return launch_s_; }
+  double compute_efficiency() const { return inv_c_ > 0 ? 1 / inv_c_ : 0; }  // 0: no compute term
+  double memory_efficiency() const { return inv_m_ > 0 ? 1 / inv_m_ : 0; }
+
+ private:
+  struct Series { std::uint64_t key; int begin, end; };
+  FitMethod method_ = FitMethod::least_squares;
+  double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0;
+  std::vector<Series> series_;                  // sorted by key
+  std::vector<double> log_axis_, log_t_, compute_, memory_;  // knots, per series ascending in axis
+};
+
+// Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples` (every fifth point,
+// in file order, is held out: deterministic and spread over each series).
+struct CrossValidation {
+  int held_out = 0;
+  double median = 0, p90 = 0, max = 0;
+};
+CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
+                               double prior_memory = 0.7);
+bool held_out(size_t index);
+
+}  // namespace servesim::hw

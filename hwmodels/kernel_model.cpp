@@ -1,0 +1,361 @@
+// The calibrated kernel model: a measured GPU's own fitted surfaces, or the H200 surfaces carried
+// over to another GPU's datasheet peaks and achieved-fraction priors (catalog.hpp), or, for a
+// family nobody measured, the roofline with those priors alone.
+#include "hwmodels/kernel_model.hpp"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "hwmodels/work.hpp"
+
+namespace servesim::hw {
+
+std::string_view to_string(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::memory: return "memory";
+    case Bound::launch: return "launch";
+    case Bound::communication: return "communication";
+  }
+  return "?";
+}
+
+std::string_view to_string(Source s) {
+  switch (s) {
+    case Source::measured: return "measured";
+    case Source::interpolated: return "interpolated";
+    case Source::transferred: return "transferred";
+    case Source::roofline: return "roofline";
+  }
+  return "?";
+}
+
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::send_recv: return "send_recv";
+  }
+  return "?";
+}
+
+Collective parse_collective(std::string_view s, const std::string& where) {
+  std::string k = text::lower(s);
+  for (char& ch : k) if (ch == '-') ch = '_';
+  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
+                       Collective::all_to_all, Collective::send_recv})
+    if (k == to_string(c)) return c;
+  throw Error(where, "", "unknown collective '" + std::string(s) +
+                             "' (known: all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)");
+}
+
+namespace {
+
+// Fixed per-op latency of the roofline prior where no measurement exists: NVIDIA's
+// aiconfigurator constant for a memory-bound op (hardware.md §1.3).
+constexpr double kPriorLaunchS = 3e-6;
+// Achieved fraction of the per-GPU EFA share for bulk NCCL traffic: 2x p5.48xlarge all-reduce at
+// 16 GiB reaches 487 GB/s busbw = 260 GB/s algbw against 8 x 50 GB/s of NICs (hardware.md §3.2).
+constexpr double kEfaEfficiency = 0.65;
+
+const char* nccl_family(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "nccl_all_reduce";
+    case Collective::all_gather: return "nccl_all_gather";
+    case Collective::reduce_scatter: return "nccl_reduce_scatter";
+    case Collective::all_to_all: return "nccl_all_to_all";
+    case Collective::send_recv: return "nccl_send_recv";
+  }
+  return "";
+}
+
+// A query of one op family: its work, the series key, and the compute peak/prior that apply.
+struct Query {
+  std::string_view family;
+  std::uint64_t key;
+  Work work;
+  Precision query_prec;   // precision whose peak this GPU runs the op at
+  Precision family_prec;  // precision the family was measured in
+};
+
+class Model final : public KernelModel {
+ public:
+  Model(const GpuSpec& gpu, Calibration own, std::shared_ptr<const Calibration> ref)
+      : gpu_(gpu), own_(std::move(own)), ref_(std::move(ref)) {}
+
+  OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
+    check_positive({double(m), double(n), double(k)}, "gemm");
+    std::uint64_t key = shape_key({double(n), double(k)});
+    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
+      // Without FP4 tensor cores engines run NVFP4 checkpoints weight-only: 4-bit weights
+      // (+ block scales) dequantised in the kernel, BF16 activations and BF16 math.
+      return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16}, true);
+    Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
+    bool substitute = p == Precision::nvfp4 || p == Precision::int8;
+    return eval({fam == Precision::bf16 ? "gemm_bf16" : "gemm_fp8", key, gemm_work(m, n, k, p, p), p, fam}, substitute);
+  }
+
+  OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k, Precision p,
+                      double skew) const override {
+    check_positive({double(experts), double(tokens), double(n), double(k)}, "grouped_gemm");
+    if (skew < 0) throw Error("grouped_gemm", "skew", "must be >= 0");
+    std::uint64_t key = shape_key({double(experts), double(n), double(k), skew});
+    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
+      return eval({"grouped_gemm_bf16", key, grouped_gemm_work(experts, tokens, n, k, p, Precision::bf16, skew),
+                   Precision::bf16, Precision::bf16}, true);
+    Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
+    return eval({fam == Precision::bf16 ? "grouped_gemm_bf16" : "grouped_gemm_fp8", key,
+                 grouped_gemm_work(experts, tokens, n, k, p, p, skew), p, fam},
+                p == Precision::nvfp4 || p == Precision::int8);
+  }
+
+  OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim) const override {
+    check_positive({double(batch), double(seq), double(heads), double(kv_heads), double(head_dim)}, "attention_prefill");
+    return eval({"attention_prefill", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
+                 attention_prefill_work(batch, seq, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16});
+  }
+
+  OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim) const override {
+    check_positive({double(batch), double(context), double(heads), double(kv_heads), double(head_dim)}, "attention_decode");
+    return eval({"attention_decode", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
+                 attention_decode_work(batch, context, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16});
+  }
+
+  OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
+    check_positive({double(batch), double(seqlen), double(heads), double(head_dim), double(d_state), double(groups)}, "mamba_scan");
+    return eval({"mamba_scan", shape_key({double(heads), double(head_dim), double(d_state), double(groups)}),
+                 mamba_scan_work(batch, seqlen, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16});
+  }
+
+  OpTime mamba_step(int batch, int heads, int head_dim, int d_state, int groups) const override {
+    check_positive({double(batch), double(heads), double(head_dim), double(d_state), double(groups)}, "mamba_step");
+    return eval({"mamba_step", shape_key({double(heads), double(head_dim), double(d_state), double(groups)}),
+                 mamba_step_work(batch, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16});
+  }
+
+  OpTime conv1d(std::int64_t tokens, std::int64_t channels, int kernel, bool decode) const override {
+    check_positive({double(tokens), double(channels), double(kernel)}, "conv1d");
+    return eval({decode ? "conv1d_decode" : "conv1d_prefill", shape_key({double(channels), double(kernel)}),
+                 conv1d_work(tokens, channels, kernel, decode), Precision::bf16, Precision::bf16});
+  }
+
+  OpTime memory_bound(double bytes) const override {
+    check_positive({bytes}, "memory_bound");
+    Work w{0, bytes};
+    // Elementwise/norm kernels if measured, else the plain copy bandwidth.
+    if (find("elementwise").cal || !find("copy").cal)
+      return eval({"elementwise", 0, w, Precision::bf16, Precision::bf16});
+    return eval({"copy", 0, w, Precision::bf16, Precision::bf16});
+  }
+
+  OpTime collective(Collective op, double bytes, const CommGroup& g) const override {
+    if (g.gpus < 1 || g.nodes < 1) throw Error("collective", "gpus", "must be >= 1");
+    if (!(bytes >= 0)) throw Error("collective", "bytes", "must be >= 0");
+    OpTime t;
+    t.bound = Bound::communication;
+    t.bytes = bytes;
+    if (g.gpus == 1 || bytes == 0) { t.source = Source::roofline; return t; }
+    bool nvlink_only = g.nodes == 1 || (g.instance && g.gpus <= g.instance->nvlink_domain_gpus);
+    if (nvlink_only) {
+      if (g.nodes == 1 && g.gpus > gpu_.nvlink_domain)
+        throw Error("collective", "gpus", std::to_string(g.gpus) + " GPUs exceed the NVLink domain of " + gpu_.name +
+                                              " (" + std::to_string(gpu_.nvlink_domain) + "); give --nodes and --instance");
+      return nvlink(op, bytes, g.gpus);
+    }
+    if (!g.instance) throw Error("collective", "instance", "an instance type is required when the GPUs span nodes");
+    if (g.gpus % g.nodes) throw Error("collective", "gpus", "must be a multiple of the node count");
+    int per_node = g.gpus / g.nodes, K = g.nodes;
+    if (per_node > g.instance->gpus)
+      throw Error("collective", "gpus", std::to_string(per_node) + " GPUs per node exceed " + g.instance->name +
+                                            "'s " + std::to_string(g.instance->gpus));
+    double nic = g.instance->efa_per_gpu_bytes_per_s * kEfaEfficiency;
+    if (nic <= 0) throw Error("collective", "instance", g.instance->name + " has no EFA bandwidth");
+    // Hierarchical: NVLink inside each node, one ring over the nodes per GPU's NIC share;
+    // NCCL pipelines the two, so the slower stage sets the pace.
+    double intra = 0, inter = 0;
+    double S = bytes;
+    switch (op) {
+      case Collective::all_reduce:
+        if (per_node > 1) intra = nvlink(Collective::reduce_scatter, S, per_node).seconds + nvlink(Collective::all_gather, S, per_node).seconds;
+        inter = 2.0 * (K - 1) / K * (S / per_node) / nic;
+        break;
+      case Collective::all_gather:
+      case Collective::reduce_scatter:
+        if (per_node > 1) intra = nvlink(op, S / K, per_node).seconds;
+        inter = double(K - 1) / K * (S / per_node) / nic;
+        break;
+      case Collective::all_to_all:
+        if (per_node > 1) intra = nvlink(op, S * per_node / g.gpus, per_node).seconds;
+        inter = S * double(g.gpus - per_node) / g.gpus / nic;
+        break;
+      case Collective::send_recv:
+        inter = S / nic;
+        break;
+    }
+    t.seconds = g.instance->efa_latency_s * std::ceil(std::log2(K)) + std::max(intra, inter);
+    t.source = Source::roofline;  // published EFA figures, not this project's runs
+    return t;
+  }
+
+  OpTime transfer(double bytes, bool cross_node, const InstanceSpec* instance) const override {
+    if (!cross_node) return collective(Collective::send_recv, bytes, {2, 1, nullptr});
+    if (!instance) throw Error("transfer", "instance", "an instance type is required for a cross-node transfer");
+    return collective(Collective::send_recv, bytes, {2, 2, instance});
+  }
+
+  std::string provenance() const override {
+    if (!own_.empty())
+      return "measured on " + gpu_.name + " (" + std::to_string(own_.families().size()) +
+             " op families); roofline priors for families not measured";
+    if (ref_ && !ref_->empty())
+      return "transferred from " + ref_->gpu().name + " measurements onto " + gpu_.name +
+             "'s datasheet peaks with its achieved-fraction priors (hardware.md §2)";
+    return "roofline priors only (no calibration data)";
+  }
+
+  LaunchOverhead launch() const {
+    if (!own_.empty()) {
+      LaunchOverhead o = own_.launch_overhead();
+      if (o.eager_per_kernel_s > 0) return o;
+    }
+    if (ref_) {
+      LaunchOverhead o = ref_->launch_overhead();
+      o.source = "transferred: " + o.source + " (CPU launch cost assumed the same on " + gpu_.name + ")";
+      return o;
+    }
+    return {};
+  }
+
+ private:
+  struct Found {
+    const FamilyCalibration* cal = nullptr;
+    bool own = false;
+  };
+
+  Found find(std::string_view family) const {
+    if (const auto* f = own_.family(family)) return {f, true};
+    if (ref_)
+      if (const auto* f = ref_->family(family)) return {f, false};
+    return {};
+  }
+
+  static void check_positive(std::initializer_list<double> v, const char* op) {
+    for (double x : v)
+      if (!(x > 0)) throw Error(op, "", "shape values must be > 0");
+  }
+
+  double compute_prior(const GpuSpec& g, Precision p) const {
+    double e = g.priors.gemm(p);
+    return e > 0 ? e : g.priors.gemm_bf16;
+  }
+  double peak(const GpuSpec& g, Precision p) const {
+    double f = g.dense_flops(p);
+    return f > 0 ? f : g.bf16_flops;
+  }
+
+  // Picks the split term (launch, compute, memory) the fitted model spends most time in.
+  static Bound bound_of(double launch, double compute, double memory) {
+    if (launch >= compute && launch >= memory) return Bound::launch;
+    return compute >= memory ? Bound::compute : Bound::memory;
+  }
+
+  OpTime eval(const Query& q, bool substitute = false) const {
+    OpTime t;
+    t.flops = q.work.flops;
+    t.bytes = q.work.bytes;
+    Found f = find(q.family);
+    if (!f.cal) {  // roofline prior with this GPU's achieved fractions
+      RooflineSplit r = split_roofline(q.work.flops / (peak(gpu_, q.query_prec) * compute_prior(gpu_, q.query_prec)),
+                                       q.work.bytes / (gpu_.hbm_bw_bytes_per_s * gpu_.priors.memory));
+      t.seconds = kPriorLaunchS + r.total();
+      t.bound = bound_of(kPriorLaunchS, r.compute, r.memory);
+      t.source = Source::roofline;
+      return t;
+    }
+    const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();  // the GPU the family was measured on
+    const FamilyFit& fit = f.cal->fit;
+    double c_ref = q.work.flops / peak(mg, q.family_prec), m_ref = q.work.bytes / mg.hbm_bw_bytes_per_s;
+    bool exact = false;
+    double t_ref = fit.predict(q.key, c_ref, m_ref, &exact);
+    // The query on this GPU, in the measured GPU's efficiency units: peak × prior ratio.
+    double c = q.work.flops / peak(gpu_, q.query_prec) * compute_prior(mg, q.family_prec) / compute_prior(gpu_, q.query_prec);
+    double m = q.work.bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
+    bool moved = !f.own || substitute;
+    t.seconds = moved ? t_ref * fit.roofline_fit(c, m) / fit.roofline_fit(c_ref, m_ref) : t_ref;
+    RooflineSplit r = split_roofline(c, m);
+    t.bound = bound_of(fit.launch_s(), r.compute / std::max(fit.compute_efficiency(), 1e-9) * (fit.compute_efficiency() > 0),
+                       r.memory / std::max(fit.memory_efficiency(), 1e-9) * (fit.memory_efficiency() > 0));
+    if (fit.compute_efficiency() == 0 && fit.memory_efficiency() == 0) t.bound = Bound::launch;
+    t.source = !f.own ? Source::transferred : (exact && !substitute ? Source::measured : Source::interpolated);
+    return t;
+  }
+
+  // Collective inside one NVLink domain, from the 2-GPU fit scaled to n GPUs: bus bytes grow by
+  // the ring factor, the fixed latency by the tree depth log2(n).
+  OpTime nvlink(Collective op, double bytes, int n) const {
+    OpTime t;
+    t.bound = Bound::communication;
+    t.bytes = bytes;
+    double bus = bytes * bus_factor(to_string(op), n), depth = std::log2(double(n));
+    Found f = find(nccl_family(op));
+    if (!f.cal) {
+      t.seconds = gpu_.priors.nccl_latency_s * depth + bus / (gpu_.nvlink_bw_bytes_per_s * gpu_.priors.nccl_busbw);
+      t.source = Source::roofline;
+      return t;
+    }
+    const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();
+    const FamilyFit& fit = f.cal->fit;
+    std::uint64_t key = shape_key({double(n)});
+    double m_ref = bus / mg.nvlink_bw_bytes_per_s;
+    bool exact = false;
+    double t_ref = fit.has_series(key) ? fit.predict(key, 0, m_ref, &exact) : fit.roofline_fit(0, m_ref, depth);
+    t.source = exact ? Source::measured : Source::interpolated;
+    if (!f.own) {
+      double m = bus / gpu_.nvlink_bw_bytes_per_s * mg.priors.nccl_busbw / gpu_.priors.nccl_busbw;
+      double lat = gpu_.priors.nccl_latency_s / mg.priors.nccl_latency_s;
+      t_ref *= fit.roofline_fit(0, m, depth * lat) / fit.roofline_fit(0, m_ref, depth);
+      t.source = Source::transferred;
+    }
+    t.seconds = t_ref;
+    return t;
+  }
+
+  const GpuSpec& gpu_;
+  Calibration own_;
+  std::shared_ptr<const Calibration> ref_;
+};
+
+// The GPU whose measurements stand in for GPUs without their own calibration folder.
+constexpr const char* kReferenceGpu = "H200";
+
+std::mutex& cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+const KernelModel& kernel_model(const GpuSpec& gpu) {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  static std::map<const GpuSpec*, std::unique_ptr<Model>> cache;
+  static std::shared_ptr<const Calibration> ref;
+  auto it = cache.find(&gpu);
+  if (it != cache.end()) return *it->second;
+  Calibration own = Calibration::embedded(gpu);
+  bool transfer = own.empty();
+  if (transfer && !ref)
+    ref = std::make_shared<const Calibration>(Calibration::embedded(Catalog::global().gpu(kReferenceGpu)));
+  auto m = std::make_unique<Model>(gpu, std::move(own), transfer ? ref : nullptr);
+  return *cache.emplace(&gpu, std::move(m)).first->second;
+}
+
+LaunchOverhead launch_overhead(const GpuSpec& gpu) {
+  return static_cast<const Model&>(kernel_model(gpu)).launch();
+}
+
+}  // namespace servesim::hw

@@ -1,0 +1,73 @@
+#include "hwmodels/work.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace servesim::hw {
+
+namespace {
+constexpr double kBf16 = 2, kFp32 = 4;
+constexpr double kSsdChunk = 128;  // chunk length of mamba_chunk_scan_combined in serving engines
+}  // namespace
+
+double element_bytes(Precision p) {
+  switch (p) {
+    case Precision::bf16: return 2;
+    case Precision::fp8: return 1;
+    case Precision::int8: return 1;
+    case Precision::nvfp4: return 0.5 + 1.0 / 16;  // 4-bit values + an fp8 scale per 16-element block
+  }
+  return 2;
+}
+
+Work gemm_work(double m, double n, double k, Precision weights, Precision act) {
+  return {2 * m * n * k, m * k * element_bytes(act) + k * n * element_bytes(weights) + m * n * kBf16};
+}
+
+double experts_touched(int experts, double tokens, double skew) {
+  if (experts <= 0 || tokens <= 0) return 0;
+  if (skew <= 0) return experts * (1 - std::pow(1 - 1.0 / experts, tokens));
+  double norm = 0;
+  for (int i = 1; i <= experts; ++i) norm += std::pow(i, -skew);
+  double touched = 0;
+  for (int i = 1; i <= experts; ++i) touched += 1 - std::pow(1 - std::pow(i, -skew) / norm, tokens);
+  return touched;
+}
+
+Work grouped_gemm_work(int experts, double tokens, double n, double k, Precision weights, Precision act,
+                       double skew) {
+  double touched = experts_touched(experts, tokens, skew);
+  return {2 * tokens * n * k, touched * k * n * element_bytes(weights) + tokens * (k * element_bytes(act) + n * kBf16)};
+}
+
+Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim) {
+  // Two matmuls of 2·s·s·d FLOPs per head, half of them under the causal mask.
+  return {2 * batch * heads * head_dim * seq * seq, kBf16 * batch * seq * head_dim * (2 * heads + 2 * kv_heads)};
+}
+
+Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim) {
+  return {4 * batch * heads * head_dim * context,
+          kBf16 * batch * (2 * context * kv_heads * head_dim + 2 * heads * head_dim)};
+}
+
+Work mamba_scan_work(double batch, double seqlen, double heads, double head_dim, double d_state, double groups) {
+  double tokens = batch * seqlen;
+  double flops = 2 * tokens * (groups * kSsdChunk * d_state + heads * kSsdChunk * head_dim + 2 * heads * d_state * head_dim);
+  double bytes = kBf16 * tokens * (2 * heads * head_dim + 2 * groups * d_state + heads) +
+                 kFp32 * batch * heads * head_dim * d_state;
+  return {flops, bytes};
+}
+
+Work mamba_step_work(double batch, double heads, double head_dim, double d_state, double groups) {
+  double state = kFp32 * batch * heads * head_dim * d_state;
+  return {6 * batch * heads * head_dim * d_state,
+          2 * state + kBf16 * batch * (2 * heads * head_dim + 2 * groups * d_state + 2 * heads)};
+}
+
+Work conv1d_work(double tokens, double channels, double kernel, bool decode) {
+  double bytes = kBf16 * (2 * tokens * channels + channels * kernel);
+  if (decode) bytes += kBf16 * 2 * tokens * channels * std::max(0.0, kernel - 1);  // rolling conv state
+  return {2 * tokens * channels * kernel, bytes};
+}
+
+}  // namespace servesim::hw

@@ -1,0 +1,92 @@
+// `servesim calibrate report|fit`: the cross-validated error of every fitted op family.
+#include <cmath>
+
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "hwmodels/calibration.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "sim/cli/commands.hpp"
+
+namespace servesim::cli {
+namespace {
+
+nlohmann::json report_json(const hw::Calibration& c) {
+  nlohmann::json fams = nlohmann::json::array();
+  for (const auto& [name, f] : c.families()) {
+    fams.push_back({{"family", name},
+                    {"file", f.file},
+                    {"points", f.samples.size()},
+                    {"held_out", f.cv.held_out},
+                    {"method", hw::to_string(f.fit.method())},
+                    {"median_error", f.cv.median},
+                    {"p90_error", f.cv.p90},
+                    {"max_error", f.cv.max},
+                    {"other_method_median_error", f.cv_other.median},
+                    {"launch_s", f.fit.launch_s()},
+                    {"compute_efficiency", f.fit.compute_efficiency()},
+                    {"memory_efficiency", f.fit.memory_efficiency()},
+                    {"meets_target", f.cv.median <= 0.08 && f.cv.p90 <= 0.20}});
+  }
+  hw::LaunchOverhead lo = c.launch_overhead();
+  return {{"gpu", c.gpu().name},
+          {"targets", {{"median_error", 0.08}, {"p90_error", 0.20}}},
+          {"families", fams},
+          {"launch_overhead", {{"eager_per_kernel_s", lo.eager_per_kernel_s},
+                               {"graph_per_kernel_s", lo.graph_per_kernel_s},
+                               {"source", lo.source}}},
+          {"env", c.env()}};
+}
+
+std::string report_table(const hw::Calibration& c) {
+  Table t({"family", "points", "held out", "method", "median err", "p90 err", "max err", "launch us", "eff compute",
+           "eff memory", "target"});
+  for (const auto& [name, f] : c.families()) {
+    t.add_row({name, std::to_string(f.samples.size()), std::to_string(f.cv.held_out),
+               std::string(hw::to_string(f.fit.method())), fixed(100 * f.cv.median, 1) + "%",
+               fixed(100 * f.cv.p90, 1) + "%", fixed(100 * f.cv.max, 1) + "%", fixed(f.fit.launch_s() * 1e6, 2),
+               fixed(f.fit.compute_efficiency(), 3), fixed(f.fit.memory_efficiency(), 3),
+               f.cv.median <= 0.08 && f.cv.p90 <= 0.20 ? "ok" : "MISSED"});
+  }
+  std::string out = "Cross-validated kernel model error on " + c.gpu().name +
+                    " (fit on 80% of points, |pred - meas| / meas on the held-out 20%; targets median <= 8%, p90 <= 20%)\n";
+  if (c.empty()) return out + "no calibration data: every family uses roofline priors\n";
+  out += t.render();
+  hw::LaunchOverhead lo = c.launch_overhead();
+  if (lo.eager_per_kernel_s > 0)
+    out += "launch overhead: " + fixed(lo.eager_per_kernel_s * 1e6, 1) + " us per eager kernel, " +
+           fixed(lo.graph_per_kernel_s * 1e6, 2) + " us per kernel replayed from a CUDA graph (" + lo.source + ")\n";
+  for (const auto& e : c.env()) out += "data: " + e + "\n";
+  return out;
+}
+
+}  // namespace
+
+void add_calibrate_commands(CLI::App& app) {
+  auto* cal = app.add_subcommand("calibrate", "Kernel cost model calibration: error report and refits");
+  cal->require_subcommand(1);
+
+  struct ReportOpts { std::string gpu = "h200"; Format format = Format::table; };
+  auto ro = std::make_shared<ReportOpts>();
+  auto* report = cal->add_subcommand("report", "Cross-validated error per op family on a measured GPU");
+  report->add_option("--gpu", ro->gpu, "GPU whose calibration folder to report (default h200)");
+  add_format_option(*report, ro->format);
+  report->callback([ro] {
+    const auto& gpu = hw::Catalog::global().gpu(ro->gpu);
+    hw::Calibration c = hw::Calibration::embedded(gpu);
+    emit(ro->format, report_json(c), report_table(c));
+  });
+
+  struct FitOpts { std::string dir, gpu = "h200"; Format format = Format::table; };
+  auto fo = std::make_shared<FitOpts>();
+  auto* fit = cal->add_subcommand("fit", "Refit the cost model from a folder of measurement JSON and report it");
+  fit->add_option("dir", fo->dir, "Folder of <family>.json measurement files")->required();
+  fit->add_option("--gpu", fo->gpu, "GPU the measurements were taken on (default h200)");
+  add_format_option(*fit, fo->format);
+  fit->callback([fo] {
+    const auto& gpu = hw::Catalog::global().gpu(fo->gpu);
+    hw::Calibration c = hw::Calibration::from_dir(fo->dir, gpu);
+    emit(fo->format, report_json(c), report_table(c));
+  });
+}
+
+}  // namespace servesim::cli
