@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
 
   cli::add_list_command(app);
   cli::add_memory_commands(app);
+  cli::add_op_commands(app);
+  cli::add_calibrate_commands(app);
 
   try {
     app.parse(argc, argv);
