@@ -15,6 +15,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -175,9 +176,9 @@ def write(args, world, points, notes, t0):
                "torch": torch.__version__, "triton": triton_version(), "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), "gpus": world,
                "NCCL_NVLS_ENABLE": os.environ.get("NCCL_NVLS_ENABLE"), "topology": topology()}
-        about = (f"NCCL collectives on {world} GPUs of one host (NVLink; NCCL_NVLS_ENABLE=0, so no NVLink multicast), "
-                 "torch.distributed NCCL backend, one process per GPU, bf16 buffers of random values (all-reduce and "
-                 "reduce-scatter sum). " + __doc__.split("\n\n", 2)[2].replace("\n", " ")
+        about = (f"NCCL collectives on {world} GPUs of one host (link in env.topology; NCCL_NVLS_ENABLE=0, so no NVLink "
+                 "multicast); all-reduce and reduce-scatter sum. 'iters' = calls per graph / per timed eager block. "
+                 + __doc__.split("\n\n", 2)[2].replace("\n", " ")
                  + " Run notes: " + ("; ".join(notes) if notes else "none") + f"; {len(points)} points in {time.time() - t0:.0f} s.")
         write_family(os.path.join(args.out, "nccl.json"), "nccl", about, env, points)
         print(f"wrote {len(points)} points; notes: {notes}", flush=True)
@@ -194,7 +195,8 @@ def nvsmi(q):
 def topology():
     try:
         out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=20).stdout
-        return " | ".join(line.strip() for line in out.splitlines()[:3] if line.strip())
+        out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+        return " | ".join(" ".join(line.split()) for line in out.splitlines()[:3] if line.strip())
     except Exception as e:  # noqa: BLE001
         return f"unavailable ({e})"
 
