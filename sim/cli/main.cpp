@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   cli::add_memory_commands(app);
   cli::add_op_commands(app);
   cli::add_calibrate_commands(app);
+  cli::add_step_command(app);
 
   try {
     app.parse(argc, argv);
