@@ -8,7 +8,7 @@ namespace servesim::sim {
 
 Placement::Placement(const std::vector<std::pair<std::string, int>>& workers, const hw::InstanceSpec& instance,
                      int nodes)
-    : instance_(&instance), nodes_(nodes) {
+    : instance_(instance), nodes_(nodes) {
   const int per_node = instance.gpus;
   if (per_node < 1) throw Error("instance " + instance.name, "gpus", "must be >= 1");
   if (nodes < 1) throw Error("--nodes", "", "must be >= 1");
@@ -60,7 +60,7 @@ int Placement::gpus_used() const {
 }
 
 int Placement::domain_of(int node) const {
-  const int per_domain = std::max(1, instance_->nvlink_domain_gpus / std::max(1, instance_->gpus));
+  const int per_domain = std::max(1, instance_.nvlink_domain_gpus / std::max(1, instance_.gpus));
   return node / per_domain;
 }
 
@@ -73,7 +73,7 @@ bool Placement::same_nvlink_domain(int a, int b) const {
 }
 
 LaneSpec Placement::lane(int a, int b, const hw::GpuSpec& gpu) const {
-  return same_nvlink_domain(a, b) ? nvlink_lane(gpu) : efa_lane(*instance_);
+  return same_nvlink_domain(a, b) ? nvlink_lane(gpu) : efa_lane(instance_);
 }
 
 std::string Placement::describe() const {

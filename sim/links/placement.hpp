@@ -25,7 +25,7 @@ class Placement {
   Placement(const std::vector<std::pair<std::string, int>>& workers, const hw::InstanceSpec& instance, int nodes);
 
   const std::vector<WorkerSlot>& workers() const { return workers_; }
-  const hw::InstanceSpec& instance() const { return *instance_; }
+  const hw::InstanceSpec& instance() const { return instance_; }
   int nodes() const { return nodes_; }             // instances given
   int nodes_used() const { return nodes_used_; }   // instances holding at least one worker
   int gpus_used() const;
@@ -39,7 +39,7 @@ class Placement {
  private:
   int domain_of(int node) const;
   std::vector<WorkerSlot> workers_;
-  const hw::InstanceSpec* instance_;
+  hw::InstanceSpec instance_;   // a copy: callers may pass temporaries
   int nodes_ = 0, nodes_used_ = 0;
 };
 

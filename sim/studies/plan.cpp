@@ -43,7 +43,7 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   return c;
 }
 
-void Slo::validate() const {
+void PlanSlo::validate() const {
   if (!(ttft_ms > 0)) throw Error("--ttft-ms", "", "must be > 0");
   if (!(itl_ms > 0)) throw Error("--itl-ms", "", "must be > 0");
   if (!(target_tps > 0)) throw Error("--target-tps", "", "must be > 0");
@@ -85,7 +85,7 @@ nlohmann::json PlanRow::to_json() const {
 }
 
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
-                                   const Slo& slo) {
+                                   const PlanSlo& slo) {
   slo.validate();
   const int s = static_cast<int>(slo.statistic);
   std::vector<PlanRow> out;

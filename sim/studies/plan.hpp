@@ -32,7 +32,7 @@ struct SweepRow {
 // output_tps_per_gpu, output_tps_per_user (what python/servesim/plot.py reads).
 nlohmann::json sweep_columns(const std::vector<SweepRow>& rows);
 
-struct Slo {
+struct PlanSlo {
   double ttft_ms = 0;
   double itl_ms = 0;
   Statistic statistic = Statistic::p50;
@@ -67,6 +67,6 @@ struct PlanRow {
 
 // One row per unit, in the order given; rows of a unit's name that are absent throw Error.
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
-                                   const Slo& slo);
+                                   const PlanSlo& slo);
 
 }  // namespace servesim::sim

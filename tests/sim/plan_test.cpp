@@ -37,7 +37,7 @@ std::vector<TopologyUnit> units() {
 }
 
 TEST(Plan, ReplicasAndLimitingSideByHand) {
-  const Slo slo{600, 100, Statistic::p50, 10000};
+  const PlanSlo slo{600, 100, Statistic::p50, 10000};
   const auto rows = plan_capacity(sweep(), units(), slo);
   ASSERT_EQ(rows.size(), 2u);
   // aggregated: rightmost under both lines is 32 at 560 tok/s; ceil(10000 / 560) = 18 copies of
@@ -60,7 +60,7 @@ TEST(Plan, ReplicasAndLimitingSideByHand) {
 TEST(Plan, StatisticMovesTheLines) {
   // At p99 (2x TTFT, 1.4x ITL): aggregated 16 -> 600 ms passes, 32 -> 1000 fails on TTFT.
   // disaggregated 32 -> ITL 70 passes, 64 -> ITL 126 fails.
-  const Slo slo{600, 100, Statistic::p99, 10000};
+  const PlanSlo slo{600, 100, Statistic::p99, 10000};
   const auto rows = plan_capacity(sweep(), units(), slo);
   EXPECT_EQ(rows[0].max_concurrency, 16);
   EXPECT_EQ(rows[0].replicas, 34);   // ceil(10000 / 300)
@@ -69,12 +69,12 @@ TEST(Plan, StatisticMovesTheLines) {
 }
 
 TEST(Plan, NothingUnderTheLinesAndNothingAbove) {
-  const Slo tight{100, 100, Statistic::p50, 1000};
+  const PlanSlo tight{100, 100, Statistic::p50, 1000};
   const auto rows = plan_capacity(sweep(), units(), tight);
   EXPECT_FALSE(rows[0].feasible);
   EXPECT_EQ(rows[0].replicas, 0);
   EXPECT_EQ(rows[0].limited_by, LimitedBy::ttft);   // 300 ms at the lowest point
-  const Slo loose{5000, 500, Statistic::p50, 1000};
+  const PlanSlo loose{5000, 500, Statistic::p50, 1000};
   const auto all = plan_capacity(sweep(), units(), loose);
   EXPECT_EQ(all[1].max_concurrency, 128);
   EXPECT_EQ(all[1].limited_by, LimitedBy::none);

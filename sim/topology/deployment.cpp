@@ -1,0 +1,198 @@
+#include "sim/topology/deployment.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "sim/engine/cluster.hpp"
+
+namespace servesim::sim {
+namespace {
+
+int gpus_of(const models::Parallelism& p) { return p.tp * p.pp; }
+
+std::string shape(const models::Parallelism& p) {
+  std::string s = "TP" + std::to_string(p.tp);
+  if (p.pp > 1) s += " PP" + std::to_string(p.pp);
+  if (p.ep > 1) s += " EP" + std::to_string(p.ep);
+  return s;
+}
+
+// Engine requests as the client saw them (aggregated replicas emit every token themselves).
+class CollectorSink : public RequestSink {
+ public:
+  explicit CollectorSink(MetricsCollector& m) : m_(&m) {}
+  void on_finished(const Request& r) override {
+    RequestRecord rec;
+    rec.id = r.id;
+    rec.arrival_s = r.sent_s;
+    rec.first_token_s = r.first_token_s;
+    rec.second_token_s = r.second_token_s;
+    rec.finish_s = r.finish_s;
+    rec.input_tokens = r.input_tokens;
+    rec.output_tokens = r.output_tokens;
+    rec.warmup = r.warmup;
+    m_->add(rec);
+  }
+
+ private:
+  MetricsCollector* m_;
+};
+
+}  // namespace
+
+std::string TopologyChoice::name() const {
+  if (kind == Kind::aggregated) return "aggregated";
+  std::string s = "disaggregated-";
+  if (encode_workers > 0) s += std::to_string(encode_workers) + "e";
+  return s + std::to_string(prefill_workers) + "p" + std::to_string(decode_workers) + "d";
+}
+
+EngineConfig Deployment::engine_for(WorkerRole role) const {
+  EngineConfig e = spec_.engine;
+  e.role = role;
+  const bool decodes = role != WorkerRole::prefill_only;
+  if (decodes && spec_.mtp.enabled()) {
+    e.num_speculative_tokens = spec_.mtp.draft_tokens;
+    e.acceptance_per_position.clear();
+    for (int i = 0; i < spec_.mtp.draft_tokens; ++i) e.acceptance_per_position.push_back(spec_.mtp.acceptance_at(i));
+  } else {
+    e.num_speculative_tokens = 0;
+    e.acceptance_per_position.clear();
+  }
+  return e;
+}
+
+Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool decodes) const {
+  Pool p;
+  p.par = par;
+  const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
+  models::EngineMemoryConfig mc;
+  mc.gpu_memory_utilization = e.gpu_memory_utilization;
+  mc.max_num_seqs = e.max_num_seqs;
+  mc.max_model_len = e.max_model_len;
+  mc.max_num_batched_tokens = e.max_num_batched_tokens;
+  mc.kv_cache_dtype = spec_.kv_dtype;
+  mc.block_size = e.block_size;
+  mc.num_speculative_tokens = e.num_speculative_tokens;
+  mc.cuda_graphs = !e.enforce_eager;
+  p.plan = models::plan_memory(*spec_.model, *spec_.gpu, spec_.weights, par, mc);
+  p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
+  auto inner = models::make_step_cost(*spec_.model, *spec_.gpu, spec_.weights, par, spec_.kv_dtype);
+  if (decodes && spec_.mtp.enabled())
+    p.cost = std::make_unique<MtpStepCost>(std::move(inner), spec_.mtp);
+  else
+    p.cost = std::move(inner);
+  return p;
+}
+
+Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) : topo_(topo), spec_(spec) {
+  if (!spec_.model || !spec_.instance || !spec_.gpu) throw Error("deployment", "", "model, instance and GPU are required");
+  spec_.mtp.validate("--mtp");
+  name_ = topo_.name();
+  std::vector<std::pair<std::string, int>> workers;
+  if (topo_.kind == TopologyChoice::Kind::aggregated) {
+    const int g = gpus_of(topo_.agg);
+    replicas_ = topo_.replicas > 0 ? topo_.replicas : spec_.nodes * spec_.instance->gpus / std::max(1, g);
+    if (replicas_ < 1)
+      throw Error("--nodes", "", "one aggregated replica needs " + std::to_string(g) + " GPUs; " +
+                                     std::to_string(spec_.nodes) + " x " + spec_.instance->name + " has " +
+                                     std::to_string(spec_.nodes * spec_.instance->gpus));
+    for (int i = 0; i < replicas_; ++i) workers.emplace_back("replica-" + std::to_string(i), g);
+    placement_ = std::make_unique<Placement>(workers, *spec_.instance, spec_.nodes);
+    agg_ = make_pool(topo_.agg, true);
+  } else {
+    if (topo_.prefill_workers < 1 || topo_.decode_workers < 1)
+      throw Error("--prefill-workers", "", "a disaggregated topology needs at least one prefill and one decode worker");
+    for (int i = 0; i < topo_.prefill_workers; ++i) workers.emplace_back("prefill-" + std::to_string(i), gpus_of(topo_.prefill));
+    for (int i = 0; i < topo_.decode_workers; ++i) workers.emplace_back("decode-" + std::to_string(i), gpus_of(topo_.decode));
+    for (int i = 0; i < topo_.encode_workers; ++i) workers.emplace_back("encode-" + std::to_string(i), gpus_of(topo_.encode));
+    placement_ = std::make_unique<Placement>(workers, *spec_.instance, spec_.nodes);
+    prefill_ = make_pool(topo_.prefill, false);
+    decode_ = make_pool(topo_.decode, true);
+    if (topo_.encode_workers > 0) {
+      if (!spec_.model->has_vision)
+        throw Error("--encode-workers", "", "model " + spec_.model->name + " has no vision encoder");
+      encode_.par = topo_.encode;
+      encode_.cost = models::make_step_cost(*spec_.model, *spec_.gpu, spec_.weights, topo_.encode, spec_.kv_dtype);
+    }
+  }
+}
+
+TopologyUnit Deployment::unit() const {
+  TopologyUnit u;
+  u.name = name_;
+  u.gpus = gpus();
+  u.instances = placement_->nodes_used();
+  u.gpus_per_instance = spec_.instance->gpus;
+  u.usd_per_instance_hour = spec_.instance->usd_per_hour;
+  return u;
+}
+
+std::string Deployment::describe() const {
+  std::string s = name_ + ": ";
+  if (topo_.kind == TopologyChoice::Kind::aggregated)
+    s += std::to_string(replicas_) + " x replica " + shape(topo_.agg);
+  else {
+    if (topo_.encode_workers > 0) s += std::to_string(topo_.encode_workers) + " x encode " + shape(topo_.encode) + ", ";
+    s += std::to_string(topo_.prefill_workers) + " x prefill " + shape(topo_.prefill) + ", " +
+         std::to_string(topo_.decode_workers) + " x decode " + shape(topo_.decode);
+  }
+  return s + " on " + std::to_string(placement_->nodes_used()) + " x " + spec_.instance->name + " (" +
+         std::to_string(gpus()) + " GPUs; " + placement_->describe() + ")";
+}
+
+PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
+  auto workload = workloads::make_workload(wc);
+  MetricsCollector metrics;
+  PointResult out;
+  if (topo_.kind == TopologyChoice::Kind::aggregated) {
+    ClusterShape shape;
+    shape.replicas = replicas_;
+    shape.kv_blocks = agg_.plan.num_kv_blocks;
+    shape.state_slots = agg_.state_slots;
+    shape.router = spec_.router;
+    shape.seed = spec_.seed;
+    AggregatedCluster cluster(shape, engine_for(WorkerRole::aggregated), *agg_.cost);
+    CollectorSink sink(metrics);
+    out.end_s = cluster.run(*workload, sink);
+  } else {
+    DisaggShape shape;
+    shape.prefill = {topo_.prefill_workers, engine_for(WorkerRole::prefill_only), prefill_.cost.get(),
+                     prefill_.plan.num_kv_blocks, prefill_.state_slots};
+    shape.decode = {topo_.decode_workers, engine_for(WorkerRole::decode_only), decode_.cost.get(),
+                    decode_.plan.num_kv_blocks, decode_.state_slots};
+    shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, -1};
+    shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
+    shape.placement = placement_.get();
+    shape.gpu = spec_.gpu;
+    const models::ModelSpec* m = spec_.model;
+    const hw::Precision kv = spec_.kv_dtype;
+    shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
+    shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
+    shape.seed = spec_.seed;
+    DisaggregatedCluster cluster(std::move(shape));
+    out.end_s = cluster.run(*workload, metrics);
+    out.transfers = cluster.transfers();
+  }
+  out.summary = metrics.summary();
+  return out;
+}
+
+SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus) {
+  SweepRow r;
+  r.topology = topology;
+  r.concurrency = concurrency;
+  r.ttft_ms[0] = s.ttft_ms.p50;
+  r.ttft_ms[1] = s.ttft_ms.p90;
+  r.ttft_ms[2] = s.ttft_ms.p99;
+  r.itl_ms[0] = s.itl_ms.p50;
+  r.itl_ms[1] = s.itl_ms.p90;
+  r.itl_ms[2] = s.itl_ms.p99;
+  r.output_tps = s.output_token_throughput_per_s;
+  r.output_tps_per_gpu = gpus > 0 ? r.output_tps / gpus : 0;
+  r.output_tps_per_user = s.output_token_throughput_per_user.avg;
+  return r;
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,102 @@
+// A serving topology deployed on instances: aggregated (N engine replicas behind a router) or
+// disaggregated (x prefill + y decode workers, optionally encode workers for vision inputs),
+// each worker with its own TP/PP/EP shape, placed on `nodes` instances. Builds the memory plans
+// and step-cost models once and runs workloads on it.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+#include "sim/decoding/mtp.hpp"
+#include "sim/engine/engine_config.hpp"
+#include "sim/links/placement.hpp"
+#include "sim/metrics.hpp"
+#include "sim/router/router.hpp"
+#include "sim/studies/plan.hpp"
+#include "sim/topology/disagg_cluster.hpp"
+#include "workloads/workload.hpp"
+
+namespace servesim::sim {
+
+struct TopologyChoice {
+  enum class Kind { aggregated, disaggregated } kind = Kind::aggregated;
+  int replicas = 0;                       // aggregated: 0 = as many as the nodes hold
+  models::Parallelism agg, prefill, decode, encode;
+  int prefill_workers = 1, decode_workers = 1, encode_workers = 0;
+  std::string name() const;               // "aggregated", "disaggregated-1p1d", "disaggregated-1e2p1d"
+};
+
+struct DeploymentSpec {
+  const models::ModelSpec* model = nullptr;
+  const hw::InstanceSpec* instance = nullptr;
+  const hw::GpuSpec* gpu = nullptr;       // the instance's GPU
+  int nodes = 1;
+  hw::Precision weights = hw::Precision::bf16;
+  hw::Precision kv_dtype = hw::Precision::bf16;
+  EngineConfig engine;                    // vLLM knobs shared by every worker (role set per worker)
+  MtpConfig mtp;                          // speculative decoding on decode-carrying workers
+  RouterPolicy router = RouterPolicy::least_outstanding;
+  std::uint64_t seed = 0;
+};
+
+// Step cost with MTP drafts added (sim/decoding/mtp.hpp); the identity when MTP is off.
+class MtpStepCost : public models::StepCostModel {
+ public:
+  MtpStepCost(std::unique_ptr<models::StepCostModel> inner, MtpConfig mtp) : inner_(std::move(inner)), mtp_(std::move(mtp)) {}
+  double seconds(const models::StepBatch& b) const override { return step_seconds_with_mtp(*inner_, b, mtp_); }
+  double encoder_seconds(int tiles) const override { return inner_->encoder_seconds(tiles); }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return inner_->breakdown(b); }
+  std::string provenance() const override { return inner_->provenance(); }
+
+ private:
+  std::unique_ptr<models::StepCostModel> inner_;
+  MtpConfig mtp_;
+};
+
+struct PointResult {
+  Summary summary;
+  TransferStats transfers;                // disaggregated only
+  double end_s = 0;
+};
+
+class Deployment {
+ public:
+  // Throws Error when a worker does not fit its GPUs or the workers do not fit the nodes.
+  Deployment(const TopologyChoice& topo, const DeploymentSpec& spec);
+
+  const std::string& name() const { return name_; }
+  int gpus() const { return placement_->gpus_used(); }
+  const Placement& placement() const { return *placement_; }
+  TopologyUnit unit() const;              // what one copy costs, for the planner
+  std::string describe() const;           // workers, shapes and placement in one line
+
+  // Runs one workload (a fresh cluster each call).
+  PointResult run(const workloads::WorkloadConfig& workload) const;
+
+ private:
+  struct Pool {
+    models::Parallelism par;
+    models::MemoryPlan plan;
+    std::unique_ptr<models::StepCostModel> cost;
+    int state_slots = -1;
+  };
+  Pool make_pool(const models::Parallelism& par, bool decodes) const;
+  EngineConfig engine_for(WorkerRole role) const;
+
+  TopologyChoice topo_;
+  DeploymentSpec spec_;
+  std::string name_;
+  int replicas_ = 0;
+  Pool agg_, prefill_, decode_, encode_;
+  std::unique_ptr<Placement> placement_;
+};
+
+// The planner's row for one run: p50/p90/p99 TTFT and ITL in ms, output tokens/s in total, per
+// GPU and per user (aiperf's output_token_throughput_per_user, mean over requests).
+SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus);
+
+}  // namespace servesim::sim

@@ -1,0 +1,295 @@
+#include "sim/topology/disagg_cluster.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "common/error.hpp"
+
+namespace servesim::sim {
+namespace {
+constexpr std::uint64_t kEmbeddingTag = 1ULL << 62;   // encode -> prefill transfers
+}
+
+DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move(shape)) {
+  const int P = shape_.prefill.count, D = shape_.decode.count, E = shape_.encode.count;
+  if (P < 1 || D < 1) throw Error("topology", "workers", "a disaggregated topology needs >= 1 prefill and >= 1 decode worker");
+  if (!shape_.placement || !shape_.gpu || !shape_.handoff_bytes)
+    throw Error("topology", "placement", "placement, GPU and handoff size are required");
+  if (static_cast<int>(shape_.placement->workers().size()) != P + D + E)
+    throw Error("topology", "placement", "places a different number of workers than the topology has");
+  if (E > 0 && !shape_.encode.cost) throw Error("topology", "encode", "encode workers need a cost model");
+  shape_.prefill.engine.role = WorkerRole::prefill_only;
+  shape_.decode.engine.role = WorkerRole::decode_only;
+  workers_.reserve(static_cast<std::size_t>(P + D));
+  for (int i = 0; i < P; ++i)
+    workers_.emplace_back(shape_.prefill.engine, *shape_.prefill.cost, shape_.prefill.kv_blocks, shape_.prefill.state_slots,
+                          shape_.seed + 7919ULL * std::uint64_t(i));
+  for (int i = 0; i < D; ++i)
+    workers_.emplace_back(shape_.decode.engine, *shape_.decode.cost, shape_.decode.kv_blocks, shape_.decode.state_slots,
+                          shape_.seed + 7919ULL * std::uint64_t(P + i));
+  encoders_.resize(static_cast<std::size_t>(E));
+  watch_.resize(static_cast<std::size_t>(D));
+  // Each worker's lanes in each direction form one port per link kind: g GPUs × per-GPU bandwidth.
+  const auto& inst = shape_.placement->instance();
+  for (int k = 0; k < 2; ++k) {
+    out_port_[k].assign(static_cast<std::size_t>(P + D + E), -1);
+    in_port_[k].assign(static_cast<std::size_t>(P + D + E), -1);
+  }
+  for (int i = 0; i < P + D + E; ++i) {
+    const WorkerSlot& w = shape_.placement->workers()[static_cast<std::size_t>(i)];
+    if (shape_.gpu->nvlink_bw_bytes_per_s > 0) {
+      const double c = w.gpus * nvlink_lane(*shape_.gpu).bytes_per_s;
+      out_port_[0][i] = net_.add_port(c, w.name + " nvlink out");
+      in_port_[0][i] = net_.add_port(c, w.name + " nvlink in");
+    }
+    if (inst.efa_per_gpu_bytes_per_s > 0) {
+      const double c = w.gpus * efa_lane(inst).bytes_per_s;
+      out_port_[1][i] = net_.add_port(c, w.name + " efa out");
+      in_port_[1][i] = net_.add_port(c, w.name + " efa in");
+    }
+  }
+}
+
+std::int32_t DisaggregatedCluster::new_handle(const workloads::RequestSpec& spec, double now_s) {
+  std::int32_t h;
+  if (!free_handles_.empty()) {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  } else {
+    h = static_cast<std::int32_t>(handles_.size());
+    handles_.emplace_back();
+  }
+  Handle& x = handles_[static_cast<std::size_t>(h)];
+  x = Handle{};
+  x.spec = spec;
+  x.sent_s = now_s;
+  x.first_s = x.second_s = std::numeric_limits<double>::quiet_NaN();
+  x.warmup = issued_++ < warmup_;
+  return h;
+}
+
+int DisaggregatedCluster::pick(int first, int count) const {
+  int best = first;
+  for (int i = first + 1; i < first + count; ++i)
+    if (workers_[static_cast<std::size_t>(i)].outstanding() < workers_[static_cast<std::size_t>(best)].outstanding()) best = i;
+  return best;
+}
+
+void DisaggregatedCluster::route(const workloads::RequestSpec& spec, double now_s) {
+  const std::int32_t h = new_handle(spec, now_s);
+  if (!encoders_.empty() && spec.vision_tiles > 0) {
+    int e = 0;
+    for (int i = 1; i < static_cast<int>(encoders_.size()); ++i)
+      if (encoders_[static_cast<std::size_t>(i)].queue.size() < encoders_[static_cast<std::size_t>(e)].queue.size()) e = i;
+    encoders_[static_cast<std::size_t>(e)].queue.push_back(h);
+    wake_encoder(e, now_s);
+    return;
+  }
+  to_prefill(h, now_s);
+}
+
+void DisaggregatedCluster::to_prefill(std::int32_t h, double now_s) {
+  Handle& x = handles_[static_cast<std::size_t>(h)];
+  const int p = pick(0, shape_.prefill.count);
+  x.prefill = p;
+  x.pslot = workers_[static_cast<std::size_t>(p)].scheduler().add(x.spec, now_s, h, x.warmup);
+  wake(p, now_s);
+}
+
+void DisaggregatedCluster::wake(int w, double now_s) {
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  if (worker.busy() || worker.start_pending() || !worker.scheduler().has_work()) return;
+  worker.set_start_pending(true);
+  queue_.push(now_s, EventKind::step_start, w);
+}
+
+void DisaggregatedCluster::wake_encoder(int e, double now_s) {
+  Encoder& enc = encoders_[static_cast<std::size_t>(e)];
+  if (enc.busy || enc.queue.empty()) return;
+  enc.batch.clear();
+  int tiles = 0;
+  // FIFO batch up to the tile cap (always at least one request).
+  while (!enc.queue.empty()) {
+    const int t = handles_[static_cast<std::size_t>(enc.queue.front())].spec.vision_tiles;
+    if (!enc.batch.empty() && tiles + t > shape_.max_encode_tiles_per_step) break;
+    tiles += t;
+    enc.batch.push_back(enc.queue.front());
+    enc.queue.pop_front();
+  }
+  enc.busy = true;
+  const double s = shape_.encode.cost->encoder_seconds(tiles) + shape_.encode.engine.overhead_per_step_s();
+  queue_.push(now_s + s, EventKind::custom, e);
+}
+
+void DisaggregatedCluster::encoder_end(int e, double now_s) {
+  Encoder& enc = encoders_[static_cast<std::size_t>(e)];
+  enc.busy = false;
+  const int from = shape_.prefill.count + shape_.decode.count + e;
+  for (std::int32_t h : enc.batch) {
+    Handle& x = handles_[static_cast<std::size_t>(h)];
+    x.spec.vision_tiles = 0;   // encoded: prefill only runs the LLM over the embeddings
+    const int p = pick(0, shape_.prefill.count);
+    x.prefill = p;
+    start_transfer(from, p, double(x.spec.vision_tokens) * shape_.embedding_bytes_per_token,
+                   kEmbeddingTag | std::uint64_t(h), now_s);
+  }
+  enc.batch.clear();
+  wake_encoder(e, now_s);
+}
+
+void DisaggregatedCluster::start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s) {
+  const LaneSpec lane = shape_.placement->lane(from, to, *shape_.gpu);
+  const int k = lane.kind == LinkKind::nvlink ? 0 : 1;
+  const TransferNetwork::PortId ports[2] = {out_port_[k][static_cast<std::size_t>(from)],
+                                            in_port_[k][static_cast<std::size_t>(to)]};
+  net_.start(now_s, bytes, lane.latency_s, ports, tag);
+  tstats_.max_in_flight = std::max(tstats_.max_in_flight, net_.active());
+}
+
+// Reservations the decode worker granted: start pulling those prompts' KV and state.
+void DisaggregatedCluster::start_reserved_pulls(int d, double now_s) {
+  const int w = shape_.prefill.count + d;
+  VllmScheduler& sched = workers_[static_cast<std::size_t>(w)].scheduler();
+  for (const Output& o : sched.outputs()) {
+    if (o.kind != Output::kv_reserved) continue;
+    const std::int32_t h = sched.request(o.slot).client;
+    Handle& x = handles_[static_cast<std::size_t>(h)];
+    x.pull_start_s = now_s;
+    const double bytes = shape_.handoff_bytes(x.spec.input_tokens);
+    tstats_.bytes += bytes;
+    start_transfer(x.prefill, w, bytes, std::uint64_t(h), now_s);
+  }
+}
+
+void DisaggregatedCluster::step_end(int w, double now_s) {
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  worker.finish_step(now_s);
+  VllmScheduler& sched = worker.scheduler();
+  const bool is_decode = w >= shape_.prefill.count;
+  if (!is_decode) {
+    for (const Output& o : sched.outputs()) {
+      if (o.kind != Output::handoff) continue;
+      const std::int32_t h = sched.request(o.slot).client;
+      Handle& x = handles_[static_cast<std::size_t>(h)];
+      const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
+      x.decode = d;
+      // The decode worker generates the client's OSL tokens after the prefill's (discarded) one.
+      workloads::RequestSpec ds = x.spec;
+      ds.output_tokens = x.spec.output_tokens + 1;
+      ds.vision_tiles = 0;
+      VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
+      x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
+      start_reserved_pulls(d, now_s);
+      dsched.clear_outputs();
+    }
+    sched.clear_outputs();
+    wake(w, now_s);
+    return;
+  }
+  const int d = w - shape_.prefill.count;
+  // Client-visible tokens: decode worker's generated count minus the prefill's sample.
+  auto& watch = watch_[static_cast<std::size_t>(d)];
+  std::size_t kept = 0;
+  for (std::int32_t h : watch) {
+    Handle& x = handles_[static_cast<std::size_t>(h)];
+    const Request& r = sched.request(x.dslot);
+    const std::int64_t visible = r.generated - 1;
+    if (visible >= 1 && std::isnan(x.first_s)) x.first_s = now_s;
+    if (visible >= 2 && std::isnan(x.second_s)) x.second_s = now_s;
+    if (visible < 2 && r.phase != Phase::finished) watch[kept++] = h;
+  }
+  watch.resize(kept);
+  start_reserved_pulls(d, now_s);
+  for (const Output& o : sched.outputs())
+    if (o.kind == Output::finished) finish(sched.request(o.slot).client, now_s);
+  sched.clear_outputs();
+  wake(w, now_s);
+}
+
+void DisaggregatedCluster::transfer_done(std::uint64_t tag, double now_s) {
+  const std::int32_t h = static_cast<std::int32_t>(tag & ~kEmbeddingTag);
+  Handle& x = handles_[static_cast<std::size_t>(h)];
+  if (tag & kEmbeddingTag) {
+    const int p = x.prefill;
+    x.pslot = workers_[static_cast<std::size_t>(p)].scheduler().add(x.spec, now_s, h, x.warmup);
+    wake(p, now_s);
+    return;
+  }
+  const double s = now_s - x.pull_start_s;
+  ++tstats_.handoffs;
+  tstats_.seconds += s;
+  tstats_.max_seconds = std::max(tstats_.max_seconds, s);
+  workers_[static_cast<std::size_t>(x.prefill)].scheduler().release_handoff(x.pslot);
+  wake(x.prefill, now_s);
+  const int w = shape_.prefill.count + x.decode;
+  workers_[static_cast<std::size_t>(w)].scheduler().transfer_done(x.dslot, now_s);
+  watch_[static_cast<std::size_t>(x.decode)].push_back(h);
+  wake(w, now_s);
+}
+
+void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
+  Handle& x = handles_[static_cast<std::size_t>(h)];
+  RequestRecord rec;
+  rec.id = x.spec.id;
+  rec.arrival_s = x.sent_s;
+  rec.first_token_s = std::isnan(x.first_s) ? now_s : x.first_s;
+  rec.second_token_s = x.spec.output_tokens >= 2 ? (std::isnan(x.second_s) ? now_s : x.second_s)
+                                                 : std::numeric_limits<double>::quiet_NaN();
+  rec.finish_s = now_s;
+  rec.input_tokens = x.spec.input_tokens;
+  rec.output_tokens = x.spec.output_tokens;
+  rec.warmup = x.warmup;
+  metrics_->add(rec);
+  free_handles_.push_back(h);
+  if (clients_)
+    if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
+}
+
+double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector& metrics) {
+  metrics_ = &metrics;
+  warmup_ = workload.warmup_requests();
+  std::optional<workloads::RequestSpec> next_arrival;
+  if (workload.concurrency() > 0) {
+    clients_.emplace(workload);
+    for (const auto& spec : clients_->start(0.0)) route(spec, 0.0);
+  } else if ((next_arrival = workload.next())) {
+    queue_.push(next_arrival->arrival_s, EventKind::arrival);
+  }
+  double now_s = 0;
+  while (true) {
+    const double t_net = net_.next_event_s();
+    const double t_q = queue_.empty() ? std::numeric_limits<double>::infinity() : queue_.top().time_s;
+    if (std::isinf(t_net) && std::isinf(t_q)) break;
+    if (t_net <= t_q) {   // transfers first at a tie: a pull that lands now joins the next batch
+      now_s = t_net;
+      done_tags_.clear();
+      net_.advance(t_net, done_tags_);
+      for (std::uint64_t tag : done_tags_) transfer_done(tag, now_s);
+      continue;
+    }
+    const Event e = queue_.pop();
+    now_s = e.time_s;
+    switch (e.kind) {
+      case EventKind::arrival: {
+        workloads::RequestSpec spec = std::move(*next_arrival);
+        if ((next_arrival = workload.next())) queue_.push(std::max(next_arrival->arrival_s, now_s), EventKind::arrival);
+        route(spec, now_s);
+        break;
+      }
+      case EventKind::step_start: {
+        Worker& worker = workers_[static_cast<std::size_t>(e.target)];
+        const double seconds = worker.start_step(now_s);
+        if (seconds >= 0) queue_.push(now_s + seconds, EventKind::step_end, e.target);
+        break;
+      }
+      case EventKind::step_end: step_end(e.target, now_s); break;
+      case EventKind::custom: encoder_end(e.target, now_s); break;
+      default: break;
+    }
+  }
+  return now_s;
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,105 @@
+// Disaggregated serving as Dynamo runs it on vLLM: optional encode workers (vision encoder on
+// image tiles / video frames, embeddings shipped to prefill), prefill workers and decode workers,
+// each a vLLM engine of its own shape. After prefill, a decode worker reserves KV blocks + a
+// Mamba state slot for the request (FIFO, so reservations cap the handoffs in flight), then pulls
+// the attention KV and the Mamba conv/SSM state over the link model (NVLink inside a domain, EFA
+// otherwise, processor-shared per worker port). The prefill worker holds its blocks until the
+// pull completes. The client's first token is the one the decode worker samples in its first
+// step after the pull (Dynamo discards the prefill's own sample), so
+//   TTFT = queueing + prefill + transfer (+ queueing for a reservation) + one decode step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "hwmodels/catalog.hpp"
+#include "models/step_cost.hpp"
+#include "sim/engine/event_queue.hpp"
+#include "sim/engine/worker.hpp"
+#include "sim/links/placement.hpp"
+#include "sim/links/transfer_network.hpp"
+#include "sim/metrics.hpp"
+#include "sim/scheduler/ring.hpp"
+#include "workloads/workload.hpp"
+
+namespace servesim::sim {
+
+// One pool of identical workers.
+struct WorkerPool {
+  int count = 0;
+  EngineConfig engine;                      // role set by the cluster
+  const models::StepCostModel* cost = nullptr;
+  std::int64_t kv_blocks = 0;               // per worker, from its memory plan
+  int state_slots = -1;                     // per worker (< 0: no Mamba layers)
+};
+
+struct DisaggShape {
+  WorkerPool encode, prefill, decode;       // encode.count may be 0 (prefill runs the encoder)
+  int max_encode_tiles_per_step = 64;       // encoder batch cap (vLLM encoder budget / 256 tokens per tile)
+  // Placement of the workers, in order prefill..., decode..., encode...; GPU of every worker.
+  const Placement* placement = nullptr;
+  const hw::GpuSpec* gpu = nullptr;
+  std::function<double(std::int64_t)> handoff_bytes;   // KV + state bytes for a prompt of n tokens
+  double embedding_bytes_per_token = 0;     // encode -> prefill: vision tokens × hidden × 2 B
+  std::uint64_t seed = 0;
+};
+
+struct TransferStats {
+  std::int64_t handoffs = 0;
+  double bytes = 0;
+  double seconds = 0;                       // summed handoff durations (pull start -> done)
+  double max_seconds = 0;
+  int max_in_flight = 0;
+};
+
+class DisaggregatedCluster {
+ public:
+  explicit DisaggregatedCluster(DisaggShape shape);
+
+  // Runs the workload to the last response; every client-visible request goes to `metrics`.
+  double run(workloads::Workload& workload, MetricsCollector& metrics);
+
+  const std::vector<Worker>& workers() const { return workers_; }   // prefill..., decode...
+  const TransferStats& transfers() const { return tstats_; }
+
+ private:
+  struct Handle {                            // one request across the workers it visits
+    workloads::RequestSpec spec;
+    double sent_s = 0, first_s = 0, second_s = 0, pull_start_s = 0;
+    bool warmup = false;
+    int prefill = -1, decode = -1;
+    std::int32_t pslot = -1, dslot = -1;
+  };
+  struct Encoder { Ring<std::int32_t> queue; std::vector<std::int32_t> batch; bool busy = false; };
+
+  std::int32_t new_handle(const workloads::RequestSpec& spec, double now_s);
+  void route(const workloads::RequestSpec& spec, double now_s);
+  void to_prefill(std::int32_t h, double now_s);
+  int pick(int first, int count) const;      // least outstanding, lowest index on ties
+  void wake(int w, double now_s);
+  void wake_encoder(int e, double now_s);
+  void step_end(int w, double now_s);
+  void encoder_end(int e, double now_s);
+  void start_reserved_pulls(int d, double now_s);
+  void transfer_done(std::uint64_t tag, double now_s);
+  void start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s);
+  void finish(std::int32_t h, double now_s);
+
+  DisaggShape shape_;
+  std::vector<Worker> workers_;
+  std::vector<Encoder> encoders_;
+  std::vector<TransferNetwork::PortId> out_port_[2], in_port_[2];   // [LinkKind][placement index]
+  TransferNetwork net_;
+  EventQueue queue_;
+  std::vector<Handle> handles_;
+  std::vector<std::int32_t> free_handles_;
+  std::vector<std::vector<std::int32_t>> watch_;   // per decode worker: pulled, client's 1st/2nd token pending
+  std::optional<workloads::ClosedLoopClients> clients_;
+  MetricsCollector* metrics_ = nullptr;
+  std::int64_t issued_ = 0, warmup_ = 0;
+  TransferStats tstats_;
+  std::vector<std::uint64_t> done_tags_;
+};
+
+}  // namespace servesim::sim
