@@ -23,6 +23,7 @@ struct FamilyCalibration {
   FamilyFit fit;              // the chosen method, fitted on every point
   CrossValidation cv;         // of the chosen method
   CrossValidation cv_other;   // of the method not chosen, for the report
+  double fit_max_error = 0;   // largest |pred − meas| / meas of `fit` over every point: the bound it reproduces them to
   double eager_overhead_s = -1;  // median eager − graph time over launch-bound points; < 0 if none
 };
 

@@ -117,10 +117,12 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
       if (!log_axis_.empty() && static_cast<int>(log_axis_.size()) > s.begin && std::fabs(ax - log_axis_.back()) < 1e-12) {
         // Same work measured twice (e.g. batch 4 × 4096 and 16 × 1024 tokens): average in log space.
         lt.back() = 0.5 * (lt.back() + std::log(x.seconds));
+        raw_t_.back() = std::exp(lt.back());
         continue;
       }
       log_axis_.push_back(ax);
       lt.push_back(std::log(x.seconds));
+      raw_t_.push_back(x.seconds);
       compute_.push_back(x.compute_s);
       memory_.push_back(x.memory_s);
     }
@@ -154,9 +156,12 @@ double FamilyFit::predict(std::uint64_t key, double compute_s, double memory_s, 
     return std::exp(log_t_[g]) * ls / roofline_fit(compute_[g], memory_[g]);
   };
   if (hi == 0) return anchored(0);
-  if (hi == n) return anchored(n - 1);
   int lo = hi - 1, g = it->begin + lo;
-  if (exact && std::fabs(ax - x[lo]) < 1e-9) *exact = true;
+  if (std::fabs(ax - x[lo]) < 1e-9) {  // a measured shape: the measurement itself, not its monotone fit
+    if (exact) *exact = true;
+    return raw_t_[g];
+  }
+  if (hi == n) return anchored(n - 1);
   double f = (ax - x[lo]) / (x[hi] - x[lo]);
   return std::exp(log_t_[g] + f * (log_t_[g + 1] - log_t_[g]));
 }

@@ -54,7 +54,7 @@ class FamilyFit {
   FitMethod method_ = FitMethod::least_squares;
   double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0;
   std::vector<Series> series_;                  // sorted by key
-  std::vector<double> log_axis_, log_t_, compute_, memory_;  // knots, per series ascending in axis
+  std::vector<double> log_axis_, log_t_, raw_t_, compute_, memory_;  // knots, per series ascending in axis
 };
 
 // Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples` (every fifth point,

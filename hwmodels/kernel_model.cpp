@@ -160,7 +160,9 @@ class Model final : public KernelModel {
     t.bound = Bound::communication;
     t.bytes = bytes;
     if (g.gpus == 1 || bytes == 0) { t.source = Source::roofline; return t; }
-    bool nvlink_only = g.nodes == 1 || (g.instance && g.gpus <= g.instance->nvlink_domain_gpus);
+    // Several nodes stay on NVLink only when the instance's NVLink domain spans nodes (NVL72).
+    bool nvlink_only = g.nodes == 1 || (g.instance && g.instance->nvlink_domain_gpus > g.instance->gpus &&
+                                        g.gpus <= g.instance->nvlink_domain_gpus);
     if (nvlink_only) {
       if (g.nodes == 1 && g.gpus > gpu_.nvlink_domain)
         throw Error("collective", "gpus", std::to_string(g.gpus) + " GPUs exceed the NVLink domain of " + gpu_.name +

@@ -1,0 +1,245 @@
+// Kernel and collective cost model: roofline limits by hand, every committed measurement
+// reproduced within its family's reported error, transfer to other GPUs, launch overhead.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/embedded.hpp"
+#include "common/error.hpp"
+#include "hwmodels/calibration.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "hwmodels/work.hpp"
+
+using namespace servesim::hw;
+
+namespace {
+const GpuSpec& gpu(const char* n) { return Catalog::global().gpu(n); }
+const char* kAll[] = {"H100", "H200", "B200", "GB200", "B300", "GB300"};
+}  // namespace
+
+TEST(KernelModel, LargeGemmNeverFasterThanPeak) {
+  for (const char* n : kAll) {
+    const auto& g = gpu(n);
+    for (Precision p : {Precision::bf16, Precision::fp8, Precision::nvfp4}) {
+      const double m = 16384, nn = 16384, k = 16384;
+      OpTime t = kernel_model(g).gemm(m, nn, k, p);
+      double peak = g.native(p) ? g.dense_flops(p) : g.bf16_flops;  // nvfp4 without FP4 runs BF16 math
+      EXPECT_GE(t.seconds, 2 * m * nn * k / peak) << n << " " << to_string(p);
+      EXPECT_EQ(t.bound, Bound::compute) << n << " " << to_string(p);
+      // Not absurdly slow either: at least 30% of peak for a 16k cube.
+      EXPECT_LE(t.seconds, 2 * m * nn * k / (0.3 * peak)) << n << " " << to_string(p);
+    }
+  }
+}
+
+TEST(KernelModel, GemvNeverFasterThanBandwidth) {
+  for (const char* n : kAll) {
+    const auto& g = gpu(n);
+    for (Precision p : {Precision::bf16, Precision::fp8, Precision::nvfp4}) {
+      OpTime t = kernel_model(g).gemm(1, 8192, 8192, p);
+      double weight_bytes = 8192.0 * 8192 * element_bytes(p);
+      EXPECT_GE(t.seconds, weight_bytes / g.hbm_bw_bytes_per_s) << n << " " << to_string(p);
+      EXPECT_NE(t.bound, Bound::compute) << n << " " << to_string(p);
+    }
+  }
+}
+
+TEST(KernelModel, CollectivesNeverFasterThanLinks) {
+  const double S = 1 << 30;
+  for (const char* n : kAll) {
+    const auto& g = gpu(n);
+    const auto& km = kernel_model(g);
+    for (int gpus : {2, 4, 8}) {
+      double ar = km.collective(Collective::all_reduce, S, {gpus, 1, nullptr}).seconds;
+      EXPECT_GE(ar, S * 2 * (gpus - 1) / gpus / g.nvlink_bw_bytes_per_s) << n << " x" << gpus;
+      double ag = km.collective(Collective::all_gather, S, {gpus, 1, nullptr}).seconds;
+      EXPECT_GE(ag, S * (gpus - 1) / gpus / g.nvlink_bw_bytes_per_s) << n << " x" << gpus;
+    }
+    // Small messages pay a latency that grows with the group.
+    EXPECT_GT(km.collective(Collective::all_reduce, 1024, {8, 1, nullptr}).seconds,
+              km.collective(Collective::all_reduce, 1024, {2, 1, nullptr}).seconds);
+  }
+  // Across two p5 nodes each GPU's 50 GB/s NIC share carries 2(K-1)/K of S/8.
+  const auto& p5 = Catalog::global().instance("p5.48xlarge");
+  OpTime x = kernel_model(gpu("H100")).collective(Collective::all_reduce, S, {16, 2, &p5});
+  EXPECT_GE(x.seconds, S / 8 / p5.efa_per_gpu_bytes_per_s);
+  EXPECT_GE(x.seconds, p5.efa_latency_s);
+  EXPECT_EQ(x.bound, Bound::communication);
+  // An NVL72 domain keeps 16 GPUs of four p6e-gb200 nodes on NVLink: far faster than EFA.
+  const auto& gb = Catalog::global().instance("p6e-gb200.36xlarge");
+  EXPECT_LT(kernel_model(gpu("GB200")).collective(Collective::all_reduce, S, {16, 4, &gb}).seconds, x.seconds);
+  EXPECT_THROW(kernel_model(gpu("H100")).collective(Collective::all_reduce, S, {16, 2, nullptr}), servesim::Error);
+  OpTime p2p = kernel_model(gpu("H200")).transfer(S, true, &Catalog::global().instance("p5en.48xlarge"));
+  EXPECT_GE(p2p.seconds, S / 50e9);
+}
+
+// Every point of every committed H200 calibration file, through the public API (which must find
+// the same shape series as the fit), within the fit error its family reports; families fitted by
+// interpolation give measured shapes back exactly.
+TEST(KernelModel, EveryCommittedMeasurementReproduced) {
+  const auto& h200 = gpu("H200");
+  const auto& km = kernel_model(h200);
+  Calibration cal = Calibration::embedded(h200);
+  int checked = 0;
+  for (auto path : servesim::data::list("hwmodels/calibration/h200/")) {
+    auto doc = nlohmann::json::parse(servesim::data::get(path));
+    std::string fam = doc["family"];
+    for (const auto& p : doc["points"]) {
+      OpTime t;
+      std::string name = fam;
+      auto i = [&](const char* k) { return p[k].get<std::int64_t>(); };
+      if (fam == "gemm") {
+        name += "_" + p["dtype"].get<std::string>();
+        t = km.gemm(i("m"), i("n"), i("k"), parse_precision(p["dtype"].get<std::string>()));
+      } else if (fam == "grouped_gemm") {
+        name += "_" + p["dtype"].get<std::string>();
+        double skew = p.value("routing", "balanced") == "balanced" ? 0 : p.value("skew", 1.2);
+        t = km.grouped_gemm(i("experts"), i("tokens"), i("n"), i("k"), parse_precision(p["dtype"].get<std::string>()), skew);
+      } else if (fam == "attention_prefill") {
+        t = km.attention_prefill(i("batch"), i("seq"), i("heads"), i("kv_heads"), i("head_dim"));
+      } else if (fam == "attention_decode") {
+        t = km.attention_decode(i("batch"), i("context"), i("heads"), i("kv_heads"), i("head_dim"));
+      } else if (fam == "mamba_scan") {
+        t = km.mamba_scan(i("batch"), i("seqlen"), i("heads"), i("head_dim"), i("d_state"), i("groups"));
+      } else if (fam == "mamba_step") {
+        t = km.mamba_step(i("batch"), i("heads"), i("head_dim"), i("d_state"), i("groups"));
+      } else if (fam == "conv1d") {
+        bool decode = p["mode"] == "decode";
+        name += decode ? "_decode" : "_prefill";
+        t = km.conv1d(decode ? i("batch") : i("tokens"), i("channels"), i("kernel"), decode);
+      } else {
+        continue;  // elementwise/copy: keyed by op; nccl: checked through the collective fit below
+      }
+      const auto* fc = cal.family(name);
+      ASSERT_NE(fc, nullptr) << name;
+      double meas = p["ms"].get<double>() * 1e-3;
+      double err = std::fabs(t.seconds - meas) / meas;
+      EXPECT_LE(err, fc->fit_max_error + 1e-9) << name << " " << p.dump();
+      if (fc->fit.method() == FitMethod::monotone_interp) EXPECT_LT(err, 1e-9) << name;
+      EXPECT_NE(t.source, Source::transferred);
+      EXPECT_NE(t.source, Source::roofline);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  // The remaining families, through their fits directly.
+  for (const auto& [name, f] : cal.families()) {
+    if (name.rfind("elementwise", 0) && name.rfind("copy", 0) && name.rfind("nccl", 0)) continue;
+    for (const auto& s : f.samples) {
+      double err = std::fabs(f.fit.predict(s.key, s.compute_s, s.memory_s) - s.seconds) / s.seconds;
+      EXPECT_LE(err, f.fit_max_error + 1e-9) << name;
+    }
+  }
+}
+
+TEST(KernelModel, OtherGpusAreTransferred) {
+  for (const char* n : {"B200", "B300", "H100", "GB200", "GB300"}) {
+    const auto& km = kernel_model(gpu(n));
+    EXPECT_NE(km.provenance().find("transferred from H200"), std::string::npos) << n;
+    EXPECT_EQ(km.gemm(4096, 4096, 4096, Precision::bf16).source, Source::transferred) << n;
+    EXPECT_EQ(km.gemm(64, 4096, 4096, Precision::fp8).source, Source::transferred) << n;
+    EXPECT_EQ(km.mamba_step(64, 64, 64, 128, 8).source, Source::transferred) << n;
+    EXPECT_EQ(km.mamba_scan(1, 8192, 64, 64, 128, 8).source, Source::transferred) << n;
+    EXPECT_EQ(km.attention_decode(32, 4096, 32, 8, 128).source, Source::transferred) << n;
+    EXPECT_EQ(km.attention_prefill(1, 4096, 32, 8, 128).source, Source::transferred) << n;
+    EXPECT_EQ(km.grouped_gemm(128, 4096, 1856, 2688, Precision::bf16).source, Source::transferred) << n;
+    EXPECT_EQ(km.conv1d(4096, 6144, 4, false).source, Source::transferred) << n;
+    EXPECT_EQ(km.memory_bound(1e8).source, Source::transferred) << n;
+  }
+  EXPECT_NE(kernel_model(gpu("H200")).provenance().find("measured on H200"), std::string::npos);
+}
+
+TEST(KernelModel, TransferFollowsPeaksAndPriors) {
+  // A compute-bound GEMM on B200 vs H200: (989 / 2250) × (0.78 / 0.65) of the H200 time, the
+  // launch term aside (a 16k cube takes ~10 ms, launch is microseconds).
+  const auto& h200 = gpu("H200");
+  const auto& b200 = gpu("B200");
+  double th = kernel_model(h200).gemm(16384, 16384, 16384, Precision::bf16).seconds;
+  double tb = kernel_model(b200).gemm(16384, 16384, 16384, Precision::bf16).seconds;
+  double expect = h200.bf16_flops / b200.bf16_flops * h200.priors.gemm_bf16 / b200.priors.gemm_bf16;
+  EXPECT_NEAR(tb / th, expect, 0.02 * expect);
+  // A bandwidth-bound GEMV scales with HBM bandwidth × memory prior.
+  double gh = kernel_model(h200).gemm(1, 16384, 16384, Precision::bf16).seconds;
+  double gb = kernel_model(b200).gemm(1, 16384, 16384, Precision::bf16).seconds;
+  double bw = h200.hbm_bw_bytes_per_s * h200.priors.memory / (b200.hbm_bw_bytes_per_s * b200.priors.memory);
+  EXPECT_NEAR(gb / gh, bw, 0.1 * bw);
+}
+
+TEST(KernelModel, Nvfp4FallbackOnHopperReadsFourBitWeights) {
+  const auto& km = kernel_model(gpu("H200"));
+  double bf16 = km.gemm(1, 16384, 16384, Precision::bf16).seconds;
+  double fp4 = km.gemm(1, 16384, 16384, Precision::nvfp4).seconds;
+  EXPECT_LT(fp4, 0.45 * bf16);  // 0.5625 of a byte per weight instead of 2
+  EXPECT_NE(km.gemm(1, 16384, 16384, Precision::nvfp4).source, Source::measured);
+  // Compute-bound: the BF16 tensor cores set the pace.
+  double big16 = km.gemm(16384, 16384, 16384, Precision::bf16).seconds;
+  double big4 = km.gemm(16384, 16384, 16384, Precision::nvfp4).seconds;
+  EXPECT_NEAR(big4 / big16, 1.0, 0.1);
+}
+
+TEST(KernelModel, LaunchOverheadMeasured) {
+  LaunchOverhead h = launch_overhead(gpu("H200"));
+  EXPECT_GT(h.eager_per_kernel_s, h.graph_per_kernel_s);
+  EXPECT_GT(h.graph_per_kernel_s, 0);
+  EXPECT_LT(h.eager_per_kernel_s, 1e-3);
+  EXPECT_NE(h.source.find("measured"), std::string::npos);
+  LaunchOverhead b = launch_overhead(gpu("B200"));
+  EXPECT_DOUBLE_EQ(b.eager_per_kernel_s, h.eager_per_kernel_s);
+  EXPECT_NE(b.source.find("transferred"), std::string::npos);
+}
+
+TEST(KernelModel, BadShapesThrow) {
+  const auto& km = kernel_model(gpu("H200"));
+  EXPECT_THROW(km.gemm(0, 10, 10, Precision::bf16), servesim::Error);
+  EXPECT_THROW(km.attention_decode(1, -5, 8, 8, 128), servesim::Error);
+  EXPECT_THROW(parse_collective("broadcast"), servesim::Error);
+  EXPECT_EQ(parse_collective("All-Reduce"), Collective::all_reduce);
+  EXPECT_THROW(km.collective(Collective::all_reduce, 1e6, {16, 1, nullptr}), servesim::Error);  // > NVLink domain
+}
+
+// `calibrate fit DIR` on points made from a known roofline: the fit must give it back.
+TEST(Calibration, FitRecoversAKnownRoofline) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / "calib_known";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto& h200 = gpu("H200");
+  nlohmann::json pts = nlohmann::json::array();
+  for (double b = 1e4; b < 1e10; b *= 1.7)  // copy: 2 × bytes moved at 80% of 4.8 TB/s + 2 µs
+    pts.push_back({{"bytes", b}, {"ms", (2e-6 + 2 * b / (0.8 * h200.hbm_bw_bytes_per_s)) * 1e3}});
+  nlohmann::json doc = nlohmann::json::object();
+  doc["about"] = "synthetic";
+  doc["family"] = "copy";
+  doc["points"] = pts;
+  std::ofstream(dir / "copy.json") << doc.dump();
+  Calibration c = Calibration::from_dir(dir.string(), h200);
+  const auto* f = c.family("copy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_LT(f->cv.median, 0.01);
+  EXPECT_NEAR(f->fit.memory_efficiency(), 0.8, 0.01);
+  EXPECT_NEAR(f->fit.launch_s(), 2e-6, 0.05e-6);
+  std::ofstream(dir / "bad.json") << R"({"family": "gemm", "points": [{"dtype": "bf16", "m": 1, "n": 2}]})";
+  try {
+    Calibration::from_dir(dir.string(), h200);
+    FAIL();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("points[0].k"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Calibration::from_dir((dir / "nope").string(), h200), servesim::Error);
+}
+
+TEST(Calibration, ReportCoversEveryCommittedFamily) {
+  Calibration c = Calibration::embedded(gpu("H200"));
+  ASSERT_FALSE(c.empty());
+  for (const auto& [name, f] : c.families()) {
+    EXPECT_GT(f.cv.held_out, 0) << name;
+    EXPECT_GE(f.cv.p90, f.cv.median) << name;
+    EXPECT_GE(f.cv.max, f.cv.p90) << name;
+    EXPECT_EQ(f.cv.held_out, static_cast<int>(f.samples.size() / 5)) << name;  // every fifth point
+  }
+  EXPECT_TRUE(Calibration::embedded(gpu("B200")).empty());
+}
