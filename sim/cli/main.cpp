@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   cli::add_op_commands(app);
   cli::add_calibrate_commands(app);
   cli::add_step_command(app);
+  cli::add_simulate_commands(app);
+  cli::add_plan_command(app);
 
   try {
     app.parse(argc, argv);

@@ -67,7 +67,12 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
       case EventKind::step_start: {
         Worker& worker = workers_[static_cast<std::size_t>(e.target)];
         const double seconds = worker.start_step(now_s);
-        if (seconds >= 0) queue_.push(now_s + seconds, EventKind::step_end, e.target);
+        if (seconds >= 0) {
+          queue_.push(now_s + seconds, EventKind::step_end, e.target);
+          const auto& pool = worker.scheduler().pool();
+          sink.on_step(e.target, now_s, seconds, worker.scheduler().num_scheduled(),
+                       pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+        }
         break;
       }
       case EventKind::step_end:

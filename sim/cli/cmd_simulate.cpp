@@ -1,0 +1,272 @@
+// `servesim simulate` (one scenario: readable summary, aiperf JSON, aiperf export folder) and
+// `servesim sweep` (the scenario over a list of concurrencies or request rates, in parallel).
+// Flags build the scenario JSON on top of --scenario FILE or the embedded default, so flags and
+// files share one validation path.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/simulate.hpp"
+
+namespace servesim::cli {
+namespace {
+
+struct SimOpts {
+  std::string scenario, model, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
+  std::optional<int> gpus, tp, pp, ep, max_num_seqs, block_size;
+  std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
+  std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
+  bool prefix_caching = false, no_chunked = false, eager = false;
+  // simulate
+  std::string export_dir;
+  Format format = Format::table;
+  // sweep
+  std::string output, sweep_format = "table";
+  int threads = 0;
+};
+
+void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
+  c.add_option("--scenario", o.scenario, "Scenario JSON file (flags override its fields)")->check(CLI::ExistingFile);
+  c.add_option("--model", o.model, "Model name (servesim list models)");
+  c.add_option("--gpu", o.gpu, "GPU name (servesim list gpus)");
+  c.add_option("--gpus", o.gpus, "GPUs in total; replicas = gpus / (tp x pp)");
+  c.add_option("--tp,--tensor-parallel-size", o.tp, "Tensor parallel size");
+  c.add_option("--pp,--pipeline-parallel-size", o.pp, "Pipeline parallel size");
+  c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1 or tp)");
+  c.add_option("--precision", o.precision, "Weight precision: bf16, fp8, nvfp4, int8");
+  c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (bf16), fp8");
+  c.add_option("--isl", o.isl, "Input tokens per request (mean when --isl-stddev is given)");
+  c.add_option("--osl", o.osl, "Output tokens per request (mean when --osl-stddev is given)");
+  c.add_option("--isl-stddev", o.isl_stddev, "Standard deviation of the input length (normal, as aiperf)");
+  c.add_option("--osl-stddev", o.osl_stddev, "Standard deviation of the output length (normal, as aiperf)");
+  c.add_option("--concurrency", o.concurrency, sweep ? "Closed-loop clients, a list: 1,2,4,8" : "Closed-loop clients (aiperf --concurrency)");
+  c.add_option("--request-rate", o.request_rate, sweep ? "Open-loop request rates per second, a list" : "Open-loop request rate per second");
+  c.add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, gamma, constant");
+  c.add_option("--burstiness", o.burstiness, "Gamma arrivals' shape (1 = Poisson)");
+  c.add_option("--requests", o.requests, "Measured requests (per point)");
+  c.add_option("--warmup-requests", o.warmup, "Requests sent first and left out of the metrics");
+  c.add_option("--seed", o.seed, "Random seed");
+  c.add_option("--router", o.router, "round_robin, least_outstanding or least_kv_load");
+  c.add_option("--max-num-seqs", o.max_num_seqs, "vLLM max_num_seqs");
+  c.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "vLLM max_num_batched_tokens");
+  c.add_option("--gpu-memory-utilization", o.util, "vLLM gpu_memory_utilization");
+  c.add_option("--block-size", o.block_size, "vLLM block_size (tokens per KV block)");
+  c.add_flag("--enable-prefix-caching", o.prefix_caching, "vLLM enable_prefix_caching");
+  c.add_flag("--no-enable-chunked-prefill", o.no_chunked, "Turn chunked prefill off");
+  c.add_option("--long-prefill-token-threshold", o.long_prefill, "vLLM long_prefill_token_threshold");
+  c.add_option("--max-model-len", o.max_model_len, "vLLM max_model_len");
+  c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
+  c.add_option("--step-overhead-ms", o.overhead_ms, "CPU time per engine step outside the GPU (default 2 ms)");
+}
+
+// The scenario JSON: the file or the embedded default, with every given flag applied.
+sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
+  nlohmann::json j = o.scenario.empty() ? sim::default_scenario_json() : read_json_file(o.scenario);
+  if (!j.is_object()) throw Error(o.scenario, "", "expected a JSON object");
+  auto set = [&](const char* key, const auto& v) {
+    if (v) j[key] = *v;
+  };
+  if (!o.model.empty()) j["model"] = o.model;
+  if (!o.gpu.empty()) j["gpu"] = o.gpu;
+  set("gpus", o.gpus);
+  if (o.tp) { j.erase("tp"); j["tensor_parallel_size"] = *o.tp; }
+  if (o.pp) { j.erase("pp"); j["pipeline_parallel_size"] = *o.pp; }
+  if (o.ep) { j.erase("ep"); j["expert_parallel_size"] = *o.ep; }
+  if (!o.precision.empty()) j["precision"] = o.precision;
+  if (!o.kv_cache_dtype.empty()) j["kv_cache_dtype"] = o.kv_cache_dtype;
+  if (!o.router.empty()) j["router"] = o.router;
+  set("seed", o.seed);
+  if (!j.contains("engine") || !j["engine"].is_object()) j["engine"] = nlohmann::json::object();
+  nlohmann::json& e = j["engine"];
+  if (o.max_num_seqs) e["max_num_seqs"] = *o.max_num_seqs;
+  if (o.max_num_batched_tokens) e["max_num_batched_tokens"] = *o.max_num_batched_tokens;
+  if (o.util) e["gpu_memory_utilization"] = *o.util;
+  if (o.block_size) e["block_size"] = *o.block_size;
+  if (o.prefix_caching) e["enable_prefix_caching"] = true;
+  if (o.no_chunked) e["enable_chunked_prefill"] = false;
+  if (o.long_prefill) e["long_prefill_token_threshold"] = *o.long_prefill;
+  if (o.max_model_len) e["max_model_len"] = *o.max_model_len;
+  if (o.eager) e["enforce_eager"] = true;
+  if (o.overhead_ms) e["step_overhead_ms"] = *o.overhead_ms;
+
+  if (!j.contains("workload") || !j["workload"].is_object()) j["workload"] = nlohmann::json::object();
+  nlohmann::json& w = j["workload"];
+  auto length = [&](const char* key, const std::optional<std::int64_t>& mean, const std::optional<double>& sd, const char* flag) {
+    if (sd && !mean) throw Error(flag, "", "needs --" + std::string(key) + " for the mean");
+    if (!mean) return;
+    if (sd && *sd > 0) w[key] = {{"kind", "normal"}, {"mean", *mean}, {"stddev", *sd}};
+    else w[key] = *mean;
+  };
+  length("isl", o.isl, o.isl_stddev, "--isl-stddev");
+  length("osl", o.osl, o.osl_stddev, "--osl-stddev");
+  if (!o.concurrency.empty() && !o.request_rate.empty())
+    throw Error("--concurrency", "", "give --concurrency or --request-rate, not both");
+  // A sweep list replaces the axis at run time; the scenario keeps its first value.
+  auto first = [](const std::string& list) { return text::split_csv(list).empty() ? list : text::split_csv(list)[0]; };
+  auto number = [](const std::string& s, const char* flag) {
+    try {
+      std::size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+      return v;
+    } catch (const std::exception&) {
+      throw Error(flag, "", "expected a number, got '" + s + "'");
+    }
+  };
+  if (!o.concurrency.empty()) {
+    for (const char* k : {"request_rate", "fixed_schedule", "schedule_file", "arrival", "burstiness"}) w.erase(k);
+    const double c = number(first(o.concurrency), "--concurrency");
+    if (c != std::floor(c)) throw Error("--concurrency", "", "expected whole clients, got " + first(o.concurrency));
+    w["concurrency"] = static_cast<std::int64_t>(c);
+  }
+  if (!o.request_rate.empty()) {
+    for (const char* k : {"concurrency", "fixed_schedule", "schedule_file"}) w.erase(k);
+    w["request_rate"] = number(first(o.request_rate), "--request-rate");
+  }
+  if (!o.arrival.empty()) w["arrival"] = o.arrival;
+  if (o.burstiness) w["burstiness"] = *o.burstiness;
+  set("requests", o.requests);
+  if (o.requests) w["requests"] = *o.requests;
+  j.erase("requests");
+  if (o.warmup) w["warmup_requests"] = *o.warmup;
+  (void)sweep;
+  const std::string source = o.scenario.empty() ? "command line" : o.scenario;
+  return sim::parse_scenario(j.dump(), source);
+}
+
+std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
+
+std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
+  const sim::Summary& m = r.summary;
+  std::string out = "servesim simulate: " + s.model + " on " + std::to_string(s.gpus) + " x " + s.gpu + " (" +
+                    std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
+                    (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
+                    ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
+  out += "KV blocks per replica: " + std::to_string(r.kv_blocks) + " x " + std::to_string(s.engine.block_size) +
+         " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
+         std::to_string(m.warmup_request_count) + "); simulated " + fixed(m.duration_s, 2) + " s\n\n";
+  Table t({"metric", "unit", "avg", "min", "p50", "p90", "p99", "max"});
+  auto row = [&](const char* name, const char* unit, const sim::Stats& x) {
+    t.add_row({name, unit, ms(x.avg), ms(x.min), ms(x.p50), ms(x.p90), ms(x.p99), ms(x.max)});
+  };
+  row("time_to_first_token", "ms", m.ttft_ms);
+  row("time_to_second_token", "ms", m.ttst_ms);
+  row("inter_token_latency", "ms", m.itl_ms);
+  row("request_latency", "ms", m.request_latency_ms);
+  row("output_token_throughput_per_user", "tokens/sec/user", m.output_token_throughput_per_user);
+  row("input_sequence_length", "tokens", m.input_sequence_length);
+  row("output_sequence_length", "tokens", m.output_sequence_length);
+  out += t.render() + "\n";
+  out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
+  out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
+         fixed(m.output_token_throughput_per_s / s.gpus, 1) + " per GPU)\n";
+  out += "little's law check       request_throughput x mean request_latency = " +
+         fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n\n";
+  Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
+  for (std::size_t i = 0; i < m.replicas.size(); ++i) {
+    const auto& x = m.replicas[i];
+    const std::int64_t pre = i < r.workers.size() ? r.workers[i].preemptions : 0;
+    reps.add_row({x.name, std::to_string(x.steps), fixed(100 * x.busy_fraction, 1) + "%", fixed(x.mean_batch_size, 1),
+                  std::to_string(x.max_batch_size), fixed(100 * x.mean_kv_utilization, 1) + "%",
+                  fixed(100 * x.max_kv_utilization, 1) + "%", std::to_string(pre)});
+  }
+  return out + reps.render();
+}
+
+void run_simulate(const SimOpts& o) {
+  const sim::Scenario s = build_scenario(o, false);
+  if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
+    throw Error("--concurrency", "", "simulate takes one value; use `servesim sweep` for a list");
+  sim::SimResult r = sim::simulate(s, !o.export_dir.empty());
+  if (!o.export_dir.empty()) r.metrics.export_dir(o.export_dir);
+  emit(o.format, r.metrics.aiperf_json(), summary_text(s, r));
+}
+
+void run_sweep(const SimOpts& o) {
+  const sim::Scenario s = build_scenario(o, true);
+  sim::SweepSpec spec;
+  const std::string& list = !o.request_rate.empty() ? o.request_rate : o.concurrency;
+  const char* flag = !o.request_rate.empty() ? "--request-rate" : "--concurrency";
+  if (list.empty()) throw Error("--concurrency", "", "sweep needs --concurrency LIST or --request-rate LIST");
+  spec.axis = !o.request_rate.empty() ? sim::SweepSpec::Axis::request_rate : sim::SweepSpec::Axis::concurrency;
+  for (const auto& v : text::split_csv(list)) {
+    try {
+      std::size_t used = 0;
+      spec.values.push_back(std::stod(v, &used));
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      throw Error(flag, "", "expected a comma-separated list of numbers, got '" + v + "'");
+    }
+  }
+  if (spec.values.empty()) throw Error(flag, "", "empty list");
+  const std::string fmt = text::lower(o.sweep_format);
+  if (fmt != "table" && fmt != "csv" && fmt != "json") throw Error("--format", "", "unknown format '" + fmt + "'; known: table, csv, json");
+  const bool tty = isatty(2);
+  std::mutex mu;
+  auto progress = [&](int done, int total) {
+    if (!tty) return;
+    std::lock_guard<std::mutex> lock(mu);
+    const int width = 30, filled = width * done / total;
+    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total
+              << (done == total ? "\n" : "") << std::flush;
+  };
+  const auto results = sim::sweep(s, spec, o.threads, progress);
+  const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus);
+  std::string text;
+  if (fmt == "csv") {
+    text = sim::to_csv(cols);
+  } else if (fmt == "json") {
+    text = sim::to_json(cols).dump(2) + "\n";
+  } else {
+    Table t({cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
+             "ITL p99 ms", "busy", "batch", "KV"});
+    for (std::size_t i = 0; i < cols.data[0].size(); ++i)
+      t.add_row({fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
+                 fixed(cols["output_token_throughput"][i], 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
+                 fixed(cols["output_token_throughput_per_user_avg"][i], 1), ms(cols["time_to_first_token_ms_p50"][i]),
+                 ms(cols["time_to_first_token_ms_p99"][i]), ms(cols["inter_token_latency_ms_p50"][i]),
+                 ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
+                 fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 0) + "%"});
+    text = t.render();
+  }
+  if (o.output.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream f(o.output, std::ios::binary);
+    if (!f) throw Error(o.output, "", "cannot write file");
+    f << text;
+    if (!f) throw Error(o.output, "", "write failed");
+  }
+}
+
+}  // namespace
+
+void add_simulate_commands(CLI::App& app) {
+  auto so = std::make_shared<SimOpts>();
+  CLI::App* sim = app.add_subcommand("simulate", "Simulate one serving scenario (aiperf-style report)");
+  add_scenario_options(*sim, *so, false);
+  add_format_option(*sim, so->format);
+  sim->add_option("--export", so->export_dir, "Write profile_export.jsonl, profile_export_aiperf.json and .csv to DIR");
+  sim->callback([so] { run_simulate(*so); });
+
+  auto wo = std::make_shared<SimOpts>();
+  CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel");
+  add_scenario_options(*sw, *wo, true);
+  sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json")->default_str("table");
+  sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
+  sw->add_option("--threads", wo->threads, "Worker threads (default: all cores); results do not depend on it");
+  sw->callback([wo] { run_sweep(*wo); });
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,131 @@
+#include "sim/scenario.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/embedded.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace servesim::sim {
+namespace {
+
+void check_keys(const JsonReader& j, const std::vector<std::string>& known) {
+  for (auto it = j.json().begin(); it != j.json().end(); ++it)
+    if (std::find(known.begin(), known.end(), it.key()) == known.end())
+      j.fail(it.key(), "unknown field; known: " + text::join(known));
+}
+
+std::int64_t int_in(const JsonReader& j, std::string_view key, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t v = j.integer_or(key, fallback);
+  if (v < lo || v > hi)
+    j.fail(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(v));
+  return v;
+}
+
+// A field under its vLLM name or its short alias; both at once is ambiguous.
+std::int64_t int_alias(const JsonReader& j, std::string_view name, std::string_view alias, std::int64_t fallback,
+                       std::int64_t lo, std::int64_t hi) {
+  if (j.has(name) && j.has(alias)) j.fail(alias, "given twice (also as " + std::string(name) + ")");
+  return j.has(alias) ? int_in(j, alias, fallback, lo, hi) : int_in(j, name, fallback, lo, hi);
+}
+
+EngineConfig parse_engine(const JsonReader& e) {
+  check_keys(e, engine_keys());
+  EngineConfig c;
+  c.max_num_seqs = static_cast<int>(int_in(e, "max_num_seqs", c.max_num_seqs, 1, 1 << 20));
+  c.max_num_batched_tokens = int_in(e, "max_num_batched_tokens", c.max_num_batched_tokens, 1, 1LL << 30);
+  c.gpu_memory_utilization = e.number_or("gpu_memory_utilization", c.gpu_memory_utilization);
+  if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1))
+    e.fail("gpu_memory_utilization", "must be in (0, 1]");
+  c.block_size = static_cast<int>(int_in(e, "block_size", c.block_size, 1, 4096));
+  c.enable_prefix_caching = e.boolean_or("enable_prefix_caching", c.enable_prefix_caching);
+  c.enable_chunked_prefill = e.boolean_or("enable_chunked_prefill", c.enable_chunked_prefill);
+  c.long_prefill_token_threshold = int_in(e, "long_prefill_token_threshold", 0, 0, 1LL << 30);
+  c.max_model_len = int_in(e, "max_model_len", 0, 0, 1LL << 31);
+  c.enforce_eager = e.boolean_or("enforce_eager", c.enforce_eager);
+  c.step_overhead_s = e.number_or("step_overhead_ms", c.step_overhead_s * 1e3) / 1e3;
+  c.eager_overhead_s = e.number_or("eager_overhead_ms", c.eager_overhead_s * 1e3) / 1e3;
+  if (!(c.step_overhead_s >= 0 && c.step_overhead_s < 10)) e.fail("step_overhead_ms", "must be between 0 and 10000 ms");
+  if (!(c.eager_overhead_s >= 0 && c.eager_overhead_s < 10)) e.fail("eager_overhead_ms", "must be between 0 and 10000 ms");
+  c.num_speculative_tokens = static_cast<int>(int_in(e, "num_speculative_tokens", 0, 0, 16));
+  if (e.has("acceptance_rate")) {
+    std::vector<double> a = e.numbers("acceptance_rate");
+    for (double p : a)
+      if (!(p >= 0 && p <= 1)) e.fail("acceptance_rate", "each acceptance probability must be in [0, 1]");
+    if (static_cast<int>(a.size()) > c.num_speculative_tokens)
+      e.fail("acceptance_rate", "more positions than num_speculative_tokens");
+    c.acceptance_per_position = std::move(a);
+  }
+  if (c.max_num_batched_tokens < c.max_num_seqs)
+    e.fail("max_num_batched_tokens", "must be >= max_num_seqs (" + std::to_string(c.max_num_seqs) + "), as vLLM requires");
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::string>& scenario_keys() {
+  static const std::vector<std::string> k{"description", "model", "gpu", "gpus", "tensor_parallel_size", "tp",
+                                          "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "precision",
+                                          "kv_cache_dtype", "engine", "router", "seed", "workload"};
+  return k;
+}
+
+const std::vector<std::string>& engine_keys() {
+  static const std::vector<std::string> k{"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+                                          "block_size", "enable_prefix_caching", "enable_chunked_prefill",
+                                          "long_prefill_token_threshold", "max_model_len", "enforce_eager",
+                                          "step_overhead_ms", "eager_overhead_ms", "num_speculative_tokens",
+                                          "acceptance_rate"};
+  return k;
+}
+
+Scenario parse_scenario(std::string_view json_text, const std::string& file) {
+  Scenario s;
+  s.source = file;
+  s.json = parse_json(json_text, file);
+  const JsonReader j(s.json, file);
+  check_keys(j, scenario_keys());
+  s.model = j.string_or("model", s.model);
+  s.gpu = j.string_or("gpu", s.gpu);
+  s.gpus = static_cast<int>(int_in(j, "gpus", s.gpus, 1, 1 << 16));
+  s.par.tp = static_cast<int>(int_alias(j, "tensor_parallel_size", "tp", 1, 1, 1024));
+  s.par.pp = static_cast<int>(int_alias(j, "pipeline_parallel_size", "pp", 1, 1, 1024));
+  s.par.ep = static_cast<int>(int_alias(j, "expert_parallel_size", "ep", 1, 1, 1 << 16));
+  s.precision = hw::parse_precision(j.string_or("precision", "bf16"), file + ": precision");
+  const std::string kv = text::lower(j.string_or("kv_cache_dtype", "auto"));
+  s.kv_cache_dtype = kv == "auto" ? hw::Precision::bf16 : hw::parse_precision(kv, file + ": kv_cache_dtype");
+  if (j.has("engine")) s.engine = parse_engine(j.object("engine"));
+  if (j.has("router")) s.router = parse_router(j.string("router"), file);
+  if (j.has("seed")) {
+    const std::int64_t seed = j.integer("seed");
+    if (seed < 0) j.fail("seed", "must be >= 0");
+    s.seed = static_cast<std::uint64_t>(seed);
+  }
+  if (!j.has("workload")) j.fail("workload", "missing required field");
+  s.workload = workloads::parse_workload(j.object("workload"));
+  if (j.has("seed")) s.workload.seed = s.seed;
+  else s.seed = s.workload.seed;
+  workloads::validate(s.workload, file + ": workload");
+
+  const int per_replica = s.gpus_per_replica();
+  if (s.gpus % per_replica != 0 || s.gpus < per_replica)
+    j.fail("gpus", std::to_string(s.gpus) + " GPUs do not split into replicas of tensor_parallel_size x pipeline_parallel_size = " +
+                       std::to_string(per_replica));
+  if (s.par.ep != 1 && s.par.ep != s.par.tp)
+    j.fail("expert_parallel_size", "must be 1 (experts sharded by TP) or equal tensor_parallel_size (" +
+                                       std::to_string(s.par.tp) + ") within a replica");
+  return s;
+}
+
+Scenario load_scenario(const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  return parse_scenario(j.dump(), path);
+}
+
+nlohmann::json default_scenario_json() {
+  return parse_json(data::get("sim/data/default_scenario.json"), "sim/data/default_scenario.json");
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,266 @@
+#include "sim/simulate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "common/error.hpp"
+#include "sim/engine/cluster.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// Finished requests and step samples into the metrics collector, as a client and a
+// per-replica monitor would see them.
+class MetricsSink : public RequestSink {
+ public:
+  explicit MetricsSink(MetricsCollector& m) : m_(&m) {}
+  void on_finished(const Request& r) override {
+    RequestRecord rec;
+    rec.id = r.id;
+    rec.arrival_s = r.sent_s;
+    rec.first_token_s = r.first_token_s;
+    rec.second_token_s = r.second_token_s;
+    rec.finish_s = r.finish_s;
+    rec.input_tokens = r.input_tokens;
+    rec.output_tokens = r.output_tokens;
+    rec.warmup = r.warmup;
+    if (!r.warmup && !measuring_) {   // worker samples count from the first measured request on
+      measuring_ = true;
+      m_->measure_workers_from(r.sent_s);
+    }
+    m_->add(rec);
+  }
+  void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
+    m_->add_worker_sample(worker, start_s, step_s, seqs, kv_util);
+  }
+
+ private:
+  MetricsCollector* m_;
+  bool measuring_ = false;
+};
+
+}  // namespace
+
+Prepared prepare(const Scenario& s) {
+  Prepared p;
+  const std::string& f = s.source;
+  try {
+    p.model = &models::model(s.model);
+  } catch (const Error& e) {
+    throw Error(f, "model", e.reason());
+  }
+  try {
+    p.gpu = &hw::Catalog::global().gpu(s.gpu);
+  } catch (const Error& e) {
+    throw Error(f, "gpu", e.reason());
+  }
+  const models::ModelSpec& m = *p.model;
+  const int tp = s.par.tp;
+  auto divides = [](int parts, int n) { return n == 0 || n % parts == 0; };
+  if (!divides(tp, m.heads))
+    throw Error(f, "tensor_parallel_size", std::to_string(tp) + " does not divide the " + std::to_string(m.heads) +
+                                               " attention heads of " + m.name);
+  if (m.kv_heads > 0 && !divides(tp, m.kv_heads) && tp % m.kv_heads != 0)
+    throw Error(f, "tensor_parallel_size", std::to_string(tp) + " and the " + std::to_string(m.kv_heads) +
+                                               " KV heads of " + m.name + " do not divide one another");
+  if (!divides(tp, m.mamba_heads))
+    throw Error(f, "tensor_parallel_size", std::to_string(tp) + " does not divide the " +
+                                               std::to_string(m.mamba_heads) + " Mamba heads of " + m.name);
+  if (s.par.ep > 1 && !divides(s.par.ep, m.experts))
+    throw Error(f, "expert_parallel_size", std::to_string(s.par.ep) + " does not divide the " +
+                                               std::to_string(m.experts) + " experts of " + m.name);
+  if (s.par.pp > static_cast<int>(m.layers.size()))
+    throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
+
+  models::EngineMemoryConfig mc;
+  mc.gpu_memory_utilization = s.engine.gpu_memory_utilization;
+  mc.max_num_seqs = s.engine.max_num_seqs;
+  mc.max_model_len = s.engine.max_model_len;
+  mc.max_num_batched_tokens = s.engine.max_num_batched_tokens;
+  mc.kv_cache_dtype = s.kv_cache_dtype;
+  mc.block_size = s.engine.block_size;
+  mc.num_speculative_tokens = s.engine.num_speculative_tokens;
+  mc.cuda_graphs = !s.engine.enforce_eager;
+  try {
+    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, mc);
+  } catch (const Error& e) {
+    throw Error(f, e.field().empty() ? "model" : e.field(), e.reason());
+  }
+  p.engine = s.engine;
+  p.engine.max_model_len = p.plan.max_model_len;
+  if (p.plan.num_kv_blocks < 1)
+    throw Error(f, "gpu_memory_utilization", "no memory left for a single KV block of " + m.name + " on " +
+                                                 std::to_string(s.gpus_per_replica()) + " x " + p.gpu->name);
+  if (!s.engine.enable_chunked_prefill && s.engine.max_num_batched_tokens < p.plan.max_model_len)
+    throw Error(f, "engine.max_num_batched_tokens",
+                "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
+  p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
+  if (p.state_slots == 0)
+    throw Error(f, "model", "no memory left for a single Mamba state slot of " + m.name);
+  p.replicas = s.replicas();
+  p.cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype);
+  return p;
+}
+
+SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SimResult r{MetricsCollector(keep_records)};
+  r.metrics.set_input_config(s.json);
+  for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
+  ClusterShape shape;
+  shape.replicas = p.replicas;
+  shape.kv_blocks = p.plan.num_kv_blocks;
+  shape.state_slots = p.state_slots;
+  shape.router = s.router;
+  shape.seed = w.seed;
+  AggregatedCluster cluster(shape, p.engine, *p.cost);
+  auto workload = workloads::make_workload(w);
+  MetricsSink sink(r.metrics);
+  r.end_s = cluster.run(*workload, sink);
+  r.events = cluster.events_processed();
+  r.kv_blocks = p.plan.num_kv_blocks;
+  for (const Worker& worker : cluster.workers()) r.workers.push_back(worker.stats());
+  r.summary = r.metrics.summary();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+SimResult simulate(const Scenario& s, bool keep_records) {
+  const Prepared p = prepare(s);
+  return simulate(p, s, s.workload, keep_records);
+}
+
+nlohmann::json aiperf_json(const Scenario&, const SimResult& r) { return r.metrics.aiperf_json(); }
+
+workloads::WorkloadConfig sweep_point(const workloads::WorkloadConfig& base, SweepSpec::Axis axis, double value) {
+  workloads::WorkloadConfig w = base;
+  if (axis == SweepSpec::Axis::concurrency) {
+    if (!(value >= 1 && value <= 1e6 && value == std::floor(value)))
+      throw Error("--concurrency", "", "sweep values must be whole numbers of clients >= 1, got " + std::to_string(value));
+    w.arrival = workloads::Arrival::concurrency;
+    w.concurrency = static_cast<int>(value);
+  } else {
+    if (!(value > 0 && std::isfinite(value)))
+      throw Error("--request-rate", "", "sweep rates must be > 0 requests/s, got " + std::to_string(value));
+    if (w.arrival == workloads::Arrival::concurrency || w.arrival == workloads::Arrival::schedule)
+      w.arrival = workloads::Arrival::poisson;
+    w.rate_per_s = value;
+  }
+  return w;
+}
+
+std::vector<SimResult> sweep(const Scenario& base, const SweepSpec& spec, int threads,
+                             const std::function<void(int, int)>& progress) {
+  const Prepared p = prepare(base);   // catalogue lookups and cost tables once, single-threaded
+  const int n = static_cast<int>(spec.values.size());
+  std::vector<workloads::WorkloadConfig> points;
+  for (double v : spec.values) points.push_back(sweep_point(base.workload, spec.axis, v));
+  std::vector<std::optional<SimResult>> out(static_cast<std::size_t>(n));
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min(threads, n));
+  std::atomic<int> next{0}, done{0};
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  auto work = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) {
+      try {
+        out[static_cast<std::size_t>(i)].emplace(simulate(p, base, points[static_cast<std::size_t>(i)]));
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+      const int d = ++done;
+      if (progress) progress(d, n);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);   // the first failing point, in point order
+  std::vector<SimResult> results;
+  results.reserve(out.size());
+  for (auto& r : out) results.push_back(std::move(*r));
+  return results;
+}
+
+const std::vector<double>& Columns::operator[](std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return data[i];
+  throw Error("columns", std::string(name), "no such column");
+}
+
+Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus) {
+  Columns c;
+  auto col = [&](std::string name, auto get) {
+    c.names.push_back(std::move(name));
+    std::vector<double> v;
+    for (const auto& r : results) v.push_back(get(r));
+    c.data.push_back(std::move(v));
+  };
+  std::size_t i = 0;
+  col(spec.axis == SweepSpec::Axis::concurrency ? "concurrency" : "request_rate", [&](const SimResult&) { return spec.values[i++]; });
+  col("request_count", [](const SimResult& r) { return double(r.summary.request_count); });
+  col("benchmark_duration_s", [](const SimResult& r) { return r.summary.duration_s; });
+  col("request_throughput", [](const SimResult& r) { return r.summary.request_throughput_per_s; });
+  col("output_token_throughput", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
+  col("output_token_throughput_per_gpu", [&](const SimResult& r) { return r.summary.output_token_throughput_per_s / gpus; });
+  col("output_token_throughput_per_user_avg", [](const SimResult& r) { return r.summary.output_token_throughput_per_user.avg; });
+  for (const char* stat : {"avg", "p50", "p90", "p99"}) {
+    auto pick = [stat](const Stats& s) {
+      std::string k = stat;
+      return k == "avg" ? s.avg : k == "p50" ? s.p50 : k == "p90" ? s.p90 : s.p99;
+    };
+    col(std::string("time_to_first_token_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.ttft_ms); });
+    col(std::string("inter_token_latency_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.itl_ms); });
+    col(std::string("request_latency_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.request_latency_ms); });
+  }
+  auto mean_over = [](const SimResult& r, auto get) {
+    double s = 0;
+    for (const auto& rep : r.summary.replicas) s += get(rep);
+    return r.summary.replicas.empty() ? NAN : s / double(r.summary.replicas.size());
+  };
+  col("busy_fraction", [&](const SimResult& r) { return mean_over(r, [](const ReplicaSummary& x) { return x.busy_fraction; }); });
+  col("mean_batch_size", [&](const SimResult& r) { return mean_over(r, [](const ReplicaSummary& x) { return x.mean_batch_size; }); });
+  col("mean_kv_utilization", [&](const SimResult& r) { return mean_over(r, [](const ReplicaSummary& x) { return x.mean_kv_utilization; }); });
+  col("preemptions", [](const SimResult& r) {
+    double s = 0;
+    for (const auto& w : r.workers) s += double(w.preemptions);
+    return s;
+  });
+  return c;
+}
+
+std::string to_csv(const Columns& c) {
+  std::ostringstream o;
+  o.precision(10);
+  for (std::size_t i = 0; i < c.names.size(); ++i) o << (i ? "," : "") << c.names[i];
+  o << "\n";
+  const std::size_t rows = c.data.empty() ? 0 : c.data[0].size();
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < c.names.size(); ++i) {
+      if (i) o << ",";
+      const double v = c.data[i][r];
+      if (std::isfinite(v)) o << v;
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+nlohmann::json to_json(const Columns& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < c.names.size(); ++i) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double v : c.data[i]) a.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+    j[c.names[i]] = std::move(a);
+  }
+  return j;
+}
+
+Scenario scenario_from_json(const std::string& json_text) { return parse_scenario(json_text, "scenario"); }
+
+}  // namespace servesim::sim

@@ -1,0 +1,75 @@
+// Entry points: run one scenario, or a sweep of it over concurrency or request rate on a
+// thread pool. Results are plain values, with a column-oriented view for Python/pandas.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/memory.hpp"
+#include "models/step_cost.hpp"
+#include "sim/engine/worker.hpp"
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+
+namespace servesim::sim {
+
+// What a scenario's shape resolves to, built once and shared read-only by every run of it:
+// catalogue entries, the memory plan of one replica and its step-cost model.
+struct Prepared {
+  const models::ModelSpec* model = nullptr;
+  const hw::GpuSpec* gpu = nullptr;
+  models::MemoryPlan plan;
+  std::shared_ptr<const models::StepCostModel> cost;
+  EngineConfig engine;           // max_model_len resolved from the plan
+  int replicas = 1;
+  int state_slots = -1;          // per replica (< 0: no Mamba layers)
+};
+// Looks the model and GPU up, checks the parallel shape against the model (heads divisible by
+// TP, experts by EP) and plans memory; throws Error naming the scenario field at fault.
+Prepared prepare(const Scenario& s);
+
+struct SimResult {
+  MetricsCollector metrics;      // per-request records only when keep_records
+  Summary summary;
+  std::vector<WorkerStats> workers;
+  double end_s = 0;              // simulated time at the last response
+  std::uint64_t events = 0;      // events processed
+  std::int64_t kv_blocks = 0;    // per replica capacity
+  double wall_s = 0;             // host time the run took (not part of any result figure)
+};
+
+// Runs the scenario's workload. keep_records keeps every request for --export's JSONL.
+SimResult simulate(const Scenario& s, bool keep_records = false);
+SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records = false);
+// The aiperf profile_export_aiperf.json document of a run, with the scenario as input_config.
+nlohmann::json aiperf_json(const Scenario& s, const SimResult& r);
+
+struct SweepSpec {
+  enum class Axis { concurrency, request_rate } axis = Axis::concurrency;
+  std::vector<double> values;    // one point per value, in this order
+};
+// Runs every point on `threads` threads (<= 0: all cores). Results are in point order and do
+// not depend on the thread count. `progress(done, total)` is called from worker threads.
+std::vector<SimResult> sweep(const Scenario& base, const SweepSpec& spec, int threads,
+                             const std::function<void(int, int)>& progress = {});
+// The workload of one sweep point.
+workloads::WorkloadConfig sweep_point(const workloads::WorkloadConfig& base, SweepSpec::Axis axis, double value);
+
+// Column-oriented results: names[i] heads data[i]; one row per point.
+struct Columns {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> data;
+  const std::vector<double>& operator[](std::string_view name) const;
+};
+Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus);
+std::string to_csv(const Columns& c);
+nlohmann::json to_json(const Columns& c);   // {name: [values...]}, NaN as null
+
+// Scenario from JSON text, for bindings: parse_scenario(text, "scenario").
+Scenario scenario_from_json(const std::string& json_text);
+
+}  // namespace servesim::sim
