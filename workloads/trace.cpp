@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -144,6 +145,9 @@ std::vector<TraceEntry> parse_trace(std::string_view text, const std::string& fi
 }
 
 std::string read_text_file(const std::string& path) {
+  // Regular files only: a FIFO or /dev/zero named by a scenario would block or never end.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path, "", "cannot open file (not a regular file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path, "", "cannot open file");
   std::stringstream ss;

@@ -231,8 +231,8 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
   if (c.arrival == Arrival::concurrency && (c.concurrency < 1 || c.concurrency > 1000000))
     fail("concurrency", "must be 1..1000000 clients, got " + std::to_string(c.concurrency));
   const bool open = c.arrival == Arrival::poisson || c.arrival == Arrival::gamma || c.arrival == Arrival::constant;
-  if (open && !(c.rate_per_s > 0 && c.rate_per_s <= 1e9))
-    fail("request_rate", "must be > 0 and <= 1e9 requests/s, got " + std::to_string(c.rate_per_s));
+  if (open && !(c.rate_per_s >= 1e-6 && c.rate_per_s <= 1e9))
+    fail("request_rate", "must be between 1e-6 and 1e9 requests/s, got " + std::to_string(c.rate_per_s));
   if (c.arrival == Arrival::gamma && !(c.burstiness >= 1e-3 && c.burstiness <= 1e6))
     fail("burstiness", "must be between 0.001 and 1e6");
   if (c.arrival == Arrival::schedule) {

@@ -188,7 +188,7 @@ TEST(Workload, BadScenariosGiveOneClearError) {
             "<test>: workload.request_rate: give exactly one of concurrency (closed loop), request_rate (open loop) or "
             "fixed_schedule/schedule_file");
   EXPECT_EQ(error_of(R"({"request_rate": -1, "isl": 1, "osl": 1})"),
-            "<test>: workload.request_rate: must be > 0 and <= 1e9 requests/s, got -1.000000");
+            "<test>: workload.request_rate: must be between 1e-6 and 1e9 requests/s, got -1.000000");
   EXPECT_NE(error_of(R"({"concurency": 4})").find("unknown field; known: concurrency"), std::string::npos);
   EXPECT_EQ(error_of(R"({"concurrency": 4, "isl": 10, "osl": 0})"), "<test>: workload.osl: must be >= 1 token, got 0");
   EXPECT_NE(error_of(R"({"concurrency": 4, "isl": {"kind": "zipf"}, "osl": 1})")
@@ -199,5 +199,7 @@ TEST(Workload, BadScenariosGiveOneClearError) {
             "<test>: workload.arrival: unknown arrival process 'bursty'; known: poisson, gamma, constant");
   EXPECT_NE(error_of(R"({"fixed_schedule": true, "isl": 1, "osl": 1})").find("needs a trace"), std::string::npos);
   EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/nonexistent.jsonl"})").find("/nonexistent.jsonl: cannot open file"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/dev/zero"})").find("not a regular file"),
             std::string::npos);
 }
