@@ -1,0 +1,14 @@
+# CLI tests of `servesim plan`: both topologies planned, the reference study, one-line errors.
+set(SS $<TARGET_FILE:servesim>)
+add_test(NAME cli_plan_acceptance COMMAND ${SS} plan --model nemotron-3.5-super-vl --instance p5en.48xlarge --nodes 2
+         --precision bf16 --isl 4000 --osl 500 --ttft-ms 600 --itl-ms 100 --target-tps 10000 --format json)
+set_tests_properties(cli_plan_acceptance PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"name\": \"aggregated\".*\"replicas\": [1-9][0-9]*.*\"name\": \"disaggregated-1p1d\".*\"replicas\": [1-9][0-9]*.*\"sweep\"")
+add_test(NAME cli_plan_reference COMMAND ${SS} plan --concurrency 1,4,16)
+set_tests_properties(cli_plan_reference PROPERTIES PASS_REGULAR_EXPRESSION
+  "Ran the reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge.*limited by")
+add_test(NAME cli_plan_does_not_fit COMMAND ${SS} plan --model nemotron-3.5-super-vl --instance p5en.48xlarge --nodes 1
+         --topology disagg --ttft-ms 600 --itl-ms 100 --target-tps 1000 --isl 100 --osl 10)
+set_tests_properties(cli_plan_does_not_fit PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --nodes: the topology needs 16 GPUs")
+add_test(NAME cli_plan_bad_statistic COMMAND ${SS} plan --statistic p75)
+set_tests_properties(cli_plan_bad_statistic PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --statistic: unknown statistic 'p75'; known: p50, p90, p99")

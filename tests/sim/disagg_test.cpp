@@ -1,0 +1,119 @@
+// Disaggregated serving against numbers worked out by hand from the same cost models.
+#include <gtest/gtest.h>
+
+#include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+#include "sim/topology/deployment.hpp"
+
+namespace servesim::sim {
+namespace {
+
+DeploymentSpec reference_spec() {
+  DeploymentSpec s;
+  s.model = &models::model("nemotron-3.5-super-vl");
+  s.instance = &hw::Catalog::global().instance("p5en.48xlarge");
+  s.gpu = &hw::Catalog::global().gpu(s.instance->gpu);
+  s.nodes = 2;
+  s.weights = hw::Precision::bf16;
+  s.kv_dtype = hw::Precision::bf16;
+  return s;
+}
+
+TopologyChoice one_p_one_d() {
+  TopologyChoice t;
+  t.kind = TopologyChoice::Kind::disaggregated;
+  t.prefill = t.decode = t.encode = models::Parallelism{8, 1, 1};
+  return t;
+}
+
+workloads::WorkloadConfig closed(int concurrency, std::int64_t isl, std::int64_t osl, std::int64_t requests) {
+  workloads::WorkloadConfig w;
+  w.arrival = workloads::Arrival::concurrency;
+  w.concurrency = concurrency;
+  w.requests = requests;
+  w.warmup_requests = concurrency > 1 ? concurrency : 0;
+  w.isl = workloads::LengthDist::fixed_at(isl);
+  w.osl = workloads::LengthDist::fixed_at(osl);
+  return w;
+}
+
+TEST(Disagg, LoneRequestTtftIsPrefillPlusTransferPlusOneDecodeStep) {
+  const DeploymentSpec spec = reference_spec();
+  const Deployment d(one_p_one_d(), spec);
+  ASSERT_EQ(d.name(), "disaggregated-1p1d");
+  const std::int64_t isl = 4000;
+  const auto r = d.run(closed(1, isl, 50, 1));
+  ASSERT_EQ(r.summary.request_count, 1);
+
+  const auto cost = models::make_step_cost(*spec.model, *spec.gpu, spec.weights, {8, 1, 1}, spec.kv_dtype);
+  const double overhead = spec.engine.overhead_per_step_s();
+  models::StepBatch prefill;                  // the whole prompt in one chunk (4000 <= 8192)
+  prefill.prefill_seqs = 1;
+  prefill.prefill_tokens = isl;
+  prefill.prefill_attention_pairs = double(isl) * double(isl + 1) / 2;
+  models::StepBatch decode;                   // first decode step: context = prompt + the prefill's token
+  decode.decode_seqs = 1;
+  decode.decode_context_tokens = isl + 1;
+  // Prefill on node 0, decode on node 1: 8 EFA lanes of the p5en's per-GPU NIC share.
+  const double bytes = models::handoff_bytes(*spec.model, isl, spec.kv_dtype);
+  const double transfer = spec.instance->efa_latency_s + bytes / (8 * spec.instance->efa_per_gpu_bytes_per_s);
+  const double ttft = cost->seconds(prefill) + overhead + transfer + cost->seconds(decode) + overhead;
+  EXPECT_NEAR(r.summary.ttft_ms.p50, ttft * 1e3, 1e-6);
+  EXPECT_EQ(r.transfers.handoffs, 1);
+  EXPECT_NEAR(r.transfers.bytes, bytes, 1e-3);
+  EXPECT_NEAR(r.transfers.seconds, transfer, 1e-12);
+  // After the first token the decode worker emits one token per step: ITL = decode step time.
+  EXPECT_GT(r.summary.itl_ms.p50, (cost->seconds(decode) + overhead) * 1e3 * 0.99);
+  EXPECT_LT(r.summary.itl_ms.p50, (cost->seconds(decode) + overhead) * 1e3 * 1.05);
+}
+
+TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {
+  // 16k-token prompts at 8 clients on the same 16 H200: aggregated replicas interleave prefill
+  // chunks with decodes, so decodes wait behind chunks; the decode worker never prefills.
+  const DeploymentSpec spec = reference_spec();
+  TopologyChoice agg;
+  agg.agg = models::Parallelism{8, 1, 1};
+  const Deployment a(agg, spec), d(one_p_one_d(), spec);
+  ASSERT_EQ(a.gpus(), d.gpus());
+  const auto ra = a.run(closed(8, 16000, 200, 64));
+  const auto rd = d.run(closed(8, 16000, 200, 64));
+  EXPECT_LE(rd.summary.itl_ms.p50, ra.summary.itl_ms.p50);
+  EXPECT_LE(rd.summary.itl_ms.p90, ra.summary.itl_ms.p90);
+}
+
+TEST(Disagg, SameSeedSameBits) {
+  const DeploymentSpec spec = reference_spec();
+  const Deployment d(one_p_one_d(), spec);
+  const auto r1 = d.run(closed(16, 2000, 100, 64));
+  const auto r2 = d.run(closed(16, 2000, 100, 64));
+  EXPECT_EQ(r1.summary.ttft_ms.p99, r2.summary.ttft_ms.p99);
+  EXPECT_EQ(r1.summary.itl_ms.avg, r2.summary.itl_ms.avg);
+  EXPECT_EQ(r1.end_s, r2.end_s);
+}
+
+TEST(Disagg, TopologyThatDoesNotFitTheNodesIsAnError) {
+  DeploymentSpec spec = reference_spec();
+  TopologyChoice t = one_p_one_d();
+  t.decode_workers = 2;
+  EXPECT_THROW(Deployment(t, spec), Error);
+  spec.nodes = 3;
+  EXPECT_NO_THROW(Deployment(t, spec));
+}
+
+TEST(Disagg, MtpWithFullAcceptanceCutsDecodeSteps) {
+  DeploymentSpec spec = reference_spec();
+  const Deployment plain(one_p_one_d(), spec);
+  spec.mtp = MtpConfig{2, {1.0}, draft_cost_fraction(*spec.model), 5};
+  const Deployment mtp(one_p_one_d(), spec);
+  const auto rp = plain.run(closed(1, 1000, 301, 1));
+  const auto rm = mtp.run(closed(1, 1000, 301, 1));
+  // 300 tokens after the first: 300 decode steps plain, 100 with 3 tokens per step.
+  EXPECT_LT(rm.summary.itl_ms.p50 * 2.0, rp.summary.itl_ms.p50);
+  EXPECT_EQ(rm.summary.total_output_tokens, 301);
+}
+
+}  // namespace
+}  // namespace servesim::sim
