@@ -178,7 +178,8 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
     std::int64_t n = decode ? batch_.tokens_per_decode_seq : r.num_tokens() - r.computed;
     if (!decode && threshold > 0 && n > threshold) n = threshold;
     n = std::min(n, budget);
-    std::int64_t need = blocks_for(r.computed + n) - r.blocks;
+    // Most decode steps stay inside the last block: skip the division then.
+    std::int64_t need = r.computed + n > r.blocks * cfg_.block_size ? blocks_for(r.computed + n) - r.blocks : 0;
     bool scheduled = true;
     while (need > 0 && !pool_.allocate(need)) {
       // Out of blocks: preempt the newest running request (possibly this one) and retry.
