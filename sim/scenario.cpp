@@ -84,7 +84,11 @@ const std::vector<std::string>& engine_keys() {
 Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   Scenario s;
   s.source = file;
-  s.json = parse_json(json_text, file);
+  try {
+    s.json = parse_json(json_text, file);
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    throw Error(file, "", std::string("invalid JSON: ") + e.what());
+  }
   const JsonReader j(s.json, file);
   check_keys(j, scenario_keys());
   s.model = j.string_or("model", s.model);
@@ -119,10 +123,15 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   return s;
 }
 
-Scenario load_scenario(const std::string& path) {
-  const nlohmann::json j = read_json_file(path);
-  return parse_scenario(j.dump(), path);
+nlohmann::json read_scenario_file(const std::string& path) {
+  try {
+    return read_json_file(path);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path, "", std::string("invalid JSON: ") + e.what());
+  }
 }
+
+Scenario load_scenario(const std::string& path) { return parse_scenario(read_scenario_file(path).dump(), path); }
 
 nlohmann::json default_scenario_json() {
   return parse_json(data::get("sim/data/default_scenario.json"), "sim/data/default_scenario.json");

@@ -38,6 +38,8 @@ struct Scenario {
 // workload (traces, schedules) resolve against its folder.
 Scenario parse_scenario(std::string_view json_text, const std::string& file);
 Scenario load_scenario(const std::string& path);
+// The JSON of a file; every parse failure (syntax, numbers out of range) as servesim::Error.
+nlohmann::json read_scenario_file(const std::string& path);
 // The embedded default (sim/data/default_scenario.json) as JSON, for flags to override.
 nlohmann::json default_scenario_json();
 // Field names a scenario accepts at the top level and under "engine".

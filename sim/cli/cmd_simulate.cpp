@@ -72,7 +72,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
 
 // The scenario JSON: the file or the embedded default, with every given flag applied.
 sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
-  nlohmann::json j = o.scenario.empty() ? sim::default_scenario_json() : read_json_file(o.scenario);
+  nlohmann::json j = o.scenario.empty() ? sim::default_scenario_json() : sim::read_scenario_file(o.scenario);
   if (!j.is_object()) throw Error(o.scenario, "", "expected a JSON object");
   auto set = [&](const char* key, const auto& v) {
     if (v) j[key] = *v;

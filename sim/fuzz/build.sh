@@ -13,4 +13,4 @@ clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
   -I"$root" -o "$out/scenario_fuzz" "$root/sim/fuzz/scenario_fuzz.cpp" "$root/sim/scenario.cpp" \
   "$root/sim/router/router.cpp" "$root/sim/engine/worker.cpp" "$root/sim/scheduler/"*.cpp \
   "$root/common/"*.cpp "$build/common/embedded_data.cpp" "$root/hwmodels/catalog.cpp" "$root/workloads/"*.cpp
-"$out/scenario_fuzz" -max_total_time="$secs" -max_len=4096 "$out/corpus"
+cd "$out" && ./scenario_fuzz -max_total_time="$secs" -max_len=4096 "$out/corpus"
