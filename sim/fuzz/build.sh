@@ -4,7 +4,7 @@
 # BUILD_DIR is an existing CMake build of the project (for the generated embedded-data source).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build-sim}
+build=$(cd "${1:-$root/build-sim}" && pwd)
 secs=${2:-180}
 out=$build/fuzz
 mkdir -p "$out/corpus"
