@@ -19,6 +19,9 @@ nlohmann::json parse_json(std::string_view text, const std::string& file) {
     }
     throw Error(file, "line " + std::to_string(line) + ", column " + std::to_string(col),
                 "invalid JSON");
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range: a number too large for a double.
+    throw Error(file, "", std::string("invalid JSON (") + e.what() + ")");
   }
 }
 
