@@ -1,14 +1,283 @@
-// _servesim: the pybind11 face of servesim. Returns plain Python data (dicts, lists, floats);
-// the pure-Python package python/servesim/ wraps it (DataFrames, plots).
+// _servesim: the pybind11 face of servesim. Every function takes and returns plain Python data
+// (dicts, lists, floats); the data comes from sim/api, the same code the CLI's --format json
+// prints. The pure-Python package python/servesim/ wraps it (signatures, DataFrames, Dask,
+// plots). Long runs (simulate, sweep, plan) release the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "common/error.hpp"
+#include "common/text.hpp"
+#include "sim/api/api.hpp"
 
 namespace py = pybind11;
+using nlohmann::json;
+
+namespace {
+
+// ---- Python <-> JSON --------------------------------------------------------------------------
+
+py::object to_py(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return py::none();
+    case json::value_t::boolean: return py::bool_(j.get<bool>());
+    case json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
+    case json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case json::value_t::number_float: return py::float_(j.get<double>());
+    case json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case json::value_t::array: {
+      py::list l(j.size());
+      std::size_t i = 0;
+      for (const auto& x : j) l[i++] = to_py(x);
+      return std::move(l);
+    }
+    case json::value_t::object: {
+      py::dict d;
+      for (const auto& [k, v] : j.items()) d[py::str(k)] = to_py(v);
+      return std::move(d);
+    }
+    default: return py::none();
+  }
+}
+
+json to_json(py::handle h, const std::string& where) {
+  if (h.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(h)) return h.cast<bool>();
+  if (py::isinstance<py::int_>(h)) return h.cast<std::int64_t>();
+  if (py::isinstance<py::float_>(h)) return h.cast<double>();
+  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  if (py::isinstance<py::dict>(h)) {
+    json o = json::object();
+    for (auto [k, v] : h.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(k)) throw servesim::Error(where, py::str(k).cast<std::string>(), "keys must be strings");
+      const std::string key = k.cast<std::string>();
+      o[key] = to_json(v, where);
+    }
+    return o;
+  }
+  if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
+    json a = json::array();
+    for (auto v : h) a.push_back(to_json(v, where));
+    return a;
+  }
+  // numpy scalars and other number-likes
+  if (py::hasattr(h, "__index__")) return py::reinterpret_borrow<py::object>(h).attr("__index__")().cast<std::int64_t>();
+  if (py::hasattr(h, "__float__")) return py::float_(py::reinterpret_borrow<py::object>(h)).cast<double>();
+  throw servesim::Error(where, "", "cannot pass a " + py::str(py::type::of(h).attr("__name__")).cast<std::string>() +
+                                       " (plain Python data only: dict, list, str, int, float, bool, None)");
+}
+
+// A scenario given as a dict or as JSON text.
+json scenario_json(py::handle h) {
+  if (py::isinstance<py::str>(h)) {
+    try {
+      return json::parse(h.cast<std::string>());
+    } catch (const json::exception& e) {
+      throw servesim::Error("scenario", "", std::string("invalid JSON: ") + e.what());
+    }
+  }
+  return to_json(h, "scenario");
+}
+
+// ---- keyword arguments into the api's argument structs ------------------------------------------
+
+// Reads each key of `j` into a field; None keeps the default. finish() rejects what was not read,
+// listing the arguments the function knows.
+class Args {
+ public:
+  Args(std::string fn, const json& j) : fn_(std::move(fn)), j_(j) {
+    if (!j_.is_object()) throw servesim::Error(fn_, "", "arguments must be a dict");
+  }
+  template <class T>
+  Args& opt(const char* key, T& out) {
+    known_.push_back(key);
+    if (j_.contains(key) && !j_[key].is_null()) read(key, j_[key], out);
+    return *this;
+  }
+  template <class T>
+  Args& req(const char* key, T& out) {
+    if (!j_.contains(key) || j_[key].is_null()) throw servesim::Error(fn_, key, "required");
+    return opt(key, out);
+  }
+  void finish() const {
+    for (const auto& [k, v] : j_.items())
+      if (std::find(known_.begin(), known_.end(), k) == known_.end())
+        throw servesim::Error(fn_, k, "unknown argument; known: " + servesim::text::join(known_, ", "));
+  }
+
+ private:
+  void read(const char* k, const json& v, std::string& out) const {
+    if (!v.is_string()) throw servesim::Error(fn_, k, "expected a string, got " + v.dump());
+    out = v.get<std::string>();
+  }
+  void read(const char* k, const json& v, double& out) const {
+    if (!v.is_number() || !std::isfinite(v.get<double>())) throw servesim::Error(fn_, k, "expected a number, got " + v.dump());
+    out = v.get<double>();
+  }
+  void read(const char* k, const json& v, std::int64_t& out) const {
+    double d = 0;
+    read(k, v, d);
+    if (d != std::floor(d) || std::fabs(d) > 9e15) throw servesim::Error(fn_, k, "expected a whole number, got " + v.dump());
+    out = static_cast<std::int64_t>(d);
+  }
+  void read(const char* k, const json& v, int& out) const {
+    std::int64_t i = 0;
+    read(k, v, i);
+    if (i < -(1LL << 30) || i > (1LL << 30)) throw servesim::Error(fn_, k, "out of range: " + v.dump());
+    out = static_cast<int>(i);
+  }
+  template <class T>
+  void read(const char* k, const json& v, std::optional<T>& out) const {
+    T x{};
+    read(k, v, x);
+    out = x;
+  }
+  // A list of strings or numbers for CSV flags (precisions, gpus, concurrency).
+  void read_csv(const char* k, const json& v, std::string& out) const {
+    if (!v.is_array()) return read(k, v, out);
+    std::vector<std::string> parts;
+    for (const auto& x : v) {
+      if (x.is_string()) parts.push_back(x.get<std::string>());
+      else if (x.is_number_integer()) parts.push_back(std::to_string(x.get<std::int64_t>()));
+      else throw servesim::Error(fn_, k, "expected strings or whole numbers, got " + x.dump());
+    }
+    out = servesim::text::join(parts, ",");
+  }
+
+ public:
+  Args& csv(const char* key, std::string& out) {
+    known_.push_back(key);
+    if (j_.contains(key) && !j_[key].is_null()) read_csv(key, j_[key], out);
+    return *this;
+  }
+
+ private:
+  std::string fn_;
+  const json& j_;
+  std::vector<std::string> known_;
+};
+
+servesim::api::MemoryArgs memory_args(const json& j) {
+  servesim::api::MemoryArgs a;
+  Args r("memory()", j);
+  r.opt("model", a.model).opt("model_file", a.model_file).req("gpu", a.gpu).opt("precision", a.precision)
+      .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("context", a.context)
+      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("max_num_seqs", a.max_num_seqs)
+      .opt("max_num_batched_tokens", a.max_num_batched_tokens).opt("num_speculative_tokens", a.num_speculative_tokens)
+      .finish();
+  return a;
+}
+
+servesim::api::MinGpusArgs min_gpus_args(const json& j) {
+  servesim::api::MinGpusArgs a;
+  Args r("min_gpus()", j);
+  r.req("model", a.model).csv("precisions", a.precisions).csv("gpus", a.gpus).opt("policy", a.policy)
+      .opt("concurrency", a.concurrency).opt("context", a.context).finish();
+  return a;
+}
+
+servesim::api::StepArgs step_args(const json& j) {
+  servesim::api::StepArgs a;
+  Args r("step()", j);
+  r.req("model", a.model).req("gpu", a.gpu).opt("precision", a.precision).opt("kv_cache_dtype", a.kv_cache_dtype)
+      .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("batch", a.batch).opt("context", a.context)
+      .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).finish();
+  return a;
+}
+
+servesim::api::PlanArgs plan_args(const json& j) {
+  servesim::api::PlanArgs a;
+  Args r("plan()", j);
+  r.opt("model", a.model).opt("instance", a.instance).opt("nodes", a.nodes).opt("precision", a.precision)
+      .opt("kv_cache_dtype", a.kv_cache_dtype).opt("topology", a.topology).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep)
+      .opt("replicas", a.replicas).opt("prefill_workers", a.prefill_workers).opt("decode_workers", a.decode_workers)
+      .opt("encode_workers", a.encode_workers).opt("prefill_tp", a.prefill_tp).opt("decode_tp", a.decode_tp)
+      .opt("isl", a.isl).opt("osl", a.osl).csv("concurrency", a.concurrency).opt("requests", a.requests).opt("seed", a.seed)
+      .opt("router", a.router).opt("max_num_seqs", a.max_num_seqs).opt("max_num_batched_tokens", a.max_num_batched_tokens)
+      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("num_speculative_tokens", a.num_speculative_tokens)
+      .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms)
+      .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("threads", a.threads).finish();
+  return a;
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_servesim, m) {
   m.doc() = "servesim: simulate LLM serving clusters and plan GPU capacity";
   m.attr("__version__") = "0.1.0";
   static py::exception<servesim::Error> error_type(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const servesim::Error& e) {
+      error_type(e.what());
+    } catch (const json::exception& e) {   // a malformed value deep inside a document
+      error_type(e.what());
+    }
+  });
+  namespace api = servesim::api;
+
+  m.def("gpus", [] { return to_py(api::gpus()); }, "The GPU catalogue: a list of dicts");
+  m.def("instances", [] { return to_py(api::instances()); }, "The instance catalogue: a list of dicts");
+  m.def("models", [] { return to_py(api::models()); }, "The model catalogue: a list of dicts");
+  m.def("model", [](const std::string& name) { return to_py(api::model(name)); }, py::arg("name"),
+        "One model's architecture and parameter counts");
+  m.def("memory", [](py::dict kw) { return to_py(api::memory(memory_args(to_json(kw, "memory()")))); }, py::arg("args"),
+        "Per-GPU memory plan of one replica (dict of `servesim memory` flags)");
+  m.def("min_gpus", [](py::dict kw) { return to_py(api::min_gpus(min_gpus_args(to_json(kw, "min_gpus()")))); },
+        py::arg("args"), "Minimum-GPU table (dict of `servesim min-gpus` flags)");
+  m.def("op_time", [](const std::string& kind, py::dict kw) { return to_py(api::op_time(kind, to_json(kw, "op " + kind))); },
+        py::arg("op"), py::arg("args"), "Predicted time of one kernel or collective (`servesim op`)");
+  m.attr("op_kinds") = api::op_kinds();
+  m.def("step", [](py::dict kw) { return to_py(api::step(step_args(to_json(kw, "step()")))); }, py::arg("args"),
+        "One decode and one prefill step explained (`servesim step`)");
+  m.def("default_scenario", [] { return to_py(api::default_scenario()); }, "The embedded default scenario");
+  m.def("simulate", [](py::object scenario) {
+        const json s = scenario_json(scenario);
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::simulate(s);
+        }
+        return to_py(r);
+      }, py::arg("scenario"), "Simulate one scenario: aiperf-layout dict plus 'summary'");
+  m.def("sweep", [](py::object scenario, const std::string& axis, const std::vector<double>& values, int threads) {
+        const json s = scenario_json(scenario);
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::sweep(s, axis, values, threads);
+        }
+        return to_py(r);
+      }, py::arg("scenario"), py::arg("axis"), py::arg("values"), py::arg("threads") = 0,
+      "The scenario over concurrency or request_rate values: {column: [...]}");
+  m.def("plan", [](py::dict kw) {
+        const auto a = plan_args(to_json(kw, "plan()"));
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::plan(a);
+        }
+        return to_py(r);
+      }, py::arg("args"), "SLO capacity plan (`servesim plan`)");
+  m.def("plan_points", [](py::dict kw) { return api::plan_points(plan_args(to_json(kw, "plan()"))); }, py::arg("args"),
+        "Number of (topology, concurrency) points of a plan");
+  m.def("plan_point", [](py::dict kw, int index) {
+        const auto a = plan_args(to_json(kw, "plan()"));
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::plan_point(a, index);
+        }
+        return to_py(r);
+      }, py::arg("args"), py::arg("index"), "One point of a plan's sweep (a row for plan_finish)");
+  m.def("plan_finish", [](py::dict kw, py::list rows) {
+        return to_py(api::plan_finish(plan_args(to_json(kw, "plan()")), to_json(rows, "plan_finish()")));
+      }, py::arg("args"), py::arg("rows"), "The plan from all points' rows, in index order");
 }

@@ -1,3 +1,238 @@
-"""servesim: simulate LLM serving clusters and plan GPU capacity against latency SLOs."""
-from ._servesim import *  # noqa: F401,F403
+"""servesim: simulate LLM serving clusters and plan GPU capacity against latency SLOs.
+
+Every function returns plain Python data (dicts, lists, floats) — the same data the CLI prints
+with ``--format json``. Keyword arguments mirror the CLI's flags with underscores
+(``--kv-cache-dtype`` -> ``kv_cache_dtype``). Bad input raises :class:`servesim.Error`.
+
+    import servesim
+    servesim.memory("nemotron-3-super", "h200", precision="fp8", tp=2)
+    servesim.op_time("gemm", "h200", m=4096, n=4096, k=4096)
+    res = servesim.sweep(servesim.scenario(isl=2000, osl=500), concurrency=[1, 8, 64])
+    servesim.frame(res)            # pandas.DataFrame, one row per point
+"""
+from __future__ import annotations
+
+import json as _json
+
+from . import _servesim as _c
 from ._servesim import Error, __version__  # noqa: F401
+
+__all__ = ["Error", "gpus", "instances", "models", "model", "memory", "min_gpus", "op_time", "op_kinds", "step",
+           "default_scenario", "scenario", "simulate", "sweep", "plan", "frame"]
+
+op_kinds = list(_c.op_kinds)
+
+
+def gpus():
+    """The GPU catalogue (``servesim list gpus``): a list of dicts, datasheet figures in SI units."""
+    return _c.gpus()
+
+
+def instances():
+    """The instance catalogue (``servesim list instances``): GPUs per node, EFA, $/hour."""
+    return _c.instances()
+
+
+def models():
+    """The model catalogue (``servesim list models``): names and parameter counts."""
+    return _c.models()
+
+
+def model(name):
+    """One model's architecture (layer pattern, widths, experts, vision encoder) and parameter counts."""
+    return _c.model(name)
+
+
+def memory(model, gpu, precision="bf16", tp=1, pp=1, context=None, **engine):
+    """Per-GPU memory plan of one replica (``servesim memory``). ``engine`` takes ep, kv_cache_dtype,
+    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, num_speculative_tokens, model_file."""
+    return _c.memory(dict(model=model, gpu=gpu, precision=precision, tp=tp, pp=pp, context=context, **engine))
+
+
+def min_gpus(model, precisions=("bf16", "nvfp4"), policy="vllm", gpus=None, concurrency=64, context=None):
+    """The minimum-GPU table (``servesim min-gpus``): one dict per (gpu, precision) with ``min_gpus``."""
+    if isinstance(precisions, str):
+        precisions = [precisions]
+    if isinstance(gpus, str):
+        gpus = [gpus]
+    return _c.min_gpus(dict(model=model, precisions=list(precisions), policy=policy, gpus=list(gpus or []),
+                            concurrency=concurrency, context=context))
+
+
+def op_time(op, gpu="h200", /, **shape):
+    """Predicted GPU time of one kernel or collective (``servesim op OP``): a dict with ``seconds``,
+    ``source`` (measured / interpolated / transferred / roofline), ``bound``, ``flops``, ``bytes``.
+    ``op`` is one of ``servesim.op_kinds``; ``shape`` the CLI flags, e.g. m=, n=, k=, dtype= for gemm;
+    op=, gpus=, bytes=, nodes=, instance= for a collective."""
+    return _c.op_time(op, dict(gpu=gpu, **shape))
+
+
+def step(model, gpu, tp=1, precision="bf16", batch=1, context=1024, **kw):
+    """One decode step and one prefill step per layer kind (``servesim step``); ``kw``: pp, ep,
+    kv_cache_dtype, chunk, vision_tiles."""
+    return _c.step(dict(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch, context=context, **kw))
+
+
+def default_scenario():
+    """The embedded default scenario (sim/data/default_scenario.json) as a dict."""
+    return _c.default_scenario()
+
+
+_TOP = {"model": "model", "gpu": "gpu", "gpus": "gpus", "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
+        "ep": "expert_parallel_size", "tensor_parallel_size": "tensor_parallel_size",
+        "pipeline_parallel_size": "pipeline_parallel_size", "expert_parallel_size": "expert_parallel_size",
+        "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed"}
+_ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
+           "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms"]
+_WORKLOAD = ["isl", "osl", "isl_stddev", "osl_stddev", "concurrency", "request_rate", "arrival", "burstiness",
+             "requests", "warmup_requests"]
+
+
+def _as_dict(s):
+    if s is None:
+        return default_scenario()
+    if isinstance(s, str):
+        try:
+            return _json.loads(s)
+        except ValueError as e:
+            raise Error(f"scenario: invalid JSON: {e}") from None
+    if not isinstance(s, dict):
+        raise Error(f"scenario: expected a dict or JSON text, got {type(s).__name__}")
+    return _json.loads(_json.dumps(s))  # a deep copy that is plain JSON data
+
+
+def scenario(base=None, **flags):
+    """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
+    with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, precision, kv_cache_dtype,
+    router, seed; the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
+    request_rate, arrival, burstiness, requests, warmup_requests."""
+    s = _as_dict(base)
+    known = sorted(set(_TOP) | set(_ENGINE) | set(_WORKLOAD))
+    for k in flags:
+        if k not in known:
+            raise Error(f"scenario(): {k}: unknown argument; known: {', '.join(known)}")
+    f = {k: v for k, v in flags.items() if v is not None}
+    short = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "expert_parallel_size": "ep"}
+    for k, key in _TOP.items():
+        if k in f:
+            s.pop(short.get(key, key), None)  # the file may use the short alias
+            s[key] = f[k]
+    eng = s.setdefault("engine", {})
+    for k in _ENGINE:
+        if k in f:
+            eng[k] = f[k]
+    w = s.setdefault("workload", {})
+    for key, sd in (("isl", "isl_stddev"), ("osl", "osl_stddev")):
+        if sd in f and key not in f:
+            raise Error(f"scenario(): {sd}: needs {key} for the mean")
+        if key in f:
+            w[key] = {"kind": "normal", "mean": f[key], "stddev": f[sd]} if f.get(sd) else f[key]
+    if "concurrency" in f and "request_rate" in f:
+        raise Error("scenario(): concurrency: give concurrency or request_rate, not both")
+    if "concurrency" in f:
+        for k in ("request_rate", "fixed_schedule", "schedule_file", "arrival", "burstiness"):
+            w.pop(k, None)
+        w["concurrency"] = f["concurrency"]
+    if "request_rate" in f:
+        for k in ("concurrency", "fixed_schedule", "schedule_file"):
+            w.pop(k, None)
+        w["request_rate"] = f["request_rate"]
+    for k in ("arrival", "burstiness", "requests", "warmup_requests"):
+        if k in f:
+            w[k] = f[k]
+    return s
+
+
+_build_scenario = scenario
+
+
+def simulate(scenario=None, **flags):
+    """Simulates one scenario (``servesim simulate --format json``): the aiperf
+    profile_export_aiperf.json layout (``records``: metric tag -> unit and statistics) plus
+    ``summary`` (the run as one sweep row, per-replica statistics). ``scenario`` is a dict or JSON
+    text in the scenario file layout (None: the embedded default); ``flags`` override it as in
+    :func:`scenario`. The GIL is released while simulating."""
+    s = _build_scenario(scenario, **flags) if flags or scenario is None else scenario
+    return _c.simulate(s)
+
+
+def _axis(concurrency, request_rate):
+    if (concurrency is None) == (request_rate is None):
+        raise Error("sweep(): concurrency: give concurrency=[...] or request_rate=[...] (one of them)")
+    axis, values = ("concurrency", concurrency) if concurrency is not None else ("request_rate", request_rate)
+    if isinstance(values, (int, float)):
+        values = [values]
+    return axis, [float(v) for v in values]
+
+
+def _sweep_point(scenario_text, axis, value):
+    """One sweep point, run where it is scheduled (a Dask worker imports servesim for it)."""
+    from . import _servesim
+    return _servesim.sweep(scenario_text, axis, [value], 1)
+
+
+def _join_columns(parts):
+    out = {}
+    for p in parts:
+        for k, v in p.items():
+            out.setdefault(k, []).extend(v)
+    return out
+
+
+def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, client=None, **flags):
+    """Runs the scenario over a list of concurrencies or request rates (``servesim sweep --format
+    json``): a dict of columns, one value per point, in the order given. ``threads``: local worker
+    threads (default all cores); ``client``: a ``dask.distributed.Client`` to fan the points out
+    over its workers instead. Results do not depend on either."""
+    s = _build_scenario(scenario, **flags) if flags or scenario is None else _as_dict(scenario)
+    axis, values = _axis(concurrency, request_rate)
+    if client is None:
+        return _c.sweep(s, axis, values, int(threads or 0))
+    # Each point is a one-point sweep of the same scenario in a worker process: the same code
+    # and the same per-point seed as the local run, so the columns are identical.
+    text = _json.dumps(s)
+    futures = client.map(_sweep_point, [text] * len(values), [axis] * len(values), values, pure=False)
+    return _join_columns(client.gather(futures))
+
+
+def _plan_point(args, index):
+    from . import _servesim
+    return _servesim.plan_point(args, index)
+
+
+def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=None, ttft_ms=None, itl_ms=None,
+         target_tps=None, concurrency=None, client=None, **kw):
+    """The SLO capacity plan (``servesim plan --format json``): per topology the rightmost swept
+    concurrency under both SLO lines, output tok/s per replica, replicas, GPUs, instances, $/hour
+    and the limiting side (``topologies``), with the sweep behind it (``sweep['columns']``).
+    No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
+    prefill_workers, decode_workers, requests, seed, statistic, ...). ``client``: a Dask client
+    to run the sweep points on."""
+    args = dict(model=model, instance=instance, nodes=nodes, precision=precision, isl=isl, osl=osl, ttft_ms=ttft_ms,
+                itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
+    args = {k: v for k, v in args.items() if v is not None}
+    if isinstance(args.get("concurrency"), (list, tuple)):
+        args["concurrency"] = [int(c) for c in args["concurrency"]]
+    if client is None:
+        return _c.plan(args)
+    n = _c.plan_points(args)  # validates the arguments here, before anything is sent
+    rows = client.gather(client.map(_plan_point, [args] * n, list(range(n)), pure=False))
+    return _c.plan_finish(args, rows)
+
+
+def frame(result):
+    """A pandas.DataFrame of a column result: a sweep (dict of columns), a plan's ``sweep``, or a
+    plan (its ``topologies``, one row each); a simulate() result gives its one-row summary."""
+    import pandas as pd
+
+    if isinstance(result, dict):
+        if "topologies" in result:
+            return pd.DataFrame(result["topologies"])
+        if "columns" in result:
+            return pd.DataFrame(result["columns"])
+        if "records" in result and "summary" in result:
+            return pd.DataFrame([{k: v for k, v in result["summary"].items() if not isinstance(v, (list, dict))}])
+        return pd.DataFrame(result)
+    if isinstance(result, list):
+        return pd.DataFrame(result)
+    raise Error(f"frame(): expected a sweep, plan or simulate result, got {type(result).__name__}")

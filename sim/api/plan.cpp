@@ -1,0 +1,247 @@
+// api: `servesim plan` — a concurrency sweep of each topology on instances (points in parallel),
+// then the SLO capacity plan read off it. The study can also run point by point (plan_point)
+// so that the points may be computed elsewhere and joined by plan_finish.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/min_gpus.hpp"
+#include "models/model_spec.hpp"
+#include "sim/api/api.hpp"
+#include "sim/studies/plan.hpp"
+#include "sim/topology/deployment.hpp"
+
+namespace servesim::api {
+namespace {
+
+// The reference study (MISSION.md) when no model is named.
+std::string apply_reference(PlanArgs& o) {
+  if (!o.model.empty()) return "";
+  o.model = "nemotron-3.5-super-vl";
+  if (o.instance.empty()) o.instance = "p5en.48xlarge";
+  if (o.nodes == 0) o.nodes = 2;
+  if (o.precision.empty()) o.precision = "bf16";
+  if (o.isl == 0) o.isl = 4000;
+  if (o.osl == 0) o.osl = 500;
+  if (o.ttft_ms == 0) o.ttft_ms = 600;
+  if (o.itl_ms == 0) o.itl_ms = 100;
+  if (o.target_tps == 0) o.target_tps = 10000;
+  return "reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge (16 H200), BF16, aggregated vs 1P1D "
+         "disaggregated, ISL 4000 / OSL 500, SLO TTFT 600 ms / ITL 100 ms, target 10000 output tok/s";
+}
+
+// Everything the points share: the deployments (memory plans, cost models) and the axis.
+struct Study {
+  PlanArgs o;
+  std::string ran;
+  sim::PlanSlo slo;
+  sim::DeploymentSpec spec;
+  std::vector<std::unique_ptr<sim::Deployment>> deps;
+  std::vector<int> conc;
+
+  explicit Study(PlanArgs args) : o(std::move(args)) {
+    ran = apply_reference(o);
+    if (o.instance.empty()) throw Error("--instance", "", "required (servesim list instances)");
+    if (o.nodes < 1) throw Error("--nodes", "", "must be >= 1");
+    if (o.isl < 1) throw Error("--isl", "", "must be >= 1");
+    if (o.osl < 1) throw Error("--osl", "", "must be >= 1");
+    if (o.requests && *o.requests < 1) throw Error("--requests", "", "must be >= 1");
+    if (o.seed < 0) throw Error("--seed", "", "must be >= 0");
+    slo = {o.ttft_ms, o.itl_ms, sim::parse_statistic(o.statistic), o.target_tps};
+    slo.validate();
+
+    const auto& cat = hw::Catalog::global();
+    spec.model = &models::model(o.model);
+    spec.instance = &cat.instance(o.instance);
+    spec.gpu = &cat.gpu(spec.instance->gpu);
+    spec.nodes = o.nodes;
+    spec.weights = hw::parse_precision(o.precision.empty() ? "bf16" : o.precision);
+    spec.kv_dtype = o.kv_cache_dtype.empty() || text::iequals(o.kv_cache_dtype, "auto")
+                        ? models::checkpoint_kv_dtype(spec.weights)
+                        : hw::parse_precision(o.kv_cache_dtype, "--kv-cache-dtype");
+    spec.seed = static_cast<std::uint64_t>(o.seed);
+    spec.router = sim::parse_router(o.router, "--router");
+    if (o.max_num_seqs) spec.engine.max_num_seqs = *o.max_num_seqs;
+    if (o.max_num_batched_tokens) spec.engine.max_num_batched_tokens = *o.max_num_batched_tokens;
+    if (o.gpu_memory_utilization) spec.engine.gpu_memory_utilization = *o.gpu_memory_utilization;
+    if (o.num_speculative_tokens && *o.num_speculative_tokens > 0) {
+      spec.mtp.draft_tokens = *o.num_speculative_tokens;
+      for (const auto& s : text::split_csv(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance)) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (!end || *end || s.empty()) throw Error("--mtp-acceptance", "", "'" + s + "' is not a number");
+        spec.mtp.acceptance.push_back(v);
+      }
+      spec.mtp.draft_cost_fraction = sim::draft_cost_fraction(*spec.model);
+      spec.mtp.seed = spec.seed;
+      spec.mtp.validate("--mtp-acceptance");
+    }
+
+    // Default worker shape: the smallest that serves the model on this GPU (models/min_gpus).
+    models::Parallelism base;
+    if (!o.tp || !o.prefill_tp || !o.decode_tp) {
+      const auto mg = models::min_gpus(*spec.model, *spec.gpu, spec.weights);
+      if (mg.min_gpus == 0)
+        throw Error("--model", "", spec.model->name + " does not fit on " + spec.gpu->name + " at " +
+                                       std::string(hw::to_string(spec.weights)) + ": " + mg.note);
+      base = mg.par;
+    }
+    auto shaped = [&](std::optional<int> tp) {
+      models::Parallelism p = base;
+      if (tp) p.tp = *tp;
+      if (o.pp) p.pp = *o.pp;
+      if (o.ep) p.ep = *o.ep;
+      return p;
+    };
+    std::vector<sim::TopologyChoice> topos;
+    const std::string t = text::lower(o.topology);
+    if (t != "agg" && t != "disagg" && t != "both" && t != "aggregated" && t != "disaggregated")
+      throw Error("--topology", "", "unknown topology '" + o.topology + "'; known: agg, disagg, both");
+    if (t == "agg" || t == "aggregated" || t == "both") {
+      sim::TopologyChoice a;
+      a.agg = shaped(o.tp);
+      if (o.replicas) a.replicas = *o.replicas;
+      topos.push_back(a);
+    }
+    if (t == "disagg" || t == "disaggregated" || t == "both") {
+      sim::TopologyChoice d;
+      d.kind = sim::TopologyChoice::Kind::disaggregated;
+      d.prefill = shaped(o.prefill_tp ? o.prefill_tp : o.tp);
+      d.decode = shaped(o.decode_tp ? o.decode_tp : o.tp);
+      d.encode = shaped(o.tp);
+      d.prefill_workers = o.prefill_workers;
+      d.decode_workers = o.decode_workers;
+      d.encode_workers = o.encode_workers;
+      topos.push_back(d);
+    }
+    for (const auto& tc : topos) deps.push_back(std::make_unique<sim::Deployment>(tc, spec));
+
+    for (const auto& s : text::split_csv(o.concurrency)) {
+      char* end = nullptr;
+      const long v = std::strtol(s.c_str(), &end, 10);
+      if (!end || *end || v < 1 || v > 100000) throw Error("--concurrency", "", "'" + s + "' is not a client count >= 1");
+      conc.push_back(static_cast<int>(v));
+    }
+    if (conc.empty()) throw Error("--concurrency", "", "is empty");
+  }
+
+  int points() const { return static_cast<int>(deps.size() * conc.size()); }
+
+  sim::SweepRow run(int k) const {
+    if (k < 0 || k >= points()) throw Error("plan_point", "index", "must be in [0, " + std::to_string(points()) + ")");
+    const auto& d = *deps[static_cast<std::size_t>(k) / conc.size()];
+    const int c = conc[static_cast<std::size_t>(k) % conc.size()];
+    workloads::WorkloadConfig wc;
+    wc.arrival = workloads::Arrival::concurrency;
+    wc.concurrency = c;
+    wc.requests = o.requests ? *o.requests : std::max<std::int64_t>(200, 8LL * c);
+    wc.warmup_requests = c;
+    wc.seed = spec.seed;
+    wc.isl = workloads::LengthDist::fixed_at(o.isl);
+    wc.osl = workloads::LengthDist::fixed_at(o.osl);
+    return sim::sweep_row(d.name(), c, d.run(wc).summary, d.gpus());
+  }
+
+  nlohmann::json finish(const std::vector<sim::SweepRow>& rows) const {
+    std::vector<sim::TopologyUnit> units;
+    for (const auto& d : deps) units.push_back(d->unit());
+    const auto plan = sim::plan_capacity(rows, units, slo);
+    nlohmann::json j;
+    if (!ran.empty()) j["ran"] = ran;
+    j["model"] = spec.model->name;
+    j["instance"] = spec.instance->name;
+    j["nodes"] = o.nodes;
+    j["precision"] = std::string(hw::to_string(spec.weights));
+    j["isl"] = o.isl;
+    j["osl"] = o.osl;
+    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    j["ttft_ms"] = slo.ttft_ms;   // flat copies for python/servesim/plot.py
+    j["itl_ms"] = slo.itl_ms;
+    j["statistic"] = std::string(sim::to_string(slo.statistic));
+    j["target"] = {{"output_tps", slo.target_tps}};
+    j["topologies"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      auto r = plan[i].to_json();
+      r["gpus_per_replica"] = units[i].gpus;
+      r["instances_per_replica"] = units[i].instances;
+      r["deployment"] = deps[i]->describe();
+      j["topologies"].push_back(r);
+    }
+    j["sweep"] = {{"columns", sim::sweep_columns(rows)}};
+    return j;
+  }
+};
+
+nlohmann::json row_json(const sim::SweepRow& r) {
+  return {{"topology", r.topology}, {"concurrency", r.concurrency},
+          {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
+          {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
+          {"output_tps_per_user", r.output_tps_per_user}};
+}
+
+sim::SweepRow row_from(const nlohmann::json& j) {
+  try {
+    sim::SweepRow r;
+    r.topology = j.at("topology").get<std::string>();
+    r.concurrency = j.at("concurrency").get<int>();
+    for (int i = 0; i < 3; ++i) {
+      r.ttft_ms[i] = j.at("ttft_ms").at(static_cast<std::size_t>(i)).get<double>();
+      r.itl_ms[i] = j.at("itl_ms").at(static_cast<std::size_t>(i)).get<double>();
+    }
+    r.output_tps = j.at("output_tps").get<double>();
+    r.output_tps_per_gpu = j.at("output_tps_per_gpu").get<double>();
+    r.output_tps_per_user = j.at("output_tps_per_user").get<double>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("plan_finish", "rows", std::string("not a row from plan_point: ") + e.what());
+  }
+}
+
+}  // namespace
+
+nlohmann::json plan(const PlanArgs& a) {
+  const Study st(a);
+  const int n = st.points();
+  std::vector<sim::SweepRow> rows(static_cast<std::size_t>(n));
+  std::atomic<int> next{0};
+  std::exception_ptr failure;
+  std::mutex fail_mu;
+  auto work = [&] {
+    for (int k; (k = next++) < n;) {
+      try {
+        rows[static_cast<std::size_t>(k)] = st.run(k);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(fail_mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int i = 1; i < std::min(threads, n); ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+  return st.finish(rows);
+}
+
+int plan_points(const PlanArgs& a) { return Study(a).points(); }
+
+nlohmann::json plan_point(const PlanArgs& a, int index) { return row_json(Study(a).run(index)); }
+
+nlohmann::json plan_finish(const PlanArgs& a, const nlohmann::json& rows) {
+  const Study st(a);
+  if (!rows.is_array() || static_cast<int>(rows.size()) != st.points())
+    throw Error("plan_finish", "rows", "expected " + std::to_string(st.points()) + " rows from plan_point, in index order");
+  std::vector<sim::SweepRow> r;
+  for (const auto& x : rows) r.push_back(row_from(x));
+  return st.finish(r);
+}
+
+}  // namespace servesim::api

@@ -1,0 +1,193 @@
+// api: one kernel's predicted time (`servesim op`) and one engine step explained (`servesim step`).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "models/min_gpus.hpp"
+#include "models/step_cost.hpp"
+#include "sim/api/api.hpp"
+
+namespace servesim::api {
+namespace {
+
+// The op's arguments: each read at most once, unknown or missing ones named with the known list.
+class OpArgs {
+ public:
+  OpArgs(std::string_view kind, const nlohmann::json& j, std::vector<std::string> known)
+      : where_("op " + std::string(kind)), j_(j), known_(std::move(known)) {
+    known_.insert(known_.begin(), "gpu");
+    if (!j_.is_object()) throw Error(where_, "", "arguments must be an object");
+    for (const auto& [k, v] : j_.items())
+      if (std::find(known_.begin(), known_.end(), k) == known_.end())
+        throw Error(where_, k, "unknown argument; known: " + text::join(known_, ", "));
+  }
+  double number(const std::string& k, std::optional<double> dflt = std::nullopt) const {
+    if (!j_.contains(k) || j_[k].is_null()) {
+      if (!dflt) throw Error(where_, k, "required; arguments: " + text::join(known_, ", "));
+      return *dflt;
+    }
+    if (!j_[k].is_number()) throw Error(where_, k, "expected a number, got " + j_[k].dump());
+    const double v = j_[k].get<double>();
+    if (!std::isfinite(v)) throw Error(where_, k, "must be finite");
+    return v;
+  }
+  std::int64_t integer(const std::string& k, std::optional<std::int64_t> dflt = std::nullopt, std::int64_t min = 1) const {
+    const double v = number(k, dflt ? std::optional<double>(double(*dflt)) : std::nullopt);
+    if (v != std::floor(v) || v < double(min) || v > 9e15)
+      throw Error(where_, k, "expected a whole number >= " + std::to_string(min) + ", got " + j_[k].dump());
+    return static_cast<std::int64_t>(v);
+  }
+  int small(const std::string& k, std::optional<int> dflt = std::nullopt) const {
+    const auto v = integer(k, dflt ? std::optional<std::int64_t>(*dflt) : std::nullopt);
+    if (v > (1 << 30)) throw Error(where_, k, "too large: " + std::to_string(v));
+    return static_cast<int>(v);
+  }
+  std::string str(const std::string& k, const std::string& dflt) const {
+    if (!j_.contains(k) || j_[k].is_null()) return dflt;
+    if (!j_[k].is_string()) throw Error(where_, k, "expected a string, got " + j_[k].dump());
+    return j_[k].get<std::string>();
+  }
+
+ private:
+  std::string where_;
+  const nlohmann::json& j_;
+  std::vector<std::string> known_;
+};
+
+nlohmann::json op_json(const std::string& what, const hw::GpuSpec& gpu, const hw::OpTime& t, nlohmann::json shape) {
+  const auto& km = hw::kernel_model(gpu);
+  return {{"op", what},
+          {"gpu", gpu.name},
+          {"shape", std::move(shape)},
+          {"seconds", t.seconds},
+          {"source", hw::to_string(t.source)},
+          {"bound", hw::to_string(t.bound)},
+          {"flops", t.flops},
+          {"bytes", t.bytes},
+          {"achieved_flops_per_s", t.seconds > 0 ? t.flops / t.seconds : 0.0},
+          {"achieved_bytes_per_s", t.seconds > 0 ? t.bytes / t.seconds : 0.0},
+          {"provenance", km.provenance()}};
+}
+
+const std::map<std::string, std::vector<std::string>>& op_table() {
+  static const std::map<std::string, std::vector<std::string>> t = {
+      {"gemm", {"m", "n", "k", "dtype"}},
+      {"grouped-gemm", {"experts", "tokens", "n", "k", "dtype", "skew"}},
+      {"attention-prefill", {"batch", "seq", "heads", "kv_heads", "head_dim"}},
+      {"attention-decode", {"batch", "context", "heads", "kv_heads", "head_dim"}},
+      {"mamba-scan", {"batch", "seqlen", "heads", "head_dim", "d_state", "groups"}},
+      {"mamba-step", {"batch", "heads", "head_dim", "d_state", "groups"}},
+      {"collective", {"op", "gpus", "bytes", "nodes", "instance"}},
+  };
+  return t;
+}
+
+}  // namespace
+
+const std::vector<std::string>& op_kinds() {
+  static const std::vector<std::string> k = {"gemm", "grouped-gemm", "attention-prefill", "attention-decode",
+                                             "mamba-scan", "mamba-step", "collective"};
+  return k;
+}
+
+nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
+  std::string kind = text::lower(kind_in);
+  std::replace(kind.begin(), kind.end(), '_', '-');
+  const auto it = op_table().find(kind);
+  if (it == op_table().end())
+    throw Error("op", "", "unknown op '" + std::string(kind_in) + "'; known: " + text::join(op_kinds(), ", "));
+  const OpArgs a(kind, args, it->second);
+  const auto& g = hw::Catalog::global().gpu(a.str("gpu", "h200"));
+  const auto& km = hw::kernel_model(g);
+  if (kind == "gemm") {
+    const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
+    const auto m = a.integer("m"), n = a.integer("n"), k = a.integer("k");
+    return op_json(kind, g, km.gemm(m, n, k, p), {{"m", m}, {"n", n}, {"k", k}, {"dtype", hw::to_string(p)}});
+  }
+  if (kind == "grouped-gemm") {
+    const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
+    const int e = a.small("experts");
+    const auto t = a.integer("tokens"), n = a.integer("n"), k = a.integer("k");
+    const double skew = a.number("skew", 0.0);
+    if (skew < 0) throw Error("op grouped-gemm", "skew", "must be >= 0");
+    return op_json(kind, g, km.grouped_gemm(e, t, n, k, p, skew),
+                   {{"experts", e}, {"tokens", t}, {"n", n}, {"k", k}, {"dtype", hw::to_string(p)}, {"skew", skew}});
+  }
+  if (kind == "attention-prefill" || kind == "attention-decode") {
+    const bool prefill = kind == "attention-prefill";
+    const char* len = prefill ? "seq" : "context";
+    const int b = a.small("batch"), h = a.small("heads"), kv = a.small("kv_heads"), d = a.small("head_dim");
+    const auto s = a.integer(len);
+    const auto t = prefill ? km.attention_prefill(b, s, h, kv, d) : km.attention_decode(b, s, h, kv, d);
+    return op_json(kind, g, t, {{"batch", b}, {len, s}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d}});
+  }
+  if (kind == "mamba-scan" || kind == "mamba-step") {
+    const bool scan = kind == "mamba-scan";
+    const int b = a.small("batch"), h = a.small("heads"), d = a.small("head_dim"), ds = a.small("d_state"), gr = a.small("groups");
+    nlohmann::json shape = {{"batch", b}, {"heads", h}, {"head_dim", d}, {"d_state", ds}, {"groups", gr}};
+    if (scan) {
+      const auto s = a.integer("seqlen");
+      shape["seqlen"] = s;
+      return op_json(kind, g, km.mamba_scan(b, s, h, d, ds, gr), shape);
+    }
+    return op_json(kind, g, km.mamba_step(b, h, d, ds, gr), shape);
+  }
+  // collective
+  const auto c = hw::parse_collective(a.str("op", ""), "--op");
+  const int gpus = a.small("gpus"), nodes = a.small("nodes", 1);
+  const double bytes = a.number("bytes");
+  if (bytes < 0) throw Error("op collective", "bytes", "must be >= 0");
+  const std::string iname = a.str("instance", "");
+  const hw::InstanceSpec* inst = iname.empty() ? nullptr : &hw::Catalog::global().instance(iname);
+  if (nodes > 1 && !inst) throw Error("--instance", "", "required when --nodes > 1");
+  nlohmann::json shape = {{"op", hw::to_string(c)}, {"gpus", gpus}, {"nodes", nodes}, {"bytes", bytes}};
+  if (inst) shape["instance"] = inst->name;
+  return op_json(kind, g, km.collective(c, bytes, {gpus, nodes, inst}), shape);
+}
+
+namespace {
+
+nlohmann::json parts_json(const models::StepTime& t) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& p : t.parts)
+    a.push_back({{"kind", p.kind}, {"op", p.op}, {"seconds", p.seconds}, {"bound", p.bound}, {"source", p.source}, {"layers", p.layers}});
+  return {{"seconds", t.seconds}, {"parts", a}};
+}
+
+}  // namespace
+
+nlohmann::json step(const StepArgs& a) {
+  const auto& m = models::model(a.model);
+  const auto& gpu = hw::Catalog::global().gpu(a.gpu);
+  const auto wp = hw::parse_precision(a.precision);
+  const auto kv = a.kv_cache_dtype.empty() || text::iequals(a.kv_cache_dtype, "auto")
+                      ? models::checkpoint_kv_dtype(wp)
+                      : hw::parse_precision(a.kv_cache_dtype, "--kv-cache-dtype");
+  if (a.batch < 1) throw Error("--batch", "", "must be >= 1");
+  if (a.context < 1) throw Error("--context", "", "must be >= 1");
+  if (a.chunk < 0) throw Error("--chunk", "", "must be >= 0");
+  if (a.vision_tiles < 0) throw Error("--vision-tiles", "", "must be >= 0");
+  const models::Parallelism par{a.tp, a.pp, a.ep};
+  (void)models::plan_memory(m, gpu, wp, par, {});  // validates the shape and that it fits
+  const auto cost = models::make_step_cost(m, gpu, wp, par, kv);
+  models::StepBatch dec;
+  dec.decode_seqs = a.batch;
+  dec.decode_context_tokens = std::int64_t(a.batch) * a.context;
+  models::StepBatch pre;
+  const std::int64_t c = a.chunk > 0 ? std::min<std::int64_t>(a.chunk, a.context) : a.context;
+  pre.prefill_seqs = a.batch;
+  pre.prefill_tokens = std::int64_t(a.batch) * c;
+  const double prior = double(a.context - c);
+  pre.prefill_attention_pairs = a.batch * (double(c) * prior + double(c) * (c + 1) / 2.0);
+  pre.vision_tiles = a.vision_tiles;
+  return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
+          {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", a.tp}, {"pp", a.pp}, {"ep", a.ep},
+          {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
+          {"decode", parts_json(cost->breakdown(dec))}, {"prefill", parts_json(cost->breakdown(pre))},
+          {"provenance", cost->provenance()}, {"estimate", m.estimate}};
+}
+
+}  // namespace servesim::api

@@ -1,0 +1,20 @@
+"""Shared helpers: the `servesim` CLI (SERVESIM_BIN, set by ctest) to compare against."""
+import json
+import os
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def cli():
+    exe = os.environ.get("SERVESIM_BIN")
+    if not exe or not os.path.exists(exe):
+        pytest.skip("SERVESIM_BIN is not set to the servesim executable")
+
+    def run(*args):
+        out = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    return run

@@ -1,0 +1,63 @@
+"""plan() through the bindings: the replica arithmetic by hand, equality with the CLI, charts."""
+import math
+import os
+
+import pytest
+
+import servesim
+
+# A small study that runs in seconds: Nemotron 3 Nano on one p5en.48xlarge.
+ARGS = dict(model="nemotron-3-nano", instance="p5en.48xlarge", nodes=1, precision="bf16", isl=1000, osl=100,
+            ttft_ms=300, itl_ms=20, target_tps=20000, concurrency=[1, 4, 16, 64], requests=100)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return servesim.plan(**ARGS)
+
+
+def test_plan_replicas_by_hand(plan):
+    inst = next(i for i in servesim.instances() if i["name"] == "p5en.48xlarge")
+    assert [t["name"] for t in plan["topologies"]] == ["aggregated", "disaggregated-1p1d"]
+    cols = plan["sweep"]["columns"]
+    for t in plan["topologies"]:
+        if not t["feasible"]:
+            continue
+        # The planned point is the rightmost concurrency under both SLO lines.
+        ok = [c for n, c, tt, it in zip(cols["topology"], cols["concurrency"], cols["ttft_p50_ms"], cols["itl_p50_ms"])
+              if n == t["name"] and tt <= 300 and it <= 20]
+        assert t["max_concurrency"] == max(ok)
+        i = next(i for i, (n, c) in enumerate(zip(cols["topology"], cols["concurrency"]))
+                 if n == t["name"] and c == t["max_concurrency"])
+        assert t["tps_per_replica"] == pytest.approx(cols["output_tps"][i])
+        assert t["replicas"] == math.ceil(20000 / t["tps_per_replica"])
+        assert t["gpus"] == t["replicas"] * t["gpus_per_replica"]
+        assert t["usd_per_hour"] == pytest.approx(t["instances"] * inst["usd_per_hour"])
+
+
+def test_plan_equals_the_cli(plan, cli):
+    c = cli("plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", 1, "--precision", "bf16",
+            "--isl", 1000, "--osl", 100, "--ttft-ms", 300, "--itl-ms", 20, "--target-tps", 20000,
+            "--concurrency", "1,4,16,64", "--requests", 100, "--format", "json")
+    assert plan == c
+    df = servesim.frame(plan)
+    assert list(df["name"]) == ["aggregated", "disaggregated-1p1d"]
+    assert len(servesim.frame(plan["sweep"])) == 8
+
+
+def test_plan_in_pieces_equals_the_whole(plan):
+    args = dict(ARGS)
+    n = servesim._servesim.plan_points(args)
+    assert n == 8
+    rows = [servesim._servesim.plan_point(args, i) for i in range(n)]
+    assert servesim._servesim.plan_finish(args, rows) == plan
+
+
+def test_charts_from_python(plan, tmp_path):
+    from servesim import plot
+
+    paths = plot.save_charts(plan["sweep"], str(tmp_path / "chart.png"), plan=plan, title="test")
+    for p in paths:
+        assert os.path.getsize(p) > 10_000
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,82 @@
+"""simulate / sweep through the bindings: Little's law, determinism, equality with the CLI."""
+import json
+import math
+import threading
+import time
+
+import pytest
+
+import servesim
+
+SMALL = dict(model="nemotron-3-super", gpu="h200", gpus=8, tp=8, precision="fp8", isl=2000, osl=200, requests=300, seed=1)
+
+
+def test_closed_loop_littles_law():
+    r = servesim.simulate(concurrency=16, warmup_requests=16, **SMALL)
+    s = r["summary"]
+    assert s["request_count"] == 300
+    lat = r["records"]["request_latency"]
+    assert lat["unit"] == "ms"
+    # Little's law: request throughput x mean latency = clients in the system.
+    assert s["request_throughput"] * lat["avg"] / 1e3 == pytest.approx(16, rel=0.02)
+    assert s["requests_in_system"] == pytest.approx(16, rel=0.02)
+    # Output tokens conserved: every measured request generated its OSL.
+    assert s["total_output_tokens"] == 300 * 200
+    assert s["output_token_throughput"] == pytest.approx(300 * 200 / s["benchmark_duration_s"])
+    itl = r["records"]["inter_token_latency"]["avg"]
+    ttft = r["records"]["time_to_first_token"]["avg"]
+    assert lat["avg"] == pytest.approx(ttft + 199 * itl, rel=1e-6)   # ITL = (latency - TTFT)/(OSL - 1)
+
+
+def test_simulate_accepts_json_text_and_equals_the_cli(cli, tmp_path):
+    sc = servesim.scenario(concurrency=8, **SMALL)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(sc))
+    a = servesim.simulate(json.dumps(sc))
+    b = servesim.simulate(sc)
+    assert a == b
+    c = cli("simulate", "--scenario", path, "--format", "json")
+    assert {k: v for k, v in a.items() if k != "summary"} == c
+
+
+def test_sweep_columns_equal_the_cli_and_do_not_depend_on_threads(cli, tmp_path):
+    sc = servesim.scenario(**SMALL, concurrency=1)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(sc))
+    one = servesim.sweep(sc, concurrency=[1, 4, 16, 64], threads=1)
+    two = servesim.sweep(sc, concurrency=[1, 4, 16, 64], threads=2)
+    assert one == two
+    assert one["concurrency"] == [1, 4, 16, 64]
+    assert one == cli("sweep", "--scenario", path, "--concurrency", "1,4,16,64", "--format", "json")
+    ttft = one["time_to_first_token_ms_p50"]
+    assert ttft[-1] > ttft[0]   # TTFT grows with load
+    df = servesim.frame(one)
+    assert list(df["concurrency"]) == [1, 4, 16, 64] and len(df.columns) == len(one)
+
+
+def test_request_rate_sweep():
+    r = servesim.sweep(servesim.scenario(**SMALL), request_rate=[0.5, 2.0])
+    assert r["request_rate"] == [0.5, 2.0]
+    # Far below capacity, throughput follows the offered rate.
+    assert r["request_throughput"][0] == pytest.approx(0.5, rel=0.25)
+
+
+def test_simulate_releases_the_gil():
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    t0 = time.perf_counter()
+    servesim.sweep(servesim.scenario(**dict(SMALL, requests=2000)), concurrency=[32, 64], threads=1)
+    t1 = time.perf_counter()
+    stop.set()
+    t.join()
+    during = [x for x in ticks if t0 < x < t1]
+    # A thread holding the GIL for the whole run would leave no ticks inside it.
+    assert len(during) >= max(3, int((t1 - t0) / 0.001 * 0.1))
