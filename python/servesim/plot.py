@@ -63,12 +63,17 @@ def latency_figure(sweep, plan=None, statistic="p50", title=None):
         ax_i.axhline(plan["itl_ms"], color="gray", ls="--", lw=1.2, label=f"SLO ITL {plan['itl_ms']:g} ms")
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
         ax.set_xscale("log", base=2)
+        swept = sorted(set(cols["concurrency"]))
+        if len(swept) <= 12:   # label every swept concurrency, not just every other power of two
+            ax.set_xticks(swept)
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel("concurrency (clients)")
         ax.set_ylabel(f"{what} {stat} (ms)")
         ax.set_title(f"{what} vs concurrency")
+        ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
