@@ -56,6 +56,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     w = gemm_work(positive(p, "m"), positive(p, "n"), positive(p, "k"), d, d);
     peak = at(d);
     s.key = shape_key({p.number("n"), p.number("k")});
+    s.x = gemm_features(p.number("m"), p.number("n"), p.number("k"));
   } else if (family == "grouped_gemm") {
     Precision d = dtype_of(p);
     name += "_" + std::string(to_string(d));
@@ -63,25 +64,37 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     if (routing != "balanced" && routing != "skewed") p.fail("routing", "expected balanced or skewed");
     double skew = routing == "balanced" ? 0 : p.number_or("skew", 1.2);
     int experts = static_cast<int>(positive(p, "experts"));
-    w = grouped_gemm_work(experts, positive(p, "tokens"), positive(p, "n"), positive(p, "k"), d, d, skew);
+    // The routing the run recorded; files without it get the same split recomputed.
+    Routing r = route(experts, positive(p, "tokens"), skew);
+    r.max_tokens = p.number_or("max_expert_tokens", r.max_tokens);
+    r.active = p.number_or("active_experts", r.active);
+    if (r.max_tokens < 1 || r.active < 1) p.fail("max_expert_tokens", "max_expert_tokens and active_experts must be >= 1");
+    w = grouped_gemm_work(r.active, p.number("tokens"), positive(p, "n"), positive(p, "k"), d, d);
     peak = at(d);
     s.key = shape_key({double(experts), p.number("n"), p.number("k"), skew});
+    s.x = grouped_gemm_features(experts, r, p.number("n"), p.number("k"), skew);
   } else if (family == "attention_prefill") {
     w = attention_prefill_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "kv_heads"),
                                positive(p, "head_dim"));
     s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
+    s.x = attention_features(p.number("batch"), p.number("seq"), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
   } else if (family == "attention_decode") {
     w = attention_decode_work(positive(p, "batch"), positive(p, "context"), positive(p, "heads"),
                               positive(p, "kv_heads"), positive(p, "head_dim"));
     s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
+    s.x = attention_features(p.number("batch"), p.number("context"), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
   } else if (family == "mamba_scan") {
     w = mamba_scan_work(positive(p, "batch"), positive(p, "seqlen"), positive(p, "heads"), positive(p, "head_dim"),
                         positive(p, "d_state"), positive(p, "groups"));
     s.key = shape_key({p.number("heads"), p.number("head_dim"), p.number("d_state"), p.number("groups")});
+    s.x = mamba_scan_features(p.number("batch"), p.number("seqlen"), p.number("heads"), p.number("head_dim"),
+                              p.number("d_state"), p.number("groups"));
   } else if (family == "mamba_step") {
     w = mamba_step_work(positive(p, "batch"), positive(p, "heads"), positive(p, "head_dim"), positive(p, "d_state"),
                         positive(p, "groups"));
     s.key = shape_key({p.number("heads"), p.number("head_dim"), p.number("d_state"), p.number("groups")});
+    s.x = mamba_step_features(p.number("batch"), p.number("heads"), p.number("head_dim"), p.number("d_state"),
+                              p.number("groups"));
   } else if (family == "conv1d") {
     std::string mode = p.string("mode");
     if (mode != "prefill" && mode != "decode") p.fail("mode", "expected prefill or decode");
@@ -90,10 +103,13 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     double tokens = mode == "decode" ? positive(p, "batch") : positive(p, "tokens");
     w = conv1d_work(tokens, positive(p, "channels"), positive(p, "kernel"), mode == "decode");
     s.key = shape_key({p.number("channels"), p.number("kernel")});
+    s.x = conv1d_features(tokens, p.number("channels"), p.number("kernel"));
   } else if (family == "elementwise" || family == "copy") {
     // elementwise "bytes" is read + write traffic; copy "bytes" is the buffer, moved twice.
     w.bytes = positive(p, "bytes") * (family == "copy" ? 2 : 1);
     s.key = family == "copy" ? 0 : shape_key({double(std::hash<std::string>{}(p.string_or("op", "")) & 0xffffff)});
+    s.group = s.key;  // one op kind never stands in for another
+    s.x = bytes_features(p.number("bytes"));
   } else if (family == "nccl") {
     std::string op = p.string("op");
     static const char* ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
@@ -103,6 +119,8 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     if (gpus < 2) p.fail("gpus", "must be >= 2");
     name += "_" + op;
     s.key = shape_key({double(gpus)});
+    s.group = s.key;
+    s.x = bytes_features(positive(p, "bytes"));
     s.compute_s = 0;
     s.memory_s = positive(p, "bytes") * bus_factor(op, gpus) / g.nvlink_bw_bytes_per_s;
     return name;
@@ -150,16 +168,27 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
 
 void Calibration::finish() {
   for (auto& [name, f] : families_) {
-    CrossValidation ls = cross_validate(f.samples, FitMethod::least_squares, f.prior_compute, f.prior_memory);
-    CrossValidation in = cross_validate(f.samples, FitMethod::monotone_interp, f.prior_compute, f.prior_memory);
-    // Lower held-out median wins; p90 breaks ties within half a percent.
-    bool interp = std::fabs(in.median - ls.median) < 0.005 ? in.p90 <= ls.p90 : in.median < ls.median;
-    f.cv = interp ? in : ls;
-    f.cv_other = interp ? ls : in;
-    f.fit = FamilyFit(f.samples, interp ? FitMethod::monotone_interp : FitMethod::least_squares, f.prior_compute,
-                      f.prior_memory);
+    // The method with the lowest held-out median wins; p90 breaks ties within half a percent.
+    const FitMethod methods[] = {FitMethod::least_squares, FitMethod::monotone_interp, FitMethod::nearest_log};
+    CrossValidation cvs[3];
+    int b = 0;
+    for (int i = 0; i < 3; ++i) {
+      cvs[i] = cross_validate(f.samples, methods[i], f.prior_compute, f.prior_memory);
+      if (i && (std::fabs(cvs[i].median - cvs[b].median) < 0.005 ? cvs[i].p90 < cvs[b].p90 : cvs[i].median < cvs[b].median))
+        b = i;
+    }
+    int o = b == 0 ? 1 : 0;  // the best of the others, for the report
+    for (int i = 0; i < 3; ++i)
+      if (i != b && cvs[i].median < cvs[o].median) o = i;
+    FitMethod best = methods[b];
+    CrossValidation best_cv = cvs[b];
+    f.cv_other = cvs[o];
+    f.cv = best_cv;
+    f.fit = FamilyFit(f.samples, best, f.prior_compute, f.prior_memory);
+    // The bound measured shapes are reproduced to by the surface itself (without returning the
+    // stored measurement; nearest-shape interpolation leaves the point out).
     for (const auto& s : f.samples)
-      f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s.key, s.compute_s, s.memory_s) - s.seconds) / s.seconds);
+      f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);
     std::vector<double> over;
     for (const auto& s : f.samples)
       if (s.eager_seconds >= 2 * s.seconds) over.push_back(s.eager_seconds - s.seconds);  // launch-bound points

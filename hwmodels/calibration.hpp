@@ -8,6 +8,7 @@
 
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/fit.hpp"
+#include "hwmodels/work.hpp"
 
 namespace servesim::hw {
 
@@ -22,8 +23,10 @@ struct FamilyCalibration {
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
   FamilyFit fit;              // the chosen method, fitted on every point
   CrossValidation cv;         // of the chosen method
-  CrossValidation cv_other;   // of the method not chosen, for the report
-  double fit_max_error = 0;   // largest |pred − meas| / meas of `fit` over every point: the bound it reproduces them to
+  CrossValidation cv_other;   // of the best method not chosen, for the report
+  // Largest |surface − meas| / meas over every point, the surface evaluated without returning the
+  // stored measurement (FamilyFit::predict surface_only): the bound it reproduces them to.
+  double fit_max_error = 0;
   double eager_overhead_s = -1;  // median eager − graph time over launch-bound points; < 0 if none
 };
 

@@ -9,7 +9,12 @@
 namespace servesim::hw {
 
 std::string_view to_string(FitMethod m) {
-  return m == FitMethod::least_squares ? "least-squares" : "monotone-log-interp";
+  switch (m) {
+    case FitMethod::least_squares: return "least-squares";
+    case FitMethod::monotone_interp: return "monotone-log-interp";
+    case FitMethod::nearest_log: return "nearest-log-interp";
+  }
+  return "?";
 }
 
 RooflineSplit split_roofline(double c, double m) {
@@ -99,6 +104,13 @@ void make_monotone(std::vector<double>& v) {
 FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory)
     : method_(method) {
   least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_);
+  for (const auto& x : samples) {
+    px_.push_back(x.x);
+    pkey_.push_back(x.key);
+    pgroup_.push_back(x.group);
+    pt_.push_back(x.seconds);
+    plog_ratio_.push_back(std::log(x.seconds / roofline_fit(x.compute_s, x.memory_s)));
+  }
   if (method != FitMethod::monotone_interp) return;
   std::vector<size_t> idx(samples.size());
   std::iota(idx.begin(), idx.end(), 0);
@@ -139,50 +151,105 @@ double FamilyFit::roofline_fit(double compute_s, double memory_s, double launch_
   return launch_s_ * launch_scale + r.compute * inv_c_ + r.memory * inv_m_;
 }
 
-double FamilyFit::predict(std::uint64_t key, double compute_s, double memory_s, bool* exact) const {
+namespace {
+// Neighbours of the nearest-shape interpolation and the power of its inverse-distance weights:
+// four shapes around a query in the (batch, length, width) grid, the closest counting most.
+constexpr int kNeighbours = 4;
+constexpr double kSame = 1e-9;  // feature distance² below which two shapes are the same shape
+
+double distance2(const Features& a, const Features& b) {
+  double d = 0;
+  for (int i = 0; i < kMaxFeatures; ++i) d += (a[i] - b[i]) * (a[i] - b[i]);
+  return d;
+}
+}  // namespace
+
+double FamilyFit::predict(const Sample& q, bool* exact, bool surface_only) const {
   if (exact) *exact = false;
-  double ls = roofline_fit(compute_s, memory_s);
-  if (method_ != FitMethod::monotone_interp) return ls;
-  auto it = std::lower_bound(series_.begin(), series_.end(), key,
+  double ls = roofline_fit(q.compute_s, q.memory_s), t = ls;
+  if (method_ == FitMethod::nearest_log) {
+    t = nearest(q, ls, exact, surface_only);
+  } else {
+    if (!surface_only)  // a measured shape: the measurement itself, not a fit through it
+      for (size_t i = 0; i < px_.size(); ++i)
+        if (pgroup_[i] == q.group && distance2(px_[i], q.x) < kSame) {
+          if (exact) *exact = true;
+          return pt_[i];
+        }
+    if (method_ == FitMethod::monotone_interp) t = interp(q, ls, surface_only);
+  }
+  // No fit may beat the datasheet roofline.
+  return std::max(t, std::max(q.compute_s, q.memory_s));
+}
+
+double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_only) const {
+  // The query's ratio to the least-squares roofline, interpolated in log space among the nearest
+  // measured shapes of its group (all points when its group was not measured), inverse-distance²
+  // weighted. Fixed-size neighbour list: no allocation per query.
+  bool group_known = false;
+  for (auto g : pgroup_) if (g == q.group) { group_known = true; break; }
+  double best_d[kNeighbours];
+  int best_i[kNeighbours], nb = 0;
+  for (size_t i = 0; i < px_.size(); ++i) {
+    if (group_known && pgroup_[i] != q.group) continue;
+    double d = distance2(px_[i], q.x);
+    if (d < kSame) {
+      if (!surface_only) {
+        if (exact) *exact = true;
+        return pt_[i];
+      }
+      continue;  // the point itself: left out of its own surface value
+    }
+    if (nb == kNeighbours && d >= best_d[nb - 1]) continue;
+    int j = nb < kNeighbours ? nb++ : nb - 1;
+    while (j > 0 && best_d[j - 1] > d) best_d[j] = best_d[j - 1], best_i[j] = best_i[j - 1], --j;
+    best_d[j] = d, best_i[j] = static_cast<int>(i);
+  }
+  if (nb == 0) return ls;
+  double sw = 0, sr = 0;
+  for (int j = 0; j < nb; ++j) {
+    double w = 1 / best_d[j];
+    sw += w, sr += w * plog_ratio_[best_i[j]];
+  }
+  return ls * std::exp(sr / sw);
+}
+
+double FamilyFit::interp(const Sample& q, double ls, bool surface_only) const {
+  auto it = std::lower_bound(series_.begin(), series_.end(), q.key,
                              [](const Series& s, std::uint64_t k) { return s.key < k; });
-  if (it == series_.end() || it->key != key) return ls;
-  double ax = axis_of(compute_s, memory_s);
+  if (it == series_.end() || it->key != q.key) return ls;
+  double ax = axis_of(q.compute_s, q.memory_s);
   const double* x = log_axis_.data() + it->begin;
   int n = it->end - it->begin;
   int hi = static_cast<int>(std::upper_bound(x, x + n, ax) - x);
   auto anchored = [&](int k) {  // beyond the measured range: the fitted roofline's slope from the end knot
     int g = it->begin + k;
-    if (exact && std::fabs(ax - x[k]) < 1e-9) *exact = true;
     return std::exp(log_t_[g]) * ls / roofline_fit(compute_[g], memory_[g]);
   };
   if (hi == 0) return anchored(0);
   int lo = hi - 1, g = it->begin + lo;
-  if (std::fabs(ax - x[lo]) < 1e-9) {  // a measured shape: the measurement itself, not its monotone fit
-    if (exact) *exact = true;
-    return raw_t_[g];
-  }
+  if (std::fabs(ax - x[lo]) < 1e-9)  // same work as measured shapes of the series (their mean)
+    return surface_only ? std::exp(log_t_[g]) : raw_t_[g];
   if (hi == n) return anchored(n - 1);
   double f = (ax - x[lo]) / (x[hi] - x[lo]);
   return std::exp(log_t_[g] + f * (log_t_[g + 1] - log_t_[g]));
 }
 
 bool FamilyFit::has_series(std::uint64_t key) const {
-  auto it = std::lower_bound(series_.begin(), series_.end(), key,
-                             [](const Series& s, std::uint64_t k) { return s.key < k; });
-  return it != series_.end() && it->key == key;
+  return std::find(pkey_.begin(), pkey_.end(), key) != pkey_.end();
 }
 
-bool held_out(size_t index) { return index % 5 == 4; }
+bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == offset; }
 
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,
-                               double prior_memory) {
+                               double prior_memory, int offset) {
   std::vector<Sample> train, test;
-  for (size_t i = 0; i < samples.size(); ++i) (held_out(i) ? test : train).push_back(samples[i]);
+  for (size_t i = 0; i < samples.size(); ++i) (held_out(i, offset) ? test : train).push_back(samples[i]);
   CrossValidation cv;
   if (train.empty() || test.empty()) return cv;
   FamilyFit fit(train, method, prior_compute, prior_memory);
   std::vector<double> err;
-  for (const auto& s : test) err.push_back(std::fabs(fit.predict(s.key, s.compute_s, s.memory_s) - s.seconds) / s.seconds);
+  for (const auto& s : test) err.push_back(std::fabs(fit.predict(s) - s.seconds) / s.seconds);
   std::sort(err.begin(), err.end());
   auto quantile = [&](double q) {  // linear interpolation between order statistics
     double pos = q * (err.size() - 1);

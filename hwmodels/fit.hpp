@@ -1,15 +1,24 @@
 // One op family's efficiency surface: a least-squares roofline (launch + compute/eff_c +
-// memory/eff_m) and a monotone log-space interpolation along each measured shape series.
+// memory/eff_m), a monotone log-space interpolation along each measured shape series, or a
+// log-space interpolation of measured / roofline among the nearest measured shapes.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace servesim::hw {
 
+// Shape coordinates of a point in log space (log of batch, tokens, ...; unused entries 0), the
+// space in which nearby measured shapes are found.
+constexpr int kMaxFeatures = 6;
+using Features = std::array<double, kMaxFeatures>;
+
 // A measured point reduced to its roofline terms on the measured GPU's datasheet peaks.
 struct Sample {
   std::uint64_t key = 0;      // hash of the shape fields that stay fixed along a series
+  std::uint64_t group = 0;    // points of different groups (e.g. elementwise op kinds) never stand in for each other
+  Features x{};               // log-space shape coordinates
   double compute_s = 0;       // FLOPs / peak FLOP/s
   double memory_s = 0;        // bytes / peak bytes/s
   double seconds = 0;         // measured GPU time (CUDA-graph replay)
@@ -24,7 +33,7 @@ struct RooflineSplit {
 };
 RooflineSplit split_roofline(double compute_s, double memory_s);
 
-enum class FitMethod { least_squares, monotone_interp };
+enum class FitMethod { least_squares, monotone_interp, nearest_log };
 std::string_view to_string(FitMethod m);
 
 class FamilyFit {
@@ -38,10 +47,13 @@ class FamilyFit {
 
   // Least-squares roofline: launch_s·launch_scale + compute/eff_c + memory/eff_m.
   double roofline_fit(double compute_s, double memory_s, double launch_scale = 1) const;
-  // The family's prediction; `exact` is set when the shape was measured.
-  double predict(std::uint64_t key, double compute_s, double memory_s, bool* exact = nullptr) const;
+  // The family's prediction for the shape `q` (key, group, x, compute_s, memory_s; seconds unused):
+  // a measured shape returns its measurement and sets `exact`. Never below the peak roofline.
+  // `surface_only` skips that lookup (nearest_log then leaves the point itself out): the surface's
+  // own value at a measured shape, which the reproduction bound is reported on.
+  double predict(const Sample& q, bool* exact = nullptr, bool surface_only = false) const;
 
-  // True when the interpolation holds measured points of this shape series.
+  // True when measured points of this shape series were fitted.
   bool has_series(std::uint64_t key) const;
 
   FitMethod method() const { return method_; }
@@ -55,16 +67,22 @@ class FamilyFit {
   double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0;
   std::vector<Series> series_;                  // sorted by key
   std::vector<double> log_axis_, log_t_, raw_t_, compute_, memory_;  // knots, per series ascending in axis
+  // Every fitted point, for exact hits and the nearest-shape interpolation.
+  std::vector<Features> px_;
+  std::vector<std::uint64_t> pkey_, pgroup_;
+  std::vector<double> pt_, plog_ratio_;  // measured seconds; log(measured / least-squares roofline)
+  double interp(const Sample& q, double ls, bool surface_only) const;
+  double nearest(const Sample& q, double ls, bool* exact, bool surface_only) const;
 };
 
-// Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples` (every fifth point,
-// in file order, is held out: deterministic and spread over each series).
+// Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples`: every fifth point in
+// file order, starting at `offset` (0-4), is held out (deterministic and spread over each series).
 struct CrossValidation {
   int held_out = 0;
   double median = 0, p90 = 0, max = 0;
 };
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
-                               double prior_memory = 0.7);
-bool held_out(size_t index);
+                               double prior_memory = 0.7, int offset = 4);
+bool held_out(size_t index, int offset = 4);
 
 }  // namespace servesim::hw

@@ -81,6 +81,7 @@ struct Query {
   Work work;
   Precision query_prec;   // precision whose peak this GPU runs the op at
   Precision family_prec;  // precision the family was measured in
+  Features x{};           // log-space shape coordinates (work.hpp)
 };
 
 class Model final : public KernelModel {
@@ -94,10 +95,12 @@ class Model final : public KernelModel {
     if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
       // Without FP4 tensor cores engines run NVFP4 checkpoints weight-only: 4-bit weights
       // (+ block scales) dequantised in the kernel, BF16 activations and BF16 math.
-      return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16}, true);
+      return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16,
+                   gemm_features(m, n, k)}, true);
     Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
     bool substitute = p == Precision::nvfp4 || p == Precision::int8;
-    return eval({fam == Precision::bf16 ? "gemm_bf16" : "gemm_fp8", key, gemm_work(m, n, k, p, p), p, fam}, substitute);
+    return eval({fam == Precision::bf16 ? "gemm_bf16" : "gemm_fp8", key, gemm_work(m, n, k, p, p), p, fam,
+                 gemm_features(m, n, k)}, substitute);
   }
 
   OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k, Precision p,
@@ -105,43 +108,50 @@ class Model final : public KernelModel {
     check_positive({double(experts), double(tokens), double(n), double(k)}, "grouped_gemm");
     if (skew < 0) throw Error("grouped_gemm", "skew", "must be >= 0");
     std::uint64_t key = shape_key({double(experts), double(n), double(k), skew});
+    Routing r = route(experts, double(tokens), skew);
+    Features x = grouped_gemm_features(experts, r, n, k, skew);
     if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
-      return eval({"grouped_gemm_bf16", key, grouped_gemm_work(experts, tokens, n, k, p, Precision::bf16, skew),
-                   Precision::bf16, Precision::bf16}, true);
+      return eval({"grouped_gemm_bf16", key, grouped_gemm_work(r.active, tokens, n, k, p, Precision::bf16),
+                   Precision::bf16, Precision::bf16, x}, true);
     Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
     return eval({fam == Precision::bf16 ? "grouped_gemm_bf16" : "grouped_gemm_fp8", key,
-                 grouped_gemm_work(experts, tokens, n, k, p, p, skew), p, fam},
+                 grouped_gemm_work(r.active, tokens, n, k, p, p), p, fam, x},
                 p == Precision::nvfp4 || p == Precision::int8);
   }
 
   OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim) const override {
     check_positive({double(batch), double(seq), double(heads), double(kv_heads), double(head_dim)}, "attention_prefill");
     return eval({"attention_prefill", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
-                 attention_prefill_work(batch, seq, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16});
+                 attention_prefill_work(batch, seq, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16,
+                 attention_features(batch, seq, heads, kv_heads, head_dim)});
   }
 
   OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim) const override {
     check_positive({double(batch), double(context), double(heads), double(kv_heads), double(head_dim)}, "attention_decode");
     return eval({"attention_decode", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
-                 attention_decode_work(batch, context, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16});
+                 attention_decode_work(batch, context, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16,
+                 attention_features(batch, context, heads, kv_heads, head_dim)});
   }
 
   OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
     check_positive({double(batch), double(seqlen), double(heads), double(head_dim), double(d_state), double(groups)}, "mamba_scan");
     return eval({"mamba_scan", shape_key({double(heads), double(head_dim), double(d_state), double(groups)}),
-                 mamba_scan_work(batch, seqlen, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16});
+                 mamba_scan_work(batch, seqlen, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16,
+                 mamba_scan_features(batch, seqlen, heads, head_dim, d_state, groups)});
   }
 
   OpTime mamba_step(int batch, int heads, int head_dim, int d_state, int groups) const override {
     check_positive({double(batch), double(heads), double(head_dim), double(d_state), double(groups)}, "mamba_step");
     return eval({"mamba_step", shape_key({double(heads), double(head_dim), double(d_state), double(groups)}),
-                 mamba_step_work(batch, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16});
+                 mamba_step_work(batch, heads, head_dim, d_state, groups), Precision::bf16, Precision::bf16,
+                 mamba_step_features(batch, heads, head_dim, d_state, groups)});
   }
 
   OpTime conv1d(std::int64_t tokens, std::int64_t channels, int kernel, bool decode) const override {
     check_positive({double(tokens), double(channels), double(kernel)}, "conv1d");
     return eval({decode ? "conv1d_decode" : "conv1d_prefill", shape_key({double(channels), double(kernel)}),
-                 conv1d_work(tokens, channels, kernel, decode), Precision::bf16, Precision::bf16});
+                 conv1d_work(tokens, channels, kernel, decode), Precision::bf16, Precision::bf16,
+                 conv1d_features(tokens, channels, kernel)});
   }
 
   OpTime memory_bound(double bytes) const override {
@@ -149,8 +159,8 @@ class Model final : public KernelModel {
     Work w{0, bytes};
     // Elementwise/norm kernels if measured, else the plain copy bandwidth.
     if (find("elementwise").cal || !find("copy").cal)
-      return eval({"elementwise", 0, w, Precision::bf16, Precision::bf16});
-    return eval({"copy", 0, w, Precision::bf16, Precision::bf16});
+      return eval({"elementwise", 0, w, Precision::bf16, Precision::bf16, bytes_features(bytes)});
+    return eval({"copy", 0, w, Precision::bf16, Precision::bf16, bytes_features(bytes)});
   }
 
   OpTime collective(Collective op, double bytes, const CommGroup& g) const override {
@@ -283,7 +293,9 @@ class Model final : public KernelModel {
     const FamilyFit& fit = f.cal->fit;
     double c_ref = q.work.flops / peak(mg, q.family_prec), m_ref = q.work.bytes / mg.hbm_bw_bytes_per_s;
     bool exact = false;
-    double t_ref = fit.predict(q.key, c_ref, m_ref, &exact);
+    Sample at;  // the query on the measured GPU
+    at.key = q.key, at.x = q.x, at.compute_s = c_ref, at.memory_s = m_ref;
+    double t_ref = fit.predict(at, &exact);
     // The query on this GPU, in the measured GPU's efficiency units: peak × prior ratio.
     double c = q.work.flops / peak(gpu_, q.query_prec) * compute_prior(mg, q.family_prec) / compute_prior(gpu_, q.query_prec);
     double m = q.work.bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
@@ -315,7 +327,9 @@ class Model final : public KernelModel {
     std::uint64_t key = shape_key({double(n)});
     double m_ref = bus / mg.nvlink_bw_bytes_per_s;
     bool exact = false;
-    double t_ref = fit.has_series(key) ? fit.predict(key, 0, m_ref, &exact) : fit.roofline_fit(0, m_ref, depth);
+    Sample at;
+    at.key = at.group = key, at.x = bytes_features(bytes), at.memory_s = m_ref;
+    double t_ref = fit.has_series(key) ? fit.predict(at, &exact) : fit.roofline_fit(0, m_ref, depth);
     t.source = exact ? Source::measured : Source::interpolated;
     if (!f.own) {
       double m = bus / gpu_.nvlink_bw_bytes_per_s * mg.priors.nccl_busbw / gpu_.priors.nccl_busbw;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace servesim::hw {
 
@@ -34,10 +36,43 @@ double experts_touched(int experts, double tokens, double skew) {
   return touched;
 }
 
-Work grouped_gemm_work(int experts, double tokens, double n, double k, Precision weights, Precision act,
-                       double skew) {
-  double touched = experts_touched(experts, tokens, skew);
-  return {2 * tokens * n * k, touched * k * n * element_bytes(weights) + tokens * (k * element_bytes(act) + n * kBf16)};
+Routing route(int experts, double tokens, double skew) {
+  if (experts <= 0 || tokens <= 0) return {};
+  if (skew <= 0) return {std::ceil(tokens / experts), std::min<double>(experts, tokens)};
+  // Largest-remainder rounding of the Zipf shares, ties to the lower rank. The scratch buffer is
+  // reused across calls, so a query allocates only when it sees more experts than before.
+  thread_local std::vector<std::pair<double, int>> rem;
+  rem.resize(experts);
+  double norm = 0;
+  for (int i = 1; i <= experts; ++i) norm += std::pow(i, -skew);
+  double floors = 0;
+  Routing r;
+  for (int i = 0; i < experts; ++i) {
+    double q = tokens * std::pow(i + 1, -skew) / norm, f = std::floor(q);
+    floors += f;
+    rem[i] = {q - f, i};
+    r.active += f >= 1;
+    if (i == 0) r.max_tokens = f;
+  }
+  int left = static_cast<int>(std::llround(tokens - floors));
+  if (left > 0) {
+    auto first = [](const std::pair<double, int>& a, const std::pair<double, int>& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    };
+    std::nth_element(rem.begin(), rem.begin() + (left - 1), rem.end(), first);
+    for (int j = 0; j < left; ++j) {
+      int i = rem[j].second;
+      double f = std::floor(tokens * std::pow(i + 1, -skew) / norm);
+      r.active += f < 1;  // an empty expert that gets a leftover slot
+      if (i == 0) r.max_tokens += 1;
+    }
+  }
+  r.max_tokens = std::max(1.0, r.max_tokens);
+  return r;
+}
+
+Work grouped_gemm_work(double active, double tokens, double n, double k, Precision weights, Precision act) {
+  return {2 * tokens * n * k, active * k * n * element_bytes(weights) + tokens * (k * element_bytes(act) + n * kBf16)};
 }
 
 Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim) {
@@ -69,5 +104,35 @@ Work conv1d_work(double tokens, double channels, double kernel, bool decode) {
   if (decode) bytes += kBf16 * 2 * tokens * channels * std::max(0.0, kernel - 1);  // rolling conv state
   return {2 * tokens * channels * kernel, bytes};
 }
+
+namespace {
+Features logs(std::initializer_list<double> v) {
+  Features f{};
+  int i = 0;
+  for (double x : v) f[i++] = std::log(x);
+  return f;
+}
+}  // namespace
+
+Features gemm_features(double m, double n, double k) { return logs({m, n, k}); }
+Features grouped_gemm_features(int experts, const Routing& r, double n, double k, double skew) {
+  // Per-expert rows set the tile shape; active experts the weight traffic; skewed routing is
+  // kept apart from balanced by its own coordinate; the expert count sizes the kernel's group
+  // bookkeeping (the same routed rows over 64 or 512 experts do not time alike).
+  Features f = logs({r.max_tokens, r.active, n, k, 1.0, double(experts)});
+  f[4] = skew;
+  return f;
+}
+Features attention_features(double batch, double len, double heads, double kv_heads, double head_dim) {
+  return logs({batch, len, heads, kv_heads, head_dim});
+}
+Features mamba_scan_features(double batch, double seqlen, double heads, double head_dim, double d_state, double groups) {
+  return logs({batch * seqlen, batch, heads, head_dim, d_state, groups});
+}
+Features mamba_step_features(double batch, double heads, double head_dim, double d_state, double groups) {
+  return logs({batch, heads, head_dim, d_state, groups});
+}
+Features conv1d_features(double tokens, double channels, double kernel) { return logs({tokens, channels, kernel}); }
+Features bytes_features(double bytes) { return logs({bytes}); }
 
 }  // namespace servesim::hw

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "hwmodels/catalog.hpp"
+#include "hwmodels/fit.hpp"
 
 namespace servesim::hw {
 
@@ -19,7 +20,15 @@ double element_bytes(Precision p);
 Work gemm_work(double m, double n, double k, Precision weights, Precision act);
 // Experts distinct experts touched by `tokens` slots routed with power-law exponent `skew` (0 = uniform).
 double experts_touched(int experts, double tokens, double skew);
-Work grouped_gemm_work(int experts, double tokens, double n, double k, Precision weights, Precision act, double skew);
+// How `tokens` slots land on `experts`: balanced = even split; skewed = Zipf(skew) over expert rank
+// with largest-remainder rounding, as the measurement script routes them.
+struct Routing {
+  double max_tokens = 0;  // slots of the busiest expert
+  double active = 0;      // experts with at least one slot
+};
+Routing route(int experts, double tokens, double skew);
+// Weights of the `active` experts read once; activations in, outputs out.
+Work grouped_gemm_work(double active, double tokens, double n, double k, Precision weights, Precision act);
 // Causal prefill: QK^T and PV over the lower triangle.
 Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim);
 Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim);
@@ -28,5 +37,14 @@ Work mamba_scan_work(double batch, double seqlen, double heads, double head_dim,
 // Selective state update: reads and writes the fp32 state of every head.
 Work mamba_step_work(double batch, double heads, double head_dim, double d_state, double groups);
 Work conv1d_work(double tokens, double channels, double kernel, bool decode);
+
+// Log-space shape coordinates of each family (fit.hpp Features): what "a nearby shape" means.
+Features gemm_features(double m, double n, double k);
+Features grouped_gemm_features(int experts, const Routing& r, double n, double k, double skew);
+Features attention_features(double batch, double len, double heads, double kv_heads, double head_dim);
+Features mamba_scan_features(double batch, double seqlen, double heads, double head_dim, double d_state, double groups);
+Features mamba_step_features(double batch, double heads, double head_dim, double d_state, double groups);
+Features conv1d_features(double tokens, double channels, double kernel);
+Features bytes_features(double bytes);
 
 }  // namespace servesim::hw

@@ -50,7 +50,8 @@ std::string report_table(const hw::Calibration& c) {
   }
   std::string out = "Cross-validated kernel model error on " + c.gpu().name +
                     " (fit on 80% of points, |pred - meas| / meas on the held-out 20%; targets median <= 8%, p90 <= 20%;\n"
-                    "fit max err: the final fit, on all points, against every measurement)\n";
+                    "fit max err: the final surface against every measurement, the stored measurement not returned and,\n"
+                    "for nearest-log-interp, the point itself left out; measured shapes themselves return their measurement)\n";
   if (c.empty()) return out + "no calibration data: every family uses roofline priors\n";
   out += t.render();
   hw::LaunchOverhead lo = c.launch_overhead();

@@ -1,5 +1,6 @@
 // Kernel and collective cost model: roofline limits by hand, every committed measurement
 // reproduced within its family's reported error, transfer to other GPUs, launch overhead.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,7 +79,7 @@ TEST(KernelModel, CollectivesNeverFasterThanLinks) {
 
 // Every point of every committed H200 calibration file, through the public API (which must find
 // the same shape series as the fit), within the fit error its family reports; families fitted by
-// interpolation give measured shapes back exactly.
+// a measured shape returns its measurement exactly, with source "measured".
 TEST(KernelModel, EveryCommittedMeasurementReproduced) {
   const auto& h200 = gpu("H200");
   const auto& km = kernel_model(h200);
@@ -117,21 +118,26 @@ TEST(KernelModel, EveryCommittedMeasurementReproduced) {
       ASSERT_NE(fc, nullptr) << name;
       double meas = p["ms"].get<double>() * 1e-3;
       double err = std::fabs(t.seconds - meas) / meas;
-      EXPECT_LE(err, fc->fit_max_error + 1e-9) << name << " " << p.dump();
-      if (fc->fit.method() == FitMethod::monotone_interp) EXPECT_LT(err, 1e-9) << name;
-      EXPECT_NE(t.source, Source::transferred);
-      EXPECT_NE(t.source, Source::roofline);
+      // A measured shape answers with its measurement.
+      EXPECT_LT(err, 1e-9) << name << " " << p.dump();
+      EXPECT_EQ(t.source, Source::measured) << name << " " << p.dump();
       ++checked;
     }
   }
-  EXPECT_GT(checked, 0);
-  // The remaining families, through their fits directly.
+  EXPECT_GT(checked, 3000);
+  // The surface itself (the measurement not returned; nearest-shape interpolation leaves the point
+  // out) reproduces every point within the bound the report prints, and most points well inside
+  // the held-out target: the bound is not carried by a few outliers.
   for (const auto& [name, f] : cal.families()) {
-    if (name.rfind("elementwise", 0) && name.rfind("copy", 0) && name.rfind("nccl", 0)) continue;
+    std::vector<double> errs;
     for (const auto& s : f.samples) {
-      double err = std::fabs(f.fit.predict(s.key, s.compute_s, s.memory_s) - s.seconds) / s.seconds;
+      double err = std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds;
       EXPECT_LE(err, f.fit_max_error + 1e-9) << name;
+      errs.push_back(err);
     }
+    std::sort(errs.begin(), errs.end());
+    EXPECT_GT(f.fit_max_error, 0) << name;  // a real surface, not the stored measurements
+    if (name != "grouped_gemm_fp8") EXPECT_LE(errs[errs.size() / 2], 0.08) << name;
   }
 }
 
@@ -230,6 +236,75 @@ TEST(Calibration, FitRecoversAKnownRoofline) {
     EXPECT_NE(std::string(e.what()).find("points[0].k"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Calibration::from_dir((dir / "nope").string(), h200), servesim::Error);
+}
+
+// The method choice is not tuned to the report's split: a second deterministic split (every fifth
+// point from the third) holds every family that meets the target on the first to the same target.
+// grouped_gemm_fp8 misses both (a slow kernel regime of torch._scaled_grouped_mm at 256-1024 slots
+// per expert with >= 16 experts, 2-3x the bf16 time, measured on too few shapes to interpolate).
+// elementwise meets the median on both but its p90 on this split is 21.7%: its points are placed
+// by bytes alone (memory_bound() queries carry no token/hidden split), so narrow and wide norms
+// of equal bytes stand in for each other.
+TEST(Calibration, SecondSplitMeetsTheTarget) {
+  Calibration c = Calibration::embedded(gpu("H200"));
+  for (const auto& [name, f] : c.families()) {
+    bool meets = f.cv.median <= 0.08 && f.cv.p90 <= 0.20;
+    if (name == "grouped_gemm_fp8") {
+      EXPECT_FALSE(meets);  // when it starts to meet it, drop the exception
+      continue;
+    }
+    EXPECT_TRUE(meets) << name << " median " << f.cv.median << " p90 " << f.cv.p90;
+    CrossValidation other = cross_validate(f.samples, f.fit.method(), f.prior_compute, f.prior_memory, 2);
+    EXPECT_EQ(other.held_out, static_cast<int>((f.samples.size() + 2) / 5)) << name;
+    EXPECT_LE(other.median, 0.08) << name;
+    EXPECT_LE(other.p90, name == "elementwise" ? 0.25 : 0.20) << name;
+  }
+}
+
+// Nearest-shape interpolation: a shape between measured ones lands between their times, and it
+// never beats the datasheet roofline.
+TEST(Calibration, NearestShapeInterpolation) {
+  std::vector<Sample> pts;
+  for (double m : {256.0, 1024.0, 4096.0}) {
+    Sample s;
+    s.x = gemm_features(m, 4096, 4096);
+    s.compute_s = 2 * m * 4096 * 4096 / 989e12;
+    s.memory_s = (m * 4096 * 2 + 4096 * 4096 * 2 + m * 4096 * 2) / 4.8e12;
+    s.seconds = 1.25 * std::max(s.compute_s, s.memory_s) + 5e-6;
+    pts.push_back(s);
+  }
+  FamilyFit fit(pts, FitMethod::nearest_log);
+  Sample q = pts[1];
+  bool exact = false;
+  EXPECT_DOUBLE_EQ(fit.predict(q, &exact), pts[1].seconds);
+  EXPECT_TRUE(exact);
+  q.x = gemm_features(2048, 4096, 4096);
+  q.compute_s = 2 * 2048.0 * 4096 * 4096 / 989e12;
+  q.memory_s = (2048.0 * 4096 * 4 + 4096.0 * 4096 * 2) / 4.8e12;
+  double t = fit.predict(q, &exact);
+  EXPECT_FALSE(exact);
+  EXPECT_GT(t, pts[1].seconds);
+  EXPECT_LT(t, pts[2].seconds);
+  EXPECT_GE(t, std::max(q.compute_s, q.memory_s));
+}
+
+// Routing as the measurement script does it: even split, or Zipf shares with largest remainders.
+TEST(Calibration, RoutingMatchesTheRecordedSplit) {
+  Routing even = route(128, 64, 0);
+  EXPECT_EQ(even.max_tokens, 1);
+  EXPECT_EQ(even.active, 64);
+  EXPECT_EQ(route(8, 4096, 0).max_tokens, 512);
+  // Every skewed point of the committed file records its busiest expert and active experts.
+  auto doc = nlohmann::json::parse(servesim::data::get("hwmodels/calibration/h200/grouped_gemm.json"));
+  int skewed = 0;
+  for (const auto& p : doc["points"]) {
+    if (p.value("routing", "balanced") != "skewed") continue;
+    Routing r = route(p["experts"].get<int>(), p["tokens"].get<double>(), p["skew"].get<double>());
+    EXPECT_EQ(r.max_tokens, p["max_expert_tokens"].get<double>()) << p.dump();
+    EXPECT_EQ(r.active, p["active_experts"].get<double>()) << p.dump();
+    ++skewed;
+  }
+  EXPECT_GT(skewed, 0);
 }
 
 TEST(Calibration, ReportCoversEveryCommittedFamily) {
