@@ -24,7 +24,20 @@ void AggregatedCluster::wake(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
   if (worker.busy() || worker.start_pending() || !worker.scheduler().has_work()) return;
   worker.set_start_pending(true);
-  queue_.push(now_s, EventKind::step_start, w);
+  if (!queue_.empty() && queue_.top().time_s <= now_s)
+    queue_.push(now_s, EventKind::step_start, w);
+  else
+    immediate_.push_back(w);
+}
+
+void AggregatedCluster::step_start(int w, double now_s) {
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const double seconds = worker.start_step(now_s);
+  if (seconds < 0) return;
+  queue_.push(now_s + seconds, EventKind::step_end, w);
+  const auto& pool = worker.scheduler().pool();
+  sink_->on_step(w, now_s, seconds, worker.scheduler().num_scheduled(),
+                 pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
 }
 
 void AggregatedCluster::step_end(int w, double now_s) {
@@ -53,7 +66,15 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
   } else if ((next_arrival_ = workload.next())) {
     queue_.push(next_arrival_->arrival_s, EventKind::arrival);
   }
-  while (!queue_.empty()) {
+  for (;;) {
+    if (immediate_head_ < immediate_.size()) {  // due now, ahead of anything queued for now
+      const int w = immediate_[immediate_head_++];
+      if (immediate_head_ == immediate_.size()) immediate_.clear(), immediate_head_ = 0;
+      ++events_;
+      step_start(w, now_s);
+      continue;
+    }
+    if (queue_.empty()) break;
     const Event e = queue_.pop();
     ++events_;
     now_s = e.time_s;
@@ -64,17 +85,9 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
         route(spec, now_s);
         break;
       }
-      case EventKind::step_start: {
-        Worker& worker = workers_[static_cast<std::size_t>(e.target)];
-        const double seconds = worker.start_step(now_s);
-        if (seconds >= 0) {
-          queue_.push(now_s + seconds, EventKind::step_end, e.target);
-          const auto& pool = worker.scheduler().pool();
-          sink.on_step(e.target, now_s, seconds, worker.scheduler().num_scheduled(),
-                       pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
-        }
+      case EventKind::step_start:
+        step_start(e.target, now_s);
         break;
-      }
       case EventKind::step_end:
         step_end(e.target, now_s);
         break;

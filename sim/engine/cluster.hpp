@@ -44,10 +44,15 @@ class AggregatedCluster {
   void route(const workloads::RequestSpec& spec, double now_s);
   void wake(int w, double now_s);
   void step_end(int w, double now_s);
+  void step_start(int w, double now_s);
 
   std::vector<Worker> workers_;
   Router router_;
   EventQueue queue_;
+  // Step starts due now while no queued event is due now or earlier: they would be the next
+  // events popped in this order anyway, so they skip the heap (one push + pop per engine step).
+  std::vector<std::int32_t> immediate_;
+  std::size_t immediate_head_ = 0;
   workloads::Workload* workload_ = nullptr;
   std::optional<workloads::ClosedLoopClients> clients_;
   RequestSink* sink_ = nullptr;

@@ -1,5 +1,7 @@
 // A request inside an engine worker: its lifecycle timestamps and the scheduler's counters.
 // vLLM v1 semantics: num_tokens = prompt + sampled output; computed = tokens whose KV is cached.
+// Per-token statistics are derived from first/second/finish times (aiperf's ITL is
+// (latency - TTFT) / (OSL - 1)), so nothing here is touched per token but the two counters.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -23,14 +25,12 @@ struct Request {
   double arrival_s = 0;                 // reached the worker's queue
   double sent_s = 0;                    // the client sent it (router arrival)
   double scheduled_s = kNotYet;         // first scheduled
-  double first_token_s = kNotYet, second_token_s = kNotYet, last_token_s = kNotYet, finish_s = kNotYet;
-  double max_token_gap_s = 0;           // running ITL statistic: worst gap between two tokens
+  double first_token_s = kNotYet, second_token_s = kNotYet, finish_s = kNotYet;
   std::int64_t input_tokens = 0;        // prompt (text + vision tokens)
   std::int64_t output_tokens = 1;       // tokens to generate (the request's max_tokens, ignore_eos)
   std::int64_t generated = 0;           // output tokens sampled so far
   std::int64_t computed = 0;            // tokens whose KV is cached (num_computed_tokens)
   std::int64_t blocks = 0;              // KV blocks held
-  std::int64_t step_tokens = 0;         // tokens scheduled in the step in flight
   std::int64_t cached_tokens = 0;       // prefix-cache hit on the last admission
   std::int64_t keyed_blocks = 0;        // prompt blocks already offered to the prefix cache
   int vision_tiles = 0;

@@ -1,6 +1,7 @@
 #include "sim/engine/worker.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace servesim::sim {
@@ -30,7 +31,7 @@ double Worker::start_step(double now_s) {
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }
-  const double seconds = cost_->seconds(*batch) + overhead_s_;
+  const double seconds = step_seconds(*batch) + overhead_s_;
   busy_ = true;
   step_start_s_ = now_s;
   ++stats_.steps;
@@ -39,6 +40,29 @@ double Worker::start_step(double now_s) {
   stats_.kv_block_seconds += double(sched_.pool().used()) * seconds;
   stats_.peak_kv_blocks = std::max(stats_.peak_kv_blocks, sched_.pool().used());
   return seconds;
+}
+
+double Worker::step_seconds(const models::StepBatch& batch) {
+  const int d = batch.decode_seqs;
+  if (batch.prefill_seqs != 0 || batch.vision_tiles != 0 || d <= 0) return cost_->seconds(batch);
+  if (static_cast<std::size_t>(d) >= decode_lines_.size()) decode_lines_.resize(static_cast<std::size_t>(d) + 1);
+  DecodeLine& l = decode_lines_[static_cast<std::size_t>(d)];
+  if (l.state == 0) {
+    // Probe at 1 and 64k tokens of context per sequence; accept the line when it predicts the
+    // model at 4k per sequence to 1e-12 (relative).
+    models::StepBatch probe = batch;
+    auto at = [&](std::int64_t per_seq) {
+      probe.decode_context_tokens = per_seq * d;
+      return cost_->seconds(probe);
+    };
+    const double lo = at(1), hi = at(65536), mid = at(4096);
+    l.b = (hi - lo) / (double(d) * 65535.0);
+    l.a = lo - l.b * d;
+    const double pred = l.a + l.b * (4096.0 * d);
+    l.state = std::abs(pred - mid) <= 1e-12 * std::abs(mid) ? 1 : -1;
+  }
+  if (l.state < 0) return cost_->seconds(batch);
+  return l.a + l.b * double(batch.decode_context_tokens);
 }
 
 void Worker::finish_step(double now_s) {

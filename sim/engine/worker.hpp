@@ -3,6 +3,7 @@
 // statistics metrics report per replica (busy fraction, batch size, KV utilisation).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "models/step_cost.hpp"
 #include "sim/engine/engine_config.hpp"
@@ -42,12 +43,20 @@ class Worker {
   double kv_load() const;
 
  private:
+  // GPU time of `batch`. A pure-decode step of D sequences costs a(D) + b(D) * context tokens
+  // (attention reads the KV linearly, everything else depends on D alone): a and b are measured
+  // once per D from the cost model, checked for that linearity at a third point, and reused, so
+  // the hot decode loop does not re-evaluate every layer kind's curve each step.
+  double step_seconds(const models::StepBatch& batch);
+  struct DecodeLine { double a = 0, b = 0; std::int8_t state = 0; };  // 0 unknown, 1 linear, -1 not
+
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
   double overhead_s_;
   bool busy_ = false, start_pending_ = false;
   double step_start_s_ = 0;
   WorkerStats stats_;
+  std::vector<DecodeLine> decode_lines_;  // by decode_seqs
 };
 
 }  // namespace servesim::sim

@@ -69,7 +69,7 @@ std::int32_t VllmScheduler::add_transferred(const workloads::RequestSpec& spec, 
                                             int client, bool warmup) {
   std::int32_t slot = init(spec, now_s, client, warmup);
   Request& r = request(slot);
-  r.first_token_s = r.last_token_s = first_token_s;
+  r.first_token_s = first_token_s;
   pending_.push_back(slot);
   try_reserve();
   return slot;
@@ -107,7 +107,11 @@ void VllmScheduler::transfer_done(std::int32_t slot, double now_s) {
     outputs_.push_back({Output::finished, slot});
     return;
   }
-  running_.push_back(slot);
+  running_.push_back(running_entry(r, slot, cfg_.block_size));
+}
+
+VllmScheduler::Running VllmScheduler::running_entry(const Request& r, std::int32_t slot, std::int64_t block_size) {
+  return Running{r.computed, r.num_tokens(), r.blocks * block_size, r.input_tokens, r.output_tokens - r.generated, slot, 0};
 }
 
 void VllmScheduler::release_handoff(std::int32_t slot) {
@@ -137,7 +141,6 @@ void VllmScheduler::preempt(std::int32_t slot) {
   Request& r = request(slot);
   free_resources(r);
   r.computed = 0;
-  r.step_tokens = 0;
   r.phase = Phase::waiting;
   ++r.preemptions;
   ++preemptions_;
@@ -171,41 +174,49 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
   bool preempted = false;
 
   // Running requests, oldest first.
+  const std::int64_t tpd = batch_.tokens_per_decode_seq, bs = cfg_.block_size;
+  std::int64_t decode_ctx = 0;
+  int decodes = 0;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    std::int32_t slot = running_[i];
-    Request& r = request(slot);
-    const bool decode = r.decoding();
-    std::int64_t n = decode ? batch_.tokens_per_decode_seq : r.num_tokens() - r.computed;
+    Running& h = running_[i];
+    const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
+    std::int64_t n = decode ? tpd : h.tokens - h.computed;
     if (!decode && threshold > 0 && n > threshold) n = threshold;
     n = std::min(n, budget);
-    // Most decode steps stay inside the last block: skip the division then.
-    std::int64_t need = r.computed + n > r.blocks * cfg_.block_size ? blocks_for(r.computed + n) - r.blocks : 0;
-    bool scheduled = true;
-    while (need > 0 && !pool_.allocate(need)) {
-      // Out of blocks: preempt the newest running request (possibly this one) and retry.
-      std::int32_t victim = running_.back();
-      running_.pop_back();
-      preempt(victim);
-      preempted = true;
-      if (victim == slot) {
-        scheduled = false;
-        break;
+    if (h.computed + n > h.cap) {  // most decode steps stay inside the last block
+      const std::int32_t self = h.slot;
+      Request& r = request(self);
+      const std::int64_t need = blocks_for(h.computed + n) - r.blocks;
+      bool scheduled = true;
+      while (!pool_.allocate(need)) {
+        // Out of blocks: preempt the newest running request (possibly this one) and retry.
+        const std::int32_t victim = running_.back().slot;
+        running_.pop_back();
+        preempt(victim);
+        preempted = true;
+        if (victim == self) {
+          scheduled = false;
+          break;
+        }
       }
+      if (!scheduled) break;
+      r.blocks += need;
+      h.cap = r.blocks * bs;
     }
-    if (!scheduled) break;
-    if (need > 0) r.blocks += need;
-    r.step_tokens = n;
+    h.step = static_cast<std::int32_t>(n);
     budget -= n;
     ++scheduled_;
     if (decode) {
-      ++batch_.decode_seqs;
-      batch_.decode_context_tokens += r.computed + 1;
+      ++decodes;
+      decode_ctx += h.computed + 1;
     } else {
       ++batch_.prefill_seqs;
       batch_.prefill_tokens += n;
-      batch_.prefill_attention_pairs += double(n) * double(r.computed) + double(n) * double(n + 1) / 2;
+      batch_.prefill_attention_pairs += double(n) * double(h.computed) + double(n) * double(n + 1) / 2;
     }
   }
+  batch_.decode_seqs = decodes;
+  batch_.decode_context_tokens = decode_ctx;
 
   // Waiting requests, FCFS, only when this step preempted nothing (as vLLM does).
   if (!preempted) {
@@ -247,8 +258,8 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   r.phase = Phase::running;
   if (std::isnan(r.scheduled_s)) r.scheduled_s = now_s;
   waiting_tokens_ -= r.num_tokens();
-  running_.push_back(slot);
-  r.step_tokens = n;
+  running_.push_back(running_entry(r, slot, cfg_.block_size));
+  running_.back().step = static_cast<std::int32_t>(n);
   budget -= n;
   ++scheduled_;
   ++batch_.prefill_seqs;
@@ -267,50 +278,56 @@ void VllmScheduler::publish_blocks(Request& r) {
 void VllmScheduler::complete(double now_s) {
   std::size_t kept = 0;
   const bool spec = cfg_.num_speculative_tokens > 0;
+  const bool prefill_only = cfg_.role == WorkerRole::prefill_only;
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    const std::int32_t slot = running_[i];
-    Request& r = request(slot);
-    const std::int64_t n = r.step_tokens;
+    Running h = running_[i];
+    const std::int64_t n = h.step;
     if (n == 0) {
-      running_[kept++] = slot;
+      running_[kept++] = h;
       continue;
     }
-    r.step_tokens = 0;
-    const std::int64_t before = r.num_tokens();
-    r.computed += n;
-    if (!r.block_keys.empty()) publish_blocks(r);
-    if (r.computed < before) {  // a partial prefill chunk: no token yet
-      running_[kept++] = slot;
+    h.step = 0;
+    Request& r = request(h.slot);
+    const std::int64_t before = h.tokens;
+    h.computed += n;
+    if (r.keyed_blocks < static_cast<std::int64_t>(r.block_keys.size())) {
+      r.computed = h.computed;
+      publish_blocks(r);
+    }
+    if (h.computed < before) {  // a partial prefill chunk: no token yet
+      r.computed = h.computed;
+      running_[kept++] = h;
       continue;
     }
     // The step covered the last known token: the model samples the next one(s).
     std::int64_t emitted = 1;
-    if (spec && r.computed > before) emitted += accepted_drafts();
-    emitted = std::min(emitted, r.output_tokens - r.generated);
+    if (spec && h.computed > before) emitted += accepted_drafts();
+    emitted = std::min(emitted, h.left);
+    h.left -= emitted;
+    h.tokens += emitted;
+    h.computed = h.tokens - 1;  // the newest sampled token is not in the KV cache yet
     r.generated += emitted;
-    r.computed = r.num_tokens() - 1;  // the newest sampled token is not in the KV cache yet
-    if (r.generated == emitted) {
+    r.computed = h.computed;
+    if (r.generated == emitted) {  // the first and second tokens are timed; the rest only counted
       r.first_token_s = now_s;
       if (emitted >= 2) r.second_token_s = now_s;
-      outputs_.push_back({Output::first_token, slot});
-    } else {
-      if (std::isnan(r.second_token_s)) r.second_token_s = now_s;
-      r.max_token_gap_s = std::max(r.max_token_gap_s, now_s - r.last_token_s);
+      outputs_.push_back({Output::first_token, h.slot});
+      if (prefill_only) {
+        r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
+        outputs_.push_back({Output::handoff, h.slot});
+        continue;
+      }
+    } else if (std::isnan(r.second_token_s)) {
+      r.second_token_s = now_s;
     }
-    r.last_token_s = now_s;
-    if (cfg_.role == WorkerRole::prefill_only && r.generated == emitted) {
-      r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
-      outputs_.push_back({Output::handoff, slot});
-      continue;
-    }
-    if (r.generated >= r.output_tokens) {
+    if (h.left == 0) {
       r.phase = Phase::finished;
       r.finish_s = now_s;
       free_resources(r);
-      outputs_.push_back({Output::finished, slot});
+      outputs_.push_back({Output::finished, h.slot});
       continue;
     }
-    running_[kept++] = slot;
+    running_[kept++] = h;
   }
   running_.resize(kept);
   if (cfg_.role == WorkerRole::decode_only) try_reserve();

@@ -74,7 +74,20 @@ class VllmScheduler {
   int state_slots_free_;   // < 0: unlimited (no Mamba layers)
   std::vector<Request> slots_;
   std::vector<std::int32_t> free_slots_;
-  std::vector<std::int32_t> running_;   // admission order; preemption takes from the back
+  // The running list's hot counters, dense and in admission order (preemption takes from the
+  // back), so a step over the batch reads one contiguous array instead of chasing request slots.
+  // computed/blocks are mirrored into the Request whenever they change; step lives here only.
+  struct Running {
+    std::int64_t computed;     // num_computed_tokens
+    std::int64_t tokens;       // num_tokens: prompt + sampled
+    std::int64_t cap;          // tokens the held blocks can store (blocks * block_size)
+    std::int64_t input;        // prompt tokens
+    std::int64_t left;         // output tokens still to sample
+    std::int32_t slot;
+    std::int32_t step;         // tokens scheduled in the step in flight
+  };
+  static Running running_entry(const Request& r, std::int32_t slot, std::int64_t block_size);
+  std::vector<Running> running_;
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
   int reserved_ = 0;                    // decode-only: requests holding blocks, KV in flight
