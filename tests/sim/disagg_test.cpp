@@ -58,6 +58,8 @@ TEST(Disagg, LoneRequestTtftIsPrefillPlusTransferPlusOneDecodeStep) {
   decode.decode_seqs = 1;
   decode.decode_context_tokens = isl + 1;
   // Prefill on node 0, decode on node 1: 8 EFA lanes of the p5en's per-GPU NIC share.
+  ASSERT_FALSE(d.placement().same_nvlink_domain(0, 1));
+  ASSERT_EQ(d.placement().lane(0, 1, *spec.gpu).kind, LinkKind::efa);
   const double bytes = models::handoff_bytes(*spec.model, isl, spec.kv_dtype);
   const double transfer = spec.instance->efa_latency_s + bytes / (8 * spec.instance->efa_per_gpu_bytes_per_s);
   const double ttft = cost->seconds(prefill) + overhead + transfer + cost->seconds(decode) + overhead;
