@@ -190,7 +190,9 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
       bool scheduled = true;
       while (!pool_.allocate(need)) {
         // Out of blocks: preempt the newest running request (possibly this one) and retry.
-        const std::int32_t victim = running_.back().slot;
+        const Running& back = running_.back();
+        const std::int32_t victim = back.slot;
+        request(victim).generated = back.tokens - back.input;  // the running list held it
         running_.pop_back();
         preempt(victim);
         preempted = true;
@@ -287,6 +289,15 @@ void VllmScheduler::complete(double now_s) {
       continue;
     }
     h.step = 0;
+    // Steady decode: a plain token after the third, not the last. Only the running list's
+    // counters move; the Request's generated/computed catch up when the request leaves it.
+    if (!spec && h.tokens - h.computed == 1 && h.tokens - h.input >= 3 && h.left > 1) {
+      ++h.computed;
+      ++h.tokens;
+      --h.left;
+      running_[kept++] = h;
+      continue;
+    }
     Request& r = request(h.slot);
     const std::int64_t before = h.tokens;
     h.computed += n;
@@ -306,7 +317,7 @@ void VllmScheduler::complete(double now_s) {
     h.left -= emitted;
     h.tokens += emitted;
     h.computed = h.tokens - 1;  // the newest sampled token is not in the KV cache yet
-    r.generated += emitted;
+    r.generated = h.tokens - h.input;
     r.computed = h.computed;
     if (r.generated == emitted) {  // the first and second tokens are timed; the rest only counted
       r.first_token_s = now_s;

@@ -76,7 +76,9 @@ class VllmScheduler {
   std::vector<std::int32_t> free_slots_;
   // The running list's hot counters, dense and in admission order (preemption takes from the
   // back), so a step over the batch reads one contiguous array instead of chasing request slots.
-  // computed/blocks are mirrored into the Request whenever they change; step lives here only.
+  // blocks are mirrored into the Request whenever they change; generated/computed at each of a
+  // request's first three tokens and whenever it leaves the list (finish, preemption, handoff):
+  // steady decode steps move only these counters. step lives here only.
   struct Running {
     std::int64_t computed;     // num_computed_tokens
     std::int64_t tokens;       // num_tokens: prompt + sampled
