@@ -10,9 +10,9 @@
 namespace servesim::models {
 
 PolicyKind parse_policy(std::string_view s, const std::string& where) {
+  if (text::iequals(s, "headroom") || text::iequals(s, "vendor")) return PolicyKind::headroom;
   if (text::iequals(s, "vllm")) return PolicyKind::vllm;
-  if (text::iequals(s, "vendor")) return PolicyKind::vendor;
-  throw Error(where, "", "unknown policy \"" + std::string(s) + "\" (known: vllm, vendor)");
+  throw Error(where, "", "unknown policy \"" + std::string(s) + "\" (known: headroom, vllm)");
 }
 
 hw::Precision checkpoint_kv_dtype(hw::Precision w) {
@@ -49,18 +49,18 @@ bool holds(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision p, const Pa
   EngineMemoryConfig cfg = pol.engine;
   cfg.kv_cache_dtype = checkpoint_kv_dtype(p);
   hw::Precision sized = p;
-  // The vendor's Hopper NVFP4 cells only follow from 8-bit weights (see policy_text(vendor)).
-  if (pol.kind == PolicyKind::vendor && p == hw::Precision::nvfp4 && !gpu.native(p)) sized = hw::Precision::fp8;
+  // Without FP4 tensor cores the headroom policy serves the FP8 checkpoint (see policy_text()).
+  if (pol.kind == PolicyKind::headroom && p == hw::Precision::nvfp4 && !gpu.native(p)) sized = hw::Precision::fp8;
   try {
     plan = plan_memory(m, gpu, sized, par, cfg);
   } catch (const Error& e) {
     why = e.reason();
     return false;
   }
-  if (pol.kind == PolicyKind::vendor) {
-    const double need = pol.vendor_cache_to_weights * plan.weight_bytes;
+  if (pol.kind == PolicyKind::headroom) {
+    const double need = pol.headroom_cache_to_weights * plan.weight_bytes;
     if (plan.cache_bytes >= need) return true;
-    why = "cache " + human_bytes(plan.cache_bytes) + "/GPU < " + fixed(pol.vendor_cache_to_weights, 1) + " x weights " +
+    why = "cache " + human_bytes(plan.cache_bytes) + "/GPU < " + fixed(pol.headroom_cache_to_weights, 1) + " x weights " +
           human_bytes(plan.weight_bytes) + "/GPU";
     return false;
   }
@@ -79,7 +79,7 @@ MinGpuResult min_gpus(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision 
   r.gpu = gpu.name;
   r.precision = p;
   r.run_as = (p == hw::Precision::nvfp4 && !gpu.native(p))
-                 ? (pol.kind == PolicyKind::vendor ? "NVFP4 sized as 8-bit weights (vendor assumption)"
+                 ? (pol.kind == PolicyKind::headroom ? "FP8 checkpoint (no FP4 tensor cores)"
                                                    : "NVFP4 via Marlin W4A16 (weights stay 4-bit)")
                  : std::string(hw::to_string(p)) + " native";
   std::string last_why;
@@ -114,25 +114,29 @@ std::vector<MinGpuResult> min_gpu_table(const ModelSpec& m, const std::vector<hw
 }
 
 std::string policy_text(PolicyKind k) {
-  if (k == PolicyKind::vendor)
-    return "Vendor-table policy (--policy vendor): what the vendor's minimum-GPU table for Nemotron 3.5 Super VL "
-           "implies. The same memory plan as the default, but a shape passes only when the KV/Mamba-state cache left "
-           "after weights, activations and reserve is at least twice the weights, and NVFP4 on Hopper (no native FP4) "
-           "is sized as 8-bit weights. Every one of the 8 cells then follows with margin; no fixed concurrency x "
-           "context target reproduces them, because the table's requirement scales with the weight bytes "
-           "(BF16 needs 720-1080 GB of HBM in total, NVFP4 on Blackwell 180-270 GB).";
-  return "Default serving policy (--policy vllm): one vLLM replica with its defaults - gpu_memory_utilization 0.9, "
-         "max_num_batched_tokens 8192, max_num_seqs 256, CUDA graphs on, block_size 16 - and max_model_len = the "
-         "config's max_position_embeddings (262,144 for Nemotron 3). Shapes: tensor parallel over 1, 2, 4 or 8 GPUs "
-         "inside one NVLink domain, then whole nodes joined by pipeline parallelism. Weights are stored as the "
-         "checkpoint says (embeddings, LM head, router, norms, Mamba conv/A/D/dt, vision encoder and the NVFP4 "
-         "recipe's excluded attention/Mamba projections in BF16; NVFP4 adds one FP8 scale per 16 weights); GPUs "
-         "without native FP4 (H100, H200) run NVFP4 checkpoints through vLLM's Marlin W4A16 kernels, so the "
-         "weights stay 4-bit in memory. The KV cache is BF16 for BF16 checkpoints and FP8 for NVFP4/FP8 checkpoints "
-         "(their hf_quant_config declares kv_cache_quant_algo FP8). The cache left after weights, the profile-run "
-         "activation peak and the reserve (CUDA context, CUDA graphs, NCCL buffers) must hold 64 concurrent "
-         "sequences - the top of the reference deployment's concurrency sweep - at max_model_len, each with its "
-         "Mamba conv + fp32 SSM state and its attention KV (KV heads replicated when kv_heads < TP).";
+  if (k == PolicyKind::headroom)
+    return "Default serving policy (--policy headroom): one vLLM replica with vLLM's defaults - "
+           "gpu_memory_utilization 0.9, max_num_batched_tokens 8192, max_num_seqs 256, CUDA graphs on, block_size 16, "
+           "max_model_len = the config's max_position_embeddings - on tensor parallel 1, 2, 4 or 8 GPUs inside one "
+           "NVLink domain, then whole nodes joined by pipeline parallelism. Weights are stored as the checkpoint "
+           "stores them (embeddings, LM head, router, norms, Mamba conv/A/D/dt, vision encoder and the NVFP4 recipe's "
+           "excluded projections in BF16; NVFP4 adds one FP8 scale per 16 weights); the KV cache is BF16 for BF16 "
+           "checkpoints and FP8 for FP8/NVFP4 checkpoints (their hf_quant_config declares FP8 KV). A shape passes when "
+           "the KV/Mamba-state cache left after weights, the profile-run activation peak and the reserve (CUDA "
+           "context, graphs, NCCL buffers) is at least twice the weights on every GPU: room for the concurrency a "
+           "replica is bought for, whatever the precision. GPUs without FP4 tensor cores (H100, H200) serve an NVFP4 "
+           "request from the model's FP8 checkpoint, their fastest native format (vLLM could run NVFP4 weight-only "
+           "through Marlin W4A16, but with BF16 math). These two rules reproduce all 8 cells of the vendor's table "
+           "for Nemotron 3.5 Super VL with margin. No fixed concurrency x context target does (--policy vllm shows "
+           "one): the table's requirement scales with the weight bytes (BF16 needs more than 720 GB and at most "
+           "1080 GB of HBM in total, NVFP4 on Blackwell more than 180 and at most 270 GB).";
+  return "Concurrency policy (--policy vllm): the same vLLM replica and memory plan, with GPUs without native FP4 "
+         "running NVFP4 checkpoints through vLLM's Marlin W4A16 kernels (weights stay 4-bit in memory); the cache "
+         "must hold --concurrency sequences (default 64, the reference sweep's middle) at --context tokens (default "
+         "max_model_len), each with its Mamba conv + fp32 SSM state and its attention KV (KV heads replicated when "
+         "kv_heads < TP). For Nemotron 3.5 Super VL it needs fewer GPUs than the vendor's table on B200/GB200, "
+         "B300/GB300 BF16 and Hopper NVFP4, because BF16 weights are 4x the NVFP4 bytes while the cache it asks for "
+         "is the same.";
 }
 
 }  // namespace servesim::models

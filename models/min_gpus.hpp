@@ -12,18 +12,19 @@
 
 namespace servesim::models {
 
-// vllm: honest vLLM serving (default). vendor: what the vendor's table implies (see policy_text()).
-enum class PolicyKind { vllm, vendor };
+// headroom (default): vLLM's memory plan with a KV/state cache of at least 2x the weights and
+// Hopper serving NVFP4 requests from the FP8 checkpoint. vllm: a fixed concurrency x context target.
+enum class PolicyKind { headroom, vllm };
 PolicyKind parse_policy(std::string_view s, const std::string& where = "--policy");
 
 struct ServingPolicy {
-  PolicyKind kind = PolicyKind::vllm;
+  PolicyKind kind = PolicyKind::headroom;
   EngineMemoryConfig engine;         // vLLM defaults (kv_cache_dtype is replaced by the checkpoint's)
   int nvlink_domain = 8;             // TP within one node (powers of two); PP across nodes beyond
   int max_gpus = 64;
   int required_seqs = 64;            // vllm: concurrent sequences the cache must hold ...
   std::int64_t required_context = 0; // ... each at this context (0: max_model_len = config's max_position_embeddings)
-  double vendor_cache_to_weights = 2.0;  // vendor: KV/state cache >= this × weights (whole replica)
+  double headroom_cache_to_weights = 2.0; // headroom: KV/state cache >= this × weights (per GPU)
 };
 // KV cache dtype vLLM uses for a checkpoint of that precision (NVFP4/FP8 checkpoints ship FP8 KV scales).
 hw::Precision checkpoint_kv_dtype(hw::Precision weights);
@@ -46,6 +47,6 @@ std::vector<MinGpuResult> min_gpu_table(const ModelSpec&, const std::vector<hw::
 // The vendor's published minimum (MISSION.md) for nemotron-3.5-super-vl, 0 when not listed.
 int vendor_min_gpus(std::string_view gpu, hw::Precision p);
 // The policy as a README paragraph.
-std::string policy_text(PolicyKind k = PolicyKind::vllm);
+std::string policy_text(PolicyKind k = PolicyKind::headroom);
 
 }  // namespace servesim::models

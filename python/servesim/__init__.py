@@ -49,7 +49,7 @@ def memory(model, gpu, precision="bf16", tp=1, pp=1, context=None, **engine):
     return _c.memory(dict(model=model, gpu=gpu, precision=precision, tp=tp, pp=pp, context=context, **engine))
 
 
-def min_gpus(model, precisions=("bf16", "nvfp4"), policy="vllm", gpus=None, concurrency=64, context=None):
+def min_gpus(model, precisions=("bf16", "nvfp4"), policy="headroom", gpus=None, concurrency=64, context=None):
     """The minimum-GPU table (``servesim min-gpus``): one dict per (gpu, precision) with ``min_gpus``."""
     if isinstance(precisions, str):
         precisions = [precisions]

@@ -31,7 +31,7 @@ nlohmann::json memory(const MemoryArgs& a);
 
 // `servesim min-gpus`: one object per (GPU, precision) with gpu, precision, min_gpus, tp, pp, ...
 struct MinGpusArgs {
-  std::string model, precisions = "bf16,nvfp4", policy = "vllm", gpus;  // gpus: CSV filter, "" = all
+  std::string model, precisions = "bf16,nvfp4", policy = "headroom", gpus;  // gpus: CSV filter, "" = all
   int concurrency = 64;
   std::int64_t context = 0;
 };

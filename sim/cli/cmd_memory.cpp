@@ -52,7 +52,7 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
   }
   std::string text = t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n";
   if (disagree)
-    text += "note: " + std::to_string(disagree) + " cell(s) differ from the vendor's table; `--policy vendor` states what the vendor must have assumed.\n";
+    text += "note: " + std::to_string(disagree) + " row(s) differ from the vendor's table (column 'vendor').\n";
   const auto& m = models::model(a.model);
   if (m.estimate) text += "note: " + m.note + "\n";
   emit(format, j, text);
@@ -86,7 +86,7 @@ void add_memory_commands(CLI::App& app) {
   mg->add_option("--model", no.model, "Model name")->required();
   mg->add_option("--precisions", no.precisions, "Comma-separated precisions (default bf16,nvfp4)");
   mg->add_option("--gpus", no.gpus, "Comma-separated GPU names (default all)");
-  mg->add_option("--policy", no.policy, "vllm (default) | vendor");
+  mg->add_option("--policy", no.policy, "headroom (default: cache >= 2x weights, FP8 on GPUs without FP4) | vllm (a concurrency x context target)");
   mg->add_option("--concurrency", no.concurrency, "vllm policy: concurrent sequences the cache must hold (default 64)");
   mg->add_option("--context", no.context, "vllm policy: context of each (default max_model_len)");
   add_format_option(*mg, nf);

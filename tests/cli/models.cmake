@@ -1,8 +1,9 @@
 # CLI tests of list / memory / min-gpus / step.
 add_test(NAME cli_list_models COMMAND $<TARGET_FILE:servesim> list models)
 set_tests_properties(cli_list_models PROPERTIES PASS_REGULAR_EXPRESSION "nemotron-3.5-super-vl.*yes")
-add_test(NAME cli_min_gpus_vendor COMMAND $<TARGET_FILE:servesim> min-gpus --model NEMOTRON-3.5-super-vl --policy vendor --format json)
-set_tests_properties(cli_min_gpus_vendor PROPERTIES PASS_REGULAR_EXPRESSION "\"min_gpus\": 16")
+add_test(NAME cli_min_gpus_default COMMAND $<TARGET_FILE:servesim> min-gpus --model NEMOTRON-3.5-super-vl)
+set_tests_properties(cli_min_gpus_default PROPERTIES PASS_REGULAR_EXPRESSION "H100   bf16 +16 +8x2 +16 .*H100   nvfp4 +8 +8x1 +8 .*B300   nvfp4 +1 +1x1 +1 ")
+set_tests_properties(cli_min_gpus_default PROPERTIES FAIL_REGULAR_EXPRESSION "differ from the vendor")
 add_test(NAME cli_memory_breakdown COMMAND $<TARGET_FILE:servesim> memory --model nemotron-3-super --gpu h200 --precision bf16 --tp 8)
 set_tests_properties(cli_memory_breakdown PROPERTIES PASS_REGULAR_EXPRESSION "KV per token \\(bf16\\) +4.00 KiB")
 add_test(NAME cli_step COMMAND $<TARGET_FILE:servesim> step --model nemotron-3-super --gpu H200 --tp 4 --batch 8 --context 2048)

@@ -113,9 +113,8 @@ TEST(Memory, Nvfp4CarriesBlockScalesAndCannotFitSaysByHowMuch) {
   }
 }
 
-TEST(MinGpus, VendorPolicyReproducesTheVendorTable) {
-  ServingPolicy pol;
-  pol.kind = PolicyKind::vendor;
+TEST(MinGpus, DefaultPolicyReproducesTheVendorTable) {
+  const ServingPolicy pol;  // headroom
   const auto& m = model("nemotron-3.5-super-vl");
   for (const char* g : {"B200", "B300", "H200", "H100", "GB200", "GB300"})
     for (auto p : {hw::Precision::bf16, hw::Precision::nvfp4}) {
@@ -124,9 +123,11 @@ TEST(MinGpus, VendorPolicyReproducesTheVendorTable) {
     }
 }
 
-TEST(MinGpus, DefaultPolicyAgreesWhereHonest) {
+TEST(MinGpus, ConcurrencyPolicyAgreesOnHopperBf16AndB300Nvfp4) {
   const auto& m = model("nemotron-3.5-super-vl");
-  auto n = [&](const char* g, hw::Precision p) { return min_gpus(m, hw::Catalog::global().gpu(g), p).min_gpus; };
+  ServingPolicy pol;
+  pol.kind = PolicyKind::vllm;
+  auto n = [&](const char* g, hw::Precision p) { return min_gpus(m, hw::Catalog::global().gpu(g), p, pol).min_gpus; };
   EXPECT_EQ(n("H100", hw::Precision::bf16), 16);
   EXPECT_EQ(n("H200", hw::Precision::bf16), 8);
   EXPECT_EQ(n("B300", hw::Precision::nvfp4), 1);

@@ -74,12 +74,12 @@ def test_memory_engine_knobs_change_the_budget():
 
 
 def test_min_gpus_reproduces_the_vendor_table(cli):
-    rows = servesim.min_gpus("nemotron-3.5-super-vl", policy="vendor")
+    rows = servesim.min_gpus("nemotron-3.5-super-vl")   # default policy: headroom
     assert len(rows) == 12   # 6 GPUs x {bf16, nvfp4}
     listed = [r for r in rows if r["vendor_min_gpus"] is not None]
     assert len(listed) >= 8   # the vendor publishes a figure for (at least) the 8 cells of MISSION.md
     assert all(r["min_gpus"] == r["vendor_min_gpus"] for r in listed)
-    assert rows == cli("min-gpus", "--model", "nemotron-3.5-super-vl", "--policy", "vendor", "--format", "json")
+    assert rows == cli("min-gpus", "--model", "nemotron-3.5-super-vl", "--format", "json")
     only = servesim.min_gpus("nemotron-3.5-super-vl", precisions="bf16", gpus=["h200"])
     assert [(r["gpu"], r["precision"]) for r in only] == [("H200", "bf16")]
     assert only[0]["min_gpus"] == only[0]["tp"] * only[0]["pp"]
