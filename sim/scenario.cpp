@@ -63,12 +63,50 @@ EngineConfig parse_engine(const JsonReader& e) {
   return c;
 }
 
+TopologySpec parse_topology(const JsonReader& t) {
+  check_keys(t, topology_keys());
+  TopologySpec x;
+  x.present = true;
+  const std::string kind = text::lower(t.string_or("kind", "agg"));
+  if (kind == "disagg" || kind == "disaggregated") x.disaggregated = true;
+  else if (kind != "agg" && kind != "aggregated") t.fail("kind", "unknown topology '" + kind + "'; known: agg, disagg");
+  x.instance = t.string_or("instance", "");
+  x.nodes = static_cast<int>(int_in(t, "nodes", 0, 0, 4096));
+  x.replicas = static_cast<int>(int_in(t, "replicas", 0, 0, 1 << 16));
+  x.prefill_workers = static_cast<int>(int_in(t, "prefill_workers", 1, 1, 4096));
+  x.decode_workers = static_cast<int>(int_in(t, "decode_workers", 1, 1, 4096));
+  x.encode_workers = static_cast<int>(int_in(t, "encode_workers", 0, 0, 4096));
+  x.prefill_tp = static_cast<int>(int_in(t, "prefill_tp", 0, 0, 1024));
+  x.decode_tp = static_cast<int>(int_in(t, "decode_tp", 0, 0, 1024));
+  x.encode_tp = static_cast<int>(int_in(t, "encode_tp", 0, 0, 1024));
+  x.prefill_instance = t.string_or("prefill_instance", "");
+  x.decode_instance = t.string_or("decode_instance", "");
+  x.prefill_gpu = t.string_or("prefill_gpu", "");
+  x.decode_gpu = t.string_or("decode_gpu", "");
+  x.prefill_nodes = static_cast<int>(int_in(t, "prefill_nodes", 0, 0, 4096));
+  x.decode_nodes = static_cast<int>(int_in(t, "decode_nodes", 0, 0, 4096));
+  if (!x.prefill_instance.empty() && !x.prefill_gpu.empty()) t.fail("prefill_gpu", "give prefill_instance or prefill_gpu, not both");
+  if (!x.decode_instance.empty() && !x.decode_gpu.empty()) t.fail("decode_gpu", "give decode_instance or decode_gpu, not both");
+  if (!x.disaggregated)
+    for (const char* k : {"prefill_workers", "decode_workers", "encode_workers", "prefill_tp", "decode_tp", "encode_tp",
+                          "prefill_instance", "decode_instance", "prefill_gpu", "decode_gpu", "prefill_nodes", "decode_nodes"})
+      if (t.has(k)) t.fail(k, "applies to \"kind\": \"disagg\" only");
+  return x;
+}
+
 }  // namespace
+
+const std::vector<std::string>& topology_keys() {
+  static const std::vector<std::string> k{"kind", "instance", "nodes", "replicas", "prefill_workers", "decode_workers",
+                                          "encode_workers", "prefill_tp", "decode_tp", "encode_tp", "prefill_instance",
+                                          "decode_instance", "prefill_gpu", "decode_gpu", "prefill_nodes", "decode_nodes"};
+  return k;
+}
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k{"description", "model", "gpu", "gpus", "tensor_parallel_size", "tp",
                                           "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "precision",
-                                          "kv_cache_dtype", "engine", "router", "seed", "workload"};
+                                          "kv_cache_dtype", "engine", "router", "seed", "workload", "topology"};
   return k;
 }
 
@@ -113,8 +151,9 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   else s.seed = s.workload.seed;
   workloads::validate(s.workload, file + ": workload");
 
+  if (j.has("topology")) s.topology = parse_topology(j.object("topology"));
   const int per_replica = s.gpus_per_replica();
-  if (s.gpus % per_replica != 0 || s.gpus < per_replica)
+  if (!s.topology.present && (s.gpus % per_replica != 0 || s.gpus < per_replica))
     j.fail("gpus", std::to_string(s.gpus) + " GPUs do not split into replicas of tensor_parallel_size x pipeline_parallel_size = " +
                        std::to_string(per_replica));
   if (s.par.ep != 1 && s.par.ep != s.par.tp)

@@ -16,6 +16,21 @@
 
 namespace servesim::sim {
 
+// Optional "topology" object: the run as a deployment on instances (sim/topology/deployment.hpp)
+// instead of `gpus` / (tp × pp) aggregated replicas.
+struct TopologySpec {
+  bool present = false;
+  bool disaggregated = false;              // "kind": "agg" | "disagg"
+  std::string instance;                    // "" = the first catalogue instance of `gpu`
+  int nodes = 0;                           // 0 = the fewest that hold the workers
+  int replicas = 0;                        // aggregated: 0 = as many as the nodes hold
+  int prefill_workers = 1, decode_workers = 1, encode_workers = 0;
+  int prefill_tp = 0, decode_tp = 0, encode_tp = 0;   // 0 = tensor_parallel_size
+  // Roles on other GPU types: an instance name, or a GPU name (its first catalogue instance).
+  std::string prefill_instance, decode_instance, prefill_gpu, decode_gpu;
+  int prefill_nodes = 0, decode_nodes = 0;           // 0 = the fewest that hold the role
+};
+
 struct Scenario {
   std::string source = "scenario";         // file (or "--flags") named in errors
   std::string model = "nemotron-3-super";
@@ -28,6 +43,7 @@ struct Scenario {
   RouterPolicy router = RouterPolicy::round_robin;
   std::uint64_t seed = 0;                  // overrides the workload's seed
   workloads::WorkloadConfig workload;
+  TopologySpec topology;
   nlohmann::json json;                     // the scenario as read (echoed in outputs)
 
   int gpus_per_replica() const { return par.tp * par.pp; }
@@ -45,5 +61,6 @@ nlohmann::json default_scenario_json();
 // Field names a scenario accepts at the top level and under "engine".
 const std::vector<std::string>& scenario_keys();
 const std::vector<std::string>& engine_keys();
+const std::vector<std::string>& topology_keys();
 
 }  // namespace servesim::sim

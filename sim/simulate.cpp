@@ -8,7 +8,10 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
+#include "sim/decoding/mtp.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/topology/deployment.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -43,6 +46,98 @@ class MetricsSink : public RequestSink {
   bool measuring_ = false;
 };
 
+// MTP drafts from the engine knobs: acceptance per position (positions not given accept, as the
+// scheduler's hook reads them), draft cost from the model's MTP layers.
+MtpConfig mtp_of(const Scenario& s, const models::ModelSpec& m) {
+  MtpConfig c;
+  const int k = s.engine.num_speculative_tokens;
+  if (k <= 0) return c;
+  const double frac = draft_cost_fraction(m);
+  if (!(frac > 0))
+    throw Error(s.source, "engine.num_speculative_tokens", m.name + " has no MTP layers to draft with");
+  c.draft_tokens = k;
+  c.acceptance = s.engine.acceptance_per_position;
+  c.acceptance.resize(static_cast<std::size_t>(k), 1.0);
+  c.draft_cost_fraction = frac;
+  c.seed = s.workload.seed;
+  c.validate(s.source + ": engine");
+  return c;
+}
+
+// An instance by name, or the first catalogue instance carrying `gpu`.
+const hw::InstanceSpec& instance_for(const Scenario& s, const std::string& name, const std::string& gpu,
+                                     const std::string& field) {
+  const auto& cat = hw::Catalog::global();
+  try {
+    if (!name.empty()) return cat.instance(name);
+    const std::string want = cat.gpu(gpu).name;
+    for (const auto& i : cat.instances())
+      if (text::iequals(i.gpu, want)) return i;
+    throw Error(s.source, field, "no catalogue instance carries " + want + "; known instances: " + text::join(cat.instance_names()));
+  } catch (const Error& e) {
+    throw Error(s.source, field, e.reason());
+  }
+}
+
+std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const models::ModelSpec& m) {
+  const TopologySpec& t = s.topology;
+  DeploymentSpec d;
+  d.model = &m;
+  d.instance = &instance_for(s, t.instance, s.gpu, "topology.instance");
+  d.gpu = &hw::Catalog::global().gpu(d.instance->gpu);
+  d.weights = s.precision;
+  d.kv_dtype = s.kv_cache_dtype;
+  d.engine = s.engine;
+  d.mtp = mtp_of(s, m);
+  d.router = s.router;
+  d.seed = s.workload.seed;
+  TopologyChoice c;
+  c.agg = c.prefill = c.decode = c.encode = s.par;
+  if (t.prefill_tp) c.prefill.tp = t.prefill_tp;
+  if (t.decode_tp) c.decode.tp = t.decode_tp;
+  if (t.encode_tp) c.encode.tp = t.encode_tp;
+  for (auto* p : {&c.prefill, &c.decode, &c.encode})
+    if (p->ep > 1) p->ep = p->tp;   // EP follows each role's TP
+  if (t.disaggregated) {
+    c.kind = TopologyChoice::Kind::disaggregated;
+    c.prefill_workers = t.prefill_workers;
+    c.decode_workers = t.decode_workers;
+    c.encode_workers = t.encode_workers;
+    if (!t.prefill_instance.empty() || !t.prefill_gpu.empty())
+      d.prefill_instance = &instance_for(s, t.prefill_instance, t.prefill_gpu, "topology.prefill_instance");
+    if (!t.decode_instance.empty() || !t.decode_gpu.empty())
+      d.decode_instance = &instance_for(s, t.decode_instance, t.decode_gpu, "topology.decode_instance");
+    d.prefill_nodes = t.prefill_nodes;
+    d.decode_nodes = t.decode_nodes;
+  } else {
+    c.replicas = t.replicas;
+  }
+  auto build = [&](int nodes) {
+    d.nodes = nodes;
+    try {
+      return std::make_shared<const Deployment>(c, d);
+    } catch (const Error& e) {
+      throw Error(s.source, "topology", (e.where().empty() ? "" : e.where() + ": ") + e.reason());
+    }
+  };
+  if (t.nodes > 0) return build(t.nodes);
+  // The fewest nodes that hold the workers (first fit may need more than GPUs / GPUs per node).
+  const int per = d.instance->gpus;
+  const int gpus = t.disaggregated ? c.prefill_workers * c.prefill.tp * c.prefill.pp + c.decode_workers * c.decode.tp * c.decode.pp +
+                                         c.encode_workers * c.encode.tp * c.encode.pp
+                                   : std::max(1, t.replicas) * c.agg.tp * c.agg.pp;
+  const int lo = std::max(1, (gpus + per - 1) / per);
+  for (int n = lo; n < lo + 8; ++n) {
+    try {
+      d.nodes = n;
+      return std::make_shared<const Deployment>(c, d);
+    } catch (const Error& e) {
+      if (e.where() != "--nodes") throw Error(s.source, "topology", (e.where().empty() ? "" : e.where() + ": ") + e.reason());
+    }
+  }
+  return build(lo + 8);
+}
+
 }  // namespace
 
 Prepared prepare(const Scenario& s) {
@@ -75,6 +170,11 @@ Prepared prepare(const Scenario& s) {
                                                std::to_string(m.experts) + " experts of " + m.name);
   if (s.par.pp > static_cast<int>(m.layers.size()))
     throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
+  if (s.topology.present) {
+    p.deployment = make_deployment(s, m);
+    p.engine = s.engine;
+    return p;
+  }
 
   models::EngineMemoryConfig mc;
   mc.gpu_memory_utilization = s.engine.gpu_memory_utilization;
@@ -102,7 +202,10 @@ Prepared prepare(const Scenario& s) {
   if (p.state_slots == 0)
     throw Error(f, "model", "no memory left for a single Mamba state slot of " + m.name);
   p.replicas = s.replicas();
-  p.cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype);
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype);
+  const MtpConfig mtp = mtp_of(s, m);
+  if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);
+  else p.cost = std::move(cost);
   return p;
 }
 
@@ -110,6 +213,22 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   const auto t0 = std::chrono::steady_clock::now();
   SimResult r{MetricsCollector(keep_records)};
   r.metrics.set_input_config(s.json);
+  if (p.deployment) {
+    const Deployment& d = *p.deployment;
+    for (const auto& w : d.placement().workers())
+      if (!d.disaggregated() || w.name.rfind("encode", 0) != 0) r.metrics.add_replica(w.name);
+    const PointResult pr = d.run(w, r.metrics);
+    r.summary = pr.summary;
+    r.workers = pr.workers;
+    r.transfers = pr.transfers;
+    r.end_s = pr.end_s;
+    r.kv_blocks = d.kv_blocks();
+    r.gpus = d.gpus();
+    r.deployment = d.describe();
+    r.disaggregated = d.disaggregated();
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
   ClusterShape shape;
   shape.replicas = p.replicas;
@@ -123,6 +242,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   r.end_s = cluster.run(*workload, sink);
   r.events = cluster.events_processed();
   r.kv_blocks = p.plan.num_kv_blocks;
+  r.gpus = p.replicas * s.gpus_per_replica();
   for (const Worker& worker : cluster.workers()) r.workers.push_back(worker.stats());
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -134,7 +254,19 @@ SimResult simulate(const Scenario& s, bool keep_records) {
   return simulate(p, s, s.workload, keep_records);
 }
 
-nlohmann::json aiperf_json(const Scenario&, const SimResult& r) { return r.metrics.aiperf_json(); }
+nlohmann::json aiperf_json(const Scenario&, const SimResult& r) {
+  nlohmann::json j = r.metrics.aiperf_json();
+  if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
+  if (r.disaggregated) {
+    const TransferStats& t = r.transfers;
+    j["kv_transfer"] = {{"handoffs", t.handoffs},
+                        {"bytes", t.bytes},
+                        {"avg_ms", t.handoffs > 0 ? 1e3 * t.seconds / double(t.handoffs) : 0.0},
+                        {"max_ms", 1e3 * t.max_seconds},
+                        {"max_in_flight", t.max_in_flight}};
+  }
+  return j;
+}
 
 workloads::WorkloadConfig sweep_point(const workloads::WorkloadConfig& base, SweepSpec::Axis axis, double value) {
   workloads::WorkloadConfig w = base;
@@ -207,7 +339,8 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
   col("benchmark_duration_s", [](const SimResult& r) { return r.summary.duration_s; });
   col("request_throughput", [](const SimResult& r) { return r.summary.request_throughput_per_s; });
   col("output_token_throughput", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
-  col("output_token_throughput_per_gpu", [&](const SimResult& r) { return r.summary.output_token_throughput_per_s / gpus; });
+  col("output_token_throughput_per_gpu",
+      [&](const SimResult& r) { return r.summary.output_token_throughput_per_s / (r.gpus > 0 ? r.gpus : gpus); });
   col("output_token_throughput_per_user_avg", [](const SimResult& r) { return r.summary.output_token_throughput_per_user.avg; });
   for (const char* stat : {"avg", "p50", "p90", "p99"}) {
     auto pick = [stat](const Stats& s) {
@@ -231,6 +364,14 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
     for (const auto& w : r.workers) s += double(w.preemptions);
     return s;
   });
+  if (std::any_of(results.begin(), results.end(), [](const SimResult& r) { return r.disaggregated; })) {
+    col("kv_transfers", [](const SimResult& r) { return double(r.transfers.handoffs); });
+    col("kv_transfer_ms_avg", [](const SimResult& r) {
+      return r.transfers.handoffs > 0 ? 1e3 * r.transfers.seconds / double(r.transfers.handoffs) : NAN;
+    });
+    col("kv_transfer_ms_max", [](const SimResult& r) { return 1e3 * r.transfers.max_seconds; });
+    col("kv_transfer_max_in_flight", [](const SimResult& r) { return double(r.transfers.max_in_flight); });
+  }
   return c;
 }
 

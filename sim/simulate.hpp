@@ -14,8 +14,11 @@
 #include "sim/engine/worker.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/topology/disagg_cluster.hpp"
 
 namespace servesim::sim {
+
+class Deployment;
 
 // What a scenario's shape resolves to, built once and shared read-only by every run of it:
 // catalogue entries, the memory plan of one replica and its step-cost model.
@@ -27,6 +30,8 @@ struct Prepared {
   EngineConfig engine;           // max_model_len resolved from the plan
   int replicas = 1;
   int state_slots = -1;          // per replica (< 0: no Mamba layers)
+  // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
+  std::shared_ptr<const Deployment> deployment;
 };
 // Looks the model and GPU up, checks the parallel shape against the model (heads divisible by
 // TP, experts by EP) and plans memory; throws Error naming the scenario field at fault.
@@ -38,14 +43,19 @@ struct SimResult {
   std::vector<WorkerStats> workers;
   double end_s = 0;              // simulated time at the last response
   std::uint64_t events = 0;      // events processed
-  std::int64_t kv_blocks = 0;    // per replica capacity
+  std::int64_t kv_blocks = 0;    // per replica (disaggregated: per decode worker) capacity
+  int gpus = 0;                  // GPUs the run used
+  std::string deployment;        // with a "topology": workers, shapes and placement in one line
+  bool disaggregated = false;
+  TransferStats transfers;       // disaggregated: KV + Mamba-state handoffs (and embeddings)
   double wall_s = 0;             // host time the run took (not part of any result figure)
 };
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.
 SimResult simulate(const Scenario& s, bool keep_records = false);
 SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records = false);
-// The aiperf profile_export_aiperf.json document of a run, with the scenario as input_config.
+// The aiperf profile_export_aiperf.json document of a run, with the scenario as input_config;
+// with a topology also "topology" and, disaggregated, "kv_transfer" statistics.
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r);
 
 struct SweepSpec {
@@ -65,6 +75,8 @@ struct Columns {
   std::vector<std::vector<double>> data;
   const std::vector<double>& operator[](std::string_view name) const;
 };
+// `gpus` divides the per-GPU throughput unless a result names its own (topology runs). Disaggregated
+// runs add kv_transfers, kv_transfer_ms_avg, kv_transfer_ms_max, kv_transfer_max_in_flight.
 Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus);
 std::string to_csv(const Columns& c);
 nlohmann::json to_json(const Columns& c);   // {name: [values...]}, NaN as null

@@ -23,7 +23,7 @@ nlohmann::json default_scenario() { return sim::default_scenario_json(); }
 nlohmann::json simulate(const nlohmann::json& scenario) {
   const sim::Scenario s = parse(scenario);
   const sim::SimResult r = sim::simulate(s);
-  nlohmann::json j = r.metrics.aiperf_json();
+  nlohmann::json j = sim::aiperf_json(s, r);   // with "topology" and "kv_transfer" when the scenario has a topology
   // The run as one sweep row, so a simulate() and a sweep point read the same way.
   sim::SweepSpec spec;
   const bool closed = s.workload.arrival == workloads::Arrival::concurrency;

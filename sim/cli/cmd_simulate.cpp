@@ -4,7 +4,9 @@
 // files share one validation path.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -28,6 +30,10 @@ struct SimOpts {
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
   bool prefix_caching = false, no_chunked = false, eager = false;
+  // topology on instances (scenario "topology" object)
+  std::string topology, instance, prefill_instance, decode_instance, prefill_gpu, decode_gpu, mtp_acceptance;
+  std::optional<int> nodes, replicas, prefill_workers, decode_workers, encode_workers, prefill_tp, decode_tp, encode_tp,
+      prefill_nodes, decode_nodes, num_speculative_tokens;
   // simulate
   std::string export_dir;
   Format format = Format::table;
@@ -68,6 +74,63 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--max-model-len", o.max_model_len, "vLLM max_model_len");
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
   c.add_option("--step-overhead-ms", o.overhead_ms, "CPU time per engine step outside the GPU (default 2 ms)");
+  c.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step (0: off)");
+  c.add_option("--mtp-acceptance", o.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
+  auto* g = "Topology on instances (scenario \"topology\")";
+  c.add_option("--topology", o.topology, "agg or disagg: run as a deployment on --instance nodes")->group(g);
+  c.add_option("--instance", o.instance, "Instance type (servesim list instances); default: the first with --gpu")->group(g);
+  c.add_option("--nodes", o.nodes, "Instances the topology is placed on (default: the fewest that hold it)")->group(g);
+  c.add_option("--replicas", o.replicas, "Aggregated replicas (default: as many as the nodes hold)")->group(g);
+  c.add_option("--prefill-workers", o.prefill_workers, "Disaggregated prefill workers")->group(g);
+  c.add_option("--decode-workers", o.decode_workers, "Disaggregated decode workers")->group(g);
+  c.add_option("--encode-workers", o.encode_workers, "Vision encode workers (0: prefill runs the encoder)")->group(g);
+  c.add_option("--prefill-tp", o.prefill_tp, "TP of prefill workers (default --tp)")->group(g);
+  c.add_option("--decode-tp", o.decode_tp, "TP of decode workers (default --tp)")->group(g);
+  c.add_option("--encode-tp", o.encode_tp, "TP of encode workers (default --tp)")->group(g);
+  c.add_option("--prefill-instance", o.prefill_instance, "Instance type of prefill (and encode) workers")->group(g);
+  c.add_option("--decode-instance", o.decode_instance, "Instance type of decode workers")->group(g);
+  c.add_option("--prefill-gpu", o.prefill_gpu, "GPU of prefill workers (its first catalogue instance)")->group(g);
+  c.add_option("--decode-gpu", o.decode_gpu, "GPU of decode workers (its first catalogue instance)")->group(g);
+  c.add_option("--prefill-nodes", o.prefill_nodes, "Nodes for prefill when roles use different instances")->group(g);
+  c.add_option("--decode-nodes", o.decode_nodes, "Nodes for decode when roles use different instances")->group(g);
+}
+
+// The "topology" object from the flags (on top of the scenario's, if any).
+void apply_topology(const SimOpts& o, nlohmann::json& j) {
+  const bool any = !o.topology.empty() || !o.instance.empty() || o.nodes || o.replicas || o.prefill_workers ||
+                   o.decode_workers || o.encode_workers || o.prefill_tp || o.decode_tp || o.encode_tp ||
+                   !o.prefill_instance.empty() || !o.decode_instance.empty() || !o.prefill_gpu.empty() ||
+                   !o.decode_gpu.empty() || o.prefill_nodes || o.decode_nodes;
+  if (!any) return;
+  if (!j.contains("topology") || !j["topology"].is_object()) j["topology"] = nlohmann::json::object();
+  nlohmann::json& t = j["topology"];
+  if (!o.topology.empty()) t["kind"] = o.topology;
+  const bool disagg = text::lower(t.value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
+  const bool role_flags = o.prefill_workers || o.decode_workers || o.encode_workers || o.prefill_tp || o.decode_tp ||
+                          o.encode_tp || !o.prefill_instance.empty() || !o.decode_instance.empty() ||
+                          !o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_nodes || o.decode_nodes;
+  if (role_flags && !disagg) throw Error("--topology", "", "prefill/decode/encode flags need --topology disagg");
+  auto set = [&](const char* key, const auto& v) {
+    if (v) t[key] = *v;
+  };
+  auto set_s = [&](const char* key, const std::string& v) {
+    if (!v.empty()) t[key] = v;
+  };
+  set_s("instance", o.instance);
+  set("nodes", o.nodes);
+  set("replicas", o.replicas);
+  set("prefill_workers", o.prefill_workers);
+  set("decode_workers", o.decode_workers);
+  set("encode_workers", o.encode_workers);
+  set("prefill_tp", o.prefill_tp);
+  set("decode_tp", o.decode_tp);
+  set("encode_tp", o.encode_tp);
+  set_s("prefill_instance", o.prefill_instance);
+  set_s("decode_instance", o.decode_instance);
+  set_s("prefill_gpu", o.prefill_gpu);
+  set_s("decode_gpu", o.decode_gpu);
+  set("prefill_nodes", o.prefill_nodes);
+  set("decode_nodes", o.decode_nodes);
 }
 
 // The scenario JSON: the file or the embedded default, with every given flag applied.
@@ -99,6 +162,26 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.max_model_len) e["max_model_len"] = *o.max_model_len;
   if (o.eager) e["enforce_eager"] = true;
   if (o.overhead_ms) e["step_overhead_ms"] = *o.overhead_ms;
+  if (o.num_speculative_tokens) {
+    e["num_speculative_tokens"] = *o.num_speculative_tokens;
+    if (o.mtp_acceptance.empty() && *o.num_speculative_tokens > 0 && !e.contains("acceptance_rate"))
+      e["acceptance_rate"] = std::vector<double>(static_cast<std::size_t>(std::max(0, *o.num_speculative_tokens)), 0.7);
+  }
+  if (!o.mtp_acceptance.empty()) {
+    if (!o.num_speculative_tokens && !e.contains("num_speculative_tokens"))
+      throw Error("--mtp-acceptance", "", "needs --num-speculative-tokens");
+    std::vector<double> a;
+    for (const auto& v : text::split_csv(o.mtp_acceptance)) {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || !end || *end) throw Error("--mtp-acceptance", "", "'" + v + "' is not a number");
+      a.push_back(x);
+    }
+    const int k = e.value("num_speculative_tokens", 0);
+    if (a.size() == 1 && k > 1) a.assign(static_cast<std::size_t>(k), a[0]);   // one rate for every position
+    e["acceptance_rate"] = a;
+  }
+  apply_topology(o, j);
 
   if (!j.contains("workload") || !j["workload"].is_object()) j["workload"] = nlohmann::json::object();
   nlohmann::json& w = j["workload"];
@@ -149,11 +232,22 @@ std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
 
 std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   const sim::Summary& m = r.summary;
-  std::string out = "servesim simulate: " + s.model + " on " + std::to_string(s.gpus) + " x " + s.gpu + " (" +
-                    std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
-                    (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
-                    ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
-  out += "KV blocks per replica: " + std::to_string(r.kv_blocks) + " x " + std::to_string(s.engine.block_size) +
+  std::string out;
+  if (!r.deployment.empty())
+    out = "servesim simulate: " + s.model + " (" + std::string(hw::to_string(s.precision)) + "), " + r.deployment +
+          ", router " + std::string(sim::to_string(s.router)) + "\n";
+  else
+    out = "servesim simulate: " + s.model + " on " + std::to_string(s.gpus) + " x " + s.gpu + " (" +
+          std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
+          (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
+          ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
+  if (r.disaggregated) {
+    const auto& t = r.transfers;
+    out += "KV + state handoffs: " + std::to_string(t.handoffs) + ", " + human_bytes(t.bytes) + " in all, " +
+           (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
+           fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
+  }
+  out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(s.engine.block_size) +
          " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
          std::to_string(m.warmup_request_count) + "); simulated " + fixed(m.duration_s, 2) + " s\n\n";
   Table t({"metric", "unit", "avg", "min", "p50", "p90", "p99", "max"});
@@ -170,7 +264,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   out += t.render() + "\n";
   out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
-         fixed(m.output_token_throughput_per_s / s.gpus, 1) + " per GPU)\n";
+         fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +
          fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
@@ -190,7 +284,7 @@ void run_simulate(const SimOpts& o) {
     throw Error("--concurrency", "", "simulate takes one value; use `servesim sweep` for a list");
   sim::SimResult r = sim::simulate(s, !o.export_dir.empty());
   if (!o.export_dir.empty()) r.metrics.export_dir(o.export_dir);
-  emit(o.format, r.metrics.aiperf_json(), summary_text(s, r));
+  emit(o.format, sim::aiperf_json(s, r), summary_text(s, r));
 }
 
 void run_sweep(const SimOpts& o) {
@@ -223,21 +317,27 @@ void run_sweep(const SimOpts& o) {
   };
   const auto results = sim::sweep(s, spec, o.threads, progress);
   const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus);
+  const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
   std::string text;
   if (fmt == "csv") {
     text = sim::to_csv(cols);
   } else if (fmt == "json") {
     text = sim::to_json(cols).dump(2) + "\n";
   } else {
-    Table t({cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms",
-             "ITL p99 ms", "busy", "batch", "KV"});
-    for (std::size_t i = 0; i < cols.data[0].size(); ++i)
-      t.add_row({fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
+    std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
+                                  "ITL p50 ms", "ITL p99 ms", "busy", "batch", "KV"};
+    if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms"});
+    Table t(head);
+    for (std::size_t i = 0; i < cols.data[0].size(); ++i) {
+      std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
                  fixed(cols["output_token_throughput"][i], 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
                  fixed(cols["output_token_throughput_per_user_avg"][i], 1), ms(cols["time_to_first_token_ms_p50"][i]),
                  ms(cols["time_to_first_token_ms_p99"][i]), ms(cols["inter_token_latency_ms_p50"][i]),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
-                 fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 0) + "%"});
+                 fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 0) + "%"};
+      if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
+      t.add_row(row);
+    }
     text = t.render();
   }
   if (o.output.empty()) {

@@ -7,50 +7,77 @@
 namespace servesim::sim {
 
 Placement::Placement(const std::vector<std::pair<std::string, int>>& workers, const hw::InstanceSpec& instance,
-                     int nodes)
-    : instance_(instance), nodes_(nodes) {
-  const int per_node = instance.gpus;
-  if (per_node < 1) throw Error("instance " + instance.name, "gpus", "must be >= 1");
-  if (nodes < 1) throw Error("--nodes", "", "must be >= 1");
+                     int nodes) {
+  groups_.push_back({instance, nodes});
+  std::vector<WorkerNeed> need;
+  for (const auto& [name, g] : workers) need.push_back({name, g, 0});
+  place(need);
+}
+
+Placement::Placement(const std::vector<WorkerNeed>& workers, const std::vector<NodeGroup>& groups) : groups_(groups) {
+  if (groups_.empty()) throw Error("topology", "nodes", "no node group to place the workers on");
+  place(workers);
+}
+
+void Placement::place(const std::vector<WorkerNeed>& workers) {
   if (workers.empty()) throw Error("topology", "workers", "has no workers");
-  int total = 0;
-  for (const auto& [name, g] : workers) {
-    if (g < 1) throw Error("topology", name, "a worker needs at least one GPU");
-    total += g;
+  int first = 0;
+  for (const auto& g : groups_) {
+    if (g.instance.gpus < 1) throw Error("instance " + g.instance.name, "gpus", "must be >= 1");
+    if (g.nodes < 1) throw Error("--nodes", "", "must be >= 1");
+    group_first_.push_back(first);
+    first += g.nodes;
   }
-  const auto no_fit = [&](const std::string& why) {
-    throw Error("--nodes", "", "the topology needs " + std::to_string(total) + " GPUs (" + why + ") but " +
-                                   std::to_string(nodes) + " x " + instance.name + " has " +
-                                   std::to_string(nodes * per_node) + "; raise --nodes or shrink the workers");
-  };
-  std::vector<int> free(nodes, per_node);
-  for (const auto& [name, g] : workers) {
-    WorkerSlot s{name, g};
-    if (g <= per_node) {
-      auto it = std::find_if(free.begin(), free.end(), [&](int f) { return f >= g; });
-      if (it == free.end()) no_fit(name + " (" + std::to_string(g) + " GPUs) finds no node with room");
+  nodes_ = first;
+  std::vector<int> total(groups_.size(), 0);
+  for (const auto& w : workers) {
+    if (w.gpus < 1) throw Error("topology", w.name, "a worker needs at least one GPU");
+    if (w.group < 0 || w.group >= static_cast<int>(groups_.size())) throw Error("topology", w.name, "unknown node group");
+    total[static_cast<std::size_t>(w.group)] += w.gpus;
+  }
+  std::vector<int> free;
+  for (const auto& g : groups_) free.insert(free.end(), static_cast<std::size_t>(g.nodes), g.instance.gpus);
+  for (const auto& w : workers) {
+    const NodeGroup& grp = groups_[static_cast<std::size_t>(w.group)];
+    const int per_node = grp.instance.gpus, lo = group_first_[static_cast<std::size_t>(w.group)], hi = lo + grp.nodes;
+    const auto no_fit = [&](const std::string& why) {
+      throw Error("--nodes", "", "the topology needs " + std::to_string(total[static_cast<std::size_t>(w.group)]) +
+                                     " GPUs of " + grp.instance.name + " (" + why + ") but " + std::to_string(grp.nodes) +
+                                     " x " + grp.instance.name + " has " + std::to_string(grp.nodes * per_node) +
+                                     "; raise --nodes or shrink the workers");
+    };
+    WorkerSlot s{w.name, w.gpus};
+    s.group = w.group;
+    if (w.gpus <= per_node) {
+      auto it = std::find_if(free.begin() + lo, free.begin() + hi, [&](int f) { return f >= w.gpus; });
+      if (it == free.begin() + hi) no_fit(w.name + " (" + std::to_string(w.gpus) + " GPUs) finds no node with room");
       s.first_node = static_cast<int>(it - free.begin());
       s.first_gpu = per_node - *it;
       s.nodes = 1;
-      *it -= g;
+      *it -= w.gpus;
     } else {
-      const int span = (g + per_node - 1) / per_node;
+      const int span = (w.gpus + per_node - 1) / per_node;
       int start = -1;
-      for (int n = 0; n + span <= nodes && start < 0; ++n)
+      for (int n = lo; n + span <= hi && start < 0; ++n)
         if (std::all_of(free.begin() + n, free.begin() + n + span, [&](int f) { return f == per_node; })) start = n;
-      if (start < 0) no_fit(name + " needs " + std::to_string(span) + " empty nodes");
+      if (start < 0) no_fit(w.name + " needs " + std::to_string(span) + " empty nodes");
       s.first_node = start;
       s.nodes = span;
-      int left = g;
+      int left = w.gpus;
       for (int n = start; n < start + span; ++n) {
-        free[n] -= std::min(left, per_node);
+        free[static_cast<std::size_t>(n)] -= std::min(left, per_node);
         left -= per_node;
       }
     }
     workers_.push_back(s);
   }
-  for (int n = 0; n < nodes; ++n)
-    if (free[n] < per_node) nodes_used_ = n + 1;
+  used_.assign(free.size(), false);
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    for (int n = group_first_[g]; n < group_first_[g] + groups_[g].nodes; ++n)
+      if (free[static_cast<std::size_t>(n)] < groups_[g].instance.gpus) {
+        used_[static_cast<std::size_t>(n)] = true;
+        ++nodes_used_;
+      }
 }
 
 int Placement::gpus_used() const {
@@ -59,9 +86,24 @@ int Placement::gpus_used() const {
   return g;
 }
 
+double Placement::usd_per_hour_used() const {
+  double usd = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    for (int n = group_first_[g]; n < group_first_[g] + groups_[g].nodes; ++n)
+      if (used_[static_cast<std::size_t>(n)]) {
+        if (!groups_[g].instance.usd_per_hour) return 0;
+        usd += *groups_[g].instance.usd_per_hour;
+      }
+  return usd;
+}
+
+// Domains never span groups: different instance types do not share NVLink.
 int Placement::domain_of(int node) const {
-  const int per_domain = std::max(1, instance_.nvlink_domain_gpus / std::max(1, instance_.gpus));
-  return node / per_domain;
+  std::size_t g = 0;
+  while (g + 1 < groups_.size() && node >= group_first_[g + 1]) ++g;
+  const auto& inst = groups_[g].instance;
+  const int per_domain = std::max(1, inst.nvlink_domain_gpus / std::max(1, inst.gpus));
+  return group_first_[g] * 100000 + (node - group_first_[g]) / per_domain;
 }
 
 bool Placement::same_nvlink_domain(int a, int b) const {
@@ -73,7 +115,9 @@ bool Placement::same_nvlink_domain(int a, int b) const {
 }
 
 LaneSpec Placement::lane(int a, int b, const hw::GpuSpec& gpu) const {
-  return same_nvlink_domain(a, b) ? nvlink_lane(gpu) : efa_lane(instance_);
+  if (same_nvlink_domain(a, b)) return nvlink_lane(gpu);
+  const LaneSpec x = efa_lane(instance_of(a)), y = efa_lane(instance_of(b));
+  return {LinkKind::efa, std::min(x.bytes_per_s, y.bytes_per_s), std::max(x.latency_s, y.latency_s)};
 }
 
 std::string Placement::describe() const {
@@ -86,6 +130,7 @@ std::string Placement::describe() const {
            std::to_string(w.first_gpu + w.gpus - 1);
     else
       s += "nodes " + std::to_string(w.first_node) + "-" + std::to_string(w.first_node + w.nodes - 1);
+    if (groups_.size() > 1) s += " (" + groups_[static_cast<std::size_t>(w.group)].instance.name + ")";
   }
   return s;
 }

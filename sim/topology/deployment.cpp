@@ -32,11 +32,19 @@ class CollectorSink : public RequestSink {
     rec.input_tokens = r.input_tokens;
     rec.output_tokens = r.output_tokens;
     rec.warmup = r.warmup;
+    if (!r.warmup && !measuring_) {   // worker samples count from the first measured request on
+      measuring_ = true;
+      m_->measure_workers_from(r.sent_s);
+    }
     m_->add(rec);
+  }
+  void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
+    m_->add_worker_sample(worker, start_s, step_s, seqs, kv_util);
   }
 
  private:
   MetricsCollector* m_;
+  bool measuring_ = false;
 };
 
 }  // namespace
@@ -63,7 +71,7 @@ EngineConfig Deployment::engine_for(WorkerRole role) const {
   return e;
 }
 
-Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool decodes) const {
+Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const {
   Pool p;
   p.par = par;
   const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
@@ -76,9 +84,9 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   mc.block_size = e.block_size;
   mc.num_speculative_tokens = e.num_speculative_tokens;
   mc.cuda_graphs = !e.enforce_eager;
-  p.plan = models::plan_memory(*spec_.model, *spec_.gpu, spec_.weights, par, mc);
+  p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, mc);
   p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
-  auto inner = models::make_step_cost(*spec_.model, *spec_.gpu, spec_.weights, par, spec_.kv_dtype);
+  auto inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype);
   if (decodes && spec_.mtp.enabled())
     p.cost = std::make_unique<MtpStepCost>(std::move(inner), spec_.mtp);
   else
@@ -100,21 +108,45 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
                                      std::to_string(spec_.nodes * spec_.instance->gpus));
     for (int i = 0; i < replicas_; ++i) workers.emplace_back("replica-" + std::to_string(i), g);
     placement_ = std::make_unique<Placement>(workers, *spec_.instance, spec_.nodes);
-    agg_ = make_pool(topo_.agg, true);
+    agg_ = make_pool(topo_.agg, true, *spec_.gpu);
   } else {
     if (topo_.prefill_workers < 1 || topo_.decode_workers < 1)
       throw Error("--prefill-workers", "", "a disaggregated topology needs at least one prefill and one decode worker");
-    for (int i = 0; i < topo_.prefill_workers; ++i) workers.emplace_back("prefill-" + std::to_string(i), gpus_of(topo_.prefill));
-    for (int i = 0; i < topo_.decode_workers; ++i) workers.emplace_back("decode-" + std::to_string(i), gpus_of(topo_.decode));
-    for (int i = 0; i < topo_.encode_workers; ++i) workers.emplace_back("encode-" + std::to_string(i), gpus_of(topo_.encode));
-    placement_ = std::make_unique<Placement>(workers, *spec_.instance, spec_.nodes);
-    prefill_ = make_pool(topo_.prefill, false);
-    decode_ = make_pool(topo_.decode, true);
+    const hw::InstanceSpec& pi = spec_.prefill_instance ? *spec_.prefill_instance : *spec_.instance;
+    const hw::InstanceSpec& di = spec_.decode_instance ? *spec_.decode_instance : *spec_.instance;
+    const auto& cat = hw::Catalog::global();
+    prefill_gpu_ = pi.name == spec_.instance->name ? spec_.gpu : &cat.gpu(pi.gpu);
+    decode_gpu_ = di.name == spec_.instance->name ? spec_.gpu : &cat.gpu(di.gpu);
+    // Workers in the cluster's order: prefill..., decode..., encode... (encoders with prefill).
+    const bool mixed = pi.name != di.name;
+    std::vector<WorkerNeed> need;
+    for (int i = 0; i < topo_.prefill_workers; ++i) need.push_back({"prefill-" + std::to_string(i), gpus_of(topo_.prefill), 0});
+    for (int i = 0; i < topo_.decode_workers; ++i) need.push_back({"decode-" + std::to_string(i), gpus_of(topo_.decode), mixed ? 1 : 0});
+    for (int i = 0; i < topo_.encode_workers; ++i) need.push_back({"encode-" + std::to_string(i), gpus_of(topo_.encode), 0});
+    std::vector<NodeGroup> groups;
+    if (!mixed) {
+      groups.push_back({pi, spec_.nodes});
+    } else {
+      // The fewest nodes of each type that hold that role's workers (whole nodes for wide ones).
+      auto fewest = [](int workers, int per_worker, int per_node) {
+        return per_worker >= per_node ? workers * ((per_worker + per_node - 1) / per_node)
+                                      : (workers + per_node / per_worker - 1) / (per_node / per_worker);
+      };
+      const int pn = spec_.prefill_nodes > 0 ? spec_.prefill_nodes
+                     : fewest(topo_.prefill_workers, gpus_of(topo_.prefill), pi.gpus) +
+                           (topo_.encode_workers > 0 ? fewest(topo_.encode_workers, gpus_of(topo_.encode), pi.gpus) : 0);
+      const int dn = spec_.decode_nodes > 0 ? spec_.decode_nodes : fewest(topo_.decode_workers, gpus_of(topo_.decode), di.gpus);
+      groups.push_back({pi, pn});
+      groups.push_back({di, dn});
+    }
+    placement_ = std::make_unique<Placement>(need, groups);
+    prefill_ = make_pool(topo_.prefill, false, *prefill_gpu_);
+    decode_ = make_pool(topo_.decode, true, *decode_gpu_);
     if (topo_.encode_workers > 0) {
       if (!spec_.model->has_vision)
         throw Error("--encode-workers", "", "model " + spec_.model->name + " has no vision encoder");
       encode_.par = topo_.encode;
-      encode_.cost = models::make_step_cost(*spec_.model, *spec_.gpu, spec_.weights, topo_.encode, spec_.kv_dtype);
+      encode_.cost = models::make_step_cost(*spec_.model, *prefill_gpu_, spec_.weights, topo_.encode, spec_.kv_dtype);
     }
   }
 }
@@ -126,6 +158,12 @@ TopologyUnit Deployment::unit() const {
   u.instances = placement_->nodes_used();
   u.gpus_per_instance = spec_.instance->gpus;
   u.usd_per_instance_hour = spec_.instance->usd_per_hour;
+  if (mixed_instances()) {
+    // Instance types differ per role: a copy is a whole set of nodes, priced as the mean of them.
+    u.gpus_per_instance = 1;
+    const double usd = placement_->usd_per_hour_used();
+    u.usd_per_instance_hour = usd > 0 ? std::optional<double>(usd / u.instances) : std::nullopt;
+  }
   return u;
 }
 
@@ -138,13 +176,22 @@ std::string Deployment::describe() const {
     s += std::to_string(topo_.prefill_workers) + " x prefill " + shape(topo_.prefill) + ", " +
          std::to_string(topo_.decode_workers) + " x decode " + shape(topo_.decode);
   }
-  return s + " on " + std::to_string(placement_->nodes_used()) + " x " + spec_.instance->name + " (" +
-         std::to_string(gpus()) + " GPUs; " + placement_->describe() + ")";
+  std::string on;
+  if (mixed_instances()) {
+    for (const auto& g : placement_->groups()) on += (on.empty() ? "" : " + ") + std::to_string(g.nodes) + " x " + g.instance.name;
+  } else {
+    on = std::to_string(placement_->nodes_used()) + " x " + spec_.instance->name;
+  }
+  return s + " on " + on + " (" + std::to_string(gpus()) + " GPUs; " + placement_->describe() + ")";
 }
 
 PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
-  auto workload = workloads::make_workload(wc);
   MetricsCollector metrics;
+  return run(wc, metrics);
+}
+
+PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollector& metrics) const {
+  auto workload = workloads::make_workload(wc);
   PointResult out;
   if (topo_.kind == TopologyChoice::Kind::aggregated) {
     ClusterShape shape;
@@ -156,6 +203,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
     AggregatedCluster cluster(shape, engine_for(WorkerRole::aggregated), *agg_.cost);
     CollectorSink sink(metrics);
     out.end_s = cluster.run(*workload, sink);
+    for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   } else {
     DisaggShape shape;
     shape.prefill = {topo_.prefill_workers, engine_for(WorkerRole::prefill_only), prefill_.cost.get(),
@@ -165,7 +213,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
     shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, -1};
     shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
     shape.placement = placement_.get();
-    shape.gpu = spec_.gpu;
+    shape.gpu = prefill_gpu_;
+    shape.decode_gpu = decode_gpu_;
     const models::ModelSpec* m = spec_.model;
     const hw::Precision kv = spec_.kv_dtype;
     shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
@@ -174,6 +223,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
     DisaggregatedCluster cluster(std::move(shape));
     out.end_s = cluster.run(*workload, metrics);
     out.transfers = cluster.transfers();
+    for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   }
   out.summary = metrics.summary();
   return out;

@@ -35,6 +35,12 @@ struct DeploymentSpec {
   const hw::InstanceSpec* instance = nullptr;
   const hw::GpuSpec* gpu = nullptr;       // the instance's GPU
   int nodes = 1;
+  // Disaggregated only: prefill (and encode) workers and decode workers on their own instance
+  // types, e.g. B200 prefill and H200 decode. nullptr = `instance`. When the two differ each role
+  // gets its own nodes (0 = the fewest that hold its workers) and handoffs cross EFA.
+  const hw::InstanceSpec* prefill_instance = nullptr;
+  const hw::InstanceSpec* decode_instance = nullptr;
+  int prefill_nodes = 0, decode_nodes = 0;
   hw::Precision weights = hw::Precision::bf16;
   hw::Precision kv_dtype = hw::Precision::bf16;
   EngineConfig engine;                    // vLLM knobs shared by every worker (role set per worker)
@@ -60,6 +66,7 @@ class MtpStepCost : public models::StepCostModel {
 struct PointResult {
   Summary summary;
   TransferStats transfers;                // disaggregated only
+  std::vector<WorkerStats> workers;       // aggregated: replicas; disaggregated: prefill..., decode...
   double end_s = 0;
 };
 
@@ -69,13 +76,18 @@ class Deployment {
   Deployment(const TopologyChoice& topo, const DeploymentSpec& spec);
 
   const std::string& name() const { return name_; }
+  bool disaggregated() const { return topo_.kind == TopologyChoice::Kind::disaggregated; }
+  bool mixed_instances() const { return placement_->groups().size() > 1; }
   int gpus() const { return placement_->gpus_used(); }
+  std::int64_t kv_blocks() const { return disaggregated() ? decode_.plan.num_kv_blocks : agg_.plan.num_kv_blocks; }
   const Placement& placement() const { return *placement_; }
   TopologyUnit unit() const;              // what one copy costs, for the planner
   std::string describe() const;           // workers, shapes and placement in one line
 
   // Runs one workload (a fresh cluster each call).
   PointResult run(const workloads::WorkloadConfig& workload) const;
+  // The same into `metrics` (for per-request records, input config, worker samples).
+  PointResult run(const workloads::WorkloadConfig& workload, MetricsCollector& metrics) const;
 
  private:
   struct Pool {
@@ -84,7 +96,7 @@ class Deployment {
     std::unique_ptr<models::StepCostModel> cost;
     int state_slots = -1;
   };
-  Pool make_pool(const models::Parallelism& par, bool decodes) const;
+  Pool make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const;
   EngineConfig engine_for(WorkerRole role) const;
 
   TopologyChoice topo_;
@@ -92,6 +104,8 @@ class Deployment {
   std::string name_;
   int replicas_ = 0;
   Pool agg_, prefill_, decode_, encode_;
+  const hw::GpuSpec* prefill_gpu_ = nullptr;
+  const hw::GpuSpec* decode_gpu_ = nullptr;
   std::unique_ptr<Placement> placement_;
 };
 

@@ -32,15 +32,17 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
   // Each worker's lanes in each direction form one port per link kind: g GPUs × per-GPU bandwidth.
-  const auto& inst = shape_.placement->instance();
+  if (!shape_.decode_gpu) shape_.decode_gpu = shape_.gpu;
   for (int k = 0; k < 2; ++k) {
     out_port_[k].assign(static_cast<std::size_t>(P + D + E), -1);
     in_port_[k].assign(static_cast<std::size_t>(P + D + E), -1);
   }
   for (int i = 0; i < P + D + E; ++i) {
     const WorkerSlot& w = shape_.placement->workers()[static_cast<std::size_t>(i)];
-    if (shape_.gpu->nvlink_bw_bytes_per_s > 0) {
-      const double c = w.gpus * nvlink_lane(*shape_.gpu).bytes_per_s;
+    const hw::InstanceSpec& inst = shape_.placement->instance_of(i);
+    const hw::GpuSpec& gpu = gpu_of(i);
+    if (gpu.nvlink_bw_bytes_per_s > 0) {
+      const double c = w.gpus * nvlink_lane(gpu).bytes_per_s;
       out_port_[0][i] = net_.add_port(c, w.name + " nvlink out");
       in_port_[0][i] = net_.add_port(c, w.name + " nvlink in");
     }
@@ -50,6 +52,11 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
       in_port_[1][i] = net_.add_port(c, w.name + " efa in");
     }
   }
+}
+
+const hw::GpuSpec& DisaggregatedCluster::gpu_of(int worker) const {
+  const int p = shape_.prefill.count, d = shape_.decode.count;
+  return worker >= p && worker < p + d ? *shape_.decode_gpu : *shape_.gpu;
 }
 
 std::int32_t DisaggregatedCluster::new_handle(const workloads::RequestSpec& spec, double now_s) {
@@ -140,7 +147,7 @@ void DisaggregatedCluster::encoder_end(int e, double now_s) {
 }
 
 void DisaggregatedCluster::start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s) {
-  const LaneSpec lane = shape_.placement->lane(from, to, *shape_.gpu);
+  const LaneSpec lane = shape_.placement->lane(from, to, gpu_of(from));
   const int k = lane.kind == LinkKind::nvlink ? 0 : 1;
   const TransferNetwork::PortId ports[2] = {out_port_[k][static_cast<std::size_t>(from)],
                                             in_port_[k][static_cast<std::size_t>(to)]};
@@ -241,6 +248,10 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
   rec.input_tokens = x.spec.input_tokens;
   rec.output_tokens = x.spec.output_tokens;
   rec.warmup = x.warmup;
+  if (!x.warmup && !measuring_) {   // worker samples count from the first measured request on
+    measuring_ = true;
+    metrics_->measure_workers_from(x.sent_s);
+  }
   metrics_->add(rec);
   free_handles_.push_back(h);
   if (clients_)
@@ -281,7 +292,12 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
       case EventKind::step_start: {
         Worker& worker = workers_[static_cast<std::size_t>(e.target)];
         const double seconds = worker.start_step(now_s);
-        if (seconds >= 0) queue_.push(now_s + seconds, EventKind::step_end, e.target);
+        if (seconds >= 0) {
+          queue_.push(now_s + seconds, EventKind::step_end, e.target);
+          const auto& pool = worker.scheduler().pool();
+          metrics.add_worker_sample(e.target, now_s, seconds, worker.scheduler().num_scheduled(),
+                                    pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+        }
         break;
       }
       case EventKind::step_end: step_end(e.target, now_s); break;

@@ -39,7 +39,8 @@ struct DisaggShape {
   int max_encode_tiles_per_step = 64;       // encoder batch cap (vLLM encoder budget / 256 tokens per tile)
   // Placement of the workers, in order prefill..., decode..., encode...; GPU of every worker.
   const Placement* placement = nullptr;
-  const hw::GpuSpec* gpu = nullptr;
+  const hw::GpuSpec* gpu = nullptr;         // prefill and encode workers' GPU
+  const hw::GpuSpec* decode_gpu = nullptr;  // decode workers' GPU (nullptr = gpu)
   std::function<double(std::int64_t)> handoff_bytes;   // KV + state bytes for a prompt of n tokens
   double embedding_bytes_per_token = 0;     // encode -> prefill: vision tokens × hidden × 2 B
   std::uint64_t seed = 0;
@@ -73,6 +74,7 @@ class DisaggregatedCluster {
   };
   struct Encoder { Ring<std::int32_t> queue; std::vector<std::int32_t> batch; bool busy = false; };
 
+  const hw::GpuSpec& gpu_of(int worker) const;   // placement index
   std::int32_t new_handle(const workloads::RequestSpec& spec, double now_s);
   void route(const workloads::RequestSpec& spec, double now_s);
   void to_prefill(std::int32_t h, double now_s);
@@ -98,6 +100,7 @@ class DisaggregatedCluster {
   std::optional<workloads::ClosedLoopClients> clients_;
   MetricsCollector* metrics_ = nullptr;
   std::int64_t issued_ = 0, warmup_ = 0;
+  bool measuring_ = false;
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;
 };

@@ -17,6 +17,33 @@ hw::InstanceSpec node(int gpus, int domain) {
   return i;
 }
 
+TEST(Placement, RolesOnDifferentInstanceTypesCrossEfaAtTheSmallerNicShare) {
+  hw::InstanceSpec fast = node(8, 8), slow = node(8, 8);
+  fast.name = "fast";
+  fast.efa_per_gpu_bytes_per_s = 100e9;   // a p6-b300-like 800 Gb/s per GPU
+  fast.efa_latency_s = 50e-6;
+  slow.name = "slow";
+  slow.efa_latency_s = 65e-6;             // 50 GB/s per GPU (node() default)
+  // Even with a 72-GPU NVLink domain declared, different instance types never share NVLink.
+  fast.nvlink_domain_gpus = 72;
+  const Placement p({{"prefill-0", 8, 0}, {"decode-0", 4, 1}, {"decode-1", 4, 1}}, {{fast, 1}, {slow, 1}});
+  EXPECT_EQ(p.nodes(), 2);
+  EXPECT_EQ(p.nodes_used(), 2);
+  EXPECT_EQ(p.workers()[1].first_node, 1);
+  EXPECT_EQ(p.workers()[2].first_gpu, 4);
+  EXPECT_EQ(p.instance_of(2).name, "slow");
+  EXPECT_TRUE(p.same_nvlink_domain(1, 2));
+  hw::GpuSpec g;
+  g.nvlink_bw_bytes_per_s = 450e9;
+  const LaneSpec l = p.lane(0, 1, g);
+  EXPECT_EQ(l.kind, LinkKind::efa);
+  EXPECT_DOUBLE_EQ(l.bytes_per_s, 50e9);    // min(100, 50) GB/s
+  EXPECT_DOUBLE_EQ(l.latency_s, 65e-6);     // max(50, 65) us
+  // 100 MB from the 8-GPU prefill to a 4-GPU decode worker: the 4 receiving lanes bound it.
+  EXPECT_NEAR(transfer_seconds(100e6, l, 4), 65e-6 + 100e6 / (4 * 50e9), 1e-15);
+  EXPECT_THROW(Placement({{"decode-0", 16, 1}}, {{fast, 1}, {slow, 1}}), Error);
+}
+
 TEST(Placement, OnePrefillOneDecodeOfEightGpusOnTwoNodesCrossEfa) {
   const Placement p({{"prefill-0", 8}, {"decode-0", 8}}, node(8, 8), 2);
   EXPECT_EQ(p.workers()[0].first_node, 0);
