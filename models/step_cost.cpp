@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "hwmodels/kernel_model.hpp"
+#include "hwmodels/nvlink_allreduce.hpp"
 #include "models/memory.hpp"
 
 namespace servesim::models {
@@ -32,6 +33,18 @@ struct Curve {
   }
 };
 
+// The TP all-reduce after a block: engines run small messages through their NVLink one-shot/two-shot
+// kernel (published measurements, hwmodels/nvlink_allreduce.hpp) and large ones through NCCL
+// (fitted on our own measurements); whichever is faster, as the engine's size switch intends.
+OpTime tp_allreduce(const KernelModel& km, const hw::GpuSpec& gpu, int tp, double bytes) {
+  OpTime nccl = km.collective(hw::Collective::all_reduce, bytes, hw::CommGroup{tp, 1, nullptr});
+  if (auto k = hw::nvlink_allreduce(gpu, tp, bytes); k && k->seconds < nccl.seconds) {
+    nccl.seconds = k->seconds;
+    nccl.source = k->exact_table ? hw::Source::interpolated : hw::Source::transferred;
+  }
+  return nccl;
+}
+
 struct Part {  // a kind's figures for the breakdown
   const char* kind;
   const char* op;
@@ -43,7 +56,7 @@ struct Part {  // a kind's figures for the breakdown
 class Model final : public StepCostModel {
  public:
   Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
-      : m_(m), km_(hw::kernel_model(gpu)), wp_(wp), par_(par), kv_(kv) {
+      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp), par_(par), kv_(kv) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
     n_attn_ = m.count(LayerKind::attention);
@@ -113,8 +126,7 @@ class Model final : public StepCostModel {
     lm_head_.fill([&](std::int64_t M) { return km_.gemm(M, m.vocab / tp, H, hw::Precision::bf16).seconds; });
     norms_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * H * 2 * 3).seconds; });
     if (tp > 1) {
-      hw::CommGroup g{tp, 1, nullptr};
-      allreduce_.fill([&](std::int64_t M) { return km_.collective(hw::Collective::all_reduce, double(M) * H * 2, g).seconds; });
+      allreduce_.fill([&](std::int64_t M) { return tp_allreduce(km_, gpu, tp, double(M) * H * 2).seconds; });
     }
     if (par.pp > 1) {
       p2p_.fill([&](std::int64_t M) { return km_.transfer(double(M) * H * 2, false, nullptr).seconds; });
@@ -210,7 +222,7 @@ class Model final : public StepCostModel {
         [&] { return km_.gemm(std::int64_t(std::max(1.0, logits)), m_.vocab / par_.tp, H, hw::Precision::bf16); });
     if (par_.tp > 1)
       add("collectives", "TP all-reduce after each block", blocks * allreduce_(M), blocks, [&] {
-        return km_.collective(hw::Collective::all_reduce, M * H * 2, hw::CommGroup{par_.tp, 1, nullptr});
+        return tp_allreduce(km_, gpu_, par_.tp, M * H * 2);
       });
     if (par_.pp > 1)
       add("collectives", "PP activation send/recv", (par_.pp - 1) * p2p_(M), par_.pp - 1,
@@ -222,6 +234,7 @@ class Model final : public StepCostModel {
   }
 
   const ModelSpec& m_;
+  const hw::GpuSpec& gpu_;
   const KernelModel& km_;
   hw::Precision wp_;
   Parallelism par_;

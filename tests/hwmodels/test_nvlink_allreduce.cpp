@@ -1,0 +1,53 @@
+// The NVLink all-reduce table (published measurements) and how a step's TP all-reduce uses it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/nvlink_allreduce.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+
+using namespace servesim;
+
+TEST(NvlinkAllReduce, ReturnsThePublishedPointsAndInterpolatesLogLog) {
+  const auto& h200 = hw::Catalog::global().gpu("H200");
+  auto t = hw::nvlink_allreduce(h200, 8, 131072);
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->exact_table);
+  EXPECT_NEAR(t->seconds, 6.4e-6, 1e-12);
+  EXPECT_NEAR(hw::nvlink_allreduce(h200, 8, 2097152)->seconds, 30.5e-6, 1e-12);
+  // Halfway in log(bytes) between 128 KiB (6.4 us) and 512 KiB (17.8 us): the geometric mean.
+  EXPECT_NEAR(hw::nvlink_allreduce(h200, 8, 262144)->seconds, std::sqrt(6.4e-6 * 17.8e-6), 1e-12);
+  // Below the smallest message: latency-bound floor. Above 8 MiB: not this kernel.
+  EXPECT_NEAR(hw::nvlink_allreduce(h200, 8, 64)->seconds, 3.4e-6, 1e-12);
+  EXPECT_FALSE(hw::nvlink_allreduce(h200, 8, 16.0 * 1024 * 1024));
+  EXPECT_FALSE(hw::nvlink_allreduce(h200, 1, 4096));
+}
+
+TEST(NvlinkAllReduce, OtherCountsAndGpusUseTheirArchitecturesTables) {
+  // H200 x2 has no table of its own: Hopper's 2-GPU table (H100, same NVLink 4).
+  auto t = hw::nvlink_allreduce(hw::Catalog::global().gpu("H200"), 2, 2048);
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->exact_table);
+  EXPECT_NEAR(t->seconds, 2.8e-6, 1e-12);
+  // 4 GPUs on Hopper: the 8-GPU table (more GPUs never make the kernel faster).
+  EXPECT_NEAR(hw::nvlink_allreduce(hw::Catalog::global().gpu("H100"), 4, 2048)->seconds, 3.4e-6, 1e-12);
+  // GB300 (Blackwell Ultra, no table of its count 2): falls back within the Blackwell family.
+  EXPECT_TRUE(hw::nvlink_allreduce(hw::Catalog::global().gpu("GB300"), 2, 2048));
+}
+
+TEST(NvlinkAllReduce, DecodeStepPaysOneKernelPerBlock) {
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  const auto& m = models::model("nemotron-3-super");
+  const auto cost = models::make_step_cost(m, gpu, hw::Precision::fp8, {8, 1, 1});
+  models::StepBatch d;
+  d.decode_seqs = 32;
+  d.decode_context_tokens = 32 * 4096;
+  double allreduce = 0;
+  for (const auto& part : cost->breakdown(d).parts)
+    if (part.kind == std::string("collectives")) allreduce += part.seconds;
+  const double per_block = hw::nvlink_allreduce(gpu, 8, 32.0 * m.hidden * 2)->seconds;
+  EXPECT_NEAR(allreduce, double(m.layers.size()) * per_block, 1e-12);
+}
