@@ -119,3 +119,54 @@ TEST(Disagg, MtpWithFullAcceptanceCutsDecodeSteps) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// Encode / prefill / decode: a lone request with one 1024x1024 image. Tiling by hand: a 2x2 grid
+// of 512-px tiles plus the thumbnail = 5 tiles, 5 x 256 = 1280 vision tokens on top of the text.
+TEST(Disagg, LoneVisionRequestTtftIsEncodePlusEmbeddingsPlusPrefillPlusKvPlusOneDecodeStep) {
+  DeploymentSpec spec = reference_spec();
+  spec.nodes = 3;   // prefill node 0, decode node 1, encoder node 2: both handoffs cross EFA
+  TopologyChoice t = one_p_one_d();
+  t.encode_workers = 1;
+  const Deployment d(t, spec);
+  ASSERT_EQ(d.name(), "disaggregated-1e1p1d");
+  ASSERT_FALSE(d.placement().same_nvlink_domain(2, 0));
+  workloads::WorkloadConfig w = closed(1, 3000, 50, 1);
+  w.multimodal.images.push_back({1024, 1024, 1});
+  const auto r = d.run(w);
+  ASSERT_EQ(r.summary.request_count, 1);
+  const int tiles = 5;
+  const std::int64_t vision_tokens = 5 * 256, prompt = 3000 + vision_tokens;
+  EXPECT_EQ(r.summary.input_sequence_length.avg, double(prompt));
+
+  const auto cost = models::make_step_cost(*spec.model, *spec.gpu, spec.weights, {8, 1, 1}, spec.kv_dtype);
+  const double overhead = spec.engine.overhead_per_step_s();
+  const double encode = cost->encoder_seconds(tiles) + overhead;
+  // Embeddings into the LLM: BF16 vectors of the model's width, 8 EFA lanes each side.
+  const double lat = spec.instance->efa_latency_s, lanes_bw = 8 * spec.instance->efa_per_gpu_bytes_per_s;
+  const double embed = lat + double(vision_tokens) * 2.0 * double(spec.model->hidden) / lanes_bw;
+  models::StepBatch prefill;   // the encoded prompt in one chunk, no encoder work left
+  prefill.prefill_seqs = 1;
+  prefill.prefill_tokens = prompt;
+  prefill.prefill_attention_pairs = double(prompt) * double(prompt + 1) / 2;
+  const double kv = lat + models::handoff_bytes(*spec.model, prompt, spec.kv_dtype) / lanes_bw;
+  models::StepBatch decode;
+  decode.decode_seqs = 1;
+  decode.decode_context_tokens = prompt + 1;
+  const double ttft = encode + embed + cost->seconds(prefill) + overhead + kv + cost->seconds(decode) + overhead;
+  EXPECT_NEAR(r.summary.ttft_ms.p50, ttft * 1e3, 1e-6);
+  EXPECT_EQ(r.transfers.handoffs, 1);   // the KV handoff; the embeddings are not a KV handoff
+  EXPECT_NEAR(r.transfers.seconds, kv, 1e-12);
+  // Without the encoder pool the prefill worker runs the encoder in its first chunk's step.
+  const Deployment d2(one_p_one_d(), reference_spec());
+  const auto r2 = d2.run(w);
+  models::StepBatch prefill_vision = prefill;
+  prefill_vision.vision_tiles = tiles;
+  const double ttft2 = cost->seconds(prefill_vision) + overhead + kv + cost->seconds(decode) + overhead;
+  EXPECT_NEAR(r2.summary.ttft_ms.p50, ttft2 * 1e3, 1e-6);
+}
+
+}  // namespace
+}  // namespace servesim::sim
