@@ -58,3 +58,9 @@ foreach(bad IN ITEMS "--prefill-workers;2" "--topology;ring" "--topology;disagg;
   add_test(NAME cli_simulate_topology_error${name} COMMAND ${SS} simulate ${bad} --requests 5)
   set_tests_properties(cli_simulate_topology_error${name} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: [^\n]+\n$")
 endforeach()
+# MTP: K = 2 at acceptance 1.0, OSL 301: one prefill step + ceil(300 / 3) = 100 decode steps.
+add_test(NAME cli_simulate_mtp COMMAND ${SS} simulate --model nemotron-3-super --concurrency 1 --requests 1
+         --warmup-requests 0 --isl 1000 --osl 301 --num-speculative-tokens 2 --mtp-acceptance 1.0)
+set_tests_properties(cli_simulate_mtp PROPERTIES PASS_REGULAR_EXPRESSION "replica-0 +101 ")
+add_test(NAME cli_simulate_mtp_without_layers COMMAND ${SS} simulate --model llama-3.1-70b --num-speculative-tokens 2 --requests 5)
+set_tests_properties(cli_simulate_mtp_without_layers PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: .*has no MTP layers[^\n]*\n$")

@@ -3,6 +3,7 @@
 
 #include "common/error.hpp"
 #include "sim/decoding/mtp.hpp"
+#include "sim/simulate.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -67,6 +68,62 @@ TEST(Mtp, BadConfigsAreErrors) {
   EXPECT_THROW((MtpConfig{2, {0.5, 0.5, 0.5}, 0, 0}.validate("--mtp")), Error);
   EXPECT_THROW((MtpConfig{2, {1.5}, 0, 0}.validate("--mtp")), Error);
   EXPECT_NO_THROW((MtpConfig{2, {0.5, 0.4}, 0, 0}.validate("--mtp")));
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+// End to end through simulate(): Nemotron 3 Super has an MTP layer. At acceptance 1.0 and K = 2
+// every decode step emits 3 tokens, so after the prefill's first token a lone request takes
+// ceil((OSL - 1) / 3) decode steps and its ITL is about one (verify + 2 drafts) step / 3.
+namespace servesim::sim {
+namespace {
+
+Scenario lone_request(int k, const std::string& acceptance, int osl) {
+  const std::string spec = k > 0 ? ", \"num_speculative_tokens\": " + std::to_string(k) + ", \"acceptance_rate\": " + acceptance : "";
+  return parse_scenario(R"({"model": "nemotron-3-super", "gpu": "h200", "gpus": 8, "tp": 8, "precision": "fp8",
+    "engine": {"max_num_seqs": 256)" + spec + R"(},
+    "workload": {"concurrency": 1, "requests": 1, "isl": 1000, "osl": )" + std::to_string(osl) + "}}", "mtp test");
+}
+
+TEST(Mtp, LoneRequestAtFullAcceptanceTakesAThirdOfTheDecodeSteps) {
+  for (int osl : {301, 300, 2}) {
+    const SimResult plain = simulate(lone_request(0, "", osl));
+    const SimResult mtp = simulate(lone_request(2, "[1.0, 1.0]", osl));
+    ASSERT_EQ(mtp.workers.size(), 1u);
+    // One prefill step (it samples the first token), then the decode steps.
+    EXPECT_EQ(plain.workers[0].steps, 1 + (osl - 1));
+    EXPECT_EQ(mtp.workers[0].steps, 1 + (osl - 1 + 2) / 3) << "OSL " << osl;
+    EXPECT_EQ(mtp.summary.total_output_tokens, osl);
+  }
+  const Scenario s = lone_request(2, "[1.0, 1.0]", 301);
+  const SimResult r = simulate(s);
+  const Prepared p = prepare(s);   // p.cost includes the two draft passes
+  const double overhead = s.engine.overhead_per_step_s();
+  auto step = [&](std::int64_t context) {
+    models::StepBatch b;
+    b.decode_seqs = 1;
+    b.decode_context_tokens = context;
+    return p.cost->seconds(b) + overhead;
+  };
+  // Context runs from 1001 to 1300 tokens over the 100 steps; the step time lies between.
+  EXPECT_GE(r.summary.itl_ms.avg, step(1001) / 3 * 1e3 * (1 - 1e-9));
+  EXPECT_LE(r.summary.itl_ms.avg, step(1301) / 3 * 1e3 * (1 + 1e-9));
+  // The MTP step costs more than a plain one (3 verify tokens + 2 drafts) but emits 3 tokens.
+  const Prepared plain = prepare(lone_request(0, "", 301));
+  models::StepBatch b;
+  b.decode_seqs = 1;
+  b.decode_context_tokens = 1001;
+  const double draft = draft_cost_fraction(*p.model);
+  EXPECT_GT(draft, 0);
+  EXPECT_GT(p.cost->seconds(b), plain.cost->seconds(b) * (1 + 2 * draft) * (1 - 1e-9));
+  EXPECT_LT(r.summary.itl_ms.avg, simulate(lone_request(0, "", 301)).summary.itl_ms.avg / 2);
+}
+
+TEST(Mtp, ModelWithoutMtpLayersCannotDraft) {
+  Scenario s = lone_request(2, "[0.7, 0.7]", 10);
+  s.model = "llama-3.1-70b";
+  EXPECT_THROW(prepare(s), Error);
 }
 
 }  // namespace
