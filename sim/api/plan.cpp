@@ -47,7 +47,17 @@ struct Study {
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
-    if (o.instance.empty()) throw Error("--instance", "", "required (servesim list instances)");
+    // With a model named, the traffic and the SLO are the user's to give (no model: the reference study).
+    const auto required = [](const char* flag, bool given, const char* what) {
+      if (!given) throw Error(flag, "", std::string("required with --model: ") + what);
+    };
+    required("--isl", o.isl != 0, "input tokens per request");
+    required("--osl", o.osl != 0, "output tokens per request");
+    required("--ttft-ms", o.ttft_ms != 0, "the SLO on time to first token, e.g. 600");
+    required("--itl-ms", o.itl_ms != 0, "the SLO on inter-token latency, e.g. 100");
+    required("--target-tps", o.target_tps != 0, "output tokens/s the deployment must serve");
+    required("--instance", !o.instance.empty(), "the instance type to lay the topologies on (servesim list instances)");
+    required("--nodes", o.nodes != 0, "how many instances the topologies are laid on");
     if (o.nodes < 1) throw Error("--nodes", "", "must be >= 1");
     if (o.isl < 1) throw Error("--isl", "", "must be >= 1");
     if (o.osl < 1) throw Error("--osl", "", "must be >= 1");

@@ -27,7 +27,9 @@ double Worker::start_step(double now_s) {
   // engine would simply run its next schedule() at once, so do that here.
   if (sched_.num_scheduled() == 0 && sched_.has_work()) batch = &sched_.schedule(now_s);
   if (sched_.num_scheduled() == 0) {
-    if (sched_.num_running() == 0 && sched_.has_work())
+    // Nothing runs and nothing holds blocks (a prefill worker's handed-off requests hold theirs
+    // until the decode side has pulled them, and wake it when released): then it never fits.
+    if (sched_.num_running() == 0 && sched_.pool().used() == 0 && sched_.has_work())
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }

@@ -12,3 +12,11 @@ add_test(NAME cli_plan_does_not_fit COMMAND ${SS} plan --model nemotron-3.5-supe
 set_tests_properties(cli_plan_does_not_fit PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --nodes: the topology needs 16 GPUs")
 add_test(NAME cli_plan_bad_statistic COMMAND ${SS} plan --statistic p75)
 set_tests_properties(cli_plan_bad_statistic PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --statistic: unknown statistic 'p75'; known: p50, p90, p99")
+# A saturated prefill worker whose blocks are all held by handed-off requests waits for the pulls
+# (it used to report a request that could never be admitted).
+add_test(NAME cli_plan_disagg_saturated_prefill COMMAND ${SS} plan --model nemotron-3.5-super-vl --instance p6-b300.48xlarge
+         --nodes 2 --precision nvfp4 --isl 4000 --osl 500 --ttft-ms 600 --itl-ms 100 --target-tps 50000
+         --concurrency 512 --topology disagg --requests 1500)
+set_tests_properties(cli_plan_disagg_saturated_prefill PROPERTIES PASS_REGULAR_EXPRESSION "disaggregated-1p1d +512")
+add_test(NAME cli_plan_model_needs_slo COMMAND ${SS} plan --model nemotron-3-super --instance p5en.48xlarge --nodes 1 --isl 1000 --osl 100)
+set_tests_properties(cli_plan_model_needs_slo PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --ttft-ms: required with --model")
