@@ -23,6 +23,26 @@ std::uint64_t shape_key(std::initializer_list<double> fields) {
   return h;
 }
 
+void expand_point_rows(nlohmann::json& doc, const std::string& file) {
+  auto cols = doc.find("columns");
+  auto pts = doc.find("points");
+  if (cols == doc.end() || pts == doc.end() || !cols->is_array() || !pts->is_array()) return;
+  for (const auto& c : *cols)
+    if (!c.is_string()) throw Error(file, "columns", "expected a list of field names");
+  for (size_t i = 0; i < pts->size(); ++i) {
+    auto& row = (*pts)[i];
+    if (!row.is_array()) continue;
+    if (row.size() != cols->size())
+      throw Error(file, "points[" + std::to_string(i) + "]",
+                  "expected " + std::to_string(cols->size()) + " values (one per entry of 'columns'), got " +
+                      std::to_string(row.size()));
+    nlohmann::json obj = nlohmann::json::object();
+    for (size_t c = 0; c < row.size(); ++c)
+      if (!row[c].is_null()) obj[(*cols)[c].get<std::string>()] = std::move(row[c]);
+    row = std::move(obj);
+  }
+}
+
 double bus_factor(std::string_view op, int n) {
   double f = n > 1 ? double(n - 1) / n : 0;
   if (op == "all_reduce") return 2 * f;
@@ -72,7 +92,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     w = grouped_gemm_work(r.active, p.number("tokens"), positive(p, "n"), positive(p, "k"), d, d);
     peak = at(d);
     s.key = shape_key({double(experts), p.number("n"), p.number("k"), skew});
-    s.x = grouped_gemm_features(experts, r, p.number("n"), p.number("k"), skew);
+    s.x = grouped_gemm_features(experts, p.number("tokens"), r, p.number("n"), p.number("k"), skew, d != Precision::bf16);
   } else if (family == "attention_prefill") {
     w = attention_prefill_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "kv_heads"),
                                positive(p, "head_dim"));
@@ -144,6 +164,7 @@ double median(std::vector<double> v) {
 
 void Calibration::add_document(std::string_view text, const std::string& file) {
   nlohmann::json j = parse_json(text, file);
+  expand_point_rows(j, file);
   JsonReader root(j, file);
   std::string family = root.string("family");
   if (root.has("env")) {

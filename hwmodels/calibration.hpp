@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/fit.hpp"
 #include "hwmodels/work.hpp"
@@ -60,6 +62,11 @@ class Calibration {
   std::map<std::string, FamilyCalibration, std::less<>> families_;
   std::vector<std::string> env_;
 };
+
+// A parsed family file whose "points" are rows of values under a top-level "columns" list gets
+// them rewritten in place as objects (null values left out); object points are left as they are.
+// A row of the wrong length throws Error(file, "points[i]", ...).
+void expand_point_rows(nlohmann::json& doc, const std::string& file);
 
 // Shape-series key of a list of fields (FNV-1a over their bits).
 std::uint64_t shape_key(std::initializer_list<double> fields);

@@ -11,7 +11,7 @@ namespace servesim::hw {
 
 // Shape coordinates of a point in log space (log of batch, tokens, ...; unused entries 0), the
 // space in which nearby measured shapes are found.
-constexpr int kMaxFeatures = 6;
+constexpr int kMaxFeatures = 8;
 using Features = std::array<double, kMaxFeatures>;
 
 // A measured point reduced to its roofline terms on the measured GPU's datasheet peaks.

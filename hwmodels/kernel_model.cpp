@@ -109,7 +109,7 @@ class Model final : public KernelModel {
     if (skew < 0) throw Error("grouped_gemm", "skew", "must be >= 0");
     std::uint64_t key = shape_key({double(experts), double(n), double(k), skew});
     Routing r = route(experts, double(tokens), skew);
-    Features x = grouped_gemm_features(experts, r, n, k, skew);
+    Features x = grouped_gemm_features(experts, double(tokens), r, n, k, skew, p != Precision::bf16);
     if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
       return eval({"grouped_gemm_bf16", key, grouped_gemm_work(r.active, tokens, n, k, p, Precision::bf16),
                    Precision::bf16, Precision::bf16, x}, true);

@@ -115,12 +115,19 @@ Features logs(std::initializer_list<double> v) {
 }  // namespace
 
 Features gemm_features(double m, double n, double k) { return logs({m, n, k}); }
-Features grouped_gemm_features(int experts, const Routing& r, double n, double k, double skew) {
+Features grouped_gemm_features(int experts, double tokens, const Routing& r, double n, double k, double skew, bool fp8) {
   // Per-expert rows set the tile shape; active experts the weight traffic; skewed routing is
   // kept apart from balanced by its own coordinate; the expert count sizes the kernel's group
-  // bookkeeping (the same routed rows over 64 or 512 experts do not time alike).
-  Features f = logs({r.max_tokens, r.active, n, k, 1.0, double(experts)});
+  // bookkeeping (the same routed rows over 64 or 512 experts do not time alike); the routed total
+  // tells apart splits whose busiest and active experts coincide (181 or 256 slots over 128).
+  Features f = logs({r.max_tokens, r.active, n, k, 1.0, double(experts), tokens});
   f[4] = skew;
+  // torch._scaled_grouped_mm on H200 runs 2-3x slower with 129..2047 routed rows per expert on
+  // average (measured on every Nemotron expert shape and expert count, balanced and skewed,
+  // hwmodels/calibration/h200/grouped_gemm.json run 2): a tile-configuration step, which a
+  // separate coordinate keeps interpolation from averaging across (2 = three octaves).
+  double mean_rows = tokens / experts;
+  if (fp8) f[7] = mean_rows > 128 && mean_rows < 2048 ? 2.0 : 0.0;
   return f;
 }
 Features attention_features(double batch, double len, double heads, double kv_heads, double head_dim) {

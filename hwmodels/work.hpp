@@ -40,7 +40,8 @@ Work conv1d_work(double tokens, double channels, double kernel, bool decode);
 
 // Log-space shape coordinates of each family (fit.hpp Features): what "a nearby shape" means.
 Features gemm_features(double m, double n, double k);
-Features grouped_gemm_features(int experts, const Routing& r, double n, double k, double skew);
+Features grouped_gemm_features(int experts, double tokens, const Routing& r, double n, double k, double skew,
+                               bool fp8 = false);
 Features attention_features(double batch, double len, double heads, double kv_heads, double head_dim);
 Features mamba_scan_features(double batch, double seqlen, double heads, double head_dim, double d_state, double groups);
 Features mamba_step_features(double batch, double heads, double head_dim, double d_state, double groups);

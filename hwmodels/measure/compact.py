@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from calib_io import write_family
+from calib_io import read_points, write_family
 
 
 def sig(v, digits=4):
@@ -18,7 +18,7 @@ def sig(v, digits=4):
 
 def compact(src, dst):
     d = json.load(open(src))
-    pts = [{k: sig(v) for k, v in p.items()} for p in d["points"]]
+    pts = [{k: sig(v) for k, v in p.items()} for p in read_points(d)]
     extra = {}
     if d["family"] == "gemm":     # one 'used_by' per (n, k) rather than per point
         extra["used_by"] = {}

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from calib_io import read_points
+
 FIGURES = {"ms", "ms_eager", "tflops", "gbps", "gbps_rw", "used_by", "graph_error", "ms_from"}
 
 
@@ -25,9 +27,9 @@ def main(a_dir, b_dir):
     for f in sorted(os.listdir(b_dir)):
         if not f.endswith(".json") or f == "errors.json" or not os.path.exists(os.path.join(a_dir, f)):
             continue
-        a = {key(p): p for p in json.load(open(os.path.join(a_dir, f)))["points"]}
+        a = {key(p): p for p in read_points(json.load(open(os.path.join(a_dir, f))))}
         rel = {"ms": [], "ms_eager": []}
-        for p in json.load(open(os.path.join(b_dir, f)))["points"]:
+        for p in read_points(json.load(open(os.path.join(b_dir, f)))):
             q = a.get(key(p))
             if q:
                 for m in rel:

@@ -21,13 +21,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shapes  # noqa: E402
-from calib_io import write_family  # noqa: E402
+from calib_io import read_points, write_family  # noqa: E402
 
 ORDER = ["copy", "elementwise", "conv1d", "attention_decode", "attention_prefill", "grouped_gemm",
          "gemm_bf16", "gemm_fp8"]
+GRID = "grouped_gemm_grid"   # --grouped-grid: the dense grouped-GEMM grid alone (shapes.grouped_grid_points)
 BUDGET_S = {"copy": 6, "elementwise": 20, "conv1d": 14, "attention_decode": 30, "attention_prefill": 40,
-            "grouped_gemm": 35, "gemm_bf16": 135, "gemm_fp8": 100}
-FILE_OF = {"gemm_bf16": "gemm", "gemm_fp8": "gemm"}
+            "grouped_gemm": 35, "gemm_bf16": 135, "gemm_fp8": 100, GRID: 280}
+FILE_OF = {"gemm_bf16": "gemm", "gemm_fp8": "gemm", GRID: "grouped_gemm"}
+CHECKPOINT_EVERY = 250   # points between rewrites of a family file, so a run cut short keeps its points
+DEFAULT_EXCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calibration", "h200", "grouped_gemm.json")
 ROT_BYTES = 256 << 20
 MAX_SETS = 256
 GRAPH_REP_MS = 2      # do_bench_cudagraph: each of its 10 replays runs >= 2 ms of calls
@@ -356,10 +359,10 @@ def make_gemm(p):
 
 
 MAKERS = {"copy": make_copy, "elementwise": make_elementwise, "conv1d": make_conv1d,
-          "attention_decode": make_decode, "attention_prefill": make_prefill, "grouped_gemm": make_grouped,
+          "attention_decode": make_decode, "attention_prefill": make_prefill, "grouped_gemm": make_grouped, GRID: make_grouped,
           "gemm_bf16": make_gemm, "gemm_fp8": make_gemm}
 SETUPS = {"elementwise": setup_elementwise, "conv1d": setup_conv1d, "attention_decode": lambda: setup_attention("attention_decode"),
-          "attention_prefill": lambda: setup_attention("attention_prefill"), "grouped_gemm": setup_grouped,
+          "attention_prefill": lambda: setup_attention("attention_prefill"), "grouped_gemm": setup_grouped, GRID: setup_grouped,
           "gemm_bf16": lambda: setup_gemm("bf16"), "gemm_fp8": lambda: setup_gemm("fp8")}
 
 ABOUT = {
@@ -395,10 +398,9 @@ def run(args):
     POOL = Pool(args.pool_gib << 29)          # bf16 elements = GiB * 2^30 / 2
     torch.cuda.synchronize()
     method = METHOD % (GRAPH_REP_MS, GRAPH_REP_MS, EAGER_WARM_MS, EAGER_REP_MS, MAX_SETS)
-    all_points = shapes.family_points()
+    all_points, fams = plan(args)
     results, summary = {}, []
     carry = 0.0
-    fams = [f for f in ORDER if f in args.families.split(",")]
     for fam in fams:
         budget = BUDGET_S[fam] * args.budget_scale + carry
         t0 = time.time()
@@ -409,7 +411,11 @@ def run(args):
         except Exception as e:  # noqa: BLE001
             note(fam, f"setup check failed: {type(e).__name__}: {str(e)[:160]}")
         points = all_points[fam]
+        out_name = FILE_OF.get(fam, fam)
         for i, p in enumerate(points):
+            if pts and i % CHECKPOINT_EVERY == 0:
+                write_family(os.path.join(args.out, f"{out_name}.json"), out_name,
+                             f"partial run: {len(pts)} of {len(points)} points", env, pts)
             now = time.time()
             if now - t0 > budget or now > deadline:
                 skipped = len(points) - i
@@ -430,7 +436,6 @@ def run(args):
             fn = None
         spent = time.time() - t0
         carry = max(0.0, budget - spent)
-        out_name = FILE_OF.get(fam, fam)
         results.setdefault(out_name, {"points": [], "notes": [], "fams": []})
         R = results[out_name]
         R["points"] += pts
@@ -481,18 +486,39 @@ def print_summary(results, summary, total_s, env):
         print(f"  points with ms < 10 us: {len(small)}, median ms_eager/ms {small[len(small) // 2]:.2f}")
 
 
-def dry_run(args):
+def plan(args):
+    """The points of every family to run, and the families in order."""
     fp = shapes.family_points()
+    if not args.grouped_grid:
+        return fp, [f for f in ORDER if f in args.families.split(",")]
+    exclude = []
+    if args.exclude and os.path.exists(args.exclude):
+        exclude = [shapes.grouped_shape_key(p) for p in read_points(json.load(open(args.exclude)))]
+    fp[GRID] = shapes.grouped_grid_points(exclude)
+    print(f"{GRID}: {len(fp[GRID])} points ({len(exclude)} shapes of {args.exclude} excluded)")
+    return fp, [GRID]
+
+
+def dry_run(args):
+    fp, fams = plan(args)
     tot_est = tot_budget = 0
     print(f"{'family':18s} {'points':>6s} {'est s':>6s} {'budget':>6s}")
-    for fam in ORDER:
-        if fam not in args.families.split(","):
-            continue
-        est = sum(shapes.est_point_s(fam.split("_")[0] if fam.startswith("gemm") else fam, p) for p in fp[fam])
+    for fam in fams:
+        est = sum(shapes.est_point_s("gemm" if fam.startswith("gemm") else "grouped_gemm" if fam == GRID else fam, p)
+                  for p in fp[fam])
         tot_est += est
         tot_budget += BUDGET_S[fam] * args.budget_scale
         print(f"{fam:18s} {len(fp[fam]):6d} {est:6.0f} {BUDGET_S[fam] * args.budget_scale:6.0f}")
-    print(f"{'total':18s} {sum(len(fp[f]) for f in ORDER):6d} {tot_est:6.0f} {tot_budget:6.0f}  (deadline {args.deadline:.0f} s)")
+    print(f"{'total':18s} {sum(len(fp[f]) for f in fams):6d} {tot_est:6.0f} {tot_budget:6.0f}  (deadline {args.deadline:.0f} s)")
+    if args.grouped_grid:
+        g = fp[GRID]
+        for dt in ("fp8", "bf16"):
+            for rt in ("balanced", "skewed"):
+                print(f"  {dt} {rt}: {sum(1 for p in g if p['dtype'] == dt and p['routing'] == rt)} points")
+        assert len({shapes.grouped_shape_key(p) for p in g}) == len(g), "duplicate grid shapes"
+        big = max(g, key=lambda p: p["experts"] * p["n"] * p["k"])
+        print("largest expert weights:", big["used_by"], big["experts"], "experts, GiB %.1f" % (big["experts"] * big["n"] * big["k"] * 2 / 2**30))
+        return
     print(f"distinct GEMM (N, K): {len(shapes.gemm_nk())}; attention (heads, kv): {len(shapes.attention_heads())}")
     for fam in ORDER:
         assert all(isinstance(p, dict) for p in fp[fam])
@@ -508,6 +534,9 @@ def main():
     ap.add_argument("--deadline", type=float, default=430.0, help="seconds after which no new point starts")
     ap.add_argument("--pool-gib", type=int, default=8, help="GiB of random bf16 input pool")
     ap.add_argument("--dry-run", action="store_true", help="enumerate shapes and plan budgets; needs no GPU")
+    ap.add_argument("--grouped-grid", action="store_true",
+                    help="time only the dense grouped-GEMM grid (fp8 and bf16, balanced and skewed), skipping shapes in --exclude")
+    ap.add_argument("--exclude", default=DEFAULT_EXCLUDE, help="grouped-GEMM file whose shapes --grouped-grid skips")
     args = ap.parse_args()
     (dry_run if args.dry_run else run)(args)
 

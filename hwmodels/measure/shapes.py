@@ -126,6 +126,44 @@ def grouped_points(dtype):
     return sorted(pts, key=lambda p: _shuffle_key((p["used_by"], p["experts"], p["tokens"], p["routing"])))
 
 
+# Dense grid for a second grouped-GEMM run: every power-of-two expert count up to 128 (capped at
+# the model's own expert count: Mixtral has 8) x token-slots 16 .. 65,536 at two points per octave,
+# both dtypes, balanced and skewed routing. It samples the per-expert row counts (tokens / experts)
+# where the grouped kernels change tile regime, which the first grid's powers of four skipped.
+GRID_EXPERTS = (1, 2, 4, 8, 16, 32, 64, 128)
+GRID_SLOTS = tuple(int(round(16 * 2 ** (i / 2))) for i in range(25))     # 16, 23, 32, 45, ..., 65536
+GRID_MAX_EXPERTS = {"nemotron3-nano": 128, "nemotron3-super": 512, "mixtral-8x7b": 8}
+
+
+def grouped_shape_key(p):
+    """The fields that identify a grouped-GEMM point (its measurement aside)."""
+    return (p["dtype"], p["experts"], p["tokens"], p["n"], p["k"], p["routing"])
+
+
+def grouped_grid_points(exclude=()):
+    """The dense grid, fp8 first (the dtype whose slow tile regime the first grid under-sampled),
+    each dtype in a deterministic shuffled order; shapes in `exclude` (grouped_shape_key) skipped.
+    Skewed routing over one expert is the balanced point, so it is left out."""
+    exclude = set(exclude)
+    out = []
+    for dtype in ("fp8", "bf16"):
+        pts = []
+        for label, n, k, _ in GROUPED_SHAPES:
+            cap = GRID_MAX_EXPERTS[label.split("/")[0]]
+            for e in GRID_EXPERTS:
+                if e > cap:
+                    continue
+                for slots in GRID_SLOTS:
+                    for routing, skew in (("balanced", 0.0), ("skewed", SKEW)):
+                        if routing == "skewed" and e == 1:
+                            continue
+                        p = dict(dtype=dtype, experts=e, tokens=slots, n=n, k=k, routing=routing, skew=skew, used_by=label)
+                        if grouped_shape_key(p) not in exclude:
+                            pts.append(p)
+        out += sorted(pts, key=lambda p: _shuffle_key((p["used_by"], p["experts"], p["tokens"], p["routing"], "grid")))
+    return out
+
+
 def attention_heads():
     """Distinct (heads, kv_heads) per GPU over the shipped models and TP 1..8 (head_dim 128)."""
     hk = {}
