@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -38,7 +39,7 @@ struct SimOpts {
   std::string export_dir;
   Format format = Format::table;
   // sweep
-  std::string output, sweep_format = "table";
+  std::string output, sweep_format;  // format "" = by --output extension (.csv, .json), else table
   int threads = 0;
 };
 
@@ -304,7 +305,12 @@ void run_sweep(const SimOpts& o) {
     }
   }
   if (spec.values.empty()) throw Error(flag, "", "empty list");
-  const std::string fmt = text::lower(o.sweep_format);
+  std::string fmt = text::lower(o.sweep_format);
+  if (fmt.empty()) {
+    const std::string out = text::lower(o.output);
+    auto ends = [&](const char* ext) { return out.size() > std::strlen(ext) && out.compare(out.size() - std::strlen(ext), std::string::npos, ext) == 0; };
+    fmt = ends(".csv") ? "csv" : ends(".json") ? "json" : "table";
+  }
   if (fmt != "table" && fmt != "csv" && fmt != "json") throw Error("--format", "", "unknown format '" + fmt + "'; known: table, csv, json");
   const bool tty = isatty(2);
   std::mutex mu;
@@ -334,7 +340,7 @@ void run_sweep(const SimOpts& o) {
                  fixed(cols["output_token_throughput_per_user_avg"][i], 1), ms(cols["time_to_first_token_ms_p50"][i]),
                  ms(cols["time_to_first_token_ms_p99"][i]), ms(cols["inter_token_latency_ms_p50"][i]),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
-                 fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 0) + "%"};
+                 fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
@@ -363,7 +369,7 @@ void add_simulate_commands(CLI::App& app) {
   auto wo = std::make_shared<SimOpts>();
   CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel");
   add_scenario_options(*sw, *wo, true);
-  sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json")->default_str("table");
+  sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
   sw->add_option("--threads", wo->threads, "Worker threads (default: all cores); results do not depend on it");
   sw->callback([wo] { run_sweep(*wo); });
