@@ -111,6 +111,19 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
     pt_.push_back(x.seconds);
     plog_ratio_.push_back(std::log(x.seconds / roofline_fit(x.compute_s, x.memory_s)));
   }
+  order_.resize(samples.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](int i, int j) {
+    return std::pair(pgroup_[i], pkey_[i]) < std::pair(pgroup_[j], pkey_[j]);
+  });
+  for (size_t p = 0; p < order_.size();) {
+    Box b{pgroup_[order_[p]], pkey_[order_[p]], static_cast<int>(p), 0, px_[order_[p]], px_[order_[p]]};
+    for (; p < order_.size() && pgroup_[order_[p]] == b.group && pkey_[order_[p]] == b.key; ++p)
+      for (int f = 0; f < kMaxFeatures; ++f)
+        b.lo[f] = std::min(b.lo[f], px_[order_[p]][f]), b.hi[f] = std::max(b.hi[f], px_[order_[p]][f]);
+    b.end = static_cast<int>(p);
+    boxes_.push_back(b);
+  }
   if (method != FitMethod::monotone_interp) return;
   std::vector<size_t> idx(samples.size());
   std::iota(idx.begin(), idx.end(), 0);
@@ -182,28 +195,58 @@ double FamilyFit::predict(const Sample& q, bool* exact, bool surface_only) const
   return std::max(t, std::max(q.compute_s, q.memory_s));
 }
 
+namespace {
+// Squared distance from q to a box: a lower bound of distance2 to every point inside it (each
+// term is no larger than the point's own, so the bound holds in floating point too).
+double box_distance2(const Features& lo, const Features& hi, const Features& q) {
+  double d = 0;
+  for (int i = 0; i < kMaxFeatures; ++i) {
+    double e = q[i] < lo[i] ? lo[i] - q[i] : q[i] > hi[i] ? q[i] - hi[i] : 0;
+    d += e * e;
+  }
+  return d;
+}
+}  // namespace
+
 double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_only) const {
   // The query's ratio to the least-squares roofline, interpolated in log space among the nearest
   // measured shapes of its group (all points when its group was not measured), inverse-distance²
-  // weighted. Fixed-size neighbour list: no allocation per query.
-  bool group_known = false;
-  for (auto g : pgroup_) if (g == q.group) { group_known = true; break; }
+  // weighted. The neighbours are the kNeighbours smallest (distance, index) pairs and a measured
+  // shape is the lowest-index point at its coordinates, whatever order the series are scanned in:
+  // the query's own series first, then every other whose box could hold a closer point.
+  auto first = std::lower_bound(boxes_.begin(), boxes_.end(), q.group,
+                                [](const Box& b, std::uint64_t g) { return b.group < g; });
+  auto last = first;
+  while (last != boxes_.end() && last->group == q.group) ++last;
+  if (first == last) first = boxes_.begin(), last = boxes_.end();  // group not measured: every point
+  auto own = std::lower_bound(first, last, q.key, [](const Box& b, std::uint64_t k) { return b.key < k; });
+  if (own != last && own->key != q.key) own = last;
   double best_d[kNeighbours];
-  int best_i[kNeighbours], nb = 0;
-  for (size_t i = 0; i < px_.size(); ++i) {
-    if (group_known && pgroup_[i] != q.group) continue;
-    double d = distance2(px_[i], q.x);
-    if (d < kSame) {
-      if (!surface_only) {
-        if (exact) *exact = true;
-        return pt_[i];
+  int best_i[kNeighbours], nb = 0, hit = -1;
+  auto scan = [&](const Box& b) {
+    double lb = box_distance2(b.lo, b.hi, q.x);
+    bool may_hit = !surface_only && lb < kSame;
+    if (!may_hit && (hit >= 0 || (nb == kNeighbours && lb > best_d[nb - 1]))) return;
+    for (int p = b.begin; p < b.end; ++p) {
+      int i = order_[p];
+      double d = distance2(px_[i], q.x);
+      if (d < kSame) {
+        if (!surface_only && (hit < 0 || i < hit)) hit = i;
+        continue;  // surface_only: the point itself, left out of its own surface value
       }
-      continue;  // the point itself: left out of its own surface value
+      if (nb == kNeighbours && (d > best_d[nb - 1] || (d == best_d[nb - 1] && i > best_i[nb - 1]))) continue;
+      int j = nb < kNeighbours ? nb++ : nb - 1;
+      while (j > 0 && (best_d[j - 1] > d || (best_d[j - 1] == d && best_i[j - 1] > i)))
+        best_d[j] = best_d[j - 1], best_i[j] = best_i[j - 1], --j;
+      best_d[j] = d, best_i[j] = i;
     }
-    if (nb == kNeighbours && d >= best_d[nb - 1]) continue;
-    int j = nb < kNeighbours ? nb++ : nb - 1;
-    while (j > 0 && best_d[j - 1] > d) best_d[j] = best_d[j - 1], best_i[j] = best_i[j - 1], --j;
-    best_d[j] = d, best_i[j] = static_cast<int>(i);
+  };
+  if (own != last) scan(*own);
+  for (auto b = first; b != last; ++b)
+    if (b != own) scan(*b);
+  if (hit >= 0) {
+    if (exact) *exact = true;
+    return pt_[hit];
   }
   if (nb == 0) return ls;
   double sw = 0, sr = 0;

@@ -71,6 +71,12 @@ class FamilyFit {
   std::vector<Features> px_;
   std::vector<std::uint64_t> pkey_, pgroup_;
   std::vector<double> pt_, plog_ratio_;  // measured seconds; log(measured / least-squares roofline)
+  // Index of the nearest-shape search, built once: points ordered by (group, key); per series its
+  // bounding box in feature space, so a query scans its own series first and skips every series
+  // whose box is farther than the neighbours already found.
+  struct Box { std::uint64_t group, key; int begin, end; Features lo, hi; };
+  std::vector<Box> boxes_;       // sorted by (group, key)
+  std::vector<int> order_;       // point indices, grouped by box
   double interp(const Sample& q, double ls, bool surface_only) const;
   double nearest(const Sample& q, double ls, bool* exact, bool surface_only) const;
 };

@@ -314,3 +314,51 @@ TEST(Calibration, ReportCoversEveryCommittedFamily) {
   }
   EXPECT_TRUE(Calibration::embedded(gpu("B200")).empty());
 }
+
+// The indexed nearest-shape search returns exactly what a scan of every point of the group gives:
+// on every measured shape (stored and surface values) and on off-grid shapes of every family.
+namespace {
+double brute_nearest(const FamilyCalibration& f, const Sample& q, bool surface_only) {
+  const auto& s = f.samples;
+  bool known = std::any_of(s.begin(), s.end(), [&](const Sample& x) { return x.group == q.group; });
+  std::vector<std::pair<double, size_t>> c;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (known && s[i].group != q.group) continue;
+    double d = 0;
+    for (int j = 0; j < kMaxFeatures; ++j) d += (s[i].x[j] - q.x[j]) * (s[i].x[j] - q.x[j]);
+    if (d < 1e-9) {
+      if (!surface_only) return std::max(s[i].seconds, std::max(q.compute_s, q.memory_s));
+      continue;
+    }
+    c.push_back({d, i});
+  }
+  std::sort(c.begin(), c.end());
+  double ls = f.fit.roofline_fit(q.compute_s, q.memory_s), sw = 0, sr = 0;
+  for (size_t j = 0; j < std::min<size_t>(4, c.size()); ++j) {
+    const Sample& x = s[c[j].second];
+    sw += 1 / c[j].first, sr += std::log(x.seconds / f.fit.roofline_fit(x.compute_s, x.memory_s)) / c[j].first;
+  }
+  double t = c.empty() ? ls : ls * std::exp(sr / sw);
+  return std::max(t, std::max(q.compute_s, q.memory_s));
+}
+}  // namespace
+
+TEST(Calibration, IndexedNearestMatchesFullScan) {
+  Calibration c = Calibration::embedded(gpu("H200"));
+  int checked = 0;
+  for (const auto& [name, f] : c.families()) {
+    if (f.fit.method() != FitMethod::nearest_log) continue;
+    for (size_t i = 0; i < f.samples.size(); ++i) {
+      Sample q = f.samples[i];
+      for (bool surface : {false, true}) {
+        double a = f.fit.predict(q, nullptr, surface), b = brute_nearest(f, q, surface);
+        EXPECT_LE(std::fabs(a - b), 1e-12 * b) << name;  // the same neighbours; sums may round apart
+      }
+      q.x[0] += 0.37, q.x[1] -= 0.21;  // off the grid, near its series
+      q.key ^= i % 3 ? 0 : 0x9e3779b97f4a7c15ull;  // a third of them with no series of their own
+      EXPECT_LE(std::fabs(f.fit.predict(q) - brute_nearest(f, q, false)), 1e-12 * brute_nearest(f, q, false)) << name;
+      checked += 3;
+    }
+  }
+  EXPECT_GT(checked, 10000);
+}
