@@ -11,40 +11,11 @@
 #include "common/text.hpp"
 #include "sim/decoding/mtp.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/metrics_sink.hpp"
 #include "sim/topology/deployment.hpp"
 
 namespace servesim::sim {
 namespace {
-
-// Finished requests and step samples into the metrics collector, as a client and a
-// per-replica monitor would see them.
-class MetricsSink : public RequestSink {
- public:
-  explicit MetricsSink(MetricsCollector& m) : m_(&m) {}
-  void on_finished(const Request& r) override {
-    RequestRecord rec;
-    rec.id = r.id;
-    rec.arrival_s = r.sent_s;
-    rec.first_token_s = r.first_token_s;
-    rec.second_token_s = r.second_token_s;
-    rec.finish_s = r.finish_s;
-    rec.input_tokens = r.input_tokens;
-    rec.output_tokens = r.output_tokens;
-    rec.warmup = r.warmup;
-    if (!r.warmup && !measuring_) {   // worker samples count from the first measured request on
-      measuring_ = true;
-      m_->measure_workers_from(r.sent_s);
-    }
-    m_->add(rec);
-  }
-  void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
-    m_->add_worker_sample(worker, start_s, step_s, seqs, kv_util);
-  }
-
- private:
-  MetricsCollector* m_;
-  bool measuring_ = false;
-};
 
 // MTP drafts from the engine knobs: acceptance per position (positions not given accept, as the
 // scheduler's hook reads them), draft cost from the model's MTP layers.

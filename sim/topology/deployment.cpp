@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/metrics_sink.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -17,35 +18,6 @@ std::string shape(const models::Parallelism& p) {
   if (p.ep > 1) s += " EP" + std::to_string(p.ep);
   return s;
 }
-
-// Engine requests as the client saw them (aggregated replicas emit every token themselves).
-class CollectorSink : public RequestSink {
- public:
-  explicit CollectorSink(MetricsCollector& m) : m_(&m) {}
-  void on_finished(const Request& r) override {
-    RequestRecord rec;
-    rec.id = r.id;
-    rec.arrival_s = r.sent_s;
-    rec.first_token_s = r.first_token_s;
-    rec.second_token_s = r.second_token_s;
-    rec.finish_s = r.finish_s;
-    rec.input_tokens = r.input_tokens;
-    rec.output_tokens = r.output_tokens;
-    rec.warmup = r.warmup;
-    if (!r.warmup && !measuring_) {   // worker samples count from the first measured request on
-      measuring_ = true;
-      m_->measure_workers_from(r.sent_s);
-    }
-    m_->add(rec);
-  }
-  void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
-    m_->add_worker_sample(worker, start_s, step_s, seqs, kv_util);
-  }
-
- private:
-  MetricsCollector* m_;
-  bool measuring_ = false;
-};
 
 }  // namespace
 
@@ -201,7 +173,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollecto
     shape.router = spec_.router;
     shape.seed = spec_.seed;
     AggregatedCluster cluster(shape, engine_for(WorkerRole::aggregated), *agg_.cost);
-    CollectorSink sink(metrics);
+    MetricsSink sink(metrics);
     out.end_s = cluster.run(*workload, sink);
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   } else {
