@@ -5,16 +5,17 @@
 #include <iostream>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
 #include "sim/cli/commands.hpp"
 
 namespace servesim::cli {
 
 void add_format_option(CLI::App& cmd, Format& format) {
-  cmd.add_option("--format", format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::table}, {"json", Format::json}},
-                                          CLI::ignore_case))
-      ->default_str("table");
+  cmd.add_option_function<std::string>(
+         "--format", [&format](const std::string& v) { format = text::iequals(v, "json") ? Format::json : Format::table; },
+         "Output format: table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}, CLI::ignore_case));
 }
 
 void emit(Format format, const nlohmann::json& json, const std::string& table_text) {
