@@ -75,7 +75,12 @@ void run_plan(const PlanOpts& o) {
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 j["target"]["output_tps"].get<double>());
   out += slo_line + pt.render();
-  if (!o.plot.empty()) out += "Chart: " + o.plot + "\n";
+  if (!o.plot.empty()) {
+    const std::string base = o.plot.size() > 4 && text::lower(o.plot.substr(o.plot.size() - 4)) == ".png"
+                                 ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
+    out += "Charts: " + o.plot + " (TTFT and ITL vs concurrency), " + base + "-throughput.png (tok/s per GPU vs per user)\n"
+           "Data:   " + base + "-sweep.json, " + base + "-plan.json\n";
+  }
   emit(o.format, j, out);
 }
 
