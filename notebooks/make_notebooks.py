@@ -169,10 +169,8 @@ TP8 replica.
     code("""
 MODEL, ISL, OSL = 'nemotron-3.5-super-vl', 4000, 500
 TTFT_MS, ITL_MS, TARGET = 600, 100, 50000
-# Aggregated copies of small workers hold many clients, so their sweep goes to 1024. The 1P1D
-# sweep stops at 256: past the decode worker's max_num_seqs (256) the simulator's prefill worker
-# currently stops with "waiting request can never be admitted" (a known simulator limitation).
-CONC = {'agg': [1, 4, 16, 32, 64, 128, 256, 512, 1024], 'disagg': [1, 4, 16, 32, 64, 128, 256]}
+# Copies of small workers hold many clients, so the sweeps go to 1024.
+CONC = {'agg': [1, 4, 16, 32, 64, 128, 256, 512, 1024], 'disagg': [1, 4, 16, 32, 64, 128, 256, 512, 1024]}
 REQUESTS = None   # None: max(200, 8 x concurrency) measured requests per point
 OPTIONS = [('H100', 'p5.48xlarge', 'fp8'), ('H200', 'p5en.48xlarge', 'fp8'),
            ('B200', 'p6-b200.48xlarge', 'nvfp4'), ('B300', 'p6-b300.48xlarge', 'nvfp4')]
@@ -263,7 +261,7 @@ What decides the ranking is tokens/s per dollar at the SLO, not peak FLOP/s: the
 options halve (FP8) or quarter (NVFP4) the weight bytes every decode step reads and free memory
 for KV cache, so each copy holds a larger batch before ITL crosses the line. Where `limited_by`
 is `none`, the option still met both SLOs at the largest swept concurrency, so its cost is an
-upper bound (notably the 1P1D options, swept only to 256). The summary below is computed from
+upper bound. The summary below is computed from
 this run.
 """),
     code("""
