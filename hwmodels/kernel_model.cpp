@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "hwmodels/published.hpp"
 #include "hwmodels/work.hpp"
 
 namespace servesim::hw {
@@ -329,7 +330,20 @@ class Model final : public KernelModel {
     bool exact = false;
     Sample at;
     at.key = at.group = key, at.x = bytes_features(bytes), at.memory_s = m_ref;
-    double t_ref = fit.has_series(key) ? fit.predict(at, &exact) : fit.roofline_fit(0, m_ref, depth);
+    double t_ref;
+    const std::uint64_t key2 = shape_key({2.0});
+    const auto scaling = op == Collective::all_reduce ? nccl_allreduce_scaling(gpu_, n, bytes) : std::nullopt;
+    if (fit.has_series(key)) {
+      t_ref = fit.predict(at, &exact);
+    } else if (scaling && fit.has_series(key2)) {
+      // Not measured at n GPUs: our 2-GPU measurement times the published n-GPU / 2-GPU ratio.
+      Sample two = at;
+      two.key = two.group = key2;
+      two.memory_s = bytes * bus_factor(to_string(op), 2) / mg.nvlink_bw_bytes_per_s;
+      t_ref = fit.predict(two, nullptr) * *scaling;
+    } else {
+      t_ref = fit.roofline_fit(0, m_ref, depth);
+    }
     t.source = exact ? Source::measured : Source::interpolated;
     if (!f.own) {
       double m = bus / gpu_.nvlink_bw_bytes_per_s * mg.priors.nccl_busbw / gpu_.priors.nccl_busbw;
@@ -337,7 +351,8 @@ class Model final : public KernelModel {
       t_ref *= fit.roofline_fit(0, m, depth * lat) / fit.roofline_fit(0, m_ref, depth);
       t.source = Source::transferred;
     }
-    t.seconds = t_ref;
+    // Never faster than the ring's bus bytes over this GPU's NVLink (a scaled or transferred curve could be).
+    t.seconds = std::max(t_ref, bus / gpu_.nvlink_bw_bytes_per_s);
     return t;
   }
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "hwmodels/kernel_model.hpp"
-#include "hwmodels/nvlink_allreduce.hpp"
+#include "hwmodels/published.hpp"
 #include "models/memory.hpp"
 
 namespace servesim::models {
@@ -34,7 +34,7 @@ struct Curve {
 };
 
 // The TP all-reduce after a block: engines run small messages through their NVLink one-shot/two-shot
-// kernel (published measurements, hwmodels/nvlink_allreduce.hpp) and large ones through NCCL
+// kernel (published measurements, hwmodels/published.hpp) and large ones through NCCL
 // (fitted on our own measurements); whichever is faster, as the engine's size switch intends.
 OpTime tp_allreduce(const KernelModel& km, const hw::GpuSpec& gpu, int tp, double bytes) {
   OpTime nccl = km.collective(hw::Collective::all_reduce, bytes, hw::CommGroup{tp, 1, nullptr});

@@ -78,5 +78,7 @@ def test_simulate_releases_the_gil():
     stop.set()
     t.join()
     during = [x for x in ticks if t0 < x < t1]
-    # A thread holding the GIL for the whole run would leave no ticks inside it.
-    assert len(during) >= max(3, int((t1 - t0) / 0.001 * 0.1))
+    # A thread holding the GIL for the whole run would leave no ticks inside it (at most one at its
+    # start); a loaded CI machine may schedule the ticker rarely, so ask only for a few.
+    assert t1 - t0 > 0.02
+    assert len(during) >= 3

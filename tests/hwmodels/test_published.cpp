@@ -1,11 +1,12 @@
-// The NVLink all-reduce table (published measurements) and how a step's TP all-reduce uses it.
+// Published latency curves: the engines' NVLink all-reduce kernel and NCCL scaling to n GPUs.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
 #include "hwmodels/catalog.hpp"
-#include "hwmodels/nvlink_allreduce.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "hwmodels/published.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
 
@@ -50,4 +51,22 @@ TEST(NvlinkAllReduce, DecodeStepPaysOneKernelPerBlock) {
     if (part.kind == std::string("collectives")) allreduce += part.seconds;
   const double per_block = hw::nvlink_allreduce(gpu, 8, 32.0 * m.hidden * 2)->seconds;
   EXPECT_NEAR(allreduce, double(m.layers.size()) * per_block, 1e-12);
+}
+
+TEST(NcclScaling, PublishedRatioCarriesTheTwoGpuMeasurementToEight) {
+  const auto& h200 = hw::Catalog::global().gpu("H200");
+  const auto& km = hw::kernel_model(h200);
+  // 64 MiB: H100 x8 325 us over H100 x2 255 us (published; H200 x8 behaves like H100 x8).
+  const double bytes = 67108864;
+  auto ratio = hw::nccl_allreduce_scaling(h200, 8, bytes);
+  ASSERT_TRUE(ratio);
+  EXPECT_NEAR(*ratio, 325.0 / 255.0, 1e-12);
+  const double two = km.collective(hw::Collective::all_reduce, bytes, {2, 1, nullptr}).seconds;
+  const double eight = km.collective(hw::Collective::all_reduce, bytes, {8, 1, nullptr}).seconds;
+  EXPECT_NEAR(eight, two * 325.0 / 255.0, 1e-9 * eight);
+  // 4 GPUs: halfway in log2(GPUs) between 2 (ratio 1) and 8.
+  EXPECT_NEAR(*hw::nccl_allreduce_scaling(h200, 4, bytes), std::sqrt(325.0 / 255.0), 1e-12);
+  // Never faster than moving the ring's bus bytes over NVLink.
+  EXPECT_GE(eight, bytes * 2.0 * 7 / 8 / h200.nvlink_bw_bytes_per_s);
+  EXPECT_FALSE(hw::nccl_allreduce_scaling(h200, 2, bytes));
 }
