@@ -62,6 +62,15 @@ class Model final : public StepCostModel {
     n_attn_ = m.count(LayerKind::attention);
     n_mlp_ = m.count(LayerKind::mlp);
     n_moe_ = m.count(LayerKind::moe);
+    {
+      // Kernels one forward launches, counted from vLLM's nemotron_h / llama / mixtral forward
+      // code (norm, projections, mixer, activation; fused residual adds not counted separately).
+      const int per_moe = 6 + (m.shared_experts > 0 ? 3 : 0) + (m.moe_latent > 0 ? 2 : 0);
+      const int blocks = int(m.layers.size());
+      const int kernels = n_mamba_ * 6 + n_attn_ * 5 + n_mlp_ * 4 + n_moe_ * per_moe +
+                          (tp > 1 ? blocks : 0) + (par.ep > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
+      eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
+    }
     const std::int64_t H = m.hidden;
     auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, wp_).seconds; };
     if (n_mamba_) {
@@ -158,6 +167,7 @@ class Model final : public StepCostModel {
     return t;
   }
   std::string provenance() const override { return km_.provenance(); }
+  double eager_launch_seconds() const override { return eager_launch_s_; }
 
  private:
   // The whole step; when `parts` is given, also one line per op group with what bounds it.
@@ -240,6 +250,7 @@ class Model final : public StepCostModel {
   Parallelism par_;
   hw::Precision kv_;
   int n_mamba_ = 0, n_attn_ = 0, n_mlp_ = 0, n_moe_ = 0;
+  double eager_launch_s_ = 0;
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
   std::int64_t conv_ch_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;

@@ -44,6 +44,10 @@ class StepCostModel {
   // The same figure with a per-kind breakdown, for `servesim step` (not for hot loops).
   virtual StepTime breakdown(const StepBatch& b) const = 0;
   virtual std::string provenance() const = 0;             // kernel model provenance
+  // CPU time to launch one forward's kernels eagerly (no CUDA graph): kernels per forward x the
+  // measured eager launch cost per kernel. A graph replay's launch gaps are already inside the
+  // graph-replay kernel times that seconds() sums. 0 when unknown.
+  virtual double eager_launch_seconds() const { return 0; }
 };
 
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,

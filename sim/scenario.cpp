@@ -45,6 +45,7 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.long_prefill_token_threshold = int_in(e, "long_prefill_token_threshold", 0, 0, 1LL << 30);
   c.max_model_len = int_in(e, "max_model_len", 0, 0, 1LL << 31);
   c.enforce_eager = e.boolean_or("enforce_eager", c.enforce_eager);
+  c.max_cudagraph_capture_size = int_in(e, "max_cudagraph_capture_size", c.max_cudagraph_capture_size, 0, 1LL << 30);
   c.step_overhead_s = e.number_or("step_overhead_ms", c.step_overhead_s * 1e3) / 1e3;
   c.eager_overhead_s = e.number_or("eager_overhead_ms", c.eager_overhead_s * 1e3) / 1e3;
   if (!(c.step_overhead_s >= 0 && c.step_overhead_s < 10)) e.fail("step_overhead_ms", "must be between 0 and 10000 ms");
@@ -113,7 +114,7 @@ const std::vector<std::string>& scenario_keys() {
 const std::vector<std::string>& engine_keys() {
   static const std::vector<std::string> k{"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                                           "block_size", "enable_prefix_caching", "enable_chunked_prefill",
-                                          "long_prefill_token_threshold", "max_model_len", "enforce_eager",
+                                          "long_prefill_token_threshold", "max_model_len", "enforce_eager", "max_cudagraph_capture_size",
                                           "step_overhead_ms", "eager_overhead_ms", "num_speculative_tokens",
                                           "acceptance_rate"};
   return k;

@@ -13,9 +13,11 @@ std::string_view to_string(WorkerRole r);
 // Per-step CPU time outside the GPU forward pass: scheduling, input preparation, sampling,
 // detokenisation. A prior, not a measurement: calibrate it against a measured ITL at batch 1.
 inline constexpr double kDefaultStepOverheadS = 0.002;
-// Extra per-step launch time when CUDA graphs are off (--enforce-eager): kernels are launched
-// one by one from Python. A prior, like the overhead above.
-inline constexpr double kDefaultEagerOverheadS = 0.004;
+// Extra per-step CPU time when CUDA graphs are off, on top of the kernel launches themselves
+// (modelled from the measured eager launch cost, see Worker). None by default.
+inline constexpr double kDefaultEagerOverheadS = 0.0;
+// vLLM's largest CUDA-graph batch (tokens) by default: larger steps launch their kernels eagerly.
+inline constexpr std::int64_t kDefaultMaxCudagraphCaptureSize = 512;
 
 struct EngineConfig {
   int max_num_seqs = 256;
@@ -27,6 +29,7 @@ struct EngineConfig {
   std::int64_t long_prefill_token_threshold = 0;  // 0: off
   std::int64_t max_model_len = 0;                 // 0: the model's maximum
   bool enforce_eager = false;                     // CUDA graphs off
+  std::int64_t max_cudagraph_capture_size = kDefaultMaxCudagraphCaptureSize;  // steps above run eagerly
   double step_overhead_s = kDefaultStepOverheadS;
   double eager_overhead_s = kDefaultEagerOverheadS;
   // Speculative decoding hook: draft tokens verified per decode step, and the probability that

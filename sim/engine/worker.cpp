@@ -17,7 +17,11 @@ std::string_view to_string(WorkerRole r) {
 
 Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, int state_slots,
                std::uint64_t seed)
-    : sched_(cfg, kv_blocks, state_slots, seed), cost_(&cost), overhead_s_(cfg.overhead_per_step_s()) {}
+    : sched_(cfg, kv_blocks, state_slots, seed),
+      cost_(&cost),
+      overhead_s_(cfg.overhead_per_step_s()),
+      eager_launch_s_(cost.eager_launch_seconds()),
+      graph_tokens_(cfg.enforce_eager ? 0 : cfg.max_cudagraph_capture_size) {}
 
 double Worker::start_step(double now_s) {
   start_pending_ = false;
@@ -33,7 +37,12 @@ double Worker::start_step(double now_s) {
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }
-  const double seconds = step_seconds(*batch) + overhead_s_;
+  // A step beyond the captured CUDA-graph sizes (or with graphs off) launches every kernel from the
+  // CPU: the GPU waits for the launches when they take longer than the kernels themselves.
+  double gpu_s = step_seconds(*batch);
+  if (batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq > graph_tokens_)
+    gpu_s = std::max(gpu_s, eager_launch_s_);
+  const double seconds = gpu_s + overhead_s_;
   busy_ = true;
   step_start_s_ = now_s;
   ++stats_.steps;

@@ -53,6 +53,8 @@ class Worker {
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
   double overhead_s_;
+  double eager_launch_s_;        // one forward's kernels launched eagerly (measured cost per kernel)
+  std::int64_t graph_tokens_;    // steps of more tokens than this run without a CUDA graph
   bool busy_ = false, start_pending_ = false;
   double step_start_s_ = 0;
   WorkerStats stats_;

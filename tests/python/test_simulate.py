@@ -73,7 +73,7 @@ def test_simulate_releases_the_gil():
     t = threading.Thread(target=tick)
     t.start()
     t0 = time.perf_counter()
-    servesim.sweep(servesim.scenario(**dict(SMALL, requests=2000)), concurrency=[32, 64], threads=1)
+    servesim.sweep(servesim.scenario(**dict(SMALL, requests=40000)), concurrency=[32, 64], threads=1)
     t1 = time.perf_counter()
     stop.set()
     t.join()

@@ -1,0 +1,83 @@
+// Steps beyond the captured CUDA-graph sizes (or with graphs off) wait for their eager kernel
+// launches when launching takes longer than the kernels run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hwmodels/kernel_model.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+#include "sim/engine/cluster.hpp"
+#include "sim/metrics.hpp"
+#include "workloads/workload.hpp"
+
+using namespace servesim;
+using namespace servesim::sim;
+
+namespace {
+
+// 1 ms per step on the GPU; launching one forward eagerly takes 5 ms.
+class SlowLaunchCost : public models::StepCostModel {
+ public:
+  double seconds(const models::StepBatch&) const override { return 0.001; }
+  double encoder_seconds(int) const override { return 0; }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
+  std::string provenance() const override { return "test"; }
+  double eager_launch_seconds() const override { return 0.005; }
+};
+
+struct Keep : RequestSink {
+  std::vector<Request> all;
+  void on_finished(const Request& r) override { all.push_back(r); }
+};
+
+Request lone(std::int64_t isl, std::int64_t osl, EngineConfig cfg) {
+  SlowLaunchCost cost;
+  ClusterShape shape;
+  shape.kv_blocks = 10000;
+  AggregatedCluster c(shape, cfg, cost);
+  workloads::WorkloadConfig w;
+  w.arrival = workloads::Arrival::concurrency;
+  w.concurrency = 1;
+  w.requests = 1;
+  w.isl = workloads::LengthDist::fixed_at(isl);
+  w.osl = workloads::LengthDist::fixed_at(osl);
+  auto workload = workloads::make_workload(w);
+  Keep k;
+  c.run(*workload, k);
+  return k.all.at(0);
+}
+
+}  // namespace
+
+TEST(Launch, StepsBeyondTheCaptureSizeWaitForEagerLaunches) {
+  EngineConfig cfg;
+  cfg.step_overhead_s = 0.0005;
+  cfg.max_cudagraph_capture_size = 512;
+  // A 1000-token prefill (> 512) runs eagerly: max(1 ms, 5 ms) + 0.5 ms. Decodes replay graphs.
+  Request r = lone(1000, 3, cfg);
+  EXPECT_NEAR(r.first_token_s, 0.0055, 1e-12);
+  EXPECT_NEAR(r.finish_s - r.first_token_s, 2 * 0.0015, 1e-12);
+  // A 500-token prefill fits the captured sizes: 1 ms + 0.5 ms.
+  EXPECT_NEAR(lone(500, 3, cfg).first_token_s, 0.0015, 1e-12);
+}
+
+TEST(Launch, EnforceEagerPaysTheLaunchOnEveryStep) {
+  EngineConfig cfg;
+  cfg.step_overhead_s = 0.0005;
+  cfg.enforce_eager = true;
+  Request r = lone(100, 3, cfg);
+  EXPECT_NEAR(r.first_token_s, 0.0055, 1e-12);
+  EXPECT_NEAR(r.finish_s - r.first_token_s, 2 * 0.0055, 1e-12);
+}
+
+TEST(Launch, RealModelEagerLaunchIsKernelsTimesTheMeasuredCost) {
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  const auto cost = models::make_step_cost(models::model("nemotron-3-super"), gpu, hw::Precision::fp8, {8, 1, 1});
+  const double per_kernel = hw::launch_overhead(gpu).eager_per_kernel_s;
+  ASSERT_GT(per_kernel, 0);
+  const double kernels = cost->eager_launch_seconds() / per_kernel;
+  EXPECT_NEAR(kernels, std::round(kernels), 1e-9);
+  // 40 Mamba x 6 + 8 attention x 5 + 40 MoE x (6 + 3 shared + 2 latent) + 88 all-reduces + 5.
+  EXPECT_EQ(std::lround(kernels), 40 * 6 + 8 * 5 + 40 * 11 + 88 + 5);
+}
