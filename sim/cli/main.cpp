@@ -57,7 +57,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "servesim: error: " << e.what() << "\n";
+    // Name the (sub)command that failed so the hint points at the right --help.
+    std::string cmd = "servesim";
+    for (const CLI::App* a = &app; a;) {
+      const auto subs = a->get_subcommands();
+      if (subs.empty()) break;
+      a = subs.front();
+      cmd += " " + a->get_name();
+    }
+    std::cerr << "servesim: error: " << e.what() << " (see " << cmd << " --help)\n";
     return 2;
   } catch (const servesim::Error& e) {
     std::cerr << "servesim: error: " << e.what() << "\n";
