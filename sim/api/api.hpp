@@ -65,6 +65,8 @@ nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, cons
 struct PlanArgs {
   std::string model, instance, precision, kv_cache_dtype, topology = "both", concurrency = "1,2,4,8,16,32,64,128,256";
   std::string statistic = "p50", mtp_acceptance, router = "least_outstanding";
+  std::string prefill_instance, decode_instance;  // disaggregated roles on other instance types ("" = --instance)
+  int prefill_nodes = 0, decode_nodes = 0;        // nodes of each role's instance type (0 = the fewest that hold it)
   int nodes = 0, prefill_workers = 1, decode_workers = 1, encode_workers = 0, threads = 0;
   std::optional<int> tp, pp, ep, prefill_tp, decode_tp, replicas, max_num_seqs, num_speculative_tokens;
   std::int64_t isl = 0, osl = 0, seed = 0;

@@ -71,6 +71,10 @@ struct Study {
     spec.instance = &cat.instance(o.instance);
     spec.gpu = &cat.gpu(spec.instance->gpu);
     spec.nodes = o.nodes;
+    if (!o.prefill_instance.empty()) spec.prefill_instance = &cat.instance(o.prefill_instance);
+    if (!o.decode_instance.empty()) spec.decode_instance = &cat.instance(o.decode_instance);
+    spec.prefill_nodes = o.prefill_nodes;
+    spec.decode_nodes = o.decode_nodes;
     spec.weights = hw::parse_precision(o.precision.empty() ? "bf16" : o.precision);
     spec.kv_dtype = o.kv_cache_dtype.empty() || text::iequals(o.kv_cache_dtype, "auto")
                         ? models::checkpoint_kv_dtype(spec.weights)

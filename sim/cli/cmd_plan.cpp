@@ -105,6 +105,10 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--encode-workers", o->args.encode_workers, "Vision encode workers (0: prefill runs the encoder)");
   c->add_option("--prefill-tp", o->args.prefill_tp, "TP of prefill workers");
   c->add_option("--decode-tp", o->args.decode_tp, "TP of decode workers");
+  c->add_option("--prefill-instance", o->args.prefill_instance, "Disaggregated: instance type of prefill workers (default --instance)");
+  c->add_option("--decode-instance", o->args.decode_instance, "Disaggregated: instance type of decode workers (default --instance)");
+  c->add_option("--prefill-nodes", o->args.prefill_nodes, "Nodes of the prefill instance type (default: the fewest that hold them)");
+  c->add_option("--decode-nodes", o->args.decode_nodes, "Nodes of the decode instance type (default: the fewest that hold them)");
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256)");

@@ -20,3 +20,9 @@ add_test(NAME cli_plan_disagg_saturated_prefill COMMAND ${SS} plan --model nemot
 set_tests_properties(cli_plan_disagg_saturated_prefill PROPERTIES PASS_REGULAR_EXPRESSION "disaggregated-1p1d +512")
 add_test(NAME cli_plan_model_needs_slo COMMAND ${SS} plan --model nemotron-3-super --instance p5en.48xlarge --nodes 1 --isl 1000 --osl 100)
 set_tests_properties(cli_plan_model_needs_slo PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --ttft-ms: required with --model")
+# Prefill on B200 nodes, decode on H200 nodes: each role on its own instance type, priced per node used.
+add_test(NAME cli_plan_mixed_instances COMMAND ${SS} plan --model nemotron-3-super --instance p5en.48xlarge --nodes 1
+         --precision fp8 --isl 4000 --osl 500 --ttft-ms 600 --itl-ms 100 --target-tps 10000 --topology disagg
+         --prefill-instance p6-b200.48xlarge --concurrency 1,16 --format json)
+set_tests_properties(cli_plan_mixed_instances PROPERTIES PASS_REGULAR_EXPRESSION
+  "p6-b200.48xlarge \\+ 1 x p5en.48xlarge.*\"instances_per_replica\": 2.*\"usd_per_hour\": [0-9.]+")
