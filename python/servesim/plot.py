@@ -14,17 +14,38 @@ import sys
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 
 
+# Column names of `servesim sweep` / servesim.sweep() results -> the names the charts read
+# (those of a plan's sweep columns).
+_ALIASES = {"output_token_throughput_per_gpu": "output_tps_per_gpu",
+            "output_token_throughput_per_user_avg": "output_tps_per_user"}
+for _s in ("p50", "p90", "p99"):
+    _ALIASES[f"time_to_first_token_ms_{_s}"] = f"ttft_{_s}_ms"
+    _ALIASES[f"inter_token_latency_ms_{_s}"] = f"itl_{_s}_ms"
+_NEEDED = ("concurrency", "ttft_p50_ms", "itl_p50_ms", "output_tps_per_gpu", "output_tps_per_user")
+
+
 def _columns(data):
-    """Accepts a DataFrame, a dict of columns, or {'columns': {...}}; returns a dict of lists."""
+    """Accepts a DataFrame, a dict of columns, or {'columns': {...}}, from a plan or a sweep;
+    returns a dict of lists under the chart's column names. Raises ValueError naming what is missing."""
     if hasattr(data, "to_dict"):
-        return {k: list(v) for k, v in data.to_dict(orient="list").items()}
-    if isinstance(data, dict) and "columns" in data:
-        return data["columns"]
-    return data
+        data = {k: list(v) for k, v in data.to_dict(orient="list").items()}
+    elif isinstance(data, dict) and "columns" in data:
+        data = data["columns"]
+    if not isinstance(data, dict):
+        raise ValueError("expected sweep columns (a JSON object of lists)")
+    cols = dict(data)
+    for k, v in data.items():
+        if k in _ALIASES and _ALIASES[k] not in cols:
+            cols[_ALIASES[k]] = v
+    missing = [k for k in _NEEDED if k not in cols]
+    if missing:
+        raise ValueError("sweep has no column " + ", ".join(missing) +
+                         " (give the output of `servesim sweep --format json` or of `servesim plan --format json`)")
+    return cols
 
 
 def _by_topology(cols):
-    names = cols.get("topology") or ["run"] * len(cols["concurrency"])
+    names = cols.get("topology") or ["sweep"] * len(cols["concurrency"])
     order = []
     for n in names:
         if n not in order:
@@ -139,7 +160,12 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"servesim.plot: error: {e}", file=sys.stderr)
         return 2
-    for p in save_charts(sweep, a.output, plan=plan, title=a.title):
+    try:
+        paths = save_charts(sweep, a.output, plan=plan, title=a.title)
+    except (ValueError, KeyError) as e:
+        print(f"servesim.plot: error: {a.sweep}: {e}", file=sys.stderr)
+        return 2
+    for p in paths:
         print(p)
     return 0
 

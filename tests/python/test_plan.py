@@ -61,3 +61,21 @@ def test_charts_from_python(plan, tmp_path):
         assert os.path.getsize(p) > 10_000
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_reads_a_plain_sweep_and_names_missing_columns(tmp_path, capsys):
+    import json
+
+    from servesim import plot
+    cols = servesim.sweep(servesim.scenario(model="nemotron-3-super", gpu="h200", gpus=8, tp=8, precision="fp8",
+                                            isl=500, osl=50, requests=100), concurrency=[1, 4])
+    src = tmp_path / "sweep.json"
+    src.write_text(json.dumps(cols))
+    out = tmp_path / "s.png"
+    assert plot.main([str(src), "-o", str(out)]) == 0
+    assert out.stat().st_size > 10000 and (tmp_path / "s-throughput.png").stat().st_size > 10000
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"concurrency": [1]}')
+    assert plot.main([str(bad), "-o", str(tmp_path / "b.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no column ttft_p50_ms" in err[0]
