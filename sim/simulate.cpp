@@ -147,17 +147,8 @@ Prepared prepare(const Scenario& s) {
     return p;
   }
 
-  models::EngineMemoryConfig mc;
-  mc.gpu_memory_utilization = s.engine.gpu_memory_utilization;
-  mc.max_num_seqs = s.engine.max_num_seqs;
-  mc.max_model_len = s.engine.max_model_len;
-  mc.max_num_batched_tokens = s.engine.max_num_batched_tokens;
-  mc.kv_cache_dtype = s.kv_cache_dtype;
-  mc.block_size = s.engine.block_size;
-  mc.num_speculative_tokens = s.engine.num_speculative_tokens;
-  mc.cuda_graphs = !s.engine.enforce_eager;
   try {
-    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, mc);
+    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, s.engine.memory_config(s.kv_cache_dtype));
   } catch (const Error& e) {
     throw Error(f, e.field().empty() ? "model" : e.field(), e.reason());
   }

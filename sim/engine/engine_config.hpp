@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "models/memory.hpp"
+
 namespace servesim::sim {
 
 // What a worker does with a request (disaggregated topologies split the two halves).
@@ -39,6 +41,19 @@ struct EngineConfig {
   WorkerRole role = WorkerRole::aggregated;
 
   double overhead_per_step_s() const { return step_overhead_s + (enforce_eager ? eager_overhead_s : 0.0); }
+  // The knobs the memory planner reads, with the replica's KV cache dtype.
+  models::EngineMemoryConfig memory_config(hw::Precision kv_cache_dtype) const {
+    models::EngineMemoryConfig mc;
+    mc.gpu_memory_utilization = gpu_memory_utilization;
+    mc.max_num_seqs = max_num_seqs;
+    mc.max_model_len = max_model_len;
+    mc.max_num_batched_tokens = max_num_batched_tokens;
+    mc.kv_cache_dtype = kv_cache_dtype;
+    mc.block_size = block_size;
+    mc.num_speculative_tokens = num_speculative_tokens;
+    mc.cuda_graphs = !enforce_eager;
+    return mc;
+  }
 };
 
 }  // namespace servesim::sim

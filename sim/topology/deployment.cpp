@@ -47,16 +47,7 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   Pool p;
   p.par = par;
   const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
-  models::EngineMemoryConfig mc;
-  mc.gpu_memory_utilization = e.gpu_memory_utilization;
-  mc.max_num_seqs = e.max_num_seqs;
-  mc.max_model_len = e.max_model_len;
-  mc.max_num_batched_tokens = e.max_num_batched_tokens;
-  mc.kv_cache_dtype = spec_.kv_dtype;
-  mc.block_size = e.block_size;
-  mc.num_speculative_tokens = e.num_speculative_tokens;
-  mc.cuda_graphs = !e.enforce_eager;
-  p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, mc);
+  p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
   p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
   auto inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype);
   if (decodes && spec_.mtp.enabled())
