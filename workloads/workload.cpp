@@ -6,20 +6,15 @@
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/splitmix.hpp"
 #include "common/text.hpp"
 #include "workloads/paths.hpp"
 
 namespace servesim::workloads {
 namespace {
 
-// SplitMix64: derives independent stream seeds from the user's seed, so the arrival process and
-// the lengths do not shift each other (changing the rate keeps the same ISL/OSL sequence).
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// Stream seeds come from splitmix64 of the user's seed, so the arrival process and the lengths
+// do not shift each other (changing the rate keeps the same ISL/OSL sequence).
 
 class Generator final : public Workload {
  public:

@@ -4,19 +4,15 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/splitmix.hpp"
 
 namespace servesim::sim {
 namespace {
-// SplitMix64 finaliser: a well-mixed 64-bit hash, so draws do not depend on call order.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// A hash of (seed, request, step, position), so draws do not depend on call order.
 double uniform(std::uint64_t seed, std::uint64_t request, std::uint64_t step, int position) {
-  const std::uint64_t h = mix(mix(mix(seed) ^ request) ^ step) ^ static_cast<std::uint64_t>(position + 1);
-  return static_cast<double>(mix(h) >> 11) * 0x1.0p-53;   // [0, 1)
+  const std::uint64_t h =
+      splitmix64(splitmix64(splitmix64(seed) ^ request) ^ step) ^ static_cast<std::uint64_t>(position + 1);
+  return unit_interval(splitmix64(h));
 }
 }  // namespace
 

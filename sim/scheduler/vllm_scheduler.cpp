@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/splitmix.hpp"
 
 namespace servesim::sim {
 
@@ -155,11 +156,9 @@ int VllmScheduler::accepted_drafts() {
   int a = 0;
   for (int i = 0; i < cfg_.num_speculative_tokens; ++i) {
     double p = i < static_cast<int>(cfg_.acceptance_per_position.size()) ? cfg_.acceptance_per_position[static_cast<std::size_t>(i)] : 1.0;
-    std::uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    if (static_cast<double>(z >> 11) * 0x1.0p-53 >= p) break;
+    const std::uint64_t z = splitmix64(rng_);   // the SplitMix64 generator: hash, then advance
+    rng_ += 0x9e3779b97f4a7c15ULL;
+    if (unit_interval(z) >= p) break;
     ++a;
   }
   return a;
