@@ -13,6 +13,7 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/metrics_sink.hpp"
 #include "sim/topology/deployment.hpp"
+#include "sim/validate/run_bands.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -216,8 +217,9 @@ SimResult simulate(const Scenario& s, bool keep_records) {
   return simulate(p, s, s.workload, keep_records);
 }
 
-nlohmann::json aiperf_json(const Scenario&, const SimResult& r) {
+nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   nlohmann::json j = r.metrics.aiperf_json();
+  j["prediction_band"] = validate::run_bands(s, r);
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;
@@ -287,7 +289,7 @@ const std::vector<double>& Columns::operator[](std::string_view name) const {
   throw Error("columns", std::string(name), "no such column");
 }
 
-Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus) {
+Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus, const Scenario* base) {
   Columns c;
   auto col = [&](std::string name, auto get) {
     c.names.push_back(std::move(name));
@@ -326,6 +328,35 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
     for (const auto& w : r.workers) s += double(w.preemptions);
     return s;
   });
+  if (base) {   // prediction bands of each point's kind (GPU, load regime)
+    std::vector<validate::RunKind> kinds;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      Scenario sk = *base;
+      try {
+        sk.workload = sweep_point(base->workload, spec.axis, spec.values[k]);
+      } catch (const Error&) {   // a run outside any sweep (no rate): its own workload
+      }
+      kinds.push_back(validate::run_kind(sk, results[k]));
+    }
+    auto band_cols = [&](const std::string& name, const char* metric, auto value) {
+      for (const bool hi : {false, true}) {
+        std::size_t k = 0;
+        col(name + (hi ? "_band_hi" : "_band_lo"), [&](const SimResult& r) {
+          const auto& kind = kinds[k++];
+          const validate::Band b = validate::band_for(kind.gpu, metric, kind.regime, value(r));
+          return hi ? b.hi : b.lo;
+        });
+      }
+    };
+    for (const char* stat : {"avg", "p50"}) {
+      const bool avg = std::string(stat) == "avg";
+      band_cols(std::string("time_to_first_token_ms_") + stat, "ttft",
+                [avg](const SimResult& r) { return avg ? r.summary.ttft_ms.avg : r.summary.ttft_ms.p50; });
+      band_cols(std::string("inter_token_latency_ms_") + stat, "itl",
+                [avg](const SimResult& r) { return avg ? r.summary.itl_ms.avg : r.summary.itl_ms.p50; });
+    }
+    band_cols("output_token_throughput", "output_tps", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
+  }
   if (std::any_of(results.begin(), results.end(), [](const SimResult& r) { return r.disaggregated; })) {
     col("kv_transfers", [](const SimResult& r) { return double(r.transfers.handoffs); });
     col("kv_transfer_ms_avg", [](const SimResult& r) {

@@ -55,7 +55,8 @@ struct SimResult {
 SimResult simulate(const Scenario& s, bool keep_records = false);
 SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records = false);
 // The aiperf profile_export_aiperf.json document of a run, with the scenario as input_config;
-// with a topology also "topology" and, disaggregated, "kv_transfer" statistics.
+// with a topology also "topology" and, disaggregated, "kv_transfer" statistics; and
+// "prediction_band": the bands of its TTFT, ITL and output throughput (sim/validate/run_bands.hpp).
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r);
 
 struct SweepSpec {
@@ -77,7 +78,11 @@ struct Columns {
 };
 // `gpus` divides the per-GPU throughput unless a result names its own (topology runs). Disaggregated
 // runs add kv_transfers, kv_transfer_ms_avg, kv_transfer_ms_max, kv_transfer_max_in_flight.
-Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus);
+// With `base` (the swept scenario) every point also carries its prediction band
+// (sim/validate/bands.hpp): time_to_first_token_ms_{avg,p50}_band_{lo,hi},
+// inter_token_latency_ms_{avg,p50}_band_{lo,hi}, output_token_throughput_band_{lo,hi} (NaN: no band).
+Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& results, int gpus,
+                      const Scenario* base = nullptr);
 std::string to_csv(const Columns& c);
 nlohmann::json to_json(const Columns& c);   // {name: [values...]}, NaN as null
 

@@ -4,6 +4,7 @@ user. Input is the column-oriented sweep result (dict of lists or a pandas DataF
 optionally, a plan (the object `servesim plan --format json` prints).
 
     python3 -m servesim.plot SWEEP.json [--plan PLAN.json] -o chart.png
+    python3 -m servesim.plot --validation VALIDATE.json -o chart.png   # servesim validate --format json
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ _ALIASES = {"output_token_throughput_per_gpu": "output_tps_per_gpu",
 for _s in ("p50", "p90", "p99"):
     _ALIASES[f"time_to_first_token_ms_{_s}"] = f"ttft_{_s}_ms"
     _ALIASES[f"inter_token_latency_ms_{_s}"] = f"itl_{_s}_ms"
+    for _e in ("lo", "hi"):
+        _ALIASES[f"time_to_first_token_ms_{_s}_band_{_e}"] = f"ttft_{_s}_ms_band_{_e}"
+        _ALIASES[f"inter_token_latency_ms_{_s}_band_{_e}"] = f"itl_{_s}_ms_band_{_e}"
 _NEEDED = ("concurrency", "ttft_p50_ms", "itl_p50_ms", "output_tps_per_gpu", "output_tps_per_user")
 
 
@@ -58,6 +62,18 @@ def _by_topology(cols):
     return groups
 
 
+def _shade_band(ax, cols, key, idx, x, color):
+    """Shades the prediction band of column `key` (its `_band_lo`/`_band_hi` columns) where it exists."""
+    lo, hi = cols.get(key + "_band_lo"), cols.get(key + "_band_hi")
+    if not lo or not hi:
+        return
+    pts = [(xv, lo[i], hi[i]) for xv, i in zip(x, idx) if lo[i] is not None and hi[i] is not None
+           and lo[i] == lo[i] and hi[i] == hi[i]]
+    if pts:
+        ax.fill_between([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts], color=color, alpha=0.15,
+                        lw=0, label="prediction band (p10-p90 of measured/predicted)")
+
+
 def latency_figure(sweep, plan=None, statistic="p50", title=None):
     """Two panels: TTFT vs concurrency and ITL vs concurrency, SLO lines, planned points."""
     import matplotlib
@@ -73,6 +89,7 @@ def latency_figure(sweep, plan=None, statistic="p50", title=None):
         x = [cols["concurrency"][i] for i in idx]
         for ax, key in ((ax_t, f"ttft_{stat}_ms"), (ax_i, f"itl_{stat}_ms")):
             ax.plot(x, [cols[key][i] for i in idx], "o-", color=c, label=name, ms=4)
+            _shade_band(ax, cols, key, idx, x, c)
             p = planned.get(name)
             if p and p.get("max_concurrency"):
                 j = [i for i in idx if cols["concurrency"][i] == p["max_concurrency"]]
@@ -141,13 +158,86 @@ def save_charts(sweep, path, plan=None, title=None):
     return path, tpath
 
 
+GPU_COLORS = {"h100": "#1f77b4", "h200": "#d62728", "b200": "#2ca02c", "b300": "#9467bd", "gb200": "#ff7f0e",
+              "gb300": "#8c564b"}
+
+
+def validation_figure(result, guides=(10, 25), title=None):
+    """Predicted against measured (log-log) for TTFT, TPOT/ITL and output tokens/s, one colour per
+    GPU, the y = x line and +-guides % lines. ``result`` is what ``servesim validate --format json``
+    prints (or servesim.validate() returns); unmodellable points are left out of the chart."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    pts = [p for p in result.get("points", []) if "predicted" in p]
+    panels = (("ttft_ms", "ttft_ms", "TTFT (ms)"), ("tpot_ms", "itl_ms", "TPOT / ITL (ms)"),
+              ("output_tps", "output_tps", "output tokens/s"))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.9))
+    gpus = sorted({p["gpu"] for p in pts})
+    for ax, (mkey, pkey, label) in zip(axes, panels):
+        xs, ys = [], []
+        for k, g in enumerate(gpus):
+            sel = [p for p in pts if p["gpu"] == g and p["measured"].get(mkey) and p["predicted"].get(pkey)]
+            x = [p["measured"][mkey] for p in sel]
+            y = [p["predicted"][pkey] for p in sel]
+            xs += x
+            ys += y
+            ax.scatter(x, y, s=14, alpha=0.75, color=GPU_COLORS.get(g.lower(), COLORS[k % len(COLORS)]),
+                       label=f"{g.upper()} ({len(sel)})", edgecolors="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        if xs:
+            lo = min(min(xs), min(ys)) / 1.5
+            hi = max(max(xs), max(ys)) * 1.5
+            line = np.array([lo, hi])
+            ax.plot(line, line, color="black", lw=1, label="y = x")
+            for gi, g in enumerate(guides):
+                ls = "--" if gi == 0 else ":"
+                ax.plot(line, line * (1 + g / 100), color="gray", lw=0.9, ls=ls, label=f"\u00b1{g:g}%")
+                ax.plot(line, line * (1 - g / 100), color="gray", lw=0.9, ls=ls)
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+        ax.set_xlabel(f"measured {label}")
+        ax.set_ylabel(f"predicted {label}")
+        ax.set_title(label)
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title or f"servesim vs measured: {len(pts)} points (statistic: {result.get('statistic', 'avg')})")
+    fig.tight_layout()
+    return fig
+
+
+def save_validation_chart(result, path, title=None):
+    """Writes the predicted-vs-measured chart to ``path``; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = validation_figure(result, title=title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m servesim.plot", description=__doc__.split("\n\n")[0])
-    ap.add_argument("sweep", help="sweep JSON (servesim sweep --format json, or a plan's 'sweep' member)")
+    ap.add_argument("sweep", nargs="?", help="sweep JSON (servesim sweep --format json, or a plan's 'sweep' member)")
+    ap.add_argument("--validation", help="servesim validate --format json output: predicted vs measured chart")
     ap.add_argument("--plan", help="plan JSON (servesim plan --format json)")
     ap.add_argument("-o", "--output", default="servesim.png", help="PNG to write")
     ap.add_argument("--title")
     a = ap.parse_args(argv)
+    if a.validation:
+        try:
+            with open(a.validation) as f:
+                result = json.load(f)
+            print(save_validation_chart(result, a.output, title=a.title))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"servesim.plot: error: {a.validation}: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if not a.sweep:
+        ap.error("give SWEEP.json or --validation VALIDATE.json")
     try:
         with open(a.sweep) as f:
             sweep = json.load(f)

@@ -16,6 +16,7 @@
 #include "sim/api/api.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
+#include "sim/validate/validate.hpp"
 
 namespace servesim::api {
 namespace {
@@ -188,7 +189,44 @@ struct Study {
       j["topologies"].push_back(r);
     }
     j["sweep"] = {{"columns", sim::sweep_columns(rows)}};
+    add_bands(rows, j);
     return j;
+  }
+
+  // Prediction bands of the p50 TTFT/ITL and of the output throughput of every swept point, by
+  // the point's kind: the GPU and the load regime (clients per serving replica or decode worker).
+  void add_bands(const std::vector<sim::SweepRow>& rows, nlohmann::json& j) const {
+    namespace v = sim::validate;
+    nlohmann::json& c = j["sweep"]["columns"];
+    const std::string gpu = text::lower(spec.gpu->name);
+    std::vector<std::string> regimes;
+    for (const auto& r : rows) {
+      int serving = 1;
+      for (const auto& d : deps)
+        if (d->name() == r.topology) {
+          int n = 0;
+          for (const auto& w : d->placement().workers())
+            n += w.name.rfind(d->disaggregated() ? "decode" : "replica", 0) == 0;
+          serving = std::max(1, n);
+        }
+      regimes.push_back(v::load_regime(double(r.concurrency) / serving, spec.engine.max_num_seqs));
+    }
+    auto band_cols = [&](const std::string& name, const char* metric, auto value) {
+      nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const v::Band b = v::band_for(gpu, metric, regimes[i], value(rows[i]));
+        lo.push_back(b.present ? nlohmann::json(b.lo) : nlohmann::json(nullptr));
+        hi.push_back(b.present ? nlohmann::json(b.hi) : nlohmann::json(nullptr));
+      }
+      c[name + "_band_lo"] = std::move(lo);
+      c[name + "_band_hi"] = std::move(hi);
+    };
+    band_cols("ttft_p50_ms", "ttft", [](const sim::SweepRow& r) { return r.ttft_ms[0]; });
+    band_cols("itl_p50_ms", "itl", [](const sim::SweepRow& r) { return r.itl_ms[0]; });
+    band_cols("output_tps", "output_tps", [](const sim::SweepRow& r) { return r.output_tps; });
+    c["load_regime"] = regimes;
+    j["prediction_band"] = {{"gpu", gpu}, {"columns", "*_band_lo, *_band_hi (null: no measured runs of this kind)"},
+                            {"source", v::embedded_bands().meta.value("summary", std::string("none embedded"))}};
   }
 };
 

@@ -29,7 +29,7 @@ nlohmann::json simulate(const nlohmann::json& scenario) {
   const bool closed = s.workload.arrival == workloads::Arrival::concurrency;
   spec.axis = closed ? sim::SweepSpec::Axis::concurrency : sim::SweepSpec::Axis::request_rate;
   spec.values = {closed ? double(s.workload.concurrency) : (s.workload.rate_per_s > 0 ? s.workload.rate_per_s : NAN)};
-  const nlohmann::json row = sim::to_json(sim::sweep_columns(spec, {r}, s.gpus));
+  const nlohmann::json row = sim::to_json(sim::sweep_columns(spec, {r}, s.gpus, &s));
   nlohmann::json sum = nlohmann::json::object();
   for (const auto& [k, v] : row.items()) sum[k] = scalar(v);
   const sim::Summary& m = r.summary;
@@ -66,7 +66,7 @@ nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, cons
   else throw Error("sweep", "axis", "unknown axis '" + std::string(axis) + "'; known: concurrency, request_rate");
   if (values.empty()) throw Error("sweep", a, "empty list");
   spec.values = values;
-  return sim::to_json(sim::sweep_columns(spec, sim::sweep(s, spec, threads), s.gpus));
+  return sim::to_json(sim::sweep_columns(spec, sim::sweep(s, spec, threads), s.gpus, &s));
 }
 
 }  // namespace servesim::api

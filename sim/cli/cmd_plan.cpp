@@ -60,11 +60,21 @@ void run_plan(const PlanOpts& o) {
   for (const auto& t : j["topologies"]) out += "  " + str(t["deployment"]) + "\n";
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
-  for (std::size_t i = 0; i < c["topology"].size(); ++i)
-    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), fixed(c["ttft_" + stat + "_ms"][i].get<double>(), 1),
-                fixed(c["itl_" + stat + "_ms"][i].get<double>(), 2), fixed(c["output_tps"][i].get<double>(), 0),
+  for (std::size_t i = 0; i < c["topology"].size(); ++i) {
+    // A value with its prediction band "(lo-hi)" when the column has one (p50 and throughput).
+    auto banded = [&](const std::string& name, int digits) {
+      std::string t = fixed(c[name][i].get<double>(), digits);
+      if (c.contains(name + "_band_lo") && c[name + "_band_lo"][i].is_number())
+        t += " (" + fixed(c[name + "_band_lo"][i].get<double>(), digits) + "-" + fixed(c[name + "_band_hi"][i].get<double>(), digits) + ")";
+      return t;
+    };
+    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), banded("ttft_" + stat + "_ms", 1),
+                banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
                 fixed(c["output_tps_per_gpu"][i].get<double>(), 1), fixed(c["output_tps_per_user"][i].get<double>(), 1)});
-  out += "\nSweep\n" + sw.render();
+  }
+  out += "\nSweep\n" + sw.render() +
+         "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
+         "(GPU, load regime); none shown: no measured runs of this kind\n";
   Table pt({"topology", "max concurrency", "tok/s per replica", "replicas", "GPUs", "instances", "$/hour", "limited by"});
   for (const auto& r : j["topologies"])
     pt.add_row({str(r["name"]), r["feasible"].get<bool>() ? num(r["max_concurrency"]) : "-",

@@ -21,6 +21,7 @@
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/simulate.hpp"
+#include "sim/validate/run_bands.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -231,6 +232,33 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
 
 std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
 
+// The prediction bands of a run's TTFT, ITL and output throughput, one line each.
+std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
+  namespace v = sim::validate;
+  const v::RunKind k = v::run_kind(s, r);
+  const sim::Summary& m = r.summary;
+  const v::Band any = v::band_for(k.gpu, "ttft", k.regime, m.ttft_ms.avg);
+  if (!any.present && !v::band_for(k.gpu, "itl", k.regime, m.itl_ms.avg).present)
+    return "prediction bands: none for " + k.gpu + " at " + k.regime + " load (" + any.note + ")\n";
+  std::string out = "prediction bands: " + k.gpu + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
+                    " clients per replica); the 10th-90th percentile of measured / predicted over validated runs of this kind\n";
+  auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
+    std::string l = std::string("  ") + label;
+    for (const auto& [stat, value] : vals) {
+      const v::Band b = v::band_for(k.gpu, metric, k.regime, value);
+      if (!b.present) return out += l + ": " + b.note + "\n", void();
+      l += std::string(" ") + stat + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
+      if (std::string(stat) != "avg" || vals.size() == 1)
+        l += ", " + std::to_string(b.n) + " runs" + (b.regime == "all" ? " of all loads" : "");
+    }
+    out += l + "\n";
+  };
+  line("time_to_first_token", "ttft", "ms", {{"avg", m.ttft_ms.avg}, {"p50", m.ttft_ms.p50}});
+  line("inter_token_latency", "itl", "ms", {{"avg", m.itl_ms.avg}, {"p50", m.itl_ms.p50}});
+  line("output_token_throughput", "output_tps", "tokens/sec", {{"", m.output_token_throughput_per_s}});
+  return out;
+}
+
 std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   const sim::Summary& m = r.summary;
   std::string out;
@@ -267,7 +295,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
          fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +
-         fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n\n";
+         fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n";
+  out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
   for (std::size_t i = 0; i < m.replicas.size(); ++i) {
     const auto& x = m.replicas[i];
@@ -322,7 +351,7 @@ void run_sweep(const SimOpts& o) {
               << (done == total ? "\n" : "") << std::flush;
   };
   const auto results = sim::sweep(s, spec, o.threads, progress);
-  const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus);
+  const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus, &s);
   const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
   std::string text;
   if (fmt == "csv") {
@@ -335,16 +364,24 @@ void run_sweep(const SimOpts& o) {
     if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms"});
     Table t(head);
     for (std::size_t i = 0; i < cols.data[0].size(); ++i) {
+      // A value with its prediction band, "120.30 (95.10-160.20)", when one exists.
+      auto banded = [&](const std::string& name, int digits) {
+        const double v = cols[name][i], lo = cols[name + "_band_lo"][i], hi = cols[name + "_band_hi"][i];
+        std::string t = std::isfinite(v) ? fixed(v, digits) : "-";
+        if (std::isfinite(lo) && std::isfinite(hi)) t += " (" + fixed(lo, digits) + "-" + fixed(hi, digits) + ")";
+        return t;
+      };
       std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
-                 fixed(cols["output_token_throughput"][i], 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
-                 fixed(cols["output_token_throughput_per_user_avg"][i], 1), ms(cols["time_to_first_token_ms_p50"][i]),
-                 ms(cols["time_to_first_token_ms_p99"][i]), ms(cols["inter_token_latency_ms_p50"][i]),
+                 banded("output_token_throughput", 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
+                 fixed(cols["output_token_throughput_per_user_avg"][i], 1), banded("time_to_first_token_ms_p50", 2),
+                 ms(cols["time_to_first_token_ms_p99"][i]), banded("inter_token_latency_ms_p50", 2),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
                  fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    text = t.render();
+    text = t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
+                        "point's kind (GPU, load regime); none shown: no measured runs of this kind\n";
   }
   if (o.output.empty()) {
     std::cout << text;

@@ -22,5 +22,6 @@ void add_calibrate_commands(CLI::App& app); // cmd_calibrate.cpp: calibrate repo
 void add_step_command(CLI::App& app);       // cmd_step.cpp: step
 void add_simulate_commands(CLI::App& app);  // cmd_simulate.cpp: simulate, sweep
 void add_plan_command(CLI::App& app);       // cmd_plan.cpp: plan
+void add_validate_command(CLI::App& app);   // cmd_validate.cpp: validate
 
 }  // namespace servesim::cli

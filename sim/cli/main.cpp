@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   cli::add_step_command(app);
   cli::add_simulate_commands(app);
   cli::add_plan_command(app);
+  cli::add_validate_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,199 @@
+// `servesim validate FILE|DIR`: predictions against measured serving runs (sim/validate/):
+// a silicon-sample CSV, an aiperf artefact folder, or a folder of them. Prints the error table,
+// writes every point to --output (.csv or .json), draws predicted vs measured with --plot
+// through python/servesim.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+#include "models/model_spec.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace servesim::cli {
+namespace {
+
+struct ValidateOpts {
+  std::string path, scenario, output, plot, statistic = "avg", write_bands;
+  int band_min_points = 8;
+  std::string backends, modes, gpus, models;
+  std::vector<std::string> model_files;
+  bool engine_any = false;
+  int requests_per_client = 10, warmup_per_client = 2, threads = 0;
+  std::uint64_t seed = 1;
+  Format format = Format::table;
+};
+
+std::string exe_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.find_last_of('/'));
+}
+
+bool ends_with_ci(const std::string& s, const char* ext) {
+  const std::string l = text::lower(s), e = ext;
+  return l.size() > e.size() && l.compare(l.size() - e.size(), e.size(), e) == 0;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(path, "", "cannot write file");
+  f << text;
+  if (!f) throw Error(path, "", "write failed");
+}
+
+// The source tree's commit (git describe), or "unknown" when the binary runs away from its tree.
+std::string source_commit() {
+#ifdef SERVESIM_SOURCE_DIR
+  const std::string cmd = "git -C '" + std::string(SERVESIM_SOURCE_DIR) + "' describe --always --dirty --abbrev=12 2>/dev/null";
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[128] = {0};
+    const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+    pclose(f);
+    std::string s = got ? buf : "";
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    if (!s.empty()) return s;
+  }
+#endif
+  return "unknown";
+}
+
+void run_validate(const ValidateOpts& o) {
+  namespace fs = std::filesystem;
+  namespace v = sim::validate;
+  v::Options opt;
+  opt.backends = text::split_csv(o.backends);
+  opt.modes = text::split_csv(o.modes);
+  opt.gpus = text::split_csv(o.gpus);
+  opt.models = text::split_csv(o.models);
+  opt.engine_any = o.engine_any;
+  opt.requests_per_client = o.requests_per_client;
+  opt.warmup_per_client = o.warmup_per_client;
+  opt.statistic = text::lower(o.statistic);
+  opt.threads = o.threads;
+  opt.seed = o.seed;
+  if (opt.requests_per_client < 1) throw Error("--requests-per-client", "", "must be >= 1");
+  if (opt.warmup_per_client < 0) throw Error("--warmup-per-client", "", "must be >= 0");
+  if (opt.statistic != "avg" && opt.statistic != "p50") throw Error("--statistic", "", "unknown '" + o.statistic + "'; known: avg, p50");
+  if (!o.scenario.empty()) {
+    opt.base = read_json_file(o.scenario);
+    if (!opt.base.is_object()) throw Error(o.scenario, "", "expected a JSON object (a scenario file)");
+  }
+
+  for (const auto& f : o.model_files) models::add_model_file(f);
+  std::vector<v::MeasuredPoint> points;
+  v::CsvReadStats csv;
+  if (!fs::exists(o.path)) throw Error(o.path, "", "no such file or folder (expected a silicon-sample CSV or an aiperf artefact folder)");
+  if (fs::is_directory(o.path)) {
+    if (fs::exists(fs::path(o.path) / "profile_export_aiperf.json")) {
+      points.push_back(v::read_aiperf_dir(o.path, opt.statistic));
+    } else {   // a folder of aiperf runs, one per subfolder, in name order
+      std::vector<fs::path> subs;
+      for (const auto& e : fs::directory_iterator(o.path))
+        if (e.is_directory() && fs::exists(e.path() / "profile_export_aiperf.json")) subs.push_back(e.path());
+      std::sort(subs.begin(), subs.end());
+      if (subs.empty())
+        throw Error(o.path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
+      for (const auto& s : subs) points.push_back(v::read_aiperf_dir(s.string(), opt.statistic));
+    }
+  } else {
+    points = v::read_silicon_csv(o.path, &csv);
+  }
+  v::Report rep = v::run(std::move(points), opt);
+  rep.csv = csv;
+  nlohmann::json j = v::to_json(rep, opt);
+  j["source"] = o.path;
+
+  std::string extra;
+  if (!o.output.empty()) {
+    if (ends_with_ci(o.output, ".csv")) write_text(o.output, v::to_csv(rep));
+    else if (ends_with_ci(o.output, ".json")) write_text(o.output, j.dump(2) + "\n");
+    else throw Error("--output", "", "'" + o.output + "': give a .csv or .json file");
+    extra += "Points: " + o.output + "\n";
+  }
+  if (!o.plot.empty()) {
+    const std::string base = ends_with_ci(o.plot, ".png") ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
+    const std::string data = base + "-validate.json";
+    write_text(data, j.dump() + "\n");
+    const std::string cmd = "PYTHONPATH='" + exe_dir() + "/python' MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --validation '" +
+                            data + "' -o '" + o.plot + "' >/dev/null";
+    if (std::system(cmd.c_str()) != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
+    j["plot"] = o.plot;
+    extra += "Chart: " + o.plot + " (predicted vs measured, log-log, one colour per GPU); data: " + data + "\n";
+  }
+  if (!o.write_bands.empty()) {
+    if (o.band_min_points < 1) throw Error("--band-min-points", "", "must be >= 1");
+    int ran = 0;
+    for (const auto& p : rep.points) ran += p.unmodellable.empty();
+    std::string filters;
+    for (const auto& [flag, val] : {std::pair<const char*, std::string>{"--backend", o.backends}, {"--mode", o.modes},
+                                    {"--gpu", o.gpus}, {"--model", o.models}})
+      if (!val.empty()) filters += std::string(" ") + flag + " " + val;
+    const std::string commit = source_commit();
+    const std::string file = fs::path(o.path).filename().string();
+    nlohmann::json meta = {
+        {"summary", "residuals of " + std::to_string(ran) + " simulated points of " + file + filters + " (servesim " + commit + ")"},
+        {"source_file", file},
+        {"filters", filters.empty() ? "none" : filters.substr(1)},
+        {"rows", rep.csv.rows},
+        {"points", rep.points.size()},
+        {"points_simulated", ran},
+        {"statistic", opt.statistic},
+        {"requests_per_client", opt.requests_per_client},
+        {"warmup_per_client", opt.warmup_per_client},
+        {"servesim_commit", commit},
+        {"method", "ratio measured / predicted per (GPU, metric, load regime) and per (GPU, metric) over all loads; "
+                   "band = prediction x [10th, 90th percentile] of the ratio; cells under min_points residuals give no band"},
+        {"command", "servesim validate " + file + filters + " --write-bands FILE"}};
+    const auto table = v::bands_of(rep, o.band_min_points, meta);
+    write_text(o.write_bands, v::to_json(table).dump(2) + "\n");
+    extra += "Bands: " + o.write_bands + " (" + std::to_string(table.cells.size()) + " cells from " + std::to_string(ran) +
+             " points; embed it as sim/data/prediction_bands.json)\n";
+  }
+  emit(o.format, j, "servesim validate " + o.path + "\n" + v::to_text(rep, opt) + extra);
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app) {
+  auto o = std::make_shared<ValidateOpts>();
+  auto* c = app.add_subcommand("validate",
+                               "Predictions against measured serving runs: a silicon-sample CSV or aiperf artefact folder(s); "
+                               "signed and absolute % errors of TTFT, TPOT and output tok/s per model x GPU x engine x mode");
+  c->add_option("path", o->path, "CSV (AIConfigurator silicon-sample layout) or aiperf artefact folder")->required();
+  c->add_option("--backend", o->backends, "Engines to keep, comma-separated (vllm, trtllm, sglang; default all)");
+  c->add_option("--mode", o->modes, "Modes to keep: agg, disagg (default both)");
+  c->add_option("--gpu", o->gpus, "GPUs to keep, comma-separated (h100, h200, b200, ...)");
+  c->add_option("--model", o->models, "Models to keep: substrings of model_path, comma-separated");
+  c->add_option("--model-file", o->model_files,
+                "Add a model (servesim model JSON or Hugging Face config.json, named by its file) before resolving model_path (repeatable)")
+      ->check(CLI::ExistingFile);
+  c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
+  c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, router, kv_cache_dtype and seed apply to every CSV point")
+      ->check(CLI::ExistingFile);
+  c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
+  c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
+  c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
+  c->add_option("--seed", o->seed, "Random seed of every run");
+  c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
+  c->add_option("--output", o->output, "Write every point (measured, predicted, errors, reasons) to FILE.csv or FILE.json");
+  c->add_option("--plot", o->plot, "Write the predicted-vs-measured chart to FILE.png");
+  c->add_option("--write-bands", o->write_bands,
+                "Write the prediction-band table (residuals per GPU, metric, load regime) to FILE.json");
+  c->add_option("--band-min-points", o->band_min_points, "Residuals a band cell needs (default 8)");
+  add_format_option(*c, o->format);
+  c->callback([o] { run_validate(*o); });
+}
+
+}  // namespace servesim::cli

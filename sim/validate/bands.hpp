@@ -1,0 +1,66 @@
+// Prediction bands: how far measured serving runs fell from servesim's prediction, by kind of
+// point (GPU, metric, load regime). `servesim validate ... --write-bands FILE` computes them from
+// the residuals of a validation (ratio measured / predicted, its 10th and 90th percentiles); the
+// table in sim/data/prediction_bands.json is embedded in the binary and every TTFT, ITL and output
+// throughput that simulate, sweep and plan print carries its band: [predicted x p10, predicted x
+// p90], i.e. the range 80 % of measured runs of that kind fell into relative to the prediction.
+// A kind without enough measured runs has no band, and says so.
+#pragma once
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim::sim::validate {
+
+// Metrics a band exists for, by the names used in the table.
+inline constexpr const char* kBandMetrics[] = {"ttft", "itl", "output_tps"};
+
+struct Band {
+  bool present = false;
+  double lo = NAN, hi = NAN;           // the interval around a prediction (its unit)
+  double ratio_lo = NAN, ratio_hi = NAN;   // measured / predicted: 10th and 90th percentiles
+  int n = 0;                           // measured runs behind it
+  std::string gpu, metric, regime;     // regime "all" when the load regime's own cell is too thin
+  std::string note;                    // why there is no band (when !present)
+};
+
+// One cell of the table.
+struct BandCell {
+  std::string gpu, metric, regime;     // regime: light, medium, heavy, saturated or all
+  int n = 0;
+  double ratio_lo = NAN, ratio_hi = NAN, ratio_median = NAN;
+};
+
+struct BandTable {
+  nlohmann::json meta = nlohmann::json::object();   // provenance: source rows, filters, servesim commit
+  int min_points = 8;                  // cells with fewer residuals give no band
+  std::vector<BandCell> cells;
+};
+
+// Parses a band table (the layout --write-bands writes); throws Error naming `file` and the field.
+BandTable parse_bands(const nlohmann::json& j, const std::string& file);
+// The embedded table (sim/data/prediction_bands.json); an empty table when none is embedded.
+const BandTable& embedded_bands();
+
+// The band of one predicted value: the cell of (gpu, metric, regime) when it holds min_points
+// residuals, else the GPU's "all" cell, else none ("no band: no measured runs of this kind").
+Band band_for(const BandTable& t, const std::string& gpu, const std::string& metric, const std::string& regime,
+              double predicted);
+inline Band band_for(const std::string& gpu, const std::string& metric, const std::string& regime, double predicted) {
+  return band_for(embedded_bands(), gpu, metric, regime, predicted);
+}
+
+// {"lo", "hi", "n", "gpu", "regime", ...} or {"note": "no band: ..."}.
+nlohmann::json band_json(const Band& b);
+// "(band 95.1-160.2)" with `digits` decimals, or "(no band)".
+std::string band_text(const Band& b, int digits);
+
+// The band cells of residuals (measured, predicted) per (gpu, metric, regime) and per (gpu,
+// metric, "all"), in sorted order; `min_points` is recorded, thin cells are kept with their n.
+struct Residual { std::string gpu, metric, regime; double measured, predicted; };
+BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta);
+nlohmann::json to_json(const BandTable& t);
+
+}  // namespace servesim::sim::validate

@@ -1,0 +1,363 @@
+// Readers of measured serving runs: the silicon-sample CSV (with repeat merging) and aiperf
+// artefact folders.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+#include "models/model_spec.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace servesim::sim::validate {
+namespace {
+
+// One CSV record split into fields (RFC 4180 quoting: "a,b" and "" inside quotes).
+std::vector<std::string> split_record(const std::string& line, const std::string& file, int line_no) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cur += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  if (quoted) throw Error(file, "line " + std::to_string(line_no), "unterminated quoted field");
+  out.push_back(std::move(cur));
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A whole number written as "4" or "4.0"; blank is 0.
+int whole(const std::string& s, const std::string& file, int line_no, const std::string& column) {
+  if (s.empty()) return 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (!end || *end || !(v >= 0) || v != std::floor(v) || v > 1e9)
+    throw Error(file, "line " + std::to_string(line_no) + ": " + column, "expected a whole number >= 0, got '" + s + "'");
+  return static_cast<int>(v);
+}
+
+double positive(const std::string& s, const std::string& file, int line_no, const std::string& column) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || !end || *end || !(v > 0) || !std::isfinite(v))
+    throw Error(file, "line " + std::to_string(line_no) + ": " + column, "expected a number > 0 (milliseconds), got '" + s + "'");
+  return v;
+}
+
+}  // namespace
+
+int parse_concurrency(const std::string& data_source, const std::string& id) {
+  auto digits_at = [](const std::string& s, std::size_t pos) {
+    std::size_t e = pos;
+    while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
+    if (e == pos || e - pos > 9) return 0;
+    return std::stoi(s.substr(pos, e - pos));
+  };
+  std::size_t start = 0;
+  while (start <= data_source.size()) {
+    std::size_t end = data_source.find(';', start);
+    if (end == std::string::npos) end = data_source.size();
+    std::string f = data_source.substr(start, end - start);
+    const auto b = f.find_first_not_of(' ');
+    f = b == std::string::npos ? "" : f.substr(b);
+    static const std::string key = "silicon_concurrency=";
+    if (f.rfind(key, 0) == 0) {
+      const int c = digits_at(f, key.size());
+      if (c > 0 && key.size() + std::to_string(c).size() == f.find_last_not_of(' ') + 1) return c;
+    }
+    start = end + 1;
+  }
+  for (std::size_t pos = id.find("_c"); pos != std::string::npos; pos = id.find("_c", pos + 1)) {
+    const int c = digits_at(id, pos + 2);
+    const std::size_t after = pos + 2 + (c > 0 ? std::to_string(c).size() : 0);
+    if (c > 0 && after < id.size() && id[after] == '_') return c;
+  }
+  return 0;
+}
+
+std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, "", "cannot open file");
+  std::string line;
+  if (!std::getline(in, line)) throw Error(path, "", "empty file (expected a header line)");
+  const std::vector<std::string> header = split_record(line, path, 1);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* need : {"id", "silicon_data_source", "backend", "model_path", "system", "mode", "isl", "osl",
+                           "silicon_ttft_ms", "silicon_tpot_ms"})
+    if (!col.count(need))
+      throw Error(path, "header", std::string("no column '") + need +
+                                      "' (expected the silicon-sample layout: id, silicon_data_source, backend, model_path, "
+                                      "system, precision, mode, isl, osl, ..., silicon_ttft_ms, silicon_tpot_ms)");
+  const std::size_t c_id = col["id"], c_src = col["silicon_data_source"], c_ttft = col["silicon_ttft_ms"],
+                    c_tpot = col["silicon_tpot_ms"];
+
+  struct Acc {
+    MeasuredPoint p;
+    std::vector<double> ttft, tpot;
+  };
+  std::vector<Acc> points;
+  std::map<std::string, std::size_t> index;   // dedup key -> point
+  int line_no = 1, rows = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    std::vector<std::string> f = split_record(line, path, line_no);
+    if (f.size() != header.size())
+      throw Error(path, "line " + std::to_string(line_no),
+                  std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    ++rows;
+    auto get = [&](const char* name) -> std::string {
+      auto it = col.find(name);
+      return it == col.end() ? std::string() : f[it->second];
+    };
+    auto num = [&](const char* name) { return whole(get(name), path, line_no, name); };
+    const int conc = parse_concurrency(f[c_src], f[c_id]);
+    std::string key;
+    for (std::size_t i = 0; i < f.size(); ++i)
+      if (i != c_id && i != c_src && i != c_ttft && i != c_tpot) key += f[i] + '\x1f';
+    key += std::to_string(conc);
+    const double ttft = positive(f[c_ttft], path, line_no, "silicon_ttft_ms");
+    const double tpot = positive(f[c_tpot], path, line_no, "silicon_tpot_ms");
+    auto [it, fresh] = index.emplace(key, points.size());
+    if (!fresh) {
+      Acc& a = points[it->second];
+      a.ttft.push_back(ttft);
+      a.tpot.push_back(tpot);
+      ++a.p.merged;
+      continue;
+    }
+    Acc a;
+    MeasuredPoint& p = a.p;
+    p.id = f[c_id];
+    p.source = path + ":" + std::to_string(line_no);
+    p.backend = get("backend");
+    p.backend_version = get("backend_version");
+    p.model_path = get("model_path");
+    p.system = get("system");
+    p.precision = get("precision");
+    p.mode = get("mode");
+    p.gemm_quant = get("gemm_quant_mode");
+    p.moe_quant = get("moe_quant_mode");
+    p.isl = num("isl");
+    p.osl = num("osl");
+    if (p.isl < 1 || p.osl < 1) throw Error(path, "line " + std::to_string(line_no) + ": isl/osl", "must be >= 1");
+    p.concurrency = conc;
+    p.tp = num("tp_size");
+    p.pp = num("pp_size");
+    p.attention_dp = num("attention_dp_size");
+    p.moe_tp = num("moe_tp_size");
+    p.moe_ep = num("moe_ep_size");
+    p.prefill_workers = num("prefill_num_workers");
+    p.prefill_tp = num("prefill_tp_size");
+    p.prefill_pp = num("prefill_pp_size");
+    p.prefill_dp = num("prefill_attention_dp_size");
+    p.prefill_moe_ep = num("prefill_moe_ep_size");
+    p.decode_workers = num("decode_num_workers");
+    p.decode_tp = num("decode_tp_size");
+    p.decode_pp = num("decode_pp_size");
+    p.decode_dp = num("decode_attention_dp_size");
+    p.decode_moe_ep = num("decode_moe_ep_size");
+    a.ttft.push_back(ttft);
+    a.tpot.push_back(tpot);
+    points.push_back(std::move(a));
+  }
+  if (rows == 0) throw Error(path, "", "no data rows");
+  CsvReadStats st;
+  st.rows = rows;
+  std::vector<MeasuredPoint> out;
+  out.reserve(points.size());
+  for (auto& a : points) {
+    MeasuredPoint p = std::move(a.p);
+    p.ttft_ms = median(a.ttft);
+    p.tpot_ms = median(a.tpot);
+    // The CSV records no throughput. In a closed loop each of C clients finishes one request of
+    // OSL tokens every TTFT + (OSL - 1) x TPOT (aiperf's ITL definition), so by Little's law the
+    // output throughput is C x OSL / that latency.
+    if (p.concurrency > 0) {
+      p.output_tps = double(p.concurrency) * double(p.osl) / ((p.ttft_ms + double(p.osl - 1) * p.tpot_ms) / 1e3);
+      p.output_tps_derived = true;
+    }
+    if (p.merged > 1) {
+      ++st.merged_points;
+      st.merged_rows += p.merged - 1;
+    }
+    out.push_back(std::move(p));
+  }
+  st.points = static_cast<int>(out.size());
+  if (stats) *stats = st;
+  return out;
+}
+
+namespace {
+
+// A metric object from an aiperf JSON: under "records" (servesim, older aiperf) or at the top level.
+const nlohmann::json* metric(const nlohmann::json& doc, const char* tag) {
+  if (doc.contains("records") && doc["records"].is_object() && doc["records"].contains(tag)) return &doc["records"][tag];
+  if (doc.contains(tag) && doc[tag].is_object()) return &doc[tag];
+  return nullptr;
+}
+
+double stat_of(const nlohmann::json* m, const std::string& stat) {
+  if (!m || !m->contains(stat) || !(*m)[stat].is_number()) return NAN;
+  return (*m)[stat].get<double>();
+}
+
+// A JSON number at a path of keys, or NaN.
+double number_at(const nlohmann::json& j, std::initializer_list<const char*> keys) {
+  const nlohmann::json* x = &j;
+  for (const char* k : keys) {
+    if (!x->is_object() || !x->contains(k)) return NAN;
+    x = &(*x)[k];
+  }
+  return x->is_number() ? x->get<double>() : NAN;
+}
+
+}  // namespace
+
+MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic) {
+  namespace fs = std::filesystem;
+  const fs::path base(dir);
+  const fs::path agg = base / "profile_export_aiperf.json";
+  if (!fs::is_directory(base)) throw Error(dir, "", "not a folder (expected an aiperf artefact folder or a CSV file)");
+  if (!fs::exists(agg)) throw Error(dir, "", "no profile_export_aiperf.json (expected an aiperf artefact folder)");
+  const nlohmann::json doc = read_json_file(agg.string());
+  if (!doc.is_object()) throw Error(agg.string(), "", "expected a JSON object");
+
+  MeasuredPoint p;
+  p.id = base.filename().empty() ? base.parent_path().filename().string() : base.filename().string();
+  p.source = dir;
+  p.backend = "vllm";
+  const std::string stat = statistic == "p50" ? "p50" : "avg";
+  p.ttft_ms = stat_of(metric(doc, "time_to_first_token"), stat);
+  p.tpot_ms = stat_of(metric(doc, "inter_token_latency"), stat);
+  p.output_tps = stat_of(metric(doc, "output_token_throughput"), "avg");
+  if (!std::isfinite(p.ttft_ms) && !std::isfinite(p.tpot_ms) && !std::isfinite(p.output_tps))
+    throw Error(agg.string(), "time_to_first_token", "no TTFT, ITL or output throughput recorded");
+
+  // Measured and warm-up requests from the per-request records.
+  std::int64_t profiling = 0, warmup = 0;
+  const fs::path jl = base / "profile_export.jsonl";
+  if (fs::exists(jl)) {
+    std::ifstream in(jl, std::ios::binary);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.empty()) continue;
+      nlohmann::json r;
+      try {
+        r = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(jl.string(), "line " + std::to_string(n), std::string("invalid JSON: ") + e.what());
+      }
+      const bool is_warmup = r.contains("metadata") && r["metadata"].is_object() &&
+                             r["metadata"].value("benchmark_phase", std::string("profiling")) == "warmup";
+      (is_warmup ? warmup : profiling) += 1;
+    }
+  }
+
+  // The run's setup: the sidecar, else a servesim scenario as input_config.
+  const fs::path side = base / "servesim_run.json";
+  nlohmann::json s;
+  std::string where;
+  if (fs::exists(side)) {
+    where = side.string();
+    s = read_json_file(where);
+    if (!s.is_object()) throw Error(where, "", "expected a JSON object");
+  } else if (doc.contains("input_config") && doc["input_config"].is_object() && doc["input_config"].contains("model") &&
+             doc["input_config"].contains("workload")) {
+    where = agg.string() + ": input_config";
+    s = doc["input_config"];
+  } else {
+    throw Error(dir, "servesim_run.json",
+                "missing: the folder needs the run's setup (a servesim_run.json with model, gpu, tp, precision, engine "
+                "flags, isl, osl, concurrency) unless profile_export_aiperf.json's input_config is a servesim scenario");
+  }
+  if (s.contains("model_file")) {
+    if (!s["model_file"].is_string()) throw Error(where, "model_file", "expected a file name");
+    fs::path mf = s["model_file"].get<std::string>();
+    if (mf.is_relative()) mf = base / mf;
+    const auto& m = models::add_model_file(mf.string());
+    s.erase("model_file");
+    s["model"] = m.name;
+  }
+  if (s.contains("backend")) {
+    if (!s["backend"].is_string()) throw Error(where, "backend", "expected a name (vllm, trtllm, sglang)");
+    p.backend = text::lower(s["backend"].get<std::string>());
+    s.erase("backend");
+  }
+  if (!s.contains("workload") || !s["workload"].is_object()) s["workload"] = nlohmann::json::object();
+  nlohmann::json& w = s["workload"];
+  for (const char* k : {"isl", "osl", "concurrency", "requests", "warmup_requests"})
+    if (s.contains(k)) {
+      w[k] = s[k];
+      s.erase(k);
+    }
+  // What the sidecar leaves out comes from aiperf's own record of the run.
+  const nlohmann::json ic = doc.value("input_config", nlohmann::json::object());
+  if (!w.contains("concurrency") && !w.contains("request_rate")) {
+    const double c = number_at(ic, {"loadgen", "concurrency"});
+    if (!(c >= 1)) throw Error(where, "concurrency", "missing (and aiperf's input_config.loadgen.concurrency is absent)");
+    w["concurrency"] = static_cast<std::int64_t>(c);
+  }
+  auto length = [&](const char* key, const char* tag) {
+    if (w.contains(key)) return;
+    const double v = stat_of(metric(doc, tag), "avg");
+    if (!(v >= 1)) throw Error(where, key, std::string("missing (and the export records no ") + tag + ")");
+    w[key] = static_cast<std::int64_t>(std::llround(v));
+  };
+  length("isl", "input_sequence_length");
+  length("osl", "output_sequence_length");
+  if (profiling > 0) w["requests"] = profiling;
+  if (fs::exists(jl) && profiling > 0) w["warmup_requests"] = warmup;
+  if (!w.contains("requests")) {
+    const double n = stat_of(metric(doc, "request_count"), "avg");
+    if (n >= 1) w["requests"] = static_cast<std::int64_t>(n);
+  }
+  p.scenario = s;
+  // Fields for grouping and display.
+  p.model_path = s.value("model", std::string("nemotron-3-super"));
+  p.system = s.value("gpu", std::string("h200"));
+  p.precision = s.value("precision", std::string("bf16"));
+  const bool disagg = s.contains("topology") && s["topology"].is_object() &&
+                      text::lower(s["topology"].value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
+  p.mode = disagg ? "disagg" : "agg";
+  auto int_of = [&](const nlohmann::json& j, const char* a, const char* b, int d) {
+    if (j.contains(a) && j[a].is_number_integer()) return j[a].get<int>();
+    if (j.contains(b) && j[b].is_number_integer()) return j[b].get<int>();
+    return d;
+  };
+  p.tp = int_of(s, "tensor_parallel_size", "tp", 1);
+  p.pp = int_of(s, "pipeline_parallel_size", "pp", 1);
+  p.moe_ep = int_of(s, "expert_parallel_size", "ep", 1);
+  p.isl = w["isl"].is_number_integer() ? w["isl"].get<std::int64_t>() : 0;
+  p.osl = w["osl"].is_number_integer() ? w["osl"].get<std::int64_t>() : 0;
+  p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() ? w["concurrency"].get<int>() : 0;
+  return p;
+}
+
+}  // namespace servesim::sim::validate

@@ -1,0 +1,52 @@
+#include "sim/validate/run_bands.hpp"
+
+#include <algorithm>
+
+#include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace servesim::sim::validate {
+
+RunKind run_kind(const Scenario& s, const SimResult& r) {
+  RunKind k;
+  try {
+    k.gpu = text::lower(hw::Catalog::global().gpu(s.gpu).name);
+  } catch (const std::exception&) {
+    k.gpu = text::lower(s.gpu);
+  }
+  k.max_num_seqs = s.engine.max_num_seqs;
+  if (s.workload.arrival == workloads::Arrival::concurrency) {
+    int replicas = s.replicas();
+    if (r.disaggregated) replicas = s.topology.decode_workers;
+    else if (s.topology.present) replicas = static_cast<int>(r.summary.replicas.size());
+    k.clients_per_replica = double(s.workload.concurrency) / std::max(1, replicas);
+  } else {
+    double sum = 0;
+    int n = 0;
+    for (const auto& x : r.summary.replicas)
+      if (!r.disaggregated || x.name.rfind("decode", 0) == 0) sum += x.mean_batch_size, ++n;
+    k.clients_per_replica = n ? sum / n : 0;
+  }
+  k.regime = load_regime(k.clients_per_replica, k.max_num_seqs);
+  return k;
+}
+
+nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
+  const RunKind k = run_kind(s, r);
+  const Summary& m = r.summary;
+  auto both = [&](const char* metric, const Stats& st) {
+    return nlohmann::json{{"avg", band_json(band_for(k.gpu, metric, k.regime, st.avg))},
+                          {"p50", band_json(band_for(k.gpu, metric, k.regime, st.p50))}};
+  };
+  nlohmann::json j;
+  j["kind"] = {{"gpu", k.gpu}, {"regime", k.regime}, {"clients_per_replica", k.clients_per_replica},
+               {"max_num_seqs", k.max_num_seqs}};
+  j["source"] = embedded_bands().meta.is_object() ? embedded_bands().meta.value("summary", std::string()) : std::string();
+  j["time_to_first_token"] = both("ttft", m.ttft_ms);
+  j["inter_token_latency"] = both("itl", m.itl_ms);
+  j["output_token_throughput"] = band_json(band_for(k.gpu, "output_tps", k.regime, m.output_token_throughput_per_s));
+  return j;
+}
+
+}  // namespace servesim::sim::validate

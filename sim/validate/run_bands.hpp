@@ -1,0 +1,26 @@
+// The prediction band of a simulated run: its kind (GPU, load regime) and the bands of its TTFT,
+// ITL and output throughput from the embedded table (sim/validate/bands.hpp).
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulate.hpp"
+#include "sim/validate/bands.hpp"
+
+namespace servesim::sim::validate {
+
+struct RunKind {
+  std::string gpu;                 // catalogue GPU, lower case
+  std::string regime;              // load_regime(clients_per_replica, max_num_seqs)
+  double clients_per_replica = 0;  // closed loop: clients / serving replicas (disaggregated: decode workers);
+                                   // open loop: the replicas' mean batch size
+  int max_num_seqs = 0;
+};
+RunKind run_kind(const Scenario& s, const SimResult& r);
+
+// {"kind": {...}, "source": ..., "time_to_first_token": {"avg": band, "p50": band},
+//  "inter_token_latency": {...}, "output_token_throughput": band}; a band is band_json().
+nlohmann::json run_bands(const Scenario& s, const SimResult& r);
+
+}  // namespace servesim::sim::validate

@@ -1,0 +1,530 @@
+#include "sim/validate/validate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
+
+namespace servesim::sim::validate {
+namespace {
+
+[[noreturn]] void cannot(const std::string& reason) { throw Error("", "", reason); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A catalogue model for a Hugging Face id: the id itself (catalogue aliases), then its last path
+// component lower-cased, then that without checkpoint suffixes (-Instruct, -FP8, -NVFP4, ...).
+const models::ModelSpec* resolve_model(const std::string& path) {
+  std::vector<std::string> names{path};
+  std::string base = text::lower(path.substr(path.find_last_of('/') + 1));
+  names.push_back(base);
+  for (bool again = true; again;) {
+    again = false;
+    for (const char* suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4", "-bf16", "-hf", "-dynamic"})
+      if (ends_with(base, suffix) && base.size() > std::string(suffix).size()) {
+        base.resize(base.size() - std::string(suffix).size());
+        names.push_back(base);
+        again = true;
+      }
+  }
+  for (const auto& n : names) {
+    try {
+      return &models::model(n);
+    } catch (const Error&) {
+    }
+  }
+  return nullptr;
+}
+
+// The catalogue GPU of an AIC system name (h200_sxm -> H200, gb200 -> GB200).
+std::string gpu_of(const std::string& system) {
+  std::string g = text::lower(system);
+  for (const char* suffix : {"_sxm", "-sxm", "_pcie", "-pcie", "_nvl", "-nvl"})
+    if (ends_with(g, suffix)) g.resize(g.size() - std::string(suffix).size());
+  return g;
+}
+
+// servesim's weight precision for a row's precision label and quantisation modes.
+std::string precision_of(const MeasuredPoint& p) {
+  auto map = [](const std::string& label) -> std::string {
+    const std::string q = text::lower(label);
+    if (q.empty()) return "";
+    if (q == "fp8" || q == "fp8_block" || q == "fp8_blockwise" || q == "w8a8_fp8") return "fp8";
+    if (q == "fp4" || q == "nvfp4" || q == "mxfp4" || q == "w4a4_nvfp4") return "nvfp4";
+    if (q == "bf16" || q == "fp16" || q == "float16" || q == "bfloat16") return "bf16";
+    if (q.find("int4") != std::string::npos || q == "w4a16" || q == "awq" || q == "gptq")
+      cannot("int4 weight-only quantization (" + label + ") not modelled: servesim has bf16, fp8, nvfp4 and int8 weights");
+    cannot("precision '" + label + "' unknown (modelled: bf16, fp8, fp4/nvfp4)");
+  };
+  const std::string gemm = map(p.gemm_quant), moe = map(p.moe_quant);
+  std::string label = map(p.precision);
+  if (!gemm.empty() && !moe.empty() && gemm != moe)
+    cannot("mixed quantization (GEMMs " + p.gemm_quant + ", MoE " + p.moe_quant + ") not modelled");
+  if (label.empty()) label = !gemm.empty() ? gemm : moe;
+  if (label.empty()) {   // nothing recorded: the checkpoint named by model_path
+    const std::string m = text::lower(p.model_path);
+    label = ends_with(m, "-fp8") ? "fp8" : (ends_with(m, "-nvfp4") || ends_with(m, "-fp4")) ? "nvfp4" : "bf16";
+  }
+  return label;
+}
+
+// Expert parallelism of a worker: 1 (experts sharded by TP) or TP (servesim's two options).
+int ep_of(int moe_ep, int tp, const std::string& role) {
+  if (moe_ep <= 1) return 1;
+  if (moe_ep == tp) return tp;
+  cannot(role + "MoE expert parallel size " + std::to_string(moe_ep) + " with TP " + std::to_string(tp) +
+         " not modelled (servesim runs EP 1 or EP = TP within a worker)");
+}
+
+double pick(const Stats& s, const std::string& stat) { return stat == "p50" ? s.p50 : s.avg; }
+
+bool matches(const std::vector<std::string>& filter, std::initializer_list<std::string> values, bool substring) {
+  if (filter.empty()) return true;
+  for (const auto& f : filter)
+    for (const auto& v : values)
+      if (substring ? text::lower(v).find(text::lower(f)) != std::string::npos : text::iequals(f, v)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string load_regime(double clients_per_replica, int max_num_seqs) {
+  if (max_num_seqs > 0 && clients_per_replica > max_num_seqs) return "saturated";
+  if (clients_per_replica <= 16) return "light";
+  if (clients_per_replica <= 128) return "medium";
+  return "heavy";
+}
+
+double signed_error(double predicted, double measured) {
+  if (!std::isfinite(predicted) || !std::isfinite(measured) || !(measured > 0)) return NAN;
+  return (predicted - measured) / measured;
+}
+
+ErrorStats error_stats(std::vector<double> errors) {
+  errors.erase(std::remove_if(errors.begin(), errors.end(), [](double e) { return !std::isfinite(e); }), errors.end());
+  ErrorStats s;
+  s.n = static_cast<int>(errors.size());
+  if (errors.empty()) return s;
+  std::vector<double> abs;
+  for (double e : errors) abs.push_back(std::fabs(e));
+  std::sort(errors.begin(), errors.end());
+  std::sort(abs.begin(), abs.end());
+  s.median_signed = percentile_sorted(errors, 50);
+  s.median_abs = percentile_sorted(abs, 50);
+  s.p90_abs = percentile_sorted(abs, 90);
+  return s;
+}
+
+nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model) {
+  if (!p.scenario.is_null()) return p.scenario;   // aiperf folder: the run's own setup
+  if (p.concurrency < 1) cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
+  const std::string backend = text::lower(p.backend);
+  if (backend != "vllm" && !o.engine_any)
+    cannot("engine " + (p.backend.empty() ? std::string("(blank)") : p.backend) +
+           " not modelled (servesim models vLLM; --engine-any runs it with the vLLM engine)");
+  const std::string precision = precision_of(p);
+
+  // The layout first (it needs no catalogue), then the model and the GPU.
+  nlohmann::json s = nlohmann::json::object();
+  for (const char* k : {"engine", "router", "kv_cache_dtype", "seed"})
+    if (o.base.is_object() && o.base.contains(k)) s[k] = o.base[k];
+  if (!s.contains("seed")) s["seed"] = o.seed;
+  const std::string mode = text::lower(p.mode);
+  int ep = 1;
+  if (mode == "disagg") {
+    if (p.prefill_workers < 1 || p.decode_workers < 1)
+      cannot("disaggregated point without prefill/decode worker counts (prefill_num_workers, decode_num_workers blank)");
+    if (p.prefill_dp > 1 || p.decode_dp > 1)
+      cannot("attention data parallelism in a disaggregated role (prefill " + std::to_string(p.prefill_dp) + ", decode " +
+             std::to_string(p.decode_dp) + ") not modelled");
+    const int ptp = std::max(1, p.prefill_tp), dtp = std::max(1, p.decode_tp);
+    const int ppp = std::max(1, p.prefill_pp), dpp = std::max(1, p.decode_pp);
+    if (ppp != dpp)
+      cannot("prefill PP " + std::to_string(ppp) + " and decode PP " + std::to_string(dpp) + " differ (servesim: one PP for both roles)");
+    const int pep = ep_of(p.prefill_moe_ep, ptp, "prefill "), dep = ep_of(p.decode_moe_ep, dtp, "decode ");
+    if ((pep > 1) != (dep > 1)) cannot("expert parallelism in one role only not modelled (EP follows TP in every role)");
+    ep = dep > 1 ? dtp : 1;
+    s["tensor_parallel_size"] = dtp;
+    s["pipeline_parallel_size"] = dpp;
+    s["topology"] = {{"kind", "disagg"}, {"prefill_workers", p.prefill_workers}, {"decode_workers", p.decode_workers},
+                     {"prefill_tp", ptp}, {"decode_tp", dtp}};
+  } else if (mode == "agg" || mode.empty()) {
+    if (p.attention_dp > 1)
+      cannot("attention data parallelism (attention_dp_size " + std::to_string(p.attention_dp) + ") not modelled");
+    const int tp = std::max(1, p.tp), pp = std::max(1, p.pp);
+    ep = ep_of(p.moe_ep, tp, "");
+    s["tensor_parallel_size"] = tp;
+    s["pipeline_parallel_size"] = pp;
+    s["gpus"] = tp * pp;
+  } else {
+    cannot("mode '" + p.mode + "' unknown (agg or disagg)");
+  }
+  const models::ModelSpec* m = resolve_model(p.model_path);
+  if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
+  if (resolved_model) *resolved_model = m->name;
+  const std::string gpu = gpu_of(p.system);
+  try {
+    hw::Catalog::global().gpu(gpu);
+  } catch (const Error&) {
+    cannot("GPU '" + p.system + "' not in the catalogue (servesim list gpus)");
+  }
+  s["model"] = m->name;
+  s["gpu"] = gpu;
+  s["precision"] = precision;
+  s["expert_parallel_size"] = m->experts > 0 ? ep : 1;
+  const std::int64_t c = p.concurrency;
+  s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
+                   {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  return s;
+}
+
+Report run(std::vector<MeasuredPoint> points, const Options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.statistic != "avg" && o.statistic != "p50")
+    throw Error("--statistic", "", "unknown statistic '" + o.statistic + "'; known: avg, p50");
+  Report rep;
+  struct Job {
+    Scenario scenario;
+    std::string shape;     // scenario without workload/seed: points of one shape share prepare()
+  };
+  std::vector<std::optional<Job>> jobs;
+  for (auto& mp : points) {
+    PointResult r;
+    r.measured = std::move(mp);
+    const MeasuredPoint& p = r.measured;
+    r.engine = text::lower(p.backend);
+    r.mode = p.mode.empty() ? "agg" : text::lower(p.mode);
+    r.gpu = p.scenario.is_null() ? gpu_of(p.system) : text::lower(p.system);
+    r.model = p.model_path;
+    if (!matches(o.backends, {p.backend}, false) || !matches(o.modes, {r.mode}, false) ||
+        !matches(o.gpus, {r.gpu, p.system}, false) || !matches(o.models, {p.model_path}, true)) {
+      ++rep.filtered_out;
+      continue;
+    }
+    std::optional<Job> job;
+    try {
+      std::string resolved;
+      r.scenario = point_scenario(p, o, &resolved);
+      if (!resolved.empty()) r.model = resolved;
+      Job j{parse_scenario(r.scenario.dump(), r.measured.source), ""};
+      nlohmann::json shape = r.scenario;
+      shape.erase("workload");
+      shape.erase("seed");
+      j.shape = shape.dump();
+      r.max_num_seqs = j.scenario.engine.max_num_seqs;
+      const int replicas = j.scenario.topology.present ? std::max(1, j.scenario.topology.decode_workers)
+                                                       : std::max(1, j.scenario.replicas());
+      r.replica_concurrency = j.scenario.workload.concurrency / replicas;
+      r.regime = load_regime(double(j.scenario.workload.concurrency) / replicas, r.max_num_seqs);
+      job = std::move(j);
+    } catch (const Error& e) {
+      r.unmodellable = e.where().empty() && e.field().empty() ? e.reason() : e.what();
+      r.scenario = nullptr;
+    }
+    if (r.model.empty()) r.model = "(blank)";
+    rep.points.push_back(std::move(r));
+    jobs.push_back(std::move(job));
+  }
+
+  // Shapes: prepare each once (in parallel), then run every point (in parallel).
+  std::map<std::string, std::size_t> shape_index;
+  std::vector<std::size_t> first_of_shape;
+  std::vector<std::size_t> shape_of(jobs.size(), 0);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i]) continue;
+    auto [it, fresh] = shape_index.emplace(jobs[i]->shape, first_of_shape.size());
+    if (fresh) first_of_shape.push_back(i);
+    shape_of[i] = it->second;
+  }
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  rep.threads = threads;
+  auto parallel = [threads](std::size_t n, const std::function<void(std::size_t)>& f) {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < n;) f(i);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  };
+  std::vector<std::shared_ptr<const Prepared>> prepared(first_of_shape.size());
+  std::vector<std::string> prepare_error(first_of_shape.size());
+  parallel(first_of_shape.size(), [&](std::size_t k) {
+    try {
+      prepared[k] = std::make_shared<const Prepared>(prepare(jobs[first_of_shape[k]]->scenario));
+    } catch (const Error& e) {
+      prepare_error[k] = e.reason();
+    } catch (const std::exception& e) {
+      prepare_error[k] = e.what();
+    }
+  });
+  parallel(jobs.size(), [&](std::size_t i) {
+    if (!jobs[i]) return;
+    PointResult& r = rep.points[i];
+    const std::size_t k = shape_of[i];
+    if (!prepared[k]) {
+      r.unmodellable = "cannot be set up: " + prepare_error[k];
+      return;
+    }
+    const Scenario& s = jobs[i]->scenario;
+    try {
+      const SimResult res = simulate(*prepared[k], s, s.workload);
+      r.wall_s = res.wall_s;
+      const Summary& m = res.summary;
+      r.ttft_ms = pick(m.ttft_ms, o.statistic);
+      r.itl_ms = pick(m.itl_ms, o.statistic);
+      if (r.measured.output_tps_derived) {   // like for like: Little's law on the predicted latencies
+        const double osl = double(r.measured.osl);
+        r.output_tps = double(s.workload.concurrency) * osl / ((r.ttft_ms + (osl - 1) * r.itl_ms) / 1e3);
+      } else {
+        r.output_tps = m.output_token_throughput_per_s;
+      }
+      r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
+      r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
+      r.tps_err = signed_error(r.output_tps, r.measured.output_tps);
+    } catch (const Error& e) {
+      r.unmodellable = "simulation failed: " + e.reason();
+    } catch (const std::exception& e) {
+      r.unmodellable = std::string("simulation failed: ") + e.what();
+    }
+  });
+  for (auto& r : rep.points)
+    if (!r.unmodellable.empty()) r.scenario = nullptr;
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+namespace {
+
+nlohmann::json num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+nlohmann::json pct(double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); }
+
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"n", s.n}, {"median_signed_pct", pct(s.median_signed)}, {"median_abs_pct", pct(s.median_abs)},
+          {"p90_abs_pct", pct(s.p90_abs)}};
+}
+
+struct Group {
+  std::vector<std::string> key;
+  std::vector<const PointResult*> points;
+};
+
+// Ran points grouped by `key_of`, sorted by key.
+std::vector<Group> groups_of(const Report& r, const std::function<std::vector<std::string>(const PointResult&)>& key_of) {
+  std::map<std::vector<std::string>, Group> g;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty()) continue;
+    auto k = key_of(p);
+    auto& grp = g[k];
+    grp.key = k;
+    grp.points.push_back(&p);
+  }
+  std::vector<Group> out;
+  for (auto& [k, v] : g) out.push_back(std::move(v));
+  return out;
+}
+
+struct Triple { ErrorStats ttft, itl, tps; };
+Triple triple(const Group& g) {
+  std::vector<double> a, b, c;
+  for (const auto* p : g.points) {
+    a.push_back(p->ttft_err);
+    b.push_back(p->itl_err);
+    c.push_back(p->tps_err);
+  }
+  return {error_stats(a), error_stats(b), error_stats(c)};
+}
+
+std::vector<std::string> group_key(const PointResult& p) { return {p.engine, p.model, p.gpu, p.mode}; }
+std::vector<std::string> gpu_key(const PointResult& p) { return {p.engine, p.gpu, p.mode}; }
+
+std::string pct_text(double x, bool sign) {
+  if (!std::isfinite(x)) return "-";
+  std::string s = fixed(100 * x, 1) + "%";
+  return sign && x > 0 ? "+" + s : s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string csv_num(double x) {
+  if (!std::isfinite(x)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Report& r, const Options& o) {
+  nlohmann::json j;
+  int ran = 0, unmod = 0;
+  for (const auto& p : r.points) (p.unmodellable.empty() ? ran : unmod) += 1;
+  j["statistic"] = o.statistic;
+  j["requests_per_client"] = o.requests_per_client;
+  j["warmup_per_client"] = o.warmup_per_client;
+  j["threads"] = r.threads;
+  j["wall_s"] = r.wall_s;
+  j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
+  if (r.csv.rows > 0)
+    j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
+                {"merged_rows", r.csv.merged_rows}};
+  auto group_json = [](const Group& g, const std::vector<std::string>& names) {
+    nlohmann::json x;
+    for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
+    const Triple t = triple(g);
+    x["points"] = g.points.size();
+    x["ttft"] = stats_json(t.ttft);
+    x["itl"] = stats_json(t.itl);
+    x["output_tps"] = stats_json(t.tps);
+    return x;
+  };
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : groups_of(r, group_key)) j["groups"].push_back(group_json(g, {"engine", "model", "gpu", "mode"}));
+  j["by_gpu"] = nlohmann::json::array();
+  for (const auto& g : groups_of(r, gpu_key)) j["by_gpu"].push_back(group_json(g, {"engine", "gpu", "mode"}));
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : r.points) {
+    const MeasuredPoint& m = p.measured;
+    nlohmann::json x = {{"id", m.id}, {"source", m.source}, {"merged", m.merged}, {"backend", m.backend},
+                        {"backend_version", m.backend_version}, {"model_path", m.model_path}, {"model", p.model},
+                        {"system", m.system}, {"gpu", p.gpu}, {"precision", m.precision}, {"mode", p.mode},
+                        {"isl", m.isl}, {"osl", m.osl}, {"concurrency", m.concurrency}, {"tp", m.tp}, {"pp", m.pp},
+                        {"attention_dp", m.attention_dp}, {"moe_tp", m.moe_tp}, {"moe_ep", m.moe_ep},
+                        {"measured", {{"ttft_ms", num(m.ttft_ms)}, {"tpot_ms", num(m.tpot_ms)}, {"output_tps", num(m.output_tps)},
+                                      {"output_tps_derived", m.output_tps_derived}}}};
+    if (m.mode == "disagg")
+      x["disagg"] = {{"prefill_workers", m.prefill_workers}, {"prefill_tp", m.prefill_tp},
+                     {"decode_workers", m.decode_workers}, {"decode_tp", m.decode_tp}};
+    if (p.unmodellable.empty()) {
+      x["predicted"] = {{"ttft_ms", num(p.ttft_ms)}, {"itl_ms", num(p.itl_ms)}, {"output_tps", num(p.output_tps)}};
+      x["error_pct"] = {{"ttft", pct(p.ttft_err)}, {"itl", pct(p.itl_err)}, {"output_tps", pct(p.tps_err)}};
+      x["regime"] = p.regime;
+      x["replica_concurrency"] = p.replica_concurrency;
+      x["max_num_seqs"] = p.max_num_seqs;
+      x["scenario"] = p.scenario;
+    } else {
+      x["unmodellable"] = p.unmodellable;
+    }
+    pts.push_back(std::move(x));
+  }
+  j["points"] = std::move(pts);
+  return j;
+}
+
+std::string to_csv(const Report& r) {
+  std::string out =
+      "id,source,merged,backend,backend_version,model_path,model,system,gpu,precision,mode,isl,osl,concurrency,tp,pp,"
+      "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
+      "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
+      "itl_err_pct,output_tps_err_pct,unmodellable\n";
+  for (const auto& p : r.points) {
+    const MeasuredPoint& m = p.measured;
+    std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
+                               p.model, m.system, p.gpu, m.precision, p.mode, std::to_string(m.isl), std::to_string(m.osl),
+                               std::to_string(m.concurrency), std::to_string(m.tp), std::to_string(m.pp),
+                               std::to_string(m.attention_dp), std::to_string(m.moe_ep), std::to_string(m.prefill_workers),
+                               std::to_string(m.prefill_tp), std::to_string(m.decode_workers), std::to_string(m.decode_tp),
+                               p.regime, csv_num(m.ttft_ms), csv_num(m.tpot_ms), csv_num(m.output_tps),
+                               m.output_tps_derived ? "1" : "0", csv_num(p.ttft_ms), csv_num(p.itl_ms),
+                               csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
+                               csv_num(100 * p.tps_err), p.unmodellable};
+    for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
+  std::vector<Residual> res;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty()) continue;
+    res.push_back({p.gpu, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
+    res.push_back({p.gpu, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
+    res.push_back({p.gpu, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
+  }
+  return make_bands(res, min_points, std::move(meta));
+}
+
+std::string to_text(const Report& r, const Options& o) {
+  std::string out;
+  int ran = 0, unmod = 0;
+  for (const auto& p : r.points) (p.unmodellable.empty() ? ran : unmod) += 1;
+  if (r.csv.rows > 0)
+    out += std::to_string(r.csv.rows) + " rows -> " + std::to_string(r.csv.points) + " distinct points (" +
+           std::to_string(r.csv.merged_points) + " of them merged from repeats, " + std::to_string(r.csv.merged_rows) +
+           " repeated rows folded in; each metric is the median of its repeats)\n";
+  out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
+         " not modellable (listed below)" +
+         (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +
+         fixed(r.wall_s, 2) + " s on " + std::to_string(r.threads) + " thread(s)\n";
+  out += "Each point: closed loop at its concurrency C, fixed ISL/OSL, C x " + std::to_string(o.requests_per_client) +
+         " measured requests after C x " + std::to_string(o.warmup_per_client) + " warm-up; compared: simulated " +
+         o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n"
+         "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
+         "Errors: signed % = (predicted - measured) / measured; med = median, |med| = median of |%|, p90 = 90th percentile of |%|.\n\n";
+  auto table = [&](const std::vector<Group>& groups, std::vector<std::string> head) {
+    const std::size_t keys = head.size();
+    for (const char* m : {"TTFT", "TPOT", "tok/s"})
+      for (const char* s : {" med", " |med|", " p90"}) head.push_back(std::string(m) + s);
+    head.insert(head.begin() + static_cast<long>(keys), "points");
+    Table t(head);
+    for (const auto& g : groups) {
+      std::vector<std::string> row = g.key;
+      row.push_back(std::to_string(g.points.size()));
+      const Triple tr = triple(g);
+      for (const ErrorStats* s : {&tr.ttft, &tr.itl, &tr.tps}) {
+        row.push_back(pct_text(s->median_signed, true));
+        row.push_back(pct_text(s->median_abs, false));
+        row.push_back(pct_text(s->p90_abs, false));
+      }
+      t.add_row(row);
+    }
+    return t.render();
+  };
+  const auto groups = groups_of(r, group_key);
+  if (!groups.empty()) {
+    out += "Per engine x model x GPU x mode\n" + table(groups, {"engine", "model", "GPU", "mode"}) + "\n";
+    out += "Per engine x GPU x mode (all models)\n" + table(groups_of(r, gpu_key), {"engine", "GPU", "mode"}) + "\n";
+  }
+  if (unmod > 0) {
+    std::map<std::vector<std::string>, int> why;
+    std::vector<std::vector<std::string>> order;
+    for (const auto& p : r.points) {
+      if (p.unmodellable.empty()) continue;
+      std::vector<std::string> k{p.engine.empty() ? "(blank)" : p.engine, p.measured.model_path, p.measured.system, p.mode,
+                                 p.unmodellable};
+      if (why[k]++ == 0) order.push_back(k);
+    }
+    out += "Not modellable (" + std::to_string(unmod) + " points; every one is in --output/--format json with its reason)\n";
+    Table t({"engine", "model_path", "system", "mode", "points", "reason"});
+    std::sort(order.begin(), order.end());
+    for (const auto& k : order) t.add_row({k[0], k[1], k[2], k[3], std::to_string(why[k]), k[4]});
+    out += t.render();
+  }
+  return out;
+}
+
+}  // namespace servesim::sim::validate

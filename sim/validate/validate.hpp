@@ -1,0 +1,127 @@
+// `servesim validate`: servesim's predictions against measured serving runs. Reads measured
+// points from (a) a CSV in the layout of AIConfigurator's silicon sample (one row per measured
+// point: model, GPU, engine, parallel layout, ISL/OSL, concurrency, TTFT, TPOT) or (b) an aiperf
+// artefact folder (profile_export_aiperf.json + profile_export.jsonl, with the run's servesim
+// scenario as input_config or a servesim_run.json sidecar), sets each point up as it was measured
+// (closed loop at its concurrency, fixed lengths), simulates every point on a thread pool and
+// reports signed and absolute % errors per model x GPU x engine x mode. Points that cannot be
+// modelled keep their row in the output with the reason.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/validate/bands.hpp"
+
+namespace servesim::sim::validate {
+
+// One measured point (CSV rows that share every recorded field are merged into one).
+struct MeasuredPoint {
+  std::string id;              // CSV: the first merged row's id; aiperf: the folder
+  std::string source;          // "FILE:LINE" of the first row, or the folder
+  int merged = 1;              // measurements merged (each metric is their median)
+  std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
+  std::int64_t isl = 0, osl = 0;
+  int concurrency = 0;         // 0: not recorded
+  // Aggregated: one serving replica's layout (0 = blank in the source).
+  int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
+  // Disaggregated roles: workers and each worker's layout (0 = blank).
+  int prefill_workers = 0, prefill_tp = 0, prefill_pp = 0, prefill_dp = 0, prefill_moe_ep = 0;
+  int decode_workers = 0, decode_tp = 0, decode_pp = 0, decode_dp = 0, decode_moe_ep = 0;
+  // Measured figures (NaN: not recorded). TPOT excludes the first token (aiperf's ITL).
+  double ttft_ms = NAN, tpot_ms = NAN, output_tps = NAN;
+  bool output_tps_derived = false;   // from Little's law (the CSV records no throughput)
+  // aiperf folders: the run as servesim runs it (scenario file layout), set by the reader.
+  nlohmann::json scenario;
+};
+
+// The concurrency recorded in a silicon-sample row: `silicon_concurrency=N` in the
+// ;-separated silicon_data_source, else `_c<N>_` in the id; 0 when neither holds a number.
+int parse_concurrency(const std::string& data_source, const std::string& id);
+
+struct CsvReadStats {
+  int rows = 0;                // data rows read
+  int points = 0;              // distinct points after merging repeats
+  int merged_points = 0;       // points made of 2+ rows
+  int merged_rows = 0;         // rows folded into another row's point
+};
+// Reads a silicon-sample CSV and merges repeated points: rows equal in every column except id,
+// silicon_data_source and the two metrics, and with the same concurrency, become one point whose
+// TTFT and TPOT are the medians of the repeats. Points keep the order of their first row.
+// Throws Error naming the file, line and column on malformed input.
+std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats = nullptr);
+
+// Reads an aiperf artefact folder: profile_export_aiperf.json (metrics at the top level or under
+// "records", as aiperf and servesim write it), profile_export.jsonl (per-request records: the
+// measured and warm-up request counts) and the run's setup from servesim_run.json (a sidecar in
+// the scenario file layout; shortcuts "isl", "osl", "concurrency", "requests" at the top level;
+// "model_file" for a model outside the catalogue) or, without a sidecar, a servesim scenario as
+// the JSON's input_config. `statistic` (avg or p50) picks the TTFT/ITL statistic read.
+// Throws Error naming the file and field on bad input.
+MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic = "avg");
+
+// How validate sets up and runs the points.
+struct Options {
+  std::vector<std::string> backends, modes, gpus, models;   // filters (case-insensitive; empty = all)
+  bool engine_any = false;       // run trtllm/sglang points with servesim's vLLM engine
+  nlohmann::json base;           // scenario fields applied to every CSV point (engine knobs, router, seed)
+  int requests_per_client = 10;  // measured requests = concurrency x this (CSV points)
+  int warmup_per_client = 2;     // warm-up requests = concurrency x this (aiperf's C x 2)
+  std::string statistic = "avg"; // the simulated statistic compared: avg or p50
+  int threads = 0;               // <= 0: all cores; results do not depend on it
+  std::uint64_t seed = 1;
+};
+
+// A point's run: the scenario it was set up as, or why it cannot be modelled.
+struct PointResult {
+  MeasuredPoint measured;
+  nlohmann::json scenario;       // null when unmodellable
+  std::string unmodellable;      // reason ("" = ran)
+  std::string model, gpu, engine, mode;   // group keys: resolved model (or model_path), GPU, backend, agg|disagg
+  int replica_concurrency = 0;   // concurrency per serving replica (agg) or decode worker (disagg)
+  int max_num_seqs = 0;
+  double ttft_ms = NAN, itl_ms = NAN, output_tps = NAN;   // predicted
+  double ttft_err = NAN, itl_err = NAN, tps_err = NAN;    // signed relative errors (pred - meas) / meas
+  std::string regime;            // load regime of the point (see load_regime)
+  double wall_s = 0;             // host time of the run
+};
+
+// Load regime of a closed-loop point with `clients_per_replica` clients on each replica:
+// "saturated" beyond max_num_seqs (requests queue), else "light" up to 16, "medium" up to 128,
+// "heavy" above.
+std::string load_regime(double clients_per_replica, int max_num_seqs);
+
+// The scenario a point is run as, or throws Error with the reason it cannot be modelled.
+nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model);
+
+// Signed relative error (pred - meas) / meas; NaN when either is missing or meas is not > 0.
+double signed_error(double predicted, double measured);
+
+struct Report {
+  std::vector<PointResult> points;   // every point read, filtered ones excluded (counted below)
+  int filtered_out = 0;              // points the filters left out
+  CsvReadStats csv;
+  double wall_s = 0;                 // whole run, host time
+  int threads = 1;
+};
+// Sets up and runs every point (unmodellable ones keep their reason).
+Report run(std::vector<MeasuredPoint> points, const Options& o);
+
+// Error statistics of one group: per metric count, median signed, median |.|, p90 |.| (fractions).
+struct ErrorStats { int n = 0; double median_signed = NAN, median_abs = NAN, p90_abs = NAN; };
+ErrorStats error_stats(std::vector<double> errors);
+
+// {"points": [...], "groups": [...], "by_gpu": [...], "unmodellable": [...], ...}.
+nlohmann::json to_json(const Report& r, const Options& o);
+// One row per point (measured, predicted, errors, reason).
+std::string to_csv(const Report& r);
+// The prediction-band table of a validation's residuals (per GPU, metric and load regime).
+BandTable bands_of(const Report& r, int min_points, nlohmann::json meta);
+
+// Readable report: per-group error table, per-GPU totals, the unmodellable points with reasons.
+std::string to_text(const Report& r, const Options& o);
+
+}  // namespace servesim::sim::validate

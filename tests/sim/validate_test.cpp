@@ -1,0 +1,217 @@
+// servesim validate: the silicon-sample CSV reader (concurrency parse, merging of repeats), the
+// reasons a point cannot be modelled, the error arithmetic, thread-count independence, and the
+// aiperf-folder round trip (a simulated run exported and validated against itself).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/error.hpp"
+#include "models/model_spec.hpp"
+#include "sim/simulate.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace v = servesim::sim::validate;
+using servesim::sim::Scenario;
+
+namespace {
+
+std::string data(const std::string& f) { return std::string(SERVESIM_SOURCE_DIR) + "/tests/sim/data/" + f; }
+
+// The fixture's model_path resolves to this file's model (named llama-3.1-8b by its file).
+void add_llama() { servesim::models::add_model_file(data("llama-3.1-8b.json")); }
+
+const v::MeasuredPoint& by_id(const std::vector<v::MeasuredPoint>& ps, const std::string& id) {
+  for (const auto& p : ps)
+    if (p.id == id) return p;
+  throw std::runtime_error("no point " + id);
+}
+
+const v::PointResult& result(const v::Report& r, const std::string& id) {
+  for (const auto& p : r.points)
+    if (p.measured.id == id) return p;
+  throw std::runtime_error("no point " + id);
+}
+
+}  // namespace
+
+TEST(Validate, ConcurrencyFromDataSourceThenId) {
+  EXPECT_EQ(v::parse_concurrency("db-dump/2026-04-27; config_id=733; silicon_concurrency=128; measured=2026-04-17", "x_c64_y"), 128);
+  EXPECT_EQ(v::parse_concurrency("source_file=a.csv", "m_agg_1024x1024_c64_tp1_1"), 64);
+  EXPECT_EQ(v::parse_concurrency("source_file=a.csv; silicon_concurrency=", "m_agg_4000x1000_c_tp8_0_1"), 0);
+  EXPECT_EQ(v::parse_concurrency("silicon_concurrency=12x", "m_c7_"), 7);   // not a number: the id's
+  EXPECT_EQ(v::parse_concurrency("", "m_cfg733"), 0);
+}
+
+TEST(Validate, CsvMergesRepeatsIntoMedians) {
+  v::CsvReadStats st;
+  const auto ps = v::read_silicon_csv(data("validate_sample.csv"), &st);
+  EXPECT_EQ(st.rows, 16);
+  EXPECT_EQ(st.points, 14);          // the three c64 rows differ only in id, source and metrics
+  EXPECT_EQ(st.merged_points, 1);
+  EXPECT_EQ(st.merged_rows, 2);
+  ASSERT_EQ(ps.size(), 14u);
+  const auto& m = by_id(ps, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
+  EXPECT_EQ(m.merged, 3);
+  EXPECT_EQ(m.concurrency, 64);
+  EXPECT_DOUBLE_EQ(m.ttft_ms, 121.73);   // median of 121.73, 130.00, 100.00
+  EXPECT_DOUBLE_EQ(m.tpot_ms, 9.74);     // median of 9.74, 10.00, 9.00
+  // Little's law: 64 clients x 100 tokens every 121.73 + 99 x 9.74 = 1085.99 ms.
+  EXPECT_NEAR(m.output_tps, 6400 / 1.08599, 1e-9);
+  EXPECT_TRUE(m.output_tps_derived);
+  EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_2000x100_c128_tp4_a").concurrency, 128);   // from the id only
+  EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_2000x100_c_tp4_x").concurrency, 0);
+  EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a").merged, 1);
+}
+
+TEST(Validate, CsvErrorsNameTheLine) {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_bad";
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "bad.csv").string();
+  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,silicon_ttft_ms,silicon_tpot_ms\n"
+                      "a,silicon_concurrency=4,vllm,m,h200_sxm,agg,1024,1024,-3,5\n";
+  try {
+    v::read_silicon_csv(f);
+    FAIL() << "accepted a negative TTFT";
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: silicon_ttft_ms"), std::string::npos) << e.what();
+  }
+  std::ofstream(f) << "id,backend\na,vllm\n";
+  EXPECT_THROW(v::read_silicon_csv(f), servesim::Error);
+}
+
+TEST(Validate, ErrorArithmetic) {
+  EXPECT_DOUBLE_EQ(v::signed_error(120, 100), 0.2);
+  EXPECT_DOUBLE_EQ(v::signed_error(80, 100), -0.2);
+  EXPECT_TRUE(std::isnan(v::signed_error(80, 0)));
+  const auto s = v::error_stats({0.1, -0.3, 0.2, NAN});
+  EXPECT_EQ(s.n, 3);
+  EXPECT_DOUBLE_EQ(s.median_signed, 0.1);
+  EXPECT_DOUBLE_EQ(s.median_abs, 0.2);
+  EXPECT_NEAR(s.p90_abs, 0.28, 1e-12);   // |e| sorted 0.1, 0.2, 0.3: rank 0.9 x 2 = 1.8
+}
+
+TEST(Validate, LoadRegimes) {
+  EXPECT_EQ(v::load_regime(16, 256), "light");
+  EXPECT_EQ(v::load_regime(17, 256), "medium");
+  EXPECT_EQ(v::load_regime(128, 256), "medium");
+  EXPECT_EQ(v::load_regime(200, 256), "heavy");
+  EXPECT_EQ(v::load_regime(300, 256), "saturated");
+}
+
+TEST(Validate, EveryUnmodellablePointSaysWhy) {
+  add_llama();
+  v::Options o;
+  o.threads = 2;
+  const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  ASSERT_EQ(r.points.size(), 14u);
+  const std::map<std::string, std::string> why{
+      {"llama8b_h200_vllm_agg_2000x100_c_tp4_x", "no concurrency recorded"},
+      {"llama8b_h100_trtllm_agg_1024x1024_c8_tp1_a", "engine trtllm not modelled"},
+      {"unknown_h200_vllm_agg_1024x1024_c8_tp1_a", "model acme/NotInCatalogue-1B not in the catalogue"},
+      {"llama8b_h200_vllm_agg_1024x1024_c8_int4", "int4 weight-only quantization"},
+      {"llama8b_b200_vllm_agg_1024x1024_c8_dp2", "attention data parallelism (attention_dp_size 2)"},
+      {"llama8b_h200_vllm_disagg_1024x1024_c8_noworkers", "without prefill/decode worker counts"},
+      {"llama8b_a100_vllm_agg_1024x1024_c8_tp1", "GPU 'a100_sxm' not in the catalogue"},
+      {"llama8b_h200_vllm_agg_1024x1024_c8_tp3", "does not divide the 32 attention heads"},
+      {"llama8b_h200_vllm_agg_1024x1024_c8_mixed", "mixed quantization"},
+      {"llama8b_h200_vllm_agg_1024x1024_c8_ep2tp4", "MoE expert parallel size 2 with TP 4"},
+      {"llama8b_h200_vllm_mixed_1024x1024_c8", "mode 'epd' unknown"}};
+  int ran = 0;
+  for (const auto& p : r.points) {
+    auto it = why.find(p.measured.id);
+    if (it == why.end()) {
+      EXPECT_EQ(p.unmodellable, "") << p.measured.id;
+      ++ran;
+    } else {
+      EXPECT_NE(p.unmodellable.find(it->second), std::string::npos) << p.measured.id << ": " << p.unmodellable;
+    }
+  }
+  EXPECT_EQ(ran, 3);
+  // With --engine-any the trtllm point runs on the vLLM engine.
+  o.engine_any = true;
+  o.backends = {"trtllm"};
+  const v::Report t = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  ASSERT_EQ(t.points.size(), 1u);
+  EXPECT_EQ(t.filtered_out, 13);
+  EXPECT_EQ(t.points[0].unmodellable, "");
+  EXPECT_EQ(t.points[0].scenario["precision"], "bf16");   // blank precision, BF16 checkpoint
+}
+
+TEST(Validate, ErrorsAreSignedRelativeToTheMeasurement) {
+  add_llama();
+  v::Options o;
+  o.models = {"llama"};
+  o.gpus = {"h200"};
+  o.threads = 1;
+  const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  const auto& p = result(r, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
+  ASSERT_EQ(p.unmodellable, "");
+  EXPECT_EQ(p.model, "llama-3.1-8b");
+  EXPECT_EQ(p.gpu, "h200");
+  EXPECT_EQ(p.scenario["workload"]["requests"], 640);        // 64 clients x 10
+  EXPECT_EQ(p.scenario["workload"]["warmup_requests"], 128); // 64 clients x 2
+  EXPECT_EQ(p.regime, "medium");
+  EXPECT_DOUBLE_EQ(p.ttft_err, (p.ttft_ms - 121.73) / 121.73);
+  EXPECT_DOUBLE_EQ(p.itl_err, (p.itl_ms - 9.74) / 9.74);
+  // Throughput on both sides by Little's law: C x OSL / (TTFT + (OSL - 1) x ITL).
+  EXPECT_NEAR(p.output_tps, 6400 / ((p.ttft_ms + 99 * p.itl_ms) / 1e3), 1e-9);
+  EXPECT_DOUBLE_EQ(p.tps_err, (p.output_tps - p.measured.output_tps) / p.measured.output_tps);
+  // Decode of 64 sequences of an 8B model on one H200 takes milliseconds per token, not seconds.
+  EXPECT_GT(p.itl_ms, 2);
+  EXPECT_LT(p.itl_ms, 60);
+
+  // Identical at any thread count.
+  o.threads = 3;
+  const v::Report r3 = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  ASSERT_EQ(r.points.size(), r3.points.size());
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    EXPECT_EQ(r.points[i].unmodellable, r3.points[i].unmodellable);
+    if (r.points[i].unmodellable.empty()) {
+      EXPECT_EQ(r.points[i].ttft_ms, r3.points[i].ttft_ms);
+      EXPECT_EQ(r.points[i].itl_ms, r3.points[i].itl_ms);
+    }
+  }
+}
+
+TEST(Validate, AiperfFolderRoundTripIsExact) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "servesim_validate_roundtrip";
+  fs::remove_all(dir);
+  const std::string scenario = R"({"model": "nemotron-3-nano", "gpu": "h100", "gpus": 1, "tp": 1, "precision": "fp8",
+    "workload": {"concurrency": 4, "requests": 24, "warmup_requests": 4, "isl": 1000, "osl": 60}, "seed": 3})";
+  const Scenario s = servesim::sim::parse_scenario(scenario, "roundtrip");
+  const auto run = servesim::sim::simulate(s, true);
+  run.metrics.export_dir((dir / "a").string());
+  // The same run with a sidecar instead of input_config (the aiperf JSON of a real run has none).
+  run.metrics.export_dir((dir / "b").string());
+  std::ofstream((dir / "b" / "servesim_run.json").string())
+      << R"({"model": "nemotron-3-nano", "gpu": "h100", "tp": 1, "gpus": 1, "precision": "fp8", "seed": 3,
+            "isl": 1000, "osl": 60, "concurrency": 4})";
+  for (const char* sub : {"a", "b"}) {
+    v::MeasuredPoint m = v::read_aiperf_dir((dir / sub).string());
+    EXPECT_EQ(m.concurrency, 4);
+    EXPECT_EQ(m.scenario["workload"]["requests"], 24);        // from profile_export.jsonl
+    EXPECT_EQ(m.scenario["workload"]["warmup_requests"], 4);
+    EXPECT_DOUBLE_EQ(m.ttft_ms, run.summary.ttft_ms.avg);
+    EXPECT_DOUBLE_EQ(m.output_tps, run.summary.output_token_throughput_per_s);
+    const v::Report r = v::run({m}, v::Options{});
+    ASSERT_EQ(r.points.size(), 1u);
+    ASSERT_EQ(r.points[0].unmodellable, "") << sub;
+    EXPECT_NEAR(r.points[0].ttft_err, 0, 1e-9) << sub;
+    EXPECT_NEAR(r.points[0].itl_err, 0, 1e-9) << sub;
+    EXPECT_NEAR(r.points[0].tps_err, 0, 1e-9) << sub;
+  }
+  // A folder without the run's setup says what is missing.
+  fs::create_directories(dir / "c");
+  std::ofstream((dir / "c" / "profile_export_aiperf.json").string())
+      << R"({"time_to_first_token": {"unit": "ms", "avg": 50}, "input_config": {"loadgen": {"concurrency": 2}}})";
+  try {
+    v::read_aiperf_dir((dir / "c").string());
+    FAIL();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("servesim_run.json"), std::string::npos) << e.what();
+  }
+}
