@@ -7,35 +7,18 @@
 
 #include "common/error.hpp"
 #include "common/table.hpp"
+#include "common/text.hpp"
 
 namespace servesim::models {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-double dtype_bytes(hw::Precision p) {
-  switch (p) {
-    case hw::Precision::bf16: return 2;
-    case hw::Precision::fp8: return 1;
-    case hw::Precision::int8: return 1;
-    case hw::Precision::nvfp4: return 0.5;
-  }
-  return 2;
-}
+double dtype_bytes(hw::Precision p) { return kv_dtype_bytes(p); }
 
-// Which layers a pipeline stage holds: vLLM splits layers evenly, the remainder to the last stages.
-std::pair<int, int> stage_range(int layers, int pp, int stage) {
-  const int base = layers / pp, extra = layers % pp;
-  const int begin = stage * base + std::max(0, stage - (pp - extra));
-  const int size = base + (stage >= pp - extra ? 1 : 0);
-  return {begin, begin + size};
-}
+std::pair<int, int> stage_range(int layers, int pp, int stage) { return stage_layers(layers, pp, stage); }
 
-int groups_per_gpu(const ModelSpec& m, int tp) {
-  // vLLM extra_groups_for_head_shards: groups not divisible by TP are replicated up to TP.
-  const int total = (m.groups % tp == 0) ? m.groups : tp;
-  return std::max(1, total / tp);
-}
+int groups_per_gpu(const ModelSpec& m, int tp) { return mamba_groups_per_gpu(m, tp); }
 
 double kv_heads_per_gpu(const ModelSpec& m, int tp) {
   return std::max(1.0, double(m.kv_heads) / tp);  // replicated when kv_heads < tp
@@ -86,6 +69,27 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
 
 }  // namespace
 
+int serve_max_num_seqs(const hw::GpuSpec& gpu) {
+  const bool big = gpu.hbm_usable_bytes >= 70.0 * kGiB && text::lower(gpu.name).find("a100") == std::string::npos;
+  return big ? kServeMaxNumSeqs : 256;
+}
+
+std::int64_t serve_max_num_batched_tokens(const hw::GpuSpec& gpu) {
+  return serve_max_num_seqs(gpu) == kServeMaxNumSeqs ? kServeMaxNumBatchedTokens : 2048;
+}
+
+hw::Precision checkpoint_kv_dtype(hw::Precision w) {
+  return w == hw::Precision::bf16 ? hw::Precision::bf16 : hw::Precision::fp8;
+}
+
+hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision weights, const std::string& where) {
+  if (requested.empty() || text::iequals(requested, "auto")) return checkpoint_kv_dtype(weights);
+  const hw::Precision p = hw::parse_precision(requested, where);
+  if (p != hw::Precision::bf16 && p != hw::Precision::fp8)
+    throw Error(where, "", "KV cache dtype " + std::string(requested) + " is not one vLLM runs; valid: auto, bf16, fp8");
+  return p;
+}
+
 double weight_bytes_per_param(hw::Precision p) {
   // NVFP4: 4-bit E2M1 values + one FP8 (E4M3) scale per 16 values (the per-tensor FP32 scale is negligible).
   if (p == hw::Precision::nvfp4) return 0.5 + 1.0 / 16.0;
@@ -129,10 +133,15 @@ double ssm_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par) {
   return mamba_layers_worst_stage(m, par.pp) * per_layer;
 }
 
-int MemoryPlan::max_concurrent_seqs(std::int64_t context_tokens) const {
-  const double per = state_bytes_per_seq + kv_bytes_per_token * double(context_tokens);
-  if (per <= 0) return 0;
-  return int(std::min(1e9, std::floor(cache_bytes / per)));
+Concurrency MemoryPlan::concurrency(std::int64_t context_tokens) const {
+  Concurrency c;
+  c.context_tokens = context_tokens;
+  c.max_num_seqs = max_num_seqs;
+  c.blocks_per_seq = kv.blocks_per_request(context_tokens);
+  c.by_cache = kv.max_requests(context_tokens);
+  c.seqs = int(std::min<std::int64_t>(c.by_cache, max_num_seqs));
+  c.bound = c.by_cache < max_num_seqs ? "KV cache" : "max_num_seqs";
+  return c;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par,
@@ -219,16 +228,11 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   plan.conv_state_bytes_per_seq = conv_state_bytes_per_seq(m, par, cfg.num_speculative_tokens);
   plan.ssm_state_bytes_per_seq = ssm_state_bytes_per_seq(m, par);
   plan.state_bytes_per_seq = plan.conv_state_bytes_per_seq + plan.ssm_state_bytes_per_seq;
-  // Mamba state slots for up to max_num_seqs sequences come out of the cache first; the rest is KV.
-  if (plan.state_bytes_per_seq > 0) {
-    const double per_seq_min = plan.state_bytes_per_seq + plan.kv_bytes_per_token * cfg.block_size;
-    plan.state_slots = int(std::min<double>(cfg.max_num_seqs, std::floor(plan.cache_bytes / per_seq_min)));
-  }
-  const double kv_pool = plan.cache_bytes - plan.state_slots * plan.state_bytes_per_seq;
-  if (plan.kv_bytes_per_token > 0) {
-    plan.num_kv_blocks = std::int64_t(std::floor(kv_pool / (plan.kv_bytes_per_token * cfg.block_size)));
-    plan.kv_capacity_tokens = plan.num_kv_blocks * cfg.block_size;
-  }
+  // One block pool for attention KV and Mamba state, laid out as vLLM does (kv_cache.hpp).
+  plan.kv = kv_cache_layout(m, par, cfg.kv_cache_dtype, cfg.num_speculative_tokens, cfg.block_size, plan.cache_bytes);
+  plan.block_size = plan.kv.block_size;
+  plan.num_kv_blocks = plan.kv.usable_blocks();
+  plan.max_num_seqs = cfg.max_num_seqs;
   return plan;
 }
 

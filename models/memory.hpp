@@ -3,18 +3,35 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "hwmodels/catalog.hpp"
+#include "models/kv_cache.hpp"
 #include "models/model_spec.hpp"
 
 namespace servesim::models {
 
-struct EngineMemoryConfig { double gpu_memory_utilization = 0.9; int max_num_seqs = 256;
-  std::int64_t max_model_len = 0 /*0: model max*/; std::int64_t max_num_batched_tokens = 8192;
+// vLLM's `vllm serve` defaults on GPUs with >= 70 GiB that are not A100 (every GPU in the
+// catalogue): max_num_seqs 1024, max_num_batched_tokens 8192 (EngineArgs.get_batch_defaults).
+inline constexpr int kServeMaxNumSeqs = 1024;
+inline constexpr std::int64_t kServeMaxNumBatchedTokens = 8192;
+// The same rule by GPU class: smaller GPUs (and A100) get 256 sequences / 2048 tokens.
+int serve_max_num_seqs(const hw::GpuSpec& gpu);
+std::int64_t serve_max_num_batched_tokens(const hw::GpuSpec& gpu);
+
+struct EngineMemoryConfig { double gpu_memory_utilization = 0.9; int max_num_seqs = kServeMaxNumSeqs;
+  std::int64_t max_model_len = 0 /*0: model max*/; std::int64_t max_num_batched_tokens = kServeMaxNumBatchedTokens;
   hw::Precision kv_cache_dtype = hw::Precision::bf16; int block_size = 16;
-  int num_speculative_tokens = 0;   // MTP draft tokens; > 0 loads the MTP weights and widens conv state
+  int num_speculative_tokens = 0;   // MTP draft tokens; > 0 loads the MTP weights, adds their KV and K state blocks
   bool cuda_graphs = true;          // vLLM default (not --enforce-eager)
 };
+
+// The one KV-cache dtype rule: the checkpoint's (BF16 checkpoints keep BF16; FP8 and NVFP4
+// checkpoints ship FP8 KV scales, so vLLM runs FP8 KV) unless `requested` names one. `requested`
+// is what --kv-cache-dtype / "kv_cache_dtype" said ("" or "auto": the checkpoint's); `where` names
+// the flag or field in errors.
+hw::Precision checkpoint_kv_dtype(hw::Precision weights);
+hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision weights, const std::string& where);
 
 // Bytes per weight element as stored in the checkpoint (NVFP4: 4 bit + one FP8 scale per 16).
 double weight_bytes_per_param(hw::Precision p);
@@ -27,13 +44,24 @@ struct WeightBreakdown {            // per GPU, bytes
   double total() const { return quantized + high_precision + vision + mtp; }
 };
 
+// How many sequences of a context run at once, and which bound binds.
+struct Concurrency {
+  std::int64_t context_tokens = 0;
+  std::int64_t blocks_per_seq = 0;  // attention blocks (with K lookahead) + state blocks (1 + K per group)
+  std::int64_t by_cache = 0;        // usable blocks / blocks_per_seq
+  int max_num_seqs = 0;             // the engine's cap
+  int seqs = 0;                     // min of the two
+  std::string bound;                // "KV cache" or "max_num_seqs"
+};
+
 struct MemoryPlan {                 // per GPU unless named total
   double weight_bytes = 0, activation_bytes = 0, reserve_bytes = 0, kv_bytes_per_token = 0, state_bytes_per_seq = 0;
-  double cache_bytes = 0;           // what is left for KV blocks + Mamba state slots
-  std::int64_t kv_capacity_tokens = 0;  // for the whole replica (tokens of context it can hold)
-  std::int64_t num_kv_blocks = 0;   // kv_capacity_tokens / block_size
-  int state_slots = 0;              // Mamba state slots set aside first: min(max_num_seqs, what fits)
-  int max_concurrent_seqs(std::int64_t context_tokens) const;   // state + KV of that context each
+  double cache_bytes = 0;           // what is left for the KV cache block pool
+  KvCacheLayout kv;                 // vLLM's layout of that pool: block size, groups, num_blocks
+  std::int64_t num_kv_blocks = 0;   // usable blocks the scheduler allocates from (kv.num_blocks - the null block)
+  int max_num_seqs = 0;             // the engine's cap on running sequences
+  Concurrency concurrency(std::int64_t context_tokens) const;
+  int max_concurrent_seqs(std::int64_t context_tokens) const { return concurrency(context_tokens).seqs; }
 
   // Breakdown.
   WeightBreakdown weights;          // per GPU
@@ -43,7 +71,7 @@ struct MemoryPlan {                 // per GPU unless named total
   double conv_state_bytes_per_seq = 0, ssm_state_bytes_per_seq = 0; // per GPU, parts of state_bytes_per_seq
   int gpus = 1;                     // tp × pp
   std::int64_t max_model_len = 0;   // resolved
-  int block_size = 16;
+  int block_size = 16;              // = kv.block_size (hybrid models: raised to match the state page)
   std::string weight_precision, kv_precision, weight_note;  // e.g. "NVFP4 dequantised to ... (Marlin W4A16)"
 };
 

@@ -15,10 +15,6 @@ PolicyKind parse_policy(std::string_view s, const std::string& where) {
   throw Error(where, "", "unknown policy \"" + std::string(s) + "\" (known: headroom, vllm)");
 }
 
-hw::Precision checkpoint_kv_dtype(hw::Precision w) {
-  return w == hw::Precision::bf16 ? hw::Precision::bf16 : hw::Precision::fp8;
-}
-
 int vendor_min_gpus(std::string_view gpu, hw::Precision p) {
   const std::string g = text::lower(gpu);
   const bool bf16 = p == hw::Precision::bf16, fp4 = p == hw::Precision::nvfp4;
@@ -116,7 +112,7 @@ std::vector<MinGpuResult> min_gpu_table(const ModelSpec& m, const std::vector<hw
 std::string policy_text(PolicyKind k) {
   if (k == PolicyKind::headroom)
     return "Default serving policy (--policy headroom): one vLLM replica with vLLM's defaults - "
-           "gpu_memory_utilization 0.9, max_num_batched_tokens 8192, max_num_seqs 256, CUDA graphs on, block_size 16, "
+           "gpu_memory_utilization 0.9, max_num_batched_tokens 8192, max_num_seqs 1024 (vllm serve on >= 70 GiB GPUs), CUDA graphs on, block_size 16, "
            "max_model_len = the config's max_position_embeddings - on tensor parallel 1, 2, 4 or 8 GPUs inside one "
            "NVLink domain, then whole nodes joined by pipeline parallelism. Weights are stored as the checkpoint "
            "stores them (embeddings, LM head, router, norms, Mamba conv/A/D/dt, vision encoder and the NVFP4 recipe's "
@@ -133,7 +129,8 @@ std::string policy_text(PolicyKind k) {
   return "Concurrency policy (--policy vllm): the same vLLM replica and memory plan, with GPUs without native FP4 "
          "running NVFP4 checkpoints through vLLM's Marlin W4A16 kernels (weights stay 4-bit in memory); the cache "
          "must hold --concurrency sequences (default 64, the reference sweep's middle) at --context tokens (default "
-         "max_model_len), each with its Mamba conv + fp32 SSM state and its attention KV (KV heads replicated when "
+         "max_model_len) in vLLM's shared block pool: cdiv(context, block_size) attention blocks plus one state block per "
+         "Mamba group each, the attention block size raised to hold a Mamba state page (KV heads replicated when "
          "kv_heads < TP). For Nemotron 3.5 Super VL it needs fewer GPUs than the vendor's table on B200/GB200, "
          "B300/GB300 BF16 and Hopper NVFP4, because BF16 weights are 4x the NVFP4 bytes while the cache it asks for "
          "is the same.";

@@ -26,8 +26,6 @@ struct ServingPolicy {
   std::int64_t required_context = 0; // ... each at this context (0: max_model_len = config's max_position_embeddings)
   double headroom_cache_to_weights = 2.0; // headroom: KV/state cache >= this × weights (per GPU)
 };
-// KV cache dtype vLLM uses for a checkpoint of that precision (NVFP4/FP8 checkpoints ship FP8 KV scales).
-hw::Precision checkpoint_kv_dtype(hw::Precision weights);
 
 struct MinGpuResult {
   std::string gpu;

@@ -99,7 +99,9 @@ class Model final : public StepCostModel {
       const double t_small = km_.attention_decode(1, 1, aheads_, akv_, m.head_dim).seconds;
       const double t_big = km_.attention_decode(64, 8192, aheads_, akv_, m.head_dim).seconds;
       attn_dec_base_ = t_small;
-      attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
+      // The kernel tables are measured with a BF16 KV cache; the per-token slope is the KV stream,
+      // so it scales with the KV dtype's bytes (FP8 KV reads half as much).
+      attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0)) * kv_dtype_bytes(kv) / 2.0;
       attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim).seconds; });
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim).seconds; });

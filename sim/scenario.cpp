@@ -138,7 +138,12 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   s.par.ep = static_cast<int>(int_alias(j, "expert_parallel_size", "ep", 1, 1, 1 << 16));
   s.precision = hw::parse_precision(j.string_or("precision", "bf16"), file + ": precision");
   const std::string kv = text::lower(j.string_or("kv_cache_dtype", "auto"));
-  s.kv_cache_dtype = kv == "auto" ? hw::Precision::bf16 : hw::parse_precision(kv, file + ": kv_cache_dtype");
+  // One rule everywhere (models::resolve_kv_cache_dtype): "auto" is the checkpoint's KV dtype.
+  try {
+    s.kv_cache_dtype = models::resolve_kv_cache_dtype(kv, s.precision, "kv_cache_dtype");
+  } catch (const Error& e) {
+    j.fail("kv_cache_dtype", e.reason());
+  }
   if (j.has("engine")) s.engine = parse_engine(j.object("engine"));
   if (j.has("router")) s.router = parse_router(j.string("router"), file);
   if (j.has("seed")) {

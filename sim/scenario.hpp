@@ -38,7 +38,7 @@ struct Scenario {
   int gpus = 8;                            // whole cluster: replicas = gpus / (tp × pp)
   models::Parallelism par{8, 1, 1};
   hw::Precision precision = hw::Precision::fp8;
-  hw::Precision kv_cache_dtype = hw::Precision::bf16;
+  hw::Precision kv_cache_dtype = hw::Precision::fp8;   // "auto": the checkpoint's (models::resolve_kv_cache_dtype)
   EngineConfig engine;
   RouterPolicy router = RouterPolicy::round_robin;
   std::uint64_t seed = 0;                  // overrides the workload's seed

@@ -155,15 +155,13 @@ Prepared prepare(const Scenario& s) {
   }
   p.engine = s.engine;
   p.engine.max_model_len = p.plan.max_model_len;
+  p.engine.block_size = p.plan.block_size;
   if (p.plan.num_kv_blocks < 1)
     throw Error(f, "gpu_memory_utilization", "no memory left for a single KV block of " + m.name + " on " +
                                                  std::to_string(s.gpus_per_replica()) + " x " + p.gpu->name);
   if (!s.engine.enable_chunked_prefill && s.engine.max_num_batched_tokens < p.plan.max_model_len)
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
-  p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
-  if (p.state_slots == 0)
-    throw Error(f, "model", "no memory left for a single Mamba state slot of " + m.name);
   p.replicas = s.replicas();
   auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype);
   const MtpConfig mtp = mtp_of(s, m);
@@ -186,6 +184,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
     r.transfers = pr.transfers;
     r.end_s = pr.end_s;
     r.kv_blocks = d.kv_blocks();
+    r.plan = d.memory_plan();
     r.gpus = d.gpus();
     r.deployment = d.describe();
     r.disaggregated = d.disaggregated();
@@ -196,7 +195,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   ClusterShape shape;
   shape.replicas = p.replicas;
   shape.kv_blocks = p.plan.num_kv_blocks;
-  shape.state_slots = p.state_slots;
+  shape.kv_demand = p.plan.kv.demand;
   shape.router = s.router;
   shape.seed = w.seed;
   AggregatedCluster cluster(shape, p.engine, *p.cost);
@@ -205,6 +204,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   r.end_s = cluster.run(*workload, sink);
   r.events = cluster.events_processed();
   r.kv_blocks = p.plan.num_kv_blocks;
+  r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
   for (const Worker& worker : cluster.workers()) r.workers.push_back(worker.stats());
   r.summary = r.metrics.summary();

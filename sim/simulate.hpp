@@ -27,9 +27,8 @@ struct Prepared {
   const hw::GpuSpec* gpu = nullptr;
   models::MemoryPlan plan;
   std::shared_ptr<const models::StepCostModel> cost;
-  EngineConfig engine;           // max_model_len resolved from the plan
+  EngineConfig engine;           // max_model_len and block_size resolved from the plan
   int replicas = 1;
-  int state_slots = -1;          // per replica (< 0: no Mamba layers)
   // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
   std::shared_ptr<const Deployment> deployment;
 };
@@ -44,6 +43,7 @@ struct SimResult {
   double end_s = 0;              // simulated time at the last response
   std::uint64_t events = 0;      // events processed
   std::int64_t kv_blocks = 0;    // per replica (disaggregated: per decode worker) capacity
+  models::MemoryPlan plan;       // per replica (disaggregated: a decode worker's)
   int gpus = 0;                  // GPUs the run used
   std::string deployment;        // with a "topology": workers, shapes and placement in one line
   bool disaggregated = false;

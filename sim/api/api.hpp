@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+namespace servesim::models { struct MemoryPlan; }
+
 namespace servesim::api {
 
 // Catalogues (`servesim list gpus|instances|models`): arrays of objects, catalogue order.
@@ -23,11 +25,18 @@ nlohmann::json model(std::string_view name);
 // `servesim memory`: the per-GPU memory plan of one replica.
 struct MemoryArgs {
   std::string model, model_file, gpu, precision = "bf16", kv_cache_dtype;  // kv "" or "auto": the checkpoint's
-  int tp = 1, pp = 1, ep = 1, max_num_seqs = 256, num_speculative_tokens = 0;
-  std::int64_t context = 0, max_num_batched_tokens = 8192;   // context 0: max_model_len
+  int tp = 1, pp = 1, ep = 1, num_speculative_tokens = 0, block_size = 16;
+  int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
+  std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
   double gpu_memory_utilization = 0.9;
 };
 nlohmann::json memory(const MemoryArgs& a);
+
+// The KV cache block pool of a memory plan, as every subcommand reports it ("kv_cache"):
+// kv_cache_dtype, block_size, num_blocks (vLLM's, the null block included), usable_blocks,
+// page_bytes, group_size, groups, and at `context_tokens`: blocks_per_seq, max_concurrent_seqs,
+// max_seqs_by_cache, max_num_seqs and which bound binds.
+nlohmann::json kv_cache_json(const models::MemoryPlan& plan, std::int64_t context_tokens);
 
 // `servesim min-gpus`: one object per (GPU, precision) with gpu, precision, min_gpus, tp, pp, ...
 struct MinGpusArgs {

@@ -17,12 +17,29 @@ nlohmann::json plan_json(const models::MemoryPlan& p, std::int64_t ctx) {
           {"cuda_graph_bytes", p.cuda_graph_bytes}, {"nccl_bytes", p.nccl_bytes}, {"context_bytes", p.context_bytes},
           {"cache_bytes", p.cache_bytes}, {"kv_bytes_per_token", p.kv_bytes_per_token}, {"state_bytes_per_seq", p.state_bytes_per_seq},
           {"conv_state_bytes_per_seq", p.conv_state_bytes_per_seq}, {"ssm_state_bytes_per_seq", p.ssm_state_bytes_per_seq},
-          {"state_slots", p.state_slots}, {"kv_capacity_tokens", p.kv_capacity_tokens}, {"num_kv_blocks", p.num_kv_blocks},
+          {"num_kv_blocks", p.num_kv_blocks}, {"block_size", p.block_size}, {"max_num_seqs", p.max_num_seqs},
           {"max_model_len", p.max_model_len}, {"context_tokens", ctx}, {"max_concurrent_seqs", p.max_concurrent_seqs(ctx)},
+          {"kv_cache", kv_cache_json(p, ctx)},
           {"weight_precision", p.weight_precision}, {"kv_cache_dtype", p.kv_precision}, {"weight_note", p.weight_note}};
 }
 
 }  // namespace
+
+nlohmann::json kv_cache_json(const models::MemoryPlan& p, std::int64_t ctx) {
+  const models::KvCacheLayout& kv = p.kv;
+  const models::Concurrency c = p.concurrency(ctx);
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : kv.groups)
+    groups.push_back({{"kind", std::string(models::to_string(g.spec.kind))}, {"label", g.spec.label}, {"layers", g.layers}});
+  return {{"kv_cache_dtype", p.kv_precision}, {"block_size", kv.block_size}, {"requested_block_size", kv.requested_block_size},
+          {"num_blocks", kv.num_blocks}, {"usable_blocks", kv.usable_blocks()}, {"page_bytes", kv.page_bytes},
+          {"state_page_bytes", kv.state_page_bytes}, {"attn_bytes_per_token_per_layer", kv.attn_bytes_per_token},
+          {"group_size", kv.group_size}, {"tensors", kv.tensors}, {"bytes_per_block", kv.bytes_per_block},
+          {"available_bytes", kv.available_bytes}, {"groups", groups}, {"layout", kv.describe()},
+          {"lookahead_tokens", kv.lookahead}, {"state_blocks_per_seq", kv.demand.state_blocks(kv.lookahead)},
+          {"context_tokens", ctx}, {"blocks_per_seq", c.blocks_per_seq}, {"max_seqs_by_cache", c.by_cache},
+          {"max_num_seqs", c.max_num_seqs}, {"max_concurrent_seqs", c.seqs}, {"bound", c.bound}};
+}
 
 nlohmann::json memory(const MemoryArgs& a) {
   if (a.model.empty() && a.model_file.empty()) throw Error("--model", "", "required (or --model-file)");
@@ -31,12 +48,16 @@ nlohmann::json memory(const MemoryArgs& a) {
   const auto wp = hw::parse_precision(a.precision);
   models::EngineMemoryConfig cfg;
   cfg.gpu_memory_utilization = a.gpu_memory_utilization;
-  cfg.max_num_seqs = a.max_num_seqs;
-  cfg.max_num_batched_tokens = a.max_num_batched_tokens;
-  cfg.kv_cache_dtype = a.kv_cache_dtype.empty() || text::iequals(a.kv_cache_dtype, "auto")
-                           ? models::checkpoint_kv_dtype(wp)
-                           : hw::parse_precision(a.kv_cache_dtype, "--kv-cache-dtype");
+  if (a.max_num_seqs < 0) throw Error("--max-num-seqs", "", "must be >= 1 (0: vLLM serve's default for the GPU)");
+  if (a.max_num_batched_tokens < 0) throw Error("--max-num-batched-tokens", "", "must be >= 1 (0: vLLM serve's default)");
+  if (a.num_speculative_tokens < 0 || a.num_speculative_tokens > 16)
+    throw Error("--num-speculative-tokens", "", "must be between 0 and 16");
+  if (a.block_size < 1 || a.block_size > 4096) throw Error("--block-size", "", "must be between 1 and 4096");
+  cfg.max_num_seqs = a.max_num_seqs > 0 ? a.max_num_seqs : models::serve_max_num_seqs(gpu);
+  cfg.max_num_batched_tokens = a.max_num_batched_tokens > 0 ? a.max_num_batched_tokens : models::serve_max_num_batched_tokens(gpu);
+  cfg.kv_cache_dtype = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
   cfg.num_speculative_tokens = a.num_speculative_tokens;
+  cfg.block_size = a.block_size;
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
   const auto p = models::plan_memory(m, gpu, wp, {a.tp, a.pp, a.ep}, cfg);
   const std::int64_t ctx = a.context > 0 ? a.context : p.max_model_len;
@@ -77,6 +98,7 @@ nlohmann::json min_gpus(const MinGpusArgs& a) {
                  {"tp", r.par.tp}, {"pp", r.par.pp}, {"vendor_min_gpus", vendor ? nlohmann::json(vendor) : nlohmann::json(nullptr)},
                  {"run_as", r.run_as}, {"policy", a.policy}, {"note", note},
                  {"max_concurrent_seqs", r.min_gpus ? r.plan.max_concurrent_seqs(ctx) : 0}, {"context_tokens", ctx},
+                 {"kv_cache", r.min_gpus ? kv_cache_json(r.plan, ctx) : nlohmann::json(nullptr)},
                  {"cache_bytes_per_gpu", r.plan.cache_bytes}, {"weight_bytes_per_gpu", r.plan.weight_bytes}});
   }
   return j;

@@ -77,9 +77,7 @@ struct Study {
     spec.prefill_nodes = o.prefill_nodes;
     spec.decode_nodes = o.decode_nodes;
     spec.weights = hw::parse_precision(o.precision.empty() ? "bf16" : o.precision);
-    spec.kv_dtype = o.kv_cache_dtype.empty() || text::iequals(o.kv_cache_dtype, "auto")
-                        ? models::checkpoint_kv_dtype(spec.weights)
-                        : hw::parse_precision(o.kv_cache_dtype, "--kv-cache-dtype");
+    spec.kv_dtype = models::resolve_kv_cache_dtype(o.kv_cache_dtype, spec.weights, "--kv-cache-dtype");
     spec.seed = static_cast<std::uint64_t>(o.seed);
     spec.router = sim::parse_router(o.router, "--router");
     if (o.max_num_seqs) spec.engine.max_num_seqs = *o.max_num_seqs;
@@ -186,6 +184,7 @@ struct Study {
       r["gpus_per_replica"] = units[i].gpus;
       r["instances_per_replica"] = units[i].instances;
       r["deployment"] = deps[i]->describe();
+      r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), o.isl + o.osl);
       j["topologies"].push_back(r);
     }
     j["sweep"] = {{"columns", sim::sweep_columns(rows)}};

@@ -39,7 +39,8 @@ nlohmann::json simulate(const nlohmann::json& scenario) {
   sum["gpus"] = s.gpus;
   sum["replicas"] = s.replicas();
   sum["kv_blocks_per_replica"] = r.kv_blocks;
-  sum["block_size"] = s.engine.block_size;
+  sum["block_size"] = r.plan.block_size;
+  sum["kv_cache"] = kv_cache_json(r.plan, std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean())));
   sum["simulated_end_s"] = r.end_s;
   sum["events"] = r.events;
   // Little's law: request throughput × mean latency = mean requests in the system.

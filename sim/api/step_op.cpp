@@ -163,15 +163,18 @@ nlohmann::json step(const StepArgs& a) {
   const auto& m = models::model(a.model);
   const auto& gpu = hw::Catalog::global().gpu(a.gpu);
   const auto wp = hw::parse_precision(a.precision);
-  const auto kv = a.kv_cache_dtype.empty() || text::iequals(a.kv_cache_dtype, "auto")
-                      ? models::checkpoint_kv_dtype(wp)
-                      : hw::parse_precision(a.kv_cache_dtype, "--kv-cache-dtype");
+  const auto kv = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
   if (a.batch < 1) throw Error("--batch", "", "must be >= 1");
   if (a.context < 1) throw Error("--context", "", "must be >= 1");
   if (a.chunk < 0) throw Error("--chunk", "", "must be >= 0");
   if (a.vision_tiles < 0) throw Error("--vision-tiles", "", "must be >= 0");
   const models::Parallelism par{a.tp, a.pp, a.ep};
-  (void)models::plan_memory(m, gpu, wp, par, {});  // validates the shape and that it fits
+  // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
+  models::EngineMemoryConfig mc;
+  mc.kv_cache_dtype = kv;
+  mc.max_num_seqs = models::serve_max_num_seqs(gpu);
+  mc.max_num_batched_tokens = models::serve_max_num_batched_tokens(gpu);
+  const auto plan = models::plan_memory(m, gpu, wp, par, mc);
   const auto cost = models::make_step_cost(m, gpu, wp, par, kv);
   models::StepBatch dec;
   dec.decode_seqs = a.batch;
@@ -187,7 +190,7 @@ nlohmann::json step(const StepArgs& a) {
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", a.tp}, {"pp", a.pp}, {"ep", a.ep},
           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec))}, {"prefill", parts_json(cost->breakdown(pre))},
-          {"provenance", cost->provenance()}, {"estimate", m.estimate}};
+          {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)}};
 }
 
 }  // namespace servesim::api

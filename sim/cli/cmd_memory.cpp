@@ -31,8 +31,28 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   t.add_row({"KV per token (" + str(j["kv_cache_dtype"]) + ")", bytes(j["kv_bytes_per_token"])});
   t.add_row({"Mamba state per sequence", bytes(j["state_bytes_per_seq"]) + " (conv " + bytes(j["conv_state_bytes_per_seq"]) +
                                              ", SSM " + bytes(j["ssm_state_bytes_per_seq"]) + ")"});
-  t.add_row({"KV capacity (replica)", num(j["kv_capacity_tokens"]) + " tokens, " + num(j["num_kv_blocks"]) + " blocks"});
-  t.add_row({"max sequences at " + num(j["context_tokens"]), num(j["max_concurrent_seqs"])});
+  const auto& kv = j["kv_cache"];
+  const std::int64_t bs = kv["block_size"].get<std::int64_t>(), usable = kv["usable_blocks"].get<std::int64_t>();
+  const std::int64_t state_blocks = kv["state_blocks_per_seq"].get<std::int64_t>();
+  std::string blocks = num(kv["num_blocks"]) + " of " + num(kv["block_size"]) + " tokens (" + std::to_string(usable) +
+                       " usable after the null block; " + bytes(kv["bytes_per_block"]) + " per block = " + num(kv["tensors"]) +
+                       " layers x " + bytes(kv["page_bytes"]) + " page)";
+  if (state_blocks == 0) blocks += ", " + std::to_string(usable * bs) + " tokens of context";
+  t.add_row({"KV cache blocks", blocks});
+  std::string layout = str(kv["layout"]);
+  if (kv["state_page_bytes"].get<double>() > 0 && kv["attn_bytes_per_token_per_layer"].get<double>() > 0)
+    layout += "; block size raised from " + num(kv["requested_block_size"]) + " so an attention page holds a state page of " +
+              bytes(kv["state_page_bytes"]);
+  t.add_row({"KV cache groups", layout});
+  const std::int64_t per = kv["blocks_per_seq"].get<std::int64_t>();
+  std::string per_seq = std::to_string(per);
+  if (state_blocks > 0)
+    per_seq += " (" + std::to_string(per - state_blocks) + " attention + " + std::to_string(state_blocks) + " state" +
+               (kv["lookahead_tokens"].get<int>() > 0 ? ", MTP adds " + num(kv["lookahead_tokens"]) + " per state group" : std::string()) + ")";
+  t.add_row({"blocks per sequence at " + num(j["context_tokens"]), per_seq});
+  t.add_row({"max sequences at " + num(j["context_tokens"]),
+             num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds: cache holds " + num(kv["max_seqs_by_cache"]) +
+                 ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
   std::string text = t.render();
   if (j["estimate"].get<bool>()) text += "note: " + str(j["note"]) + "\n";
   emit(format, j, text);
@@ -74,9 +94,10 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");
   mem->add_option("--gpu-memory-utilization", mo.gpu_memory_utilization, "vLLM gpu_memory_utilization");
-  mem->add_option("--max-num-seqs", mo.max_num_seqs, "vLLM max_num_seqs");
-  mem->add_option("--max-num-batched-tokens", mo.max_num_batched_tokens, "vLLM max_num_batched_tokens");
-  mem->add_option("--num-speculative-tokens", mo.num_speculative_tokens, "MTP draft tokens (loads MTP weights)");
+  mem->add_option("--max-num-seqs", mo.max_num_seqs, "vLLM max_num_seqs (default: vLLM serve's, 1024 on >= 70 GiB GPUs)");
+  mem->add_option("--max-num-batched-tokens", mo.max_num_batched_tokens, "vLLM max_num_batched_tokens (default: vLLM serve's, 8192 on >= 70 GiB GPUs)");
+  mem->add_option("--block-size", mo.block_size, "vLLM block_size (default 16; hybrid models raise it to match the state page)");
+  mem->add_option("--num-speculative-tokens", mo.num_speculative_tokens, "MTP draft tokens K (loads MTP weights; K lookahead slots and 1 + K state blocks per Mamba group)");
   add_format_option(*mem, mf);
   mem->callback([] { run_memory(mo, mf); });
 

@@ -53,7 +53,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--pp,--pipeline-parallel-size", o.pp, "Pipeline parallel size");
   c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1 or tp)");
   c.add_option("--precision", o.precision, "Weight precision: bf16, fp8, nvfp4, int8");
-  c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (bf16), fp8");
+  c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (the checkpoint's: fp8 for fp8/nvfp4 weights, bf16 for bf16), bf16, fp8");
   c.add_option("--isl", o.isl, "Input tokens per request (mean when --isl-stddev is given)");
   c.add_option("--osl", o.osl, "Output tokens per request (mean when --osl-stddev is given)");
   c.add_option("--isl-stddev", o.isl_stddev, "Standard deviation of the input length (normal, as aiperf)");
@@ -276,7 +276,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
            fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
   }
-  out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(s.engine.block_size) +
+  out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(r.plan.block_size) +
          " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
          std::to_string(m.warmup_request_count) + "); simulated " + fixed(m.duration_s, 2) + " s\n\n";
   Table t({"metric", "unit", "avg", "min", "p50", "p90", "p99", "max"});

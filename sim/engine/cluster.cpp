@@ -7,7 +7,7 @@ AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConf
     : router_(shape.router) {
   workers_.reserve(static_cast<std::size_t>(shape.replicas));
   for (int i = 0; i < shape.replicas; ++i)
-    workers_.emplace_back(cfg, cost, shape.kv_blocks, shape.state_slots, shape.seed + 7919ULL * std::uint64_t(i));
+    workers_.emplace_back(cfg, cost, shape.kv_blocks, shape.kv_demand, shape.seed + 7919ULL * std::uint64_t(i));
   queue_.reserve(static_cast<std::size_t>(shape.replicas) * 4 + 16);
 }
 

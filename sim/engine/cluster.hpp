@@ -24,8 +24,8 @@ class RequestSink {
 
 struct ClusterShape {
   int replicas = 1;
-  std::int64_t kv_blocks = 0;   // per replica, from the memory plan
-  int state_slots = -1;         // per replica Mamba state slots (< 0: no Mamba layers)
+  std::int64_t kv_blocks = 0;   // per replica, usable blocks of the memory plan's pool
+  models::KvDemand kv_demand;   // what a request holds in it (attention groups, state groups)
   RouterPolicy router = RouterPolicy::round_robin;
   std::uint64_t seed = 0;
 };

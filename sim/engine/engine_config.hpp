@@ -22,8 +22,8 @@ inline constexpr double kDefaultEagerOverheadS = 0.0;
 inline constexpr std::int64_t kDefaultMaxCudagraphCaptureSize = 512;
 
 struct EngineConfig {
-  int max_num_seqs = 256;
-  std::int64_t max_num_batched_tokens = 8192;
+  int max_num_seqs = models::kServeMaxNumSeqs;                       // `vllm serve` on >= 70 GiB GPUs
+  std::int64_t max_num_batched_tokens = models::kServeMaxNumBatchedTokens;
   double gpu_memory_utilization = 0.9;
   int block_size = 16;
   bool enable_prefix_caching = false;

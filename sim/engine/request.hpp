@@ -30,14 +30,14 @@ struct Request {
   std::int64_t output_tokens = 1;       // tokens to generate (the request's max_tokens, ignore_eos)
   std::int64_t generated = 0;           // output tokens sampled so far
   std::int64_t computed = 0;            // tokens whose KV is cached (num_computed_tokens)
-  std::int64_t blocks = 0;              // KV blocks held
+  std::int64_t blocks = 0;              // KV cache blocks held: attention blocks + state blocks while running
+  std::int64_t token_slots = 0;         // tokens its attention blocks have room for (positions x block_size)
   std::int64_t cached_tokens = 0;       // prefix-cache hit on the last admission
   std::int64_t keyed_blocks = 0;        // prompt blocks already offered to the prefix cache
   int vision_tiles = 0;
   int preemptions = 0;
   int client = -1;                      // owner's tag (closed-loop client, topology handle)
   bool warmup = false;
-  bool has_state_slot = false;
   Phase phase = Phase::waiting;
   // Prefix caching: chained keys of the prompt's full blocks, and the cached block ids held.
   std::vector<std::uint64_t> block_keys;

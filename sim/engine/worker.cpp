@@ -15,9 +15,9 @@ std::string_view to_string(WorkerRole r) {
   return "?";
 }
 
-Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, int state_slots,
-               std::uint64_t seed)
-    : sched_(cfg, kv_blocks, state_slots, seed),
+Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks,
+               const models::KvDemand& kv_demand, std::uint64_t seed)
+    : sched_(cfg, kv_blocks, kv_demand, seed),
       cost_(&cost),
       overhead_s_(cfg.overhead_per_step_s()),
       eager_launch_s_(cost.eager_launch_seconds()),

@@ -23,7 +23,7 @@ struct WorkerStats {
 
 class Worker {
  public:
-  Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, int state_slots,
+  Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, const models::KvDemand& kv_demand,
          std::uint64_t seed);
 
   VllmScheduler& scheduler() { return sched_; }

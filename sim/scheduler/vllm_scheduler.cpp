@@ -9,9 +9,16 @@
 
 namespace servesim::sim {
 
-VllmScheduler::VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, int state_slots, std::uint64_t seed)
-    : cfg_(cfg), pool_(kv_blocks, cfg.enable_prefix_caching), state_slots_free_(state_slots),
+VllmScheduler::VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, const models::KvDemand& demand,
+                             std::uint64_t seed)
+    : cfg_(cfg), pool_(kv_blocks, cfg.enable_prefix_caching), demand_(demand), lookahead_(cfg.num_speculative_tokens),
+      state_blocks_(demand.state_blocks(cfg.num_speculative_tokens)),
       rng_(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL) {
+  if (cfg_.enable_prefix_caching && !demand_.simple())
+    throw Error("enable_prefix_caching", "",
+                "prefix caching is modelled for one full-attention group without sliding windows; this model's KV cache has " +
+                    std::to_string(demand_.full_groups) + " full-attention and " + std::to_string(demand_.windows.size()) +
+                    " sliding-window groups");
   slots_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);
   running_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) + 1);
   outputs_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);
@@ -46,11 +53,14 @@ std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s
 }
 
 std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
-  std::int64_t need = blocks_for(spec.input_tokens + spec.output_tokens);
+  const std::int64_t total = spec.input_tokens + spec.output_tokens;
+  std::int64_t need = blocks_for(total, total);
   if (need > pool_.capacity())
     throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
-                std::to_string(spec.input_tokens + spec.output_tokens) + " tokens need " + std::to_string(need) +
-                    " KV blocks; the replica holds " + std::to_string(pool_.capacity()));
+                std::to_string(total) + " tokens need " + std::to_string(need) + " KV cache blocks of " +
+                    std::to_string(cfg_.block_size) + " tokens" +
+                    (state_blocks_ > 0 ? " (" + std::to_string(state_blocks_) + " of them state blocks)" : std::string()) +
+                    "; the replica holds " + std::to_string(pool_.capacity()));
   std::int32_t slot = new_slot();
   Request& r = request(slot);
   r.id = spec.id;
@@ -80,13 +90,10 @@ void VllmScheduler::try_reserve() {
   while (!pending_.empty() && num_running() + reserved_ < cfg_.max_num_seqs) {
     std::int32_t slot = pending_.front();
     Request& r = request(slot);
-    std::int64_t need = blocks_for(r.input_tokens + 1);
-    if (state_slots_free_ == 0 || !pool_.allocate(need)) break;
+    std::int64_t need = blocks_for(r.input_tokens, r.input_tokens + 1);
+    if (!pool_.allocate(need)) break;
     r.blocks = need;
-    if (state_slots_free_ > 0) {
-      --state_slots_free_;
-      r.has_state_slot = true;
-    }
+    r.token_slots = slots_for(r.input_tokens + 1);
     r.phase = Phase::awaiting_kv;
     ++reserved_;
     pending_.pop_front();
@@ -108,11 +115,11 @@ void VllmScheduler::transfer_done(std::int32_t slot, double now_s) {
     outputs_.push_back({Output::finished, slot});
     return;
   }
-  running_.push_back(running_entry(r, slot, cfg_.block_size));
+  running_.push_back(running_entry(r, slot));
 }
 
-VllmScheduler::Running VllmScheduler::running_entry(const Request& r, std::int32_t slot, std::int64_t block_size) {
-  return Running{r.computed, r.num_tokens(), r.blocks * block_size, r.input_tokens, r.output_tokens - r.generated, slot, 0};
+VllmScheduler::Running VllmScheduler::running_entry(const Request& r, std::int32_t slot) const {
+  return Running{r.computed, r.num_tokens(), r.token_slots - lookahead_, r.input_tokens, r.output_tokens - r.generated, slot, 0};
 }
 
 void VllmScheduler::release_handoff(std::int32_t slot) {
@@ -131,11 +138,8 @@ void VllmScheduler::free_resources(Request& r) {
   if (!r.cached_block_ids.empty()) pool_.release_cached(r.cached_block_ids);
   pool_.release(anonymous);
   r.blocks = 0;
+  r.token_slots = 0;
   r.keyed_blocks = 0;
-  if (r.has_state_slot) {
-    ++state_slots_free_;
-    r.has_state_slot = false;
-  }
 }
 
 void VllmScheduler::preempt(std::int32_t slot) {
@@ -173,7 +177,7 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
   bool preempted = false;
 
   // Running requests, oldest first.
-  const std::int64_t tpd = batch_.tokens_per_decode_seq, bs = cfg_.block_size;
+  const std::int64_t tpd = batch_.tokens_per_decode_seq;
   std::int64_t decode_ctx = 0;
   int decodes = 0;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -185,9 +189,10 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
     if (h.computed + n > h.cap) {  // most decode steps stay inside the last block
       const std::int32_t self = h.slot;
       Request& r = request(self);
-      const std::int64_t need = blocks_for(h.computed + n) - r.blocks;
+      // Attention blocks for the new tokens (+ lookahead); sliding windows may free some.
+      const std::int64_t need = blocks_for(h.computed, h.computed + n) - r.blocks;
       bool scheduled = true;
-      while (!pool_.allocate(need)) {
+      while (need > 0 && !pool_.allocate(need)) {
         // Out of blocks: preempt the newest running request (possibly this one) and retry.
         const Running& back = running_.back();
         const std::int32_t victim = back.slot;
@@ -201,8 +206,10 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
         }
       }
       if (!scheduled) break;
+      if (need < 0) pool_.release(-need);
       r.blocks += need;
-      h.cap = r.blocks * bs;
+      r.token_slots = slots_for(h.computed + n);
+      h.cap = r.token_slots - lookahead_;
     }
     h.step = static_cast<std::int32_t>(n);
     budget -= n;
@@ -242,24 +249,21 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold) n = cfg_.long_prefill_token_threshold;
   if (!cfg_.enable_chunked_prefill && n > budget) return false;
   n = std::min(n, budget);
-  const std::int64_t need = blocks_for(computed + n) - hit_blocks;
-  if (state_slots_free_ == 0) return false;
+  // Its attention blocks for the first chunk (+ lookahead) and its state blocks.
+  const std::int64_t need = blocks_for(computed, computed + n) - hit_blocks;
   if (need > pool_.allocatable() - free_hits) return false;
 
   if (hit_blocks > 0) pool_.acquire(r.block_keys, hit_blocks, r.cached_block_ids);
   pool_.allocate(need);
   r.blocks = hit_blocks + need;
+  r.token_slots = slots_for(computed + n);
   r.keyed_blocks = hit_blocks;
   r.computed = computed;
   r.cached_tokens = computed;
-  if (state_slots_free_ > 0) {
-    --state_slots_free_;
-    r.has_state_slot = true;
-  }
   r.phase = Phase::running;
   if (std::isnan(r.scheduled_s)) r.scheduled_s = now_s;
   waiting_tokens_ -= r.num_tokens();
-  running_.push_back(running_entry(r, slot, cfg_.block_size));
+  running_.push_back(running_entry(r, slot));
   running_.back().step = static_cast<std::int32_t>(n);
   budget -= n;
   ++scheduled_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/kv_cache.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/engine/request.hpp"
@@ -24,13 +25,15 @@ struct Output {
 
 class VllmScheduler {
  public:
-  // `kv_blocks` from the memory plan; `state_slots` Mamba state slots (< 0: no Mamba layers).
-  VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, int state_slots, std::uint64_t seed = 0);
+  // `kv_blocks` usable blocks of the memory plan's pool (models::KvCacheLayout) and what a
+  // request holds in it: attention blocks per group as it grows, state blocks while it runs.
+  VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, const models::KvDemand& demand = {},
+                std::uint64_t seed = 0);
 
   // A new request joins the waiting queue (aggregated and prefill-only workers). Returns its slot.
   std::int32_t add(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
   // Decode-only: a request whose prompt KV (and first token) will arrive by transfer. Blocks for
-  // the prompt + 1 and a state slot are reserved in FIFO order; a kv_reserved output says when.
+  // the prompt + 1 and its state blocks are reserved in FIFO order; a kv_reserved output says when.
   std::int32_t add_transferred(const workloads::RequestSpec& spec, double now_s, double first_token_s,
                                int client, bool warmup);
   // Decode-only: the transfer for `slot` completed; it decodes from the next step on.
@@ -61,7 +64,15 @@ class VllmScheduler {
  private:
   std::int32_t new_slot();
   std::int32_t init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
-  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + cfg_.block_size - 1) / cfg_.block_size; }
+  // Blocks a request holds once `end` tokens have slots (K lookahead added here) and `computed`
+  // are cached: its attention blocks plus, while it runs, its state blocks.
+  std::int64_t blocks_for(std::int64_t computed, std::int64_t end) const {
+    return demand_.token_blocks(computed, end + lookahead_, cfg_.block_size) + state_blocks_;
+  }
+  std::int64_t slots_for(std::int64_t end) const {
+    const std::int64_t bs = cfg_.block_size;
+    return (end + lookahead_ + bs - 1) / bs * bs;
+  }
   void free_resources(Request& r);
   void preempt(std::int32_t slot);
   bool try_admit(std::int32_t slot, std::int64_t& budget, double now_s);
@@ -71,7 +82,9 @@ class VllmScheduler {
 
   EngineConfig cfg_;
   KvBlockPool pool_;
-  int state_slots_free_;   // < 0: unlimited (no Mamba layers)
+  models::KvDemand demand_;
+  std::int64_t lookahead_;  // speculative tokens: attention slots allocated ahead (vLLM num_lookahead_tokens)
+  std::int64_t state_blocks_;  // per running request: (1 + K) per state group
   std::vector<Request> slots_;
   std::vector<std::int32_t> free_slots_;
   // The running list's hot counters, dense and in admission order (preemption takes from the
@@ -82,13 +95,13 @@ class VllmScheduler {
   struct Running {
     std::int64_t computed;     // num_computed_tokens
     std::int64_t tokens;       // num_tokens: prompt + sampled
-    std::int64_t cap;          // tokens the held blocks can store (blocks * block_size)
+    std::int64_t cap;          // tokens the held attention blocks can store, lookahead excluded
     std::int64_t input;        // prompt tokens
     std::int64_t left;         // output tokens still to sample
     std::int32_t slot;
     std::int32_t step;         // tokens scheduled in the step in flight
   };
-  static Running running_entry(const Request& r, std::int32_t slot, std::int64_t block_size);
+  Running running_entry(const Request& r, std::int32_t slot) const;
   std::vector<Running> running_;
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation

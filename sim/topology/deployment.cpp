@@ -19,6 +19,12 @@ std::string shape(const models::Parallelism& p) {
   return s;
 }
 
+// The engine as its memory plan resolved it: hybrid models run the unified attention block size.
+EngineConfig with_block_size(EngineConfig e, const models::MemoryPlan& plan) {
+  e.block_size = plan.block_size;
+  return e;
+}
+
 }  // namespace
 
 std::string TopologyChoice::name() const {
@@ -48,7 +54,6 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   p.par = par;
   const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
   p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
-  p.state_slots = p.plan.state_bytes_per_seq > 0 ? p.plan.state_slots : -1;
   auto inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype);
   if (decodes && spec_.mtp.enabled())
     p.cost = std::make_unique<MtpStepCost>(std::move(inner), spec_.mtp);
@@ -160,20 +165,20 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollecto
     ClusterShape shape;
     shape.replicas = replicas_;
     shape.kv_blocks = agg_.plan.num_kv_blocks;
-    shape.state_slots = agg_.state_slots;
+    shape.kv_demand = agg_.plan.kv.demand;
     shape.router = spec_.router;
     shape.seed = spec_.seed;
-    AggregatedCluster cluster(shape, engine_for(WorkerRole::aggregated), *agg_.cost);
+    AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost);
     MetricsSink sink(metrics);
     out.end_s = cluster.run(*workload, sink);
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   } else {
     DisaggShape shape;
-    shape.prefill = {topo_.prefill_workers, engine_for(WorkerRole::prefill_only), prefill_.cost.get(),
-                     prefill_.plan.num_kv_blocks, prefill_.state_slots};
-    shape.decode = {topo_.decode_workers, engine_for(WorkerRole::decode_only), decode_.cost.get(),
-                    decode_.plan.num_kv_blocks, decode_.state_slots};
-    shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, -1};
+    shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
+                     prefill_.cost.get(), prefill_.plan.num_kv_blocks, prefill_.plan.kv.demand};
+    shape.decode = {topo_.decode_workers, with_block_size(engine_for(WorkerRole::decode_only), decode_.plan),
+                    decode_.cost.get(), decode_.plan.num_kv_blocks, decode_.plan.kv.demand};
+    shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, {}};
     shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
     shape.placement = placement_.get();
     shape.gpu = prefill_gpu_;

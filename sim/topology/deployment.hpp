@@ -79,7 +79,9 @@ class Deployment {
   bool disaggregated() const { return topo_.kind == TopologyChoice::Kind::disaggregated; }
   bool mixed_instances() const { return placement_->groups().size() > 1; }
   int gpus() const { return placement_->gpus_used(); }
-  std::int64_t kv_blocks() const { return disaggregated() ? decode_.plan.num_kv_blocks : agg_.plan.num_kv_blocks; }
+  std::int64_t kv_blocks() const { return memory_plan().num_kv_blocks; }
+  // The memory plan of a replica (disaggregated: of a decode worker).
+  const models::MemoryPlan& memory_plan() const { return disaggregated() ? decode_.plan : agg_.plan; }
   const Placement& placement() const { return *placement_; }
   TopologyUnit unit() const;              // what one copy costs, for the planner
   std::string describe() const;           // workers, shapes and placement in one line
@@ -94,7 +96,6 @@ class Deployment {
     models::Parallelism par;
     models::MemoryPlan plan;
     std::unique_ptr<models::StepCostModel> cost;
-    int state_slots = -1;
   };
   Pool make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const;
   EngineConfig engine_for(WorkerRole role) const;

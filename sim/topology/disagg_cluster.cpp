@@ -24,10 +24,10 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
   shape_.decode.engine.role = WorkerRole::decode_only;
   workers_.reserve(static_cast<std::size_t>(P + D));
   for (int i = 0; i < P; ++i)
-    workers_.emplace_back(shape_.prefill.engine, *shape_.prefill.cost, shape_.prefill.kv_blocks, shape_.prefill.state_slots,
+    workers_.emplace_back(shape_.prefill.engine, *shape_.prefill.cost, shape_.prefill.kv_blocks, shape_.prefill.kv_demand,
                           shape_.seed + 7919ULL * std::uint64_t(i));
   for (int i = 0; i < D; ++i)
-    workers_.emplace_back(shape_.decode.engine, *shape_.decode.cost, shape_.decode.kv_blocks, shape_.decode.state_slots,
+    workers_.emplace_back(shape_.decode.engine, *shape_.decode.cost, shape_.decode.kv_blocks, shape_.decode.kv_demand,
                           shape_.seed + 7919ULL * std::uint64_t(P + i));
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));

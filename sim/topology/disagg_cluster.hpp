@@ -30,8 +30,8 @@ struct WorkerPool {
   int count = 0;
   EngineConfig engine;                      // role set by the cluster
   const models::StepCostModel* cost = nullptr;
-  std::int64_t kv_blocks = 0;               // per worker, from its memory plan
-  int state_slots = -1;                     // per worker (< 0: no Mamba layers)
+  std::int64_t kv_blocks = 0;               // per worker, usable blocks of its memory plan's pool
+  models::KvDemand kv_demand;               // what a request holds in it
 };
 
 struct DisaggShape {

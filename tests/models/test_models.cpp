@@ -97,9 +97,12 @@ TEST(Memory, CacheIsBudgetMinusTheRest) {
   EXPECT_GT(p.weight_bytes, 2 * total_params(model("nemotron-3-super")) / 8);
   // + replicated latent projections (40 x 2 x 4096 x 1024 x 2 B = 0.67 GB) and routers: under 3%.
   EXPECT_LT(p.weight_bytes, 1.03 * 2 * total_params(model("nemotron-3-super")) / 8);
-  const int n = p.max_concurrent_seqs(262144);
-  EXPECT_LE(n * (p.state_bytes_per_seq + p.kv_bytes_per_token * 262144), p.cache_bytes);
-  EXPECT_GT((n + 1) * (p.state_bytes_per_seq + p.kv_bytes_per_token * 262144), p.cache_bytes);
+  // One shared block pool: every block id costs group_size pages and the pool fits the cache.
+  EXPECT_LE(double(p.kv.num_blocks) * p.kv.bytes_per_block, p.cache_bytes);
+  EXPECT_GT(double(p.kv.num_blocks + 1) * p.kv.bytes_per_block, p.cache_bytes);
+  const auto c = p.concurrency(262144);
+  EXPECT_LE(std::int64_t(c.seqs) * c.blocks_per_seq, p.num_kv_blocks);
+  EXPECT_EQ(c.blocks_per_seq, (262144 + p.block_size - 1) / p.block_size + 5);  // + 1 state block per Mamba group
 }
 
 TEST(Memory, Nvfp4CarriesBlockScalesAndCannotFitSaysByHowMuch) {
