@@ -45,7 +45,9 @@ def model(name):
 
 def memory(model, gpu, precision="bf16", tp=1, pp=1, context=None, **engine):
     """Per-GPU memory plan of one replica (``servesim memory``). ``engine`` takes ep, kv_cache_dtype,
-    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, num_speculative_tokens, model_file."""
+    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, block_size, num_speculative_tokens, model_file.
+    ``kv_cache`` holds vLLM's block pool: block_size, num_blocks, blocks_per_seq and max_concurrent_seqs at
+    ``context`` (with the bound that binds)."""
     return _c.memory(dict(model=model, gpu=gpu, precision=precision, tp=tp, pp=pp, context=context, **engine))
 
 

@@ -83,3 +83,19 @@ def test_min_gpus_reproduces_the_vendor_table(cli):
     only = servesim.min_gpus("nemotron-3.5-super-vl", precisions="bf16", gpus=["h200"])
     assert [(r["gpu"], r["precision"]) for r in only] == [("H200", "bf16")]
     assert only[0]["min_gpus"] == only[0]["tp"] * only[0]["pp"]
+
+
+def test_memory_hybrid_block_pool(cli):
+    # Nemotron 3 Super TP2 FP8 on H100: a Mamba state page per rank is 30,720 B of conv state +
+    # 2,097,152 B of fp32 SSM state; an attention token is 1 KV head x 256 x 1 B, so the block size
+    # is 16 x cdiv(2,127,872, 16 x 256) = 8320 and a 9216-token sequence holds 2 + 5 blocks.
+    p = servesim.memory("nemotron-3-super", "h100", precision="fp8", tp=2, context=9216)
+    kv = p["kv_cache"]
+    assert kv["kv_cache_dtype"] == "fp8"
+    assert kv["state_page_bytes"] == 30720 + 2097152
+    assert kv["block_size"] == 8320 and kv["group_size"] == 8
+    assert kv["num_blocks"] == int(p["cache_bytes"] // (8320 * 256)) // 8
+    assert kv["blocks_per_seq"] == 7
+    assert kv["max_concurrent_seqs"] == min((kv["num_blocks"] - 1) // 7, kv["max_num_seqs"])
+    assert p == cli("memory", "--model", "nemotron-3-super", "--gpu", "h100", "--precision", "fp8", "--tp", 2,
+                    "--context", 9216, "--format", "json")
