@@ -102,15 +102,18 @@ std::int64_t KvCacheLayout::max_requests(std::int64_t tokens) const {
 
 std::string KvCacheLayout::describe() const {
   if (uniform_type) return "1 group of " + std::to_string(group_size) + " attention layers";
-  std::vector<std::pair<std::string, int>> counts;  // label -> groups, in order
-  for (const auto& g : groups) {
+  std::vector<std::pair<std::string, int>> counts;  // label -> groups, token-indexed kinds first
+  std::vector<KvCacheGroup> ordered(groups);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const KvCacheGroup& x, const KvCacheGroup& y) { return token_indexed(x.spec.kind) > token_indexed(y.spec.kind); });
+  for (const auto& g : ordered) {
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == g.spec.label; });
     if (it == counts.end()) counts.push_back({g.spec.label, 1});
     else ++it->second;
   }
   std::string s;
-  for (const auto& [label, n] : counts) s += (s.empty() ? "" : " + ") + std::to_string(n) + " " + label + (n == 1 ? " group" : " groups");
-  return s + " of " + std::to_string(group_size) + " layers";
+  for (const auto& [label, n] : counts) s += (s.empty() ? "" : " + ") + std::to_string(n) + " " + label;
+  return s + " groups of " + std::to_string(group_size) + " layers";
 }
 
 KvCacheLayout kv_cache_layout(const ModelSpec& m, const Parallelism& par, hw::Precision kv_dtype, int spec_tokens,

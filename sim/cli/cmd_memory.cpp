@@ -34,26 +34,27 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   const auto& kv = j["kv_cache"];
   const std::int64_t bs = kv["block_size"].get<std::int64_t>(), usable = kv["usable_blocks"].get<std::int64_t>();
   const std::int64_t state_blocks = kv["state_blocks_per_seq"].get<std::int64_t>();
-  std::string blocks = num(kv["num_blocks"]) + " of " + num(kv["block_size"]) + " tokens (" + std::to_string(usable) +
-                       " usable after the null block; " + bytes(kv["bytes_per_block"]) + " per block = " + num(kv["tensors"]) +
-                       " layers x " + bytes(kv["page_bytes"]) + " page)";
-  if (state_blocks == 0) blocks += ", " + std::to_string(usable * bs) + " tokens of context";
+  std::string blocks = num(kv["num_blocks"]) + " x " + num(kv["block_size"]) + " tokens (" + std::to_string(usable) + " usable)";
+  if (state_blocks == 0) blocks += " = " + std::to_string(usable * bs) + " tokens";
   t.add_row({"KV cache blocks", blocks});
-  std::string layout = str(kv["layout"]);
-  if (kv["state_page_bytes"].get<double>() > 0 && kv["attn_bytes_per_token_per_layer"].get<double>() > 0)
-    layout += "; block size raised from " + num(kv["requested_block_size"]) + " so an attention page holds a state page of " +
-              bytes(kv["state_page_bytes"]);
-  t.add_row({"KV cache groups", layout});
+  t.add_row({"  per block (" + num(kv["tensors"]) + " layers)", bytes(kv["bytes_per_block"]) + " (" + bytes(kv["page_bytes"]) + " page)"});
+  t.add_row({"  groups", str(kv["layout"])});
   const std::int64_t per = kv["blocks_per_seq"].get<std::int64_t>();
   std::string per_seq = std::to_string(per);
-  if (state_blocks > 0)
-    per_seq += " (" + std::to_string(per - state_blocks) + " attention + " + std::to_string(state_blocks) + " state" +
-               (kv["lookahead_tokens"].get<int>() > 0 ? ", MTP adds " + num(kv["lookahead_tokens"]) + " per state group" : std::string()) + ")";
+  if (state_blocks > 0) per_seq += " (" + std::to_string(per - state_blocks) + " attention + " + std::to_string(state_blocks) + " state)";
   t.add_row({"blocks per sequence at " + num(j["context_tokens"]), per_seq});
   t.add_row({"max sequences at " + num(j["context_tokens"]),
-             num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds: cache holds " + num(kv["max_seqs_by_cache"]) +
+             num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds; cache " + num(kv["max_seqs_by_cache"]) +
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
   std::string text = t.render();
+  if (kv["state_page_bytes"].get<double>() > 0 && kv["attn_bytes_per_token_per_layer"].get<double>() > 0)
+    text += "note: vLLM's hybrid allocator raises block_size from " + num(kv["requested_block_size"]) + " to " +
+            num(kv["block_size"]) + " so one attention page (" + num(kv["block_size"]) + " tokens x " +
+            fixed(kv["attn_bytes_per_token_per_layer"].get<double>(), 0) + " B) holds a state page (" +
+            fixed(kv["state_page_bytes"].get<double>(), 0) + " B); a sequence holds " +
+            std::to_string(state_blocks) + " state blocks while it runs" +
+            (kv["lookahead_tokens"].get<int>() > 0 ? " (1 + K per Mamba group, K = " + num(kv["lookahead_tokens"]) + " MTP tokens)" : std::string()) +
+            ".\n";
   if (j["estimate"].get<bool>()) text += "note: " + str(j["note"]) + "\n";
   emit(format, j, text);
 }

@@ -19,4 +19,4 @@ set_tests_properties(cli_bad_config PROPERTIES PASS_REGULAR_EXPRESSION "bad-patt
 # Hybrid KV cache as vLLM lays it out: Nemotron 3 Super TP2 FP8 on H100, 8320-token blocks, 7 per 9216-token sequence.
 add_test(NAME cli_memory_hybrid_blocks COMMAND $<TARGET_FILE:servesim> memory --model nemotron-3-super --gpu h100 --precision fp8 --tp 2 --context 9216)
 set_tests_properties(cli_memory_hybrid_blocks PROPERTIES PASS_REGULAR_EXPRESSION
-  "KV cache blocks +[0-9]+ of 8320 tokens.*1 attention group \\+ 5 mamba groups of 8 layers.*blocks per sequence at 9216 +7 \\(2 attention \\+ 5 state\\).*max sequences at 9216 +[0-9]+ \\(KV cache binds")
+  "KV cache blocks +[0-9]+ x 8320 tokens.*1 attention \\+ 5 mamba groups of 8 layers.*blocks per sequence at 9216 +7 \\(2 attention \\+ 5 state\\).*max sequences at 9216 +[0-9]+ \\(KV cache binds")
