@@ -268,6 +268,15 @@ PYBIND11_MODULE(_servesim, m) {
         }
         return to_py(r);
       }, py::arg("args"), "SLO capacity plan (`servesim plan`)");
+  m.def("validate", [](py::dict kw) {
+        const json a = to_json(kw, "validate()");
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::validate(a);
+        }
+        return to_py(r);
+      }, py::arg("args"), "Predictions against measured runs (`servesim validate`)");
   m.def("plan_points", [](py::dict kw) { return api::plan_points(plan_args(to_json(kw, "plan()"))); }, py::arg("args"),
         "Number of (topology, concurrency) points of a plan");
   m.def("plan_point", [](py::dict kw, int index) {

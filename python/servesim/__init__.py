@@ -18,7 +18,7 @@ from . import _servesim as _c
 from ._servesim import Error, __version__  # noqa: F401
 
 __all__ = ["Error", "gpus", "instances", "models", "model", "memory", "min_gpus", "op_time", "op_kinds", "step",
-           "default_scenario", "scenario", "simulate", "sweep", "plan", "frame"]
+           "default_scenario", "scenario", "simulate", "sweep", "plan", "validate", "frame"]
 
 op_kinds = list(_c.op_kinds)
 
@@ -222,12 +222,31 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     return _c.plan_finish(args, rows)
 
 
+def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
+    """servesim against measured serving runs (``servesim validate --format json``): ``path`` is a
+    CSV in the silicon-sample layout or an aiperf artefact folder; ``backend``, ``mode``, ``gpu``,
+    ``model`` filter (a string or a list). ``kw``: engine_any, scenario (a dict whose engine,
+    router, kv_cache_dtype and seed apply to every CSV point), requests_per_client,
+    warmup_per_client, statistic ("avg" or "p50"), threads, seed, model_file. Returns a dict:
+    ``points`` (one per measured point: measured, predicted, error_pct, or its ``unmodellable``
+    reason), ``groups`` and ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
+    ``csv``; :func:`frame` turns it into one DataFrame row per point. The GIL is released while
+    the points run."""
+    args = dict(path=str(path), backend=backend, mode=mode, gpu=gpu, model=model, **kw)
+    if isinstance(args.get("model_file"), str):
+        args["model_file"] = [args["model_file"]]
+    return _c.validate({k: v for k, v in args.items() if v is not None})
+
+
 def frame(result):
     """A pandas.DataFrame of a column result: a sweep (dict of columns), a plan's ``sweep``, or a
     plan (its ``topologies``, one row each); a simulate() result gives its one-row summary."""
     import pandas as pd
 
     if isinstance(result, dict):
+        if "points" in result and "groups" in result:   # validate(): one row per point
+            rows = [{k: v for k, v in p.items() if k != "scenario"} for p in result["points"]]
+            return pd.json_normalize(rows, sep="_")
         if "topologies" in result:
             return pd.DataFrame(result["topologies"])
         if "columns" in result:

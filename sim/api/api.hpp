@@ -70,6 +70,12 @@ nlohmann::json simulate(const nlohmann::json& scenario);
 nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, const std::vector<double>& values,
                      int threads = 0);
 
+// `servesim validate`: measured runs (path: a silicon-sample CSV or aiperf folder) simulated and
+// compared; `args` holds path and the CLI's flags with underscores (backend, mode, gpu, model as a
+// string or list, engine_any, scenario as a dict, requests_per_client, warmup_per_client,
+// statistic, threads, seed, model_file). The CLI's --format json document.
+nlohmann::json validate(const nlohmann::json& args);
+
 // `servesim plan`: topology sweep on instances and the SLO capacity plan.
 struct PlanArgs {
   std::string model, instance, precision, kv_cache_dtype, topology = "both", concurrency = "1,2,4,8,16,32,64,128,256";

@@ -92,24 +92,8 @@ void run_validate(const ValidateOpts& o) {
   }
 
   for (const auto& f : o.model_files) models::add_model_file(f);
-  std::vector<v::MeasuredPoint> points;
   v::CsvReadStats csv;
-  if (!fs::exists(o.path)) throw Error(o.path, "", "no such file or folder (expected a silicon-sample CSV or an aiperf artefact folder)");
-  if (fs::is_directory(o.path)) {
-    if (fs::exists(fs::path(o.path) / "profile_export_aiperf.json")) {
-      points.push_back(v::read_aiperf_dir(o.path, opt.statistic));
-    } else {   // a folder of aiperf runs, one per subfolder, in name order
-      std::vector<fs::path> subs;
-      for (const auto& e : fs::directory_iterator(o.path))
-        if (e.is_directory() && fs::exists(e.path() / "profile_export_aiperf.json")) subs.push_back(e.path());
-      std::sort(subs.begin(), subs.end());
-      if (subs.empty())
-        throw Error(o.path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
-      for (const auto& s : subs) points.push_back(v::read_aiperf_dir(s.string(), opt.statistic));
-    }
-  } else {
-    points = v::read_silicon_csv(o.path, &csv);
-  }
+  std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
   v::Report rep = v::run(std::move(points), opt);
   rep.csv = csv;
   nlohmann::json j = v::to_json(rep, opt);

@@ -360,4 +360,19 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   return p;
 }
 
+std::vector<MeasuredPoint> read_points(const std::string& path, const std::string& statistic, CsvReadStats* csv) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw Error(path, "", "no such file or folder (expected a silicon-sample CSV or an aiperf artefact folder)");
+  if (!fs::is_directory(path)) return read_silicon_csv(path, csv);
+  if (fs::exists(fs::path(path) / "profile_export_aiperf.json")) return {read_aiperf_dir(path, statistic)};
+  std::vector<fs::path> subs;
+  for (const auto& e : fs::directory_iterator(path))
+    if (e.is_directory() && fs::exists(e.path() / "profile_export_aiperf.json")) subs.push_back(e.path());
+  std::sort(subs.begin(), subs.end());
+  if (subs.empty()) throw Error(path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
+  std::vector<MeasuredPoint> out;
+  for (const auto& s : subs) out.push_back(read_aiperf_dir(s.string(), statistic));
+  return out;
+}
+
 }  // namespace servesim::sim::validate

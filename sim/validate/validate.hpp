@@ -63,6 +63,11 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
 // Throws Error naming the file and field on bad input.
 MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic = "avg");
 
+// Reads PATH: a silicon-sample CSV (stats in `csv`), an aiperf artefact folder, or a folder whose
+// subfolders are aiperf artefact folders (read in name order). Error on anything else.
+std::vector<MeasuredPoint> read_points(const std::string& path, const std::string& statistic = "avg",
+                                       CsvReadStats* csv = nullptr);
+
 // How validate sets up and runs the points.
 struct Options {
   std::vector<std::string> backends, modes, gpus, models;   // filters (case-insensitive; empty = all)

@@ -1,0 +1,69 @@
+// `servesim validate` for the bindings: measured runs read, simulated and compared
+// (sim/validate/), returned as the CLI's --format json prints it.
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+#include "models/model_spec.hpp"
+#include "sim/api/api.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace servesim::api {
+namespace {
+
+// A string or a list of strings (Python: "vllm" or ["vllm", "sglang"]).
+std::vector<std::string> names(const nlohmann::json& j, const std::string& key) {
+  if (!j.contains(key) || j[key].is_null()) return {};
+  if (j[key].is_string()) return text::split_csv(j[key].get<std::string>());
+  if (!j[key].is_array()) throw Error("validate()", key, "expected a string or a list of strings");
+  std::vector<std::string> out;
+  for (const auto& x : j[key]) {
+    if (!x.is_string()) throw Error("validate()", key, "expected a string or a list of strings");
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json validate(const nlohmann::json& args) {
+  namespace v = sim::validate;
+  static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
+                                              "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
+                                              "model_file"};
+  if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
+  for (const auto& [k, _] : args.items())
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      throw Error("validate()", k, "unknown argument; known: " + text::join(known));
+  const JsonReader r(args, "validate()");
+  v::Options o;
+  o.backends = names(args, "backend");
+  o.modes = names(args, "mode");
+  o.gpus = names(args, "gpu");
+  o.models = names(args, "model");
+  o.engine_any = r.boolean_or("engine_any", false);
+  if (args.contains("scenario") && !args["scenario"].is_null()) {
+    if (!args["scenario"].is_object()) r.fail("scenario", "expected a dict in the scenario layout");
+    o.base = args["scenario"];
+  }
+  o.requests_per_client = static_cast<int>(r.integer_or("requests_per_client", o.requests_per_client));
+  o.warmup_per_client = static_cast<int>(r.integer_or("warmup_per_client", o.warmup_per_client));
+  if (o.requests_per_client < 1) r.fail("requests_per_client", "must be >= 1");
+  if (o.warmup_per_client < 0) r.fail("warmup_per_client", "must be >= 0");
+  o.statistic = text::lower(r.string_or("statistic", "avg"));
+  if (o.statistic != "avg" && o.statistic != "p50") r.fail("statistic", "unknown '" + o.statistic + "'; known: avg, p50");
+  o.threads = static_cast<int>(r.integer_or("threads", 0));
+  o.seed = static_cast<std::uint64_t>(r.integer_or("seed", 1));
+  for (const auto& f : names(args, "model_file")) models::add_model_file(f);
+  const std::string path = r.string("path");
+  v::CsvReadStats csv;
+  auto points = v::read_points(path, o.statistic, &csv);
+  v::Report rep = v::run(std::move(points), o);
+  rep.csv = csv;
+  nlohmann::json j = v::to_json(rep, o);
+  j["source"] = path;
+  return j;
+}
+
+}  // namespace servesim::api

@@ -1,0 +1,44 @@
+"""servesim.validate(): the same document as `servesim validate --format json`, one DataFrame row
+per measured point, errors as (predicted - measured) / measured, and the validation chart."""
+import os
+
+import pytest
+
+import servesim
+
+DATA = os.path.join(os.environ.get("SERVESIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),
+                    "tests", "sim", "data")
+CSV = os.path.join(DATA, "validate_sample.csv")
+MODEL = os.path.join(DATA, "llama-3.1-8b.json")
+
+
+def test_validate_matches_cli_and_frames(cli):
+    r = servesim.validate(CSV, gpu="h200", mode="agg", model_file=MODEL, threads=2)
+    assert r["csv"] == {"rows": 16, "points": 14, "merged_points": 1, "merged_rows": 2}
+    assert r["counts"] == {"points": 9, "ran": 3, "unmodellable": 6, "filtered_out": 5}
+    c = cli("validate", CSV, "--gpu", "h200", "--mode", "agg", "--model-file", MODEL, "--format", "json")
+    ran = [p for p in r["points"] if "predicted" in p]
+    ran_cli = [p for p in c["points"] if "predicted" in p]
+    assert [p["predicted"] for p in ran] == [p["predicted"] for p in ran_cli]
+    for p in ran:
+        m, q, e = p["measured"], p["predicted"], p["error_pct"]
+        assert e["ttft"] == pytest.approx(100 * (q["ttft_ms"] - m["ttft_ms"]) / m["ttft_ms"])
+        assert e["itl"] == pytest.approx(100 * (q["itl_ms"] - m["tpot_ms"]) / m["tpot_ms"])
+    df = servesim.frame(r)
+    assert len(df) == 9
+    assert {"measured_ttft_ms", "predicted_itl_ms", "error_pct_ttft", "unmodellable"} <= set(df.columns)
+    assert df["unmodellable"].notna().sum() == 6
+
+
+def test_validation_chart(tmp_path):
+    from servesim import plot
+    r = servesim.validate(CSV, gpu="h200", model_file=MODEL)
+    path = plot.save_validation_chart(r, str(tmp_path / "v.png"))
+    assert os.path.getsize(path) > 10000
+
+
+def test_validate_errors():
+    with pytest.raises(servesim.Error, match="no such file"):
+        servesim.validate("/nonexistent.csv")
+    with pytest.raises(servesim.Error, match="statistic"):
+        servesim.validate(CSV, statistic="p99")
