@@ -70,6 +70,7 @@ class Model final : public StepCostModel {
       const int kernels = n_mamba_ * 6 + n_attn_ * 5 + n_mlp_ * 4 + n_moe_ * per_moe +
                           (tp > 1 ? blocks : 0) + (par.ep > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
       eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
+      launch_counts_ = {kernels, n_attn_, n_mamba_};
     }
     const std::int64_t H = m.hidden;
     auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, wp_).seconds; };
@@ -170,6 +171,7 @@ class Model final : public StepCostModel {
   }
   std::string provenance() const override { return km_.provenance(); }
   double eager_launch_seconds() const override { return eager_launch_s_; }
+  LaunchCounts launch_counts() const override { return launch_counts_; }
 
  private:
   // The whole step; when `parts` is given, also one line per op group with what bounds it.
@@ -253,6 +255,7 @@ class Model final : public StepCostModel {
   hw::Precision kv_;
   int n_mamba_ = 0, n_attn_ = 0, n_mlp_ = 0, n_moe_ = 0;
   double eager_launch_s_ = 0;
+  LaunchCounts launch_counts_;
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
   std::int64_t conv_ch_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;

@@ -48,6 +48,10 @@ class StepCostModel {
   // measured eager launch cost per kernel. A graph replay's launch gaps are already inside the
   // graph-replay kernel times that seconds() sums. 0 when unknown.
   virtual double eager_launch_seconds() const { return 0; }
+  // Kernels one forward launches, and the attention / Mamba layers whose ops run eagerly between
+  // piecewise CUDA graphs. Zeros when unknown.
+  struct LaunchCounts { int kernels = 0, attention_layers = 0, mamba_layers = 0; };
+  virtual LaunchCounts launch_counts() const { return {}; }
 };
 
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,

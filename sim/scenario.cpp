@@ -1,12 +1,15 @@
 #include "sim/scenario.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
+#include "sim/engine/engine_profile.hpp"
+#include "workloads/frontend.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -47,6 +50,14 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.enforce_eager = e.boolean_or("enforce_eager", c.enforce_eager);
   c.max_cudagraph_capture_size = int_in(e, "max_cudagraph_capture_size", c.max_cudagraph_capture_size, 0, 1LL << 30);
   c.step_overhead_s = e.number_or("step_overhead_ms", c.step_overhead_s * 1e3) / 1e3;
+  c.step_overhead_per_seq_s = e.number_or("step_overhead_us_per_seq", 0) * 1e-6;
+  if (!(c.step_overhead_per_seq_s >= 0 && c.step_overhead_per_seq_s < 1e-2))
+    e.fail("step_overhead_us_per_seq", "must be between 0 and 10000 us");
+  c.async_scheduling = e.boolean_or("async_scheduling", c.async_scheduling);
+  c.cudagraph_mode = e.string_or("cudagraph_mode", c.cudagraph_mode);
+  for (char& ch : c.cudagraph_mode) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (c.cudagraph_mode != "FULL_AND_PIECEWISE" && c.cudagraph_mode != "PIECEWISE" && c.cudagraph_mode != "NONE")
+    e.fail("cudagraph_mode", "unknown mode '" + c.cudagraph_mode + "'; known: FULL_AND_PIECEWISE, PIECEWISE, NONE");
   c.eager_overhead_s = e.number_or("eager_overhead_ms", c.eager_overhead_s * 1e3) / 1e3;
   if (!(c.step_overhead_s >= 0 && c.step_overhead_s < 10)) e.fail("step_overhead_ms", "must be between 0 and 10000 ms");
   if (!(c.eager_overhead_s >= 0 && c.eager_overhead_s < 10)) e.fail("eager_overhead_ms", "must be between 0 and 10000 ms");
@@ -107,7 +118,8 @@ const std::vector<std::string>& topology_keys() {
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k{"description", "model", "gpu", "gpus", "tensor_parallel_size", "tp",
                                           "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "precision",
-                                          "kv_cache_dtype", "engine", "router", "seed", "workload", "topology"};
+                                          "kv_cache_dtype", "engine", "engine_profile", "frontend", "router", "seed",
+                                          "workload", "topology"};
   return k;
 }
 
@@ -115,8 +127,8 @@ const std::vector<std::string>& engine_keys() {
   static const std::vector<std::string> k{"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                                           "block_size", "enable_prefix_caching", "enable_chunked_prefill",
                                           "long_prefill_token_threshold", "max_model_len", "enforce_eager", "max_cudagraph_capture_size",
-                                          "step_overhead_ms", "eager_overhead_ms", "num_speculative_tokens",
-                                          "acceptance_rate"};
+                                          "step_overhead_ms", "step_overhead_us_per_seq", "eager_overhead_ms",
+                                          "num_speculative_tokens", "acceptance_rate", "async_scheduling", "cudagraph_mode"};
   return k;
 }
 
@@ -145,6 +157,14 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     j.fail("kv_cache_dtype", e.reason());
   }
   if (j.has("engine")) s.engine = parse_engine(j.object("engine"));
+  if (j.has("engine_profile")) {
+    s.engine_profile = j.string("engine_profile");
+    engine_profile(s.engine_profile, file, "engine_profile");   // unknown names fail here
+  }
+  if (j.has("frontend")) {
+    s.frontend_json = s.json.at("frontend");
+    workloads::parse_frontend(j.object("frontend"), workloads::FrontendConfig{});   // validate the fields now
+  }
   if (j.has("router")) s.router = parse_router(j.string("router"), file);
   if (j.has("seed")) {
     const std::int64_t seed = j.integer("seed");

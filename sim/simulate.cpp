@@ -10,7 +10,9 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "sim/decoding/mtp.hpp"
+#include "common/json_reader.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
@@ -59,7 +61,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.gpu = &hw::Catalog::global().gpu(d.instance->gpu);
   d.weights = s.precision;
   d.kv_dtype = s.kv_cache_dtype;
-  d.engine = s.engine;
+  d.engine = resolved_engine(s, m, *d.gpu);
   d.mtp = mtp_of(s, m);
   d.router = s.router;
   d.seed = s.workload.seed;
@@ -112,6 +114,21 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
 
 }  // namespace
 
+EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu) {
+  EngineConfig e = s.engine;
+  const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
+  apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e);
+  return e;
+}
+
+workloads::FrontendConfig resolved_frontend(const Scenario& s) {
+  const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
+  workloads::FrontendConfig f;
+  f.api = workloads::parse_api_server(JsonReader(prof.api_server, prof.name, "api_server"), f.api);
+  if (s.frontend_json.is_object()) f = workloads::parse_frontend(JsonReader(s.frontend_json, s.source, "frontend"), f);
+  return f;
+}
+
 Prepared prepare(const Scenario& s) {
   Prepared p;
   const std::string& f = s.source;
@@ -142,24 +159,24 @@ Prepared prepare(const Scenario& s) {
                                                std::to_string(m.experts) + " experts of " + m.name);
   if (s.par.pp > static_cast<int>(m.layers.size()))
     throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
+  p.engine = resolved_engine(s, m, *p.gpu);
+  p.frontend = resolved_frontend(s);
   if (s.topology.present) {
     p.deployment = make_deployment(s, m);
-    p.engine = s.engine;
     return p;
   }
 
   try {
-    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, s.engine.memory_config(s.kv_cache_dtype));
+    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, p.engine.memory_config(s.kv_cache_dtype));
   } catch (const Error& e) {
     throw Error(f, e.field().empty() ? "model" : e.field(), e.reason());
   }
-  p.engine = s.engine;
   p.engine.max_model_len = p.plan.max_model_len;
   p.engine.block_size = p.plan.block_size;
   if (p.plan.num_kv_blocks < 1)
     throw Error(f, "gpu_memory_utilization", "no memory left for a single KV block of " + m.name + " on " +
                                                  std::to_string(s.gpus_per_replica()) + " x " + p.gpu->name);
-  if (!s.engine.enable_chunked_prefill && s.engine.max_num_batched_tokens < p.plan.max_model_len)
+  if (!p.engine.enable_chunked_prefill && p.engine.max_num_batched_tokens < p.plan.max_model_len)
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
@@ -181,6 +198,11 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
     const PointResult pr = d.run(w, r.metrics);
     r.summary = pr.summary;
     r.workers = pr.workers;
+    for (const auto& ws : pr.workers) {
+      r.prefill_tokens += ws.prefill_tokens;
+      r.cohort_prefill_tokens += ws.cohort_prefill_tokens;
+    }
+    r.engine = p.engine;
     r.transfers = pr.transfers;
     r.end_s = pr.end_s;
     r.kv_blocks = d.kv_blocks();
@@ -198,7 +220,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   shape.kv_demand = p.plan.kv.demand;
   shape.router = s.router;
   shape.seed = w.seed;
-  AggregatedCluster cluster(shape, p.engine, *p.cost);
+  AggregatedCluster cluster(shape, p.engine, *p.cost, &p.frontend);
   auto workload = workloads::make_workload(w);
   MetricsSink sink(r.metrics);
   r.end_s = cluster.run(*workload, sink);
@@ -206,7 +228,12 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   r.kv_blocks = p.plan.num_kv_blocks;
   r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
-  for (const Worker& worker : cluster.workers()) r.workers.push_back(worker.stats());
+  for (const Worker& worker : cluster.workers()) {
+    r.workers.push_back(worker.stats());
+    r.prefill_tokens += worker.stats().prefill_tokens;
+    r.cohort_prefill_tokens += worker.stats().cohort_prefill_tokens;
+  }
+  r.engine = p.engine;
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -220,6 +247,18 @@ SimResult simulate(const Scenario& s, bool keep_records) {
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   nlohmann::json j = r.metrics.aiperf_json();
   j["prediction_band"] = validate::run_bands(s, r);
+  j["engine"] = {{"profile", r.engine.engine_profile},
+                 {"async_scheduling", r.engine.async_scheduling},
+                 {"cudagraph_mode", r.engine.cudagraph_mode},
+                 {"max_cudagraph_capture_size", r.engine.max_cudagraph_capture_size},
+                 {"max_num_seqs", r.engine.max_num_seqs},
+                 {"max_num_batched_tokens", r.engine.max_num_batched_tokens},
+                 {"gpu_memory_utilization", r.engine.gpu_memory_utilization},
+                 {"enable_prefix_caching", r.engine.enable_prefix_caching}};
+  j["cohorts"] = {{"prefill_tokens", r.prefill_tokens},
+                  {"prefill_tokens_released_together", r.cohort_prefill_tokens},
+                  {"fraction", r.cohort_fraction()},
+                  {"cohort_locked", r.cohort_locked()}};
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;

@@ -12,6 +12,7 @@
 #include "models/memory.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/worker.hpp"
+#include "workloads/frontend.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 #include "sim/topology/disagg_cluster.hpp"
@@ -27,7 +28,8 @@ struct Prepared {
   const hw::GpuSpec* gpu = nullptr;
   models::MemoryPlan plan;
   std::shared_ptr<const models::StepCostModel> cost;
-  EngineConfig engine;           // max_model_len and block_size resolved from the plan
+  EngineConfig engine;           // the profile's defaults applied; max_model_len and block_size resolved from the plan
+  workloads::FrontendConfig frontend;   // client + API-server path (aggregated runs)
   int replicas = 1;
   // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
   std::shared_ptr<const Deployment> deployment;
@@ -35,6 +37,10 @@ struct Prepared {
 // Looks the model and GPU up, checks the parallel shape against the model (heads divisible by
 // TP, experts by EP) and plans memory; throws Error naming the scenario field at fault.
 Prepared prepare(const Scenario& s);
+// The scenario's engine knobs with its engine profile's defaults for this model and GPU filled in.
+EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu);
+// The frontend: the profile's API-server priors, then the scenario's "frontend" object.
+workloads::FrontendConfig resolved_frontend(const Scenario& s);
 
 struct SimResult {
   MetricsCollector metrics;      // per-request records only when keep_records
@@ -49,6 +55,12 @@ struct SimResult {
   bool disaggregated = false;
   TransferStats transfers;       // disaggregated: KV + Mamba-state handoffs (and embeddings)
   double wall_s = 0;             // host time the run took (not part of any result figure)
+  EngineConfig engine;           // the engine knobs the run used (profile defaults applied)
+  // Closed-loop cohorts: prefill tokens summed over steps, and those of requests that shared their
+  // step with another request released by the same event (the same step end, or the start).
+  std::int64_t prefill_tokens = 0, cohort_prefill_tokens = 0;
+  double cohort_fraction() const { return prefill_tokens > 0 ? double(cohort_prefill_tokens) / double(prefill_tokens) : 0.0; }
+  bool cohort_locked() const { return cohort_fraction() >= 0.5; }
 };
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.

@@ -1,4 +1,5 @@
 // `servesim list gpus|instances|models`: the catalogues (sim/api), as a table or JSON.
+#include <cmath>
 #include <string>
 
 #include "common/table.hpp"
@@ -6,6 +7,7 @@
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/engine/engine_profile.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -50,10 +52,61 @@ void list_models(Format f) {
   emit(f, j, t.render());
 }
 
+// Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
+// capture sizes, all-reduce switch points).
+void list_engines(Format f, const std::string& gpu_name, int tp) {
+  const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
+  nlohmann::json j = nlohmann::json::array();
+  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "defaults by GPU class", "aliases"});
+  const auto names = sim::engine_profile_names();
+  for (const auto& n : names) {
+    const auto& p = sim::engine_profile(n);
+    nlohmann::json e = {{"name", p.name}, {"engine", p.engine}, {"version", p.version}, {"description", p.description},
+                        {"async_scheduling", p.async_scheduling}, {"cudagraph_mode", p.graphs.mode},
+                        {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
+                        {"sources", p.sources}, {"unverified", p.unverified}, {"newest", n == sim::engine_profile("vllm").name}};
+    std::string classes;
+    for (const auto& c : p.gpu_classes) {
+      e["gpu_classes"].push_back({{"label", c.label}, {"max_num_seqs", c.max_num_seqs}, {"max_num_batched_tokens", c.max_num_batched_tokens}});
+      classes += (classes.empty() ? "" : "; ") + c.label + ": " + std::to_string(c.max_num_batched_tokens) + "/" + std::to_string(c.max_num_seqs);
+    }
+    std::string cap = "<= " + std::to_string(p.graphs.max_capture_size) + " step " + std::to_string(p.graphs.step) + "/" +
+                      std::to_string(p.graphs.large_step);
+    if (gpu) {
+      const auto& c = p.gpu_class(*gpu);
+      const auto sizes = p.capture_sizes(c.max_num_seqs, 0, c.max_num_batched_tokens, false);
+      e["on_gpu"] = {{"gpu", gpu->name}, {"compute_capability", sim::compute_capability(*gpu)}, {"tp", tp},
+                     {"max_num_seqs", c.max_num_seqs}, {"max_num_batched_tokens", c.max_num_batched_tokens},
+                     {"cudagraph_capture_sizes", sizes}};
+      cap = std::to_string(sizes.size()) + " sizes <= " + std::to_string(sizes.empty() ? 0 : sizes.back());
+      nlohmann::json ar = nlohmann::json::array();
+      for (const auto& [upto, impl] : p.all_reduce_switch_points(*gpu, tp))
+        ar.push_back({{"below_bytes", std::isfinite(upto) ? nlohmann::json(upto) : nlohmann::json(nullptr)}, {"impl", sim::to_string(impl)}});
+      e["on_gpu"]["all_reduce"] = ar;
+    }
+    const bool newest = n == sim::engine_profile("vllm").name;
+    t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, fixed(p.gpu_memory_utilization, 2),
+               std::to_string(p.block_size), classes, newest ? "vllm" : "-"});
+    j.push_back(e);
+  }
+  std::string text = t.render();
+  if (gpu) {
+    const auto& p = sim::engine_profile("vllm");
+    text += "\nTP all-reduce on " + gpu->name + " x " + std::to_string(tp) + " (" + p.name + ", bf16 payload):";
+    double lo = 0;
+    for (const auto& [upto, impl] : p.all_reduce_switch_points(*gpu, tp)) {
+      text += "\n  " + human_bytes(lo) + " .. " + (std::isfinite(upto) ? human_bytes(upto) : std::string("any")) + ": " + sim::to_string(impl);
+      lo = upto;
+    }
+    text += "\n";
+  }
+  emit(f, j, text);
+}
+
 }  // namespace
 
 void add_list_command(CLI::App& app) {
-  auto* list = app.add_subcommand("list", "List the GPU, instance or model catalogue");
+  auto* list = app.add_subcommand("list", "List the GPU, instance, model or engine catalogue");
   list->require_subcommand(1);
   struct Opts { Format f = Format::table; };
   static Opts gpus, inst, mods;
@@ -66,6 +119,14 @@ void add_list_command(CLI::App& app) {
   auto* m = list->add_subcommand("models", "Models");
   add_format_option(*m, mods.f);
   m->callback([] { list_models(mods.f); });
+  static Opts eng;
+  static std::string eng_gpu;
+  static int eng_tp = 1;
+  auto* e = list->add_subcommand("engines", "Engine profiles (defaults of `vllm serve` by release)");
+  add_format_option(*e, eng.f);
+  e->add_option("--gpu", eng_gpu, "Also show what each profile resolves to on this GPU");
+  e->add_option("--tp", eng_tp, "Tensor-parallel size for the all-reduce switch points (with --gpu)");
+  e->callback([] { list_engines(eng.f, eng_gpu, eng_tp); });
 }
 
 }  // namespace servesim::cli

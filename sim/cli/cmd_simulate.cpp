@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -31,7 +33,10 @@ struct SimOpts {
   std::optional<int> gpus, tp, pp, ep, max_num_seqs, block_size;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
-  bool prefix_caching = false, no_chunked = false, eager = false;
+  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false;
+  std::string engine, async_scheduling;
+  std::optional<double> overhead_us_per_seq;
+  std::optional<int> api_server_count, seeds;
   // topology on instances (scenario "topology" object)
   std::string topology, instance, prefill_instance, decode_instance, prefill_gpu, decode_gpu, mtp_acceptance;
   std::optional<int> nodes, replicas, prefill_workers, decode_workers, encode_workers, prefill_tp, decode_tp, encode_tp,
@@ -75,7 +80,13 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--long-prefill-token-threshold", o.long_prefill, "vLLM long_prefill_token_threshold");
   c.add_option("--max-model-len", o.max_model_len, "vLLM max_model_len");
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
-  c.add_option("--step-overhead-ms", o.overhead_ms, "CPU time per engine step outside the GPU (default 2 ms)");
+  c.add_option("--step-overhead-ms", o.overhead_ms, "Engine-core CPU time per step (default: the engine profile's)");
+  c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
+  c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
+  c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
+  c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
+  c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
+  c.add_flag("--no-warmup-barrier", o.no_warmup_barrier, "Measured requests follow warm-up ones without aiperf's phase barrier");
   c.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step (0: off)");
   c.add_option("--mtp-acceptance", o.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   auto* g = "Topology on instances (scenario \"topology\")";
@@ -164,6 +175,27 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.max_model_len) e["max_model_len"] = *o.max_model_len;
   if (o.eager) e["enforce_eager"] = true;
   if (o.overhead_ms) e["step_overhead_ms"] = *o.overhead_ms;
+  if (o.overhead_us_per_seq) e["step_overhead_us_per_seq"] = *o.overhead_us_per_seq;
+  if (!o.async_scheduling.empty()) {
+    const std::string a = text::lower(o.async_scheduling);
+    if (a != "on" && a != "off" && a != "true" && a != "false")
+      throw Error("--async-scheduling", "", "expected on or off, got '" + o.async_scheduling + "'");
+    e["async_scheduling"] = a == "on" || a == "true";
+  }
+  if (!o.engine.empty()) j["engine_profile"] = o.engine;
+  if (o.api_server_count || o.no_frontend || o.no_warmup_barrier) {
+    if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
+    nlohmann::json& f = j["frontend"];
+    if (o.no_frontend) f["enabled"] = false;
+    if (o.api_server_count) {
+      if (!f.contains("api_server") || !f["api_server"].is_object()) f["api_server"] = nlohmann::json::object();
+      f["api_server"]["api_server_count"] = *o.api_server_count;
+    }
+    if (o.no_warmup_barrier) {
+      if (!f.contains("client") || !f["client"].is_object()) f["client"] = nlohmann::json::object();
+      f["client"]["warmup_barrier"] = false;
+    }
+  }
   if (o.num_speculative_tokens) {
     e["num_speculative_tokens"] = *o.num_speculative_tokens;
     if (o.mtp_acceptance.empty() && *o.num_speculative_tokens > 0 && !e.contains("acceptance_rate"))
@@ -276,6 +308,14 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
            fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
   }
+  {
+    const sim::EngineConfig& e = r.engine;
+    out += "engine " + e.engine_profile + ": " + (e.async_scheduling ? "async scheduling" : "synchronous scheduling") +
+           ", max_num_seqs " + std::to_string(e.max_num_seqs) + ", max_num_batched_tokens " +
+           std::to_string(e.max_num_batched_tokens) + ", CUDA graphs " +
+           (e.enforce_eager ? std::string("off (enforce_eager)") : e.cudagraph_mode + " to " + std::to_string(e.max_cudagraph_capture_size) + " tokens") +
+           ", prefix caching " + (e.enable_prefix_caching ? "on" : "off") + "\n";
+  }
   out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(r.plan.block_size) +
          " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
          std::to_string(m.warmup_request_count) + "); simulated " + fixed(m.duration_s, 2) + " s\n\n";
@@ -296,6 +336,10 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
          fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +
          fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n";
+  if (r.prefill_tokens > 0)
+    out += std::string("cohorts                  ") + fixed(100 * r.cohort_fraction(), 1) +
+           "% of prefill tokens shared a step with requests released together" +
+           (r.cohort_locked() ? ": COHORT-LOCKED (clients move in lockstep; TTFT is one shared prefill, see sim/README.md)" : "") + "\n";
   out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
   for (std::size_t i = 0; i < m.replicas.size(); ++i) {
@@ -308,10 +352,70 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   return out + reps.render();
 }
 
+// --seeds N: the scenario under seeds s, s+1, ..., s+N-1 (in parallel); the spread of the
+// headline figures across seeds says whether a result hinges on the seed.
+void run_seeds(const SimOpts& o, const sim::Scenario& s) {
+  const int n = *o.seeds;
+  if (n < 1 || n > 10000) throw Error("--seeds", "", "must be 1..10000 runs");
+  const sim::Prepared p = sim::prepare(s);
+  std::vector<std::optional<sim::SimResult>> out(static_cast<std::size_t>(n));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) {
+      try {
+        workloads::WorkloadConfig w = s.workload;
+        w.seed = s.workload.seed + std::uint64_t(i);
+        out[static_cast<std::size_t>(i)].emplace(sim::simulate(p, s, w));
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  struct Col { const char* name; std::function<double(const sim::SimResult&)> get; };
+  const std::vector<Col> cols{
+      {"time_to_first_token_ms_p50", [](const sim::SimResult& r) { return r.summary.ttft_ms.p50; }},
+      {"time_to_first_token_ms_p90", [](const sim::SimResult& r) { return r.summary.ttft_ms.p90; }},
+      {"inter_token_latency_ms_p50", [](const sim::SimResult& r) { return r.summary.itl_ms.p50; }},
+      {"output_token_throughput", [](const sim::SimResult& r) { return r.summary.output_token_throughput_per_s; }},
+      {"cohort_fraction", [](const sim::SimResult& r) { return r.cohort_fraction(); }}};
+  nlohmann::json j;
+  j["seeds"] = {{"first", s.workload.seed}, {"count", n}};
+  Table t({"metric (across seeds)", "min", "p10", "p50", "p90", "max"});
+  for (const auto& c : cols) {
+    std::vector<double> v;
+    for (const auto& r : out) v.push_back(c.get(*r));
+    nlohmann::json per = v;
+    const sim::Stats st = sim::compute_stats(v);
+    j["metrics"][c.name] = {{"per_seed", per}, {"min", st.min}, {"p10", st.p10}, {"p50", st.p50}, {"p90", st.p90}, {"max", st.max}};
+    const int d = std::string(c.name) == "cohort_fraction" ? 3 : 2;
+    t.add_row({c.name, fixed(st.min, d), fixed(st.p10, d), fixed(st.p50, d), fixed(st.p90, d), fixed(st.max, d)});
+  }
+  int locked = 0;
+  for (const auto& r : out) locked += r->cohort_locked() ? 1 : 0;
+  j["cohort_locked_runs"] = locked;
+  std::string text = "servesim simulate: " + s.model + " on " + s.gpu + ", " + std::to_string(n) + " seeds from " +
+                     std::to_string(s.workload.seed) + " (engine " + out[0]->engine.engine_profile + ")\n\n" + t.render() +
+                     "\ncohort-locked runs: " + std::to_string(locked) + " of " + std::to_string(n) + "\n";
+  emit(o.format, j, text);
+}
+
 void run_simulate(const SimOpts& o) {
   const sim::Scenario s = build_scenario(o, false);
   if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
     throw Error("--concurrency", "", "simulate takes one value; use `servesim sweep` for a list");
+  if (o.seeds) {
+    if (!o.export_dir.empty()) throw Error("--seeds", "", "cannot be combined with --export");
+    run_seeds(o, s);
+    return;
+  }
   sim::SimResult r = sim::simulate(s, !o.export_dir.empty());
   if (!o.export_dir.empty()) r.metrics.export_dir(o.export_dir);
   emit(o.format, sim::aiperf_json(s, r), summary_text(s, r));
@@ -401,6 +505,7 @@ void add_simulate_commands(CLI::App& app) {
   add_scenario_options(*sim, *so, false);
   add_format_option(*sim, so->format);
   sim->add_option("--export", so->export_dir, "Write profile_export.jsonl, profile_export_aiperf.json and .csv to DIR");
+  sim->add_option("--seeds", so->seeds, "Run N seeds (--seed, --seed + 1, ...) and report the spread of TTFT, ITL and throughput");
   sim->callback([so] { run_simulate(*so); });
 
   auto wo = std::make_shared<SimOpts>();

@@ -1,21 +1,124 @@
 #include "sim/engine/cluster.hpp"
 
+#include <algorithm>
+
+#include "common/splitmix.hpp"
+
 namespace servesim::sim {
 
 AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConfig& cfg,
-                                     const models::StepCostModel& cost)
-    : router_(shape.router) {
+                                     const models::StepCostModel& cost, const workloads::FrontendConfig* frontend)
+    : router_(shape.router), rng_(splitmix64(shape.seed ^ 0x66726f6e74656e64ULL)) {
   workers_.reserve(static_cast<std::size_t>(shape.replicas));
   for (int i = 0; i < shape.replicas; ++i)
     workers_.emplace_back(cfg, cost, shape.kv_blocks, shape.kv_demand, shape.seed + 7919ULL * std::uint64_t(i));
   queue_.reserve(static_cast<std::size_t>(shape.replicas) * 4 + 16);
+  warmup_barrier_ = frontend && frontend->client.warmup_barrier;
+  if (frontend && frontend->enabled) {
+    frontend_ = *frontend;
+    api_free_s_.assign(static_cast<std::size_t>(shape.replicas),
+                       std::vector<double>(static_cast<std::size_t>(std::max(1, frontend->api.api_server_count)), 0.0));
+    api_next_.assign(static_cast<std::size_t>(shape.replicas), 0);
+  }
 }
 
-void AggregatedCluster::route(const workloads::RequestSpec& spec, double now_s) {
+// A client sends `spec` at t_s (the warm-up flag follows the send order).
+void AggregatedCluster::send(workloads::RequestSpec spec, double t_s, std::int64_t cohort) {
   const bool warmup = issued_++ < warmup_;
+  if (!frontend_) {
+    route(spec, t_s, t_s, cohort, warmup);
+    return;
+  }
+  std::int32_t p;
+  if (!free_pending_.empty()) {
+    p = free_pending_.back();
+    free_pending_.pop_back();
+  } else {
+    p = static_cast<std::int32_t>(pending_.size());
+    pending_.emplace_back();
+  }
+  Pending& x = pending_[static_cast<std::size_t>(p)];
+  x.spec = std::move(spec);
+  x.sent_s = t_s;
+  x.cohort = cohort;
+  x.warmup = warmup;
+  queue_.push(t_s + frontend_->client.network.sample(rng_), EventKind::api_arrival, 0, p);
+}
+
+void AggregatedCluster::route(const workloads::RequestSpec& spec, double now_s, double sent_s, std::int64_t cohort,
+                              bool warmup) {
   const int w = router_.pick(workers_);
-  workers_[static_cast<std::size_t>(w)].scheduler().add(spec, now_s, /*client=*/0, warmup);
+  VllmScheduler& sched = workers_[static_cast<std::size_t>(w)].scheduler();
+  const std::int32_t slot = sched.add(spec, now_s, /*client=*/0, warmup);
+  Request& r = sched.request(slot);
+  r.sent_s = sent_s;
+  r.cohort = cohort;
   wake(w, now_s);
+}
+
+// The replica's API server takes the request in FIFO order: handling + tokenisation, then the IPC hop.
+void AggregatedCluster::api_arrival(std::int32_t p, double now_s) {
+  Pending& x = pending_[static_cast<std::size_t>(p)];
+  const int w = router_.pick(workers_);
+  x.worker = w;
+  auto& servers = api_free_s_[static_cast<std::size_t>(w)];
+  double& free_s = servers[static_cast<std::size_t>(api_next_[static_cast<std::size_t>(w)]++ % std::int64_t(servers.size()))];
+  const double done = std::max(now_s, free_s) + frontend_->request_in_s(x.spec.input_tokens, rng_);
+  free_s = done;
+  queue_.push(done + frontend_->api.ipc_s, EventKind::engine_arrival, w, p);
+}
+
+void AggregatedCluster::engine_arrival(std::int32_t p, double now_s) {
+  Pending& x = pending_[static_cast<std::size_t>(p)];
+  const int w = x.worker;
+  VllmScheduler& sched = workers_[static_cast<std::size_t>(w)].scheduler();
+  const std::int32_t slot = sched.add(x.spec, now_s, /*client=*/0, x.warmup);
+  Request& r = sched.request(slot);
+  r.sent_s = x.sent_s;
+  r.cohort = x.cohort;
+  free_pending_.push_back(p);
+  wake(w, now_s);
+}
+
+// When the client sees the tokens of a step that ended at now_s on worker w: the IPC hop, the API
+// server's output handler (FIFO; its processes split the step's requests), the network.
+double AggregatedCluster::emit_time(int w, double now_s, int requests) {
+  if (!frontend_ || requests <= 0) return now_s;
+  auto& servers = api_free_s_[static_cast<std::size_t>(w)];
+  const int k = static_cast<int>(servers.size());
+  const double arrive = now_s + frontend_->api.ipc_s;
+  double done = arrive;
+  for (int j = 0; j < k; ++j) {
+    const int share = requests / k + (j < requests % k ? 1 : 0);
+    if (share == 0) continue;
+    double& free_s = servers[static_cast<std::size_t>(j)];
+    free_s = std::max(arrive, free_s) + frontend_->step_out_s(share, rng_);
+    done = std::max(done, free_s);
+  }
+  return done + frontend_->client.network.sample(rng_);
+}
+
+// A client saw its last token at t_s: it sends its next request at once (aiperf), unless the
+// warm-up phase is over and still draining, in which case it waits for the measured phase, which
+// starts every client together when the last warm-up response is back.
+void AggregatedCluster::client_done(double t_s, std::int64_t cohort, bool was_warmup) {
+  if (was_warmup) ++warm_done_;
+  if (barrier_ && !profiling_started_) {
+    if (issued_ < warmup_) {
+      if (auto next = workload_->next()) send(std::move(*next), t_s, cohort);
+      return;
+    }
+    if (warm_done_ < warmup_) return;   // parked until the warm-up phase completes
+    profiling_started_ = true;
+    const std::int64_t start = ++release_seq_;
+    for (int k = 0; k < workload_->concurrency(); ++k) {
+      auto next = workload_->next();
+      if (!next) break;
+      send(std::move(*next), t_s, start);
+    }
+    return;
+  }
+  if (auto next = clients_->on_complete(t_s)) send(std::move(*next), t_s, cohort);
 }
 
 // An idle worker with work gets a step_start event at the current time, queued after every
@@ -42,14 +145,15 @@ void AggregatedCluster::step_start(int w, double now_s) {
 
 void AggregatedCluster::step_end(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
-  worker.finish_step(now_s);
   VllmScheduler& sched = worker.scheduler();
+  const double emit_s = emit_time(w, now_s, sched.num_emitting());
+  worker.finish_step(now_s, emit_s);
+  const std::int64_t release = ++release_seq_;
   for (const Output& o : sched.outputs()) {
     if (o.kind != Output::finished) continue;
-    sink_->on_finished(sched.request(o.slot));
-    if (clients_) {
-      if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
-    }
+    const Request& r = sched.request(o.slot);
+    sink_->on_finished(r);
+    if (clients_) client_done(r.finish_s, release, r.warmup);
   }
   sched.clear_outputs();
   wake(w, now_s);
@@ -62,7 +166,16 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
   double now_s = 0;
   if (workload.concurrency() > 0) {
     clients_.emplace(workload);
-    for (const auto& spec : clients_->start(0.0)) route(spec, 0.0);
+    barrier_ = warmup_ > 0 && warmup_barrier_;
+    profiling_started_ = !barrier_;
+    // Every client starts at t = 0 (the warm-up phase, when there is one, with at most as many clients as warm-up requests).
+    const std::int64_t first = barrier_ ? std::min<std::int64_t>(warmup_, workload.concurrency()) : workload.concurrency();
+    for (std::int64_t k = 0; k < first; ++k) {
+      auto spec = workload.next();
+      if (!spec) break;
+      spec->arrival_s = 0;
+      send(std::move(*spec), 0.0, 0);
+    }
   } else if ((next_arrival_ = workload.next())) {
     queue_.push(next_arrival_->arrival_s, EventKind::arrival);
   }
@@ -82,9 +195,15 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
       case EventKind::arrival: {
         workloads::RequestSpec spec = std::move(*next_arrival_);
         if ((next_arrival_ = workload.next())) queue_.push(std::max(next_arrival_->arrival_s, now_s), EventKind::arrival);
-        route(spec, now_s);
+        send(std::move(spec), now_s, -1);
         break;
       }
+      case EventKind::api_arrival:
+        api_arrival(static_cast<std::int32_t>(e.payload), now_s);
+        break;
+      case EventKind::engine_arrival:
+        engine_arrival(static_cast<std::int32_t>(e.payload), now_s);
+        break;
       case EventKind::step_start:
         step_start(e.target, now_s);
         break;

@@ -1,6 +1,12 @@
 // The aggregated topology: N identical replicas behind a router, fed by a workload (closed loop
 // with N clients as aiperf --concurrency, or open loop by arrival time), driven by one event
-// queue. Finished requests go to a RequestSink (metrics); the engine never computes statistics.
+// queue. With a frontend (workloads/frontend.hpp) a request travels client -> network -> the
+// replica's API server (FIFO: request handling + tokenisation) -> engine core, and each step's
+// tokens travel back through the API server's output handler (FIFO, per request per step) and the
+// network before the client sees them. Closed-loop clients start together; with warm-up requests
+// and aiperf's barrier the measured phase starts all clients together again once every warm-up
+// response is back. Finished requests go to a RequestSink (metrics); the engine never computes
+// statistics.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,6 +16,7 @@
 #include "sim/engine/event_queue.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/router/router.hpp"
+#include "workloads/frontend.hpp"
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
@@ -32,16 +39,33 @@ struct ClusterShape {
 
 class AggregatedCluster {
  public:
-  AggregatedCluster(const ClusterShape& shape, const EngineConfig& cfg, const models::StepCostModel& cost);
+  // `frontend` null (or disabled): requests reach the engine the instant the client sends them
+  // and tokens reach the client the instant the step ends (its client.warmup_barrier still applies).
+  AggregatedCluster(const ClusterShape& shape, const EngineConfig& cfg, const models::StepCostModel& cost,
+                    const workloads::FrontendConfig* frontend = nullptr);
 
   // Runs the workload to the last response. Returns the simulated time at the end.
   double run(workloads::Workload& workload, RequestSink& sink);
 
   const std::vector<Worker>& workers() const { return workers_; }
   std::uint64_t events_processed() const { return events_; }
+  // Warm-up requests whose responses completed (closed loop).
+  std::int64_t warmup_completed() const { return warm_done_; }
 
  private:
-  void route(const workloads::RequestSpec& spec, double now_s);
+  struct Pending {                       // a request between its client and the engine core
+    workloads::RequestSpec spec;
+    double sent_s = 0;
+    std::int64_t cohort = -1;
+    bool warmup = false;
+    int worker = 0;
+  };
+  void send(workloads::RequestSpec spec, double t_s, std::int64_t cohort);
+  void route(const workloads::RequestSpec& spec, double now_s, double sent_s, std::int64_t cohort, bool warmup);
+  void api_arrival(std::int32_t p, double now_s);
+  void engine_arrival(std::int32_t p, double now_s);
+  double emit_time(int w, double now_s, int requests);
+  void client_done(double t_s, std::int64_t cohort, bool was_warmup);
   void wake(int w, double now_s);
   void step_end(int w, double now_s);
   void step_start(int w, double now_s);
@@ -59,6 +83,17 @@ class AggregatedCluster {
   std::optional<workloads::RequestSpec> next_arrival_;  // open loop: the one request announced
   std::int64_t issued_ = 0, warmup_ = 0;
   std::uint64_t events_ = 0;
+  // Frontend.
+  std::optional<workloads::FrontendConfig> frontend_;
+  std::vector<Pending> pending_;
+  std::vector<std::int32_t> free_pending_;
+  std::vector<std::vector<double>> api_free_s_;          // per replica, per API-server process: busy until
+  std::vector<std::int64_t> api_next_;                   // per replica: round-robin over its processes
+  std::uint64_t rng_ = 0;
+  // Closed-loop bookkeeping: cohorts (the event that released a client) and aiperf's warm-up barrier.
+  std::int64_t release_seq_ = 0;
+  std::int64_t warm_done_ = 0;
+  bool warmup_barrier_ = false, barrier_ = false, profiling_started_ = false;
 };
 
 }  // namespace servesim::sim

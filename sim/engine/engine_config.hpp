@@ -12,8 +12,10 @@ namespace servesim::sim {
 enum class WorkerRole { aggregated, prefill_only, decode_only };
 std::string_view to_string(WorkerRole r);
 
-// Per-step CPU time outside the GPU forward pass: scheduling, input preparation, sampling,
-// detokenisation. A prior, not a measurement: calibrate it against a measured ITL at batch 1.
+// Per-step CPU time of the engine core outside the GPU forward pass: schedule(), input
+// preparation, update_from_output(). Serial with the GPU in vLLM's synchronous loop, overlapped
+// with the previous step's forward under async scheduling. The engine profile's value
+// (sim/data/engines) replaces this fallback.
 inline constexpr double kDefaultStepOverheadS = 0.002;
 // Extra per-step CPU time when CUDA graphs are off, on top of the kernel launches themselves
 // (modelled from the measured eager launch cost, see Worker). None by default.
@@ -32,8 +34,24 @@ struct EngineConfig {
   std::int64_t max_model_len = 0;                 // 0: the model's maximum
   bool enforce_eager = false;                     // CUDA graphs off
   std::int64_t max_cudagraph_capture_size = kDefaultMaxCudagraphCaptureSize;  // steps above run eagerly
-  double step_overhead_s = kDefaultStepOverheadS;
+  double step_overhead_s = kDefaultStepOverheadS;        // engine-core CPU per step (fixed part)
+  double step_overhead_per_seq_s = 0;                    // ... plus this per scheduled request
   double eager_overhead_s = kDefaultEagerOverheadS;
+  // The engine-core loop (vLLM EngineCoreProc): synchronous (schedule, run, update, repeat) or
+  // async scheduling with a batch queue: batch N+1 is scheduled while batch N runs on the GPU.
+  bool async_scheduling = false;
+  int batch_queue_depth = 2;
+  // CUDA graphs: FULL_AND_PIECEWISE (uniform decode replays a full graph, mixed batches replay
+  // piecewise graphs with attention/Mamba run eagerly), PIECEWISE, or NONE. Batches are padded up
+  // to the next capture size; larger ones launch every kernel from the host.
+  std::string cudagraph_mode = "FULL_AND_PIECEWISE";
+  std::vector<std::int64_t> cudagraph_capture_sizes;     // ascending; empty: graphs off
+  // Host-side launch cost per kernel (compiled code; eager PyTorch for enforce_eager) and the
+  // kernels run eagerly per attention / Mamba layer between piecewise graphs. 0: the cost
+  // model's own eager launch estimate.
+  double launch_per_kernel_s = 0, launch_per_kernel_eager_s = 0;
+  int eager_kernels_per_attention_layer = 0, eager_kernels_per_mamba_layer = 0;
+  std::string engine_profile;                            // profile that filled the unset knobs
   // Speculative decoding hook: draft tokens verified per decode step, and the probability that
   // the draft token at position i (0-based) is accepted given all before it were. Empty: 1.0.
   int num_speculative_tokens = 0;

@@ -13,6 +13,8 @@ enum class EventKind : std::uint32_t {
   step_end,       // a worker's forward pass completes
   transfer_done,  // a KV/state handoff reached its decode worker (disaggregated topologies)
   custom,         // owned by a topology built on top of the engine
+  api_arrival,    // a client's request reaches the API server (payload: pending request)
+  engine_arrival, // the API server handed a request to a worker's engine core (target: worker)
 };
 
 struct Event {

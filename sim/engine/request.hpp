@@ -37,7 +37,9 @@ struct Request {
   int vision_tiles = 0;
   int preemptions = 0;
   int client = -1;                      // owner's tag (closed-loop client, topology handle)
+  std::int64_t cohort = -1;             // closed loop: the event that released its client (-1: none)
   bool warmup = false;
+  bool release_pending = false;         // finished; blocks and seat freed at the next complete() (async)
   Phase phase = Phase::waiting;
   // Prefix caching: chained keys of the prompt's full blocks, and the cached block ids held.
   std::vector<std::uint64_t> block_keys;

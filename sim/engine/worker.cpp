@@ -20,36 +20,107 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
     : sched_(cfg, kv_blocks, kv_demand, seed),
       cost_(&cost),
       overhead_s_(cfg.overhead_per_step_s()),
-      eager_launch_s_(cost.eager_launch_seconds()),
-      graph_tokens_(cfg.enforce_eager ? 0 : cfg.max_cudagraph_capture_size) {}
+      overhead_per_seq_s_(cfg.step_overhead_per_seq_s),
+      async_(cfg.async_scheduling) {
+  const auto lc = cost.launch_counts();
+  const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
+  launch_full_s_ = lc.kernels > 0 && per_kernel > 0 ? lc.kernels * per_kernel : cost.eager_launch_seconds();
+  launch_piecewise_s_ = per_kernel > 0 ? (double(lc.attention_layers) * cfg.eager_kernels_per_attention_layer +
+                                          double(lc.mamba_layers) * cfg.eager_kernels_per_mamba_layer) * per_kernel
+                                       : 0.0;
+  const bool graphs = !cfg.enforce_eager && cfg.cudagraph_mode != "NONE";
+  if (graphs) capture_ = cfg.cudagraph_capture_sizes;
+  graph_tokens_ = !graphs ? 0 : capture_.empty() ? cfg.max_cudagraph_capture_size : capture_.back();
+  full_graphs_ = cfg.cudagraph_mode != "PIECEWISE";
+  sched_.set_deferred_release(async_ && cfg.role != WorkerRole::prefill_only);
+}
+
+std::int64_t Worker::padded_tokens(std::int64_t tokens) const {
+  if (tokens > graph_tokens_ || capture_.empty()) return tokens;
+  return *std::lower_bound(capture_.begin(), capture_.end(), tokens);
+}
+
+double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode) const {
+  if (tokens > graph_tokens_) return launch_full_s_;       // no graph: every kernel from the host
+  if (uniform_decode && full_graphs_) return 0.0;          // one full-graph replay
+  return launch_piecewise_s_;                              // piecewise graphs, attention/Mamba eager
+}
 
 double Worker::start_step(double now_s) {
   start_pending_ = false;
-  if (busy_ || !sched_.has_work()) return -1;
-  const models::StepBatch* batch = &sched_.schedule(now_s);
+  if (busy_) return -1;
+  // A batch that ended at this instant chains into this one; otherwise the loop was idle and has
+  // applied every output (freed what finished) before it saw new work.
+  const bool chained = end_last_s_ >= 0 && end_last_s_ == now_s;
+  if (!chained) {
+    sched_.release_deferred();
+    end_last_s_ = -1;
+  }
+  if (!sched_.has_work()) return -1;
+  // When this batch is formed. Sync: now. Async: while the previous batch ran, as soon as the one
+  // before it was applied (or right after the previous one was submitted, if the queue had room).
+  double sched_s = now_s;
+  if (async_ && chained) sched_s = std::min(now_s, std::max(end_prev_s_, sched_s_ + cpu_s_));
+  const models::StepBatch* batch = &sched_.schedule(now_s, sched_s);
+  if (sched_.num_scheduled() == 0 && async_ && chained) {
+    // An empty batch occupies no queue slot: the loop applies the last outputs and schedules again now.
+    sched_.release_deferred();
+    sched_s = now_s;
+    batch = &sched_.schedule(now_s, sched_s);
+  }
   // A step that only preempted admits nothing (vLLM skips admissions after a preemption); the
   // engine would simply run its next schedule() at once, so do that here.
-  if (sched_.num_scheduled() == 0 && sched_.has_work()) batch = &sched_.schedule(now_s);
+  if (sched_.num_scheduled() == 0 && sched_.has_work()) batch = &sched_.schedule(now_s, sched_s);
   if (sched_.num_scheduled() == 0) {
     // Nothing runs and nothing holds blocks (a prefill worker's handed-off requests hold theirs
     // until the decode side has pulled them, and wake it when released): then it never fits.
-    if (sched_.num_running() == 0 && sched_.pool().used() == 0 && sched_.has_work())
+    if (sched_.num_running() == 0 && sched_.pool().used() == 0 && sched_.waiting_arrived_by(sched_s))
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }
-  // A step beyond the captured CUDA-graph sizes (or with graphs off) launches every kernel from the
-  // CPU: the GPU waits for the launches when they take longer than the kernels themselves.
-  double gpu_s = step_seconds(*batch);
-  if (batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq > graph_tokens_)
-    gpu_s = std::max(gpu_s, eager_launch_s_);
-  const double seconds = gpu_s + overhead_s_;
+  const std::int64_t tokens = batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
+  const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
+  double gpu_s;
+  if (uniform && !capture_.empty() && tokens <= graph_tokens_) {
+    // Uniform decode replays the graph of the next capture size: padded sequences join the batch.
+    const std::int64_t padded = padded_tokens(tokens);
+    models::StepBatch b = *batch;
+    b.decode_seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
+    gpu_s = step_seconds(b);
+  } else {
+    gpu_s = step_seconds(*batch);
+  }
+  const double launch_s = launch_seconds(tokens, uniform);
+  const double cpu_s = overhead_s_ + overhead_per_seq_s_ * sched_.num_scheduled();
+  const double ready_s = sched_s + cpu_s;                 // inputs prepared, first kernel can be issued
+  const double gpu_start_s = std::max(now_s, ready_s);
+  const double end_s = std::max(gpu_start_s + gpu_s, ready_s + launch_s);
+  const double seconds = end_s - now_s;
+  sched_s_ = sched_s;
+  cpu_s_ = cpu_s;
   busy_ = true;
   step_start_s_ = now_s;
   ++stats_.steps;
+  stats_.gpu_idle_s += gpu_start_s - now_s;
   stats_.scheduled_seqs += sched_.num_scheduled();
-  stats_.batched_tokens += batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
+  stats_.batched_tokens += tokens;
   stats_.kv_block_seconds += double(sched_.pool().used()) * seconds;
   stats_.peak_kv_blocks = std::max(stats_.peak_kv_blocks, sched_.pool().used());
+  // Prefill tokens of requests whose clients were released by the same event as another request's
+  // in this step: the closed loop's cohorts.
+  const auto& parts = sched_.prefill_parts();
+  for (const auto& p : parts) stats_.prefill_tokens += p.tokens;
+  if (parts.size() >= 2) {
+    cohort_scratch_.clear();
+    for (const auto& p : parts)
+      if (p.cohort >= 0) cohort_scratch_.push_back(p.cohort);
+    std::sort(cohort_scratch_.begin(), cohort_scratch_.end());
+    for (const auto& p : parts) {
+      if (p.cohort < 0) continue;
+      const auto range = std::equal_range(cohort_scratch_.begin(), cohort_scratch_.end(), p.cohort);
+      if (range.second - range.first >= 2) stats_.cohort_prefill_tokens += p.tokens;
+    }
+  }
   return seconds;
 }
 
@@ -76,11 +147,13 @@ double Worker::step_seconds(const models::StepBatch& batch) {
   return l.a + l.b * double(batch.decode_context_tokens);
 }
 
-void Worker::finish_step(double now_s) {
-  sched_.complete(now_s);
+void Worker::finish_step(double now_s, double emit_s) {
+  sched_.complete(now_s, emit_s);
   busy_ = false;
   stats_.busy_s += now_s - step_start_s_;
   stats_.preemptions = sched_.preemptions();
+  end_prev_s_ = end_last_s_;
+  end_last_s_ = now_s;
 }
 
 double Worker::kv_load() const {

@@ -1,6 +1,13 @@
-// An engine worker: one replica (TP × PP × EP GPUs) running a vLLM scheduler step after step.
-// Step time = StepCostModel::seconds(batch) + the per-step CPU overhead; the worker keeps the
-// statistics metrics report per replica (busy fraction, batch size, KV utilisation).
+// An engine worker: one replica (TP × PP × EP GPUs) running vLLM's engine-core loop step after
+// step. Batch k is formed at S_k (sync: when batch k-1 ended; async scheduling: when batch k-2
+// ended, while k-1 runs, or right after k-1 was submitted when the queue had room), costs the
+// engine core cpu_k = step_overhead + per_seq x scheduled requests, and runs on the GPU from
+// G_k = max(E_{k-1}, S_k + cpu_k) to E_k = max(G_k + gpu_k, S_k + cpu_k + launch_k): host-side
+// kernel launches overlap the GPU work, so they bound a step only when they take longer.
+// launch_k is 0 for a full CUDA-graph replay (uniform decode within the capture sizes), the
+// eager attention/Mamba ops between piecewise graphs for mixed batches within them, and every
+// kernel for larger steps or enforce_eager. The worker keeps the statistics metrics report per
+// replica (busy fraction, batch size, KV utilisation, prefill tokens released together).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,6 +26,9 @@ struct WorkerStats {
   double kv_block_seconds = 0;       // used blocks integrated over busy time
   std::int64_t peak_kv_blocks = 0;
   std::int64_t preemptions = 0;
+  std::int64_t prefill_tokens = 0;          // summed over steps
+  std::int64_t cohort_prefill_tokens = 0;   // ... of requests sharing the step with one released together
+  double gpu_idle_s = 0;                    // time between a batch's end and the next one's GPU start while work was queued
 };
 
 class Worker {
@@ -32,10 +42,16 @@ class Worker {
   bool start_pending() const { return start_pending_; }
   void set_start_pending(bool v) { start_pending_ = v; }
 
-  // Forms a batch at `now_s`; returns the step's duration, or < 0 when nothing can run.
+  // Forms a batch at `now_s`; returns the time until the step ends, or < 0 when nothing can run.
   double start_step(double now_s);
-  // The step in flight ends at `now_s`: tokens out (see scheduler().outputs()).
-  void finish_step(double now_s);
+  // The step in flight ends at `now_s`: tokens out (see scheduler().outputs()), visible to the
+  // client at `emit_s` (default now_s).
+  void finish_step(double now_s, double emit_s);
+  void finish_step(double now_s) { finish_step(now_s, now_s); }
+  // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed), as start_step charges it.
+  double launch_seconds(std::int64_t tokens, bool uniform_decode) const;
+  // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
+  std::int64_t padded_tokens(std::int64_t tokens) const;
 
   const WorkerStats& stats() const { return stats_; }
   std::int64_t outstanding() const { return sched_.num_running() + sched_.num_waiting(); }
@@ -52,11 +68,18 @@ class Worker {
 
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
-  double overhead_s_;
-  double eager_launch_s_;        // one forward's kernels launched eagerly (measured cost per kernel)
-  std::int64_t graph_tokens_;    // steps of more tokens than this run without a CUDA graph
+  double overhead_s_, overhead_per_seq_s_;
+  double launch_full_s_;         // one forward's kernels launched from the host
+  double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
+  bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE)
+  std::vector<std::int64_t> capture_;  // CUDA-graph capture sizes (tokens), ascending
+  std::int64_t graph_tokens_;          // steps of more tokens than this run without a CUDA graph
+  bool async_;
   bool busy_ = false, start_pending_ = false;
   double step_start_s_ = 0;
+  // Engine-core loop state: the last batch's schedule time and CPU cost, the ends of the last two batches.
+  double sched_s_ = 0, cpu_s_ = 0, end_last_s_ = -1, end_prev_s_ = -1;
+  std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
   std::vector<DecodeLine> decode_lines_;  // by decode_seqs
 };

@@ -12,6 +12,7 @@ class Ring {
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   T& front() { return buf_[head_]; }
+  const T& front() const { return buf_[head_]; }
   const T& operator[](std::size_t i) const { return buf_[(head_ + i) & mask()]; }
   void push_back(T v) {
     grow_if_full();

@@ -129,8 +129,22 @@ void VllmScheduler::release_handoff(std::int32_t slot) {
 
 void VllmScheduler::clear_outputs() {
   for (const Output& o : outputs_)
-    if (o.kind == Output::finished) free_slots_.push_back(o.slot);
+    if (o.kind == Output::finished && !request(o.slot).release_pending) free_slots_.push_back(o.slot);
   outputs_.clear();
+}
+
+void VllmScheduler::release_deferred() {
+  for (std::int32_t slot : deferred_) {
+    Request& r = request(slot);
+    free_resources(r);
+    r.release_pending = false;
+    free_slots_.push_back(slot);
+  }
+  deferred_.clear();
+}
+
+bool VllmScheduler::waiting_arrived_by(double t_s) const {
+  return !waiting_.empty() && request(waiting_.front()).arrival_s <= t_s;
 }
 
 void VllmScheduler::free_resources(Request& r) {
@@ -168,8 +182,10 @@ int VllmScheduler::accepted_drafts() {
   return a;
 }
 
-const models::StepBatch& VllmScheduler::schedule(double now_s) {
+const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) {
   batch_ = models::StepBatch{};
+  emitting_ = 0;
+  prefill_parts_.clear();
   batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
   scheduled_ = 0;
   std::int64_t budget = cfg_.max_num_batched_tokens;
@@ -217,10 +233,13 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
     if (decode) {
       ++decodes;
       decode_ctx += h.computed + 1;
+      ++emitting_;
     } else {
       ++batch_.prefill_seqs;
       batch_.prefill_tokens += n;
       batch_.prefill_attention_pairs += double(n) * double(h.computed) + double(n) * double(n + 1) / 2;
+      if (h.computed + n >= h.tokens) ++emitting_;
+      prefill_parts_.push_back({request(h.slot).cohort, n});
     }
   }
   batch_.decode_seqs = decodes;
@@ -228,7 +247,8 @@ const models::StepBatch& VllmScheduler::schedule(double now_s) {
 
   // Waiting requests, FCFS, only when this step preempted nothing (as vLLM does).
   if (!preempted) {
-    while (!waiting_.empty() && budget > 0 && num_running() + reserved_ < cfg_.max_num_seqs) {
+    while (!waiting_.empty() && budget > 0 && seats_taken() < cfg_.max_num_seqs) {
+      if (request(waiting_.front()).arrival_s > cutoff_s) break;   // not yet at the engine when this batch was formed
       if (!try_admit(waiting_.front(), budget, now_s)) break;
       waiting_.pop_front();
     }
@@ -271,6 +291,8 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   batch_.prefill_tokens += n;
   batch_.prefill_attention_pairs += double(n) * double(computed) + double(n) * double(n + 1) / 2;
   batch_.vision_tiles += r.vision_tiles;  // the encoder runs with the first chunk
+  if (computed + n >= r.num_tokens()) ++emitting_;
+  prefill_parts_.push_back({r.cohort, n});
   return true;
 }
 
@@ -280,7 +302,8 @@ void VllmScheduler::publish_blocks(Request& r) {
     pool_.publish(r.block_keys[static_cast<std::size_t>(r.keyed_blocks)], r.cached_block_ids);
 }
 
-void VllmScheduler::complete(double now_s) {
+void VllmScheduler::complete(double /*now_s*/, double emit_s) {
+  release_deferred();
   std::size_t kept = 0;
   const bool spec = cfg_.num_speculative_tokens > 0;
   const bool prefill_only = cfg_.role == WorkerRole::prefill_only;
@@ -323,8 +346,8 @@ void VllmScheduler::complete(double now_s) {
     r.generated = h.tokens - h.input;
     r.computed = h.computed;
     if (r.generated == emitted) {  // the first and second tokens are timed; the rest only counted
-      r.first_token_s = now_s;
-      if (emitted >= 2) r.second_token_s = now_s;
+      r.first_token_s = emit_s;
+      if (emitted >= 2) r.second_token_s = emit_s;
       outputs_.push_back({Output::first_token, h.slot});
       if (prefill_only) {
         r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
@@ -332,12 +355,17 @@ void VllmScheduler::complete(double now_s) {
         continue;
       }
     } else if (std::isnan(r.second_token_s)) {
-      r.second_token_s = now_s;
+      r.second_token_s = emit_s;
     }
     if (h.left == 0) {
       r.phase = Phase::finished;
-      r.finish_s = now_s;
-      free_resources(r);
+      r.finish_s = emit_s;
+      if (defer_release_) {
+        r.release_pending = true;
+        deferred_.push_back(h.slot);
+      } else {
+        free_resources(r);
+      }
       outputs_.push_back({Output::finished, h.slot});
       continue;
     }

@@ -42,10 +42,27 @@ class VllmScheduler {
   void release_handoff(std::int32_t slot);
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
-  // Forms the next step's batch. The summary is empty when nothing can run.
-  const models::StepBatch& schedule(double now_s);
+  // Forms the next step's batch. Waiting requests that reached the engine after `cutoff_s` are
+  // not admitted (async scheduling forms a batch one step before it runs). The summary is empty
+  // when nothing can run.
+  const models::StepBatch& schedule(double now_s, double cutoff_s);
+  const models::StepBatch& schedule(double now_s) { return schedule(now_s, now_s); }
   // Applies the step's results at `now_s`: tokens sampled, requests finished or handed off.
-  void complete(double now_s);
+  // Token timestamps are `emit_s` (when the client sees them; default now_s).
+  void complete(double now_s, double emit_s);
+  void complete(double now_s) { complete(now_s, now_s); }
+  // Async scheduling: a finished request keeps its blocks and seat until the next complete()
+  // (vLLM frees them in update_from_output, after the next batch was scheduled).
+  void set_deferred_release(bool on) { defer_release_ = on; }
+  void release_deferred();
+  int num_deferred() const { return static_cast<int>(deferred_.size()); }
+  // Requests of the last schedule() that sample a token when the step ends.
+  int num_emitting() const { return emitting_; }
+  // Waiting requests that reached the engine at or before `t_s` (any, in FCFS order's head).
+  bool waiting_arrived_by(double t_s) const;
+  // The last schedule()'s prefill work, one (cohort, tokens) entry per request with a chunk.
+  struct PrefillPart { std::int64_t cohort; std::int64_t tokens; };
+  const std::vector<PrefillPart>& prefill_parts() const { return prefill_parts_; }
 
   // Outputs since the last clear_outputs(); finished/handed-off slots stay valid until then.
   const std::vector<Output>& outputs() const { return outputs_; }
@@ -76,6 +93,7 @@ class VllmScheduler {
   void free_resources(Request& r);
   void preempt(std::int32_t slot);
   bool try_admit(std::int32_t slot, std::int64_t& budget, double now_s);
+  int seats_taken() const { return num_running() + reserved_ + static_cast<int>(deferred_.size()); }
   void try_reserve();
   void publish_blocks(Request& r);
   int accepted_drafts();
@@ -111,6 +129,10 @@ class VllmScheduler {
   int scheduled_ = 0;
   std::int64_t waiting_tokens_ = 0;
   std::int64_t preemptions_ = 0;
+  int emitting_ = 0;
+  bool defer_release_ = false;
+  std::vector<std::int32_t> deferred_;
+  std::vector<PrefillPart> prefill_parts_;
   std::uint64_t rng_;
 };
 

@@ -57,6 +57,8 @@ class MtpStepCost : public models::StepCostModel {
   double encoder_seconds(int tiles) const override { return inner_->encoder_seconds(tiles); }
   models::StepTime breakdown(const models::StepBatch& b) const override { return inner_->breakdown(b); }
   std::string provenance() const override { return inner_->provenance(); }
+  double eager_launch_seconds() const override { return inner_->eager_launch_seconds(); }
+  LaunchCounts launch_counts() const override { return inner_->launch_counts(); }
 
  private:
   std::unique_ptr<models::StepCostModel> inner_;

@@ -82,7 +82,7 @@ namespace {
 Scenario lone_request(int k, const std::string& acceptance, int osl) {
   const std::string spec = k > 0 ? ", \"num_speculative_tokens\": " + std::to_string(k) + ", \"acceptance_rate\": " + acceptance : "";
   return parse_scenario(R"({"model": "nemotron-3-super", "gpu": "h200", "gpus": 8, "tp": 8, "precision": "fp8",
-    "engine": {"max_num_seqs": 256)" + spec + R"(},
+    "engine": {"max_num_seqs": 256, "async_scheduling": false)" + spec + R"(}, "frontend": {"enabled": false},
     "workload": {"concurrency": 1, "requests": 1, "isl": 1000, "osl": )" + std::to_string(osl) + "}}", "mtp test");
 }
 

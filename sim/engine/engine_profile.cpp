@@ -1,0 +1,294 @@
+#include "sim/engine/engine_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include "common/embedded.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace servesim::sim {
+namespace {
+
+constexpr std::string_view kFolder = "sim/data/engines/";
+
+// "0.12" -> {0, 12}; non-numeric parts compare as 0.
+std::vector<int> version_key(const std::string& v) {
+  std::vector<int> out;
+  int x = 0;
+  bool digits = true;
+  for (char c : v) {
+    if (c == '.') {
+      out.push_back(x);
+      x = 0;
+      digits = true;
+    } else if (digits && c >= '0' && c <= '9') {
+      x = x * 10 + (c - '0');
+    } else {
+      digits = false;
+    }
+  }
+  out.push_back(x);
+  return out;
+}
+
+std::map<int, double> by_world_size(const JsonReader& j) {
+  std::map<int, double> out;
+  for (const auto& [k, v] : j.json().items()) out[std::stoi(k)] = v.get<double>();
+  return out;
+}
+
+EngineProfile parse_profile(std::string_view text, const std::string& file) {
+  EngineProfile p;
+  p.json = parse_json(text, file);
+  const JsonReader j(p.json, file);
+  p.name = j.string("name");
+  p.engine = j.string("engine");
+  p.version = j.string("version");
+  p.description = j.string_or("description", "");
+  const JsonReader d = j.object("defaults");
+  for (const auto& c : d.array("gpu_classes")) {
+    GpuClassDefaults g;
+    g.label = c.string_or("label", "");
+    g.min_memory_gib = c.number("min_memory_gib");
+    for (const auto& x : c.json().at("exclude_names")) g.exclude_names.push_back(text::lower(x.get<std::string>()));
+    g.max_num_seqs = static_cast<int>(c.integer("max_num_seqs"));
+    g.max_num_batched_tokens = c.integer("max_num_batched_tokens");
+    p.gpu_classes.push_back(std::move(g));
+  }
+  if (p.gpu_classes.empty()) d.fail("gpu_classes", "needs at least one GPU class");
+  p.gpu_memory_utilization = d.number("gpu_memory_utilization");
+  p.block_size = static_cast<int>(d.integer("block_size"));
+  p.enable_chunked_prefill = d.boolean_or("enable_chunked_prefill", true);
+  const JsonReader pc = d.object("enable_prefix_caching");
+  p.prefix_caching_decoder = pc.boolean_or("decoder", true);
+  p.prefix_caching_hybrid = pc.boolean_or("hybrid", false);
+  p.async_scheduling = d.boolean_or("async_scheduling", false);
+  p.batch_queue_depth = static_cast<int>(j.object("engine_core").integer_or("batch_queue_depth", 2));
+  const JsonReader g = j.object("cuda_graphs");
+  p.graphs.mode = g.string("mode");
+  p.graphs.max_capture_tokens_per_seq = static_cast<int>(g.integer("max_capture_tokens_per_seq"));
+  p.graphs.max_capture_size = g.integer("max_capture_size");
+  p.graphs.small_sizes.clear();
+  for (double x : g.numbers("small_sizes")) p.graphs.small_sizes.push_back(static_cast<std::int64_t>(x));
+  p.graphs.step = g.integer("step");
+  p.graphs.large_from = g.integer("large_from");
+  p.graphs.large_step = g.integer("large_step");
+  if (p.graphs.step < 1 || p.graphs.large_step < 1) g.fail("step", "capture-size steps must be >= 1");
+  const JsonReader a = j.object("all_reduce");
+  p.all_reduce.custom_world_sizes.clear();
+  for (double x : a.numbers("custom_world_sizes")) p.all_reduce.custom_world_sizes.push_back(static_cast<int>(x));
+  p.all_reduce.custom_max_bytes = a.number("custom_max_bytes");
+  for (const auto& o : a.array("custom_one_stage"))
+    p.all_reduce.custom_one_stage.push_back({static_cast<int>(o.integer("max_world_size")), o.number("below_bytes")});
+  p.all_reduce.symm_mem = a.boolean_or("symm_mem", false);
+  for (const auto& [cc, v] : a.json().at("custom_max_bytes_with_symm_mem").items())
+    p.all_reduce.custom_max_with_symm[cc] = by_world_size(a.object("custom_max_bytes_with_symm_mem").object(cc));
+  for (const auto& [cc, v] : a.json().at("symm_mem_max_bytes").items())
+    p.all_reduce.symm_mem_max[cc] = by_world_size(a.object("symm_mem_max_bytes").object(cc));
+  for (const auto& [cc, v] : a.json().at("symm_mem_multimem_world_sizes").items())
+    for (const auto& x : v) p.all_reduce.multimem_world_sizes[cc].push_back(x.get<int>());
+  const JsonReader h = j.object("host");
+  p.host.step_cpu_s = h.number("step_cpu_ms") * 1e-3;
+  p.host.step_cpu_per_seq_s = h.number("step_cpu_us_per_seq") * 1e-6;
+  p.host.launch_per_kernel_s = h.number("launch_us_per_kernel") * 1e-6;
+  p.host.launch_per_kernel_eager_s = h.number("launch_us_per_kernel_eager") * 1e-6;
+  p.host.eager_kernels_per_attention_layer = static_cast<int>(h.integer("eager_kernels_per_attention_layer"));
+  p.host.eager_kernels_per_mamba_layer = static_cast<int>(h.integer("eager_kernels_per_mamba_layer"));
+  p.api_server = p.json.at("api_server");
+  for (const auto& s : p.json.value("sources", nlohmann::json::array())) p.sources.push_back(s.get<std::string>());
+  for (const auto& s : p.json.value("unverified", nlohmann::json::array())) p.unverified.push_back(s.get<std::string>());
+  return p;
+}
+
+struct Registry {
+  std::vector<EngineProfile> profiles;   // oldest first within an engine
+};
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    for (auto path : data::list(kFolder)) {
+      if (path.size() < 5 || path.substr(path.size() - 5) != ".json") continue;
+      reg.profiles.push_back(parse_profile(data::get(path), std::string(path)));
+    }
+    std::sort(reg.profiles.begin(), reg.profiles.end(), [](const EngineProfile& a, const EngineProfile& b) {
+      return a.engine != b.engine ? a.engine < b.engine : version_key(a.version) < version_key(b.version);
+    });
+    return reg;
+  }();
+  return r;
+}
+
+}  // namespace
+
+const char* to_string(AllReduceImpl a) {
+  switch (a) {
+    case AllReduceImpl::custom_one_stage: return "custom all-reduce (one-stage)";
+    case AllReduceImpl::custom_two_stage: return "custom all-reduce (two-stage)";
+    case AllReduceImpl::symm_mem_multimem: return "torch symmetric memory (multimem)";
+    case AllReduceImpl::symm_mem_two_shot: return "torch symmetric memory (two-shot)";
+    case AllReduceImpl::nccl: return "NCCL";
+  }
+  return "?";
+}
+
+std::vector<std::string> engine_profile_names() {
+  std::vector<std::string> out;
+  for (const auto& p : registry().profiles) out.push_back(p.name);
+  return out;
+}
+
+const EngineProfile& engine_profile(const std::string& name, const std::string& where, const std::string& field) {
+  const auto& all = registry().profiles;
+  const std::string want = text::lower(name);
+  for (const auto& p : all)
+    if (p.name == want) return p;
+  // "vllm" -> newest; "vllm-0.16" -> newest at or below 0.16.
+  const auto dash = want.find('-');
+  const std::string engine = dash == std::string::npos ? want : want.substr(0, dash);
+  const EngineProfile* best = nullptr;
+  if (dash == std::string::npos) {
+    for (const auto& p : all)
+      if (p.engine == engine) best = &p;
+  } else {
+    const auto key = version_key(want.substr(dash + 1));
+    for (const auto& p : all)
+      if (p.engine == engine && version_key(p.version) <= key) best = &p;
+  }
+  if (best) return *best;
+  throw Error(where, field, "unknown engine \"" + name + "\" (known: vllm (the newest), " +
+                                text::join(engine_profile_names()) + "; a version like vllm-0.16 picks the newest profile at or below it)");
+}
+
+std::string compute_capability(const hw::GpuSpec& gpu) {
+  const std::string a = text::lower(gpu.arch);
+  if (a == "hopper") return "9.0";
+  if (a == "blackwell-ultra") return "10.3";
+  if (a == "blackwell") return "10.0";
+  if (a == "ampere") return "8.0";
+  return a;
+}
+
+const GpuClassDefaults& EngineProfile::gpu_class(const hw::GpuSpec& gpu) const {
+  const double gib = gpu.hbm_usable_bytes / double(1ULL << 30);
+  const std::string n = text::lower(gpu.name);
+  for (const auto& c : gpu_classes) {
+    if (gib < c.min_memory_gib) continue;
+    bool excluded = false;
+    for (const auto& x : c.exclude_names) excluded = excluded || n.find(x) != std::string::npos;
+    if (!excluded) return c;
+  }
+  return gpu_classes.back();
+}
+
+std::vector<std::int64_t> capture_size_list(const CudaGraphPolicy& g, std::int64_t mx) {
+  std::vector<std::int64_t> out;
+  for (auto s : g.small_sizes)
+    if (s <= mx) out.push_back(s);
+  for (std::int64_t s = g.step; s < std::min(mx + 1, g.large_from); s += g.step) out.push_back(s);
+  for (std::int64_t s = g.large_from; s <= mx; s += g.large_step) out.push_back(s);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::int64_t> EngineProfile::capture_sizes(int max_num_seqs, int k, std::int64_t max_num_batched_tokens,
+                                                       bool enforce_eager) const {
+  if (enforce_eager || graphs.mode == "NONE") return {};
+  std::int64_t mx = std::min<std::int64_t>(std::int64_t(max_num_seqs) * (1 + k) * graphs.max_capture_tokens_per_seq,
+                                           graphs.max_capture_size);
+  return capture_size_list(graphs, std::min(mx, max_num_batched_tokens));
+}
+
+AllReduceImpl EngineProfile::all_reduce_for(const hw::GpuSpec& gpu, int tp, double bytes, bool bf16) const {
+  const auto& a = all_reduce;
+  const std::string cc = compute_capability(gpu);
+  auto lookup = [&](const std::map<std::string, std::map<int, double>>& t) -> double {
+    auto it = t.find(cc);
+    if (it == t.end()) return 0;
+    auto jt = it->second.find(tp);
+    return jt == it->second.end() ? 0 : jt->second;
+  };
+  const bool custom_ok = std::find(a.custom_world_sizes.begin(), a.custom_world_sizes.end(), tp) != a.custom_world_sizes.end() &&
+                         tp <= gpu.nvlink_domain;
+  double custom_max = a.custom_max_bytes;
+  if (a.symm_mem) {
+    const double capped = lookup(a.custom_max_with_symm);
+    if (capped > 0) custom_max = std::min(custom_max, capped);
+  }
+  if (custom_ok && bytes < custom_max) {
+    for (const auto& o : a.custom_one_stage)
+      if (tp <= o.max_world_size) return o.below_bytes <= 0 || bytes < o.below_bytes ? AllReduceImpl::custom_one_stage
+                                                                                        : AllReduceImpl::custom_two_stage;
+    return AllReduceImpl::custom_two_stage;
+  }
+  if (a.symm_mem && bf16 && tp <= gpu.nvlink_domain) {
+    const double smax = lookup(a.symm_mem_max);
+    if (smax > 0 && bytes <= smax) {
+      auto it = a.multimem_world_sizes.find(cc);
+      const bool mm = it != a.multimem_world_sizes.end() && std::find(it->second.begin(), it->second.end(), tp) != it->second.end();
+      return mm ? AllReduceImpl::symm_mem_multimem : AllReduceImpl::symm_mem_two_shot;
+    }
+  }
+  return AllReduceImpl::nccl;
+}
+
+std::vector<std::pair<double, AllReduceImpl>> EngineProfile::all_reduce_switch_points(const hw::GpuSpec& gpu, int tp) const {
+  // Walk powers of two and the table's own thresholds; report where the choice changes.
+  std::vector<double> probes;
+  for (double b = 16; b <= double(1ULL << 31); b *= 2) probes.push_back(b);
+  std::vector<std::pair<double, AllReduceImpl>> out;
+  AllReduceImpl cur = all_reduce_for(gpu, tp, 0);
+  double lo = 0;
+  for (double b : probes) {
+    const AllReduceImpl x = all_reduce_for(gpu, tp, b);
+    if (x == cur) continue;
+    // Bisect the switch between lo and b to the byte.
+    double l = lo, h = b;
+    while (h - l > 1) {
+      const double m = std::floor((l + h) / 2);
+      (all_reduce_for(gpu, tp, m) == cur ? l : h) = m;
+    }
+    out.push_back({h, cur});
+    cur = x;
+    lo = b;
+  }
+  out.push_back({INFINITY, cur});
+  return out;
+}
+
+void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu, const nlohmann::json& given,
+                   EngineConfig& cfg) {
+  auto unset = [&](const char* key) { return !given.is_object() || !given.contains(key); };
+  const GpuClassDefaults& g = p.gpu_class(gpu);
+  cfg.engine_profile = p.name;
+  if (unset("max_num_batched_tokens")) cfg.max_num_batched_tokens = g.max_num_batched_tokens;
+  if (unset("max_num_seqs")) cfg.max_num_seqs = static_cast<int>(std::min<std::int64_t>(g.max_num_seqs, cfg.max_num_batched_tokens));
+  if (unset("gpu_memory_utilization")) cfg.gpu_memory_utilization = p.gpu_memory_utilization;
+  if (unset("block_size")) cfg.block_size = p.block_size;
+  if (unset("enable_chunked_prefill")) cfg.enable_chunked_prefill = p.enable_chunked_prefill;
+  const bool hybrid = m.count(models::LayerKind::mamba) > 0;
+  if (unset("enable_prefix_caching")) cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : p.prefix_caching_decoder;
+  if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
+  cfg.batch_queue_depth = p.batch_queue_depth;
+  if (unset("step_overhead_ms")) cfg.step_overhead_s = p.host.step_cpu_s;
+  if (unset("step_overhead_us_per_seq")) cfg.step_overhead_per_seq_s = p.host.step_cpu_per_seq_s;
+  cfg.launch_per_kernel_s = p.host.launch_per_kernel_s;
+  cfg.launch_per_kernel_eager_s = p.host.launch_per_kernel_eager_s;
+  cfg.eager_kernels_per_attention_layer = p.host.eager_kernels_per_attention_layer;
+  cfg.eager_kernels_per_mamba_layer = p.host.eager_kernels_per_mamba_layer;
+  if (unset("cudagraph_mode")) cfg.cudagraph_mode = p.graphs.mode;
+  if (unset("max_cudagraph_capture_size")) {
+    const auto sizes = p.capture_sizes(cfg.max_num_seqs, cfg.num_speculative_tokens, cfg.max_num_batched_tokens, false);
+    cfg.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();
+  }
+  // The list itself: the profile's steps up to the (possibly user-set) largest size.
+  if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") cfg.cudagraph_capture_sizes.clear();
+  else cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+}
+
+}  // namespace servesim::sim

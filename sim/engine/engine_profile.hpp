@@ -1,0 +1,106 @@
+// Named engine profiles: what `vllm serve` of one release does by default, read from
+// sim/data/engines/<name>.json (embedded). A profile fills every engine knob a scenario leaves
+// unset (max_num_seqs / max_num_batched_tokens by GPU class, gpu_memory_utilization, prefix
+// caching by model kind, async scheduling, CUDA-graph capture sizes) and carries the engine's
+// host-side costs and API-server priors, plus the TP all-reduce switch points by GPU and size.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
+#include "sim/engine/engine_config.hpp"
+
+namespace servesim::sim {
+
+struct GpuClassDefaults {
+  std::string label;
+  double min_memory_gib = 0;
+  std::vector<std::string> exclude_names;   // lower-case substrings of the GPU name
+  int max_num_seqs = 256;
+  std::int64_t max_num_batched_tokens = 2048;
+};
+
+struct CudaGraphPolicy {
+  std::string mode = "FULL_AND_PIECEWISE";  // FULL_AND_PIECEWISE | PIECEWISE | NONE
+  int max_capture_tokens_per_seq = 2;       // max size = min(max_num_seqs * (1 + K) * this, max_capture_size)
+  std::int64_t max_capture_size = 512;
+  std::vector<std::int64_t> small_sizes{1, 2, 4};
+  std::int64_t step = 8, large_from = 256, large_step = 16;
+};
+
+// [small_sizes] + range(step, min(max + 1, large_from), step) + range(large_from, max + 1, large_step).
+std::vector<std::int64_t> capture_size_list(const CudaGraphPolicy& g, std::int64_t max_size);
+
+// One TP all-reduce implementation, in the order vLLM's CudaCommunicator tries them.
+enum class AllReduceImpl { custom_one_stage, custom_two_stage, symm_mem_multimem, symm_mem_two_shot, nccl };
+const char* to_string(AllReduceImpl a);
+
+struct AllReducePolicy {
+  std::vector<int> custom_world_sizes{2, 4, 6, 8};
+  double custom_max_bytes = 8 << 20;
+  struct OneStage { int max_world_size; double below_bytes; };  // below_bytes 0 = any size
+  std::vector<OneStage> custom_one_stage;
+  bool symm_mem = true;
+  // By compute capability ("9.0") then world size: caps on the custom kernel with symm-mem on, and
+  // the torch symmetric-memory kernel's own limit; world sizes that use multimem (else two-shot).
+  std::map<std::string, std::map<int, double>> custom_max_with_symm, symm_mem_max;
+  std::map<std::string, std::vector<int>> multimem_world_sizes;
+};
+
+struct HostCosts {                 // engine-level host-side costs (fitted or measured)
+  double step_cpu_s = kDefaultStepOverheadS;
+  double step_cpu_per_seq_s = 0;
+  double launch_per_kernel_s = 27.6e-6;        // torch.compile'd code, host-launched
+  double launch_per_kernel_eager_s = 23.1e-6;  // enforce_eager
+  int eager_kernels_per_attention_layer = 2;   // piecewise graphs: attention runs eagerly
+  int eager_kernels_per_mamba_layer = 3;
+};
+
+struct EngineProfile {
+  std::string name, engine, version, description;
+  std::vector<GpuClassDefaults> gpu_classes;   // first match wins
+  double gpu_memory_utilization = 0.9;
+  int block_size = 16;
+  bool enable_chunked_prefill = true;
+  bool prefix_caching_decoder = true, prefix_caching_hybrid = false;
+  bool async_scheduling = false;
+  int batch_queue_depth = 2;
+  CudaGraphPolicy graphs;
+  AllReducePolicy all_reduce;
+  HostCosts host;
+  nlohmann::json api_server;                   // API-server priors (workloads::ApiServerConfig)
+  std::vector<std::string> sources, unverified;
+  nlohmann::json json;                         // the file as read
+
+  const GpuClassDefaults& gpu_class(const hw::GpuSpec& gpu) const;
+  // vLLM's cudagraph_capture_sizes for these knobs (ascending); empty when graphs are off.
+  std::vector<std::int64_t> capture_sizes(int max_num_seqs, int num_speculative_tokens,
+                                          std::int64_t max_num_batched_tokens, bool enforce_eager) const;
+  // The all-reduce vLLM runs for `bytes` (bf16 payload) on `tp` GPUs of one node.
+  AllReduceImpl all_reduce_for(const hw::GpuSpec& gpu, int tp, double bytes, bool bf16 = true) const;
+  // Payload sizes at which the choice changes, as (upper bound exclusive, impl) from 0 upward.
+  std::vector<std::pair<double, AllReduceImpl>> all_reduce_switch_points(const hw::GpuSpec& gpu, int tp) const;
+};
+
+// Profile names ("vllm-0.11", ...), oldest first.
+std::vector<std::string> engine_profile_names();
+// "vllm" = the newest vLLM profile; "vllm-0.16" = the newest profile at or below 0.16 (behaviour
+// did not change in between); exact names as listed. Error (where, field) with the known names.
+const EngineProfile& engine_profile(const std::string& name, const std::string& where = "--engine",
+                                    const std::string& field = "");
+inline constexpr const char* kNewestEngine = "vllm";
+
+// Compute capability of a catalogue GPU ("9.0" Hopper, "10.0" Blackwell, "10.3" Blackwell Ultra).
+std::string compute_capability(const hw::GpuSpec& gpu);
+
+// Fills every knob the scenario's "engine" object does not name (`given`: its JSON, may be null)
+// from the profile, for this model and GPU; then derives the capture sizes.
+void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu,
+                   const nlohmann::json& given, EngineConfig& cfg);
+
+}  // namespace servesim::sim

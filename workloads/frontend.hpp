@@ -1,0 +1,61 @@
+// What lies between a benchmark client and the engine core: the client's network hops (aiperf),
+// the API-server process of `vllm serve` (request handling, chat template and tokenisation on the
+// way in; incremental detokenisation and one SSE chunk per request per engine step on the way
+// out; a single process is one FIFO queue), and the ZMQ hop to the engine core. Every term is a
+// random duration with a stated prior (workloads/README.md); all draws come from one seeded
+// SplitMix64 stream per run, so a run stays a pure function of its inputs.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim { class JsonReader; }
+
+namespace servesim::workloads {
+
+// A positive duration: `mean_s` scaled by a lognormal factor of mean 1 and coefficient of
+// variation `cv` (cv 0: exactly mean_s).
+struct Duration {
+  double mean_s = 0, cv = 0;
+  double sample(std::uint64_t& state) const;
+  nlohmann::json to_json_ms() const;
+};
+// A lognormal factor of mean 1 and coefficient of variation cv (1 when cv <= 0).
+double lognormal_factor(double cv, std::uint64_t& state);
+
+struct ClientConfig {                   // aiperf's side
+  Duration network{1e-4, 0.2};          // one way, client <-> API server, per request or per chunk
+  // aiperf runs the warm-up phase to completion before the profiling phase starts all clients
+  // together again (prior: true).
+  bool warmup_barrier = true;
+};
+
+struct ApiServerConfig {                // vLLM's API-server process(es)
+  int api_server_count = 1;             // vLLM --api-server-count
+  Duration request{1e-3, 0.2};          // parse + chat template + validation per request
+  double tokenize_s_per_token = 1e-6;   // prompt tokenisation
+  double ipc_s = 1e-4;                  // ZMQ hop to/from the engine core
+  double output_step_s = 1e-4;          // output handler per engine step
+  double output_s_per_request = 40e-6;  // detokenise + SSE chunk per request per step
+  double cv = 0.2;                      // lognormal spread of the tokenise / output costs
+};
+
+struct FrontendConfig {
+  bool enabled = true;                  // false: requests reach the engine the instant they are sent
+  ClientConfig client;
+  ApiServerConfig api;
+  // CPU time of one request's way in (before the queue) and of one step's output batch.
+  double request_in_s(std::int64_t prompt_tokens, std::uint64_t& rng) const;
+  double step_out_s(int requests, std::uint64_t& rng) const;
+  nlohmann::json to_json() const;
+};
+
+// Reads the API-server fields of a JSON object (an engine profile's "api_server", or a
+// scenario's "frontend.api_server") on top of `base`; errors name the file and field.
+ApiServerConfig parse_api_server(const JsonReader& j, ApiServerConfig base);
+// A scenario's "frontend" object on top of `base` (the engine profile's API-server priors).
+FrontendConfig parse_frontend(const JsonReader& j, FrontendConfig base);
+void validate(const FrontendConfig& f, const std::string& where);
+
+}  // namespace servesim::workloads
