@@ -1,5 +1,7 @@
 #include "sim/validate/validate.hpp"
 
+#include "sim/engine/engine_profile.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -186,6 +188,14 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     cannot("GPU '" + p.system + "' not in the catalogue (servesim list gpus)");
   }
   s["model"] = m->name;
+  // The engine profile of the measured release (vllm-0.16 -> the newest profile at or below it);
+  // unknown versions (nightlies, blanks) run the newest.
+  if (text::lower(p.backend) == "vllm" && !p.backend_version.empty()) {
+    try {
+      s["engine_profile"] = engine_profile("vllm-" + p.backend_version).name;
+    } catch (const Error&) {
+    }
+  }
   s["gpu"] = gpu;
   s["precision"] = precision;
   s["expert_parallel_size"] = m->experts > 0 ? ep : 1;
