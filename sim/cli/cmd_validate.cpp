@@ -124,6 +124,7 @@ void run_validate(const ValidateOpts& o) {
     for (const auto& [flag, val] : {std::pair<const char*, std::string>{"--backend", o.backends}, {"--mode", o.modes},
                                     {"--gpu", o.gpus}, {"--model", o.models}})
       if (!val.empty()) filters += std::string(" ") + flag + " " + val;
+    for (const auto& f : o.model_files) filters += " --model-file " + fs::path(f).filename().string();
     const std::string commit = source_commit();
     const std::string file = fs::path(o.path).filename().string();
     nlohmann::json meta = {

@@ -215,3 +215,32 @@ TEST(Validate, AiperfFolderRoundTripIsExact) {
     EXPECT_NE(std::string(e.what()).find("servesim_run.json"), std::string::npos) << e.what();
   }
 }
+
+TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
+  // Residuals measured / predicted on one GPU: 10 medium-load ITL points with ratios 0.5..1.4.
+  std::vector<v::Residual> res;
+  for (int i = 0; i < 10; ++i) res.push_back({"H200", "itl", "medium", 50.0 + 10.0 * i, 100.0});
+  res.push_back({"h200", "itl", "light", 90.0, 100.0});   // one light point: too thin alone
+  const v::BandTable t = v::make_bands(res, 8, {{"summary", "test"}});
+  ASSERT_EQ(t.cells.size(), 3u);   // h200 itl: all (11), light (1), medium (10)
+  // Ratios 0.5, 0.6, ..., 1.4: numpy percentile 10 = 0.5 + 0.9 x 0.1 = 0.59, 90 = 1.31.
+  const v::Band m = v::band_for(t, "h200", "itl", "medium", 20.0);
+  ASSERT_TRUE(m.present);
+  EXPECT_EQ(m.regime, "medium");
+  EXPECT_EQ(m.n, 10);
+  EXPECT_NEAR(m.lo, 20.0 * 0.59, 1e-9);
+  EXPECT_NEAR(m.hi, 20.0 * 1.31, 1e-9);
+  EXPECT_EQ(v::band_text(m, 1), "(band 11.8-26.2)");
+  const v::Band l = v::band_for(t, "h200", "itl", "light", 20.0);   // thin: the GPU's band over all loads
+  ASSERT_TRUE(l.present);
+  EXPECT_EQ(l.regime, "all");
+  EXPECT_EQ(l.n, 11);
+  const v::Band none = v::band_for(t, "b300", "itl", "medium", 20.0);
+  EXPECT_FALSE(none.present);
+  EXPECT_EQ(none.note, "no band: no measured runs of this kind");
+  EXPECT_FALSE(v::band_for(t, "h200", "ttft", "medium", 20.0).present);
+  // The table survives its JSON layout.
+  const v::BandTable back = v::parse_bands(v::to_json(t), "bands.json");
+  EXPECT_EQ(back.cells.size(), 3u);
+  EXPECT_NEAR(v::band_for(back, "h200", "itl", "medium", 20.0).hi, 20.0 * 1.31, 1e-9);
+}
