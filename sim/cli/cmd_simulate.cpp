@@ -279,7 +279,7 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
     for (const auto& [stat, value] : vals) {
       const v::Band b = v::band_for(k.gpu, metric, k.regime, value);
       if (!b.present) return out += l + ": " + b.note + "\n", void();
-      l += std::string(" ") + stat + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
+      l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)
         l += ", " + std::to_string(b.n) + " runs" + (b.regime == "all" ? " of all loads" : "");
     }
