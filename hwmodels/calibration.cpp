@@ -43,6 +43,18 @@ void expand_point_rows(nlohmann::json& doc, const std::string& file) {
   }
 }
 
+MoeDtype moe_dtype(std::string_view d, const std::string& where) {
+  if (d == "bf16") return {Precision::bf16, Precision::bf16};
+  if (d == "fp8" || d == "fp8_block") return {Precision::fp8, Precision::fp8};
+  if (d == "nvfp4") return {Precision::nvfp4, Precision::nvfp4};
+  if (d == "int4_wo" || d == "mxfp4_w4a16") return {Precision::nvfp4, Precision::bf16};
+  if (d == "mxfp4_w4a8") return {Precision::nvfp4, Precision::fp8};
+  throw Error(where, "dtype", "unknown MoE dtype '" + std::string(d) +
+                                  "' (known: bf16, fp8, fp8_block, nvfp4, int4_wo, mxfp4_w4a16, mxfp4_w4a8)");
+}
+
+std::uint64_t attention_group(double kv_bytes, double window) { return shape_key({kv_bytes, window}); }
+
 double bus_factor(std::string_view op, int n) {
   double f = n > 1 ? double(n - 1) / n : 0;
   if (op == "all_reduce") return 2 * f;
@@ -60,8 +72,15 @@ double positive(const JsonReader& r, std::string_view key) {
 
 Precision dtype_of(const JsonReader& p) {
   std::string d = p.string("dtype");
-  if (d != "bf16" && d != "fp8" && d != "nvfp4") p.fail("dtype", "expected bf16, fp8 or nvfp4, got '" + d + "'");
+  if (d == "fp8_block") return Precision::fp8;
+  if (d != "bf16" && d != "fp8" && d != "nvfp4") p.fail("dtype", "expected bf16, fp8, fp8_block or nvfp4, got '" + d + "'");
   return parse_precision(d);
+}
+
+double kv_bytes_of(const JsonReader& p) {
+  std::string d = p.string_or("kv_dtype", "bf16");
+  if (d != "bf16" && d != "fp8") p.fail("kv_dtype", "expected bf16 or fp8, got '" + d + "'");
+  return d == "fp8" ? 1 : 2;
 }
 
 // Family name and roofline terms of one measured point, on `g`'s datasheet peaks.
@@ -72,7 +91,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
   double peak = g.bf16_flops;
   if (family == "gemm") {
     Precision d = dtype_of(p);
-    name += "_" + std::string(to_string(d));
+    name += "_" + (p.string("dtype") == "fp8_block" ? std::string("fp8_block") : std::string(to_string(d)));
     w = gemm_work(positive(p, "m"), positive(p, "n"), positive(p, "k"), d, d);
     peak = at(d);
     s.key = shape_key({p.number("n"), p.number("k")});
@@ -93,16 +112,45 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     peak = at(d);
     s.key = shape_key({double(experts), p.number("n"), p.number("k"), skew});
     s.x = grouped_gemm_features(experts, p.number("tokens"), r, p.number("n"), p.number("k"), skew, d != Precision::bf16);
-  } else if (family == "attention_prefill") {
-    w = attention_prefill_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "kv_heads"),
-                               positive(p, "head_dim"));
-    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
-    s.x = attention_features(p.number("batch"), p.number("seq"), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
-  } else if (family == "attention_decode") {
-    w = attention_decode_work(positive(p, "batch"), positive(p, "context"), positive(p, "heads"),
-                              positive(p, "kv_heads"), positive(p, "head_dim"));
-    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim")});
-    s.x = attention_features(p.number("batch"), p.number("context"), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
+  } else if (family == "attention_prefill" || family == "attention_decode") {
+    const bool prefill = family == "attention_prefill";
+    const double kvb = kv_bytes_of(p), win = p.number_or("window", 0);
+    const char* len = prefill ? "seq" : "context";
+    w = prefill ? attention_prefill_work(positive(p, "batch"), positive(p, len), positive(p, "heads"),
+                                         positive(p, "kv_heads"), positive(p, "head_dim"), kvb, win)
+                : attention_decode_work(positive(p, "batch"), positive(p, len), positive(p, "heads"),
+                                        positive(p, "kv_heads"), positive(p, "head_dim"), kvb, win);
+    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("kv_heads"), p.number("head_dim"), kvb, win});
+    s.group = attention_group(kvb, win);
+    s.x = attention_features(p.number("batch"), p.number(len), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
+  } else if (family == "encoder_attention") {
+    w = encoder_attention_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "head_dim"));
+    s.key = shape_key({p.number("batch"), p.number("heads"), p.number("head_dim")});
+    s.x = attention_features(p.number("batch"), p.number("seq"), p.number("heads"), p.number("heads"), p.number("head_dim"));
+  } else if (family == "moe") {
+    const std::string d = p.string("dtype");
+    const MoeDtype md = moe_dtype(d, p.file());
+    name += "_" + d;
+    MoeShape m;
+    m.tokens = positive(p, "tokens"), m.hidden = positive(p, "hidden"), m.inter = positive(p, "inter");
+    m.topk = int(positive(p, "topk")), m.experts = int(positive(p, "experts"));
+    m.tp = int(positive(p, "tp")), m.ep = int(positive(p, "ep"));
+    m.skew = p.number_or("skew", 0), m.gated = p.number_or("gated", 1) != 0;
+    const MoeRouting r = moe_routing_measured(m);
+    w = moe_work(m, r, md.weights);
+    peak = at(md.math);
+    s.key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
+    s.x = moe_features(m, r);
+  } else if (family == "gdn") {
+    const std::string phase = p.string("phase");
+    if (phase != "context" && phase != "generation") p.fail("phase", "expected context or generation");
+    const bool decode = phase == "generation";
+    name += decode ? "_decode" : "_prefill";
+    w = gdn_work(decode, positive(p, "batch"), positive(p, "seq"), positive(p, "k_heads"), positive(p, "v_heads"),
+                 positive(p, "head_k_dim"), positive(p, "head_v_dim"));
+    s.key = shape_key({p.number("k_heads"), p.number("v_heads"), p.number("head_k_dim"), p.number("head_v_dim")});
+    s.x = gdn_features(p.number("batch"), p.number("seq"), p.number("k_heads"), p.number("v_heads"), p.number("head_k_dim"),
+                       p.number("head_v_dim"));
   } else if (family == "mamba_scan") {
     w = mamba_scan_work(positive(p, "batch"), positive(p, "seqlen"), positive(p, "heads"), positive(p, "head_dim"),
                         positive(p, "d_state"), positive(p, "groups"));
@@ -123,13 +171,21 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     double tokens = mode == "decode" ? positive(p, "batch") : positive(p, "tokens");
     w = conv1d_work(tokens, positive(p, "channels"), positive(p, "kernel"), mode == "decode");
     s.key = shape_key({p.number("channels"), p.number("kernel")});
-    s.x = conv1d_features(tokens, p.number("channels"), p.number("kernel"));
+    s.x = conv1d_features(tokens, p.number("channels"), p.number("kernel"), mode == "decode" ? 1 : p.number_or("batch", 1));
   } else if (family == "elementwise" || family == "copy") {
     // elementwise "bytes" is read + write traffic; copy "bytes" is the buffer, moved twice.
     w.bytes = positive(p, "bytes") * (family == "copy" ? 2 : 1);
     s.key = family == "copy" ? 0 : shape_key({double(std::hash<std::string>{}(p.string_or("op", "")) & 0xffffff)});
     s.group = s.key;  // one op kind never stands in for another
     s.x = bytes_features(p.number("bytes"));
+  } else if (family == "custom_all_reduce") {
+    int gpus = static_cast<int>(p.integer("gpus"));
+    if (gpus < 2) p.fail("gpus", "must be >= 2");
+    s.key = shape_key({double(gpus)});
+    s.group = s.key;
+    s.x = bytes_features(positive(p, "bytes"));
+    s.memory_s = positive(p, "bytes") * bus_factor("all_reduce", gpus) / g.nvlink_bw_bytes_per_s;
+    return name;
   } else if (family == "nccl") {
     std::string op = p.string("op");
     static const char* ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
@@ -146,7 +202,8 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     return name;
   } else {
     throw Error(p.file(), "family", "unknown family '" + family + "' (known: gemm, grouped_gemm, attention_prefill, "
-                                    "attention_decode, mamba_scan, mamba_step, conv1d, elementwise, copy, nccl)");
+                                    "attention_decode, encoder_attention, moe, gdn, mamba_scan, mamba_step, conv1d, "
+                                    "elementwise, copy, nccl, custom_all_reduce)");
   }
   s.compute_s = w.flops / peak;
   s.memory_s = w.bytes / g.hbm_bw_bytes_per_s;
@@ -167,21 +224,58 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
   expand_point_rows(j, file);
   JsonReader root(j, file);
   std::string family = root.string("family");
+  const std::string origin = root.string_or("kernels_from", "torch");
+  if (origin != "torch" && origin != "vllm") root.fail("kernels_from", "expected torch or vllm");
+  std::string runtime;
   if (root.has("env")) {
     JsonReader env = root.object("env");
-    env_.push_back(file + ": " + env.string_or("gpu", "?") + ", torch " + env.string_or("torch", "?") + ", " +
-                   env.string_or("date", "?"));
+    runtime = env.has("runtime") ? env.string("runtime") : "torch " + env.string_or("torch", "?");
+    env_.push_back(file + ": " + env.string_or("gpu", "?") + ", " + runtime + ", " + env.string_or("date", "?") +
+                   (env.has("source") ? ", " + env.string("source") : std::string()));
+  }
+  std::vector<std::string> kernels;
+  if (root.has("kernels"))
+    for (const auto& k : root.json().at("kernels")) kernels.push_back(k.get<std::string>());
+  bool declared = root.has("method");
+  FitMethod method = FitMethod::nearest_log;
+  if (declared) {
+    std::string m = root.string("method");
+    if (m == to_string(FitMethod::nearest_log)) method = FitMethod::nearest_log;
+    else if (m == to_string(FitMethod::local_linear)) method = FitMethod::local_linear;
+    else if (m == to_string(FitMethod::monotone_interp)) method = FitMethod::monotone_interp;
+    else if (m == to_string(FitMethod::least_squares)) method = FitMethod::least_squares;
+    else root.fail("method", "expected local-linear-log-interp, nearest-log-interp, monotone-log-interp or least-squares");
   }
   for (const auto& p : root.array("points")) {
     Sample s;
     std::string name = to_sample(family, p, *gpu_, s);
     s.seconds = positive(p, "ms") * 1e-3;
     if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
+    if (p.has("kid")) {
+      s.kernel = int(p.integer("kid"));
+      if (s.kernel < 0 || s.kernel >= int(kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
+    }
+    // A vLLM measurement shadows this project's PyTorch run of the same family.
+    if (auto it = families_.find(name); it != families_.end() && it->second.origin != origin) {
+      if (origin == "torch") {
+        name += "_torch";
+      } else {
+        auto node = families_.extract(it);
+        node.key() = name + "_torch";
+        node.mapped().family = node.key();
+        families_.insert(std::move(node));
+      }
+    }
     auto& fam = families_[name];
     fam.family = name;
+    fam.origin = origin;
+    fam.runtime = runtime;
+    if (fam.kernels.empty()) fam.kernels = kernels;
+    fam.declared = declared;
+    fam.fit_method = method;
     bool fp8 = name.find("fp8") != std::string::npos;
     fam.prior_compute = fp8 && gpu_->priors.gemm_fp8 > 0 ? gpu_->priors.gemm_fp8 : gpu_->priors.gemm_bf16;
-    fam.prior_memory = family == "nccl" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
+    fam.prior_memory = family == "nccl" || family == "custom_all_reduce" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
     if (fam.file.empty()) fam.file = file;
     fam.samples.push_back(s);
   }
@@ -189,6 +283,10 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
 
 void Calibration::finish() {
   for (auto& [name, f] : families_) {
+    if (f.declared) {  // fitted with the file's method; cross-validated by validate()
+      f.fit = FamilyFit(f.samples, f.fit_method, f.prior_compute, f.prior_memory);
+      continue;
+    }
     // The method with the lowest held-out median wins; p90 breaks ties within half a percent.
     const FitMethod methods[] = {FitMethod::least_squares, FitMethod::monotone_interp, FitMethod::nearest_log};
     CrossValidation cvs[3];
@@ -214,6 +312,20 @@ void Calibration::finish() {
     for (const auto& s : f.samples)
       if (s.eager_seconds >= 2 * s.seconds) over.push_back(s.eager_seconds - s.seconds);  // launch-bound points
     f.eager_overhead_s = median(over);
+    f.validated = true;
+  }
+}
+
+void Calibration::validate() {
+  for (auto& [name, f] : families_) {
+    if (f.validated) continue;
+    f.cv = cross_validate(f.samples, f.fit_method, f.prior_compute, f.prior_memory);
+    // The other interpolation for comparison (least squares alone is far off on these grids).
+    FitMethod other = f.fit_method == FitMethod::nearest_log ? FitMethod::local_linear : FitMethod::nearest_log;
+    f.cv_other = cross_validate(f.samples, other, f.prior_compute, f.prior_memory);
+    for (const auto& s : f.samples)
+      f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);
+    f.validated = true;
   }
 }
 

@@ -21,6 +21,14 @@ double bus_factor(std::string_view nccl_op, int gpus);
 struct FamilyCalibration {
   std::string family;         // "gemm_bf16", "mamba_step", "nccl_all_reduce", ...
   std::string file;           // where its points came from
+  // "vllm": measured production kernels (vLLM's own layers, NCCL); "torch": this project's PyTorch
+  // runs. A vLLM family shadows a PyTorch one of the same name, which stays as "<name>_torch".
+  std::string origin = "torch";
+  std::string runtime;        // "vLLM 0.24.0", "NCCL 2.29.2", "torch 2.11.0+cu130"
+  std::vector<std::string> kernels;  // kernel names the points' Sample::kernel index into
+  bool declared = false;      // the file names its method: fitted at load, cross-validated on demand
+  FitMethod fit_method = FitMethod::nearest_log;  // the declared method
+  bool validated = false;     // cv / cv_other / fit_max_error filled
   std::vector<Sample> samples;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
   FamilyFit fit;              // the chosen method, fitted on every point
@@ -52,6 +60,9 @@ class Calibration {
   const FamilyCalibration* family(std::string_view name) const;  // nullptr when not measured
   const std::map<std::string, FamilyCalibration, std::less<>>& families() const { return families_; }
   LaunchOverhead launch_overhead() const;
+  // Cross-validates every family not validated at load (files that declare their method skip it
+  // there, to keep start-up fast); `calibrate report` calls it.
+  void validate();
   const std::vector<std::string>& env() const { return env_; }  // "file: gpu, torch, date" per file
 
  private:
@@ -70,5 +81,16 @@ void expand_point_rows(nlohmann::json& doc, const std::string& file);
 
 // Shape-series key of a list of fields (FNV-1a over their bits).
 std::uint64_t shape_key(std::initializer_list<double> fields);
+
+// A fused-MoE quantisation as AIC's tables name it ("bf16", "fp8", "fp8_block", "nvfp4", "int4_wo",
+// "mxfp4_w4a16", "mxfp4_w4a8"): the bytes/param its weights stream at and the precision of its math.
+struct MoeDtype {
+  Precision weights = Precision::bf16;  // 4-bit formats counted at nvfp4's 4.5 bits/param
+  Precision math = Precision::bf16;
+};
+MoeDtype moe_dtype(std::string_view name, const std::string& where);
+
+// Group key of an attention point: KV-cache bytes per element and sliding window (0 = full).
+std::uint64_t attention_group(double kv_bytes, double window);
 
 }  // namespace servesim::hw

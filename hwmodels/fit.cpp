@@ -13,6 +13,7 @@ std::string_view to_string(FitMethod m) {
     case FitMethod::least_squares: return "least-squares";
     case FitMethod::monotone_interp: return "monotone-log-interp";
     case FitMethod::nearest_log: return "nearest-log-interp";
+    case FitMethod::local_linear: return "local-linear-log-interp";
   }
   return "?";
 }
@@ -109,6 +110,7 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
     pkey_.push_back(x.key);
     pgroup_.push_back(x.group);
     pt_.push_back(x.seconds);
+    pkernel_.push_back(x.kernel);
     plog_ratio_.push_back(std::log(x.seconds / roofline_fit(x.compute_s, x.memory_s)));
   }
   order_.resize(samples.size());
@@ -168,6 +170,8 @@ namespace {
 // Neighbours of the nearest-shape interpolation and the power of its inverse-distance weights:
 // four shapes around a query in the (batch, length, width) grid, the closest counting most.
 constexpr int kNeighbours = 4;
+// local_linear: a weighted linear fit of the log ratio over this many nearest shapes.
+constexpr int kLinearNeighbours = 16;
 constexpr double kSame = 1e-9;  // feature distance² below which two shapes are the same shape
 
 double distance2(const Features& a, const Features& b) {
@@ -177,16 +181,18 @@ double distance2(const Features& a, const Features& b) {
 }
 }  // namespace
 
-double FamilyFit::predict(const Sample& q, bool* exact, bool surface_only) const {
+double FamilyFit::predict(const Sample& q, bool* exact, bool surface_only, int* kernel) const {
   if (exact) *exact = false;
+  if (kernel) *kernel = pkernel_.empty() ? -1 : pkernel_.front();
   double ls = roofline_fit(q.compute_s, q.memory_s), t = ls;
-  if (method_ == FitMethod::nearest_log) {
-    t = nearest(q, ls, exact, surface_only);
+  if (method_ == FitMethod::nearest_log || method_ == FitMethod::local_linear) {
+    t = nearest(q, ls, exact, surface_only, kernel);
   } else {
     if (!surface_only)  // a measured shape: the measurement itself, not a fit through it
       for (size_t i = 0; i < px_.size(); ++i)
         if (pgroup_[i] == q.group && distance2(px_[i], q.x) < kSame) {
           if (exact) *exact = true;
+          if (kernel) *kernel = pkernel_[i];
           return pt_[i];
         }
     if (method_ == FitMethod::monotone_interp) t = interp(q, ls, surface_only);
@@ -208,7 +214,7 @@ double box_distance2(const Features& lo, const Features& hi, const Features& q) 
 }
 }  // namespace
 
-double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_only) const {
+double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_only, int* kernel) const {
   // The query's ratio to the least-squares roofline, interpolated in log space among the nearest
   // measured shapes of its group (all points when its group was not measured), inverse-distance²
   // weighted. The neighbours are the kNeighbours smallest (distance, index) pairs and a measured
@@ -221,12 +227,13 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
   if (first == last) first = boxes_.begin(), last = boxes_.end();  // group not measured: every point
   auto own = std::lower_bound(first, last, q.key, [](const Box& b, std::uint64_t k) { return b.key < k; });
   if (own != last && own->key != q.key) own = last;
-  double best_d[kNeighbours];
-  int best_i[kNeighbours], nb = 0, hit = -1;
+  const int kn = method_ == FitMethod::local_linear ? kLinearNeighbours : kNeighbours;
+  double best_d[kLinearNeighbours];
+  int best_i[kLinearNeighbours], nb = 0, hit = -1;
   auto scan = [&](const Box& b) {
     double lb = box_distance2(b.lo, b.hi, q.x);
     bool may_hit = !surface_only && lb < kSame;
-    if (!may_hit && (hit >= 0 || (nb == kNeighbours && lb > best_d[nb - 1]))) return;
+    if (!may_hit && (hit >= 0 || (nb == kn && lb > best_d[nb - 1]))) return;
     for (int p = b.begin; p < b.end; ++p) {
       int i = order_[p];
       double d = distance2(px_[i], q.x);
@@ -234,8 +241,8 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
         if (!surface_only && (hit < 0 || i < hit)) hit = i;
         continue;  // surface_only: the point itself, left out of its own surface value
       }
-      if (nb == kNeighbours && (d > best_d[nb - 1] || (d == best_d[nb - 1] && i > best_i[nb - 1]))) continue;
-      int j = nb < kNeighbours ? nb++ : nb - 1;
+      if (nb == kn && (d > best_d[nb - 1] || (d == best_d[nb - 1] && i > best_i[nb - 1]))) continue;
+      int j = nb < kn ? nb++ : nb - 1;
       while (j > 0 && (best_d[j - 1] > d || (best_d[j - 1] == d && best_i[j - 1] > i)))
         best_d[j] = best_d[j - 1], best_i[j] = best_i[j - 1], --j;
       best_d[j] = d, best_i[j] = i;
@@ -246,15 +253,41 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
     if (b != own) scan(*b);
   if (hit >= 0) {
     if (exact) *exact = true;
+    if (kernel) *kernel = pkernel_[hit];
     return pt_[hit];
   }
   if (nb == 0) return ls;
+  if (kernel) *kernel = pkernel_[best_i[0]];
+  if (method_ == FitMethod::local_linear && nb > 2) return ls * std::exp(local_linear(q, best_i, best_d, nb));
   double sw = 0, sr = 0;
   for (int j = 0; j < nb; ++j) {
     double w = 1 / best_d[j];
     sw += w, sr += w * plog_ratio_[best_i[j]];
   }
   return ls * std::exp(sr / sw);
+}
+
+double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2, int nb) const {
+  // Weighted least squares of log(measured / roofline) = b0 + b·(x − q.x) over the neighbours,
+  // weights 1 / (d² + 0.01), a small ridge on the slopes; b0 is the query's value, kept within
+  // the neighbours' range widened by a factor of 2 either way.
+  Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1> A = Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1>::Zero();
+  Eigen::Matrix<double, kMaxFeatures + 1, 1> b = Eigen::Matrix<double, kMaxFeatures + 1, 1>::Zero();
+  double lo = INFINITY, hi = -INFINITY, sw = 0;
+  for (int j = 0; j < nb; ++j) {
+    const int i = idx[j];
+    const double w = 1 / (d2[j] + 0.01), y = plog_ratio_[i];
+    Eigen::Matrix<double, kMaxFeatures + 1, 1> x;
+    x(0) = 1;
+    for (int f = 0; f < kMaxFeatures; ++f) x(f + 1) = px_[i][f] - q.x[f];
+    A += w * x * x.transpose();
+    b += w * y * x;
+    lo = std::min(lo, y), hi = std::max(hi, y), sw += w;
+  }
+  for (int f = 1; f <= kMaxFeatures; ++f) A(f, f) += 0.05 * sw;
+  const double b0 = A.ldlt().solve(b)(0);
+  if (!std::isfinite(b0)) return 0.5 * (lo + hi);
+  return std::clamp(b0, lo - 0.7, hi + 0.7);
 }
 
 double FamilyFit::interp(const Sample& q, double ls, bool surface_only) const {
@@ -292,7 +325,15 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod met
   if (train.empty() || test.empty()) return cv;
   FamilyFit fit(train, method, prior_compute, prior_memory);
   std::vector<double> err;
-  for (const auto& s : test) err.push_back(std::fabs(fit.predict(s) - s.seconds) / s.seconds);
+  std::vector<std::pair<double, int>> ranked;
+  for (size_t i = 0, t = 0; i < samples.size(); ++i) {
+    if (!held_out(i, offset)) continue;
+    const Sample& s = test[t++];
+    err.push_back(std::fabs(fit.predict(s) - s.seconds) / s.seconds);
+    ranked.push_back({err.back(), int(i)});
+  }
+  std::sort(ranked.rbegin(), ranked.rend());
+  ranked.resize(std::min<size_t>(ranked.size(), 10));
   std::sort(err.begin(), err.end());
   auto quantile = [&](double q) {  // linear interpolation between order statistics
     double pos = q * (err.size() - 1);
@@ -303,6 +344,7 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod met
   cv.median = quantile(0.5);
   cv.p90 = quantile(0.9);
   cv.max = err.back();
+  cv.worst = std::move(ranked);
   return cv;
 }
 

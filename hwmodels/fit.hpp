@@ -23,6 +23,7 @@ struct Sample {
   double memory_s = 0;        // bytes / peak bytes/s
   double seconds = 0;         // measured GPU time (CUDA-graph replay)
   double eager_seconds = -1;  // measured eager time; < 0 when absent
+  int kernel = -1;            // index of the kernel that ran it in its family's kernel list; -1 unknown
 };
 
 // Soft maximum of the two roofline terms, split back into its compute and memory parts so a
@@ -33,7 +34,9 @@ struct RooflineSplit {
 };
 RooflineSplit split_roofline(double compute_s, double memory_s);
 
-enum class FitMethod { least_squares, monotone_interp, nearest_log };
+// local_linear: like nearest_log, but a weighted linear fit over 16 neighbours instead of their
+// inverse-distance mean (follows gradients across a coarse grid).
+enum class FitMethod { least_squares, monotone_interp, nearest_log, local_linear };
 std::string_view to_string(FitMethod m);
 
 class FamilyFit {
@@ -51,7 +54,8 @@ class FamilyFit {
   // a measured shape returns its measurement and sets `exact`. Never below the peak roofline.
   // `surface_only` skips that lookup (nearest_log then leaves the point itself out): the surface's
   // own value at a measured shape, which the reproduction bound is reported on.
-  double predict(const Sample& q, bool* exact = nullptr, bool surface_only = false) const;
+  // `kernel`, when given, receives the kernel index of the measured point nearest the query (-1 none).
+  double predict(const Sample& q, bool* exact = nullptr, bool surface_only = false, int* kernel = nullptr) const;
 
   // True when measured points of this shape series were fitted.
   bool has_series(std::uint64_t key) const;
@@ -71,6 +75,7 @@ class FamilyFit {
   std::vector<Features> px_;
   std::vector<std::uint64_t> pkey_, pgroup_;
   std::vector<double> pt_, plog_ratio_;  // measured seconds; log(measured / least-squares roofline)
+  std::vector<int> pkernel_;             // kernel index per point
   // Index of the nearest-shape search, built once: points ordered by (group, key); per series its
   // bounding box in feature space, so a query scans its own series first and skips every series
   // whose box is farther than the neighbours already found.
@@ -78,7 +83,8 @@ class FamilyFit {
   std::vector<Box> boxes_;       // sorted by (group, key)
   std::vector<int> order_;       // point indices, grouped by box
   double interp(const Sample& q, double ls, bool surface_only) const;
-  double nearest(const Sample& q, double ls, bool* exact, bool surface_only) const;
+  double local_linear(const Sample& q, const int* idx, const double* d2, int nb) const;
+  double nearest(const Sample& q, double ls, bool* exact, bool surface_only, int* kernel) const;
 };
 
 // Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples`: every fifth point in
@@ -86,6 +92,7 @@ class FamilyFit {
 struct CrossValidation {
   int held_out = 0;
   double median = 0, p90 = 0, max = 0;
+  std::vector<std::pair<double, int>> worst;  // (error, sample index) of the worst held-out points, worst first
 };
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
                                double prior_memory = 0.7, int offset = 4);

@@ -83,7 +83,33 @@ struct Query {
   Precision query_prec;   // precision whose peak this GPU runs the op at
   Precision family_prec;  // precision the family was measured in
   Features x{};           // log-space shape coordinates (work.hpp)
+  std::uint64_t group = 0;
+  std::string_view label = {};  // kernel name when it is not the measured one (a substitute path)
+  // A substitute path: the work of the same shape as the family measured it (e.g. BF16 weights for
+  // Marlin W4A16 timed on the BF16 GEMM surface); the time moves by the roofline ratio of the two.
+  Work measured_as{-1, -1};
 };
+
+// vLLM's custom all-reduce size limit (bytes) per compute capability and world size, with
+// VLLM_ALLREDUCE_USE_SYMM_MEM on (its default): min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws]);
+// and torch symmetric memory's limit SYMM_MEM_ALL_REDUCE_MAX_SIZES (vllm-engine.md §4).
+constexpr double kMiB = 1024.0 * 1024.0;
+double custom_ar_max_bytes(const GpuSpec& g, int ws) {
+  const int i = ws == 2 ? 0 : ws == 4 ? 1 : ws == 6 ? 2 : ws == 8 ? 3 : -1;
+  if (i < 0) return 0;  // custom all-reduce runs only for 2, 4, 6 or 8 GPUs
+  static const double hopper[] = {8 * kMiB, 8 * kMiB, 0.5 * kMiB, 0.25 * kMiB};
+  static const double blackwell[] = {2 * kMiB, 2 * kMiB, 1 * kMiB, 1 * kMiB};
+  static const double ultra[] = {4 * kMiB, 4 * kMiB, 8 * kMiB, 4 * kMiB};
+  return g.arch == "hopper" ? hopper[i] : g.arch == "blackwell-ultra" ? ultra[i] : blackwell[i];
+}
+double symm_mem_max_bytes(const GpuSpec& g, int ws) {
+  const int i = ws == 2 ? 0 : ws == 4 ? 1 : ws == 6 ? 2 : ws == 8 ? 3 : -1;
+  if (i < 0) return 0;
+  static const double hopper[] = {64 * kMiB, 32 * kMiB, 64 * kMiB, 64 * kMiB};
+  static const double blackwell[] = {8 * kMiB, 32 * kMiB, 128 * kMiB, 128 * kMiB};
+  static const double ultra[] = {4 * kMiB, 32 * kMiB, 32 * kMiB, 64 * kMiB};
+  return g.arch == "hopper" ? hopper[i] : g.arch == "blackwell-ultra" ? ultra[i] : blackwell[i];
+}
 
 class Model final : public KernelModel {
  public:
@@ -95,9 +121,12 @@ class Model final : public KernelModel {
     std::uint64_t key = shape_key({double(n), double(k)});
     if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
       // Without FP4 tensor cores engines run NVFP4 checkpoints weight-only: 4-bit weights
-      // (+ block scales) dequantised in the kernel, BF16 activations and BF16 math.
+      // (+ block scales) dequantised in the kernel, BF16 activations and BF16 math (vLLM: Marlin).
       return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16,
-                   gemm_features(m, n, k)}, true);
+                   gemm_features(m, n, k), 0, "Marlin W4A16 (NVFP4 weights, BF16 math)",
+                   gemm_work(m, n, k, Precision::bf16, Precision::bf16)}, true);
+    if (p == Precision::nvfp4 && find("gemm_nvfp4").cal)
+      return eval({"gemm_nvfp4", key, gemm_work(m, n, k, p, p), p, p, gemm_features(m, n, k)});
     Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
     bool substitute = p == Precision::nvfp4 || p == Precision::int8;
     return eval({fam == Precision::bf16 ? "gemm_bf16" : "gemm_fp8", key, gemm_work(m, n, k, p, p), p, fam,
@@ -120,18 +149,114 @@ class Model final : public KernelModel {
                 p == Precision::nvfp4 || p == Precision::int8);
   }
 
-  OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim) const override {
+  OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim, Precision kv,
+                           int window) const override {
     check_positive({double(batch), double(seq), double(heads), double(kv_heads), double(head_dim)}, "attention_prefill");
-    return eval({"attention_prefill", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
-                 attention_prefill_work(batch, seq, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16,
-                 attention_features(batch, seq, heads, kv_heads, head_dim)});
+    const double kvb = kv == Precision::bf16 ? 2 : 1;
+    return eval({"attention_prefill",
+                 shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
+                 attention_prefill_work(batch, seq, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
+                 Precision::bf16, attention_features(batch, seq, heads, kv_heads, head_dim),
+                 attention_group(kvb, window)});
   }
 
-  OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim) const override {
+  OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv,
+                          int window) const override {
     check_positive({double(batch), double(context), double(heads), double(kv_heads), double(head_dim)}, "attention_decode");
-    return eval({"attention_decode", shape_key({double(batch), double(heads), double(kv_heads), double(head_dim)}),
-                 attention_decode_work(batch, context, heads, kv_heads, head_dim), Precision::bf16, Precision::bf16,
-                 attention_features(batch, context, heads, kv_heads, head_dim)});
+    const double kvb = kv == Precision::bf16 ? 2 : 1;
+    return eval({"attention_decode",
+                 shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
+                 attention_decode_work(batch, context, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
+                 Precision::bf16, attention_features(batch, context, heads, kv_heads, head_dim),
+                 attention_group(kvb, window)});
+  }
+
+  OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
+    check_positive({double(batch), double(seq), double(heads), double(head_dim)}, "encoder_attention");
+    Query q{"encoder_attention", shape_key({double(batch), double(heads), double(head_dim)}),
+            encoder_attention_work(batch, seq, heads, head_dim), Precision::bf16, Precision::bf16,
+            attention_features(batch, seq, heads, heads, head_dim)};
+    if (find("encoder_attention").cal) return eval(q);
+    // Not measured anywhere: the prefill attention surface with twice the causal work (every
+    // query sees every key), as a substitute.
+    q.family = "attention_prefill";
+    q.group = attention_group(2, 0);
+    q.label = "flash attention (bidirectional, from the causal prefill surface)";
+    q.measured_as = attention_prefill_work(batch, seq, heads, heads, head_dim);
+    return eval(q, true);
+  }
+
+  OpTime moe(const MoeShape& m, Precision p) const override {
+    check_positive({m.tokens, m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep)}, "moe");
+    if (m.skew < 0) throw Error("moe", "skew", "must be >= 0");
+    if (m.topk > m.experts) throw Error("moe", "topk", "must not exceed the expert count");
+    const MoeRouting r = moe_routing_expected(m);
+    const std::uint64_t key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
+    const Features x = moe_features(m, r);
+    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4)) {
+      // Hopper: Marlin W4A16 — 4-bit weights streamed and dequantised in the kernel, BF16 math;
+      // timed by vLLM's Marlin MoE rows (int4 weight-only) on this GPU.
+      for (const char* fam : {"moe_int4_wo", "moe_mxfp4_w4a16"})
+        if (find(fam).cal)
+          return eval({fam, key, moe_work(m, r, Precision::nvfp4), Precision::bf16, Precision::bf16, x, 0,
+                       "Marlin W4A16 MoE (NVFP4 weights, BF16 math)"});
+      return eval({"moe_bf16", key, moe_work(m, r, Precision::nvfp4), Precision::bf16, Precision::bf16, x, 0,
+                   "Marlin W4A16 MoE (from the BF16 MoE surface)", moe_work(m, r, Precision::bf16)}, true);
+    }
+    const char* fam = p == Precision::bf16 ? "moe_bf16" : p == Precision::nvfp4 ? "moe_nvfp4" : "moe_fp8";
+    return eval({fam, key, moe_work(m, r, p), p, p == Precision::int8 ? Precision::fp8 : p, x}, p == Precision::int8);
+  }
+
+  OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k, int head_v) const override {
+    check_positive({double(batch), double(seq), double(k_heads), double(v_heads), double(head_k), double(head_v)}, "gdn");
+    return eval({decode ? "gdn_decode" : "gdn_prefill",
+                 shape_key({double(k_heads), double(v_heads), double(head_k), double(head_v)}),
+                 gdn_work(decode, batch, decode ? 1 : seq, k_heads, v_heads, head_k, head_v), Precision::bf16,
+                 Precision::bf16, gdn_features(batch, decode ? 1 : seq, k_heads, v_heads, head_k, head_v)});
+  }
+
+  OpTime tp_all_reduce(double bytes, int n) const override {
+    if (n < 1) throw Error("tp_all_reduce", "gpus", "must be >= 1");
+    if (!(bytes >= 0)) throw Error("tp_all_reduce", "bytes", "must be >= 0");
+    if (n == 1 || bytes == 0) return collective(Collective::all_reduce, bytes, {n, 1, nullptr});
+    if (n > gpu_.nvlink_domain)
+      throw Error("tp_all_reduce", "gpus", std::to_string(n) + " GPUs exceed the NVLink domain of " + gpu_.name);
+    // The kernel vLLM picks for this size (CudaCommunicator.all_reduce order).
+    const bool custom = bytes < custom_ar_max_bytes(gpu_, n);
+    const bool one_shot = n == 2 || (n <= 4 && bytes < 512 * 1024) || bytes < 256 * 1024;
+    const bool symm = !custom && bytes <= symm_mem_max_bytes(gpu_, n);
+    const bool multimem = symm && (gpu_.arch == "hopper" ? n >= 4 : n >= 6);
+    std::string_view label = custom ? (one_shot ? "vLLM custom all-reduce (one-shot)" : "vLLM custom all-reduce (two-shot)")
+                             : symm ? (multimem ? "torch symm-mem multimem all-reduce" : "torch symm-mem two-shot all-reduce")
+                                    : "NCCL all-reduce";
+    // Time: vLLM's tensor_model_parallel_all_reduce as measured on this GPU at this size (its own
+    // dispatch ran the same rules), else NCCL.
+    Found f = find("custom_all_reduce");
+    const std::uint64_t key = shape_key({double(n)});
+    if (f.cal && f.cal->fit.has_series(key)) {
+      OpTime t;
+      t.bound = Bound::communication;
+      t.bytes = bytes;
+      const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();
+      Sample at;
+      at.key = at.group = key, at.x = bytes_features(bytes);
+      at.memory_s = bytes * bus_factor("all_reduce", n) / mg.nvlink_bw_bytes_per_s;
+      bool exact = false;
+      t.seconds = f.cal->fit.predict(at, &exact);
+      t.source = !f.own ? Source::transferred : exact ? Source::measured : Source::interpolated;
+      if (!f.own) t.seconds *= mg.nvlink_bw_bytes_per_s / gpu_.nvlink_bw_bytes_per_s;
+      t.seconds = std::max(t.seconds, bytes * bus_factor("all_reduce", n) / gpu_.nvlink_bw_bytes_per_s);
+      t.kernel = label;
+      return t;
+    }
+    OpTime t = collective(Collective::all_reduce, bytes, {n, 1, nullptr});
+    if (custom || symm)
+      if (auto k = nvlink_allreduce(gpu_, n, bytes); k && k->seconds < t.seconds) {
+        t.seconds = k->seconds;
+        t.source = k->exact_table ? Source::interpolated : Source::transferred;
+      }
+    t.kernel = label;
+    return t;
   }
 
   OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
@@ -222,9 +347,27 @@ class Model final : public KernelModel {
   }
 
   std::string provenance() const override {
-    if (!own_.empty())
-      return "measured on " + gpu_.name + " (" + std::to_string(own_.families().size()) +
-             " op families); roofline priors for families not measured";
+    if (!own_.empty()) {
+      int vllm = 0, torch = 0;
+      std::string runtimes;
+      for (const auto& [name, f] : own_.families()) {
+        if (name.ends_with("_torch")) continue;
+        (f.origin == "vllm" ? vllm : torch)++;
+        if (f.origin == "vllm" && runtimes.find(f.runtime) == std::string::npos)
+          runtimes += (runtimes.empty() ? "" : ", ") + f.runtime;
+      }
+      std::string out = "measured on " + gpu_.name;
+      if (vllm) out += " (" + runtimes + " kernels: " + std::to_string(vllm) + " families)";
+      if (torch) out += std::string(vllm ? " and" : "") + " (PyTorch/Triton runs: " + std::to_string(torch) + " families)";
+      std::string moved;
+      if (ref_)
+        for (const auto& [name, f] : ref_->families())
+          if (!name.ends_with("_torch") && !own_.family(name)) moved += (moved.empty() ? "" : ", ") + name;
+      if (!moved.empty())
+        out += "; transferred from " + ref_->gpu().name + " (scaled by the datasheet bandwidth and compute ratios "
+               "with achieved-fraction priors): " + moved;
+      return out + "; roofline priors for families measured nowhere";
+    }
     if (ref_ && !ref_->empty())
       return "transferred from " + ref_->gpu().name + " measurements onto " + gpu_.name +
              "'s datasheet peaks with its achieved-fraction priors (hardware.md §2)";
@@ -292,11 +435,15 @@ class Model final : public KernelModel {
     }
     const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();  // the GPU the family was measured on
     const FamilyFit& fit = f.cal->fit;
-    double c_ref = q.work.flops / peak(mg, q.family_prec), m_ref = q.work.bytes / mg.hbm_bw_bytes_per_s;
+    const Work& wm = q.measured_as.flops >= 0 ? q.measured_as : q.work;
+    double c_ref = wm.flops / peak(mg, q.family_prec), m_ref = wm.bytes / mg.hbm_bw_bytes_per_s;
     bool exact = false;
     Sample at;  // the query on the measured GPU
-    at.key = q.key, at.x = q.x, at.compute_s = c_ref, at.memory_s = m_ref;
-    double t_ref = fit.predict(at, &exact);
+    at.key = q.key, at.group = q.group, at.x = q.x, at.compute_s = c_ref, at.memory_s = m_ref;
+    int kid = -1;
+    double t_ref = fit.predict(at, &exact, false, &kid);
+    t.kernel = !q.label.empty() ? q.label
+               : kid >= 0 && kid < int(f.cal->kernels.size()) ? std::string_view(f.cal->kernels[kid]) : std::string_view();
     // The query on this GPU, in the measured GPU's efficiency units: peak × prior ratio.
     double c = q.work.flops / peak(gpu_, q.query_prec) * compute_prior(mg, q.family_prec) / compute_prior(gpu_, q.query_prec);
     double m = q.work.bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
@@ -378,7 +525,8 @@ const KernelModel& kernel_model(const GpuSpec& gpu) {
   auto it = cache.find(&gpu);
   if (it != cache.end()) return *it->second;
   Calibration own = Calibration::embedded(gpu);
-  bool transfer = own.empty();
+  // Families this GPU has no measurement of come from the reference GPU's runs.
+  bool transfer = !text::iequals(gpu.name, kReferenceGpu);
   if (transfer && !ref)
     ref = std::make_shared<const Calibration>(Calibration::embedded(Catalog::global().gpu(kReferenceGpu)));
   auto m = std::make_unique<Model>(gpu, std::move(own), transfer ? ref : nullptr);

@@ -9,6 +9,7 @@
 
 #include "hwmodels/calibration.hpp"
 #include "hwmodels/catalog.hpp"
+#include "hwmodels/work.hpp"
 
 namespace servesim::hw {
 
@@ -23,6 +24,7 @@ struct OpTime {
   Source source = Source::roofline;
   double flops = 0;  // useful FLOPs of the op (0 for pure data movement)
   double bytes = 0;  // HBM bytes it must move; for collectives the bytes as nccl-tests counts them
+  std::string_view kernel;  // the kernel vLLM runs for it (from the measurement nearest the query); "" unknown
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
@@ -46,12 +48,26 @@ class KernelModel {
   // skew = 0 balanced; > 0 power-law routing exponent.
   virtual OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k,
                               Precision p, double skew = 0) const = 0;
-  // Causal self-attention over `batch` sequences of `seq` new tokens (flash kernels, bf16).
-  virtual OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads,
-                                   int head_dim) const = 0;
-  // One query token per sequence against `context` cached tokens.
-  virtual OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads,
-                                  int head_dim) const = 0;
+  // Causal self-attention over `batch` sequences of `seq` new tokens (bf16 activations), K/V
+  // written to a cache of `kv` (bf16 or fp8); `window` > 0: sliding-window attention.
+  virtual OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim,
+                                   Precision kv = Precision::bf16, int window = 0) const = 0;
+  // One query token per sequence against `context` cached tokens read from a `kv` cache.
+  virtual OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim,
+                                  Precision kv = Precision::bf16, int window = 0) const = 0;
+  // Bidirectional ViT attention over `batch` sequences of `seq` patches (MHA, bf16).
+  virtual OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const = 0;
+  // One fused MoE layer (routing + expert GEMMs + activation + combine) on one GPU, weights in `p`
+  // (vLLM's kernel for that precision on this GPU; NVFP4 on Hopper = Marlin W4A16).
+  virtual OpTime moe(const MoeShape& shape, Precision p) const = 0;
+  // Gated DeltaNet core of one layer (prefill: chunked; decode: one recurrent step per sequence),
+  // TP-local heads, without conv1d and projections.
+  virtual OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim,
+                     int head_v_dim) const = 0;
+  // The all-reduce of a tensor-parallel group of `gpus` inside one node as vLLM runs it
+  // (tensor_model_parallel_all_reduce): custom one-/two-shot below its size switch, torch
+  // symmetric memory, then NCCL (the kernel named per vLLM's size rules, vllm-engine.md §4).
+  virtual OpTime tp_all_reduce(double bytes, int gpus) const = 0;
   // Mamba-2 chunked SSD scan (prefill); heads/groups per GPU.
   virtual OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state,
                             int groups) const = 0;

@@ -10,6 +10,12 @@ namespace servesim::hw {
 namespace {
 constexpr double kBf16 = 2, kFp32 = 4;
 constexpr double kSsdChunk = 128;  // chunk length of mamba_chunk_scan_combined in serving engines
+Features logs(std::initializer_list<double> v) {
+  Features f{};
+  int i = 0;
+  for (double x : v) f[i++] = std::log(x);
+  return f;
+}
 }  // namespace
 
 double element_bytes(Precision p) {
@@ -75,14 +81,98 @@ Work grouped_gemm_work(double active, double tokens, double n, double k, Precisi
   return {2 * tokens * n * k, active * k * n * element_bytes(weights) + tokens * (k * element_bytes(act) + n * kBf16)};
 }
 
-Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim) {
-  // Two matmuls of 2·s·s·d FLOPs per head, half of them under the causal mask.
-  return {2 * batch * heads * head_dim * seq * seq, kBf16 * batch * seq * head_dim * (2 * heads + 2 * kv_heads)};
+Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim, double kv_bytes,
+                            double window) {
+  // Two matmuls of 2·d FLOPs per query-key pair and head; s² / 2 pairs under the causal mask, or
+  // about s·w - w² / 2 when each query sees at most w keys.
+  double pairs = window > 0 && window < seq ? seq * window - 0.5 * window * window : 0.5 * seq * seq;
+  return {4 * batch * heads * head_dim * pairs,
+          batch * seq * head_dim * (kBf16 * 2 * heads + (kBf16 + kv_bytes) * 2 * kv_heads)};
 }
 
-Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim) {
-  return {4 * batch * heads * head_dim * context,
-          kBf16 * batch * (2 * context * kv_heads * head_dim + 2 * heads * head_dim)};
+Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim, double kv_bytes,
+                           double window) {
+  double ctx = window > 0 ? std::min(context, window) : context;
+  return {4 * batch * heads * head_dim * ctx,
+          batch * (kv_bytes * 2 * ctx * kv_heads * head_dim + kBf16 * 2 * heads * head_dim)};
+}
+
+Work encoder_attention_work(double batch, double seq, double heads, double head_dim) {
+  return {4 * batch * heads * head_dim * seq * seq, kBf16 * 4 * batch * seq * heads * head_dim};
+}
+
+namespace {
+// Power-law routing: expert i (rank 1 = most popular) has popularity i^-skew; a token picks k
+// distinct experts, so expert i is among them with probability p_i = min(1, c·i^-skew), c set so
+// the p_i sum to k (the most popular experts saturate at 1). Summed over the experts rank 0 holds
+// (the most popular E/ep).
+MoeRouting power_law_routing(const MoeShape& s) {
+  const int E = s.experts, local = std::max(1, E / std::max(1, s.ep));
+  thread_local std::vector<double> w;
+  w.resize(E);
+  for (int i = 0; i < E; ++i) w[i] = std::pow(i + 1, -s.skew);
+  double lo = 0, hi = double(s.topk) / w[E - 1];  // Σ min(1, c·w) is monotone in c
+  for (int it = 0; it < 60; ++it) {
+    const double c = 0.5 * (lo + hi);
+    double sum = 0;
+    for (int i = 0; i < E; ++i) sum += std::min(1.0, c * w[i]);
+    (sum < s.topk ? lo : hi) = c;
+  }
+  const double c = 0.5 * (lo + hi);
+  MoeRouting r;
+  for (int i = 0; i < local; ++i) {
+    const double p = std::min(1.0, c * w[i]);
+    r.slots += s.tokens * p;
+    r.touched += 1 - std::pow(1 - p, s.tokens);
+  }
+  return r;
+}
+}  // namespace
+
+MoeRouting moe_routing_expected(const MoeShape& s) {
+  if (s.experts <= 0 || s.tokens <= 0) return {};
+  if (s.skew > 0) return power_law_routing(s);
+  const double local = double(s.experts) / std::max(1, s.ep);
+  const double p = std::min(1.0, double(s.topk) / s.experts);
+  return {s.tokens * s.topk / std::max(1, s.ep), local * (1 - std::pow(1 - p, s.tokens))};
+}
+
+MoeRouting moe_routing_measured(const MoeShape& s) {
+  if (s.experts <= 0 || s.tokens <= 0) return {};
+  if (s.skew > 0) return power_law_routing(s);
+  const double local = double(s.experts) / std::max(1, s.ep);
+  const double slots = s.tokens * s.topk / std::max(1, s.ep);
+  return {std::max(1.0, slots), std::min(local, std::max(1.0, std::ceil(slots)))};
+}
+
+Work moe_work(const MoeShape& s, const MoeRouting& r, Precision weights) {
+  const double I = s.inter / std::max(1, s.tp), mats = s.gated ? 3 : 2;
+  const double expert_bytes = mats * s.hidden * I * element_bytes(weights);
+  const double act = s.tokens * s.hidden * kBf16 * 2 + r.slots * (s.gated ? 2 : 1) * I * kBf16 * 2;
+  return {2 * r.slots * mats * s.hidden * I, r.touched * expert_bytes + act};
+}
+
+Features moe_features(const MoeShape& s, const MoeRouting& r) {
+  // What sets a fused MoE kernel's efficiency beyond its bytes and FLOPs: tokens, rows per touched
+  // expert (tile fill), experts touched (parallel work), one expert's weight size and aspect,
+  // local experts (routing bookkeeping), top-k, and the routing skew.
+  const double I = s.inter / std::max(1, s.tp), touched = std::max(r.touched, 1e-3);
+  Features f = logs({s.tokens, std::max(r.slots, 1e-3) / touched, touched, (s.gated ? 3 : 2) * s.hidden * I,
+                     s.hidden / I, double(s.experts) / std::max(1, s.ep), double(s.topk)});
+  f[7] = s.skew;
+  return f;
+}
+
+Work gdn_work(bool decode, double batch, double seq, double k_heads, double v_heads, double head_k, double head_v) {
+  const double tokens = batch * seq, state = kFp32 * batch * v_heads * head_k * head_v;
+  const double io = kBf16 * tokens * (2 * k_heads * head_k + 2 * v_heads * head_v);
+  if (decode) return {6 * tokens * v_heads * head_k * head_v, 2 * state + io};
+  constexpr double kChunk = 64;  // chunk length of the chunked delta rule
+  return {2 * tokens * v_heads * (kChunk * (head_k + head_v) + 3 * head_k * head_v), io + 2 * state};
+}
+
+Features gdn_features(double batch, double seq, double k_heads, double v_heads, double head_k, double head_v) {
+  return logs({batch * seq, batch, k_heads, v_heads, head_k, head_v});
 }
 
 Work mamba_scan_work(double batch, double seqlen, double heads, double head_dim, double d_state, double groups) {
@@ -105,14 +195,6 @@ Work conv1d_work(double tokens, double channels, double kernel, bool decode) {
   return {2 * tokens * channels * kernel, bytes};
 }
 
-namespace {
-Features logs(std::initializer_list<double> v) {
-  Features f{};
-  int i = 0;
-  for (double x : v) f[i++] = std::log(x);
-  return f;
-}
-}  // namespace
 
 Features gemm_features(double m, double n, double k) { return logs({m, n, k}); }
 Features grouped_gemm_features(int experts, double tokens, const Routing& r, double n, double k, double skew, bool fp8) {
@@ -139,7 +221,9 @@ Features mamba_scan_features(double batch, double seqlen, double heads, double h
 Features mamba_step_features(double batch, double heads, double head_dim, double d_state, double groups) {
   return logs({batch, heads, head_dim, d_state, groups});
 }
-Features conv1d_features(double tokens, double channels, double kernel) { return logs({tokens, channels, kernel}); }
+Features conv1d_features(double tokens, double channels, double kernel, double batch) {
+  return logs({tokens, channels, kernel, batch});
+}
 Features bytes_features(double bytes) { return logs({bytes}); }
 
 }  // namespace servesim::hw

@@ -29,9 +29,46 @@ struct Routing {
 Routing route(int experts, double tokens, double skew);
 // Weights of the `active` experts read once; activations in, outputs out.
 Work grouped_gemm_work(double active, double tokens, double n, double k, Precision weights, Precision act);
-// Causal prefill: QK^T and PV over the lower triangle.
-Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim);
-Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim);
+// Causal prefill: QK^T and PV over the lower triangle (capped at `window` keys per query when > 0);
+// K and V written to the cache at `kv_bytes` per element.
+Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim,
+                            double kv_bytes = 2, double window = 0);
+// One query per sequence against `context` cached tokens (the last `window` when > 0), KV read at
+// `kv_bytes` per element (bf16 2, fp8 1).
+Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim,
+                           double kv_bytes = 2, double window = 0);
+// Bidirectional (ViT) attention: every query against every key of its sequence.
+Work encoder_attention_work(double batch, double seq, double heads, double head_dim);
+
+// A fused MoE layer on one GPU (rank 0 of its TP or EP group): `tokens` enter the layer; each picks
+// `topk` of `experts` global experts; the rank holds experts/ep experts of inter/tp width.
+struct MoeShape {
+  double tokens = 0, hidden = 0, inter = 0;
+  int topk = 0, experts = 0, tp = 1, ep = 1;
+  double skew = 0;     // 0 balanced; > 0 power-law exponent of the per-expert load (rank 0 the heaviest)
+  bool gated = true;   // SwiGLU (gate + up + down) or a non-gated MLP (up + down, e.g. ReLU^2)
+};
+// How the rank's experts are hit: slots routed to it and distinct local experts touched.
+struct MoeRouting {
+  double slots = 0;    // token-slots computed on this rank
+  double touched = 0;  // distinct local experts with at least one slot (their weights are streamed)
+};
+// Expected routing of a serving batch: each token draws top-k distinct experts, uniform (balanced:
+// touched = E_local (1 - (1 - k/E)^T)) or with power-law expert popularity (rank 0 holding the most
+// popular experts).
+MoeRouting moe_routing_expected(const MoeShape& s);
+// Routing of AIC's moe measurements: balanced = round-robin (slot j to expert j mod E), so a rank
+// touches min(E_local, slots) experts; power law = the expected routing above.
+MoeRouting moe_routing_measured(const MoeShape& s);
+// Weights of the touched experts at `weights` bytes/param, tokens in/out in bf16, the intermediate
+// activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp.
+Work moe_work(const MoeShape& s, const MoeRouting& r, Precision weights);
+Features moe_features(const MoeShape& s, const MoeRouting& r);
+
+// Gated DeltaNet core of one layer (without conv1d and projections): chunked delta rule over all
+// tokens (prefill) or one recurrent step per sequence (decode); fp32 state k_dim x v_dim per value head.
+Work gdn_work(bool decode, double batch, double seq, double k_heads, double v_heads, double head_k, double head_v);
+Features gdn_features(double batch, double seq, double k_heads, double v_heads, double head_k, double head_v);
 // Mamba-2 SSD with chunk 128: intra-chunk CB^T and its product with x, plus state passing.
 Work mamba_scan_work(double batch, double seqlen, double heads, double head_dim, double d_state, double groups);
 // Selective state update: reads and writes the fp32 state of every head.
@@ -45,7 +82,8 @@ Features grouped_gemm_features(int experts, double tokens, const Routing& r, dou
 Features attention_features(double batch, double len, double heads, double kv_heads, double head_dim);
 Features mamba_scan_features(double batch, double seqlen, double heads, double head_dim, double d_state, double groups);
 Features mamba_step_features(double batch, double heads, double head_dim, double d_state, double groups);
-Features conv1d_features(double tokens, double channels, double kernel);
+// `batch`: sequences the prefill tokens are split into (varlen conv; 1 for one sequence).
+Features conv1d_features(double tokens, double channels, double kernel, double batch = 1);
 Features bytes_features(double bytes);
 
 }  // namespace servesim::hw

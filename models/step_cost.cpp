@@ -33,16 +33,16 @@ struct Curve {
   }
 };
 
-// The TP all-reduce after a block: engines run small messages through their NVLink one-shot/two-shot
-// kernel (published measurements, hwmodels/published.hpp) and large ones through NCCL
-// (fitted on our own measurements); whichever is faster, as the engine's size switch intends.
-OpTime tp_allreduce(const KernelModel& km, const hw::GpuSpec& gpu, int tp, double bytes) {
-  OpTime nccl = km.collective(hw::Collective::all_reduce, bytes, hw::CommGroup{tp, 1, nullptr});
-  if (auto k = hw::nvlink_allreduce(gpu, tp, bytes); k && k->seconds < nccl.seconds) {
-    nccl.seconds = k->seconds;
-    nccl.source = k->exact_table ? hw::Source::interpolated : hw::Source::transferred;
-  }
-  return nccl;
+// The TP all-reduce after a block, as vLLM runs it (custom / symmetric memory / NCCL by size).
+OpTime tp_allreduce(const KernelModel& km, const hw::GpuSpec&, int tp, double bytes) {
+  return km.tp_all_reduce(bytes, tp);
+}
+
+// Several ops of one breakdown row: FLOPs and bytes add up; bound, source and kernel of the first.
+OpTime sum(std::initializer_list<OpTime> ops) {
+  OpTime t = *ops.begin();
+  for (auto it = ops.begin() + 1; it != ops.end(); ++it) t.flops += it->flops, t.bytes += it->bytes;
+  return t;
 }
 
 struct Part {  // a kind's figures for the breakdown
@@ -78,6 +78,7 @@ class Model final : public StepCostModel {
       const std::int64_t di = m.mamba_d_inner() / tp, g = std::max(1, m.groups / tp);
       const std::int64_t in_n = 2 * di + 2 * g * m.d_state + m.mamba_heads / tp;
       conv_ch_ = di + 2 * g * m.d_state;
+      mamba_in_n_ = in_n;
       mheads_ = m.mamba_heads / tp;
       mgroups_ = int(g);
       mamba_lin_.fill([&](std::int64_t M) { return gemm(M, in_n, H) + gemm(M, H, di); });
@@ -96,16 +97,15 @@ class Model final : public StepCostModel {
       attn_lin_.fill([&](std::int64_t M) {
         return gemm(M, std::int64_t(aheads_ + 2 * akv_) * m.head_dim, H) + gemm(M, H, std::int64_t(aheads_) * m.head_dim);
       });
-      // Decode attention streams the KV of every context token: a fixed part plus a per-token slope.
-      const double t_small = km_.attention_decode(1, 1, aheads_, akv_, m.head_dim).seconds;
-      const double t_big = km_.attention_decode(64, 8192, aheads_, akv_, m.head_dim).seconds;
+      // Decode attention streams the KV of every context token (at the KV dtype's bytes): a fixed
+      // part plus a per-token slope.
+      const double t_small = km_.attention_decode(1, 1, aheads_, akv_, m.head_dim, kv_).seconds;
+      const double t_big = km_.attention_decode(64, 8192, aheads_, akv_, m.head_dim, kv_).seconds;
       attn_dec_base_ = t_small;
-      // The kernel tables are measured with a BF16 KV cache; the per-token slope is the KV stream,
-      // so it scales with the KV dtype's bytes (FP8 KV reads half as much).
-      attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0)) * kv_dtype_bytes(kv) / 2.0;
-      attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim).seconds; });
+      attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
+      attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim, kv_).seconds; });
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
-      attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim).seconds; });
+      attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
     }
     if (n_mlp_) {
       const std::int64_t I = m.mlp_intermediate / tp;
@@ -116,11 +116,9 @@ class Model final : public StepCostModel {
       local_experts_ = m.experts / split;
       const std::int64_t I = par.ep > 1 ? m.moe_intermediate : m.moe_intermediate / tp;
       const std::int64_t W = m.moe_width();
-      moe_routed_.fill([&](std::int64_t slots) {
-        const std::int64_t local = std::max<std::int64_t>(1, slots / split);
-        return km_.grouped_gemm(local_experts_, local, (m.moe_gated ? 2 : 1) * I, W, wp_).seconds +
-               km_.grouped_gemm(local_experts_, local, W, I, wp_).seconds;
-      });
+      (void)W;
+      (void)I;
+      moe_routed_.fill([&](std::int64_t tokens) { return km_.moe(moe_shape(double(tokens)), wp_).seconds; });
       const std::int64_t Is = m.shared_intermediate * m.shared_experts / tp;
       moe_dense_.fill([&](std::int64_t M) {
         double t = km_.gemm(M, m.experts, H, hw::Precision::bf16).seconds;  // router (kept in high precision)
@@ -151,7 +149,7 @@ class Model final : public StepCostModel {
         const std::int64_t M = tiles * P;
         auto g16 = [&](std::int64_t Mx, std::int64_t n, std::int64_t k) { return km_.gemm(Mx, n, k, hw::Precision::bf16).seconds; };
         double layer = g16(M, 3 * h / tp, h) + g16(M, h, h / tp) + g16(M, f / tp, h) + g16(M, h, f / tp) +
-                       km_.attention_prefill(int(tiles), P, vh, vh, int(h / v.heads)).seconds;
+                       km_.encoder_attention(int(tiles), P, vh, int(h / v.heads)).seconds;
         double t = v.layers * layer + g16(M, h, 3 * v.patch * v.patch);
         const std::int64_t out = tiles * v.tokens_per_tile;
         if (v.projector_intermediate > 0)
@@ -185,46 +183,67 @@ class Model final : public StepCostModel {
       total += s;
       if (parts && s > 0) {
         OpTime o = sample();
-        parts->push_back({kind, op, s, std::string(hw::to_string(o.bound)), std::string(hw::to_string(o.source)), layers});
+        parts->push_back({kind, op, s, std::string(hw::to_string(o.bound)), std::string(hw::to_string(o.source)), layers,
+                          std::string(o.kernel), o.bound == hw::Bound::communication ? 0.0 : o.bytes * layers});
       }
     };
     const auto Mi = std::int64_t(std::max(1.0, M));
     const std::int64_t H = m_.hidden;
     if (n_mamba_) {
-      add("mamba", "in_proj + out_proj GEMM", n_mamba_ * mamba_lin_(M), n_mamba_, [&] { return km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, wp_); });
+      add("mamba", "in_proj + out_proj GEMM", n_mamba_ * mamba_lin_(M), n_mamba_, [&] {
+        return sum({km_.gemm(Mi, mamba_in_n_, H, wp_), km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, wp_)});
+      });
       if (b.decode_seqs > 0)
         add("mamba", "state update + conv1d (decode)", n_mamba_ * mamba_step_(dec_tokens), n_mamba_,
-            [&] { return km_.mamba_step(int(dec_tokens), mheads_, m_.mamba_head_dim, m_.d_state, mgroups_); });
+            [&] {
+              return sum({km_.mamba_step(int(dec_tokens), mheads_, m_.mamba_head_dim, m_.d_state, mgroups_),
+                          km_.conv1d(std::int64_t(dec_tokens), conv_ch_, m_.conv_kernel, true)});
+            });
       if (b.prefill_tokens > 0)
         add("mamba", "SSD chunked scan + conv1d (prefill)", n_mamba_ * mamba_scan_(double(b.prefill_tokens)), n_mamba_,
-            [&] { return km_.mamba_scan(1, b.prefill_tokens, mheads_, m_.mamba_head_dim, m_.d_state, mgroups_); });
+            [&] {
+              return sum({km_.mamba_scan(1, b.prefill_tokens, mheads_, m_.mamba_head_dim, m_.d_state, mgroups_),
+                          km_.conv1d(b.prefill_tokens, conv_ch_, m_.conv_kernel, false)});
+            });
     }
     if (n_attn_) {
       add("attention", "QKV + O GEMM", n_attn_ * attn_lin_(M), n_attn_,
-          [&] { return km_.gemm(Mi, std::int64_t(aheads_ + 2 * akv_) * m_.head_dim, H, wp_); });
+          [&] {
+            return sum({km_.gemm(Mi, std::int64_t(aheads_ + 2 * akv_) * m_.head_dim, H, wp_),
+                        km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, wp_)});
+          });
       if (b.decode_seqs > 0) {
         const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq;
         add("attention", "decode attention (KV read)",
             n_attn_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads), n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
-              return km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim);
+              return km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
             });
       }
       if (b.prefill_tokens > 0) {
         // Equivalent single-sequence length with the same number of causal pairs.
         const double S = (std::sqrt(1 + 8 * std::max(0.0, b.prefill_attention_pairs)) - 1) / 2;
         add("attention", "prefill attention (flash)", n_attn_ * attn_pre_(S), n_attn_,
-            [&] { return km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim); });
+            [&] { return km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_); });
       }
     }
     if (n_mlp_)
       add("mlp", "up + down GEMM", n_mlp_ * mlp_(M), n_mlp_,
-          [&] { return km_.gemm(Mi, m_.mlp_intermediate / par_.tp, H, wp_); });
+          [&] {
+            const std::int64_t I = m_.mlp_intermediate / par_.tp;
+            return sum({km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, wp_), km_.gemm(Mi, H, I, wp_)});
+          });
     if (n_moe_) {
-      add("moe", "routed experts grouped GEMM", n_moe_ * moe_routed_(M * m_.top_k), n_moe_,
-          [&] { return km_.grouped_gemm(local_experts_, Mi * m_.top_k, m_.moe_intermediate / par_.tp, m_.moe_width(), wp_); });
+      add("moe", "routed experts (fused MoE)", n_moe_ * moe_routed_(M), n_moe_,
+          [&] { return km_.moe(moe_shape(M), wp_); });
       add("moe", "router + shared expert + latent GEMM", n_moe_ * moe_dense_(M), n_moe_,
-          [&] { return km_.gemm(Mi, m_.shared_intermediate / par_.tp, H, wp_); });
+          [&] {
+            OpTime t = km_.gemm(Mi, m_.experts, H, hw::Precision::bf16);
+            const std::int64_t Is = m_.shared_intermediate * m_.shared_experts / par_.tp;
+            if (Is > 0) t = sum({t, km_.gemm(Mi, (m_.moe_gated ? 2 : 1) * Is, H, wp_), km_.gemm(Mi, H, Is, wp_)});
+            if (m_.moe_latent > 0) t = sum({t, km_.gemm(Mi, m_.moe_latent, H, wp_), km_.gemm(Mi, H, m_.moe_latent, wp_)});
+            return t;
+          });
       if (par_.ep > 1)
         add("collectives", "MoE all-to-all (dispatch + combine)", n_moe_ * moe_a2a_(M), n_moe_, [&] {
           return km_.collective(hw::Collective::all_to_all, M * m_.top_k * m_.moe_width() * 2, hw::CommGroup{par_.ep, 1, nullptr});
@@ -243,8 +262,23 @@ class Model final : public StepCostModel {
           [&] { return km_.transfer(M * H * 2, false, nullptr); });
     if (m_.has_vision && b.vision_tiles > 0)
       add("vision", "ViT encoder + projector", vision_(b.vision_tiles), m_.vision.layers,
-          [&] { return km_.attention_prefill(b.vision_tiles, m_.vision.patches_per_tile(), m_.vision.heads, m_.vision.heads, m_.vision.hidden / m_.vision.heads); });
+          [&] { return km_.encoder_attention(b.vision_tiles, m_.vision.patches_per_tile(), m_.vision.heads, m_.vision.hidden / m_.vision.heads); });
     return total;
+  }
+
+  // The routed experts of one MoE layer on one GPU for `tokens` tokens entering it: experts sharded
+  // by TP (inter / tp) or by EP (experts / ep); balanced routing.
+  hw::MoeShape moe_shape(double tokens) const {
+    hw::MoeShape s;
+    s.tokens = std::max(1.0, tokens);
+    s.hidden = double(m_.moe_width());
+    s.inter = double(m_.moe_intermediate);
+    s.topk = m_.top_k;
+    s.experts = m_.experts;
+    s.tp = par_.ep > 1 ? 1 : par_.tp;
+    s.ep = par_.ep > 1 ? par_.ep : 1;
+    s.gated = m_.moe_gated;
+    return s;
   }
 
   const ModelSpec& m_;
@@ -257,7 +291,7 @@ class Model final : public StepCostModel {
   double eager_launch_s_ = 0;
   LaunchCounts launch_counts_;
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
-  std::int64_t conv_ch_ = 0;
+  std::int64_t conv_ch_ = 0, mamba_in_n_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
   Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,
       moe_a2a_, lm_head_, norms_, allreduce_, p2p_, vision_;

@@ -30,6 +30,8 @@ struct StepPart {
   std::string bound;     // compute | memory | launch | communication
   std::string source;    // measured | interpolated | transferred | roofline
   int layers = 0;        // how many layers contribute
+  std::string kernel;    // the kernel vLLM runs for it on this GPU and precision ("" unknown)
+  double hbm_bytes = 0;  // HBM bytes the row must move (weights touched, KV, state, activations), all layers; 0 for collectives
 };
 struct StepTime {
   double seconds = 0;

@@ -69,6 +69,7 @@ nlohmann::json op_json(const std::string& what, const hw::GpuSpec& gpu, const hw
           {"bytes", t.bytes},
           {"achieved_flops_per_s", t.seconds > 0 ? t.flops / t.seconds : 0.0},
           {"achieved_bytes_per_s", t.seconds > 0 ? t.bytes / t.seconds : 0.0},
+          {"kernel", std::string(t.kernel)},
           {"provenance", km.provenance()}};
 }
 
@@ -76,8 +77,10 @@ const std::map<std::string, std::vector<std::string>>& op_table() {
   static const std::map<std::string, std::vector<std::string>> t = {
       {"gemm", {"m", "n", "k", "dtype"}},
       {"grouped-gemm", {"experts", "tokens", "n", "k", "dtype", "skew"}},
-      {"attention-prefill", {"batch", "seq", "heads", "kv_heads", "head_dim"}},
-      {"attention-decode", {"batch", "context", "heads", "kv_heads", "head_dim"}},
+      {"attention-prefill", {"batch", "seq", "heads", "kv_heads", "head_dim", "kv_dtype", "window"}},
+      {"attention-decode", {"batch", "context", "heads", "kv_heads", "head_dim", "kv_dtype", "window"}},
+      {"moe", {"tokens", "hidden", "inter", "topk", "experts", "tp", "ep", "dtype", "skew", "gated"}},
+      {"tp-all-reduce", {"gpus", "bytes"}},
       {"mamba-scan", {"batch", "seqlen", "heads", "head_dim", "d_state", "groups"}},
       {"mamba-step", {"batch", "heads", "head_dim", "d_state", "groups"}},
       {"collective", {"op", "gpus", "bytes", "nodes", "instance"}},
@@ -88,8 +91,8 @@ const std::map<std::string, std::vector<std::string>>& op_table() {
 }  // namespace
 
 const std::vector<std::string>& op_kinds() {
-  static const std::vector<std::string> k = {"gemm", "grouped-gemm", "attention-prefill", "attention-decode",
-                                             "mamba-scan", "mamba-step", "collective"};
+  static const std::vector<std::string> k = {"gemm", "grouped-gemm", "attention-prefill", "attention-decode", "moe",
+                                             "mamba-scan", "mamba-step", "collective", "tp-all-reduce"};
   return k;
 }
 
@@ -121,8 +124,34 @@ nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
     const char* len = prefill ? "seq" : "context";
     const int b = a.small("batch"), h = a.small("heads"), kv = a.small("kv_heads"), d = a.small("head_dim");
     const auto s = a.integer(len);
-    const auto t = prefill ? km.attention_prefill(b, s, h, kv, d) : km.attention_decode(b, s, h, kv, d);
-    return op_json(kind, g, t, {{"batch", b}, {len, s}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d}});
+    const auto kvd = hw::parse_precision(a.str("kv_dtype", "bf16"), "--kv-dtype");
+    if (kvd != hw::Precision::bf16 && kvd != hw::Precision::fp8) throw Error("--kv-dtype", "", "expected bf16 or fp8");
+    const int w = int(a.integer("window", 0, 0));
+    const auto t = prefill ? km.attention_prefill(b, s, h, kv, d, kvd, w) : km.attention_decode(b, s, h, kv, d, kvd, w);
+    return op_json(kind, g, t, {{"batch", b}, {len, s}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d},
+                                {"kv_dtype", hw::to_string(kvd)}, {"window", w}});
+  }
+  if (kind == "moe") {
+    const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
+    hw::MoeShape m;
+    m.tokens = double(a.integer("tokens"));
+    m.hidden = double(a.integer("hidden"));
+    m.inter = double(a.integer("inter"));
+    m.topk = a.small("topk");
+    m.experts = a.small("experts");
+    m.tp = a.small("tp", 1);
+    m.ep = a.small("ep", 1);
+    m.skew = a.number("skew", 0.0);
+    m.gated = a.integer("gated", 1, 0) != 0;
+    return op_json(kind, g, km.moe(m, p),
+                   {{"tokens", m.tokens}, {"hidden", m.hidden}, {"inter", m.inter}, {"topk", m.topk},
+                    {"experts", m.experts}, {"tp", m.tp}, {"ep", m.ep}, {"dtype", hw::to_string(p)}, {"skew", m.skew},
+                    {"gated", m.gated}, {"experts_touched", hw::moe_routing_expected(m).touched}});
+  }
+  if (kind == "tp-all-reduce") {
+    const int gpus = a.small("gpus");
+    const double bytes = a.number("bytes");
+    return op_json(kind, g, km.tp_all_reduce(bytes, gpus), {{"gpus", gpus}, {"bytes", bytes}});
   }
   if (kind == "mamba-scan" || kind == "mamba-step") {
     const bool scan = kind == "mamba-scan";
@@ -150,11 +179,19 @@ nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
 
 namespace {
 
-nlohmann::json parts_json(const models::StepTime& t) {
+// The step's parts, and its bandwidth bound: every row's HBM bytes (weights touched, KV, state,
+// activations) streamed once at the datasheet HBM bandwidth.
+nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& p : t.parts)
-    a.push_back({{"kind", p.kind}, {"op", p.op}, {"seconds", p.seconds}, {"bound", p.bound}, {"source", p.source}, {"layers", p.layers}});
-  return {{"seconds", t.seconds}, {"parts", a}};
+  double bytes = 0;
+  for (const auto& p : t.parts) {
+    bytes += p.hbm_bytes;
+    a.push_back({{"kind", p.kind}, {"op", p.op}, {"seconds", p.seconds}, {"bound", p.bound}, {"source", p.source},
+                 {"layers", p.layers}, {"kernel", p.kernel}, {"hbm_bytes", p.hbm_bytes},
+                 {"bandwidth_bound_seconds", p.hbm_bytes / gpu.hbm_bw_bytes_per_s}});
+  }
+  return {{"seconds", t.seconds}, {"parts", a}, {"hbm_bytes", bytes},
+          {"bandwidth_bound_seconds", bytes / gpu.hbm_bw_bytes_per_s}};
 }
 
 }  // namespace
@@ -189,8 +226,9 @@ nlohmann::json step(const StepArgs& a) {
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", a.tp}, {"pp", a.pp}, {"ep", a.ep},
           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
-          {"decode", parts_json(cost->breakdown(dec))}, {"prefill", parts_json(cost->breakdown(pre))},
-          {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)}};
+          {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},
+          {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},
+          {"hbm_bytes_per_s", gpu.hbm_bw_bytes_per_s}};
 }
 
 }  // namespace servesim::api

@@ -10,11 +10,26 @@
 namespace servesim::cli {
 namespace {
 
+// The worst held-out points: their measured time and shape coordinates (exp of the log features).
+nlohmann::json worst_json(const hw::FamilyCalibration& f) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [err, i] : f.cv.worst) {
+    const auto& s = f.samples[size_t(i)];
+    nlohmann::json x = nlohmann::json::array();
+    for (double v : s.x) x.push_back(std::exp(v));
+    a.push_back({{"error", err}, {"index", i}, {"seconds", s.seconds}, {"shape", x}});
+  }
+  return a;
+}
+
 nlohmann::json report_json(const hw::Calibration& c) {
   nlohmann::json fams = nlohmann::json::array();
   for (const auto& [name, f] : c.families()) {
     fams.push_back({{"family", name},
                     {"file", f.file},
+                    {"origin", f.origin},
+                    {"runtime", f.runtime},
+                    {"kernels", f.kernels},
                     {"points", f.samples.size()},
                     {"held_out", f.cv.held_out},
                     {"method", hw::to_string(f.fit.method())},
@@ -26,7 +41,8 @@ nlohmann::json report_json(const hw::Calibration& c) {
                     {"launch_s", f.fit.launch_s()},
                     {"compute_efficiency", f.fit.compute_efficiency()},
                     {"memory_efficiency", f.fit.memory_efficiency()},
-                    {"meets_target", f.cv.median <= 0.08 && f.cv.p90 <= 0.20}});
+                    {"meets_target", f.cv.median <= 0.08 && f.cv.p90 <= 0.20},
+                    {"worst_held_out", worst_json(f)}});
   }
   hw::LaunchOverhead lo = c.launch_overhead();
   return {{"gpu", c.gpu().name},
@@ -39,10 +55,10 @@ nlohmann::json report_json(const hw::Calibration& c) {
 }
 
 std::string report_table(const hw::Calibration& c) {
-  Table t({"family", "points", "held out", "method", "median err", "p90 err", "max err", "fit max err", "launch us", "eff compute",
-           "eff memory", "target"});
+  Table t({"family", "from", "points", "held out", "method", "median err", "p90 err", "max err", "fit max err", "launch us",
+           "eff compute", "eff memory", "target"});
   for (const auto& [name, f] : c.families()) {
-    t.add_row({name, std::to_string(f.samples.size()), std::to_string(f.cv.held_out),
+    t.add_row({name, f.origin == "vllm" ? f.runtime : "torch runs", std::to_string(f.samples.size()), std::to_string(f.cv.held_out),
                std::string(hw::to_string(f.fit.method())), fixed(100 * f.cv.median, 1) + "%",
                fixed(100 * f.cv.p90, 1) + "%", fixed(100 * f.cv.max, 1) + "%", fixed(100 * f.fit_max_error, 1) + "%", fixed(f.fit.launch_s() * 1e6, 2),
                fixed(f.fit.compute_efficiency(), 3), fixed(f.fit.memory_efficiency(), 3),
@@ -68,15 +84,29 @@ void add_calibrate_commands(CLI::App& app) {
   auto* cal = app.add_subcommand("calibrate", "Kernel cost model calibration: error report and refits");
   cal->require_subcommand(1);
 
-  struct ReportOpts { std::string gpu = "h200"; Format format = Format::table; };
+  struct ReportOpts { std::string gpu; Format format = Format::table; };
   auto ro = std::make_shared<ReportOpts>();
   auto* report = cal->add_subcommand("report", "Cross-validated error per op family on a measured GPU");
-  report->add_option("--gpu", ro->gpu, "GPU whose calibration folder to report (default h200)");
+  report->add_option("--gpu", ro->gpu, "GPU whose calibration folder to report (default: every GPU with one)");
   add_format_option(*report, ro->format);
   report->callback([ro] {
-    const auto& gpu = hw::Catalog::global().gpu(ro->gpu);
-    hw::Calibration c = hw::Calibration::embedded(gpu);
-    emit(ro->format, report_json(c), report_table(c));
+    if (!ro->gpu.empty()) {
+      const auto& gpu = hw::Catalog::global().gpu(ro->gpu);
+      hw::Calibration c = hw::Calibration::embedded(gpu);
+      c.validate();
+      emit(ro->format, report_json(c), report_table(c));
+      return;
+    }
+    nlohmann::json all = nlohmann::json::array();
+    std::string text;
+    for (const auto& gpu : hw::Catalog::global().gpus()) {
+      hw::Calibration c = hw::Calibration::embedded(gpu);
+      if (c.empty()) continue;
+      c.validate();
+      all.push_back(report_json(c));
+      text += report_table(c) + "\n";
+    }
+    emit(ro->format, nlohmann::json{{"gpus", all}}, text);
   });
 
   struct FitOpts { std::string dir, gpu = "h200"; Format format = Format::table; };
@@ -88,6 +118,7 @@ void add_calibrate_commands(CLI::App& app) {
   fit->callback([fo] {
     const auto& gpu = hw::Catalog::global().gpu(fo->gpu);
     hw::Calibration c = hw::Calibration::from_dir(fo->dir, gpu);
+    c.validate();
     emit(fo->format, report_json(c), report_table(c));
   });
 }

@@ -22,10 +22,10 @@ void run_op(const std::string& kind, const OpOpts& o) {
   for (const auto& [k, v] : o.number) args[k] = v;
   const auto j = api::op_time(kind, args);
   const double s = j["seconds"].get<double>();
-  Table tab({"op", "gpu", "time us", "bound", "source", "TFLOP/s", "GB/s"});
+  Table tab({"op", "gpu", "time us", "bound", "source", "TFLOP/s", "GB/s", "kernel"});
   tab.add_row({kind, j["gpu"].get<std::string>(), fixed(s * 1e6, 2), j["bound"].get<std::string>(),
                j["source"].get<std::string>(), fixed(s > 0 ? j["flops"].get<double>() / s / 1e12 : 0, 1),
-               fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1)});
+               fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string())});
   emit(o.format, j, tab.render() + "provenance: " + j["provenance"].get<std::string>() + "\n");
 }
 
@@ -40,7 +40,7 @@ void add_op(CLI::App* op, const std::string& kind, const char* help,
     std::string key = flag;
     for (char& ch : key) if (ch == '-') ch = '_';
     CLI::Option* opt;
-    if (key == "gpu" || key == "dtype" || key == "op" || key == "instance")
+    if (key == "gpu" || key == "dtype" || key == "op" || key == "instance" || key == "kv_dtype")
       opt = c->add_option_function<std::string>("--" + flag, [o, key](const std::string& v) { o->text[key] = v; }, what);
     else
       opt = c->add_option_function<double>("--" + flag, [o, key](const double& v) { o->number[key] = v; }, what);
@@ -69,10 +69,22 @@ void add_op_commands(CLI::App& app) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
-  add_op(op, "attention-prefill", "Causal flash attention over B sequences of S new tokens",
-         with({{"batch", "sequences", true}, {"seq", "new tokens per sequence", true}}, heads));
-  add_op(op, "attention-decode", "One query token per sequence against C cached tokens",
-         with({{"batch", "sequences", true}, {"context", "cached tokens per sequence", true}}, heads));
+  const std::vector<std::tuple<std::string, std::string, bool>> kv = {
+      {"kv-dtype", "KV cache dtype: bf16 | fp8 (default bf16)", false},
+      {"window", "sliding window in tokens (0 = full attention)", false}};
+  add_op(op, "attention-prefill", "Causal attention over B sequences of S new tokens (vLLM's backend on this GPU)",
+         with(with({{"batch", "sequences", true}, {"seq", "new tokens per sequence", true}}, heads), kv));
+  add_op(op, "attention-decode", "One query token per sequence against C cached tokens (vLLM's backend on this GPU)",
+         with(with({{"batch", "sequences", true}, {"context", "cached tokens per sequence", true}}, heads), kv));
+  add_op(op, "moe", "One fused MoE layer on one GPU (vLLM's kernel for the precision on this GPU)",
+         {{"tokens", "tokens entering the layer on this GPU", true}, {"hidden", "expert input/output width", true},
+          {"inter", "per-expert intermediate size (global)", true}, {"topk", "experts per token", true},
+          {"experts", "routed experts (global)", true}, {"tp", "MoE tensor-parallel size (default 1)", false},
+          {"ep", "expert-parallel size (default 1)", false}, {"dtype", "bf16|fp8|nvfp4 (weights; default bf16)", false},
+          {"skew", "power-law exponent of expert popularity (0 = balanced)", false},
+          {"gated", "1 = SwiGLU experts (default), 0 = non-gated (ReLU^2)", false}});
+  add_op(op, "tp-all-reduce", "Tensor-parallel all-reduce as vLLM runs it (custom / symmetric memory / NCCL)",
+         {{"gpus", "GPUs in the TP group", true}, {"bytes", "bytes reduced", true}});
   const std::vector<std::tuple<std::string, std::string, bool>> mixer = {
       {"heads", "Mamba heads per GPU", true}, {"head-dim", "head dimension", true},
       {"d-state", "SSM state size", true}, {"groups", "B/C groups per GPU", true}};

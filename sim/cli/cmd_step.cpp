@@ -11,20 +11,25 @@ void add_rows(Table& t, const std::string& step, const nlohmann::json& s) {
   const double total = s["seconds"].get<double>();
   for (const auto& p : s["parts"]) {
     const double sec = p["seconds"].get<double>();
+    const double bb = p.value("bandwidth_bound_seconds", 0.0);
     t.add_row({step, p["kind"].get<std::string>(), p["op"].get<std::string>(), std::to_string(p["layers"].get<int>()),
-               fixed(sec * 1e3, 3), fixed(100 * sec / total, 1), p["bound"].get<std::string>(), p["source"].get<std::string>()});
+               fixed(sec * 1e3, 3), fixed(100 * sec / total, 1), bb > 0 ? fixed(bb * 1e3, 3) : "-",
+               p["bound"].get<std::string>(), p["source"].get<std::string>(), p.value("kernel", std::string())});
   }
-  t.add_row({step, "total", "", "", fixed(total * 1e3, 3), "100.0", "", ""});
+  const double bb = s.value("bandwidth_bound_seconds", 0.0);
+  t.add_row({step, "total", "", "", fixed(total * 1e3, 3), "100.0", fixed(bb * 1e3, 3), bb > 0 ? fixed(total / bb, 2) + "x bound" : "", "", ""});
 }
 
 void run(const api::StepArgs& a, Format format) {
   const auto j = api::step(a);
-  Table t({"step", "kind", "op", "layers", "ms", "%", "bound", "source"});
+  Table t({"step", "kind", "op", "layers", "ms", "%", "HBM-bound ms", "bound", "source", "kernel"});
   add_rows(t, "decode", j["decode"]);
   add_rows(t, "prefill", j["prefill"]);
   const std::string b = std::to_string(a.batch);
   std::string text = "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +
+                     "HBM-bound ms: the row's HBM bytes (weights touched, KV, state, activations) once at the datasheet " +
+                     fixed(j["hbm_bytes_per_s"].get<double>() / 1e12, 2) + " TB/s; collectives and launch floors are the rest\n" +
                      "kernel model: " + j["provenance"].get<std::string>() + "\n";
   emit(format, j, text);
 }

@@ -20,11 +20,13 @@ def test_gemm_never_beats_peak_compute_or_bandwidth(name):
     assert servesim.op_time("gemm", name, m=1, n=8192, k=8192)["bound"] in ("memory", "launch")
 
 
-def test_gemm_is_measured_on_h200_and_transferred_elsewhere(cli):
+def test_gemm_is_measured_on_every_gpu_and_mamba_transferred(cli):
     h = servesim.op_time("gemm", "h200", m=4096, n=4096, k=4096, dtype="bf16")
     assert h["source"] in ("measured", "interpolated")
     b = servesim.op_time("gemm", "b200", m=4096, n=4096, k=4096, dtype="nvfp4")
-    assert b["source"] == "transferred"
+    assert b["source"] == "measured" and "NvFp4" in b["kernel"]
+    s = servesim.op_time("mamba-step", "b200", batch=64, heads=64, head_dim=64, d_state=128, groups=8)
+    assert s["source"] == "transferred"
     assert h == cli("op", "gemm", "--gpu", "h200", "--m", 4096, "--n", 4096, "--k", 4096, "--dtype", "bf16", "--format", "json")
 
 
@@ -40,6 +42,10 @@ def test_every_op_kind_equals_the_cli(cli):
          ["--batch", 1, "--seqlen", 8192, "--heads", 64, "--head-dim", 64, "--d-state", 128, "--groups", 8]),
         ("mamba-step", dict(batch=1, heads=64, head_dim=64, d_state=128, groups=8),
          ["--batch", 1, "--heads", 64, "--head-dim", 64, "--d-state", 128, "--groups", 8]),
+        ("moe", dict(tokens=64, hidden=4096, inter=1536, topk=8, experts=128, dtype="fp8"),
+         ["--tokens", 64, "--hidden", 4096, "--inter", 1536, "--topk", 8, "--experts", 128, "--dtype", "fp8"]),
+        ("tp-all-reduce", dict(gpus=4, bytes=1048576),
+         ["--gpus", 4, "--bytes", 1048576]),
         ("collective", dict(op="all-reduce", gpus=8, bytes=16777216),
          ["--op", "all-reduce", "--gpus", 8, "--bytes", 16777216]),
         ("collective", dict(op="all-gather", gpus=16, nodes=2, instance="p5.48xlarge", bytes=1e9),

@@ -1,0 +1,281 @@
+#!/usr/bin/python3
+"""Reduce NVIDIA AIConfigurator's measured vLLM 0.24 kernel tables to servesim calibration files.
+
+Input: a folder of the AIC tables as CSV (one sub-folder per system: h100_sxm, h200_sxm, b200_sxm,
+b300_sxm, gb200, gb300; files <family>_<table>.csv[.gz], every column as AIC stores it).
+Output: hwmodels/calibration/<gpu>/vllm/<family>.json, in the calibration layout the C++ loader
+reads (hwmodels/calibration.hpp): {"family", "method", "about", "env", "kernels", "columns", "points"}.
+
+The raw tables (about 1.9M rows, 36 MB) stay out of the repository; this keeps a grid subset of
+each (documented per family in "about"), enough to fit and to cross-validate every family, and
+rounds latencies to 4 significant digits. Nothing is modelled or interpolated here.
+
+    /usr/bin/python3 hwmodels/aic/reduce_aic.py --aic DIR [--out hwmodels/calibration]
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import pandas as pd
+
+AIC_REPO = "https://github.com/ai-dynamo/aiconfigurator"
+AIC_COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+AIC_DATE = "2026-08-21"
+SYSTEMS = {"h100_sxm": "H100", "h200_sxm": "H200", "b200_sxm": "B200", "b300_sxm": "B300", "gb200": "GB200",
+           "gb300": "GB300"}
+
+POW2 = [1 << i for i in range(0, 21)]
+# GEMM grid kept: every power-of-two m, and the (n, k) below (a third of the measured widths,
+# spanning 256 .. 65,536 and the common model widths 3072/6144/12288).
+GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
+GEMM_NK = {256, 1024, 2048, 4096, 6144, 8192, 16384, 65536}
+DTYPE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+# Attention grid kept: query/KV head pairs of GQA models at TP 1..8 and the MHA rows.
+ATTN_HEADS = {(64, 8), (64, 1), (32, 4), (32, 1), (16, 2), (16, 1), (8, 1), (4, 1), (2, 1), (1, 1), (48, 48), (12, 12)}
+GEN_BATCH = {1, 4, 16, 64, 256, 1024}
+GEN_CTX = {2, 8, 32, 128, 512, 1024, 2048, 4096, 8192, 32768, 131072}  # step + 1
+CTX_ISL = {1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+# Sliding-window rows kept for one head pair per head_dim (the window's effect, not every shape).
+WINDOW_HEADS = {(32, 4), (16, 2)}
+MOE_TOKENS = {1, 4, 16, 64, 256, 1024, 4096, 16384}
+MOE_PAR = {(1, 1), (2, 1), (8, 1), (1, 4), (1, 16), (1, 64)}
+MOE_DTYPE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
+             "w4a16_mxfp4": "mxfp4_w4a16", "w4a8_mxfp4_mxfp8": "mxfp4_w4a8"}
+MOE_DIST = {"balanced", "power_law_1.2"}
+# Routed experts without a gate projection (Nemotron's ReLU^2 MLPs): (hidden, inter, topk, experts).
+NON_GATED = {(2688, 1856, 6, 128), (2048, 5120, 22, 512), (1024, 2688, 22, 512), (4096, 2688, 22, 512)}
+SKEW = {"balanced": 0.0, "power_law_1.01": 1.01, "power_law_1.2": 1.2}
+
+
+def sig(x, n=4):
+    return float(f"{x:.{n}g}")
+
+
+def read(aic, system, stem):
+    for ext in (".csv.gz", ".csv"):
+        p = os.path.join(aic, system, stem + ext)
+        if os.path.exists(p):
+            return pd.read_csv(p), os.path.basename(p)
+    return None, None
+
+
+def env(system, df, table, runtime):
+    dev = str(df["device"].iloc[0])
+    versions = sorted(str(v) for v in df["version"].unique())
+    return {"gpu": dev, "runtime": runtime, "versions": versions,
+            "source": f"{AIC_REPO} @ {AIC_COMMIT[:12]} ({AIC_DATE}), aic-core/src/aiconfigurator_core/systems/data/"
+                      f"{system}/{table}",
+            "date": AIC_DATE, "reduced": datetime.date.today().isoformat(),
+            "rows_in_table": int(len(df))}
+
+
+def kernels_index(series):
+    names = sorted(series.unique())
+    return names, {k: i for i, k in enumerate(names)}
+
+
+def write(out_dir, name, doc):
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name + ".json")
+    with open(path, "w") as f:
+        # One point per line keeps the files diffable and small.
+        pts = doc.pop("points")
+        f.write(json.dumps(doc, indent=1)[:-2] + ',\n "points": [\n')
+        f.write(",\n".join(json.dumps(p, separators=(",", ":")) for p in pts))
+        f.write("\n ]\n}\n")
+    return path, len(pts)
+
+
+def reduce_gemm(aic, system, out):
+    df, fn = read(aic, system, "gemm_gemm_perf")
+    d = df[df.m.isin(GEMM_M) & df.n.isin(GEMM_NK) & df.k.isin(GEMM_NK)]
+    names, idx = kernels_index(d.kernel_source)
+    pts = [[DTYPE[r.gemm_dtype], int(r.m), int(r.n), int(r.k), sig(r.latency), idx[r.kernel_source]]
+           for r in d.itertuples()]
+    return write(out, "gemm", {
+        "family": "gemm", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 dense linear layer (RowParallelLinear, TP off) y[m,n] = x[m,k] W[k,n], ms per call "
+                 "including the activation quantisation the layer runs (fp8, fp8_block, nvfp4). CUDA-graph timed, 6 "
+                 "weight copies against L2 reuse, except fp8_block: timed eagerly with one copy (small-m points sit "
+                 "on a launch floor) and nvfp4: one copy. Kept: m = powers of two, n and k in "
+                 + str(sorted(GEMM_NK)) + f"; {len(d)} of {len(df)} rows.",
+        "env": env(system, df, "gemm/vllm/0.24.0/gemm_perf.parquet", "vLLM 0.24.0"),
+        "kernels": names, "columns": ["dtype", "m", "n", "k", "ms", "kid"], "points": pts})
+
+
+def reduce_attention(aic, system, out):
+    res = []
+    for phase, stem in (("prefill", "attention_context_attention_perf"), ("decode", "attention_generation_attention_perf")):
+        df, fn = read(aic, system, stem)
+        pairs = list(zip(df.num_heads, df.num_key_value_heads))
+        keep = pd.Series([p in ATTN_HEADS for p in pairs], index=df.index)
+        keep &= (df.window_size == 0) | pd.Series([p in WINDOW_HEADS for p in pairs], index=df.index)
+        if phase == "decode":
+            keep &= df.batch_size.isin(GEN_BATCH) & (df.step + 1).isin(GEN_CTX)
+        else:
+            keep &= df.isl.isin(CTX_ISL)
+        d = df[keep]
+        names, idx = kernels_index(d.kernel_source)
+        if phase == "decode":
+            pts = [[int(r.batch_size), int(r.step) + 1, int(r.num_heads), int(r.num_key_value_heads), int(r.head_dim),
+                    "fp8" if r.kv_cache_dtype == "fp8" else "bf16", int(r.window_size), sig(r.latency),
+                    idx[r.kernel_source]] for r in d.itertuples()]
+            cols = ["batch", "context", "heads", "kv_heads", "head_dim", "kv_dtype", "window", "ms", "kid"]
+        else:
+            pts = [[int(r.batch_size), int(r.isl), int(r.num_heads), int(r.num_key_value_heads), int(r.head_dim),
+                    "fp8" if r.kv_cache_dtype == "fp8" else "bf16", int(r.window_size), sig(r.latency),
+                    idx[r.kernel_source]] for r in d.itertuples()]
+            cols = ["batch", "seq", "heads", "kv_heads", "head_dim", "kv_dtype", "window", "ms", "kid"]
+        table = "context_attention_perf" if phase == "prefill" else "generation_attention_perf"
+        res.append(write(out, "attention_" + phase, {
+            "family": "attention_" + phase, "kernels_from": "vllm", "method": "local-linear-log-interp",
+            "about": f"vLLM 0.24 attention backend call for one layer ({'prefill: causal, no prefix cached' if phase == 'prefill' else 'decode: one query token per sequence, context = KV tokens incl. the new one'}), "
+                     "paged KV cache (block 64), bf16 activations, KV cache bf16 or fp8, window 0 = full attention; "
+                     "ms per call for the whole batch, CUDA-graph timed. Heads are TP-local. Kept: head pairs "
+                     + str(sorted(ATTN_HEADS)) + (f", batch {sorted(GEN_BATCH)}, context {sorted(GEN_CTX)}" if phase == "decode" else f", seq {sorted(CTX_ISL)}")
+                     + f"; {len(d)} of {len(df)} rows.",
+            "env": env(system, df, f"attention/vllm/0.24.0/{table}.parquet", "vLLM 0.24.0"),
+            "kernels": names, "columns": cols, "points": pts}))
+    return res
+
+
+def reduce_encoder(aic, system, out):
+    df, fn = read(aic, system, "encoder_attention_encoder_attention_perf")
+    d = df[df.isl.isin({16, 256, 1024, 3136, 5184, 16384, 65536}) & df.num_heads.isin({1, 4, 8, 16, 32})]
+    names, idx = kernels_index(d.kernel_source)
+    pts = [[int(r.batch_size), int(r.isl), int(r.num_heads), int(r.head_dim), sig(r.latency), idx[r.kernel_source]]
+           for r in d.itertuples()]
+    return write(out, "encoder_attention", {
+        "family": "encoder_attention", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 ViT encoder attention (vit_flash_attn_wrapper): bidirectional (non-causal), MHA, bf16; "
+                 f"ms per call, CUDA-graph timed. Kept: typical patch counts; {len(d)} of {len(df)} rows.",
+        "env": env(system, df, "encoder_attention/vllm/0.24.0/encoder_attention_perf.parquet", "vLLM 0.24.0"),
+        "kernels": names, "columns": ["batch", "seq", "heads", "head_dim", "ms", "kid"], "points": pts})
+
+
+def reduce_moe(aic, system, out):
+    df, fn = read(aic, system, "moe_moe_perf")
+    par = pd.Series([p in MOE_PAR for p in zip(df.moe_tp_size, df.moe_ep_size)], index=df.index)
+    d = df[df.num_tokens.isin(MOE_TOKENS) & par & df.distribution.isin(MOE_DIST)]
+    names, idx = kernels_index(d.kernel_source)
+    pts = []
+    for r in d.itertuples():
+        gated = 0 if (r.hidden_size, r.inter_size, r.topk, r.num_experts) in NON_GATED else 1
+        pts.append([MOE_DTYPE[r.moe_dtype], int(r.num_tokens), int(r.hidden_size), int(r.inter_size), int(r.topk),
+                    int(r.num_experts), int(r.moe_tp_size), int(r.moe_ep_size), SKEW[r.distribution], gated,
+                    sig(r.latency), idx[r.kernel_source]])
+    return write(out, "moe", {
+        "family": "moe", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 FusedMoE layer forward on one GPU as rank 0 of its TP or EP group (routing, expert GEMMs, "
+                 "activation, weighted sum; no communication). tokens = tokens entering the layer on this rank; "
+                 "hidden, inter (per expert), experts global; skew 0 = balanced routing, 1.01 / 1.2 = power-law "
+                 "expert loads with rank 0 the heaviest; gated 0 = ReLU^2 experts without a gate projection "
+                 "(Nemotron shapes), 1 = SwiGLU. ms per call, CUDA-graph timed. Kept: token counts "
+                 + str(sorted(MOE_TOKENS)) + ", (tp, ep) " + str(sorted(MOE_PAR)) + ", routing balanced and power_law_1.2" + f"; {len(d)} of {len(df)} rows.",
+        "env": env(system, df, "moe/vllm/0.24.0/moe_perf.parquet", "vLLM 0.24.0"),
+        "kernels": names,
+        "columns": ["dtype", "tokens", "hidden", "inter", "topk", "experts", "tp", "ep", "skew", "gated", "ms", "kid"],
+        "points": pts})
+
+
+def reduce_gdn(aic, system, out):
+    df, fn = read(aic, system, "linear_attention_gdn_perf")
+    key = ["phase", "batch_size", "seq_len", "d_model", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim"]
+    conv = df[df.kernel_source.str.startswith("causal_conv1d")]
+    core = df[~df.kernel_source.str.startswith("causal_conv1d")]
+    # Keep powers of 4 in batch and sequence length (prefill) to stay compact.
+    keep_b = {1, 4, 16, 64, 256, 1024}
+    keep_s = {1, 16, 256, 1024, 4096, 16384}
+    core = core[core.batch_size.isin(keep_b) & core.seq_len.isin(keep_s)]
+    conv = conv[conv.batch_size.isin(keep_b) & conv.seq_len.isin(keep_s)]
+    names, idx = kernels_index(core.kernel_source)
+    pts = [[r.phase, int(r.batch_size), int(r.seq_len), int(r.num_k_heads), int(r.head_k_dim), int(r.num_v_heads),
+            int(r.head_v_dim), sig(r.latency), idx[r.kernel_source]] for r in core.itertuples()]
+    # Duplicate shapes from different checkpoints with the same local geometry: keep the first.
+    seen, uniq = set(), []
+    for p in pts:
+        k = tuple(p[:7])
+        if k not in seen:
+            seen.add(k)
+            uniq.append(p)
+    a = write(out, "gdn", {
+        "family": "gdn", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 Gated DeltaNet core kernel of one layer (prefill: chunk_gated_delta_rule (FlashInfer); "
+                 "decode: fused_recurrent_gated_delta_rule_packed_decode), TP-local heads, without the causal conv1d "
+                 "(conv1d.json) and the projections (GEMMs). ms per call, CUDA-graph timed. Kept: batch and "
+                 f"sequence lengths at powers of 4; {len(uniq)} of {len(df[~df.kernel_source.str.startswith('causal_conv1d')])} rows.",
+        "env": env(system, df, "linear_attention/vllm/0.24.0/gdn_perf.parquet", "vLLM 0.24.0"),
+        "kernels": names, "columns": ["phase", "batch", "seq", "k_heads", "head_k_dim", "v_heads", "head_v_dim", "ms", "kid"],
+        "points": uniq})
+    cnames, cidx = kernels_index(conv.kernel_source)
+    cpts, seen = [], set()
+    for r in conv.itertuples():
+        ch = int(r.num_k_heads * r.head_k_dim * 2 + r.num_v_heads * r.head_v_dim)
+        mode = "prefill" if r.phase == "context" else "decode"
+        tokens = int(r.batch_size * r.seq_len)
+        k = (mode, tokens, int(r.batch_size), ch)
+        if k in seen:
+            continue
+        seen.add(k)
+        cpts.append([mode, int(r.batch_size), tokens, ch, int(r.d_conv), sig(r.latency), cidx[r.kernel_source]])
+    b = write(out, "conv1d", {
+        "family": "conv1d", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 causal depthwise conv1d (causal_conv1d_fn over all tokens of a prefill; causal_conv1d_update "
+                 "for one token per sequence in decode), the kernels Mamba-2 and Gated DeltaNet layers share; measured "
+                 "inside the GDN tables (channels = 2 x key heads x 128 + value heads x 128). ms per call, CUDA-graph "
+                 f"timed; {len(cpts)} of {len(df[df.kernel_source.str.startswith('causal_conv1d')])} rows.",
+        "env": env(system, df, "linear_attention/vllm/0.24.0/gdn_perf.parquet", "vLLM 0.24.0"),
+        "kernels": cnames, "columns": ["mode", "batch", "tokens", "channels", "kernel", "ms", "kid"], "points": cpts})
+    return [a, b]
+
+
+def reduce_comm(aic, system, out):
+    nccl, _ = read(aic, system, "comm_nccl_perf")
+    d = nccl[nccl.nccl_dtype == "half"]
+    op = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
+    pts = [[op[r.op_name], int(r.num_gpus), int(r.message_size) * 2, sig(r.latency)] for r in d.itertuples()]
+    a = write(out, "nccl", {
+        "family": "nccl", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "NCCL 2.29.2 collectives from nccl-tests (-w 40 -n 100, 60 above 16 MiB; out-of-place time, averaged "
+                 "over ranks), one process driving num_gpus GPUs of one node. bytes = nccl-tests size = message_size "
+                 "elements x 2 (fp16 rows; the int8 rows are left out): all_reduce the per-rank buffer, all_gather the "
+                 "gathered output, reduce_scatter the input, all_to_all the per-rank send buffer.",
+        "env": env(system, nccl, "comm/nccl/2.29.2/nccl_perf.parquet", "NCCL 2.29.2"),
+        "columns": ["op", "gpus", "bytes", "ms"], "points": pts})
+    car, _ = read(aic, system, "comm_custom_allreduce_perf")
+    d = car[car.backend == "vllm_graph"]
+    pts = [[int(r.num_gpus), int(r.message_size) * 2, sig(r.latency)] for r in d.itertuples()]
+    b = write(out, "custom_all_reduce", {
+        "family": "custom_all_reduce", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "about": "vLLM 0.24 custom all-reduce (tensor_model_parallel_all_reduce, one-shot below the size switch, "
+                 "two-shot above), bf16, CUDA-graph rows (5 all-reduces per replay; the eager rows are left out as "
+                 "AIC's loader does). bytes = message_size elements x 2.",
+        "env": env(system, car, "comm/vllm/0.24.0/custom_allreduce_perf.parquet", "vLLM 0.24.0"),
+        "columns": ["gpus", "bytes", "ms"], "points": pts})
+    return [a, b]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--aic", required=True, help="folder with <system>/<family>_<table>.csv[.gz]")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calibration"))
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    a = ap.parse_args()
+    for system in a.systems.split(","):
+        if system not in SYSTEMS:
+            sys.exit(f"reduce_aic: --systems: unknown system {system!r} (known: {', '.join(SYSTEMS)})")
+        out = os.path.join(a.out, SYSTEMS[system].lower(), "vllm")
+        written = [reduce_gemm(a.aic, system, out)]
+        written += reduce_attention(a.aic, system, out)
+        written.append(reduce_encoder(a.aic, system, out))
+        written.append(reduce_moe(a.aic, system, out))
+        written += reduce_gdn(a.aic, system, out)
+        written += reduce_comm(a.aic, system, out)
+        for path, n in written:
+            print(f"{path}: {n} points, {os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    main()
