@@ -151,6 +151,14 @@ class Args {
   }
 
  public:
+  Args& flag(const char* key, bool& out) {
+    known_.push_back(key);
+    if (j_.contains(key) && !j_[key].is_null()) {
+      if (!j_[key].is_boolean()) throw servesim::Error(fn_, key, "expected True or False, got " + j_[key].dump());
+      out = j_[key].get<bool>();
+    }
+    return *this;
+  }
   Args& csv(const char* key, std::string& out) {
     known_.push_back(key);
     if (j_.contains(key) && !j_[key].is_null()) read_csv(key, j_[key], out);
@@ -205,6 +213,20 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("num_speculative_tokens", a.num_speculative_tokens)
       .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms)
       .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("threads", a.threads).finish();
+  return a;
+}
+
+servesim::api::SearchArgs search_args(const json& j, const char* fn) {
+  servesim::api::SearchArgs a;
+  Args r(fn, j);
+  r.req("model", a.model).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
+      .csv("pp", a.pp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
+      .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
+      .opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
+      .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
+      .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
+      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads)
+      .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus).finish();
   return a;
 }
 
@@ -291,4 +313,54 @@ PYBIND11_MODULE(_servesim, m) {
   m.def("plan_finish", [](py::dict kw, py::list rows) {
         return to_py(api::plan_finish(plan_args(to_json(kw, "plan()")), to_json(rows, "plan_finish()")));
       }, py::arg("args"), py::arg("rows"), "The plan from all points' rows, in index order");
+
+  m.def("search", [](py::dict kw) {
+        const auto a = search_args(to_json(kw, "search()"), "search()");
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::search(a);
+        }
+        return to_py(r);
+      }, py::arg("args"), "Configuration search (`servesim search`)");
+  m.def("recommend", [](py::dict kw) {
+        const auto a = search_args(to_json(kw, "recommend()"), "recommend()");
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::recommend(a);
+        }
+        return to_py(r);
+      }, py::arg("args"), "Pre-purchase table (`servesim recommend`)");
+  m.def("search_run", [](py::dict kw, int index) {
+        const auto a = search_args(to_json(kw, "search()"), "search()");
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          r = api::search_run(a, index);
+        }
+        return to_py(r);
+      }, py::arg("args"), py::arg("index"), "One search candidate's sweep rows (for SearchSession.add)");
+  m.def("recommend_table", [](py::dict rep) { return to_py(api::recommend_table(to_json(rep, "recommend_table()"))); },
+        py::arg("report"), "The pre-purchase table of a per-instance search report");
+  py::class_<api::SearchSession>(m, "SearchSession", "A search run round by round on another executor")
+      .def(py::init([](py::dict kw, bool per_instance) {
+             return std::make_unique<api::SearchSession>(search_args(to_json(kw, "search()"), "search()"), per_instance);
+           }), py::arg("args"), py::arg("per_instance") = false)
+      .def("next_round", [](api::SearchSession& s) {
+             std::vector<int> r;
+             {
+               py::gil_scoped_release nogil;
+               r = s.next_round();
+             }
+             return r;
+           }, "Indices of the candidates to simulate next (empty: done)")
+      .def("add", [](api::SearchSession& s, int index, py::list rows) { s.add(index, to_json(rows, "SearchSession.add()")); },
+           py::arg("index"), py::arg("rows"))
+      .def("report", [](const api::SearchSession& s) { return to_py(s.report()); });
+  m.def("nccl", [](const std::string& instance, int nodes) { return to_py(api::nccl(instance, nodes)); },
+        py::arg("instance"), py::arg("nodes"), "NCCL all-reduce check (`servesim nccl`)");
+  m.def("emit", [](py::dict deployment, const std::string& dir) {
+        return to_py(api::emit_deployment(to_json(deployment, "emit()"), dir));
+      }, py::arg("deployment"), py::arg("directory"), "Write a deployment's artefacts into a folder");
 }

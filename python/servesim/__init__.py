@@ -18,7 +18,8 @@ from . import _servesim as _c
 from ._servesim import Error, __version__  # noqa: F401
 
 __all__ = ["Error", "gpus", "instances", "models", "model", "memory", "min_gpus", "op_time", "op_kinds", "step",
-           "default_scenario", "scenario", "simulate", "sweep", "plan", "validate", "frame"]
+           "default_scenario", "scenario", "simulate", "sweep", "plan", "validate", "search", "recommend", "nccl", "emit",
+           "frame", "frontier_frame"]
 
 op_kinds = list(_c.op_kinds)
 
@@ -238,6 +239,103 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     return _c.validate({k: v for k, v in args.items() if v is not None})
 
 
+def _search_run(args, index):
+    """One search candidate's concurrency sweep, run where it is scheduled (a Dask worker)."""
+    from . import _servesim
+    return _servesim.search_run(args, index)
+
+
+def _search_args(kw):
+    args = {k: v for k, v in kw.items() if v is not None}
+    for k in ("gpu", "gpus"):
+        if isinstance(args.get(k), (list, tuple)):
+            args[k] = [str(x) for x in args[k]]
+    for k in ("tp", "pp", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions"):
+        if isinstance(args.get(k), (list, tuple)):
+            args[k] = list(args[k])
+    if isinstance(args.get("pd_ratios"), (list, tuple)):
+        args["pd_ratios"] = [r if isinstance(r, str) else f"{r[0]}:{r[1]}" for r in args["pd_ratios"]]
+    if isinstance(args.get("images"), (list, tuple)):
+        args["images"] = [i if isinstance(i, str) else "x".join(str(v) for v in i[:2]) + (f":{i[2]}" if len(i) > 2 else "")
+                          for i in args["images"]]
+    return args
+
+
+def _run_search(args, per_instance, client, threads):
+    if client is None:
+        return (_c.recommend if per_instance else _c.search)(args)
+    # The same rounds as the local run: each round's candidates run on the cluster, the pruning
+    # between rounds happens here, so the result is identical to the local one.
+    session = _c.SearchSession(args, per_instance)
+    while True:
+        todo = session.next_round()
+        if not todo:
+            break
+        rows = client.gather(client.map(_search_run, [args] * len(todo), todo, pure=False))
+        for i, r in zip(todo, rows):
+            session.add(i, r)
+    rep = session.report()
+    if per_instance:
+        rep["recommendations"] = _c.recommend_table(rep)
+    return rep
+
+
+def search(model, gpu, isl, osl, ttft_ms, itl_ms, client=None, **kw):
+    """The configuration search (``servesim search --format json``): every candidate (GPU,
+    precision, TP/PP/EP, aggregated or xPyD disaggregated, engine knobs) with its analytic bounds,
+    status (simulated / does_not_fit / cannot_meet_slo / cannot_win) and score under the SLO
+    (``configurations``), the Pareto frontier per topology family (``frontiers``), the best
+    configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
+    (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
+    flags with underscores — precision, topology, tp, pp, pd_ratios, max_num_seqs,
+    max_num_batched_tokens, images (``"1024x768:2"``), concurrency, requests, seed, statistic,
+    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads.
+    ``client``: a Dask client to simulate the candidates on (same result as the local run).
+    :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`
+    into one of frontier points."""
+    args = _search_args(dict(model=model, gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, **kw))
+    return _run_search(args, False, client, kw.get("threads"))
+
+
+def recommend(model, gpu, isl, osl, ttft_ms, itl_ms, target_tps=None, target_rps=None, client=None, **kw):
+    """The pre-purchase table (``servesim recommend --format json``): the search with one winner per
+    GPU/instance type for the load target; ``recommendations`` lists, cheapest first, GPUs, nodes,
+    $/hour, $ per million output tokens, power (datasheet TDP: an upper bound) and joules per output
+    token, and the headroom to each SLO. ``frame(result)`` gives it as a DataFrame."""
+    args = _search_args(dict(model=model, gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms,
+                             target_tps=target_tps, target_rps=target_rps, **kw))
+    return _run_search(args, True, client, kw.get("threads"))
+
+
+def nccl(instance="p5en.48xlarge", nodes=1):
+    """The NCCL all-reduce cluster check (``servesim nccl``): the nccl-tests command and the time,
+    algbw and busbw servesim expects at each message size (``rows``)."""
+    return _c.nccl(instance, int(nodes))
+
+
+def emit(deployment, directory):
+    """Writes a deployment's artefacts (vllm serve arguments, Dynamo manifest, aiperf sweep, predicted
+    curve, NCCL check) into ``directory``; ``deployment`` is ``result['best']['deployment']`` of a
+    search, a recommendation's ``deployment``, or a plan topology's. Returns the paths written."""
+    if isinstance(deployment, dict) and isinstance(deployment.get("emit"), dict):
+        deployment = deployment["emit"]          # a plan topology
+    elif isinstance(deployment, dict) and isinstance(deployment.get("deployment"), dict):
+        deployment = deployment["deployment"]    # a search winner or a recommendation
+    return _c.emit(deployment, str(directory))
+
+
+def frontier_frame(result):
+    """A pandas.DataFrame of a search's Pareto frontiers: one row per frontier point (family, label,
+    concurrency, output_tps_per_user, output_tps_per_gpu, meets_slo)."""
+    import pandas as pd
+
+    rows = []
+    for f in result.get("frontiers", []):
+        for p in f["frontier"]:
+            rows.append(dict(family=f["family"], **p))
+    return pd.DataFrame(rows)
+
+
 def frame(result):
     """A pandas.DataFrame of a column result: a sweep (dict of columns), a plan's ``sweep``, or a
     plan (its ``topologies``, one row each); a simulate() result gives its one-row summary."""
@@ -247,6 +345,16 @@ def frame(result):
         if "points" in result and "groups" in result:   # validate(): one row per point
             rows = [{k: v for k, v in p.items() if k != "scenario"} for p in result["points"]]
             return pd.json_normalize(rows, sep="_")
+        if "recommendations" in result:
+            return pd.DataFrame([{k: v for k, v in r.items() if k != "deployment"} for r in result["recommendations"]])
+        if "configurations" in result and "frontiers" in result:
+            rows = []
+            for c in result["configurations"]:
+                r = {k: v for k, v in c.items() if k not in ("bound", "score")}
+                r.update({f"bound_{k}": v for k, v in c["bound"].items() if k != "tps_ub"})
+                r.update(c["score"] or {})
+                rows.append(r)
+            return pd.DataFrame(rows)
         if "topologies" in result:
             return pd.DataFrame(result["topologies"])
         if "columns" in result:

@@ -5,6 +5,7 @@ optionally, a plan (the object `servesim plan --format json` prints).
 
     python3 -m servesim.plot SWEEP.json [--plan PLAN.json] -o chart.png
     python3 -m servesim.plot --validation VALIDATE.json -o chart.png   # servesim validate --format json
+    python3 -m servesim.plot --search SEARCH.json -o pareto.png
 """
 from __future__ import annotations
 
@@ -140,6 +141,67 @@ def throughput_figure(sweep, title=None):
     return fig
 
 
+def search_figure(result, title=None):
+    """The Pareto chart of a search (``servesim search --format json`` / servesim.search()): every
+    simulated point per topology family (faint; filled when it meets both SLOs), each family's
+    frontier of output tok/s per GPU against tok/s per user, the ITL SLO as the per-user rate it
+    implies (1000 / ITL ms, a vertical line), and the best configuration under the SLO (a star)."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(result, dict) or "frontiers" not in result or "sweep" not in result:
+        raise ValueError("expected a search result (servesim search --format json)")
+    cols = result["sweep"]["columns"]
+    fig, ax = plt.subplots(figsize=(8.5, 5.4))
+    fams = [f["family"] for f in result["frontiers"]]
+    for k, f in enumerate(result["frontiers"]):
+        c = COLORS[k % len(COLORS)]
+        idx = [i for i, fam in enumerate(cols.get("family", [])) if fam == f["family"]]
+        if idx:
+            meets = [i for i in idx if cols["meets_slo"][i]]
+            miss = [i for i in idx if not cols["meets_slo"][i]]
+            ax.scatter([cols["output_tps_per_user"][i] for i in meets], [cols["output_tps_per_gpu"][i] for i in meets],
+                       s=9, color=c, alpha=0.35, linewidths=0)
+            ax.scatter([cols["output_tps_per_user"][i] for i in miss], [cols["output_tps_per_gpu"][i] for i in miss],
+                       s=9, facecolors="none", edgecolors=c, alpha=0.35, linewidths=0.6)
+        fr = f["frontier"]
+        if fr:
+            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], "o-", color=c, ms=4,
+                    lw=1.6, label=f"{f['family']} ({f['simulated_points']} points)")
+    itl = result.get("itl_ms")
+    if itl:
+        ax.axvline(1000.0 / itl, color="gray", ls="--", lw=1.2,
+                   label=f"ITL SLO {itl:g} ms ({result.get('statistic', 'p50')}) = {1000.0 / itl:g} tok/s/user")
+    best = result.get("best")
+    if best and best.get("score"):
+        s = best["score"]
+        ax.plot([s["tps_per_user"]], [s["tps_per_gpu"]], marker="*", ms=18, color="gold", markeredgecolor="black",
+                zorder=6, ls="none", label="best under SLO: " + best["label"])
+    ax.set_xlabel("output tokens/s per user")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="both", alpha=0.3)
+    slo = result.get("slo", {})
+    ax.set_title(title or f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
+                          f"SLO TTFT {slo.get('ttft_ms', 0):g} ms / ITL {slo.get('itl_ms', 0):g} ms "
+                          f"(filled: meets both)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def save_search_chart(result, path, title=None):
+    """Writes the Pareto chart of a search result to `path`; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = search_figure(result, title=title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def save_charts(sweep, path, plan=None, title=None):
     """Writes the latency chart to `path` and the throughput chart beside it (`*-throughput.png`).
     Returns both paths."""
@@ -223,6 +285,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m servesim.plot", description=__doc__.split("\n\n")[0])
     ap.add_argument("sweep", nargs="?", help="sweep JSON (servesim sweep --format json, or a plan's 'sweep' member)")
     ap.add_argument("--validation", help="servesim validate --format json output: predicted vs measured chart")
+    ap.add_argument("--search", help="search JSON (servesim search --format json): draw its Pareto chart")
     ap.add_argument("--plan", help="plan JSON (servesim plan --format json)")
     ap.add_argument("-o", "--output", default="servesim.png", help="PNG to write")
     ap.add_argument("--title")
@@ -236,8 +299,17 @@ def main(argv=None):
             print(f"servesim.plot: error: {a.validation}: {e}", file=sys.stderr)
             return 2
         return 0
+    if a.search:
+        try:
+            with open(a.search) as f:
+                result = json.load(f)
+            print(save_search_chart(result, a.output, title=a.title))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"servesim.plot: error: {a.search}: {e}", file=sys.stderr)
+            return 2
+        return 0
     if not a.sweep:
-        ap.error("give SWEEP.json or --validation VALIDATE.json")
+        ap.error("give SWEEP.json, --validation VALIDATE.json or --search SEARCH.json")
     try:
         with open(a.sweep) as f:
             sweep = json.load(f)

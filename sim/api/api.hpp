@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,5 +97,58 @@ nlohmann::json plan(const PlanArgs& a);
 int plan_points(const PlanArgs& a);
 nlohmann::json plan_point(const PlanArgs& a, int index);
 nlohmann::json plan_finish(const PlanArgs& a, const nlohmann::json& rows);
+
+// `servesim search`: enumerate, prune and simulate configurations; Pareto frontiers per topology
+// family and the best configuration under the SLO (sim/studies/search.hpp).
+struct SearchArgs {
+  std::string model, gpus, precisions;             // gpus: CSV of GPU or instance names; precisions "" = all native
+  std::string topology = "both", tp = "1,2,4,8", pp = "1", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
+  std::string max_num_seqs = "256", max_num_batched_tokens = "8192", concurrency = "1,2,4,8,16,32,64,128";
+  std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
+  bool expert_parallel = true, mixed_gpus = true, prune = true;
+  std::int64_t isl = 0, osl = 0, seed = 0;
+  std::optional<std::int64_t> requests;
+  double ttft_ms = 0, itl_ms = 0, total_gpus = 0, target_tps = 0, target_rps = 0, gpu_memory_utilization = 0.9;
+  int threads = 0;
+};
+// progress(simulated, pending, pruned, total) between rounds (from the calling thread).
+using SearchProgressFn = std::function<void(int, int, int, int)>;
+nlohmann::json search(const SearchArgs& a, const SearchProgressFn& progress = {});
+// The search's rounds for another executor: next_round() lists the candidates to run (empty:
+// done), search_run() simulates one anywhere, add() takes its rows back; report() as search().
+class SearchSession {
+ public:
+  explicit SearchSession(const SearchArgs& a, bool per_instance = false);
+  ~SearchSession();
+  std::vector<int> next_round();
+  void add(int index, const nlohmann::json& rows);
+  nlohmann::json report() const;
+  int configurations() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+nlohmann::json search_run(const SearchArgs& a, int index);
+// `servesim recommend`: the search with one winner per instance type (set) for a load target
+// (target_tps or target_rps required): "recommendations", cheapest first — GPUs, nodes, $/hour,
+// $ per million output tokens, power (TDP upper bound) and joules per output token, SLO headroom.
+nlohmann::json recommend(const SearchArgs& a, const SearchProgressFn& progress = {});
+// The recommendations of a per-instance search report (SearchSession(args, true).report()).
+nlohmann::json recommend_table(const nlohmann::json& report);
+
+// Deployment artefacts (sim/api/deploy.cpp). A deployment description is the JSON object a plan,
+// search or recommend result carries under "deployment": model, precision, engine knobs, kind,
+// workers [{role, count, tp, pp, ep, instance, gpu}], copies, instances {type: nodes}, isl, osl,
+// concurrency (clients of one copy) and the predicted sweep of one copy.
+// Writes vllm-serve.sh, dynamo-deployment.yaml, aiperf-sweep.sh, predicted.csv, nccl-<instance>.sh,
+// nccl-<instance>-expected.csv and deployment.json into `dir` (created); returns the paths.
+nlohmann::json emit_deployment(const nlohmann::json& deployment, const std::string& dir);
+// `servesim nccl`: the nccl-tests all_reduce_perf command for `nodes` instances and the time,
+// algbw and busbw servesim expects at each message size (powers of two from min to max bytes).
+nlohmann::json nccl(const std::string& instance, int nodes, double min_bytes = 8, double max_bytes = 16.0 * (1ull << 30));
+std::string nccl_table(const nlohmann::json& nccl_result);
+// Writes through a temporary file in the same folder and a rename: readers never see half a file.
+void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace servesim::api

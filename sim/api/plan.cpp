@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/error.hpp"
@@ -44,6 +45,7 @@ struct Study {
   sim::PlanSlo slo;
   sim::DeploymentSpec spec;
   std::vector<std::unique_ptr<sim::Deployment>> deps;
+  std::vector<sim::TopologyChoice> topos;   // one per deployment, as built
   std::vector<int> conc;
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
@@ -112,7 +114,6 @@ struct Study {
       if (o.ep) p.ep = *o.ep;
       return p;
     };
-    std::vector<sim::TopologyChoice> topos;
     const std::string t = text::lower(o.topology);
     if (t != "agg" && t != "disagg" && t != "both" && t != "aggregated" && t != "disaggregated")
       throw Error("--topology", "", "unknown topology '" + o.topology + "'; known: agg, disagg, both");
@@ -161,6 +162,67 @@ struct Study {
     return sim::sweep_row(d.name(), c, d.run(wc).summary, d.gpus());
   }
 
+  // The deployment description api::emit_deployment reads, for topology i sized by its plan row.
+  nlohmann::json emit_desc(std::size_t i, const sim::PlanRow& row, const std::vector<sim::SweepRow>& rows) const {
+    const sim::Deployment& d = *deps[i];
+    const sim::TopologyChoice& tc = topos[i];
+    const auto& cat = hw::Catalog::global();
+    const int copies = std::max(1, row.replicas);
+    nlohmann::json j;
+    j["name"] = spec.model->name + "-" + d.name();
+    j["model"] = spec.model->name;
+    j["precision"] = text::lower(std::string(hw::to_string(spec.weights)));
+    j["kv_cache_dtype"] = text::lower(std::string(hw::to_string(spec.kv_dtype)));
+    j["max_model_len"] = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : spec.model->max_context;
+    j["max_num_seqs"] = spec.engine.max_num_seqs;
+    j["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens;
+    j["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization;
+    j["kind"] = d.disaggregated() ? "disaggregated" : "aggregated";
+    j["copies"] = copies;
+    j["describe"] = d.describe() + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");
+    const hw::InstanceSpec& pi = spec.prefill_instance ? *spec.prefill_instance : *spec.instance;
+    const hw::InstanceSpec& di = spec.decode_instance ? *spec.decode_instance : *spec.instance;
+    auto worker = [&](const char* role, int count, const models::Parallelism& p, const hw::InstanceSpec& in) {
+      return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep},
+                            {"instance", in.name}, {"gpu", cat.gpu(in.gpu).name}};
+    };
+    nlohmann::json w = nlohmann::json::array();
+    if (!d.disaggregated()) {
+      w.push_back(worker("aggregated", int(d.placement().workers().size()), tc.agg, *spec.instance));
+    } else {
+      if (tc.encode_workers > 0) w.push_back(worker("encode", tc.encode_workers, tc.encode, pi));
+      w.push_back(worker("prefill", tc.prefill_workers, tc.prefill, pi));
+      w.push_back(worker("decode", tc.decode_workers, tc.decode, di));
+    }
+    j["workers"] = w;
+    nlohmann::json inst = nlohmann::json::object();
+    if (d.mixed_instances()) {
+      // Per node group: the nodes one copy's workers occupy, times the copies.
+      std::vector<std::set<int>> used(d.placement().groups().size());
+      for (const auto& ws : d.placement().workers())
+        for (int n = ws.first_node; n < ws.first_node + ws.nodes; ++n) used[std::size_t(ws.group)].insert(n);
+      for (std::size_t k = 0; k < used.size(); ++k) {
+        const std::string& name = d.placement().groups()[k].instance.name;
+        inst[name] = inst.value(name, 0) + int(used[k].size()) * copies;
+      }
+    } else {
+      inst[spec.instance->name] = std::max(1, row.instances);
+    }
+    j["instances"] = inst;
+    j["isl"] = o.isl;
+    j["osl"] = o.osl;
+    j["images"] = nlohmann::json::array();
+    j["vision"] = spec.model->has_vision;
+    j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;
+    j["concurrency"] = conc;
+    std::vector<sim::SweepRow> mine;
+    for (const auto& r : rows)
+      if (r.topology == d.name()) mine.push_back(r);
+    j["predicted"] = sim::sweep_columns(mine);
+    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    return j;
+  }
+
   nlohmann::json finish(const std::vector<sim::SweepRow>& rows) const {
     std::vector<sim::TopologyUnit> units;
     for (const auto& d : deps) units.push_back(d->unit());
@@ -185,6 +247,7 @@ struct Study {
       r["instances_per_replica"] = units[i].instances;
       r["deployment"] = deps[i]->describe();
       r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), o.isl + o.osl);
+      r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);
     }
     j["sweep"] = {{"columns", sim::sweep_columns(rows)}};

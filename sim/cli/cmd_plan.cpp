@@ -21,7 +21,7 @@ namespace {
 
 struct PlanOpts {
   api::PlanArgs args;
-  std::string plot;
+  std::string plot, emit_dir;
   Format format = Format::table;
 };
 
@@ -52,6 +52,16 @@ void run_plan(const PlanOpts& o) {
     j["plot"] = o.plot;
   }
 
+  std::string emitted;
+  if (!o.emit_dir.empty()) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& t : j["topologies"]) {
+      if (!t["feasible"].get<bool>()) continue;   // nothing meets the SLO: no deployment to stand up
+      for (const auto& f : api::emit_deployment(t["emit"], o.emit_dir + "/" + str(t["name"]))) files.push_back(f);
+      emitted += (emitted.empty() ? "" : ", ") + o.emit_dir + "/" + str(t["name"]) + "/";
+    }
+    j["emitted"] = files;
+  }
   const std::string stat = str(j["statistic"]);
   std::string out;
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";
@@ -91,6 +101,8 @@ void run_plan(const PlanOpts& o) {
     out += "Charts: " + o.plot + " (TTFT and ITL vs concurrency), " + base + "-throughput.png (tok/s per GPU vs per user)\n"
            "Data:   " + base + "-sweep.json, " + base + "-plan.json\n";
   }
+  if (!o.emit_dir.empty())
+    out += emitted.empty() ? "Deployment files: none (no topology meets the SLO)\n" : "Deployment files: " + emitted + "\n";
   emit(o.format, j, out);
 }
 
@@ -135,6 +147,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
   c->add_option("--plot", o->plot, "Write the charts to FILE.png (and FILE-throughput.png)");
+  c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   c->add_option("--threads", o->args.threads, "Worker threads (default: all cores); results do not depend on it");
   add_format_option(*c, o->format);
   c->callback([o] { run_plan(*o); });

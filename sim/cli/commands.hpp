@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "sim/api/api.hpp"
+
 namespace servesim::cli {
 
 enum class Format { table, json };
@@ -23,5 +25,26 @@ void add_step_command(CLI::App& app);       // cmd_step.cpp: step
 void add_simulate_commands(CLI::App& app);  // cmd_simulate.cpp: simulate, sweep
 void add_plan_command(CLI::App& app);       // cmd_plan.cpp: plan
 void add_validate_command(CLI::App& app);   // cmd_validate.cpp: validate
+void add_search_command(CLI::App& app);     // cmd_search.cpp: search
+void add_nccl_command(CLI::App& app);       // cmd_nccl.cpp: nccl
+void add_recommend_command(CLI::App& app);  // cmd_search.cpp: recommend
+
+// Shared by search and recommend (cmd_search.cpp).
+void add_search_options(CLI::App& cmd, api::SearchArgs& args);
+std::string search_table(const nlohmann::json& search_result);
+// Writes through a temporary file and a rename: a reader never sees half a file.
+void write_atomically(const std::string& path, const std::string& text);
+std::string python_dir();                   // <folder of the servesim binary>/python
+std::string shell_quote(const std::string& s);
+// A progress bar on stderr, drawn only when stderr is a terminal; ends its line when destroyed.
+class SearchBar {
+ public:
+  SearchBar();
+  ~SearchBar();
+  void update(int simulated, int pending, int pruned, int total);
+
+ private:
+  bool tty_ = false, shown_ = false;
+};
 
 }  // namespace servesim::cli

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   cli::add_simulate_commands(app);
   cli::add_plan_command(app);
   cli::add_validate_command(app);
+  cli::add_search_command(app);
+  cli::add_nccl_command(app);
+  cli::add_recommend_command(app);
 
   try {
     app.parse(argc, argv);

@@ -34,3 +34,12 @@ def test_plan_on_dask_equals_local(client):
 def test_errors_come_back_from_the_workers(client):
     with pytest.raises(servesim.Error):
         servesim.sweep(servesim.scenario(osl=0), concurrency=[1, 2], client=client)
+
+
+def test_search_on_dask_equals_local(client):
+    args = dict(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=400, itl_ms=25, concurrency=[1, 8, 32],
+                requests=40, tp=[1, 2], pd_ratios=["1:1"], target_tps=20000)
+    local = servesim.search(**args)
+    remote = servesim.search(**args, client=client)
+    assert remote == local
+    assert servesim.recommend(**args, client=client) == servesim.recommend(**args)

@@ -1,0 +1,307 @@
+// api: `servesim search` and `servesim recommend` — the configuration search of
+// sim/studies/search.hpp driven by flags, run in rounds on a thread pool (or, through
+// SearchSession and search_run, on any other executor such as a Dask cluster).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
+#include "sim/api/api.hpp"
+#include "sim/studies/search.hpp"
+
+namespace servesim::api {
+namespace {
+
+long parse_int(const std::string& s, const char* flag, long lo, long hi) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || !end || *end || v < lo || v > hi)
+    throw Error(flag, "", "'" + s + "' is not a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+template <class T>
+std::vector<T> int_list(const std::string& csv, const char* flag, long lo, long hi) {
+  std::vector<T> out;
+  for (const auto& s : text::split_csv(csv)) out.push_back(static_cast<T>(parse_int(s, flag, lo, hi)));
+  if (out.empty()) throw Error(flag, "", "is empty");
+  return out;
+}
+
+// A GPU name (its first catalogue instance) or an instance name.
+const hw::InstanceSpec* instance_of(const std::string& name) {
+  const auto& cat = hw::Catalog::global();
+  for (const auto& i : cat.instances())
+    if (text::iequals(i.name, name)) return &i;
+  for (const auto& g : cat.gpus())
+    if (text::iequals(g.name, name)) {
+      for (const auto& i : cat.instances())
+        if (text::iequals(i.gpu, g.name)) return &i;
+      throw Error("--gpu", "", "no catalogue instance carries " + g.name + "; known instances: " +
+                                   text::join(cat.instance_names()));
+    }
+  throw Error("--gpu", "", "unknown GPU or instance '" + name + "'; known GPUs: " + text::join(cat.gpu_names()) +
+                               "; instances: " + text::join(cat.instance_names()));
+}
+
+workloads::MultimodalConfig images_of(const std::string& csv) {
+  workloads::MultimodalConfig mm;
+  for (const auto& s : text::split_csv(csv)) {
+    // WIDTHxHEIGHT[:COUNT]
+    const auto colon = s.find(':');
+    const std::string dims = s.substr(0, colon);
+    const auto x = text::lower(dims).find('x');
+    if (x == std::string::npos) throw Error("--images", "", "'" + s + "' is not WIDTHxHEIGHT[:COUNT], e.g. 1024x768 or 1024x768:2");
+    workloads::ImageSpec im;
+    im.width_px = int(parse_int(dims.substr(0, x), "--images", 1, 65536));
+    im.height_px = int(parse_int(dims.substr(x + 1), "--images", 1, 65536));
+    im.count = colon == std::string::npos ? 1 : int(parse_int(s.substr(colon + 1), "--images", 1, 64));
+    mm.images.push_back(im);
+  }
+  return mm;
+}
+
+std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance) {
+  const auto required = [](const char* flag, bool given, const char* what) {
+    if (!given) throw Error(flag, "", std::string("required: ") + what);
+  };
+  required("--model", !a.model.empty(), "the model to serve (servesim list models)");
+  required("--gpu", !a.gpus.empty(), "GPU or instance types to search, e.g. h200 or h100,h200,b200");
+  required("--isl", a.isl != 0, "input tokens per request");
+  required("--osl", a.osl != 0, "output tokens per request");
+  required("--ttft-ms", a.ttft_ms != 0, "the SLO on time to first token, e.g. 600");
+  required("--itl-ms", a.itl_ms != 0, "the SLO on inter-token latency, e.g. 100");
+  const int loads = (a.total_gpus != 0) + (a.target_tps != 0) + (a.target_rps != 0);
+  if (loads > 1) throw Error("--total-gpus", "", "give one of --total-gpus, --target-tps, --target-rps");
+  if (per_instance && a.target_tps == 0 && a.target_rps == 0)
+    throw Error("--target-tps", "", "required: the load to size for (--target-tps output tok/s or --target-rps requests/s)");
+
+  sim::SearchSpace sp;
+  sp.model = &models::model(a.model);
+  for (const auto& g : text::split_csv(a.gpus)) {
+    const hw::InstanceSpec* i = instance_of(g);
+    if (std::find(sp.instances.begin(), sp.instances.end(), i) == sp.instances.end()) sp.instances.push_back(i);
+  }
+  for (const auto& p : text::split_csv(a.precisions)) sp.precisions.push_back(hw::parse_precision(p, "--precision"));
+  sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
+  sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
+  sp.expert_parallel = a.expert_parallel;
+  const std::string t = text::lower(a.topology);
+  if (t != "agg" && t != "disagg" && t != "both" && t != "aggregated" && t != "disaggregated")
+    throw Error("--topology", "", "unknown topology '" + a.topology + "'; known: agg, disagg, both");
+  sp.aggregated = t == "agg" || t == "aggregated" || t == "both";
+  sp.disaggregated = t == "disagg" || t == "disaggregated" || t == "both";
+  sp.mixed_gpus = a.mixed_gpus;
+  sp.pd_ratios.clear();
+  for (const auto& r : text::split_csv(a.pd_ratios)) {
+    const auto c = r.find(':');
+    if (c == std::string::npos) throw Error("--pd-ratios", "", "'" + r + "' is not PREFILL:DECODE workers, e.g. 1:2");
+    sp.pd_ratios.emplace_back(int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)),
+                              int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64)));
+  }
+  if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
+  sp.max_num_seqs = int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
+  sp.max_num_batched_tokens = int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
+  sp.gpu_memory_utilization = a.gpu_memory_utilization;
+  if (!a.router.empty()) sp.router = sim::parse_router(a.router, "--router");
+
+  sim::SearchTraffic tr;
+  tr.isl = a.isl;
+  tr.osl = a.osl;
+  tr.multimodal = images_of(a.images);
+  if (!tr.multimodal.empty() && !sp.model->has_vision)
+    throw Error("--images", "", "model " + sp.model->name + " has no vision encoder");
+  tr.concurrency = int_list<int>(a.concurrency, "--concurrency", 1, 100000);
+  tr.requests = a.requests;
+  if (a.seed < 0) throw Error("--seed", "", "must be >= 0");
+  tr.seed = static_cast<std::uint64_t>(a.seed);
+
+  sim::SearchGoal g;
+  g.ttft_ms = a.ttft_ms;
+  g.itl_ms = a.itl_ms;
+  g.statistic = sim::parse_statistic(a.statistic);
+  if (a.total_gpus != 0) {
+    if (a.total_gpus < 1) throw Error("--total-gpus", "", "must be >= 1");
+    g.objective = sim::SearchObjective::total_gpus;
+    g.total_gpus = a.total_gpus;
+  } else if (a.target_tps != 0) {
+    if (!(a.target_tps > 0)) throw Error("--target-tps", "", "must be > 0");
+    g.objective = sim::SearchObjective::target_tps;
+    g.target_tps = a.target_tps;
+  } else if (a.target_rps != 0) {
+    if (!(a.target_rps > 0)) throw Error("--target-rps", "", "must be > 0");
+    g.objective = sim::SearchObjective::target_tps;
+    g.target_tps = a.target_rps * double(a.osl);
+  }
+  g.per_instance = per_instance;
+  return std::make_unique<sim::Search>(std::move(sp), std::move(tr), g, a.prune);
+}
+
+nlohmann::json rows_json(const std::vector<sim::SweepRow>& rows) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : rows)
+    a.push_back({{"topology", r.topology}, {"concurrency", r.concurrency},
+                 {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
+                 {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
+                 {"output_tps_per_user", r.output_tps_per_user}});
+  return a;
+}
+
+std::vector<sim::SweepRow> rows_from(const nlohmann::json& j) {
+  try {
+    std::vector<sim::SweepRow> out;
+    for (const auto& x : j) {
+      sim::SweepRow r;
+      r.topology = x.at("topology").get<std::string>();
+      r.concurrency = x.at("concurrency").get<int>();
+      for (std::size_t i = 0; i < 3; ++i) {
+        r.ttft_ms[i] = x.at("ttft_ms").at(i).get<double>();
+        r.itl_ms[i] = x.at("itl_ms").at(i).get<double>();
+      }
+      r.output_tps = x.at("output_tps").get<double>();
+      r.output_tps_per_gpu = x.at("output_tps_per_gpu").get<double>();
+      r.output_tps_per_user = x.at("output_tps_per_user").get<double>();
+      out.push_back(std::move(r));
+    }
+    return out;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("search", "rows", std::string("not rows from search_run: ") + e.what());
+  }
+}
+
+// Runs the rounds on `threads` threads; the rounds themselves do not depend on the thread count.
+nlohmann::json run_local(sim::Search& s, int threads, const SearchProgressFn& progress) {
+  const int nt = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto report = [&] {
+    if (!progress) return;
+    const auto p = s.progress();
+    progress(p.simulated, p.pending, p.pruned, p.total);
+  };
+  for (std::vector<int> round; !(round = s.next_round()).empty();) {
+    report();
+    std::vector<std::vector<sim::SweepRow>> out(round.size());
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex mu;
+    auto work = [&] {
+      for (std::size_t k; (k = next++) < round.size();) {
+        try {
+          out[k] = s.run(round[k]);
+        } catch (...) {
+          std::lock_guard<std::mutex> g(mu);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int i = 1; i < std::min<int>(nt, int(round.size())); ++i) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+    if (failure) std::rethrow_exception(failure);
+    for (std::size_t k = 0; k < round.size(); ++k) s.add(round[k], std::move(out[k]));
+  }
+  report();
+  return s.report();
+}
+
+}  // namespace
+
+nlohmann::json search(const SearchArgs& a, const SearchProgressFn& progress) {
+  auto s = make_search(a, false);
+  return run_local(*s, a.threads, progress);
+}
+
+struct SearchSession::Impl { std::unique_ptr<sim::Search> s; };
+SearchSession::SearchSession(const SearchArgs& a, bool per_instance) : impl_(std::make_unique<Impl>()) {
+  impl_->s = make_search(a, per_instance);
+}
+SearchSession::~SearchSession() = default;
+std::vector<int> SearchSession::next_round() { return impl_->s->next_round(); }
+void SearchSession::add(int index, const nlohmann::json& rows) { impl_->s->add(index, rows_from(rows)); }
+nlohmann::json SearchSession::report() const { return impl_->s->report(); }
+int SearchSession::configurations() const { return int(impl_->s->configs().size()); }
+
+// The pre-purchase table from a per-instance search report: for each instance type (set), the
+// cheapest deployment that serves the target under the SLO, what it costs and draws.
+nlohmann::json recommend_table(const nlohmann::json& rep) {
+  const auto& cat = hw::Catalog::global();
+  const double target = rep["objective"]["target_tps"].get<double>();
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& b : rep["best_per_instance"]) {
+    const auto& s = b["score"];
+    nlohmann::json r;
+    r["label"] = b["label"];
+    r["kind"] = b["kind"];
+    r["gpu"] = b["decode_gpu"].is_null() || b["decode_gpu"] == b["gpu"] ? b["gpu"].get<std::string>()
+                                                                         : b["gpu"].get<std::string>() + "+" + b["decode_gpu"].get<std::string>();
+    r["instance"] = b["decode_instance"].is_null() || b["decode_instance"] == b["instance"]
+                        ? b["instance"].get<std::string>()
+                        : b["instance"].get<std::string>() + "+" + b["decode_instance"].get<std::string>();
+    r["precision"] = b["precision"];
+    r["copies"] = s["copies"];
+    r["gpus"] = s["total_gpus"];
+    r["nodes"] = s["instances"];
+    r["usd_per_hour"] = s["usd_per_hour"];
+    r["usd_per_million_output_tokens"] =
+        s["usd_per_hour"].is_null() ? nlohmann::json(nullptr) : nlohmann::json(s["usd_per_hour"].get<double>() / (target * 3600.0) * 1e6);
+    // Power: every GPU at its datasheet TDP (an upper bound; host power not included).
+    double watts = 0;
+    std::string source;
+    for (const auto& [inst, nodes] : s["nodes_by_instance"].items()) {
+      const auto& g = cat.gpu(cat.instance(inst).gpu);
+      (void)nodes;
+      const int gpus_here = b["decode_instance"].is_null() || b["decode_instance"] == b["instance"]
+                                ? s["total_gpus"].get<int>()
+                                : (inst == b["instance"].get<std::string>()
+                                       ? b["prefill_workers"].get<int>() * b["prefill_tp"].get<int>() * s["copies"].get<int>()
+                                       : b["decode_workers"].get<int>() * b["decode_tp"].get<int>() * s["copies"].get<int>());
+      watts += gpus_here * g.tdp_watts;
+      const auto it = g.sources.find("tdp_watts");
+      source += (source.empty() ? "" : "; ") + g.name + " " + std::to_string(int(g.tdp_watts)) + " W" +
+                (it != g.sources.end() ? " (" + it->second + ")" : "");
+    }
+    r["power_watts"] = watts;
+    r["joules_per_output_token"] = watts / target;
+    r["power_basis"] = "upper bound: every GPU at its datasheet TDP (no measured power curve given; host power not included)";
+    r["power_source"] = source;
+    r["capacity_tps"] = s["copies"].get<int>() * s["tps_per_copy"].get<double>();
+    r["slo_concurrency"] = s["slo_concurrency"];
+    r["ttft_ms"] = s["ttft_ms"];
+    r["itl_ms"] = s["itl_ms"];
+    r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());
+    r["itl_headroom_pct"] = 100.0 * (1.0 - s["itl_ms"].get<double>() / rep["itl_ms"].get<double>());
+    r["band"] = nullptr;
+    r["band_note"] = "no band yet: measured prediction-error bands are not available for these figures";
+    r["describe"] = b["describe"];
+    r["deployment"] = b["deployment"];
+    r["index"] = b["index"];
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+    const double a = x["usd_per_hour"].is_null() ? 1e300 : x["usd_per_hour"].get<double>();
+    const double b = y["usd_per_hour"].is_null() ? 1e300 : y["usd_per_hour"].get<double>();
+    return a < b;
+  });
+  return rows;
+}
+
+nlohmann::json recommend(const SearchArgs& a, const SearchProgressFn& progress) {
+  auto s = make_search(a, true);
+  nlohmann::json rep = run_local(*s, a.threads, progress);
+  rep["recommendations"] = recommend_table(rep);
+  return rep;
+}
+
+nlohmann::json search_run(const SearchArgs& a, int index) {
+  // Enumeration alone (no bounds): cheap enough to redo on the machine that runs the candidate.
+  const auto s = make_search(a, false);
+  return rows_json(s->run(index));
+}
+
+}  // namespace servesim::api

@@ -1,0 +1,335 @@
+// `servesim search`: enumerate configurations (GPU, precision, TP/PP/EP, aggregated or xPyD,
+// engine knobs), prune what cannot fit or cannot win, simulate the rest's concurrency sweeps and
+// report the Pareto frontier per topology family and the best configuration under the SLO
+// (sim/api/search.cpp). Table, JSON or CSV; --plot draws the frontier chart through
+// python/servesim; a progress bar goes to stderr when it is a terminal.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "common/error.hpp"
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "sim/api/api.hpp"
+#include "sim/cli/commands.hpp"
+
+namespace servesim::cli {
+namespace {
+
+std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string num(const nlohmann::json& v) { return v.is_null() ? "-" : std::to_string(v.get<std::int64_t>()); }
+std::string usd(const nlohmann::json& v) { return v.is_null() ? "-" : fixed(v.get<double>(), 2); }
+
+// One CSV row per configuration: what it is, its bounds, and its score when simulated.
+std::string configurations_csv(const nlohmann::json& j) {
+  auto q = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string o = "\"";
+    for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return o + "\"";
+  };
+  auto val = [&](const nlohmann::json& v) -> std::string {
+    if (v.is_null()) return "";
+    if (v.is_string()) return q(v.get<std::string>());
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    if (v.is_number_float()) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%.6g", v.get<double>());
+      return b;
+    }
+    return v.dump();
+  };
+  const char* cfg_cols[] = {"index", "label", "family", "kind", "gpu", "decode_gpu", "instance", "decode_instance", "precision",
+                            "tp", "pp", "ep", "prefill_workers", "prefill_tp", "prefill_ep", "decode_workers", "decode_tp",
+                            "decode_ep", "max_num_seqs", "max_num_batched_tokens", "gpus", "status"};
+  const char* bound_cols[] = {"ttft_lb_ms", "itl_lb_ms", "tps_ub_slo", "reason"};
+  const char* score_cols[] = {"feasible", "slo_concurrency", "tps_per_copy", "tps_per_gpu", "tps_per_user", "ttft_ms",
+                              "itl_ms", "copies", "total_gpus", "instances", "usd_per_hour", "limited_by"};
+  std::string out;
+  for (const char* c : cfg_cols) out += std::string(c) + ",";
+  for (const char* c : bound_cols) out += std::string("bound_") + c + ",";
+  for (const char* c : score_cols) out += std::string(c) + ",";
+  out.back() = '\n';
+  for (const auto& c : j["configurations"]) {
+    std::string line;
+    for (const char* k : cfg_cols) line += val(c[k]) + ",";
+    for (const char* k : bound_cols) line += val(c["bound"][k]) + ",";
+    for (const char* k : score_cols) line += (c["score"].is_null() ? "" : val(c["score"][k])) + ",";
+    line.back() = '\n';
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_atomically(const std::string& path, const std::string& text) { api::write_file_atomically(path, text); }
+
+std::string python_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "./python";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.find_last_of('/')) + "/python";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+// Terminal progress bar on stderr (only when stderr is a terminal).
+SearchBar::SearchBar() : tty_(::isatty(2) != 0) {}
+void SearchBar::update(int simulated, int pending, int pruned, int total) {
+  if (!tty_ || total <= 0) return;
+  const int done = simulated + pruned;
+  const int width = 30, fill = int(double(width) * done / total);
+  std::fprintf(stderr, "\r[%s%s] %d/%d configurations (%d simulated, %d pruned, %d pending)  ",
+               std::string(std::size_t(fill), '#').c_str(), std::string(std::size_t(width - fill), '.').c_str(), done, total,
+               simulated, pruned, pending);
+  std::fflush(stderr);
+  shown_ = true;
+}
+SearchBar::~SearchBar() {
+  if (shown_) std::fprintf(stderr, "\n");
+}
+
+std::string search_table(const nlohmann::json& j) {
+  std::string out;
+  const auto& n = j["counts"];
+  const std::string stat = str(j["statistic"]);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective %s\n",
+                str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
+                j["vision_tokens_per_request"].get<std::int64_t>() > 0
+                    ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens").c_str() : "",
+                stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
+                str(j["objective"]["kind"]).c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "%d configurations: %d simulated (%d points), %d do not fit, %d cannot meet the SLO, %d cannot win%s\n",
+                n["configurations"].get<int>(), n["simulated"].get<int>(), n["points_simulated"].get<int>(),
+                n["does_not_fit"].get<int>(), n["cannot_meet_slo"].get<int>(), n["cannot_win"].get<int>(),
+                j["pruning"].get<bool>() ? "" : " (pruning off)");
+  out += line;
+
+  Table fr({"family", "configuration", "clients", "tok/s/user", "tok/s/GPU", "meets SLO"});
+  for (const auto& f : j["frontiers"])
+    for (const auto& p : f["frontier"])
+      fr.add_row({str(f["family"]), str(p["label"]), num(p["concurrency"]), fixed(p["output_tps_per_user"].get<double>(), 1),
+                  fixed(p["output_tps_per_gpu"].get<double>(), 1), p["meets_slo"].get<bool>() ? "yes" : "no"});
+  out += "\nPareto frontier per family (output tok/s per GPU vs per user)\n" + fr.render();
+
+  Table bt({"best under the SLO", "clients", "TTFT ms", "ITL ms", "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
+  auto add_best = [&](const nlohmann::json& b) {
+    const auto& s = b["score"];
+    bt.add_row({str(b["label"]), num(s["slo_concurrency"]), fixed(s["ttft_ms"].get<double>(), 1), fixed(s["itl_ms"].get<double>(), 2),
+                fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
+                usd(s["usd_per_hour"]), str(s["limited_by"])});
+  };
+  if (j["best"].is_null()) {
+    out += "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+  } else {
+    add_best(j["best"]);
+    out += "\n" + bt.render();
+    out += "  " + str(j["best"]["describe"]) + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+struct SearchOpts {
+  api::SearchArgs args;
+  std::string output, plot, emit;
+  Format format = Format::table;
+  bool no_prune = false, no_ep = false, same_gpu = false;
+};
+
+void run_search(SearchOpts& o) {
+  o.args.prune = !o.no_prune;
+  o.args.expert_parallel = !o.no_ep;
+  o.args.mixed_gpus = !o.same_gpu;
+  nlohmann::json j;
+  {
+    SearchBar bar;
+    j = api::search(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
+  }
+  if (!o.output.empty()) {
+    const bool csv = text::lower(o.output).size() > 4 && text::lower(o.output).substr(o.output.size() - 4) == ".csv";
+    write_atomically(o.output, csv ? configurations_csv(j) : j.dump(2) + "\n");
+    j["output"] = o.output;
+  }
+  if (!o.plot.empty()) {
+    const std::string data = o.plot + ".search.json";
+    write_atomically(data, j.dump());
+    const std::string cmd = "PYTHONPATH=" + shell_quote(python_dir()) + " MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --search " +
+                            shell_quote(data) + " -o " + shell_quote(o.plot) + " >/dev/null";
+    const int rc = std::system(cmd.c_str());
+    std::remove(data.c_str());
+    if (rc != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
+    j["plot"] = o.plot;
+  }
+  if (!o.emit.empty()) {
+    if (j["best"].is_null()) throw Error("--emit", "", "no configuration meets the SLO: nothing to emit");
+    j["emitted"] = api::emit_deployment(j["best"]["deployment"], o.emit);
+  }
+  std::string text = search_table(j);
+  if (!o.output.empty()) text += "Data: " + o.output + "\n";
+  if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
+  if (j.contains("emitted")) text += "Deployment files of the best configuration: " + o.emit + "/ (" + std::to_string(j["emitted"].size()) + " files)\n";
+  emit(o.format, j, text);
+}
+
+std::string recommend_text(const nlohmann::json& j) {
+  std::string out;
+  char line[512];
+  const std::string stat = str(j["statistic"]);
+  std::snprintf(line, sizeof line, "Pre-purchase: %s, ISL %lld / OSL %lld, %g output tok/s under TTFT %s <= %g ms, ITL %s <= %g ms\n",
+                str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
+                j["objective"]["target_tps"].get<double>(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(),
+                j["itl_ms"].get<double>());
+  out += line;
+  const auto& n = j["counts"];
+  std::snprintf(line, sizeof line, "%d configurations: %d simulated, %d do not fit, %d cannot meet the SLO, %d cannot win\n",
+                n["configurations"].get<int>(), n["simulated"].get<int>(), n["does_not_fit"].get<int>(),
+                n["cannot_meet_slo"].get<int>(), n["cannot_win"].get<int>());
+  out += line;
+  Table t({"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok", "kW (TDP max)", "J/tok (max)",
+           "TTFT headroom", "ITL headroom"});
+  for (const auto& r : j["recommendations"])
+    t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
+               usd(r["usd_per_million_output_tokens"]), fixed(r["power_watts"].get<double>() / 1e3, 1),
+               fixed(r["joules_per_output_token"].get<double>(), 2), fixed(r["ttft_headroom_pct"].get<double>(), 0) + "%",
+               fixed(r["itl_headroom_pct"].get<double>(), 0) + "%"});
+  out += "\n" + t.render();
+  if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
+  out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
+         "Bands: no band yet (measured prediction-error bands are not available for these figures).\n";
+  return out;
+}
+
+struct RecommendOpts {
+  api::SearchArgs args;
+  std::string output, plot, emit;
+  Format format = Format::table;
+  bool no_prune = false, no_ep = false, same_gpu = false;
+};
+
+void run_recommend(RecommendOpts& o) {
+  o.args.prune = !o.no_prune;
+  o.args.expert_parallel = !o.no_ep;
+  o.args.mixed_gpus = !o.same_gpu;
+  nlohmann::json j;
+  {
+    SearchBar bar;
+    j = api::recommend(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
+  }
+  if (!o.output.empty()) {
+    const std::string low = text::lower(o.output);
+    if (low.size() > 4 && low.substr(low.size() - 4) == ".csv") {
+      std::string csv = "gpu,instance,configuration,kind,precision,copies,gpus,nodes,usd_per_hour,usd_per_million_output_tokens,"
+                        "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,"
+                        "ttft_headroom_pct,itl_headroom_pct,band\n";
+      auto q = [](const std::string& s) { return "\"" + s + "\""; };
+      for (const auto& r : j["recommendations"]) {
+        char b[512];
+        std::snprintf(b, sizeof b, "%s,%s,%s,%s,%s,%d,%d,%d,%s,%s,%.0f,%.4f,%.1f,%.2f,%.3f,%.1f,%.1f,\n", str(r["gpu"]).c_str(),
+                      str(r["instance"]).c_str(), q(str(r["label"])).c_str(), str(r["kind"]).c_str(), str(r["precision"]).c_str(),
+                      r["copies"].get<int>(), r["gpus"].get<int>(), r["nodes"].get<int>(), usd(r["usd_per_hour"]).c_str(),
+                      usd(r["usd_per_million_output_tokens"]).c_str(), r["power_watts"].get<double>(),
+                      r["joules_per_output_token"].get<double>(), r["capacity_tps"].get<double>(), r["ttft_ms"].get<double>(),
+                      r["itl_ms"].get<double>(), r["ttft_headroom_pct"].get<double>(), r["itl_headroom_pct"].get<double>());
+        csv += b;
+      }
+      write_atomically(o.output, csv);
+    } else {
+      write_atomically(o.output, j.dump(2) + "\n");
+    }
+  }
+  if (!o.plot.empty()) {
+    const std::string data = o.plot + ".search.json";
+    write_atomically(data, j.dump());
+    const std::string cmd = "PYTHONPATH=" + shell_quote(python_dir()) + " MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --search " +
+                            shell_quote(data) + " -o " + shell_quote(o.plot) + " >/dev/null";
+    const int rc = std::system(cmd.c_str());
+    std::remove(data.c_str());
+    if (rc != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
+  }
+  if (!o.emit.empty()) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& r : j["recommendations"])
+      for (const auto& f : api::emit_deployment(r["deployment"], o.emit + "/" + str(r["instance"]))) files.push_back(f);
+    j["emitted"] = files;
+  }
+  std::string text = recommend_text(j);
+  if (!o.output.empty()) text += "Data: " + o.output + "\n";
+  if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
+  if (!o.emit.empty()) text += "Deployment files per instance type: " + o.emit + "/<instance>/\n";
+  emit(o.format, j, text);
+}
+
+}  // namespace
+
+void add_search_options(CLI::App& c, api::SearchArgs& a) {
+  c.add_option("--model", a.model, "Model name (servesim list models)");
+  c.add_option("--gpu", a.gpus, "GPU or instance types to search, comma-separated (e.g. h100,h200,b200,b300)");
+  c.add_option("--precision", a.precisions, "Weight precisions to try (default: every one the GPU runs natively)");
+  c.add_option("--topology", a.topology, "agg, disagg or both (default both)");
+  c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8)");
+  c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
+  c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");
+  c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default 256)");
+  c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default 8192)");
+  c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "vLLM gpu_memory_utilization (default 0.9)");
+  c.add_option("--isl", a.isl, "Input text tokens per request");
+  c.add_option("--osl", a.osl, "Output tokens per request");
+  c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
+  c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
+  c.add_option("--requests", a.requests, "Measured requests per point (default max(100, 4 x clients))");
+  c.add_option("--seed", a.seed, "Random seed");
+  c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
+  c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
+  c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
+  c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 or p99");
+  c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs");
+  c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s");
+  c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)");
+  c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
+}
+
+void add_search_command(CLI::App& app) {
+  auto o = std::make_shared<SearchOpts>();
+  auto* c = app.add_subcommand("search", "Search GPUs, precisions, parallel layouts, agg/disagg splits and engine knobs: "
+                                         "Pareto frontiers and the best configuration under TTFT/ITL SLOs");
+  add_search_options(*c, o->args);
+  c->add_flag("--no-prune", o->no_prune, "Simulate every configuration that fits (no analytic pruning)");
+  c->add_flag("--no-expert-parallel", o->no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
+  c->add_flag("--same-gpu", o->same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
+  c->add_option("--output", o->output, "Write the result: FILE.csv (one row per configuration) or FILE.json");
+  c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
+  c->add_option("--emit", o->emit, "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
+  add_format_option(*c, o->format);
+  c->callback([o] { run_search(*o); });
+}
+
+void add_recommend_command(CLI::App& app) {
+  auto o = std::make_shared<RecommendOpts>();
+  auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
+                                            "type and instance ($/hour, $/M tokens, power, headroom)");
+  add_search_options(*c, o->args);
+  c->add_flag("--no-prune", o->no_prune, "Simulate every configuration that fits (no analytic pruning)");
+  c->add_flag("--no-expert-parallel", o->no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
+  c->add_flag("--same-gpu", o->same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
+  c->add_option("--output", o->output, "Write the table: FILE.csv or FILE.json (the whole result)");
+  c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
+  c->add_option("--emit", o->emit, "Write each recommendation's deployment files to DIR/<instance>/");
+  add_format_option(*c, o->format);
+  c->callback([o] { run_recommend(*o); });
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,813 @@
+#include "sim/studies/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "models/min_gpus.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// Every GPU time inside a bound is the cost model's figure times this margin: the simulator's
+// pure-decode steps use a line fitted through the model (checked at a third point), so a bound
+// stays a little below anything the simulator can produce.
+constexpr double kBoundMargin = 0.9;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string shape(const models::Parallelism& p) {
+  std::string s = "TP" + std::to_string(p.tp);
+  if (p.pp > 1) s += " PP" + std::to_string(p.pp);
+  if (p.ep > 1) s += " EP" + std::to_string(p.ep);
+  return s;
+}
+
+std::vector<int> ep_options(const models::ModelSpec& m, int tp, bool expert_parallel) {
+  if (m.experts > 0 && expert_parallel && tp > 1) return {1, tp};
+  return {1};
+}
+
+// Nodes that workers of the given GPU counts take on nodes of `per` GPUs: a worker wider than a
+// node takes whole nodes, the others share nodes (power-of-two widths pack without gaps).
+int nodes_for(const std::vector<int>& workers, int per) {
+  int whole = 0, small = 0;
+  for (int g : workers) {
+    if (g > per) whole += (g + per - 1) / per;
+    else small += g;
+  }
+  return whole + (small + per - 1) / per;
+}
+
+std::vector<int> repeat(int count, int gpus, int times = 1) { return std::vector<int>(std::size_t(count * times), gpus); }
+
+models::StepBatch decode_batch(int seqs, std::int64_t context) {
+  models::StepBatch b;
+  b.decode_seqs = seqs;
+  b.decode_context_tokens = std::int64_t(seqs) * context;
+  return b;
+}
+
+// GPU seconds and steps of prefilling one prompt alone, in chunks of the token budget; the first
+// chunk carries the vision tiles (as the scheduler charges them).
+struct PrefillAlone { double gpu_s = 0; int steps = 0; };
+PrefillAlone prefill_alone(const models::StepCostModel& cm, std::int64_t prompt, std::int64_t budget, int tiles) {
+  PrefillAlone r;
+  std::int64_t done = 0;
+  while (done < prompt) {
+    const std::int64_t ch = std::min(prompt - done, std::max<std::int64_t>(1, budget));
+    models::StepBatch b;
+    b.prefill_seqs = 1;
+    b.prefill_tokens = ch;
+    b.prefill_attention_pairs = double(ch) * double(done) + double(ch) * double(ch + 1) / 2;
+    b.vision_tiles = done == 0 ? tiles : 0;
+    r.gpu_s += cm.seconds(b);
+    ++r.steps;
+    done += ch;
+  }
+  return r;
+}
+
+double opt_or_inf(const std::optional<double>& v) { return v ? *v : kInf; }
+
+}  // namespace
+
+std::string_view to_string(Pruned p) {
+  switch (p) {
+    case Pruned::no: return "simulated";
+    case Pruned::does_not_fit: return "does_not_fit";
+    case Pruned::cannot_meet_slo: return "cannot_meet_slo";
+    case Pruned::cannot_win: return "cannot_win";
+  }
+  return "simulated";
+}
+
+void SearchGoal::validate() const {
+  if (!(ttft_ms > 0)) throw Error("--ttft-ms", "", "must be > 0 (the SLO on time to first token, e.g. 600)");
+  if (!(itl_ms > 0)) throw Error("--itl-ms", "", "must be > 0 (the SLO on inter-token latency, e.g. 100)");
+  if (objective == SearchObjective::total_gpus && !(total_gpus >= 1))
+    throw Error("--total-gpus", "", "must be >= 1");
+  if (objective == SearchObjective::target_tps && !(target_tps > 0))
+    throw Error("--target-tps", "", "must be > 0");
+}
+
+nlohmann::json SearchConfig::to_json() const {
+  nlohmann::json j;
+  j["index"] = index;
+  j["label"] = label;
+  j["family"] = family;
+  j["kind"] = disaggregated() ? "disaggregated" : "aggregated";
+  j["precision"] = std::string(hw::to_string(precision));
+  j["max_num_seqs"] = max_num_seqs;
+  j["max_num_batched_tokens"] = max_num_batched_tokens;
+  j["gpus"] = gpus;
+  j["instance"] = instance->name;
+  j["gpu"] = instance->gpu;
+  if (disaggregated()) {
+    j["decode_instance"] = decode_instance->name;
+    j["decode_gpu"] = decode_instance->gpu;
+    j["prefill_workers"] = topo.prefill_workers;
+    j["decode_workers"] = topo.decode_workers;
+    j["prefill_tp"] = topo.prefill.tp;
+    j["prefill_ep"] = topo.prefill.ep;
+    j["decode_tp"] = topo.decode.tp;
+    j["decode_ep"] = topo.decode.ep;
+    j["tp"] = nullptr;
+    j["pp"] = 1;
+    j["ep"] = nullptr;
+  } else {
+    j["decode_instance"] = nullptr;
+    j["decode_gpu"] = nullptr;
+    j["prefill_workers"] = 0;
+    j["decode_workers"] = 0;
+    j["prefill_tp"] = nullptr;
+    j["prefill_ep"] = nullptr;
+    j["decode_tp"] = nullptr;
+    j["decode_ep"] = nullptr;
+    j["tp"] = topo.agg.tp;
+    j["pp"] = topo.agg.pp;
+    j["ep"] = topo.agg.ep;
+  }
+  j["nodes"] = nodes;
+  j["decode_nodes"] = decode_nodes;
+  j["usd_per_hour_per_copy"] = usd_per_hour ? nlohmann::json(*usd_per_hour) : nlohmann::json(nullptr);
+  return j;
+}
+
+nlohmann::json SearchBound::to_json() const {
+  return {{"fits", fits}, {"reason", reason}, {"ttft_lb_ms", ttft_lb_ms}, {"itl_lb_ms", itl_lb_ms},
+          {"tps_ub", tps_ub}, {"tps_ub_slo", tps_ub_slo}};
+}
+
+nlohmann::json SearchScore::to_json() const {
+  nlohmann::json j;
+  j["feasible"] = feasible;
+  j["slo_concurrency"] = slo_concurrency;
+  j["tps_per_copy"] = tps_per_copy;
+  j["tps_per_gpu"] = tps_per_gpu;
+  j["tps_per_user"] = tps_per_user;
+  j["ttft_ms"] = ttft_ms;
+  j["itl_ms"] = itl_ms;
+  j["copies"] = copies;
+  j["total_gpus"] = gpus;
+  j["instances"] = instances;
+  j["usd_per_hour"] = usd_per_hour ? nlohmann::json(*usd_per_hour) : nlohmann::json(nullptr);
+  j["served_tps"] = served_tps;
+  nlohmann::json nb = nlohmann::json::object();
+  for (const auto& [k, v] : nodes_by_instance) nb[k] = v;
+  j["nodes_by_instance"] = nb;
+  j["limited_by"] = std::string(to_string(limited_by));
+  j["advice"] = std::string(advice(limited_by));
+  return j;
+}
+
+// ---- enumeration ---------------------------------------------------------------------------------
+
+Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool prune)
+    : space_(std::move(space)), traffic_(std::move(traffic)), goal_(goal), prune_(prune) {
+  if (!space_.model) throw Error("--model", "", "required");
+  if (space_.instances.empty()) throw Error("--gpu", "", "name at least one GPU or instance type");
+  if (traffic_.isl < 1) throw Error("--isl", "", "must be >= 1");
+  if (traffic_.osl < 2) throw Error("--osl", "", "must be >= 2 (inter-token latency needs two tokens)");
+  if (traffic_.concurrency.empty()) throw Error("--concurrency", "", "is empty");
+  for (int c : traffic_.concurrency)
+    if (c < 1 || c > 100000) throw Error("--concurrency", "", std::to_string(c) + " is not a client count in 1..100000");
+  if (!std::is_sorted(traffic_.concurrency.begin(), traffic_.concurrency.end()) ||
+      std::adjacent_find(traffic_.concurrency.begin(), traffic_.concurrency.end()) != traffic_.concurrency.end())
+    throw Error("--concurrency", "", "must be increasing");
+  if (traffic_.requests && *traffic_.requests < 1) throw Error("--requests", "", "must be >= 1");
+  for (int t : space_.tp)
+    if (t < 1 || t > 72) throw Error("--tp", "", std::to_string(t) + " is not a tensor-parallel size in 1..72");
+  for (int p : space_.pp)
+    if (p < 1 || p > 64) throw Error("--pp", "", std::to_string(p) + " is not a pipeline-parallel size in 1..64");
+  for (auto [x, y] : space_.pd_ratios)
+    if (x < 1 || y < 1 || x > 64 || y > 64) throw Error("--pd-ratios", "", "worker counts must be in 1..64");
+  for (int s : space_.max_num_seqs)
+    if (s < 1) throw Error("--max-num-seqs", "", "must be >= 1");
+  for (auto b : space_.max_num_batched_tokens)
+    if (b < 16) throw Error("--max-num-batched-tokens", "", "must be >= 16");
+  if (!space_.aggregated && !space_.disaggregated) throw Error("--topology", "", "nothing to search");
+  if (!(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
+    throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
+  goal_.validate();
+  enumerate();
+  if (configs_.empty())
+    throw Error("--precision", "", "no configuration to search: none of the precisions is native on the GPUs given");
+}
+
+std::int64_t Search::prompt_tokens() const { return traffic_.isl + workloads::vision_work(traffic_.multimodal).tokens; }
+int Search::vision_tiles() const { return workloads::vision_work(traffic_.multimodal).tiles; }
+
+void Search::enumerate() {
+  const auto& cat = hw::Catalog::global();
+  const models::ModelSpec& m = *space_.model;
+  auto precisions_of = [&](const hw::GpuSpec& a, const hw::GpuSpec& b) {
+    std::vector<hw::Precision> all = space_.precisions;
+    if (all.empty()) all = {hw::Precision::bf16, hw::Precision::fp8, hw::Precision::nvfp4};
+    std::vector<hw::Precision> out;
+    for (auto p : all)
+      if (a.native(p) && b.native(p)) out.push_back(p);
+    return out;
+  };
+  auto add = [&](SearchConfig c) {
+    c.index = static_cast<int>(configs_.size());
+    configs_.push_back(std::move(c));
+  };
+  auto knobs = [&](SearchConfig base, const std::string& label) {
+    for (int s : space_.max_num_seqs)
+      for (auto b : space_.max_num_batched_tokens) {
+        SearchConfig c = base;
+        c.max_num_seqs = s;
+        c.max_num_batched_tokens = b;
+        c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) + " seqs " + std::to_string(s) +
+                  " tokens " + std::to_string(b);
+        add(std::move(c));
+      }
+  };
+  auto disagg = [&](const hw::InstanceSpec* pi, const hw::InstanceSpec* di, hw::Precision prec) {
+    const bool mixed = pi != di;
+    const std::string pg = cat.gpu(pi->gpu).name, dg = cat.gpu(di->gpu).name;
+    for (auto [x, y] : space_.pd_ratios)
+      for (int ptp : space_.tp) {
+        if (ptp > pi->gpus) continue;
+        for (int pep : ep_options(m, ptp, space_.expert_parallel))
+          for (int dtp : space_.tp) {
+            if (dtp > di->gpus) continue;
+            for (int dep : ep_options(m, dtp, space_.expert_parallel)) {
+              SearchConfig c;
+              c.topo.kind = TopologyChoice::Kind::disaggregated;
+              c.topo.prefill = {ptp, 1, pep};
+              c.topo.decode = {dtp, 1, dep};
+              c.topo.encode = c.topo.prefill;
+              c.topo.prefill_workers = x;
+              c.topo.decode_workers = y;
+              c.instance = pi;
+              c.decode_instance = di;
+              c.precision = prec;
+              c.gpus = x * ptp + y * dtp;
+              if (mixed) {
+                c.nodes = nodes_for(repeat(x, ptp), pi->gpus);
+                c.decode_nodes = nodes_for(repeat(y, dtp), di->gpus);
+                if (pi->usd_per_hour && di->usd_per_hour)
+                  c.usd_per_hour = c.nodes * *pi->usd_per_hour + c.decode_nodes * *di->usd_per_hour;
+                c.family = "disaggregated " + pg + "+" + dg;
+                c.group = pi->name + "+" + di->name;
+              } else {
+                std::vector<int> w = repeat(x, ptp);
+                for (int i = 0; i < y; ++i) w.push_back(dtp);
+                c.nodes = nodes_for(w, pi->gpus);
+                if (pi->usd_per_hour) c.usd_per_hour = c.nodes * *pi->usd_per_hour;
+                c.family = "disaggregated " + pg;
+                c.group = pi->name;
+              }
+              std::string label = "disagg " + std::to_string(x) + "P " + shape(c.topo.prefill) + (mixed ? " " + pg : "") +
+                                  " + " + std::to_string(y) + "D " + shape(c.topo.decode) + (mixed ? " " + dg : " " + pg);
+              knobs(c, label);
+            }
+          }
+      }
+  };
+  for (const hw::InstanceSpec* inst : space_.instances) {
+    const hw::GpuSpec& g = cat.gpu(inst->gpu);
+    for (hw::Precision prec : precisions_of(g, g)) {
+      if (space_.aggregated)
+        for (int tp : space_.tp) {
+          if (tp > inst->gpus || tp > inst->nvlink_domain_gpus) continue;
+          for (int pp : space_.pp)
+            for (int ep : ep_options(m, tp, space_.expert_parallel)) {
+              SearchConfig c;
+              c.topo.kind = TopologyChoice::Kind::aggregated;
+              c.topo.replicas = 1;
+              c.topo.agg = {tp, pp, ep};
+              c.instance = c.decode_instance = inst;
+              c.precision = prec;
+              c.gpus = tp * pp;
+              c.nodes = nodes_for({c.gpus}, inst->gpus);
+              if (inst->usd_per_hour) c.usd_per_hour = c.nodes * *inst->usd_per_hour;
+              c.family = "aggregated " + g.name;
+              c.group = inst->name;
+              knobs(c, "agg " + shape(c.topo.agg) + " " + g.name);
+            }
+        }
+      if (space_.disaggregated) disagg(inst, inst, prec);
+    }
+  }
+  if (space_.disaggregated && space_.mixed_gpus)
+    for (const hw::InstanceSpec* pi : space_.instances)
+      for (const hw::InstanceSpec* di : space_.instances) {
+        if (pi == di || pi->gpu == di->gpu) continue;
+        for (hw::Precision prec : precisions_of(cat.gpu(pi->gpu), cat.gpu(di->gpu))) disagg(pi, di, prec);
+      }
+  state_.assign(configs_.size(), State{});
+}
+
+// ---- bounds ----------------------------------------------------------------------------------------
+
+EngineConfig Search::engine_of(const SearchConfig& c) const {
+  EngineConfig e;
+  e.max_num_seqs = c.max_num_seqs;
+  e.max_num_batched_tokens = c.max_num_batched_tokens;
+  e.gpu_memory_utilization = space_.gpu_memory_utilization;
+  e.max_model_len = prompt_tokens() + traffic_.osl;   // what the traffic needs (vllm serve --max-model-len)
+  return e;
+}
+
+const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, const models::Parallelism& par) {
+  const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::to_string(par.tp) + "|" +
+                          std::to_string(par.pp) + "|" + std::to_string(par.ep);
+  auto it = costs_.find(key);
+  if (it == costs_.end())
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, models::checkpoint_kv_dtype(p))).first;
+  return *it->second;
+}
+
+SearchBound Search::bound_of(const SearchConfig& c) {
+  SearchBound b;
+  const auto& cat = hw::Catalog::global();
+  const models::ModelSpec& m = *space_.model;
+  const hw::GpuSpec& pg = cat.gpu(c.instance->gpu);
+  const hw::GpuSpec& dg = cat.gpu(c.decode_instance->gpu);
+  const EngineConfig e = engine_of(c);
+  const hw::Precision kv = models::checkpoint_kv_dtype(c.precision);
+  const std::int64_t prompt = prompt_tokens();
+  const std::int64_t seq_tokens = prompt + traffic_.osl;
+  const int tiles = vision_tiles();
+  const double ovh = e.overhead_per_step_s();
+  const double K = kBoundMargin;
+
+  // Memory: every role's plan must fit and hold at least one whole request.
+  auto plan_of = [&](const hw::GpuSpec& g, const models::Parallelism& par, const char* role) -> std::optional<models::MemoryPlan> {
+    try {
+      models::MemoryPlan p = models::plan_memory(m, g, c.precision, par, e.memory_config(kv));
+      if (p.max_concurrent_seqs(seq_tokens) < 1) {
+        b.reason = std::string(role) + " " + shape(par) + " on " + g.name + ": the KV cache holds no request of " +
+                   std::to_string(seq_tokens) + " tokens";
+        return std::nullopt;
+      }
+      return p;
+    } catch (const Error& err) {
+      b.reason = std::string(role) + " " + shape(par) + " on " + g.name + ": " + err.reason();
+      return std::nullopt;
+    }
+  };
+  const models::Parallelism& dpar = c.disaggregated() ? c.topo.decode : c.topo.agg;
+  const models::Parallelism& ppar = c.disaggregated() ? c.topo.prefill : c.topo.agg;
+  const auto dplan = plan_of(dg, dpar, c.disaggregated() ? "decode" : "replica");
+  if (!dplan) return b;
+  if (c.disaggregated() && !plan_of(pg, ppar, "prefill")) return b;
+  b.fits = true;
+
+  const models::StepCostModel& dcm = cost(dg, c.precision, dpar);
+  const models::StepCostModel& pcm = cost(pg, c.precision, ppar);
+  auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
+  const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
+  const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
+  const double ttft_lb = c.disaggregated() ? prefill_s + t_dec(1) : prefill_s;
+  const double itl_lb = t_dec(1);
+  b.ttft_lb_ms = ttft_lb * 1e3;
+  b.itl_lb_ms = itl_lb * 1e3;
+  const int cap = std::max(1, std::min(c.max_num_seqs, dplan->max_concurrent_seqs(seq_tokens)));
+  const double osl = double(traffic_.osl);
+
+  // Prefill capacity of one disaggregated prefill worker: a full token budget of prompts at no
+  // prior context is the cheapest a prompt token ever gets.
+  double prefill_tokens_per_s = kInf;
+  if (c.disaggregated()) {
+    models::StepBatch pb;
+    const std::int64_t budget = c.max_num_batched_tokens;
+    if (prompt >= budget) {
+      pb.prefill_seqs = 1;
+      pb.prefill_tokens = budget;
+      pb.prefill_attention_pairs = double(budget) * double(budget + 1) / 2;
+    } else {
+      const std::int64_t n = budget / prompt;
+      pb.prefill_seqs = int(n);
+      pb.prefill_tokens = n * prompt;
+      pb.prefill_attention_pairs = double(n) * double(prompt) * double(prompt + 1) / 2;
+      pb.vision_tiles = int(n) * tiles;
+    }
+    prefill_tokens_per_s = double(pb.prefill_tokens) / (K * pcm.seconds(pb) + ovh);
+  }
+
+  const bool ttft_ok = b.ttft_lb_ms <= goal_.ttft_ms;
+  const bool itl_ok = b.itl_lb_ms <= goal_.itl_ms;
+  for (int conc : traffic_.concurrency) {
+    const int n = c.clients(conc);
+    // Little's law for a closed loop: n clients, each request at least TTFT + (OSL-1) x ITL long.
+    const double little = n * osl / (ttft_lb + (osl - 1) * itl_lb);
+    double ub = little;
+    bool slo_possible = ttft_ok && itl_ok;
+    if (!c.disaggregated()) {
+      const int B = std::min(n, cap);
+      // A decode token costs at least t(B)/B; each request's prompt tokens ride on decode steps
+      // at no less than their marginal cost in a step of B decodes.
+      const std::int64_t ch = std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - B));
+      models::StepBatch mixed = decode_batch(B, prompt);
+      mixed.prefill_seqs = 1;
+      mixed.prefill_tokens = ch;
+      mixed.prefill_attention_pairs = double(ch) * double(ch + 1) / 2;
+      const double marg = std::max(0.0, K * (dcm.seconds(mixed) - dcm.seconds(decode_batch(B, prompt)))) / double(ch);
+      const double per_token = t_dec(B) / B + (double(prompt) / osl) * marg + K * dcm.encoder_seconds(tiles) / osl;
+      ub = std::min(ub, 1.0 / per_token);
+      // In steady state a closed loop keeps its clients in the engine and every step carries every
+      // running sequence, so at least half the clients (up to the cap) share each step: ITL cannot
+      // beat a decode step of that batch.
+      slo_possible = slo_possible && t_dec(std::max(1, B / 2)) * 1e3 <= goal_.itl_ms;
+    } else {
+      const int y = c.topo.decode_workers, x = c.topo.prefill_workers;
+      const int B = std::min((n + y - 1) / y, cap);
+      ub = std::min(ub, y * B / t_dec(B));
+      ub = std::min(ub, x * prefill_tokens_per_s / double(prompt) * osl);
+    }
+    b.tps_ub.push_back(ub);
+    if (slo_possible) b.tps_ub_slo = std::max(b.tps_ub_slo, ub);
+  }
+  if (!ttft_ok)
+    b.reason = "TTFT cannot go below " + std::to_string(int(std::lround(b.ttft_lb_ms))) + " ms (prefill of one prompt alone)";
+  else if (!itl_ok)
+    b.reason = "ITL cannot go below " + std::to_string(int(std::lround(b.itl_lb_ms))) + " ms (a decode step of one sequence)";
+  else if (b.tps_ub_slo <= 0)
+    b.reason = "no swept concurrency can meet the ITL SLO";
+  return b;
+}
+
+void Search::compute_bounds() {
+  for (const auto& c : configs_) {
+    State& s = state_[std::size_t(c.index)];
+    s.bound = bound_of(c);
+    if (!s.bound.fits) s.pruned = Pruned::does_not_fit;
+    else if (prune_ && s.bound.tps_ub_slo <= 0) s.pruned = Pruned::cannot_meet_slo;
+  }
+  // Best bound first, so the rounds find a strong incumbent early.
+  order_.resize(configs_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::vector<SearchScore> key(configs_.size());
+  for (const auto& c : configs_) key[std::size_t(c.index)] = score_bound(c, state_[std::size_t(c.index)].bound.tps_ub_slo);
+  std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
+    const auto &ka = key[std::size_t(a)], &kb = key[std::size_t(b)];
+    if (ka.feasible != kb.feasible) return ka.feasible;
+    return ka.feasible && better(ka, kb);
+  });
+  bounded_ = true;
+}
+
+// ---- scores ----------------------------------------------------------------------------------------
+
+SearchScore Search::score_bound(const SearchConfig& c, double tps) const {
+  SearchScore s;
+  if (!(tps > 0)) return s;
+  s.tps_per_copy = tps;
+  s.tps_per_gpu = tps / c.gpus;
+  switch (goal_.objective) {
+    case SearchObjective::tps_per_gpu: s.copies = 1; break;
+    case SearchObjective::total_gpus: s.copies = int(goal_.total_gpus) / c.gpus; break;
+    case SearchObjective::target_tps: s.copies = int(std::ceil(goal_.target_tps / tps - 1e-9)); break;
+  }
+  if (s.copies < 1) return s;   // one copy needs more GPUs than allowed
+  s.feasible = true;
+  s.gpus = s.copies * c.gpus;
+  s.served_tps = goal_.objective == SearchObjective::target_tps ? goal_.target_tps : s.copies * tps;
+  if (!c.disaggregated()) {
+    s.instances = nodes_for(repeat(s.copies, c.gpus), c.instance->gpus);
+    if (c.instance->usd_per_hour) s.usd_per_hour = s.instances * *c.instance->usd_per_hour;
+    s.nodes_by_instance = {{c.instance->name, s.instances}};
+  } else if (c.instance == c.decode_instance) {
+    std::vector<int> w = repeat(c.topo.prefill_workers, c.topo.prefill.tp, s.copies);
+    for (int g : repeat(c.topo.decode_workers, c.topo.decode.tp, s.copies)) w.push_back(g);
+    s.instances = nodes_for(w, c.instance->gpus);
+    if (c.instance->usd_per_hour) s.usd_per_hour = s.instances * *c.instance->usd_per_hour;
+    s.nodes_by_instance = {{c.instance->name, s.instances}};
+  } else {
+    const int pn = nodes_for(repeat(c.topo.prefill_workers, c.topo.prefill.tp, s.copies), c.instance->gpus);
+    const int dn = nodes_for(repeat(c.topo.decode_workers, c.topo.decode.tp, s.copies), c.decode_instance->gpus);
+    s.instances = pn + dn;
+    if (c.instance->usd_per_hour && c.decode_instance->usd_per_hour)
+      s.usd_per_hour = pn * *c.instance->usd_per_hour + dn * *c.decode_instance->usd_per_hour;
+    s.nodes_by_instance = {{c.instance->name, pn}, {c.decode_instance->name, dn}};
+  }
+  return s;
+}
+
+bool Search::better(const SearchScore& a, const SearchScore& b) const {
+  auto lt = [](double x, double y) { return x < y; };
+  switch (goal_.objective) {
+    case SearchObjective::tps_per_gpu:
+      return a.tps_per_gpu > b.tps_per_gpu;
+    case SearchObjective::total_gpus:
+      if (a.served_tps != b.served_tps) return a.served_tps > b.served_tps;
+      if (opt_or_inf(a.usd_per_hour) != opt_or_inf(b.usd_per_hour)) return lt(opt_or_inf(a.usd_per_hour), opt_or_inf(b.usd_per_hour));
+      return a.tps_per_gpu > b.tps_per_gpu;
+    case SearchObjective::target_tps:
+      if (opt_or_inf(a.usd_per_hour) != opt_or_inf(b.usd_per_hour)) return lt(opt_or_inf(a.usd_per_hour), opt_or_inf(b.usd_per_hour));
+      if (a.gpus != b.gpus) return a.gpus < b.gpus;
+      return a.tps_per_gpu > b.tps_per_gpu;
+  }
+  return false;
+}
+
+// Every component of the real score is no better than the bound's (copies and cost only grow as
+// throughput falls), so an incumbent strictly better than the bound is strictly better than the
+// candidate whatever its simulation would give.
+bool Search::cannot_beat(const SearchConfig& c, const SearchBound& b, const SearchScore& incumbent) const {
+  const SearchScore s = score_bound(c, b.tps_ub_slo);
+  return !s.feasible || better(incumbent, s);
+}
+
+SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>& rows) const {
+  const int st = static_cast<int>(goal_.statistic);
+  auto ttft_ok = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms; };
+  auto itl_ok = [&](const SweepRow& r) { return r.itl_ms[st] <= goal_.itl_ms; };
+  int best = -1;
+  for (int i = 0; i < int(rows.size()); ++i)
+    if (ttft_ok(rows[std::size_t(i)]) && itl_ok(rows[std::size_t(i)])) best = i;
+  LimitedBy lim = LimitedBy::none;
+  if (best + 1 < int(rows.size())) {
+    const auto& r = rows[std::size_t(best + 1)];
+    const bool t = !ttft_ok(r), i = !itl_ok(r);
+    lim = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+  }
+  SearchScore s;
+  if (best >= 0 && rows[std::size_t(best)].output_tps > 0) {
+    const auto& r = rows[std::size_t(best)];
+    s = score_bound(c, r.output_tps);
+    s.slo_concurrency = r.concurrency;
+    s.tps_per_user = r.output_tps_per_user;
+    s.ttft_ms = r.ttft_ms[st];
+    s.itl_ms = r.itl_ms[st];
+  }
+  s.limited_by = lim;
+  return s;
+}
+
+// ---- rounds ----------------------------------------------------------------------------------------
+
+std::string Search::group_of(int index) const { return goal_.per_instance ? configs_[std::size_t(index)].group : ""; }
+
+std::vector<int> Search::next_round() {
+  if (!bounded_) compute_bounds();
+  // Incumbents: the best simulated candidate of each group (ties: lower index).
+  std::map<std::string, int> inc;
+  for (const auto& c : configs_) {
+    const State& s = state_[std::size_t(c.index)];
+    if (!s.simulated || !s.score.feasible) continue;
+    auto it = inc.find(group_of(c.index));
+    if (it == inc.end() || better(s.score, state_[std::size_t(it->second)].score)) inc[group_of(c.index)] = c.index;
+  }
+  std::vector<int> round;
+  for (int i : order_) {
+    State& s = state_[std::size_t(i)];
+    if (s.simulated || s.pruned != Pruned::no) continue;
+    if (prune_) {
+      auto it = inc.find(group_of(i));
+      if (it != inc.end() && cannot_beat(configs_[std::size_t(i)], s.bound, state_[std::size_t(it->second)].score)) {
+        s.pruned = Pruned::cannot_win;
+        continue;
+      }
+    }
+    if (int(round.size()) < kRoundSize) round.push_back(i);
+  }
+  std::sort(round.begin(), round.end());
+  return round;
+}
+
+DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
+  const auto& cat = hw::Catalog::global();
+  DeploymentSpec d;
+  d.model = space_.model;
+  d.instance = c.instance;
+  d.gpu = &cat.gpu(c.instance->gpu);
+  d.weights = c.precision;
+  d.kv_dtype = models::checkpoint_kv_dtype(c.precision);
+  d.engine = engine_of(c);
+  d.router = space_.router;
+  d.seed = traffic_.seed;
+  if (c.disaggregated() && c.instance != c.decode_instance) {
+    d.prefill_instance = c.instance;
+    d.decode_instance = c.decode_instance;
+    d.prefill_nodes = c.nodes;
+    d.decode_nodes = c.decode_nodes;
+    d.nodes = c.nodes;
+  } else {
+    d.nodes = c.nodes;
+  }
+  return d;
+}
+
+std::vector<SweepRow> Search::run(int index) const {
+  if (index < 0 || index >= int(configs_.size()))
+    throw Error("search", "index", "must be in [0, " + std::to_string(configs_.size()) + ")");
+  const SearchConfig& c = configs_[std::size_t(index)];
+  const Deployment dep(c.topo, deployment_spec(c));
+  std::vector<SweepRow> rows;
+  for (int conc : traffic_.concurrency) {
+    const int n = c.clients(conc);
+    workloads::WorkloadConfig wc;
+    wc.arrival = workloads::Arrival::concurrency;
+    wc.concurrency = n;
+    wc.requests = traffic_.requests ? *traffic_.requests : std::max<std::int64_t>(100, 4LL * n);
+    wc.warmup_requests = n;
+    wc.seed = traffic_.seed;
+    wc.isl = workloads::LengthDist::fixed_at(traffic_.isl);
+    wc.osl = workloads::LengthDist::fixed_at(traffic_.osl);
+    wc.multimodal = traffic_.multimodal;
+    rows.push_back(sweep_row(c.label, n, dep.run(wc).summary, dep.gpus()));
+  }
+  return rows;
+}
+
+void Search::add(int index, std::vector<SweepRow> rows) {
+  if (index < 0 || index >= int(configs_.size()))
+    throw Error("search", "index", "must be in [0, " + std::to_string(configs_.size()) + ")");
+  if (rows.size() != traffic_.concurrency.size())
+    throw Error("search", "rows", "expected " + std::to_string(traffic_.concurrency.size()) + " rows for configuration " +
+                                      std::to_string(index));
+  State& s = state_[std::size_t(index)];
+  s.score = score_of(configs_[std::size_t(index)], rows);
+  s.rows = std::move(rows);
+  s.simulated = true;
+}
+
+SearchProgress Search::progress() const {
+  SearchProgress p;
+  p.total = int(configs_.size());
+  for (const auto& s : state_) {
+    if (s.simulated) ++p.simulated;
+    else if (s.pruned != Pruned::no) ++p.pruned;
+    else ++p.pending;
+  }
+  return p;
+}
+
+nlohmann::json Search::deployment(int index) const {
+  const SearchConfig& c = configs_.at(std::size_t(index));
+  const State& s = state_.at(std::size_t(index));
+  const auto& cat = hw::Catalog::global();
+  const int copies = std::max(1, s.score.copies);
+  const EngineConfig e = engine_of(c);
+  nlohmann::json d;
+  d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
+  d["model"] = space_.model->name;
+  d["precision"] = text::lower(std::string(hw::to_string(c.precision)));
+  d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(models::checkpoint_kv_dtype(c.precision))));
+  d["max_model_len"] = e.max_model_len;
+  d["max_num_seqs"] = e.max_num_seqs;
+  d["max_num_batched_tokens"] = e.max_num_batched_tokens;
+  d["gpu_memory_utilization"] = e.gpu_memory_utilization;
+  d["kind"] = c.disaggregated() ? "disaggregated" : "aggregated";
+  d["copies"] = copies;
+  d["describe"] = c.label + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");
+  auto worker = [&](const char* role, int count, const models::Parallelism& p, const hw::InstanceSpec* i) {
+    return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep},
+                          {"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}};
+  };
+  nlohmann::json w = nlohmann::json::array();
+  if (c.disaggregated()) {
+    w.push_back(worker("prefill", c.topo.prefill_workers, c.topo.prefill, c.instance));
+    w.push_back(worker("decode", c.topo.decode_workers, c.topo.decode, c.decode_instance));
+  } else {
+    w.push_back(worker("aggregated", 1, c.topo.agg, c.instance));
+  }
+  d["workers"] = w;
+  nlohmann::json inst = nlohmann::json::object();
+  for (const auto& [k, v] : s.score.nodes_by_instance) inst[k] = v;
+  if (inst.empty()) inst[c.instance->name] = c.nodes;
+  d["instances"] = inst;
+  d["isl"] = traffic_.isl;
+  d["osl"] = traffic_.osl;
+  nlohmann::json im = nlohmann::json::array();
+  for (const auto& x : traffic_.multimodal.images) im.push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
+  d["images"] = im;
+  d["vision"] = space_.model->has_vision;
+  d["has_encode_workers"] = false;
+  nlohmann::json conc = nlohmann::json::array();
+  for (int x : traffic_.concurrency) conc.push_back(c.clients(x));
+  d["concurrency"] = conc;
+  d["predicted"] = sweep_columns(s.rows);
+  d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  return d;
+}
+
+// ---- report ----------------------------------------------------------------------------------------
+
+nlohmann::json Search::report() const {
+  nlohmann::json j;
+  const auto& cat = hw::Catalog::global();
+  j["model"] = space_.model->name;
+  j["isl"] = traffic_.isl;
+  j["osl"] = traffic_.osl;
+  const auto vw = workloads::vision_work(traffic_.multimodal);
+  j["vision_tokens_per_request"] = vw.tokens;
+  j["vision_tiles_per_request"] = vw.tiles;
+  j["concurrency"] = traffic_.concurrency;
+  j["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  j["ttft_ms"] = goal_.ttft_ms;
+  j["itl_ms"] = goal_.itl_ms;
+  j["statistic"] = std::string(to_string(goal_.statistic));
+  const char* obj = goal_.objective == SearchObjective::target_tps ? "target_tps"
+                    : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
+  j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
+  j["pruning"] = prune_;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto* i : space_.instances) gpus.push_back({{"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}});
+  j["instances"] = gpus;
+
+  const SearchProgress p = progress();
+  int fit = 0, slo = 0, win = 0;
+  for (const auto& s : state_) {
+    fit += s.pruned == Pruned::does_not_fit;
+    slo += s.pruned == Pruned::cannot_meet_slo;
+    win += s.pruned == Pruned::cannot_win;
+  }
+  j["counts"] = {{"configurations", p.total}, {"simulated", p.simulated}, {"does_not_fit", fit},
+                 {"cannot_meet_slo", slo}, {"cannot_win", win}, {"points_simulated", p.simulated * int(traffic_.concurrency.size())}};
+
+  nlohmann::json cfgs = nlohmann::json::array();
+  for (const auto& c : configs_) {
+    const State& s = state_[std::size_t(c.index)];
+    nlohmann::json x = c.to_json();
+    x["status"] = s.simulated ? "simulated" : std::string(to_string(s.pruned));
+    x["bound"] = s.bound.to_json();
+    x["score"] = s.simulated ? s.score.to_json() : nlohmann::json(nullptr);
+    cfgs.push_back(std::move(x));
+  }
+  j["configurations"] = std::move(cfgs);
+
+  // Winners: the best simulated feasible candidate overall, and per instance type (set).
+  auto winner_json = [&](int i) {
+    const SearchConfig& c = configs_[std::size_t(i)];
+    nlohmann::json w = c.to_json();
+    w["score"] = state_[std::size_t(i)].score.to_json();
+    w["describe"] = Deployment(c.topo, deployment_spec(c)).describe();
+    w["deployment"] = deployment(i);
+    return w;
+  };
+  std::map<std::string, int> best_of;
+  std::vector<std::string> group_order;
+  int best = -1;
+  for (const auto& c : configs_) {
+    const State& s = state_[std::size_t(c.index)];
+    if (!s.simulated || !s.score.feasible) continue;
+    if (best < 0 || better(s.score, state_[std::size_t(best)].score)) best = c.index;
+    auto it = best_of.find(c.group);
+    if (it == best_of.end()) {
+      best_of[c.group] = c.index;
+      group_order.push_back(c.group);
+    } else if (better(s.score, state_[std::size_t(it->second)].score)) {
+      it->second = c.index;
+    }
+  }
+  j["best"] = best >= 0 ? winner_json(best) : nlohmann::json(nullptr);
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& g : group_order) per.push_back(winner_json(best_of[g]));
+  j["best_per_instance"] = per;
+
+  // Pareto frontiers per family over every simulated point.
+  std::vector<std::string> families;
+  for (const auto& c : configs_)
+    if (std::find(families.begin(), families.end(), c.family) == families.end()) families.push_back(c.family);
+  nlohmann::json fr = nlohmann::json::array();
+  const int st = static_cast<int>(goal_.statistic);
+  std::vector<SweepRow> all;
+  nlohmann::json fam_col = nlohmann::json::array(), idx_col = nlohmann::json::array(), slo_col = nlohmann::json::array();
+  for (const auto& f : families) {
+    struct Pt { double user, gpu; int index, clients; bool meets; };
+    std::vector<Pt> pts;
+    for (const auto& c : configs_) {
+      if (c.family != f) continue;
+      const State& s = state_[std::size_t(c.index)];
+      if (!s.simulated) continue;
+      for (const auto& r : s.rows) {
+        const bool meets = r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms;
+        pts.push_back({r.output_tps_per_user, r.output_tps_per_gpu, c.index, r.concurrency, meets});
+        all.push_back(r);
+        fam_col.push_back(f);
+        idx_col.push_back(c.index);
+        slo_col.push_back(meets);
+      }
+    }
+    std::stable_sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) {
+      return a.user != b.user ? a.user > b.user : a.gpu > b.gpu;
+    });
+    nlohmann::json front = nlohmann::json::array();
+    double top = -1;
+    for (const auto& q : pts)
+      if (q.gpu > top) {
+        top = q.gpu;
+        front.push_back({{"index", q.index}, {"label", configs_[std::size_t(q.index)].label}, {"concurrency", q.clients},
+                         {"output_tps_per_user", q.user}, {"output_tps_per_gpu", q.gpu}, {"meets_slo", q.meets}});
+      }
+    std::reverse(front.begin(), front.end());
+    fr.push_back({{"family", f}, {"frontier", front}, {"simulated_points", pts.size()}});
+  }
+  j["frontiers"] = fr;
+  nlohmann::json cols = sweep_columns(all);
+  cols["family"] = fam_col;
+  cols["index"] = idx_col;
+  cols["meets_slo"] = slo_col;
+  j["sweep"] = {{"columns", cols}};
+  return j;
+}
+
+}  // namespace servesim::sim

@@ -1,0 +1,178 @@
+// Configuration search: which GPU, precision, parallel layout, aggregated or disaggregated xPyD
+// split and engine knobs serve a model best under TTFT/ITL SLOs. Candidates are enumerated,
+// checked against the memory plan, bounded analytically (step-cost lower bounds give upper
+// bounds on throughput and lower bounds on latency), simulated over a concurrency sweep in
+// deterministic rounds (best bound first; after each round every candidate whose bound cannot
+// beat the best simulated one is dropped), and reported as Pareto frontiers of output tok/s per
+// GPU against tok/s per user per topology family, plus the best configuration under the SLO.
+// The rounds depend only on the inputs, never on how many threads or machines simulate them.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+#include "sim/engine/engine_config.hpp"
+#include "sim/studies/plan.hpp"
+#include "sim/topology/deployment.hpp"
+#include "workloads/multimodal.hpp"
+
+namespace servesim::sim {
+
+// What to enumerate. Every list is a set of alternatives; the search takes their product.
+struct SearchSpace {
+  const models::ModelSpec* model = nullptr;
+  std::vector<const hw::InstanceSpec*> instances;   // one per GPU type, in the user's order
+  std::vector<hw::Precision> precisions;             // empty: bf16, fp8, nvfp4 where the GPU runs them natively
+  std::vector<int> tp = {1, 2, 4, 8}, pp = {1};      // TP within a node; PP stages across nodes (aggregated only)
+  bool expert_parallel = true;                       // MoE models: also EP = TP (experts sharded whole)
+  bool aggregated = true, disaggregated = true;
+  bool mixed_gpus = true;                            // disaggregated: prefill on one GPU type, decode on another
+  std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode
+  std::vector<int> max_num_seqs = {256};
+  std::vector<std::int64_t> max_num_batched_tokens = {8192};
+  double gpu_memory_utilization = 0.9;
+  RouterPolicy router = RouterPolicy::least_outstanding;
+};
+
+struct SearchTraffic {
+  std::int64_t isl = 0, osl = 0;                     // text tokens in, tokens out (fixed per request)
+  workloads::MultimodalConfig multimodal;            // images / video every request carries
+  std::vector<int> concurrency = {1, 2, 4, 8, 16, 32, 64, 128};   // clients per decode-carrying worker
+  std::optional<std::int64_t> requests;              // measured requests per point (default max(100, 4 x clients))
+  std::uint64_t seed = 0;
+};
+
+enum class SearchObjective {
+  tps_per_gpu,   // no load given: the most output tok/s per GPU under the SLO
+  total_gpus,    // --total-gpus N: the most output tok/s from at most N GPUs
+  target_tps,    // --target-tps X (or --target-rps R x OSL): the cheapest deployment that serves X
+};
+
+struct SearchGoal {
+  double ttft_ms = 0, itl_ms = 0;
+  Statistic statistic = Statistic::p50;
+  SearchObjective objective = SearchObjective::tps_per_gpu;
+  double total_gpus = 0, target_tps = 0;
+  bool per_instance = false;   // one winner per instance type (set), as `recommend` reports
+  void validate() const;
+};
+
+// One candidate configuration: a topology of workers on instances, a precision and engine knobs.
+struct SearchConfig {
+  int index = 0;
+  TopologyChoice topo;                               // aggregated: replicas = 1 (one engine replica per copy)
+  const hw::InstanceSpec* instance = nullptr;        // aggregated, or prefill (+encode) workers
+  const hw::InstanceSpec* decode_instance = nullptr; // decode workers (== instance unless mixed)
+  hw::Precision precision = hw::Precision::bf16;
+  int max_num_seqs = 256;
+  std::int64_t max_num_batched_tokens = 8192;
+  int gpus = 0;                                      // one copy
+  int nodes = 0, decode_nodes = 0;                   // nodes of each type one copy occupies when placed alone
+  std::optional<double> usd_per_hour;                // one copy placed alone
+  std::string family;                                // "aggregated H200", "disaggregated B200+H200"
+  std::string label;                                 // short unique description
+  std::string group;                                 // instance type(s), for per-instance winners
+
+  bool disaggregated() const { return topo.kind == TopologyChoice::Kind::disaggregated; }
+  int decode_workers() const { return disaggregated() ? topo.decode_workers : 1; }
+  int clients(int concurrency) const { return concurrency * decode_workers(); }
+  nlohmann::json to_json() const;
+};
+
+enum class Pruned { no, does_not_fit, cannot_meet_slo, cannot_win };
+std::string_view to_string(Pruned p);
+
+// Analytic bounds of one candidate, from the step-cost model without simulating.
+struct SearchBound {
+  bool fits = false;
+  std::string reason;                    // why it does not fit / cannot meet the SLO
+  double ttft_lb_ms = 0, itl_lb_ms = 0;  // no request can do better
+  std::vector<double> tps_ub;            // per swept concurrency: output tok/s of one copy cannot exceed
+  double tps_ub_slo = 0;                 // the most one copy could serve under the SLO (0: cannot meet it)
+  nlohmann::json to_json() const;
+};
+
+// What a deployment of copies of one configuration costs for the goal.
+struct SearchScore {
+  bool feasible = false;
+  int slo_concurrency = 0;               // clients of one copy at the rightmost point under both SLOs
+  double tps_per_copy = 0, tps_per_gpu = 0, tps_per_user = 0;
+  double ttft_ms = 0, itl_ms = 0;        // at that point, at the SLO statistic
+  int copies = 0, gpus = 0, instances = 0;
+  std::optional<double> usd_per_hour;
+  std::vector<std::pair<std::string, int>> nodes_by_instance;   // instance type -> nodes of the deployment
+  double served_tps = 0;                 // total_gpus: what the copies serve; target: the target
+  LimitedBy limited_by = LimitedBy::none;
+  nlohmann::json to_json() const;
+};
+
+struct SearchProgress { int simulated = 0, pending = 0, pruned = 0, total = 0; };
+
+class Search {
+ public:
+  // Enumerates the candidates (cheap: no memory plans or cost models yet). Throws Error on bad input.
+  Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool prune = true);
+
+  const std::vector<SearchConfig>& configs() const { return configs_; }
+  // The candidates to simulate next, in index order (empty: the search is done). Computes the
+  // bounds on the first call. Every index of a round must be add()ed before the next call.
+  std::vector<int> next_round();
+  // Simulates one candidate's concurrency sweep (thread-safe, needs no bounds): one row per point.
+  std::vector<SweepRow> run(int index) const;
+  void add(int index, std::vector<SweepRow> rows);
+  SearchProgress progress() const;
+  // The report: configurations, bounds, scores, frontiers, winners and the sweep of every
+  // simulated candidate. Valid once next_round() returned empty.
+  nlohmann::json report() const;
+  // The deployment description of a simulated candidate sized for the goal (copies from its
+  // score), as api::emit_deployment reads it.
+  nlohmann::json deployment(int index) const;
+
+  static constexpr int kRoundSize = 16;
+
+ private:
+  struct State {
+    SearchBound bound;
+    Pruned pruned = Pruned::no;
+    bool simulated = false;
+    std::vector<SweepRow> rows;
+    SearchScore score;
+  };
+  void enumerate();
+  void compute_bounds();
+  SearchBound bound_of(const SearchConfig& c);
+  SearchScore score_of(const SearchConfig& c, const std::vector<SweepRow>& rows) const;
+  SearchScore score_bound(const SearchConfig& c, double tps_per_copy) const;
+  // True when score a ranks strictly before b (ties broken by index by the caller).
+  bool better(const SearchScore& a, const SearchScore& b) const;
+  bool cannot_beat(const SearchConfig& c, const SearchBound& b, const SearchScore& incumbent) const;
+  DeploymentSpec deployment_spec(const SearchConfig& c) const;
+  EngineConfig engine_of(const SearchConfig& c) const;
+  std::int64_t prompt_tokens() const;
+  int vision_tiles() const;
+  const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, const models::Parallelism& par);
+  std::string group_of(int index) const;
+
+  SearchSpace space_;
+  SearchTraffic traffic_;
+  SearchGoal goal_;
+  bool prune_ = true;
+  std::vector<SearchConfig> configs_;
+  std::vector<State> state_;
+  std::vector<int> order_;     // candidates by bound, best first
+  bool bounded_ = false;
+  std::map<std::string, std::unique_ptr<models::StepCostModel>> costs_;
+};
+
+}  // namespace servesim::sim

@@ -1,0 +1,121 @@
+"""search() / recommend() through the bindings, the deployment files they emit (the manifests parse
+as YAML and name the workers and TP of the plan), and the pre-purchase figures checked by hand."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import servesim
+
+yaml = pytest.importorskip("yaml")
+
+SMALL = dict(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=400, itl_ms=25, concurrency=[1, 8, 32],
+             requests=40, tp=[1, 2], pd_ratios=["1:1", (1, 2)])
+
+
+def test_search_returns_frames():
+    r = servesim.search(**SMALL)
+    df = servesim.frame(r)
+    assert len(df) == r["counts"]["configurations"]
+    assert set(df["status"]) <= {"simulated", "does_not_fit", "cannot_meet_slo", "cannot_win"}
+    assert (df["status"] == "simulated").sum() == r["counts"]["simulated"]
+    fr = servesim.frontier_frame(r)
+    assert len(fr) > 0
+    # A frontier: within a family, per-GPU throughput falls as per-user throughput rises.
+    for _, g in fr.groupby("family"):
+        g = g.sort_values("output_tps_per_user")
+        assert list(g["output_tps_per_gpu"]) == sorted(g["output_tps_per_gpu"], reverse=True)
+    assert r["best"] is not None and r["best"]["score"]["itl_ms"] <= 25
+
+
+def test_recommend_figures_by_hand():
+    target = 20000
+    r = servesim.recommend(**{**SMALL, "gpu": ["h100", "h200"]}, target_tps=target, mixed_gpus=False)
+    rows = r["recommendations"]
+    assert {x["gpu"] for x in rows} <= {"H100", "H200"} and rows
+    tdp = {g["name"]: g["tdp_watts"] for g in servesim.gpus()}
+    price = {i["name"]: i["usd_per_hour"] for i in servesim.instances()}
+    for x in rows:
+        assert x["usd_per_hour"] == pytest.approx(x["nodes"] * price[x["instance"]])
+        assert x["usd_per_million_output_tokens"] == pytest.approx(x["usd_per_hour"] / (target * 3600) * 1e6)
+        assert x["power_watts"] == pytest.approx(x["gpus"] * tdp[x["gpu"]])
+        assert x["joules_per_output_token"] == pytest.approx(x["power_watts"] / target)
+        assert x["capacity_tps"] >= target
+        assert x["ttft_headroom_pct"] >= 0 and x["itl_headroom_pct"] >= 0
+        assert x["band"] is None and "no band yet" in x["band_note"]
+    usd = [x["usd_per_hour"] for x in rows]
+    assert usd == sorted(usd)
+    df = servesim.frame(r)
+    assert len(df) == len(rows)
+
+
+def _workers(manifest):
+    svcs = manifest["spec"]["services"]
+    out = {}
+    for name, s in svcs.items():
+        if s.get("componentType") != "worker":
+            continue
+        args = s["extraPodSpec"]["mainContainer"]["args"]
+        tp = int(args[args.index("--tensor-parallel-size") + 1])
+        out[name] = (s["replicas"], tp)
+    return out
+
+
+def test_search_emit_matches_the_plan(tmp_path):
+    r = servesim.search(**SMALL, target_tps=20000)
+    d = r["best"]["deployment"]
+    files = servesim.emit(r["best"], tmp_path)
+    assert any(f.endswith("dynamo-deployment.yaml") for f in files)
+    with open(tmp_path / "dynamo-deployment.yaml") as f:
+        m = yaml.safe_load(f)
+    assert m["kind"] == "DynamoGraphDeployment"
+    want = {}
+    names = {"aggregated": "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+    for w in d["workers"]:
+        want[names[w["role"]]] = (w["count"], w["tp"])
+    assert _workers(m) == want
+    # Worker counts = copies x workers of one copy, as the search sized it.
+    copies = r["best"]["score"]["copies"]
+    per_copy = 1 if r["best"]["kind"] == "aggregated" else r["best"]["prefill_workers"] + r["best"]["decode_workers"]
+    assert sum(c for c, _ in want.values()) == copies * per_copy
+    # Every file was written whole (no temporary files left behind).
+    assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]
+    lines = (tmp_path / "predicted.csv").read_text().splitlines()
+    assert len(lines) == 1 + len(SMALL["concurrency"])
+
+
+def test_plan_emit_matches_the_plan(tmp_path):
+    exe = os.environ.get("SERVESIM_BIN", "build/servesim")
+    out = subprocess.run([exe, "plan", "--model", "nemotron-3.5-super-vl", "--instance", "p5en.48xlarge", "--nodes", "2",
+                          "--precision", "bf16", "--isl", "4000", "--osl", "500", "--ttft-ms", "600", "--itl-ms", "100",
+                          "--target-tps", "10000", "--concurrency", "1,16", "--requests", "40", "--emit", str(tmp_path),
+                          "--format", "json"], check=True, capture_output=True, text=True).stdout
+    plan = json.loads(out)
+    checked = 0
+    for t in plan["topologies"]:
+        if not t["feasible"]:
+            continue
+        with open(tmp_path / t["name"] / "dynamo-deployment.yaml") as f:
+            m = yaml.safe_load(f)
+        w = _workers(m)
+        if t["name"] == "aggregated":
+            # 2 x p5en hold two TP8 replicas per copy.
+            assert w == {"VllmWorker": (2 * t["replicas"], 8)}
+        else:
+            assert w == {"VllmPrefillWorker": (t["replicas"], 8), "VllmDecodeWorker": (t["replicas"], 8)}
+        for s in m["spec"]["services"].values():
+            if s.get("componentType") == "worker":
+                assert s["resources"]["limits"]["gpu"] == "8"
+                assert s["extraPodSpec"]["mainContainer"]["resources"]["limits"]["vpc.amazonaws.com/efa"] == "16"
+        checked += 1
+    assert checked == 2
+
+
+def test_nccl_busbw_definition():
+    j = servesim.nccl("p5en.48xlarge", 2)
+    assert j["gpus"] == 16 and "-np 16 -N 8" in j["command"] and "all_reduce_perf" in j["command"]
+    for r in j["rows"]:
+        algbw = r["bytes"] / (r["time_us"] * 1e-6) / 1e9
+        assert r["algbw_gb_per_s"] == pytest.approx(algbw)
+        assert r["busbw_gb_per_s"] == pytest.approx(algbw * 2 * 15 / 16)

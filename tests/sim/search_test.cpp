@@ -1,0 +1,147 @@
+// servesim search: a case with a known best answer, pruning that never changes the answer, bounds
+// that hold against the simulation, the same result at any thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "common/error.hpp"
+#include "sim/api/api.hpp"
+
+namespace {
+
+using servesim::api::SearchArgs;
+
+SearchArgs small() {
+  SearchArgs a;
+  a.model = "nemotron-h-8b";
+  a.gpus = "h200";
+  a.isl = 512;
+  a.osl = 64;
+  a.concurrency = "1,4,16,64";
+  a.requests = 48;
+  a.ttft_ms = 2000;
+  a.itl_ms = 200;
+  a.threads = 2;
+  return a;
+}
+
+const nlohmann::json& config(const nlohmann::json& r, int index) { return r["configurations"][std::size_t(index)]; }
+
+// A dense 8B model fits one H200 at any precision; with a loose SLO and the most output tok/s per
+// GPU as the goal, one GPU per replica at FP8 must win: more GPUs per replica only add
+// communication to the same work per GPU, and FP8 halves the weight and KV bytes every decode step reads.
+TEST(Search, KnownBestAnswer) {
+  SearchArgs a = small();
+  a.topology = "agg";
+  const auto r = servesim::api::search(a);
+  ASSERT_FALSE(r["best"].is_null());
+  EXPECT_EQ(r["best"]["tp"], 1);
+  EXPECT_EQ(r["best"]["precision"], "fp8");
+  EXPECT_EQ(r["best"]["score"]["slo_concurrency"], 64);
+  // Enumerated: TP 1/2/4/8 x {bf16, fp8} (Hopper has no FP4), dense so no EP variants.
+  EXPECT_EQ(r["counts"]["configurations"], 8);
+}
+
+// With an ITL SLO below what one GPU can do for one sequence, the search must go wide: the best
+// is the shape with the most tok/s per GPU among those whose simulated ITL meets the SLO.
+TEST(Search, TightSloPicksWhatMeetsIt) {
+  SearchArgs a = small();
+  a.topology = "agg";
+  a.prune = false;
+  const auto loose = servesim::api::search(a);
+  // ITL of TP1 FP8 at one client, from the loose run.
+  double itl_tp1 = 0;
+  for (const auto& c : loose["configurations"])
+    if (c["tp"] == 1 && c["precision"] == "fp8") itl_tp1 = c["bound"]["itl_lb_ms"].get<double>();
+  ASSERT_GT(itl_tp1, 0);
+  a.itl_ms = itl_tp1 * 0.8;   // below TP1's floor
+  const auto r = servesim::api::search(a);
+  ASSERT_FALSE(r["best"].is_null());
+  EXPECT_GT(r["best"]["tp"].get<int>(), 1);
+  EXPECT_LE(r["best"]["score"]["itl_ms"].get<double>(), a.itl_ms);
+  // Brute force over the simulated points: nothing meeting both SLOs has more tok/s per GPU.
+  const auto& cols = r["sweep"]["columns"];
+  double best = 0;
+  for (std::size_t i = 0; i < cols["meets_slo"].size(); ++i)
+    if (cols["meets_slo"][i].get<bool>()) best = std::max(best, cols["output_tps_per_gpu"][i].get<double>());
+  EXPECT_DOUBLE_EQ(r["best"]["score"]["tps_per_gpu"].get<double>(), best);
+}
+
+// Pruning never drops the configuration the full enumeration chooses, for each objective, and
+// it does prune something.
+TEST(Search, PruningKeepsTheWinner) {
+  for (int objective = 0; objective < 3; ++objective) {
+    SearchArgs a = small();
+    a.model = "nemotron-3-nano";
+    a.tp = "1,2,4";
+    a.pd_ratios = "1:1,1:2";
+    a.itl_ms = 25;
+    a.ttft_ms = 400;
+    if (objective == 1) a.target_tps = 20000;
+    if (objective == 2) a.total_gpus = 8;
+    a.prune = false;
+    const auto full = servesim::api::search(a);
+    a.prune = true;
+    const auto pruned = servesim::api::search(a);
+    ASSERT_FALSE(full["best"].is_null()) << objective;
+    ASSERT_FALSE(pruned["best"].is_null()) << objective;
+    EXPECT_EQ(pruned["best"]["index"], full["best"]["index"]) << objective << ": " << full["best"]["label"] << " vs "
+                                                              << pruned["best"]["label"];
+    const int skipped = pruned["counts"]["cannot_win"].get<int>() + pruned["counts"]["cannot_meet_slo"].get<int>();
+    EXPECT_GT(skipped, 0) << objective;
+    EXPECT_LT(pruned["counts"]["simulated"].get<int>(), full["counts"]["simulated"].get<int>()) << objective;
+  }
+}
+
+// The analytic bounds hold against every simulated point: TTFT and ITL never below their lower
+// bounds, output tok/s never above the upper bound at that concurrency.
+TEST(Search, BoundsHoldAgainstTheSimulation) {
+  SearchArgs a = small();
+  a.model = "nemotron-3-nano";
+  a.tp = "1,2";
+  a.pd_ratios = "1:1,2:1";
+  a.max_num_batched_tokens = "256,8192";
+  a.prune = false;
+  const auto r = servesim::api::search(a);
+  const auto& cols = r["sweep"]["columns"];
+  int checked = 0;
+  std::map<int, std::size_t> seen;   // rows of one configuration come in swept order
+  for (std::size_t i = 0; i < cols["index"].size(); ++i) {
+    const auto& c = config(r, cols["index"][i].get<int>());
+    const auto& b = c["bound"];
+    const std::size_t k = seen[cols["index"][i].get<int>()]++;
+    for (const char* s : {"ttft_p50_ms", "ttft_p90_ms"})
+      EXPECT_GE(cols[s][i].get<double>(), b["ttft_lb_ms"].get<double>()) << c["label"];
+    EXPECT_GE(cols["itl_p50_ms"][i].get<double>(), b["itl_lb_ms"].get<double>()) << c["label"];
+    EXPECT_LE(cols["output_tps"][i].get<double>(), b["tps_ub"][k].get<double>()) << c["label"] << " at " << cols["concurrency"][i];
+    ++checked;
+  }
+  EXPECT_GT(checked, 40);
+}
+
+TEST(Search, SameAnswerAtAnyThreadCount) {
+  SearchArgs a = small();
+  a.model = "nemotron-3-nano";
+  a.tp = "1,2";
+  a.pd_ratios = "1:1";
+  a.threads = 1;
+  const auto one = servesim::api::search(a);
+  a.threads = 3;
+  EXPECT_EQ(servesim::api::search(a).dump(), one.dump());
+}
+
+TEST(Search, BadInputIsOneClearError) {
+  SearchArgs a = small();
+  a.gpus = "h999";
+  EXPECT_THROW(servesim::api::search(a), servesim::Error);
+  a = small();
+  a.target_tps = 100;
+  a.total_gpus = 8;
+  EXPECT_THROW(servesim::api::search(a), servesim::Error);
+  a = small();
+  a.pd_ratios = "1-2";
+  EXPECT_THROW(servesim::api::search(a), servesim::Error);
+}
+
+}  // namespace
