@@ -176,9 +176,13 @@ def search_figure(result, title=None):
         s = best["score"]
         ax.plot([s["tps_per_user"]], [s["tps_per_gpu"]], marker="*", ms=18, color="gold", markeredgecolor="black",
                 zorder=6, ls="none", label="best under SLO: " + best["label"])
+    import matplotlib.ticker as mt
     ax.set_xlabel("output tokens/s per user")
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(mt.NullFormatter())
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
     slo = result.get("slo", {})

@@ -1,0 +1,24 @@
+# CLI tests of `servesim search`, `recommend` and `nccl`: results, one-line errors.
+set(SS $<TARGET_FILE:servesim>)
+add_test(NAME cli_search_agg COMMAND ${SS} search --model nemotron-h-8b --gpu h200 --isl 512 --osl 64 --concurrency 1,16,64
+         --requests 40 --ttft-ms 2000 --itl-ms 200 --topology agg)
+set_tests_properties(cli_search_agg PROPERTIES PASS_REGULAR_EXPRESSION
+  "8 configurations: 8 simulated.*Pareto frontier per family.*agg TP1 H200 fp8 seqs 256 tokens 8192 +64")
+add_test(NAME cli_search_json COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --concurrency 1,16
+         --requests 40 --ttft-ms 400 --itl-ms 25 --tp 1,2 --pd-ratios 1:1 --target-tps 20000 --format json)
+set_tests_properties(cli_search_json PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"best\": {.*\"deployment\": {.*\"frontiers\": \\[.*\"family\": \"aggregated H200\".*\"family\": \"disaggregated H200\"")
+add_test(NAME cli_search_needs_slo COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100)
+set_tests_properties(cli_search_needs_slo PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --ttft-ms: required")
+add_test(NAME cli_search_one_load COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --ttft-ms 1
+         --itl-ms 1 --target-tps 5 --total-gpus 8)
+set_tests_properties(cli_search_one_load PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --total-gpus: give one of")
+add_test(NAME cli_search_bad_gpu COMMAND ${SS} search --model nemotron-3-nano --gpu a100 --isl 1000 --osl 100 --ttft-ms 1 --itl-ms 1)
+set_tests_properties(cli_search_bad_gpu PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gpu: unknown GPU or instance 'a100'")
+add_test(NAME cli_recommend COMMAND ${SS} recommend --model nemotron-3-nano --gpu h100,h200 --isl 1000 --osl 100 --concurrency 1,16
+         --requests 40 --ttft-ms 400 --itl-ms 25 --tp 1,2 --pd-ratios 1:1 --same-gpu --target-tps 20000)
+set_tests_properties(cli_recommend PROPERTIES PASS_REGULAR_EXPRESSION
+  "\\$/M tok.*H[12]00 +p5.*TDP, an upper bound.*no band yet")
+add_test(NAME cli_nccl COMMAND ${SS} nccl --instance p5en.48xlarge --nodes 2)
+set_tests_properties(cli_nccl PROPERTIES PASS_REGULAR_EXPRESSION
+  "16 x H200.*mpirun --allow-run-as-root -np 16 -N 8 .*all_reduce_perf -b 8 -e 16G -f 2.*busbw")
