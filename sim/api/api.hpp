@@ -103,8 +103,9 @@ nlohmann::json plan_finish(const PlanArgs& a, const nlohmann::json& rows);
 struct SearchArgs {
   std::string model, gpus, precisions;             // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
-  std::string max_num_seqs = "256", max_num_batched_tokens = "8192", concurrency = "1,2,4,8,16,32,64,128";
+  std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
+                                                   // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default
   bool expert_parallel = true, mixed_gpus = true, prune = true;
   std::int64_t isl = 0, osl = 0, seed = 0;
   std::optional<std::int64_t> requests;

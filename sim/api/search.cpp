@@ -106,8 +106,12 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
                               int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64)));
   }
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
-  sp.max_num_seqs = int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
-  sp.max_num_batched_tokens = int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
+  const sim::EngineConfig defaults;
+  sp.max_num_seqs = a.max_num_seqs.empty() ? std::vector<int>{defaults.max_num_seqs}
+                                           : int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
+  sp.max_num_batched_tokens = a.max_num_batched_tokens.empty()
+                                  ? std::vector<std::int64_t>{defaults.max_num_batched_tokens}
+                                  : int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
   sp.gpu_memory_utilization = a.gpu_memory_utilization;
   if (!a.router.empty()) sp.router = sim::parse_router(a.router, "--router");
 

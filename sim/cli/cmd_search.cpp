@@ -283,8 +283,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8)");
   c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");
-  c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default 256)");
-  c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default 8192)");
+  c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default: the engine default)");
+  c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default: the engine default)");
   c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "vLLM gpu_memory_utilization (default 0.9)");
   c.add_option("--isl", a.isl, "Input text tokens per request");
   c.add_option("--osl", a.osl, "Output tokens per request");

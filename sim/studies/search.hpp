@@ -39,8 +39,8 @@ struct SearchSpace {
   bool aggregated = true, disaggregated = true;
   bool mixed_gpus = true;                            // disaggregated: prefill on one GPU type, decode on another
   std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode
-  std::vector<int> max_num_seqs = {256};
-  std::vector<std::int64_t> max_num_batched_tokens = {8192};
+  std::vector<int> max_num_seqs = {EngineConfig{}.max_num_seqs};
+  std::vector<std::int64_t> max_num_batched_tokens = {EngineConfig{}.max_num_batched_tokens};
   double gpu_memory_utilization = 0.9;
   RouterPolicy router = RouterPolicy::least_outstanding;
 };
