@@ -276,6 +276,100 @@ for gpu, inst, low in OPTIONS:
 """),
 ]
 
+search = [
+    md("""
+# Configuration search: where to serve Nemotron 3.5 Super VL
+
+The pre-purchase question asked the other way round: instead of simulating one topology, let
+`servesim.recommend()` enumerate every layout on **H100, H200, B200 and B300** — each precision the
+GPU runs natively, aggregated replicas of TP 1/2/4/8 (with and without expert parallelism) and
+disaggregated 1P1D and 1P2D with their own TP/EP per role — drop what does not fit or provably
+cannot be the cheapest (analytic bounds from the step-cost model), simulate the rest over a
+concurrency sweep, and keep, per GPU type, the cheapest deployment that serves **50,000 output
+tokens/s** with **TTFT p90 ≤ 1000 ms and ITL p90 ≤ 100 ms**.
+
+Two kinds of traffic: **text** (4,000 prompt tokens, 500 out) and **image** (1,000 prompt tokens
+plus one 1920×1080 image, which the RADIO encoder cuts into tiles of 256 tokens each, 500 out).
+"""),
+    code(SETUP),
+    code("""
+MODEL, GPUS = 'nemotron-3.5-super-vl', ['h100', 'h200', 'b200', 'b300']
+SLO = dict(ttft_ms=1000, itl_ms=100, statistic='p90')
+TARGET = 50000
+SPACE = dict(tp=[1, 2, 4, 8], pd_ratios=['1:1', '1:2'], mixed_gpus=False, concurrency=[1, 4, 16, 32, 64, 128],
+             requests=64)
+TRAFFIC = {'text': dict(isl=4000, osl=500), 'image': dict(isl=1000, osl=500, images='1920x1080')}
+results = {}
+for name, traffic in TRAFFIC.items():
+    t0 = time.perf_counter()
+    results[name] = servesim.recommend(MODEL, GPUS, target_tps=TARGET, **traffic, **SLO, **SPACE)
+    n = results[name]['counts']
+    print(f"{name}: {n['configurations']} configurations, {n['simulated']} simulated, {n['does_not_fit']} do not fit, "
+          f"{n['cannot_meet_slo']} cannot meet the SLO, {n['cannot_win']} cannot win; "
+          f"{time.perf_counter() - t0:.1f} s; {results[name]['vision_tokens_per_request']} vision tokens per request")
+"""),
+    md("### The pre-purchase table (cheapest first)"),
+    code("""
+cols = ['gpu', 'label', 'gpus', 'nodes', 'usd_per_hour', 'usd_per_million_output_tokens', 'power_watts',
+        'joules_per_output_token', 'ttft_ms', 'itl_ms', 'ttft_headroom_pct', 'itl_headroom_pct']
+tables = {name: servesim.frame(r)[cols].round(2) for name, r in results.items()}
+tables['text']
+"""),
+    code("tables['image']"),
+    md("""
+Power is every GPU at its datasheet TDP — an upper bound, host power excluded — and joules per
+token divide it by the target rate. Headroom is how far the predicted p90 TTFT and ITL sit below
+the SLO at the concurrency each copy is run at.
+
+### The frontiers
+
+Every simulated point (filled: meets both SLOs), each topology family's Pareto frontier of output
+tokens/s per GPU against tokens/s per user, the ITL SLO as a per-user rate, and the overall
+cheapest configuration (star).
+"""),
+    code("""
+for name, r in results.items():
+    fig = plot.search_figure(r, title=f'{MODEL}, {name} traffic: frontiers per family (filled: meets the p90 SLO)')
+    fig.savefig(os.path.join(PLOT_DIR, f'configuration_search_{name}.png'), dpi=110, bbox_inches='tight')
+    plt.show()
+"""),
+    code("""
+front = servesim.frontier_frame(results['text'])
+front[front.meets_slo].groupby('family').apply(lambda g: g.loc[g.output_tps_per_gpu.idxmax()])[
+    ['label', 'concurrency', 'output_tps_per_user', 'output_tps_per_gpu']].round(1)
+"""),
+    md("""
+### Standing the winner up
+
+`servesim.emit()` writes what a cluster operator needs for the cheapest text option: the
+`vllm serve` arguments of each worker, the Dynamo manifest (workers, TP, GPUs and EFA adapters per
+pod), the aiperf sweep that reproduces the predicted curve and the NCCL all-reduce check with the
+bus bandwidth to expect.
+"""),
+    code("""
+import tempfile
+best = results['text']['recommendations'][0]
+out = tempfile.mkdtemp()
+files = servesim.emit(best, out)
+print('\n'.join(os.path.basename(f) for f in files))
+print(open(os.path.join(out, 'vllm-serve.sh')).read())
+"""),
+    md("### Reading the result (computed from this run)"),
+    code("""
+for name, r in results.items():
+    rec = r['recommendations']
+    if not rec:
+        print(f'{name}: no GPU type meets the SLO at the swept concurrencies')
+        continue
+    b = rec[0]
+    print(f"{name}: cheapest is {b['gpu']} — {b['label']}: {b['gpus']} GPUs on {b['nodes']} nodes, "
+          f"${b['usd_per_hour']:,.0f}/h, ${b['usd_per_million_output_tokens']:.2f} per million output tokens")
+    for x in rec[1:]:
+        print(f"   then {x['gpu']}: {x['gpus']} GPUs, ${x['usd_per_hour']:,.0f}/h ({x['usd_per_hour'] / b['usd_per_hour']:.2f}x)")
+"""),
+]
+
 if __name__ == "__main__":
     write("reference_study.ipynb", reference)
     write("pre_purchase.ipynb", pre_purchase)
+    write("configuration_search.ipynb", search)
