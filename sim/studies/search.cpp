@@ -334,7 +334,9 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const std::int64_t prompt = prompt_tokens();
   const std::int64_t seq_tokens = prompt + traffic_.osl;
   const int tiles = vision_tiles();
-  const double ovh = e.overhead_per_step_s();
+  // GPU time only: the engine's host work per step (scheduling, input preparation, the frontend)
+  // may overlap the GPU's, so only the forward passes themselves bound a step from below.
+  const double ovh = 0.0;
   const double K = kBoundMargin;
 
   // Memory: every role's plan must fit and hold at least one whole request.
