@@ -1,36 +1,121 @@
 #include "common/json_reader.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 
 namespace servesim {
 
-nlohmann::json parse_json(std::string_view text, const std::string& file) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+namespace {
+
+// Builds the DOM through nlohmann's SAX interface, so limits apply while parsing: nesting deeper
+// than kMaxJsonDepth is refused before anything recursive (dump, copy, compare) could overflow
+// the stack, and a key given twice in one object is an error instead of "last one wins".
+class DomBuilder {
+ public:
+  using json = nlohmann::json;
+  DomBuilder(std::string_view text, const std::string& file) : text_(text), file_(file) {}
+  json result() { return std::move(root_); }
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
+  bool string(json::string_t& v) { return value(std::move(v)); }
+  bool binary(json::binary_t& v) { return value(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    if (stack_.back()->contains(k))
+      throw Error(file_, path_with(k), "key given twice in one object (keep one)");
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) {
     // Locate the byte offset as line/column for a human.
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < byte && i < text_.size(); ++i) {
+      if (text_[i] == '\n') { ++line; col = 1; } else { ++col; }
     }
-    throw Error(file, "line " + std::to_string(line) + ", column " + std::to_string(col),
-                "invalid JSON");
+    const bool range = e.id == 406;   // a number too large for a double
+    throw Error(file_, "line " + std::to_string(line) + ", column " + std::to_string(col),
+                range ? "invalid JSON (number out of range)" : "invalid JSON");
+  }
+
+ private:
+  std::string path_with(const std::string& k) const {
+    std::string p;
+    for (const auto& s : keys_) if (!s.empty()) p += (p.empty() ? "" : ".") + s;
+    if (k.empty()) return p;
+    return p.empty() ? k : p + "." + k;
+  }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  template <class T>
+  bool value(T&& v) {
+    place(json(std::forward<T>(v)));
+    return true;
+  }
+  bool open(json&& container) {
+    if (stack_.size() >= kMaxJsonDepth)
+      throw Error(file_, stack_.empty() ? "" : path_with(""),
+                  "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    const std::string k = !stack_.empty() && stack_.back()->is_object() ? key_ : std::string();
+    stack_.push_back(place(std::move(container)));
+    keys_.push_back(k);
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    keys_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  const std::string& file_;
+  json root_;
+  std::vector<json*> stack_;
+  std::vector<std::string> keys_;
+  std::string key_;
+};
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  DomBuilder b(text, file);
+  try {
+    nlohmann::json::sax_parse(text.begin(), text.end(), &b);
   } catch (const nlohmann::json::exception& e) {
-    // e.g. out_of_range: a number too large for a double.
     throw Error(file, "", std::string("invalid JSON (") + e.what() + ")");
   }
+  return b.result();
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json(ss.str(), path);
+  return parse_json(read_input_file(path, kMaxJsonFileBytes), path);
+}
+
+std::string brief(const nlohmann::json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
 JsonReader::JsonReader(const nlohmann::json& j, std::string file, std::string path)
@@ -59,7 +144,7 @@ const nlohmann::json& JsonReader::at(std::string_view key) const {
 
 double JsonReader::number(std::string_view key) const {
   const auto& v = at(key);
-  if (!v.is_number()) fail(key, "expected a number, got " + v.dump());
+  if (!v.is_number()) fail(key, "expected a number, got " + brief(v));
   double d = v.get<double>();
   if (!std::isfinite(d)) fail(key, "expected a finite number");
   return d;
@@ -76,7 +161,7 @@ std::int64_t JsonReader::integer(std::string_view key) const {
     double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
   }
-  fail(key, "expected an integer, got " + v.dump());
+  fail(key, "expected an integer, got " + brief(v));
 }
 
 std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback) const {
@@ -85,7 +170,7 @@ std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback)
 
 std::string JsonReader::string(std::string_view key) const {
   const auto& v = at(key);
-  if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
+  if (!v.is_string()) fail(key, "expected a string, got " + brief(v));
   return v.get<std::string>();
 }
 
@@ -96,7 +181,7 @@ std::string JsonReader::string_or(std::string_view key, std::string fallback) co
 bool JsonReader::boolean_or(std::string_view key, bool fallback) const {
   if (!has(key)) return fallback;
   const auto& v = at(key);
-  if (!v.is_boolean()) fail(key, "expected true or false, got " + v.dump());
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + brief(v));
   return v.get<bool>();
 }
 

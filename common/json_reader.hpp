@@ -11,10 +11,18 @@
 
 namespace servesim {
 
-// Parses `text`; a syntax error becomes servesim::Error(file, "line L, column C", reason).
+// Deepest nesting of arrays and objects any JSON input may have (servesim's own files use < 10).
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+// Parses `text`; a syntax error becomes servesim::Error(file, "line L, column C", reason). Nesting
+// deeper than kMaxJsonDepth and a key repeated within one object are errors too (checked while
+// parsing, so nothing recursive ever sees a deep document).
 nlohmann::json parse_json(std::string_view text, const std::string& file);
-// Reads and parses a file from disk.
+// Reads and parses a file from disk: a regular file of at most kMaxJsonFileBytes (common/files.hpp).
 nlohmann::json read_json_file(const std::string& path);
+// A JSON value for an error message: scalars as JSON (cut at 60 characters), containers as
+// "an array" / "an object" (never a recursive dump of user input).
+std::string brief(const nlohmann::json& v);
 
 class JsonReader {
  public:

@@ -1,5 +1,7 @@
 #include "hwmodels/catalog.hpp"
 
+#include <cstdio>
+#include <map>
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
@@ -53,6 +55,20 @@ double nonneg(const JsonReader& r, std::string_view key, bool positive = false) 
   return v;
 }
 
+// A datasheet figure within physical reason: values far outside (1e-300 B/s, 1e300 bytes) would
+// pass "> 0" and turn every time into NaN or inf, or overflow the block counts. 0 is allowed
+// where `zero_ok` (a format the GPU lacks).
+double datasheet(const JsonReader& r, std::string_view key, double lo, double hi, const char* unit, bool zero_ok = false) {
+  const double v = r.number(key);
+  if (zero_ok && v == 0) return v;
+  if (!(v >= lo && v <= hi)) {
+    char b[160];
+    std::snprintf(b, sizeof b, "must be between %g and %g %s%s, got %g", lo, hi, unit, zero_ok ? " (or 0)" : "", v);
+    r.fail(key, b);
+  }
+  return v;
+}
+
 std::map<std::string, std::string> read_sources(const JsonReader& r) {
   std::map<std::string, std::string> out;
   if (!r.has("sources")) return out;
@@ -69,19 +85,20 @@ GpuSpec read_gpu(const JsonReader& r) {
   g.name = r.string("name");
   if (g.name.empty()) r.fail("name", "must not be empty");
   g.arch = r.string("arch");
-  g.hbm_nominal_bytes = nonneg(r, "hbm_nominal_bytes", true);
-  g.hbm_usable_bytes = nonneg(r, "hbm_usable_bytes", true);
-  g.hbm_bw_bytes_per_s = nonneg(r, "hbm_bw_bytes_per_s", true);
-  g.bf16_flops = nonneg(r, "bf16_flops", true);
-  g.fp8_flops = nonneg(r, "fp8_flops");
-  g.nvfp4_flops = nonneg(r, "nvfp4_flops");
-  g.int8_ops = nonneg(r, "int8_ops");
-  g.nvlink_bw_bytes_per_s = nonneg(r, "nvlink_bw_bytes_per_s", true);
+  g.hbm_nominal_bytes = datasheet(r, "hbm_nominal_bytes", 1e8, 1e14, "bytes");
+  g.hbm_usable_bytes = datasheet(r, "hbm_usable_bytes", 1e8, 1e14, "bytes");
+  g.hbm_bw_bytes_per_s = datasheet(r, "hbm_bw_bytes_per_s", 1e9, 1e15, "bytes/s");
+  g.bf16_flops = datasheet(r, "bf16_flops", 1e11, 1e18, "FLOP/s");
+  g.fp8_flops = datasheet(r, "fp8_flops", 1e11, 1e18, "FLOP/s", true);
+  g.nvfp4_flops = datasheet(r, "nvfp4_flops", 1e11, 1e18, "FLOP/s", true);
+  g.int8_ops = datasheet(r, "int8_ops", 1e11, 1e18, "OP/s", true);
+  g.nvlink_bw_bytes_per_s = datasheet(r, "nvlink_bw_bytes_per_s", 1e8, 1e15, "bytes/s");
   g.nvlink_domain = static_cast<int>(r.integer("nvlink_domain"));
-  if (g.nvlink_domain < 1) r.fail("nvlink_domain", "must be >= 1");
+  if (g.nvlink_domain < 1 || g.nvlink_domain > (1 << 16)) r.fail("nvlink_domain", "must be between 1 and 65536");
   g.sms = static_cast<int>(r.integer("sms"));
-  g.l2_bytes = nonneg(r, "l2_bytes");
-  g.tdp_watts = nonneg(r, "tdp_watts");
+  if (g.sms < 0 || g.sms > (1 << 20)) r.fail("sms", "must be between 0 and 1048576");
+  g.l2_bytes = datasheet(r, "l2_bytes", 0, 1e11, "bytes");
+  g.tdp_watts = datasheet(r, "tdp_watts", 0, 1e6, "W");
   g.sources = read_sources(r);
   if (r.has("efficiency_priors")) {
     JsonReader p = r.object("efficiency_priors");
@@ -95,7 +112,7 @@ GpuSpec read_gpu(const JsonReader& r) {
     g.priors.gemm_nvfp4 = frac("gemm_nvfp4", g.nvfp4_flops > 0);
     g.priors.memory = frac("memory", true);
     g.priors.nccl_busbw = frac("nccl_busbw", true);
-    g.priors.nccl_latency_s = nonneg(p, "nccl_latency_s", true);
+    g.priors.nccl_latency_s = datasheet(p, "nccl_latency_s", 1e-9, 1, "s");
   } else {
     // A user GPU without priors: the kernel model then assumes H200's achieved fractions
     // (filled in by the caller, which knows the H200 entry), and says so in the sources.
@@ -110,17 +127,17 @@ InstanceSpec read_instance(const JsonReader& r) {
   if (i.name.empty()) r.fail("name", "must not be empty");
   i.gpu = r.string("gpu");
   i.gpus = static_cast<int>(r.integer("gpus"));
-  if (i.gpus < 1) r.fail("gpus", "must be >= 1");
+  if (i.gpus < 1 || i.gpus > 1024) r.fail("gpus", "must be between 1 and 1024");
   i.efa_devices = static_cast<int>(r.integer("efa_devices"));
-  if (i.efa_devices < 0) r.fail("efa_devices", "must be >= 0");
-  i.efa_total_bytes_per_s = nonneg(r, "efa_total_bytes_per_s");
-  i.efa_per_gpu_bytes_per_s = r.has("efa_per_gpu_bytes_per_s") ? nonneg(r, "efa_per_gpu_bytes_per_s")
+  if (i.efa_devices < 0 || i.efa_devices > 4096) r.fail("efa_devices", "must be between 0 and 4096");
+  i.efa_total_bytes_per_s = datasheet(r, "efa_total_bytes_per_s", 1e6, 1e15, "bytes/s", true);
+  i.efa_per_gpu_bytes_per_s = r.has("efa_per_gpu_bytes_per_s") ? datasheet(r, "efa_per_gpu_bytes_per_s", 1e6, 1e15, "bytes/s", true)
                                                                 : i.efa_total_bytes_per_s / i.gpus;
-  i.efa_latency_s = nonneg(r, "efa_latency_s");
-  i.host_memory_bytes = nonneg(r, "host_memory_bytes");
-  if (r.has("usd_per_hour")) i.usd_per_hour = nonneg(r, "usd_per_hour");
+  i.efa_latency_s = datasheet(r, "efa_latency_s", 0, 1, "s");
+  i.host_memory_bytes = datasheet(r, "host_memory_bytes", 0, 1e15, "bytes");
+  if (r.has("usd_per_hour")) i.usd_per_hour = datasheet(r, "usd_per_hour", 0, 1e6, "$/hour");
   i.nvlink_domain_gpus = static_cast<int>(r.integer_or("nvlink_domain_gpus", i.gpus));
-  if (i.nvlink_domain_gpus < 1) r.fail("nvlink_domain_gpus", "must be >= 1");
+  if (i.nvlink_domain_gpus < 1 || i.nvlink_domain_gpus > (1 << 16)) r.fail("nvlink_domain_gpus", "must be between 1 and 65536");
   i.sources = read_sources(r);
   return i;
 }

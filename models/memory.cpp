@@ -146,7 +146,17 @@ Concurrency MemoryPlan::concurrency(std::int64_t context_tokens) const {
 
 MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par,
                        const EngineMemoryConfig& cfg) {
-  if (par.tp < 1 || par.pp < 1 || par.ep < 1) throw Error("--tp", "", "parallel sizes must be >= 1");
+  if (par.tp < 1) throw Error("--tp", "", "tensor parallel size must be >= 1, got " + std::to_string(par.tp));
+  if (par.pp < 1) throw Error("--pp", "", "pipeline parallel size must be >= 1, got " + std::to_string(par.pp));
+  if (par.ep < 1) throw Error("--ep", "", "expert parallel size must be >= 1, got " + std::to_string(par.ep));
+  // Engine knobs a planner would otherwise turn into negative activations or state slots.
+  if (cfg.max_num_seqs < 1) throw Error("--max-num-seqs", "", "must be >= 1, got " + std::to_string(cfg.max_num_seqs));
+  if (cfg.max_num_batched_tokens < cfg.max_num_seqs)
+    throw Error("--max-num-batched-tokens", "", "must be >= max_num_seqs (" + std::to_string(cfg.max_num_seqs) +
+                                                    "), as vLLM requires; got " + std::to_string(cfg.max_num_batched_tokens));
+  if (cfg.num_speculative_tokens < 0 || cfg.num_speculative_tokens > 16)
+    throw Error("--num-speculative-tokens", "", "must be between 0 and 16, got " + std::to_string(cfg.num_speculative_tokens));
+  if (cfg.block_size < 1) throw Error("--block-size", "", "must be >= 1");
   if (par.pp > int(m.layers.size())) throw Error("--pp", "", "more pipeline stages than layers");
   if (m.count(LayerKind::attention) > 0 && m.heads % par.tp != 0)
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide " +
@@ -157,7 +167,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   if (par.ep > 1 && m.experts % par.ep != 0)
     throw Error("--ep", "", "expert parallel size does not divide " + std::to_string(m.experts) + " experts");
   if (!(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
-    throw Error("gpu_memory_utilization", "", "must be in (0, 1]");
+    throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
 
   MemoryPlan plan;
   plan.gpus = par.tp * par.pp;

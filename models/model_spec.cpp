@@ -9,6 +9,7 @@
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 
@@ -131,7 +132,7 @@ std::vector<LayerKind> parse_block_types(const JsonReader& j, const std::string&
     else if (s == "attention") out.push_back(LayerKind::attention);
     else if (s == "mlp") out.push_back(LayerKind::mlp);
     else if (s == "moe") out.push_back(LayerKind::moe);
-    else j.fail(key + "[" + std::to_string(i) + "]", "unknown block type " + arr[i].dump() + " (expected mamba, attention, mlp or moe)");
+    else j.fail(key + "[" + std::to_string(i) + "]", "unknown block type " + brief(arr[i]) + " (expected mamba, attention, mlp or moe)");
   }
   return out;
 }
@@ -171,6 +172,11 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file, 
   m.name = name;
   m.display_name = name;
   m.hf_model_type = j.string("model_type");
+  // Multimodal configs (llama4, qwen3_vl, gemma, kimi) nest the language model under text_config:
+  // say that, rather than "hidden_size: missing".
+  if (!j.has("hidden_size") && j.has("text_config"))
+    j.fail("model_type", "\"" + m.hf_model_type + "\" keeps its language model under text_config, which servesim does not "
+                         "import (supported: configs with hidden_size at the top level)");
   m.hidden = positive64(j, "hidden_size");
   m.vocab = positive64(j, "vocab_size");
   m.tied_embeddings = j.boolean_or("tie_word_embeddings", false);
@@ -305,11 +311,7 @@ const ModelSpec& model(std::string_view name) {
 }
 
 const ModelSpec& add_model_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_input_file(path, kMaxJsonFileBytes);
   const auto doc = parse_json(sanitize(text), path);
   ModelSpec m;
   if (doc.is_object() && doc.contains("hf_config")) {

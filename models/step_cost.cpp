@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 
+#include "common/error.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "hwmodels/published.hpp"
 #include "models/memory.hpp"
@@ -303,6 +304,11 @@ std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuS
                                               const Parallelism& par, hw::Precision kv_cache_dtype) {
   EngineMemoryConfig probe;  // validates the shape (divisibility) with the planner's checks
   (void)probe;
+  // A TP group's all-reduces run over NVLink; wider groups span nodes, which vLLM serves with
+  // pipeline parallelism across nodes instead (and so does servesim).
+  if (par.tp > gpu.nvlink_domain)
+    throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " exceeds the NVLink domain of " + gpu.name +
+                                " (" + std::to_string(gpu.nvlink_domain) + " GPUs); keep TP within it and span nodes with --pp");
   return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype);
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
 
@@ -46,42 +47,50 @@ py::object to_py(const json& j) {
   }
 }
 
-json to_json(py::handle h, const std::string& where) {
+json to_json(py::handle h, const std::string& where, std::size_t depth = 0, const std::string& path = "") {
   if (h.is_none()) return nullptr;
   if (py::isinstance<py::bool_>(h)) return h.cast<bool>();
-  if (py::isinstance<py::int_>(h)) return h.cast<std::int64_t>();
-  if (py::isinstance<py::float_>(h)) return h.cast<double>();
+  if (py::isinstance<py::int_>(h)) {
+    try {
+      return h.cast<std::int64_t>();
+    } catch (const py::cast_error&) {
+      throw servesim::Error(where, path, "whole number out of range: " + py::str(h).cast<std::string>());
+    }
+  }
+  if (py::isinstance<py::float_>(h)) {
+    const double d = h.cast<double>();
+    // NaN and inf are not JSON: they would turn into null, i.e. silently into the default.
+    if (!std::isfinite(d)) throw servesim::Error(where, path, "expected a finite number, got " + py::str(h).cast<std::string>());
+    return d;
+  }
   if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  const bool container = py::isinstance<py::dict>(h) || py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h);
+  if (container && depth >= servesim::kMaxJsonDepth)
+    throw servesim::Error(where, "", "nested deeper than " + std::to_string(servesim::kMaxJsonDepth) + " levels");
   if (py::isinstance<py::dict>(h)) {
     json o = json::object();
     for (auto [k, v] : h.cast<py::dict>()) {
       if (!py::isinstance<py::str>(k)) throw servesim::Error(where, py::str(k).cast<std::string>(), "keys must be strings");
       const std::string key = k.cast<std::string>();
-      o[key] = to_json(v, where);
+      o[key] = to_json(v, where, depth + 1, path.empty() ? key : path + "." + key);
     }
     return o;
   }
   if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
     json a = json::array();
-    for (auto v : h) a.push_back(to_json(v, where));
+    for (auto v : h) a.push_back(to_json(v, where, depth + 1, path + "[" + std::to_string(a.size()) + "]"));
     return a;
   }
   // numpy scalars and other number-likes
-  if (py::hasattr(h, "__index__")) return py::reinterpret_borrow<py::object>(h).attr("__index__")().cast<std::int64_t>();
-  if (py::hasattr(h, "__float__")) return py::float_(py::reinterpret_borrow<py::object>(h)).cast<double>();
+  if (py::hasattr(h, "__index__")) return to_json(py::reinterpret_borrow<py::object>(h).attr("__index__")(), where, depth, path);
+  if (py::hasattr(h, "__float__")) return to_json(py::float_(py::reinterpret_borrow<py::object>(h)), where, depth, path);
   throw servesim::Error(where, "", "cannot pass a " + py::str(py::type::of(h).attr("__name__")).cast<std::string>() +
                                        " (plain Python data only: dict, list, str, int, float, bool, None)");
 }
 
 // A scenario given as a dict or as JSON text.
 json scenario_json(py::handle h) {
-  if (py::isinstance<py::str>(h)) {
-    try {
-      return json::parse(h.cast<std::string>());
-    } catch (const json::exception& e) {
-      throw servesim::Error("scenario", "", std::string("invalid JSON: ") + e.what());
-    }
-  }
+  if (py::isinstance<py::str>(h)) return servesim::parse_json(h.cast<std::string>(), "scenario");
   return to_json(h, "scenario");
 }
 
@@ -113,23 +122,23 @@ class Args {
 
  private:
   void read(const char* k, const json& v, std::string& out) const {
-    if (!v.is_string()) throw servesim::Error(fn_, k, "expected a string, got " + v.dump());
+    if (!v.is_string()) throw servesim::Error(fn_, k, "expected a string, got " + servesim::brief(v));
     out = v.get<std::string>();
   }
   void read(const char* k, const json& v, double& out) const {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) throw servesim::Error(fn_, k, "expected a number, got " + v.dump());
+    if (!v.is_number() || !std::isfinite(v.get<double>())) throw servesim::Error(fn_, k, "expected a number, got " + servesim::brief(v));
     out = v.get<double>();
   }
   void read(const char* k, const json& v, std::int64_t& out) const {
     double d = 0;
     read(k, v, d);
-    if (d != std::floor(d) || std::fabs(d) > 9e15) throw servesim::Error(fn_, k, "expected a whole number, got " + v.dump());
+    if (d != std::floor(d) || std::fabs(d) > 9e15) throw servesim::Error(fn_, k, "expected a whole number, got " + servesim::brief(v));
     out = static_cast<std::int64_t>(d);
   }
   void read(const char* k, const json& v, int& out) const {
     std::int64_t i = 0;
     read(k, v, i);
-    if (i < -(1LL << 30) || i > (1LL << 30)) throw servesim::Error(fn_, k, "out of range: " + v.dump());
+    if (i < -(1LL << 30) || i > (1LL << 30)) throw servesim::Error(fn_, k, "out of range: " + servesim::brief(v));
     out = static_cast<int>(i);
   }
   template <class T>
@@ -145,7 +154,7 @@ class Args {
     for (const auto& x : v) {
       if (x.is_string()) parts.push_back(x.get<std::string>());
       else if (x.is_number_integer()) parts.push_back(std::to_string(x.get<std::int64_t>()));
-      else throw servesim::Error(fn_, k, "expected strings or whole numbers, got " + x.dump());
+      else throw servesim::Error(fn_, k, "expected strings or whole numbers, got " + servesim::brief(x));
     }
     out = servesim::text::join(parts, ",");
   }
@@ -240,7 +249,14 @@ PYBIND11_MODULE(_servesim, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const servesim::Error& e) {
-      error_type(e.what());
+      // A CLI flag ("--max-num-seqs") is named as the Python argument ("max_num_seqs").
+      if (e.where().rfind("--", 0) == 0) {
+        std::string arg = e.where().substr(2);
+        std::replace(arg.begin(), arg.end(), '-', '_');
+        error_type((arg + (e.field().empty() ? "" : ": " + e.field()) + ": " + e.reason()).c_str());
+      } else {
+        error_type(e.what());
+      }
     } catch (const json::exception& e) {   // a malformed value deep inside a document
       error_type(e.what());
     }
@@ -261,6 +277,8 @@ PYBIND11_MODULE(_servesim, m) {
   m.attr("op_kinds") = api::op_kinds();
   m.def("step", [](py::dict kw) { return to_py(api::step(step_args(to_json(kw, "step()")))); }, py::arg("args"),
         "One decode and one prefill step explained (`servesim step`)");
+  m.def("parse_json", [](const std::string& text) { return to_py(servesim::parse_json(text, "scenario")); },
+        py::arg("text"), "JSON text parsed as servesim parses files (nesting depth limited, duplicate keys refused)");
   m.def("default_scenario", [] { return to_py(api::default_scenario()); }, "The embedded default scenario");
   m.def("simulate", [](py::object scenario) {
         const json s = scenario_json(scenario);

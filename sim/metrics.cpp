@@ -50,6 +50,10 @@ MetricsCollector::MetricsCollector(bool keep_records) : keep_records_(keep_recor
 
 void MetricsCollector::add(const RequestRecord& r) {
   if (keep_records_) records_.push_back(r);
+  if (progress_) {
+    const std::int64_t n = warmup_count_ + static_cast<std::int64_t>(latency_s_.size()) + 1;
+    if ((n & 0x3FFF) == 0) progress_(n);
+  }
   if (r.warmup) {
     ++warmup_count_;
     return;

@@ -3,6 +3,7 @@
 // SLO, each with avg/min/max/std and exact percentiles (numpy "linear"), plus per-replica busy
 // fraction, batch size and KV utilisation. Exports in aiperf's profile_export_* layouts.
 #pragma once
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -76,6 +77,9 @@ class MetricsCollector {
   explicit MetricsCollector(bool keep_records = false);
 
   void add(const RequestRecord& r);                      // O(1) amortised
+  // Called with the number of finished requests (warm-up included) every 16384 of them, so a
+  // long run can show progress.
+  void set_progress(std::function<void(std::int64_t)> f) { progress_ = std::move(f); }
   std::int64_t request_count() const { return static_cast<std::int64_t>(latency_s_.size()); }
 
   // Workers: register replicas (optional; indices grow on demand), then report every step. O(1).
@@ -107,6 +111,7 @@ class MetricsCollector {
   const std::vector<RequestRecord>& records() const { return records_; }
 
  private:
+  std::function<void(std::int64_t)> progress_;
   struct ReplicaAcc {
     std::string name;
     std::int64_t steps = 0;

@@ -3,11 +3,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "sim/metrics.hpp"
 
 namespace servesim::sim {
@@ -62,13 +62,6 @@ std::string fmt2(double x) {
   return buf;
 }
 
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Error(p.string(), "", "cannot write file");
-}
-
 }  // namespace
 
 nlohmann::json MetricsCollector::aiperf_json(double start_s, double end_s, const Slo* slo) const {
@@ -107,6 +100,9 @@ void MetricsCollector::export_dir(const std::string& dir, const Slo* slo, double
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir, "", "cannot create folder: " + ec.message());
   const fs::path base(dir);
+  // The three files appear together or not at all (temporary files, renamed at the end).
+  AtomicFiles files;
+  auto write_file = [&files](const fs::path& p, const std::string& text) { files.write(p.string(), text); };
 
   write_file(base / "profile_export_aiperf.json", aiperf_json(start_s, end_s, slo).dump(2) + "\n");
 
@@ -155,6 +151,7 @@ void MetricsCollector::export_dir(const std::string& dir, const Slo* slo, double
     jl += line.dump() + "\n";
   }
   write_file(base / "profile_export.jsonl", jl);
+  files.commit();
 }
 
 }  // namespace servesim::sim

@@ -1,5 +1,7 @@
 #include "sim/simulate.hpp"
 
+#include "sim/parallel.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -161,6 +163,12 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
   p.engine = resolved_engine(s, m, *p.gpu);
   p.frontend = resolved_frontend(s);
+  if (!s.workload.multimodal.empty() && !m.has_vision)
+    throw Error(f, "workload.multimodal", m.name + " has no vision encoder (text only): images and video need a vision model");
+  if (s.engine.max_model_len > m.max_context && m.max_context > 0)
+    throw Error(f, "engine.max_model_len", std::to_string(s.engine.max_model_len) + " exceeds " + m.name +
+                                               "'s max_position_embeddings (" + std::to_string(m.max_context) +
+                                               "), which vLLM refuses");
   if (s.topology.present) {
     p.deployment = make_deployment(s, m);
     return p;
@@ -187,9 +195,14 @@ Prepared prepare(const Scenario& s) {
   return p;
 }
 
-SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records) {
+SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
+                   const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   SimResult r{MetricsCollector(keep_records)};
+  if (progress) {
+    const std::int64_t total = w.requests + w.warmup_requests;
+    r.metrics.set_progress([progress, total](std::int64_t n) { progress(n, total); });
+  }
   r.metrics.set_input_config(s.json);
   if (p.deployment) {
     const Deployment& d = *p.deployment;
@@ -239,9 +252,9 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   return r;
 }
 
-SimResult simulate(const Scenario& s, bool keep_records) {
+SimResult simulate(const Scenario& s, bool keep_records, const Progress& progress) {
   const Prepared p = prepare(s);
-  return simulate(p, s, s.workload, keep_records);
+  return simulate(p, s, s.workload, keep_records, progress);
 }
 
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
@@ -278,6 +291,10 @@ workloads::WorkloadConfig sweep_point(const workloads::WorkloadConfig& base, Swe
       throw Error("--concurrency", "", "sweep values must be whole numbers of clients >= 1, got " + std::to_string(value));
     w.arrival = workloads::Arrival::concurrency;
     w.concurrency = static_cast<int>(value);
+    if (w.concurrency > w.requests + w.warmup_requests)
+      throw Error("--concurrency", "", std::to_string(w.concurrency) + " clients but " + std::to_string(w.requests) +
+                                           " requests (+" + std::to_string(w.warmup_requests) +
+                                           " warm-up) per point: give --requests of at least the largest concurrency");
   } else {
     if (!(value > 0 && std::isfinite(value)))
       throw Error("--request-rate", "", "sweep rates must be > 0 requests/s, got " + std::to_string(value));
@@ -295,27 +312,9 @@ std::vector<SimResult> sweep(const Scenario& base, const SweepSpec& spec, int th
   std::vector<workloads::WorkloadConfig> points;
   for (double v : spec.values) points.push_back(sweep_point(base.workload, spec.axis, v));
   std::vector<std::optional<SimResult>> out(static_cast<std::size_t>(n));
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, n));
-  std::atomic<int> next{0}, done{0};
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  auto work = [&] {
-    for (int i; (i = next.fetch_add(1)) < n;) {
-      try {
-        out[static_cast<std::size_t>(i)].emplace(simulate(p, base, points[static_cast<std::size_t>(i)]));
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
-      }
-      const int d = ++done;
-      if (progress) progress(d, n);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);   // the first failing point, in point order
+  parallel_for(n, threads, [&](int i) {
+    out[static_cast<std::size_t>(i)].emplace(simulate(p, base, points[static_cast<std::size_t>(i)]));
+  }, "--threads", progress);
   std::vector<SimResult> results;
   results.reserve(out.size());
   for (auto& r : out) results.push_back(std::move(*r));

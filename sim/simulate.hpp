@@ -64,8 +64,11 @@ struct SimResult {
 };
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.
-SimResult simulate(const Scenario& s, bool keep_records = false);
-SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records = false);
+// progress(finished, total), if given, is called every 16384 finished requests (warm-up included).
+using Progress = std::function<void(std::int64_t, std::int64_t)>;
+SimResult simulate(const Scenario& s, bool keep_records = false, const Progress& progress = {});
+SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records = false,
+                   const Progress& progress = {});
 // The aiperf profile_export_aiperf.json document of a run, with the scenario as input_config;
 // with a topology also "topology" and, disaggregated, "kv_transfer" statistics; and
 // "prediction_band": the bands of its TTFT, ITL and output throughput (sim/validate/run_bands.hpp).

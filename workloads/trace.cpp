@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "common/text.hpp"
 
 namespace servesim::workloads {
@@ -43,14 +45,16 @@ std::string at_line(std::size_t line, std::string_view field = {}) {
   return s;
 }
 
-std::string shown(const nlohmann::json& v) {
-  std::string s = v.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
+std::string shown(const nlohmann::json& v) { return brief(v); }
 
 nlohmann::json parse_line(std::string_view s, const std::string& file, std::size_t line) {
-  nlohmann::json j = nlohmann::json::parse(s.begin(), s.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(file, at_line(line), "invalid JSON");
+  nlohmann::json j;
+  try {
+    j = parse_json(s, file);   // depth-limited, duplicate keys refused
+  } catch (const Error& e) {
+    const bool syntax = e.reason().rfind("invalid JSON", 0) == 0;
+    throw Error(file, e.field().empty() || syntax ? at_line(line) : at_line(line, e.field()), e.reason());
+  }
   if (!j.is_object()) throw Error(file, at_line(line), "expected a JSON object");
   return j;
 }
@@ -146,13 +150,7 @@ std::vector<TraceEntry> parse_trace(std::string_view text, const std::string& fi
 
 std::string read_text_file(const std::string& path) {
   // Regular files only: a FIFO or /dev/zero named by a scenario would block or never end.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path, "", "cannot open file (not a regular file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path, kMaxTraceFileBytes);
 }
 
 std::vector<TraceEntry> read_trace_file(const std::string& path) { return parse_trace(read_text_file(path), path); }

@@ -94,14 +94,18 @@ _WORKLOAD = ["isl", "osl", "isl_stddev", "osl_stddev", "concurrency", "request_r
 def _as_dict(s):
     if s is None:
         return default_scenario()
-    if isinstance(s, str):
-        try:
-            return _json.loads(s)
-        except ValueError as e:
-            raise Error(f"scenario: invalid JSON: {e}") from None
-    if not isinstance(s, dict):
-        raise Error(f"scenario: expected a dict or JSON text, got {type(s).__name__}")
-    return _json.loads(_json.dumps(s))  # a deep copy that is plain JSON data
+    try:
+        if isinstance(s, str):
+            return _c.parse_json(s)  # servesim's parser: depth-limited, duplicate keys refused
+        if not isinstance(s, dict):
+            raise Error(f"scenario: expected a dict or JSON text, got {type(s).__name__}")
+        return _json.loads(_json.dumps(s))  # a deep copy that is plain JSON data
+    except RecursionError:
+        raise Error("scenario: nested too deeply") from None
+    except (TypeError, ValueError) as e:
+        if isinstance(e, Error):
+            raise
+        raise Error(f"scenario: {e}") from None
 
 
 def scenario(base=None, **flags):
@@ -163,9 +167,17 @@ def _axis(concurrency, request_rate):
     if (concurrency is None) == (request_rate is None):
         raise Error("sweep(): concurrency: give concurrency=[...] or request_rate=[...] (one of them)")
     axis, values = ("concurrency", concurrency) if concurrency is not None else ("request_rate", request_rate)
+    if isinstance(values, str):
+        values = [v for v in values.split(",") if v.strip()]   # "1,2,4" as on the command line
     if isinstance(values, (int, float)):
         values = [values]
-    return axis, [float(v) for v in values]
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            raise Error(f"sweep(): {axis}: expected numbers, got {v!r}") from None
+    return axis, out
 
 
 def _sweep_point(scenario_text, axis, value):
@@ -189,6 +201,8 @@ def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, clie
     over its workers instead. Results do not depend on either."""
     s = _build_scenario(scenario, **flags) if flags or scenario is None else _as_dict(scenario)
     axis, values = _axis(concurrency, request_rate)
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 0):
+        raise Error(f"sweep(): threads: expected a whole number >= 0 (0: all cores), got {threads!r}")
     if client is None:
         return _c.sweep(s, axis, values, int(threads or 0))
     # Each point is a one-point sweep of the same scenario in a worker process: the same code
@@ -215,7 +229,8 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
                 itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
     args = {k: v for k, v in args.items() if v is not None}
     if isinstance(args.get("concurrency"), (list, tuple)):
-        args["concurrency"] = [int(c) for c in args["concurrency"]]
+        # Whole numbers only: 1.7 clients is an error (from the module), not 1.
+        args["concurrency"] = [int(c) if isinstance(c, float) and c.is_integer() else c for c in args["concurrency"]]
     if client is None:
         return _c.plan(args)
     n = _c.plan_points(args)  # validates the arguments here, before anything is sent

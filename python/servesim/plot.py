@@ -26,7 +26,9 @@ for _s in ("p50", "p90", "p99"):
     for _e in ("lo", "hi"):
         _ALIASES[f"time_to_first_token_ms_{_s}_band_{_e}"] = f"ttft_{_s}_ms_band_{_e}"
         _ALIASES[f"inter_token_latency_ms_{_s}_band_{_e}"] = f"itl_{_s}_ms_band_{_e}"
-_NEEDED = ("concurrency", "ttft_p50_ms", "itl_p50_ms", "output_tps_per_gpu", "output_tps_per_user")
+_NEEDED = ("ttft_p50_ms", "itl_p50_ms", "output_tps_per_gpu", "output_tps_per_user")
+# The swept axis: clients (closed loop) or requests/s (open loop).
+_AXES = (("concurrency", "concurrency (clients)", "concurrency"), ("request_rate", "request rate (requests/s)", "request rate"))
 
 
 def _columns(data):
@@ -43,6 +45,11 @@ def _columns(data):
         if k in _ALIASES and _ALIASES[k] not in cols:
             cols[_ALIASES[k]] = v
     missing = [k for k in _NEEDED if k not in cols]
+    axis = next((a for a in _AXES if a[0] in cols), None)
+    if axis is None:
+        missing.insert(0, "concurrency (or request_rate)")
+    else:
+        cols["_x"], cols["_xlabel"], cols["_xname"] = cols[axis[0]], axis[1], axis[2]
     if missing:
         raise ValueError("sweep has no column " + ", ".join(missing) +
                          " (give the output of `servesim sweep --format json` or of `servesim plan --format json`)")
@@ -50,7 +57,7 @@ def _columns(data):
 
 
 def _by_topology(cols):
-    names = cols.get("topology") or ["sweep"] * len(cols["concurrency"])
+    names = cols.get("topology") or ["sweep"] * len(cols["_x"])
     order = []
     for n in names:
         if n not in order:
@@ -58,7 +65,7 @@ def _by_topology(cols):
     groups = {}
     for n in order:
         idx = [i for i, t in enumerate(names) if t == n]
-        idx.sort(key=lambda i: cols["concurrency"][i])
+        idx.sort(key=lambda i: cols["_x"][i])
         groups[n] = idx
     return groups
 
@@ -75,68 +82,156 @@ def _shade_band(ax, cols, key, idx, x, color):
                         lw=0, label="prediction band (p10-p90 of measured/predicted)")
 
 
+def default_title(plan):
+    """Model, hardware, precision and ISL/OSL of a plan, for a chart's title ('' without a plan)."""
+    if not plan or "model" not in plan:
+        return ""
+    hw = f"{plan.get('nodes', '?')} x {plan.get('instance', '?')}"
+    if plan.get("gpu"):
+        hw += f" ({plan['gpu']})"
+    return f"{plan['model']}, {plan.get('precision', '?')}, on {hw}; ISL {plan.get('isl', '?')} / OSL {plan.get('osl', '?')}"
+
+
+def _robust_top(values, slo=None):
+    """Upper y limit: every point up to 1.25 x the 90th percentile (and 1.15 x the SLO line) is
+    shown; an outlier above that is drawn at the top edge with its value written, instead of
+    flattening every other point."""
+    v = sorted(x for x in values if x is not None and x == x)
+    if not v:
+        return None
+    q = v[int(0.9 * (len(v) - 1))]
+    top = 1.25 * q
+    if slo:
+        top = max(top, 1.15 * slo)
+    return None if v[-1] <= top else top
+
+
 def latency_figure(sweep, plan=None, statistic="p50", title=None):
-    """Two panels: TTFT vs concurrency and ITL vs concurrency, SLO lines, planned points."""
+    """Two panels: TTFT vs concurrency and ITL vs concurrency, SLO lines, planned points. The
+    legend sits below the panels, never on an SLO line; the title names model, hardware,
+    precision and ISL/OSL when a plan is given."""
     import matplotlib
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     cols = _columns(sweep)
     stat = (plan or {}).get("statistic", statistic)
-    fig, (ax_t, ax_i) = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, (ax_t, ax_i) = plt.subplots(1, 2, figsize=(12, 4.9))
     groups = _by_topology(cols)
     planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
+    handles, any_star = [], False
+    slos = {ax_t: (plan or {}).get("ttft_ms"), ax_i: (plan or {}).get("itl_ms")}
+    keys = {ax_t: f"ttft_{stat}_ms", ax_i: f"itl_{stat}_ms"}
+    tops = {ax: _robust_top(cols[keys[ax]], slos[ax]) for ax in (ax_t, ax_i)}
     for k, (name, idx) in enumerate(groups.items()):
         c = COLORS[k % len(COLORS)]
-        x = [cols["concurrency"][i] for i in idx]
-        for ax, key in ((ax_t, f"ttft_{stat}_ms"), (ax_i, f"itl_{stat}_ms")):
-            ax.plot(x, [cols[key][i] for i in idx], "o-", color=c, label=name, ms=4)
+        x = [cols["_x"][i] for i in idx]
+        for ax in (ax_t, ax_i):
+            key, top = keys[ax], tops[ax]
+            y = [cols[key][i] for i in idx]
+            line, = ax.plot(x, [min(v, top) if top else v for v in y], "o-", color=c, label=name, ms=4)
             _shade_band(ax, cols, key, idx, x, c)
+            if ax is ax_t:
+                handles.append(line)
+            if top:
+                for xi, yi in zip(x, y):
+                    if yi > top:
+                        ax.plot([xi], [top], marker="^", ms=8, color=c, clip_on=False, zorder=6)
+                        ax.annotate(f"{yi:.0f}", (xi, top), xytext=(0, -14), textcoords="offset points",
+                                    ha="center", fontsize=8, color=c)
             p = planned.get(name)
             if p and p.get("max_concurrency"):
-                j = [i for i in idx if cols["concurrency"][i] == p["max_concurrency"]]
+                j = [i for i in idx if cols["_x"][i] == p["max_concurrency"]]
                 if j:
-                    ax.plot([p["max_concurrency"]], [cols[key][j[0]]], marker="*", ms=16, color=c,
+                    v = cols[key][j[0]]
+                    ax.plot([p["max_concurrency"]], [min(v, top) if top else v], marker="*", ms=16, color=c,
                             markeredgecolor="black", zorder=5)
-    if plan:
-        ax_t.axhline(plan["ttft_ms"], color="gray", ls="--", lw=1.2, label=f"SLO TTFT {plan['ttft_ms']:g} ms")
-        ax_i.axhline(plan["itl_ms"], color="gray", ls="--", lw=1.2, label=f"SLO ITL {plan['itl_ms']:g} ms")
+                    any_star = True
+    for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
+        if slos[ax]:
+            h = ax.axhline(slos[ax], color="gray", ls="--", lw=1.2, label=f"SLO {what} {slos[ax]:g} ms")
+            handles.append(h)
+    if any_star:
+        handles.append(Line2D([], [], ls="", marker="*", ms=14, color="white", markeredgecolor="black",
+                              label="planned point (most clients under both SLOs)"))
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
         ax.set_xscale("log", base=2)
-        swept = sorted(set(cols["concurrency"]))
+        swept = sorted(set(cols["_x"]))
         if len(swept) <= 12:   # label every swept concurrency, not just every other power of two
             ax.set_xticks(swept)
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        elif len(swept) <= 24:  # the powers of two (and the last point) labelled, the others ticked
+            major = [v for v in swept if v >= 1 and float(v).is_integer() and (int(v) & (int(v) - 1)) == 0]
+            ax.set_xticks(sorted(set(major + [swept[-1]])))
+            ax.set_xticks([v for v in swept if v not in major], minor=True)
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.set_xlabel("concurrency (clients)")
+        ax.set_xlabel(cols["_xlabel"])
         ax.set_ylabel(f"{what} {stat} (ms)")
-        ax.set_title(f"{what} vs concurrency")
-        ax.set_ylim(bottom=0)
+        ax.set_title(f"{what} {stat} vs {cols['_xname']}")
+        ax.set_ylim(bottom=0, top=tops[ax] if tops[ax] else None)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=9, frameon=False)
+    title = title if title is not None else default_title(plan)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
-def throughput_figure(sweep, title=None):
-    """Output tokens/s per GPU against output tokens/s per user, one curve per topology."""
+def _spread_labels(ax, xs, ys, labels, color, placed):
+    """Writes the concurrency next to each point, skipping a label that would overlap one already
+    written (in screen space, `placed`, shared by all curves), so the low end stays readable."""
+    ax.figure.canvas.draw()
+    for x, y, t in zip(xs, ys, labels):
+        px, py = ax.transData.transform((x, y))
+        if any(abs(px - qx) < 22 and abs(py - qy) < 12 for qx, qy in placed):
+            continue
+        placed.append((px, py))
+        ax.annotate(t, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points", color=color)
+
+
+def throughput_figure(sweep, title=None, plan=None):
+    """Output tokens/s per GPU against mean output tokens/s per user, one curve per topology;
+    points labelled with their concurrency, planned points starred, the ITL SLO's least tokens/s
+    per user as a line when a plan is given."""
     import matplotlib.pyplot as plt
 
     cols = _columns(sweep)
-    fig, ax = plt.subplots(figsize=(6.5, 4.6))
-    for k, (name, idx) in enumerate(_by_topology(cols).items()):
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
+    groups = list(_by_topology(cols).items())
+    any_star = False
+    for k, (name, idx) in enumerate(groups):
         c = COLORS[k % len(COLORS)]
-        ax.plot([cols["output_tps_per_user"][i] for i in idx], [cols["output_tps_per_gpu"][i] for i in idx],
-                "o-", color=c, label=name, ms=4)
-        for i in idx:
-            ax.annotate(str(cols["concurrency"][i]), (cols["output_tps_per_user"][i], cols["output_tps_per_gpu"][i]),
-                        fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("output tokens/s per user")
+        xs = [cols["output_tps_per_user"][i] for i in idx]
+        ys = [cols["output_tps_per_gpu"][i] for i in idx]
+        ax.plot(xs, ys, "o-", color=c, label=name, ms=4)
+        p = planned.get(name)
+        if p and p.get("max_concurrency"):
+            j = [i for i in idx if cols["_x"][i] == p["max_concurrency"]]
+            if j:
+                ax.plot([cols["output_tps_per_user"][j[0]]], [cols["output_tps_per_gpu"][j[0]]], marker="*", ms=16,
+                        color=c, markeredgecolor="black", zorder=5)
+                any_star = True
+    ax.set_xlabel("output tokens/s per user (mean)")
     ax.set_ylabel("output tokens/s per GPU")
-    ax.set_title(title or "Throughput per GPU vs per user (labels: concurrency)")
+    itl = (plan or {}).get("itl_ms")
+    if itl:
+        ax.axvline(1000.0 / itl, color="gray", ls="--", lw=1.2,
+                   label=f"ITL SLO {itl:g} ms: at least {1000.0 / itl:g} tok/s per user")
+    if any_star:
+        ax.plot([], [], ls="", marker="*", ms=14, color="white", markeredgecolor="black", label="planned point")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    placed = []
+    for k, (name, idx) in enumerate(groups):
+        _spread_labels(ax, [cols["output_tps_per_user"][i] for i in idx], [cols["output_tps_per_gpu"][i] for i in idx],
+                       [f"{cols['_x'][i]:g}" for i in idx], COLORS[k % len(COLORS)], placed)
+    t = title if title is not None else default_title(plan)
+    ax.set_title((t + "\n" if t else "") + f"Throughput per GPU vs per user (labels: {cols['_xname']})", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
@@ -200,28 +295,74 @@ def save_search_chart(result, path, title=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    import os
+
     fig = search_figure(result, title=title)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        tmp = _save_atomic(fig, path)
+    finally:
+        plt.close(fig)
+    os.replace(tmp, path)
     return path
 
 
+def _save_atomic(fig, path):
+    """savefig into a temporary file beside `path`; returns the temporary's name."""
+    import os
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def chart_paths(path):
+    """The latency chart and the throughput chart written for `path` ('x' or 'x.png')."""
+    base = path[:-4] if path.lower().endswith(".png") else path
+    return base + ".png", base + "-throughput.png"
+
+
 def save_charts(sweep, path, plan=None, title=None):
-    """Writes the latency chart to `path` and the throughput chart beside it (`*-throughput.png`).
-    Returns both paths."""
+    """Writes the latency chart to `path` (.png added when missing) and the throughput chart beside
+    it (`*-throughput.png`), both or neither: each is rendered to a temporary file, and they are
+    renamed into place only when both are written. Returns both paths."""
+    import os
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = latency_figure(sweep, plan=plan, title=title)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    base = path[:-4] if path.lower().endswith(".png") else path
-    tpath = base + "-throughput.png"
-    fig = throughput_figure(sweep, title=None)
-    fig.savefig(tpath, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path, tpath
+    lpath, tpath = chart_paths(path)
+    tmps = []
+    try:
+        fig = latency_figure(sweep, plan=plan, title=title)
+        try:
+            tmps.append(_save_atomic(fig, lpath))
+        finally:
+            plt.close(fig)
+        fig = throughput_figure(sweep, title=title, plan=plan)
+        try:
+            tmps.append(_save_atomic(fig, tpath))
+        finally:
+            plt.close(fig)
+        mask = os.umask(0)
+        os.umask(mask)
+        for t in tmps:
+            os.chmod(t, 0o666 & ~mask)
+        os.replace(tmps[0], lpath)
+        tmps[0] = None
+        os.replace(tmps[1], tpath)
+        tmps[1] = None
+    finally:
+        for t in tmps:
+            if t:
+                os.unlink(t)
+    return lpath, tpath
 
 
 GPU_COLORS = {"h100": "#1f77b4", "h200": "#d62728", "b200": "#2ca02c", "b300": "#9467bd", "gb200": "#ff7f0e",
@@ -279,9 +420,14 @@ def save_validation_chart(result, path, title=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    import os
+
     fig = validation_figure(result, title=title)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        tmp = _save_atomic(fig, path)
+    finally:
+        plt.close(fig)
+    os.replace(tmp, path)
     return path
 
 
@@ -292,15 +438,19 @@ def main(argv=None):
     ap.add_argument("--search", help="search JSON (servesim search --format json): draw its Pareto chart")
     ap.add_argument("--plan", help="plan JSON (servesim plan --format json)")
     ap.add_argument("-o", "--output", default="servesim.png", help="PNG to write")
-    ap.add_argument("--title")
+    ap.add_argument("--title", help="chart title (default: model, hardware, precision and ISL/OSL of the plan)")
     a = ap.parse_args(argv)
+    # Every failure is one line on stderr and exit status 2: no traceback.
     if a.validation:
         try:
             with open(a.validation) as f:
                 result = json.load(f)
             print(save_validation_chart(result, a.output, title=a.title))
-        except (OSError, ValueError, KeyError) as e:
-            print(f"servesim.plot: error: {a.validation}: {e}", file=sys.stderr)
+        except RecursionError:
+            print(f"servesim.plot: error: {a.validation}: JSON nested too deeply", file=sys.stderr)
+            return 2
+        except Exception as e:  # noqa: BLE001 - one line, never a traceback
+            print(f"servesim.plot: error: {a.validation}: {_one_line(e)}", file=sys.stderr)
             return 2
         return 0
     if a.search:
@@ -308,8 +458,11 @@ def main(argv=None):
             with open(a.search) as f:
                 result = json.load(f)
             print(save_search_chart(result, a.output, title=a.title))
-        except (OSError, ValueError, KeyError) as e:
-            print(f"servesim.plot: error: {a.search}: {e}", file=sys.stderr)
+        except RecursionError:
+            print(f"servesim.plot: error: {a.search}: JSON nested too deeply", file=sys.stderr)
+            return 2
+        except Exception as e:  # noqa: BLE001 - one line, never a traceback
+            print(f"servesim.plot: error: {a.search}: {_one_line(e)}", file=sys.stderr)
             return 2
         return 0
     if not a.sweep:
@@ -323,17 +476,32 @@ def main(argv=None):
                 plan = json.load(f)
         if plan is None and isinstance(sweep, dict) and "topologies" in sweep and "sweep" in sweep:
             plan, sweep = sweep, sweep["sweep"]
+    except RecursionError:
+        print(f"servesim.plot: error: {a.sweep}: JSON nested too deeply", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as e:
-        print(f"servesim.plot: error: {e}", file=sys.stderr)
+        print(f"servesim.plot: error: {_one_line(e)}", file=sys.stderr)
         return 2
     try:
         paths = save_charts(sweep, a.output, plan=plan, title=a.title)
-    except (ValueError, KeyError) as e:
-        print(f"servesim.plot: error: {a.sweep}: {e}", file=sys.stderr)
+    except OSError as e:
+        print(f"servesim.plot: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        print(f"servesim.plot: error: {a.sweep}: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the CLI promises one line, never a traceback
+        print(f"servesim.plot: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 2
     for p in paths:
         print(p)
     return 0
+
+
+def _one_line(e):
+    if isinstance(e, OSError) and e.strerror and e.filename:
+        return f"{e.filename}: {e.strerror}"
+    return " ".join(str(e).split())
 
 
 if __name__ == "__main__":

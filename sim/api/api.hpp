@@ -79,19 +79,23 @@ nlohmann::json validate(const nlohmann::json& args);
 
 // `servesim plan`: topology sweep on instances and the SLO capacity plan.
 struct PlanArgs {
-  std::string model, instance, precision, kv_cache_dtype, topology = "both", concurrency = "1,2,4,8,16,32,64,128,256";
+  std::string model, instance, precision, kv_cache_dtype, topology = "both";
+  // Closed-loop clients to sweep; "" = 1, 2, 4, ..., 256, then (plan() only) 384, 512, 768, ...
+  // up to 4096 for each topology still under both SLO lines at its highest point.
+  std::string concurrency;
   std::string statistic = "p50", mtp_acceptance, router = "least_outstanding";
   std::string prefill_instance, decode_instance;  // disaggregated roles on other instance types ("" = --instance)
   int prefill_nodes = 0, decode_nodes = 0;        // nodes of each role's instance type (0 = the fewest that hold it)
   int nodes = 0, prefill_workers = 1, decode_workers = 1, encode_workers = 0, threads = 0;
   std::optional<int> tp, pp, ep, prefill_tp, decode_tp, replicas, max_num_seqs, num_speculative_tokens;
-  std::int64_t isl = 0, osl = 0, seed = 0;
-  std::optional<std::int64_t> requests, max_num_batched_tokens;
+  std::int64_t seed = 0;
+  std::optional<std::int64_t> isl, osl, requests, max_num_batched_tokens;   // unset: required with a model
   std::optional<double> gpu_memory_utilization;
-  double ttft_ms = 0, itl_ms = 0, target_tps = 0;
+  std::optional<double> ttft_ms, itl_ms, target_tps;                         // unset: required with a model
 };
 // The whole plan: {"topologies": [...], "slo", "target", "sweep": {"columns": {...}}, ...}.
-nlohmann::json plan(const PlanArgs& a);
+// progress(done, points), if given, is called after each sweep point.
+nlohmann::json plan(const PlanArgs& a, const std::function<void(int, int)>& progress = {});
 // The same in pieces, so the points can run elsewhere (a Dask cluster): the number of
 // (topology, concurrency) points, one point's sweep row, and the plan from all rows in order.
 int plan_points(const PlanArgs& a);

@@ -15,6 +15,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/parallel.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/validate.hpp"
@@ -29,11 +30,11 @@ std::string apply_reference(PlanArgs& o) {
   if (o.instance.empty()) o.instance = "p5en.48xlarge";
   if (o.nodes == 0) o.nodes = 2;
   if (o.precision.empty()) o.precision = "bf16";
-  if (o.isl == 0) o.isl = 4000;
-  if (o.osl == 0) o.osl = 500;
-  if (o.ttft_ms == 0) o.ttft_ms = 600;
-  if (o.itl_ms == 0) o.itl_ms = 100;
-  if (o.target_tps == 0) o.target_tps = 10000;
+  if (!o.isl) o.isl = 4000;
+  if (!o.osl) o.osl = 500;
+  if (!o.ttft_ms) o.ttft_ms = 600;
+  if (!o.itl_ms) o.itl_ms = 100;
+  if (!o.target_tps) o.target_tps = 10000;
   return "reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge (16 H200), BF16, aggregated vs 1P1D "
          "disaggregated, ISL 4000 / OSL 500, SLO TTFT 600 ms / ITL 100 ms, target 10000 output tok/s";
 }
@@ -47,6 +48,7 @@ struct Study {
   std::vector<std::unique_ptr<sim::Deployment>> deps;
   std::vector<sim::TopologyChoice> topos;   // one per deployment, as built
   std::vector<int> conc;
+  bool auto_concurrency = false;
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
@@ -54,19 +56,19 @@ struct Study {
     const auto required = [](const char* flag, bool given, const char* what) {
       if (!given) throw Error(flag, "", std::string("required with --model: ") + what);
     };
-    required("--isl", o.isl != 0, "input tokens per request");
-    required("--osl", o.osl != 0, "output tokens per request");
-    required("--ttft-ms", o.ttft_ms != 0, "the SLO on time to first token, e.g. 600");
-    required("--itl-ms", o.itl_ms != 0, "the SLO on inter-token latency, e.g. 100");
-    required("--target-tps", o.target_tps != 0, "output tokens/s the deployment must serve");
+    required("--isl", o.isl.has_value(), "input tokens per request");
+    required("--osl", o.osl.has_value(), "output tokens per request");
+    required("--ttft-ms", o.ttft_ms.has_value(), "the SLO on time to first token, e.g. 600");
+    required("--itl-ms", o.itl_ms.has_value(), "the SLO on inter-token latency, e.g. 100");
+    required("--target-tps", o.target_tps.has_value(), "output tokens/s the deployment must serve");
     required("--instance", !o.instance.empty(), "the instance type to lay the topologies on (servesim list instances)");
     required("--nodes", o.nodes != 0, "how many instances the topologies are laid on");
     if (o.nodes < 1) throw Error("--nodes", "", "must be >= 1");
-    if (o.isl < 1) throw Error("--isl", "", "must be >= 1");
-    if (o.osl < 1) throw Error("--osl", "", "must be >= 1");
+    if (*o.isl < 1) throw Error("--isl", "", "must be >= 1");
+    if (*o.osl < 2) throw Error("--osl", "", "must be >= 2: inter-token latency, which the ITL SLO bounds, needs two output tokens");
     if (o.requests && *o.requests < 1) throw Error("--requests", "", "must be >= 1");
     if (o.seed < 0) throw Error("--seed", "", "must be >= 0");
-    slo = {o.ttft_ms, o.itl_ms, sim::parse_statistic(o.statistic), o.target_tps};
+    slo = {*o.ttft_ms, *o.itl_ms, sim::parse_statistic(o.statistic), *o.target_tps};
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
@@ -136,7 +138,8 @@ struct Study {
     }
     for (const auto& tc : topos) deps.push_back(std::make_unique<sim::Deployment>(tc, spec));
 
-    for (const auto& s : text::split_csv(o.concurrency)) {
+    auto_concurrency = o.concurrency.empty();
+    for (const auto& s : text::split_csv(auto_concurrency ? std::string("1,2,4,8,16,32,64,128,256") : o.concurrency)) {
       char* end = nullptr;
       const long v = std::strtol(s.c_str(), &end, 10);
       if (!end || *end || v < 1 || v > 100000) throw Error("--concurrency", "", "'" + s + "' is not a client count >= 1");
@@ -149,16 +152,25 @@ struct Study {
 
   sim::SweepRow run(int k) const {
     if (k < 0 || k >= points()) throw Error("plan_point", "index", "must be in [0, " + std::to_string(points()) + ")");
-    const auto& d = *deps[static_cast<std::size_t>(k) / conc.size()];
-    const int c = conc[static_cast<std::size_t>(k) % conc.size()];
+    return run_at(static_cast<std::size_t>(k) / conc.size(), conc[static_cast<std::size_t>(k) % conc.size()]);
+  }
+
+  // Whether a swept point is under both SLO lines.
+  bool passes(const sim::SweepRow& r) const {
+    const int i = static_cast<int>(slo.statistic);
+    return r.ttft_ms[i] <= slo.ttft_ms && r.itl_ms[i] <= slo.itl_ms;
+  }
+
+  sim::SweepRow run_at(std::size_t dep, int c) const {
+    const auto& d = *deps[dep];
     workloads::WorkloadConfig wc;
     wc.arrival = workloads::Arrival::concurrency;
     wc.concurrency = c;
     wc.requests = o.requests ? *o.requests : std::max<std::int64_t>(200, 8LL * c);
     wc.warmup_requests = c;
     wc.seed = spec.seed;
-    wc.isl = workloads::LengthDist::fixed_at(o.isl);
-    wc.osl = workloads::LengthDist::fixed_at(o.osl);
+    wc.isl = workloads::LengthDist::fixed_at(*o.isl);
+    wc.osl = workloads::LengthDist::fixed_at(*o.osl);
     return sim::sweep_row(d.name(), c, d.run(wc).summary, d.gpus());
   }
 
@@ -232,9 +244,10 @@ struct Study {
     j["model"] = spec.model->name;
     j["instance"] = spec.instance->name;
     j["nodes"] = o.nodes;
+    j["gpu"] = spec.gpu->name;
     j["precision"] = std::string(hw::to_string(spec.weights));
-    j["isl"] = o.isl;
-    j["osl"] = o.osl;
+    j["isl"] = *o.isl;
+    j["osl"] = *o.osl;
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["ttft_ms"] = slo.ttft_ms;   // flat copies for python/servesim/plot.py
     j["itl_ms"] = slo.itl_ms;
@@ -246,7 +259,7 @@ struct Study {
       r["gpus_per_replica"] = units[i].gpus;
       r["instances_per_replica"] = units[i].instances;
       r["deployment"] = deps[i]->describe();
-      r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), o.isl + o.osl);
+      r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), *o.isl + *o.osl);
       r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);
     }
@@ -319,29 +332,49 @@ sim::SweepRow row_from(const nlohmann::json& j) {
 
 }  // namespace
 
-nlohmann::json plan(const PlanArgs& a) {
+nlohmann::json plan(const PlanArgs& a, const std::function<void(int, int)>& progress) {
   const Study st(a);
   const int n = st.points();
   std::vector<sim::SweepRow> rows(static_cast<std::size_t>(n));
-  std::atomic<int> next{0};
-  std::exception_ptr failure;
-  std::mutex fail_mu;
-  auto work = [&] {
-    for (int k; (k = next++) < n;) {
-      try {
-        rows[static_cast<std::size_t>(k)] = st.run(k);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(fail_mu);
-        if (!failure) failure = std::current_exception();
+  sim::parallel_for(n, a.threads, [&](int k) { rows[static_cast<std::size_t>(k)] = st.run(k); }, "--threads", progress);
+  if (st.auto_concurrency) {
+    // Without --concurrency, a topology still under both SLO lines at its highest point is swept
+    // on (x1.5, x4/3 alternately) until a line is crossed or 4096 clients: the plan then reads
+    // the capacity where the SLO binds, not where the default list happened to stop.
+    std::vector<std::size_t> dep_of(rows.size());
+    for (std::size_t k = 0; k < rows.size(); ++k) dep_of[k] = k / st.conc.size();
+    std::vector<int> last(st.deps.size(), st.conc.back());
+    for (;;) {
+      std::vector<std::pair<std::size_t, int>> todo;
+      for (std::size_t d = 0; d < st.deps.size(); ++d) {
+        const sim::SweepRow* top = nullptr;
+        for (std::size_t k = 0; k < rows.size(); ++k)
+          if (dep_of[k] == d && rows[k].concurrency == last[d]) top = &rows[k];
+        if (!top || !st.passes(*top) || last[d] >= 4096) continue;
+        const int next = (last[d] & (last[d] - 1)) == 0 ? last[d] * 3 / 2 : last[d] * 4 / 3;   // 256 -> 384 -> 512 -> 768
+        todo.emplace_back(d, next);
+        last[d] = next;
+      }
+      if (todo.empty()) break;
+      std::vector<sim::SweepRow> more(todo.size());
+      sim::parallel_for(static_cast<int>(todo.size()), a.threads, [&](int k) {
+        more[static_cast<std::size_t>(k)] = st.run_at(todo[static_cast<std::size_t>(k)].first, todo[static_cast<std::size_t>(k)].second);
+      }, "--threads");
+      for (std::size_t k = 0; k < todo.size(); ++k) {
+        rows.push_back(more[k]);
+        dep_of.push_back(todo[k].first);
       }
     }
-  };
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < std::min(threads, n); ++i) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
+    // Topology by topology, concurrency ascending, as with a given list.
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      return dep_of[x] != dep_of[y] ? dep_of[x] < dep_of[y] : rows[x].concurrency < rows[y].concurrency;
+    });
+    std::vector<sim::SweepRow> sorted;
+    for (std::size_t k : order) sorted.push_back(rows[k]);
+    rows = std::move(sorted);
+  }
   return st.finish(rows);
 }
 

@@ -4,11 +4,13 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "models/min_gpus.hpp"
 #include "models/step_cost.hpp"
 #include "sim/api/api.hpp"
+#include "sim/resolve.hpp"
 
 namespace servesim::api {
 namespace {
@@ -29,7 +31,7 @@ class OpArgs {
       if (!dflt) throw Error(where_, k, "required; arguments: " + text::join(known_, ", "));
       return *dflt;
     }
-    if (!j_[k].is_number()) throw Error(where_, k, "expected a number, got " + j_[k].dump());
+    if (!j_[k].is_number()) throw Error(where_, k, "expected a number, got " + brief(j_[k]));
     const double v = j_[k].get<double>();
     if (!std::isfinite(v)) throw Error(where_, k, "must be finite");
     return v;
@@ -37,7 +39,7 @@ class OpArgs {
   std::int64_t integer(const std::string& k, std::optional<std::int64_t> dflt = std::nullopt, std::int64_t min = 1) const {
     const double v = number(k, dflt ? std::optional<double>(double(*dflt)) : std::nullopt);
     if (v != std::floor(v) || v < double(min) || v > 9e15)
-      throw Error(where_, k, "expected a whole number >= " + std::to_string(min) + ", got " + j_[k].dump());
+      throw Error(where_, k, "expected a whole number >= " + std::to_string(min) + ", got " + brief(j_[k]));
     return static_cast<std::int64_t>(v);
   }
   int small(const std::string& k, std::optional<int> dflt = std::nullopt) const {
@@ -47,7 +49,7 @@ class OpArgs {
   }
   std::string str(const std::string& k, const std::string& dflt) const {
     if (!j_.contains(k) || j_[k].is_null()) return dflt;
-    if (!j_[k].is_string()) throw Error(where_, k, "expected a string, got " + j_[k].dump());
+    if (!j_[k].is_string()) throw Error(where_, k, "expected a string, got " + brief(j_[k]));
     return j_[k].get<std::string>();
   }
 
@@ -103,7 +105,10 @@ nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
   if (it == op_table().end())
     throw Error("op", "", "unknown op '" + std::string(kind_in) + "'; known: " + text::join(op_kinds(), ", "));
   const OpArgs a(kind, args, it->second);
-  const auto& g = hw::Catalog::global().gpu(a.str("gpu", "h200"));
+  // A collective on an instance runs on that instance's GPU; a --gpu naming another is refused.
+  const std::string on_instance = kind == "collective" ? a.str("instance", "") : "";
+  const auto& g = hw::Catalog::global().gpu(on_instance.empty() ? a.str("gpu", "h200")
+                                                                : sim::resolve_gpu(a.str("gpu", ""), on_instance, ""));
   const auto& km = hw::kernel_model(g);
   if (kind == "gemm") {
     const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
@@ -205,6 +210,10 @@ nlohmann::json step(const StepArgs& a) {
   if (a.context < 1) throw Error("--context", "", "must be >= 1");
   if (a.chunk < 0) throw Error("--chunk", "", "must be >= 0");
   if (a.vision_tiles < 0) throw Error("--vision-tiles", "", "must be >= 0");
+  if (a.vision_tiles > 0 && !m.has_vision) throw Error("--vision-tiles", "", m.name + " has no vision encoder (text only)");
+  if (a.batch > (1 << 20)) throw Error("--batch", "", "must be <= 1048576");
+  if (a.context > (std::int64_t{1} << 31)) throw Error("--context", "", "must be <= 2^31 tokens");
+  if (a.chunk > a.context) throw Error("--chunk", "", "must be <= --context (" + std::to_string(a.context) + ")");
   const models::Parallelism par{a.tp, a.pp, a.ep};
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;

@@ -3,18 +3,17 @@
 // TTFT and ITL lines, the output tokens/s one copy of the topology serves there, copies for the
 // target, GPUs, instances, $/hour and the limiting side. --plot draws the charts through
 // python/servesim.
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
+#include <cmath>
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plot_runner.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -23,33 +22,48 @@ struct PlanOpts {
   api::PlanArgs args;
   std::string plot, emit_dir;
   Format format = Format::table;
+  bool quiet = false;
 };
 
-std::string self_dir() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<std::size_t>(n));
-  return p.substr(0, p.find_last_of('/'));
+// "x.png" and "x" both name the chart x.png; the throughput chart and the data files sit beside it.
+struct PlotPaths {
+  std::string chart, base;
+};
+PlotPaths plot_paths(const std::string& plot) {
+  const bool png = plot.size() > 4 && text::lower(plot.substr(plot.size() - 4)) == ".png";
+  const std::string base = png ? plot.substr(0, plot.size() - 4) : plot;
+  return {png ? plot : plot + ".png", base};
 }
 
 std::string str(const nlohmann::json& v) { return v.get<std::string>(); }
 std::string num(const nlohmann::json& v) { return std::to_string(v.get<std::int64_t>()); }
+// A figure, or "-" where it is undefined (NaN / null), as `simulate` prints it.
+std::string val(const nlohmann::json& v, int decimals) {
+  return v.is_number() && std::isfinite(v.get<double>()) ? fixed(v.get<double>(), decimals) : "-";
+}
 
 void run_plan(const PlanOpts& o) {
-  nlohmann::json j = api::plan(o.args);
+  if (!o.plot.empty()) {   // before the run, so a bad path does not waste it
+    const PlotPaths p = plot_paths(o.plot);
+    for (const auto& f : {p.chart, p.base + "-throughput.png", p.base + "-sweep.json", p.base + "-plan.json"})
+      check_writable_target(f, "--plot");
+  }
+  const auto bar = progress_bar(o.quiet, "points");
+  std::function<void(int, int)> progress;
+  if (bar) progress = [bar](int done, int total) { bar(done, total); };
+  nlohmann::json j = api::plan(o.args, progress);
   const nlohmann::json& sweep = j["sweep"];
 
   if (!o.plot.empty()) {
-    const std::string base = o.plot.size() > 4 && text::lower(o.plot.substr(o.plot.size() - 4)) == ".png"
-                                 ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
-    const std::string sweep_path = base + "-sweep.json", plan_path = base + "-plan.json";
-    std::ofstream(sweep_path) << sweep.dump();
-    std::ofstream(plan_path) << j.dump();
-    const std::string cmd = "PYTHONPATH='" + self_dir() + "/python' MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot '" +
-                            sweep_path + "' --plan '" + plan_path + "' -o '" + o.plot + "' >/dev/null";
-    if (std::system(cmd.c_str()) != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
-    j["plot"] = o.plot;
+    // The data files and the charts appear together or not at all: the JSON goes to temporary
+    // files, the plotter reads those and writes both PNGs atomically, then the JSON is renamed.
+    const PlotPaths p = plot_paths(o.plot);
+    AtomicFiles data;
+    j["plot"] = p.chart;
+    const std::string sweep_tmp = data.write(p.base + "-sweep.json", sweep.dump());
+    const std::string plan_tmp = data.write(p.base + "-plan.json", j.dump());
+    draw_charts(sweep_tmp, plan_tmp, p.chart);
+    data.commit();
   }
 
   std::string emitted;
@@ -71,16 +85,17 @@ void run_plan(const PlanOpts& o) {
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
   for (std::size_t i = 0; i < c["topology"].size(); ++i) {
-    // A value with its prediction band "(lo-hi)" when the column has one (p50 and throughput).
+    // A value with its prediction band "(lo-hi)" when the column has one (p50 and throughput);
+    // "-" where the value is undefined (NaN / null).
     auto banded = [&](const std::string& name, int digits) {
-      std::string t = fixed(c[name][i].get<double>(), digits);
+      std::string t = val(c[name][i], digits);
       if (c.contains(name + "_band_lo") && c[name + "_band_lo"][i].is_number())
         t += " (" + fixed(c[name + "_band_lo"][i].get<double>(), digits) + "-" + fixed(c[name + "_band_hi"][i].get<double>(), digits) + ")";
       return t;
     };
     sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), banded("ttft_" + stat + "_ms", 1),
                 banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
-                fixed(c["output_tps_per_gpu"][i].get<double>(), 1), fixed(c["output_tps_per_user"][i].get<double>(), 1)});
+                val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
   out += "\nSweep\n" + sw.render() +
          "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
@@ -96,9 +111,8 @@ void run_plan(const PlanOpts& o) {
                 j["target"]["output_tps"].get<double>());
   out += slo_line + pt.render();
   if (!o.plot.empty()) {
-    const std::string base = o.plot.size() > 4 && text::lower(o.plot.substr(o.plot.size() - 4)) == ".png"
-                                 ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
-    out += "Charts: " + o.plot + " (TTFT and ITL vs concurrency), " + base + "-throughput.png (tok/s per GPU vs per user)\n"
+    const std::string base = plot_paths(o.plot).base;
+    out += "Charts: " + plot_paths(o.plot).chart + " (TTFT and ITL vs concurrency), " + base + "-throughput.png (tok/s per GPU vs per user)\n"
            "Data:   " + base + "-sweep.json, " + base + "-plan.json\n";
   }
   if (!o.emit_dir.empty())
@@ -133,7 +147,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--decode-nodes", o->args.decode_nodes, "Nodes of the decode instance type (default: the fewest that hold them)");
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
-  c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256)");
+  c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
   c->add_option("--requests", o->args.requests, "Measured requests per point (default max(200, 8 x concurrency))");
   c->add_option("--seed", o->args.seed, "Random seed");
   c->add_option("--router", o->args.router, "round_robin, least_outstanding or least_kv_load");
@@ -146,10 +160,11 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--itl-ms", o->args.itl_ms, "SLO on inter-token latency (ms)");
   c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
-  c->add_option("--plot", o->plot, "Write the charts to FILE.png (and FILE-throughput.png)");
+  c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   c->add_option("--threads", o->args.threads, "Worker threads (default: all cores); results do not depend on it");
   add_format_option(*c, o->format);
+  add_quiet_flag(*c, o->quiet);
   c->callback([o] { run_plan(*o); });
 }
 

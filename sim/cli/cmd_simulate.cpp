@@ -18,10 +18,12 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/resolve.hpp"
 #include "sim/simulate.hpp"
 #include "sim/validate/run_bands.hpp"
 
@@ -47,6 +49,7 @@ struct SimOpts {
   // sweep
   std::string output, sweep_format;  // format "" = by --output extension (.csv, .json), else table
   int threads = 0;
+  bool quiet = false;
 };
 
 void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
@@ -115,7 +118,8 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
                    !o.prefill_instance.empty() || !o.decode_instance.empty() || !o.prefill_gpu.empty() ||
                    !o.decode_gpu.empty() || o.prefill_nodes || o.decode_nodes;
   if (!any) return;
-  if (!j.contains("topology") || !j["topology"].is_object()) j["topology"] = nlohmann::json::object();
+  if (!j.contains("topology") || j["topology"].is_null()) j["topology"] = nlohmann::json::object();
+  if (!j["topology"].is_object()) throw Error(o.scenario.empty() ? "--topology" : o.scenario, "topology", "expected a JSON object, got " + brief(j["topology"]));
   nlohmann::json& t = j["topology"];
   if (!o.topology.empty()) t["kind"] = o.topology;
   const bool disagg = text::lower(t.value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
@@ -147,9 +151,40 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
 }
 
 // The scenario JSON: the file or the embedded default, with every given flag applied.
+// What build_scenario chose for flags left open ("" when nothing was), for the header.
+std::string defaults_note;
+
 sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
+  // NaN or inf would become JSON null on the way to the parser, i.e. silently the default.
+  auto finite = [](const std::optional<double>& v, const char* flag, bool non_negative) {
+    if (v && !std::isfinite(*v)) throw Error(flag, "", "expected a finite number, got " + std::to_string(*v));
+    if (v && non_negative && *v < 0) throw Error(flag, "", "must be >= 0, got " + fixed(*v, 3));
+  };
+  finite(o.isl_stddev, "--isl-stddev", true);
+  finite(o.osl_stddev, "--osl-stddev", true);
+  finite(o.util, "--gpu-memory-utilization", false);
+  finite(o.overhead_ms, "--step-overhead-ms", false);
+  finite(o.burstiness, "--burstiness", false);
   nlohmann::json j = o.scenario.empty() ? sim::default_scenario_json() : sim::read_scenario_file(o.scenario);
   if (!j.is_object()) throw Error(o.scenario, "", "expected a JSON object");
+  // --gpu and --instance must name the same GPU.
+  if (!o.instance.empty()) (void)sim::resolve_gpu(o.gpu, o.instance, "");
+  // A model named on the command line without a scenario file: the embedded scenario's model
+  // fields (its FP8 / TP8 / 8 GPUs belong to its own model) give way to the one rule of
+  // sim/resolve.hpp; the workload and engine knobs stay. The header says what was chosen.
+  if (o.scenario.empty() && !o.model.empty() && o.topology.empty() && o.instance.empty()) {
+    sim::ResolveInput in{o.model, o.gpu, "", o.precision, o.tp, o.pp, o.gpus};
+    const sim::Resolved r = sim::resolve(in);
+    for (const char* k : {"tp", "pp", "ep", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel_size",
+                          "kv_cache_dtype"})
+      j.erase(k);
+    j["gpu"] = r.gpu;
+    j["precision"] = std::string(hw::to_string(r.precision));
+    j["tensor_parallel_size"] = r.tp;
+    j["pipeline_parallel_size"] = r.pp;
+    j["gpus"] = r.gpus;
+    defaults_note = r.describe();
+  }
   auto set = [&](const char* key, const auto& v) {
     if (v) j[key] = *v;
   };
@@ -163,7 +198,13 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (!o.kv_cache_dtype.empty()) j["kv_cache_dtype"] = o.kv_cache_dtype;
   if (!o.router.empty()) j["router"] = o.router;
   set("seed", o.seed);
-  if (!j.contains("engine") || !j["engine"].is_object()) j["engine"] = nlohmann::json::object();
+  // A field of the wrong shape is reported by the parser, never replaced.
+  auto object_at = [&](nlohmann::json& parent, const char* key) -> nlohmann::json& {
+    if (!parent.contains(key) || parent[key].is_null()) parent[key] = nlohmann::json::object();
+    if (!parent[key].is_object()) throw Error(o.scenario, key, "expected a JSON object, got " + brief(parent[key]));
+    return parent[key];
+  };
+  object_at(j, "engine");
   nlohmann::json& e = j["engine"];
   if (o.max_num_seqs) e["max_num_seqs"] = *o.max_num_seqs;
   if (o.max_num_batched_tokens) e["max_num_batched_tokens"] = *o.max_num_batched_tokens;
@@ -217,8 +258,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   }
   apply_topology(o, j);
 
-  if (!j.contains("workload") || !j["workload"].is_object()) j["workload"] = nlohmann::json::object();
-  nlohmann::json& w = j["workload"];
+  nlohmann::json& w = object_at(j, "workload");
   auto length = [&](const char* key, const std::optional<std::int64_t>& mean, const std::optional<double>& sd, const char* flag) {
     if (sd && !mean) throw Error(flag, "", "needs --" + std::string(key) + " for the mean");
     if (!mean) return;
@@ -235,10 +275,10 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     try {
       std::size_t used = 0;
       double v = std::stod(s, &used);
-      if (used != s.size()) throw std::invalid_argument(s);
+      if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
       return v;
     } catch (const std::exception&) {
-      throw Error(flag, "", "expected a number, got '" + s + "'");
+      throw Error(flag, "", "expected a finite number, got '" + s + "'");
     }
   };
   if (!o.concurrency.empty()) {
@@ -257,6 +297,18 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.requests) w["requests"] = *o.requests;
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
+  // The embedded scenario's 32 clients with a smaller --requests: fewer clients, and the header
+  // says so (a --concurrency the user gave is checked by the parser instead).
+  if (o.scenario.empty() && o.concurrency.empty() && o.request_rate.empty() && o.requests && w.contains("concurrency") &&
+      w["concurrency"].is_number_integer()) {
+    const std::int64_t warm = w.value("warmup_requests", std::int64_t{0});
+    if (w["concurrency"].get<std::int64_t>() > *o.requests + warm) {
+      w["concurrency"] = *o.requests + warm;
+      const std::string note = "concurrency " + std::to_string(*o.requests + warm) +
+                               " (the embedded scenario's clients, capped at the requests)";
+      defaults_note = defaults_note.empty() ? "defaults: " + note : defaults_note + "; " + note;
+    }
+  }
   (void)sweep;
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
   return sim::parse_scenario(j.dump(), source);
@@ -302,6 +354,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
           std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
           (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
           ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
+  if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
+  else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)
+    out += "(the embedded default scenario, flags applied; --model picks the rest for your model)\n";
   if (r.disaggregated) {
     const auto& t = r.transfers;
     out += "KV + state handoffs: " + std::to_string(t.handoffs) + ", " + human_bytes(t.bytes) + " in all, " +
@@ -408,15 +463,17 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
 }
 
 void run_simulate(const SimOpts& o) {
-  const sim::Scenario s = build_scenario(o, false);
   if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
-    throw Error("--concurrency", "", "simulate takes one value; use `servesim sweep` for a list");
+    throw Error(o.concurrency.find(',') != std::string::npos ? "--concurrency" : "--request-rate", "",
+                "simulate takes one value; use `servesim sweep` for a list");
+  const sim::Scenario s = build_scenario(o, false);
   if (o.seeds) {
     if (!o.export_dir.empty()) throw Error("--seeds", "", "cannot be combined with --export");
     run_seeds(o, s);
     return;
   }
-  sim::SimResult r = sim::simulate(s, !o.export_dir.empty());
+  // The bar appears only for runs long enough to finish 16384 requests.
+  sim::SimResult r = sim::simulate(s, !o.export_dir.empty(), progress_bar(o.quiet, "requests"));
   if (!o.export_dir.empty()) r.metrics.export_dir(o.export_dir);
   emit(o.format, sim::aiperf_json(s, r), summary_text(s, r));
 }
@@ -432,9 +489,9 @@ void run_sweep(const SimOpts& o) {
     try {
       std::size_t used = 0;
       spec.values.push_back(std::stod(v, &used));
-      if (used != v.size()) throw std::invalid_argument(v);
+      if (used != v.size() || !std::isfinite(spec.values.back())) throw std::invalid_argument(v);
     } catch (const std::exception&) {
-      throw Error(flag, "", "expected a comma-separated list of numbers, got '" + v + "'");
+      throw Error(flag, "", "expected a comma-separated list of finite numbers, got '" + v + "'");
     }
   }
   if (spec.values.empty()) throw Error(flag, "", "empty list");
@@ -445,15 +502,9 @@ void run_sweep(const SimOpts& o) {
     fmt = ends(".csv") ? "csv" : ends(".json") ? "json" : "table";
   }
   if (fmt != "table" && fmt != "csv" && fmt != "json") throw Error("--format", "", "unknown format '" + fmt + "'; known: table, csv, json");
-  const bool tty = isatty(2);
-  std::mutex mu;
-  auto progress = [&](int done, int total) {
-    if (!tty) return;
-    std::lock_guard<std::mutex> lock(mu);
-    const int width = 30, filled = width * done / total;
-    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total
-              << (done == total ? "\n" : "") << std::flush;
-  };
+  const auto bar = progress_bar(o.quiet, "points");
+  std::function<void(int, int)> progress;
+  if (bar) progress = [bar](int done, int total) { bar(done, total); };
   const auto results = sim::sweep(s, spec, o.threads, progress);
   const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus, &s);
   const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
@@ -477,7 +528,7 @@ void run_sweep(const SimOpts& o) {
       };
       std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
                  banded("output_token_throughput", 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
-                 fixed(cols["output_token_throughput_per_user_avg"][i], 1), banded("time_to_first_token_ms_p50", 2),
+                 ms(cols["output_token_throughput_per_user_avg"][i]), banded("time_to_first_token_ms_p50", 2),
                  ms(cols["time_to_first_token_ms_p99"][i]), banded("inter_token_latency_ms_p50", 2),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
                  fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
@@ -490,10 +541,7 @@ void run_sweep(const SimOpts& o) {
   if (o.output.empty()) {
     std::cout << text;
   } else {
-    std::ofstream f(o.output, std::ios::binary);
-    if (!f) throw Error(o.output, "", "cannot write file");
-    f << text;
-    if (!f) throw Error(o.output, "", "write failed");
+    write_file_atomic(o.output, text);
   }
 }
 
@@ -504,6 +552,7 @@ void add_simulate_commands(CLI::App& app) {
   CLI::App* sim = app.add_subcommand("simulate", "Simulate one serving scenario (aiperf-style report)");
   add_scenario_options(*sim, *so, false);
   add_format_option(*sim, so->format);
+  add_quiet_flag(*sim, so->quiet);
   sim->add_option("--export", so->export_dir, "Write profile_export.jsonl, profile_export_aiperf.json and .csv to DIR");
   sim->add_option("--seeds", so->seeds, "Run N seeds (--seed, --seed + 1, ...) and report the spread of TTFT, ITL and throughput");
   sim->callback([so] { run_simulate(*so); });
@@ -514,6 +563,7 @@ void add_simulate_commands(CLI::App& app) {
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
   sw->add_option("--threads", wo->threads, "Worker threads (default: all cores); results do not depend on it");
+  add_quiet_flag(*sw, wo->quiet);
   sw->callback([wo] { run_sweep(*wo); });
 }
 

@@ -1,6 +1,8 @@
 // The `servesim` CLI: each group of subcommands lives in its own cmd_*.cpp and registers itself
 // on the root app through one of the add_* functions below (called from main.cpp).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,12 @@ enum class Format { table, json };
 void add_format_option(CLI::App& cmd, Format& format);
 // Prints `json` (pretty, 2 spaces) or `table_text` as asked.
 void emit(Format format, const nlohmann::json& json, const std::string& table_text);
+
+// A progress bar on stderr for long runs: only when stderr is a terminal and not `quiet`
+// (otherwise an empty function). Thread-safe; the bar ends with a newline at done == total.
+std::function<void(std::int64_t done, std::int64_t total)> progress_bar(bool quiet, const std::string& unit);
+// Adds `--quiet` (no progress bar) to a subcommand.
+void add_quiet_flag(CLI::App& cmd, bool& quiet);
 
 void add_list_command(CLI::App& app);       // cmd_list.cpp: list gpus|instances|models
 void add_memory_commands(CLI::App& app);    // cmd_memory.cpp: memory, min-gpus

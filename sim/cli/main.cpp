@@ -1,8 +1,14 @@
 // servesim: what-if CLI for LLM serving clusters. Errors in the user's input print as one line
 // ("servesim: error: <file>: <field>: <reason>") and exit with status 2.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <exception>
 #include <iostream>
+#include <new>
 
 #include "common/error.hpp"
 #include "common/text.hpp"
@@ -16,6 +22,23 @@ void add_format_option(CLI::App& cmd, Format& format) {
          "--format", [&format](const std::string& v) { format = text::iequals(v, "json") ? Format::json : Format::table; },
          "Output format: table (default) or json")
       ->check(CLI::IsMember({"table", "json"}, CLI::ignore_case));
+}
+
+std::function<void(std::int64_t, std::int64_t)> progress_bar(bool quiet, const std::string& unit) {
+  if (quiet || !isatty(2)) return {};
+  auto mu = std::make_shared<std::mutex>();
+  return [mu, unit](std::int64_t done, std::int64_t total) {
+    std::lock_guard<std::mutex> lock(*mu);
+    const int width = 30;
+    const int filled = total > 0 ? static_cast<int>(width * std::min(done, total) / total) : 0;
+    std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+              << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total << " " << unit
+              << (done >= total ? "\n" : "") << std::flush;
+  };
+}
+
+void add_quiet_flag(CLI::App& cmd, bool& quiet) {
+  cmd.add_flag("--quiet,-q", quiet, "No progress bar (it is shown only when stderr is a terminal)");
 }
 
 void emit(Format format, const nlohmann::json& json, const std::string& table_text) {
@@ -34,8 +57,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "servesim 0.1.0");
   std::vector<std::string> hw_files;
-  app.add_option("--hw-file", hw_files, "Extra GPU/instance catalogue JSON (repeatable)")
+  app.add_option("--hw-file", hw_files, "Extra GPU/instance catalogue JSON (repeatable; before or after the subcommand)")
       ->check(CLI::ExistingFile);
+  app.fallthrough();   // --hw-file may follow the subcommand too
   app.parse_complete_callback([&] {
     for (const auto& f : hw_files) hw::Catalog::global().add_file(f);
   });
@@ -74,6 +98,9 @@ int main(int argc, char** argv) {
   } catch (const servesim::Error& e) {
     std::cerr << "servesim: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "servesim: error: out of memory (a smaller --requests, sweep or input file needs less)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "servesim: error: " << e.what() << "\n";
     return 1;

@@ -1,11 +1,6 @@
-// libFuzzer target for the trace, length and timestamp file readers and the scenario "workload"
+// libFuzzer harness for the trace, length and timestamp file readers and the scenario "workload"
 // object: any bytes must either parse or raise servesim::Error, never crash, hang or read out of
-// bounds. Not part of the CMake build:
-//   clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. sim/fuzz/fuzz_trace.cpp \
-//     workloads/*.cpp common/error.cpp common/text.cpp common/json_reader.cpp -o build-fuzz/fuzz_trace
-//   mkdir -p build-fuzz/corpus_trace && cp tests/workloads/data/*.jsonl tests/workloads/data/*.csv \
-//     tests/workloads/data/*.txt build-fuzz/corpus_trace/
-//   build-fuzz/fuzz_trace -max_total_time=300 -max_len=4096 build-fuzz/corpus_trace
+// bounds. Built by `cmake --preset fuzz` (sim/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -28,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 2: servesim::workloads::parse_lengths(text, "fuzz.csv", "output_length"); break;
       case 3: servesim::workloads::parse_timestamps(text, "fuzz.txt"); break;
       default: {
-        const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+        const auto j = servesim::parse_json(text, "fuzz.json");
         if (!j.is_object()) break;
         const auto c = servesim::workloads::parse_workload(servesim::JsonReader(j, "fuzz.json"));
         auto w = servesim::workloads::make_workload(c);

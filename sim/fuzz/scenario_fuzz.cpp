@@ -1,5 +1,6 @@
 // libFuzzer harness for the scenario parser: any input must either parse or raise
-// servesim::Error; anything else (crash, other exception, sanitizer report) is a bug.
+// servesim::Error; anything else (crash, other exception, sanitizer report) is a bug. Built by
+// `cmake --preset fuzz` (sim/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -6,6 +6,8 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 
+#include <cstdio>
+
 namespace servesim::sim {
 
 std::string_view to_string(Statistic s) {
@@ -22,6 +24,14 @@ Statistic parse_statistic(std::string_view s, const std::string& where) {
     if (text::iequals(s, to_string(v))) return v;
   throw Error(where, "", "unknown statistic '" + std::string(s) + "'; known: p50, p90, p99");
 }
+
+namespace {
+std::string g(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+}  // namespace
 
 nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   nlohmann::json c = nlohmann::json::object();
@@ -46,7 +56,9 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
 void PlanSlo::validate() const {
   if (!(ttft_ms > 0)) throw Error("--ttft-ms", "", "must be > 0");
   if (!(itl_ms > 0)) throw Error("--itl-ms", "", "must be > 0");
-  if (!(target_tps > 0)) throw Error("--target-tps", "", "must be > 0");
+  if (!(target_tps > 0) || !std::isfinite(target_tps)) throw Error("--target-tps", "", "must be a finite number > 0");
+  if (!std::isfinite(ttft_ms)) throw Error("--ttft-ms", "", "must be finite");
+  if (!std::isfinite(itl_ms)) throw Error("--itl-ms", "", "must be finite");
 }
 
 std::string_view to_string(LimitedBy l) {
@@ -113,11 +125,17 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
       row.feasible = true;
       row.max_concurrency = pts[best]->concurrency;
       row.tps_per_replica = pts[best]->output_tps;
-      row.replicas = static_cast<int>(std::ceil(slo.target_tps / row.tps_per_replica - 1e-9));
+      const double copies = std::ceil(slo.target_tps / row.tps_per_replica - 1e-9);
+      // Past 10^9 copies the answer means nothing (and GPU counts would leave 64-bit range).
+      if (copies > 1e9)
+        throw Error("--target-tps", "", g(slo.target_tps) + " output tok/s needs " + g(copies) +
+                                            " copies of " + u.name + " (" + g(row.tps_per_replica) +
+                                            " tok/s each): more than 10^9; give a smaller target");
+      row.replicas = static_cast<std::int64_t>(copies);
       row.gpus = row.replicas * u.gpus;
-      const int per = std::max(1, u.gpus_per_instance);
+      const std::int64_t per = std::max(1, u.gpus_per_instance);
       row.instances = u.gpus <= per ? (row.gpus + per - 1) / per : row.replicas * u.instances;
-      if (u.usd_per_instance_hour) row.usd_per_hour = row.instances * *u.usd_per_instance_hour;
+      if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
     }
     out.push_back(std::move(row));
   }

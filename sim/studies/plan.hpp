@@ -5,6 +5,7 @@
 // A "replica" here is one copy of the topology exactly as it was swept (for an aggregated
 // topology: its engine replicas behind the router; for xPyD: x prefill + y decode workers).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,7 +60,7 @@ struct PlanRow {
   bool feasible = false;           // some swept point meets both SLOs
   int max_concurrency = 0;         // 0 when none does
   double tps_per_replica = 0;
-  int replicas = 0, gpus = 0, instances = 0;
+  std::int64_t replicas = 0, gpus = 0, instances = 0;   // 64-bit: a huge target must not wrap
   std::optional<double> usd_per_hour;
   LimitedBy limited_by = LimitedBy::none;   // the SLO broken at the next swept concurrency
   nlohmann::json to_json() const;

@@ -37,6 +37,7 @@ std::string TopologyChoice::name() const {
 EngineConfig Deployment::engine_for(WorkerRole role) const {
   EngineConfig e = spec_.engine;
   e.role = role;
+  if (e.max_model_len <= 0) e.max_model_len = spec_.model->max_context;   // vLLM: the config's max_position_embeddings
   const bool decodes = role != WorkerRole::prefill_only;
   if (decodes && spec_.mtp.enabled()) {
     e.num_speculative_tokens = spec_.mtp.draft_tokens;

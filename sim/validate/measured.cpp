@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "models/model_spec.hpp"
@@ -99,8 +100,7 @@ int parse_concurrency(const std::string& data_source, const std::string& id) {
 }
 
 std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot open file");
+  std::istringstream in(read_input_file(path, kMaxTraceFileBytes));   // a regular file of sane size
   std::string line;
   if (!std::getline(in, line)) throw Error(path, "", "empty file (expected a header line)");
   const std::vector<std::string> header = split_record(line, path, 1);
@@ -262,7 +262,7 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   std::int64_t profiling = 0, warmup = 0;
   const fs::path jl = base / "profile_export.jsonl";
   if (fs::exists(jl)) {
-    std::ifstream in(jl, std::ios::binary);
+    std::istringstream in(read_input_file(jl.string(), kMaxTraceFileBytes));
     std::string line;
     int n = 0;
     while (std::getline(in, line)) {
@@ -270,9 +270,9 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
       if (line.empty()) continue;
       nlohmann::json r;
       try {
-        r = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(jl.string(), "line " + std::to_string(n), std::string("invalid JSON: ") + e.what());
+        r = parse_json(line, jl.string());   // depth-limited
+      } catch (const Error& e) {
+        throw Error(jl.string(), "line " + std::to_string(n), e.reason());
       }
       const bool is_warmup = r.contains("metadata") && r["metadata"].is_object() &&
                              r["metadata"].value("benchmark_phase", std::string("profiling")) == "warmup";

@@ -129,7 +129,7 @@ TEST(Catalog, MalformedUserFileNamesFileAndField) {
   EXPECT_NE(msg.find("syntax.json"), std::string::npos);
   EXPECT_NE(msg.find("line 1"), std::string::npos);
   std::string badgpu = write_temp("bad_inst.json", R"({"instances": [{"name": "y", "gpu": "Z9", "gpus": 8,
-    "efa_devices": 1, "efa_total_bytes_per_s": 1, "efa_latency_s": 1e-5, "host_memory_bytes": 1}]})");
+    "efa_devices": 1, "efa_total_bytes_per_s": 1e10, "efa_latency_s": 1e-5, "host_memory_bytes": 1}]})");
   msg = error_of([&] { c.add_file(badgpu); });
   EXPECT_NE(msg.find("instances[0].gpu"), std::string::npos) << msg;
   EXPECT_NE(msg.find("H200"), std::string::npos);

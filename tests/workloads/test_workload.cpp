@@ -200,6 +200,6 @@ TEST(Workload, BadScenariosGiveOneClearError) {
   EXPECT_NE(error_of(R"({"fixed_schedule": true, "isl": 1, "osl": 1})").find("needs a trace"), std::string::npos);
   EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/nonexistent.jsonl"})").find("/nonexistent.jsonl: cannot open file"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/dev/zero"})").find("not a regular file"),
+  EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/dev/zero"})").find("give a regular file"),
             std::string::npos);
 }

@@ -1,0 +1,63 @@
+#include "sim/resolve.hpp"
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "models/min_gpus.hpp"
+#include "models/model_spec.hpp"
+
+namespace servesim::sim {
+
+std::string Resolved::describe() const {
+  if (notes.empty()) return "";
+  return "defaults: " + text::join(notes, "; ");
+}
+
+std::string resolve_gpu(const std::string& gpu, const std::string& instance, const std::string& fallback) {
+  const auto& cat = hw::Catalog::global();
+  if (!instance.empty()) {
+    const auto& inst = cat.instance(instance);
+    if (!gpu.empty() && !text::iequals(cat.gpu(gpu).name, inst.gpu))
+      throw Error("--gpu", "", "--gpu " + cat.gpu(gpu).name + " and --instance " + inst.name + " (" + inst.gpu +
+                                   ") disagree; give one of them");
+    return inst.gpu;
+  }
+  return gpu.empty() ? fallback : cat.gpu(gpu).name;
+}
+
+Resolved resolve(const ResolveInput& in) {
+  Resolved r;
+  const auto& m = models::model(in.model);
+  r.model = m.name;
+  r.gpu = resolve_gpu(in.gpu, in.instance, "H200");
+  if (in.gpu.empty() && in.instance.empty()) r.notes.push_back("GPU H200 (none named)");
+  if (in.precision.empty()) {
+    // The checkpoint's precision: every built-in model ships BF16 weights.
+    r.precision = hw::Precision::bf16;
+    r.notes.push_back("precision bf16 (the checkpoint's)");
+  } else {
+    r.precision = hw::parse_precision(in.precision);
+  }
+  const auto& gpu = hw::Catalog::global().gpu(r.gpu);
+  if (in.tp) {   // a given TP keeps vLLM's PP default of 1
+    r.tp = *in.tp;
+    r.pp = in.pp ? *in.pp : 1;
+  } else {
+    const auto mg = models::min_gpus(m, gpu, r.precision);
+    if (mg.min_gpus == 0)
+      throw Error("--model", "", m.name + " does not fit on " + gpu.name + " at " + std::string(hw::to_string(r.precision)) +
+                                     ": " + mg.note);
+    r.tp = mg.par.tp;
+    r.pp = in.pp ? *in.pp : mg.par.pp;
+    r.notes.push_back("TP" + std::to_string(r.tp) + (r.pp > 1 ? " x PP" + std::to_string(r.pp) : "") +
+                      " (the smallest shape that serves " + m.name + " on " + gpu.name + ", servesim min-gpus)");
+  }
+  if (in.gpus) {
+    r.gpus = *in.gpus;
+  } else {
+    r.gpus = r.tp * r.pp;
+    r.notes.push_back(std::to_string(r.gpus) + " GPUs (one replica)");
+  }
+  return r;
+}
+
+}  // namespace servesim::sim

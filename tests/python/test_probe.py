@@ -1,0 +1,428 @@
+"""Regressions of the bad-input probe (crashes, shell injection, runaway input, partial output):
+every reproduction gives one error line and a non-zero exit, or a correct result. The CLI runs
+as a subprocess (SERVESIM_BIN); the bindings run in a child interpreter where a crash would kill
+the test process."""
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+import servesim
+
+N8 = ["--model", "nemotron-3-super", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--precision", "fp8"]
+# A small plan: two concurrencies of a small model on one node.
+PLAN = ["plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision", "bf16",
+        "--isl", "500", "--osl", "20", "--ttft-ms", "500", "--itl-ms", "50", "--target-tps", "1000",
+        "--concurrency", "1,2", "--requests", "10", "--topology", "agg"]
+SANITIZED = bool(os.environ.get("SERVESIM_SANITIZED"))
+
+
+@pytest.fixture(scope="module")
+def exe():
+    e = os.environ.get("SERVESIM_BIN")
+    if not e or not os.path.exists(e):
+        pytest.skip("SERVESIM_BIN is not set to the servesim executable")
+    return e
+
+
+def run(exe, *args, cwd=None, timeout=60, limit_as=None):
+    pre = None
+    if limit_as:
+        def pre():
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          preexec_fn=pre)
+
+
+def one_error(out, *words):
+    """rc 2 (or 1), exactly one line on stderr starting 'servesim: error:', containing `words`."""
+    assert out.returncode in (1, 2), (out.returncode, out.stderr)
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("servesim: error: "), out.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+def deep(n=100_000):
+    return "[" * n + "]" * n
+
+
+# ---- #1, #2: deeply nested JSON ---------------------------------------------------------------
+
+def test_deep_scenario_is_refused(exe, tmp_path):
+    f = tmp_path / "d.json"
+    f.write_text('{"description":' + deep() + ',"workload":{"concurrency":1,"isl":10,"osl":10}}')
+    for cmd in ("simulate", "sweep"):
+        extra = ["--concurrency", "1,2"] if cmd == "sweep" else []
+        one_error(run(exe, cmd, "--scenario", f, *extra), "nested deeper than 64 levels")
+
+
+def test_deep_trace_hw_and_model_files_are_refused(exe, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"input_length": ' + deep() + '}\n')
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"workload": {"trace": str(trace), "concurrency": 1}}))
+    one_error(run(exe, "simulate", "--scenario", scen), "line 1", "nested deeper")
+    hw = tmp_path / "hw.json"
+    hw.write_text('{"gpus": ' + deep() + '}')
+    one_error(run(exe, "--hw-file", hw, "list", "gpus"), "nested deeper")
+    model = tmp_path / "m.json"
+    model.write_text('{"model_type": ' + deep() + '}')
+    one_error(run(exe, "memory", "--model-file", model, "--gpu", "h200"), "nested deeper")
+
+
+def test_deep_python_scenario_raises_error():
+    # In a child interpreter: before the fix this segfaulted.
+    code = ("import servesim\nx=[]\nfor i in range(200000): x=[x]\ns=servesim.default_scenario();s['description']=x\n"
+            "try:\n  servesim.simulate(s)\nexcept servesim.Error as e: print('ERR', e)\n"
+            "t='{\"description\":' + '['*100000 + ']'*100000 + '}'\n"
+            "for f in (servesim.simulate, lambda t: servesim.sweep(t, concurrency=[1])):\n"
+            "  try:\n    f(t)\n  except servesim.Error as e: print('ERR', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    errs = [line for line in out.stdout.splitlines() if line.startswith("ERR")]
+    assert len(errs) == 3 and all("nested" in e for e in errs), out.stdout
+
+
+def test_duplicate_keys_are_refused(exe, tmp_path):
+    # #32: {"tp": 8, "tp": 4} was silently TP4.
+    f = tmp_path / "dup.json"
+    f.write_text('{"model": "nemotron-3-super", "gpu": "h200", "gpus": 8, "tp": 8, "tp": 4, "precision": "fp8",'
+                 ' "workload": {"concurrency": 1, "isl": 100, "osl": 10, "requests": 2}}')
+    one_error(run(exe, "simulate", "--scenario", f), "tp", "twice")
+    with pytest.raises(servesim.Error, match="twice"):
+        servesim.simulate('{"seed": 1, "seed": 2}')
+
+
+# ---- #3: thread creation failure ---------------------------------------------------------------
+
+@pytest.mark.skipif(SANITIZED, reason="an address-space limit and AddressSanitizer's shadow memory do not mix")
+def test_thread_creation_failure_is_an_error(exe):
+    conc = ",".join(str(i) for i in range(1, 401))
+    out = run(exe, "sweep", "--requests", 400, "--isl", 100, "--osl", 5, "--concurrency", conc, "--threads", 400,
+              limit_as=1_500_000_000)
+    one_error(out, "--threads", "cannot start worker thread")
+    code = ("import resource,servesim\nresource.setrlimit(resource.RLIMIT_AS,(1_500_000_000,1_500_000_000))\n"
+            "s=servesim.scenario(isl=100,osl=5,requests=1000)\n"
+            "try:\n  servesim.sweep(s, concurrency=list(range(1,1001)), threads=100000)\n"
+            "except servesim.Error as e: print('ERR', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ERR" in out.stdout and "threads" in out.stdout, (out.returncode, out.stderr)
+
+
+def test_results_do_not_depend_on_threads(exe):
+    args = ["sweep", "--requests", 30, "--isl", 300, "--osl", 20, "--concurrency", "1,3,8,17", "--format", "json"]
+    one = run(exe, *args, "--threads", 1)
+    many = run(exe, *args, "--threads", 4)
+    assert one.returncode == 0 and one.stdout == many.stdout
+
+
+# ---- #4, #17, #18, #19: charts without a shell, atomic outputs ------------------------------------
+
+def test_plot_path_is_never_shell_parsed(exe, tmp_path):
+    evil = "x'; touch PWNED; echo '.png"
+    out = run(exe, *PLAN, "--plot", evil, cwd=tmp_path, timeout=120)
+    assert not (tmp_path / "PWNED").exists()
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / evil).stat().st_size > 10_000
+    assert (tmp_path / "x'; touch PWNED; echo '-throughput.png").exists()
+    out = run(exe, *PLAN, "--plot", "bob's plot.png", cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for f in ("bob's plot.png", "bob's plot-throughput.png", "bob's plot-sweep.json", "bob's plot-plan.json"):
+        assert (tmp_path / f).stat().st_size > 100
+    # A name without .png: the chart is NAME.png, and the report says so.
+    out = run(exe, *PLAN, "--plot", "noext", cwd=tmp_path, timeout=120)
+    assert "Charts: noext.png" in out.stdout and (tmp_path / "noext.png").exists()
+    assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
+
+
+def test_plot_failures_are_one_line_and_leave_nothing(exe, tmp_path):
+    one_error(run(exe, *PLAN, "--plot", tmp_path / "nodir" / "p.png"), "--plot", "nodir", "does not exist")
+    (tmp_path / "p-throughput.png").mkdir()   # the second chart cannot be written
+    out = run(exe, *PLAN, "--plot", tmp_path / "p.png", timeout=120)
+    one_error(out, "--plot")
+    assert sorted(os.listdir(tmp_path)) == ["p-throughput.png"]
+
+
+def test_plotter_errors_are_one_line(tmp_path):
+    from servesim import plot
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"concurrency": [1, 2], "ttft_p50_ms": [1], "itl_p50_ms": [1, 2], "output_tps_per_gpu": [1, 2],'
+                   ' "output_tps_per_user": [1, 2]}')
+    (tmp_path / "o.png").mkdir()
+    env = dict(os.environ, MPLBACKEND="Agg")
+    for args in ([str(bad), "-o", str(tmp_path / "x.png")], [str(bad), "-o", str(tmp_path / "o.png")],
+                 [str(tmp_path / "missing.json")]):
+        out = subprocess.run([sys.executable, "-m", "servesim.plot", *args], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+        assert out.stderr.startswith("servesim.plot: error: ")
+    assert plot  # imported
+
+
+def test_export_is_all_or_nothing(exe, tmp_path):
+    (tmp_path / "p1" / "profile_export_aiperf.csv").mkdir(parents=True)
+    one_error(run(exe, "simulate", *N8, "--requests", 20, "--export", tmp_path / "p1"), "profile_export_aiperf.csv")
+    assert os.listdir(tmp_path / "p1") == ["profile_export_aiperf.csv"]
+
+
+def test_sweep_output_is_atomic(exe, tmp_path):
+    (tmp_path / "out.csv").mkdir()
+    one_error(run(exe, "sweep", "--concurrency", "1,2", "--requests", 5, "--isl", 100, "--osl", 5, "--output",
+                  tmp_path / "out.csv"))
+    assert os.listdir(tmp_path) == ["out.csv"]
+
+
+# ---- #6, #22: input files ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["scenario", "hw", "model"])
+def test_non_regular_inputs_are_refused_without_reading(exe, tmp_path, flag):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, what in (("/dev/zero", "character device"), (str(fifo), "FIFO"), (str(tmp_path), "directory")):
+        args = {"scenario": ["simulate", "--scenario", path],
+                "hw": ["list", "gpus", "--hw-file", path],
+                "model": ["memory", "--model-file", path, "--gpu", "h200"]}[flag]
+        out = run(exe, *args, timeout=20)
+        one_error(out, path, what)
+
+
+def test_missing_trace_names_the_reason(exe, tmp_path):
+    s = tmp_path / "s.json"
+    s.write_text('{"workload":{"trace":"nope.jsonl","concurrency":1,"isl":1,"osl":1}}')
+    one_error(run(exe, "simulate", "--scenario", s), "nope.jsonl", "No such file or directory")
+
+
+def test_hw_file_after_the_subcommand(exe, tmp_path):
+    hw = tmp_path / "hw.json"
+    gpus = servesim.gpus()
+    h200 = next(g for g in gpus if g["name"] == "H200")
+    hw.write_text(json.dumps({"gpus": [dict(h200, name="X9")]}))
+    before = run(exe, "--hw-file", hw, "list", "gpus")
+    after = run(exe, "list", "gpus", "--hw-file", hw)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert "X9" in after.stdout and before.stdout == after.stdout
+
+
+# ---- #5: bounded runs --------------------------------------------------------------------------
+
+def test_requests_are_capped_with_a_reason(exe):
+    one_error(run(exe, "simulate", *N8, "--requests", 1_000_000_000), "requests", "10^7")
+
+
+def test_quiet_flag_exists(exe):
+    out = run(exe, "simulate", *N8, "--requests", 20, "--quiet")
+    assert out.returncode == 0 and out.stderr == ""
+
+
+# ---- #7, #16, #21: plan arithmetic and messages ---------------------------------------------------
+
+def test_plan_huge_target_is_an_error_not_a_negative_count(exe):
+    base = list(PLAN)
+    i = base.index("--target-tps")
+    for t in ("1e15", "inf"):
+        args = base[:i + 1] + [t] + base[i + 2:]
+        one_error(run(exe, *args, timeout=120), "--target-tps")
+    args = base[:i + 1] + ["1e12"] + base[i + 2:] + ["--format", "json"]
+    out = run(exe, *args, timeout=120)
+    if out.returncode == 0:
+        plan = json.loads(out.stdout)
+        for t in plan["topologies"]:
+            assert t["gpus"] >= 0 and t["replicas"] >= 0 and (t["usd_per_hour"] or 0) >= 0
+    else:
+        one_error(out, "--target-tps", "10^9")
+
+
+def test_plan_zero_slo_and_osl_one_are_named(exe):
+    i = PLAN.index("--ttft-ms")
+    one_error(run(exe, *(PLAN[:i + 1] + ["0"] + PLAN[i + 2:])), "--ttft-ms", "> 0")
+    i = PLAN.index("--target-tps")
+    one_error(run(exe, *(PLAN[:i + 1] + ["0"] + PLAN[i + 2:])), "--target-tps", "> 0")
+    i = PLAN.index("--osl")
+    one_error(run(exe, *(PLAN[:i + 1] + ["1"] + PLAN[i + 2:])), "--osl", "two output tokens")
+
+
+def test_pp_zero_names_pp(exe):
+    one_error(run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--pp", "0"), "--pp")
+
+
+def test_request_rate_list_in_simulate_names_request_rate(exe):
+    one_error(run(exe, "simulate", "--request-rate", "1,2", "--requests", 5), "--request-rate")
+
+
+# ---- #8: max_model_len --------------------------------------------------------------------------
+
+def test_prompt_longer_than_max_model_len_is_refused(exe):
+    one_error(run(exe, "simulate", *N8, "--isl", 10_000_000, "--requests", 10), "max_model_len 262144")
+    one_error(run(exe, "simulate", *N8, "--max-model-len", 100, "--isl", 2000, "--requests", 4), "max_model_len 100")
+
+
+# ---- #9, #26: datasheet values out of physical range ----------------------------------------------
+
+def hw_file(tmp_path, **changes):
+    src = os.environ.get("SERVESIM_SOURCE_DIR")
+    if not src:
+        pytest.skip("SERVESIM_SOURCE_DIR not set")
+    with open(os.path.join(src, "hwmodels", "data", "gpus.json")) as f:
+        gpus = json.load(f)["gpus"]
+    h200 = dict(next(g for g in gpus if g["name"] == "H200"), name="X1", **changes)
+    p = tmp_path / "x1.json"
+    p.write_text(json.dumps({"gpus": [h200]}))
+    return p
+
+
+@pytest.mark.parametrize("field,value", [("hbm_bw_bytes_per_s", 1e-300), ("bf16_flops", 1e-300),
+                                         ("nvlink_bw_bytes_per_s", 1e-300), ("hbm_usable_bytes", 1e300)])
+def test_absurd_datasheet_values_are_refused(exe, tmp_path, field, value):
+    p = hw_file(tmp_path, **{field: value})
+    one_error(run(exe, "--hw-file", p, "op", "gemm", "--gpu", "x1", "--m", 1, "--n", 1, "--k", 1), field, "between")
+
+
+# ---- #10: NaN and inf never become the default -------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--gpu-memory-utilization", "--step-overhead-ms", "--burstiness", "--isl-stddev"])
+def test_nan_flags_are_refused(exe, flag):
+    extra = ["--isl", 100] if flag == "--isl-stddev" else []
+    one_error(run(exe, "simulate", *N8, "--requests", 10, *extra, flag, "nan"), flag, "finite")
+
+
+def test_negative_stddev_is_refused(exe):
+    one_error(run(exe, "simulate", *N8, "--requests", 10, "--isl", 100, "--isl-stddev", "-5"), "--isl-stddev")
+
+
+def test_request_rate_nan_is_named(exe):
+    one_error(run(exe, "simulate", "--request-rate", "nan", "--requests", 5), "--request-rate", "finite")
+
+
+def test_python_nan_is_refused():
+    for kw in (dict(gpu_memory_utilization=float("nan")), dict(step_overhead_ms=float("inf"))):
+        with pytest.raises(servesim.Error, match="finite"):
+            servesim.simulate(servesim.scenario(requests=5, **kw))
+    with pytest.raises(servesim.Error, match="out of range"):
+        servesim.simulate(servesim.scenario(concurrency=2 ** 70))
+
+
+# ---- #11: memory's engine knobs -----------------------------------------------------------------
+
+@pytest.mark.parametrize("flag,value", [("--max-num-batched-tokens", "-100000000"), ("--max-num-seqs", "-5"),
+                                        ("--num-speculative-tokens", "-50")])
+def test_memory_refuses_impossible_engine_knobs(exe, flag, value):
+    one_error(run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", 4,
+                  flag, value), flag)
+
+
+# ---- #13: more clients than requests ----------------------------------------------------------------
+
+def test_concurrency_above_requests_is_refused(exe):
+    one_error(run(exe, "simulate", *N8, "--concurrency", 64, "--requests", 10), "64 clients", "10 requests")
+    one_error(run(exe, "sweep", *N8, "--concurrency", "1,64", "--requests", 10), "--concurrency", "64 clients")
+
+
+# ---- #14: images on a text-only model ------------------------------------------------------------
+
+def test_images_on_a_text_model_are_refused(exe, tmp_path):
+    s = tmp_path / "mm.json"
+    s.write_text(json.dumps({"model": "llama-3.1-70b", "gpu": "h200", "gpus": 8, "tp": 8, "workload": {
+        "concurrency": 1, "requests": 2, "isl": 1000, "osl": 10,
+        "multimodal": {"images": [{"width": 1024, "height": 1024, "count": 2}]}}}))
+    one_error(run(exe, "simulate", "--scenario", s), "multimodal", "no vision encoder")
+    one_error(run(exe, "step", "--model", "nemotron-3-super", "--gpu", "h200", "--tp", 8, "--precision", "fp8",
+                  "--vision-tiles", 5), "--vision-tiles", "no vision encoder")
+
+
+# ---- #20: TP wider than NVLink -------------------------------------------------------------------
+
+def test_tp_beyond_nvlink_says_what_to_do(exe):
+    one_error(run(exe, "step", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", 16), "--tp", "--pp")
+
+
+# ---- #25: request-rate sweeps chart ----------------------------------------------------------------
+
+def test_plot_reads_request_rate_sweeps(exe, tmp_path):
+    out = run(exe, "sweep", *N8, "--request-rate", "1,2", "--requests", 30, "--isl", 500, "--osl", 20,
+              "--format", "json")
+    assert out.returncode == 0, out.stderr
+    src = tmp_path / "r.json"
+    src.write_text(out.stdout)
+    from servesim import plot
+    assert plot.main([str(src), "-o", str(tmp_path / "r.png")]) == 0
+    assert (tmp_path / "r.png").stat().st_size > 10_000
+
+
+# ---- #29, #30: one rule for defaults; contradictory flags ---------------------------------------------
+
+def test_simulate_model_does_not_inherit_the_embedded_fp8_tp8(exe):
+    out = run(exe, "simulate", "--model", "nemotron-3-nano", "--requests", 10)
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[0]
+    assert "bf16" in head and "fp8" not in head, head
+    assert "defaults:" in out.stdout and "the checkpoint's" in out.stdout and "smallest shape" in out.stdout
+    # The resolved TP is the one min-gpus finds for the model on the GPU.
+    mg = [r for r in servesim.min_gpus("nemotron-3-nano", precisions=["bf16"], gpus=["h200"])][0]
+    assert f"TP{mg['tp']}" in head, (head, mg)
+
+
+def test_gpu_and_instance_must_agree(exe):
+    one_error(run(exe, "simulate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", 8, "--gpus", 8, "--topology",
+                  "agg", "--instance", "p6-b200.48xlarge", "--requests", 10), "--gpu", "disagree")
+    one_error(run(exe, "op", "collective", "--gpu", "h200", "--instance", "p6-b200.48xlarge", "--op", "all-reduce",
+                  "--gpus", 8, "--bytes", 1024), "disagree")
+
+
+# ---- #32: wrong-shaped fields -------------------------------------------------------------------
+
+def test_wrong_shaped_engine_is_an_error(exe, tmp_path):
+    s = tmp_path / "e.json"
+    s.write_text('{"engine": [], "workload": {"concurrency": 1, "isl": 10, "osl": 10, "requests": 2}}')
+    one_error(run(exe, "simulate", "--scenario", s, "--max-num-seqs", 4), "engine", "JSON object")
+
+
+# ---- #35: the reference study's sweep goes on until an SLO binds ------------------------------------
+
+def test_plan_without_concurrency_extends_past_256(exe):
+    out = run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", 1, "--precision",
+              "bf16", "--isl", 200, "--osl", 20, "--ttft-ms", 2000, "--itl-ms", 200, "--target-tps", 1000,
+              "--topology", "agg", "--requests", 300, "--format", "json", timeout=300)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    conc = plan["sweep"]["columns"]["concurrency"]
+    assert conc[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    top = plan["topologies"][0]
+    # Either an SLO line was crossed (the advice names it) or the sweep reached 4096 clients.
+    assert top["limited_by"] != "none" or max(conc) >= 4096
+    assert conc == sorted(conc)
+
+
+# ---- #23: nested text_config -------------------------------------------------------------------
+
+def test_text_config_models_name_the_reason(exe, tmp_path):
+    f = tmp_path / "llama4.json"
+    f.write_text(json.dumps({"model_type": "llama4", "text_config": {"hidden_size": 5120}, "vision_config": {}}))
+    one_error(run(exe, "memory", "--model-file", f, "--gpu", "h200"), "model_type", "text_config")
+
+
+# ---- #24: Python errors are servesim.Error and name the argument ----------------------------------
+
+def test_python_errors_name_the_argument():
+    s = servesim.scenario(isl=200, osl=10, requests=20, concurrency=2)
+    r = servesim.sweep(s, concurrency="1,2")
+    assert r["concurrency"] == [1, 2]
+    with pytest.raises(servesim.Error, match="concurrency"):
+        servesim.sweep(s, concurrency=["x"])
+    with pytest.raises(servesim.Error, match="threads"):
+        servesim.sweep(s, concurrency=[1], threads=-3)
+    with pytest.raises(servesim.Error, match="out of range"):
+        servesim.simulate(servesim.scenario(seed=2 ** 64))
+    with pytest.raises(servesim.Error, match="concurrency"):
+        servesim.plan(model="nemotron-3-nano", instance="p5en.48xlarge", nodes=1, precision="bf16", isl=100, osl=10,
+                      ttft_ms=100, itl_ms=10, target_tps=10, concurrency=[1.7, 2])
+
+
+def test_python_errors_use_argument_names_not_flags():
+    with pytest.raises(servesim.Error) as e:
+        servesim.memory("nemotron-3-super", "h200", tp=0)
+    assert str(e.value).startswith("tp: ") and "--" not in str(e.value)
