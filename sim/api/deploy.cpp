@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
@@ -247,23 +248,7 @@ std::string predicted_csv(const nlohmann::json& d) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw Error(path, "", "cannot write here");
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error(path, "", "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path, "", "cannot rename the finished file into place");
-  }
-}
+void write_file_atomically(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 nlohmann::json nccl(const std::string& instance, int nodes, double min_bytes, double max_bytes) {
   const auto& inst = hw::Catalog::global().instance(instance);

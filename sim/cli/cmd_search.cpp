@@ -14,6 +14,7 @@
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plot_runner.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -66,20 +67,6 @@ std::string configurations_csv(const nlohmann::json& j) {
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& text) { api::write_file_atomically(path, text); }
-
-std::string python_dir() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "./python";
-  std::string p(buf, static_cast<std::size_t>(n));
-  return p.substr(0, p.find_last_of('/')) + "/python";
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
 
 // Terminal progress bar on stderr (only when stderr is a terminal).
 SearchBar::SearchBar() : tty_(::isatty(2) != 0) {}
@@ -167,11 +154,13 @@ void run_search(SearchOpts& o) {
   if (!o.plot.empty()) {
     const std::string data = o.plot + ".search.json";
     write_atomically(data, j.dump());
-    const std::string cmd = "PYTHONPATH=" + shell_quote(python_dir()) + " MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --search " +
-                            shell_quote(data) + " -o " + shell_quote(o.plot) + " >/dev/null";
-    const int rc = std::system(cmd.c_str());
+    try {
+      run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
+    } catch (...) {
+      std::remove(data.c_str());
+      throw;
+    }
     std::remove(data.c_str());
-    if (rc != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
     j["plot"] = o.plot;
   }
   if (!o.emit.empty()) {
@@ -254,11 +243,13 @@ void run_recommend(RecommendOpts& o) {
   if (!o.plot.empty()) {
     const std::string data = o.plot + ".search.json";
     write_atomically(data, j.dump());
-    const std::string cmd = "PYTHONPATH=" + shell_quote(python_dir()) + " MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --search " +
-                            shell_quote(data) + " -o " + shell_quote(o.plot) + " >/dev/null";
-    const int rc = std::system(cmd.c_str());
+    try {
+      run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
+    } catch (...) {
+      std::remove(data.c_str());
+      throw;
+    }
     std::remove(data.c_str());
-    if (rc != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
   }
   if (!o.emit.empty()) {
     nlohmann::json files = nlohmann::json::array();

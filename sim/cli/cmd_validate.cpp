@@ -12,11 +12,15 @@
 #include <iostream>
 #include <memory>
 
+#include <boost/process.hpp>
+
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "models/model_spec.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plot_runner.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace servesim::cli {
@@ -33,37 +37,30 @@ struct ValidateOpts {
   Format format = Format::table;
 };
 
-std::string exe_dir() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<std::size_t>(n));
-  return p.substr(0, p.find_last_of('/'));
-}
-
 bool ends_with_ci(const std::string& s, const char* ext) {
   const std::string l = text::lower(s), e = ext;
   return l.size() > e.size() && l.compare(l.size() - e.size(), e.size(), e) == 0;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(path, "", "cannot write file");
-  f << text;
-  if (!f) throw Error(path, "", "write failed");
-}
+void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 // The source tree's commit (git describe), or "unknown" when the binary runs away from its tree.
+// git runs through Boost.Process with an argument vector: no shell parses the path.
 std::string source_commit() {
 #ifdef SERVESIM_SOURCE_DIR
-  const std::string cmd = "git -C '" + std::string(SERVESIM_SOURCE_DIR) + "' describe --always --dirty --abbrev=12 2>/dev/null";
-  if (FILE* f = popen(cmd.c_str(), "r")) {
-    char buf[128] = {0};
-    const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
-    pclose(f);
-    std::string s = got ? buf : "";
+  namespace bp = boost::process;
+  try {
+    const boost::filesystem::path git = bp::search_path("git");
+    if (git.empty()) return "unknown";
+    bp::ipstream out;
+    bp::child c(git, bp::args = std::vector<std::string>{"-C", SERVESIM_SOURCE_DIR, "describe", "--always", "--dirty", "--abbrev=12"},
+                bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null);
+    std::string s;
+    std::getline(out, s);
+    c.wait();
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    if (!s.empty()) return s;
+    if (c.exit_code() == 0 && !s.empty()) return s;
+  } catch (const std::exception&) {   // git missing or cannot start: the commit is unknown
   }
 #endif
   return "unknown";
@@ -109,10 +106,11 @@ void run_validate(const ValidateOpts& o) {
   if (!o.plot.empty()) {
     const std::string base = ends_with_ci(o.plot, ".png") ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
     const std::string data = base + "-validate.json";
-    write_text(data, j.dump() + "\n");
-    const std::string cmd = "PYTHONPATH='" + exe_dir() + "/python' MPLBACKEND=Agg /usr/bin/python3 -m servesim.plot --validation '" +
-                            data + "' -o '" + o.plot + "' >/dev/null";
-    if (std::system(cmd.c_str()) != 0) throw Error("--plot", "", "python3 -m servesim.plot failed writing " + o.plot);
+    // The data file appears with the chart or not at all.
+    AtomicFiles files;
+    const std::string tmp = files.write(data, j.dump() + "\n");
+    run_plotter({"--validation", tmp, "-o", o.plot});   // argument vector: no shell parses a path
+    files.commit();
     j["plot"] = o.plot;
     extra += "Chart: " + o.plot + " (predicted vs measured, log-log, one colour per GPU); data: " + data + "\n";
   }

@@ -42,8 +42,6 @@ void add_search_options(CLI::App& cmd, api::SearchArgs& args);
 std::string search_table(const nlohmann::json& search_result);
 // Writes through a temporary file and a rename: a reader never sees half a file.
 void write_atomically(const std::string& path, const std::string& text);
-std::string python_dir();                   // <folder of the servesim binary>/python
-std::string shell_quote(const std::string& s);
 // A progress bar on stderr, drawn only when stderr is a terminal; ends its line when destroyed.
 class SearchBar {
  public:

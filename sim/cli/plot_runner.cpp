@@ -25,8 +25,13 @@ std::string self_dir() {
 }  // namespace
 
 void draw_charts(const std::string& sweep_json, const std::string& plan_json, const std::string& chart) {
+  run_plotter({sweep_json, "--plan", plan_json, "-o", chart});
+}
+
+void run_plotter(const std::vector<std::string>& plot_args, const std::string& flag) {
   namespace bp = boost::process;
-  const std::vector<std::string> args{"-m", "servesim.plot", sweep_json, "--plan", plan_json, "-o", chart};
+  std::vector<std::string> args{"-m", "servesim.plot"};
+  args.insert(args.end(), plot_args.begin(), plot_args.end());
   bp::environment env = boost::this_process::environment();
   env["PYTHONPATH"] = self_dir() + "/python";
   env["MPLBACKEND"] = "Agg";
@@ -41,12 +46,12 @@ void draw_charts(const std::string& sweep_json, const std::string& plan_json, co
     c.wait();
     rc = c.exit_code();
   } catch (const std::exception& e) {   // bp::process_error: python3 missing, fork failed, ...
-    throw Error("--plot", "", std::string("cannot run ") + kPython + " -m servesim.plot: " + e.what());
+    throw Error(flag, "", std::string("cannot run ") + kPython + " -m servesim.plot: " + e.what());
   }
   if (rc != 0) {
     const std::string prefix = "servesim.plot: error: ";
     if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
-    throw Error("--plot", "", (last.empty() ? "python3 -m servesim.plot failed" : last) + " (charts not written)");
+    throw Error(flag, "", (last.empty() ? "python3 -m servesim.plot failed" : last) + " (charts not written)");
   }
 }
 
