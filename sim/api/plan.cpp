@@ -179,7 +179,7 @@ struct Study {
     const sim::Deployment& d = *deps[i];
     const sim::TopologyChoice& tc = topos[i];
     const auto& cat = hw::Catalog::global();
-    const int copies = std::max(1, row.replicas);
+    const std::int64_t copies = std::max<std::int64_t>(1, row.replicas);
     nlohmann::json j;
     j["name"] = spec.model->name + "-" + d.name();
     j["model"] = spec.model->name;
@@ -215,14 +215,14 @@ struct Study {
         for (int n = ws.first_node; n < ws.first_node + ws.nodes; ++n) used[std::size_t(ws.group)].insert(n);
       for (std::size_t k = 0; k < used.size(); ++k) {
         const std::string& name = d.placement().groups()[k].instance.name;
-        inst[name] = inst.value(name, 0) + int(used[k].size()) * copies;
+        inst[name] = inst.value(name, std::int64_t{0}) + std::int64_t(used[k].size()) * copies;
       }
     } else {
-      inst[spec.instance->name] = std::max(1, row.instances);
+      inst[spec.instance->name] = std::max<std::int64_t>(1, row.instances);
     }
     j["instances"] = inst;
-    j["isl"] = o.isl;
-    j["osl"] = o.osl;
+    j["isl"] = *o.isl;
+    j["osl"] = *o.osl;
     j["images"] = nlohmann::json::array();
     j["vision"] = spec.model->has_vision;
     j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;

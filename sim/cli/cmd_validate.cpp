@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <boost/process.hpp>
 
@@ -50,10 +51,13 @@ std::string source_commit() {
 #ifdef SERVESIM_SOURCE_DIR
   namespace bp = boost::process;
   try {
-    const boost::filesystem::path git = bp::search_path("git");
+    std::string git;   // first "git" on PATH
+    std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
+    for (std::string d; git.empty() && std::getline(dirs, d, ':');)
+      if (!d.empty() && ::access((d + "/git").c_str(), X_OK) == 0) git = d + "/git";
     if (git.empty()) return "unknown";
     bp::ipstream out;
-    bp::child c(git, bp::args = std::vector<std::string>{"-C", SERVESIM_SOURCE_DIR, "describe", "--always", "--dirty", "--abbrev=12"},
+    bp::child c(bp::exe = git, bp::args = std::vector<std::string>{"-C", SERVESIM_SOURCE_DIR, "describe", "--always", "--dirty", "--abbrev=12"},
                 bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null);
     std::string s;
     std::getline(out, s);

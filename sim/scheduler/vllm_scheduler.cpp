@@ -46,6 +46,14 @@ std::int32_t VllmScheduler::new_slot() {
 }
 
 std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
+  // vLLM's frontend refuses a request whose prompt plus max_tokens exceeds max_model_len (HTTP
+  // 400). Checked where a client's request arrives, not on a disaggregated decode worker's
+  // transfer (which carries the prefill's extra sampled token).
+  const std::int64_t total = spec.input_tokens + spec.output_tokens;
+  if (cfg_.max_model_len > 0 && total > cfg_.max_model_len)
+    throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
+                std::to_string(total) + " tokens exceed max_model_len " + std::to_string(cfg_.max_model_len) +
+                    " (vLLM rejects such a request; shorten the request or raise max_model_len)");
   std::int32_t slot = init(spec, now_s, client, warmup);
   waiting_.push_back(slot);
   waiting_tokens_ += request(slot).num_tokens();
@@ -54,11 +62,6 @@ std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s
 
 std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
   const std::int64_t total = spec.input_tokens + spec.output_tokens;
-  // vLLM refuses a request whose prompt plus max_tokens exceeds max_model_len (HTTP 400).
-  if (cfg_.max_model_len > 0 && total > cfg_.max_model_len)
-    throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
-                std::to_string(total) + " tokens exceed max_model_len " + std::to_string(cfg_.max_model_len) +
-                    " (vLLM rejects such a request; shorten the request or raise max_model_len)");
   std::int64_t need = blocks_for(total, total);
   if (need > pool_.capacity())
     throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",

@@ -2,14 +2,18 @@
 # command hidden in the name never runs and the chart is written under that very name.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
-set(chart "${DIR}/x'; touch ${DIR}/PWNED; echo '.png")
-execute_process(COMMAND "${SS}" plan --concurrency 1,4 --plot "${chart}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(name "x'; touch PWNED; echo '.png")
+execute_process(COMMAND "${SS}" plan --concurrency 1,4 --plot "${name}" WORKING_DIRECTORY "${DIR}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "plan --plot failed (${rc}): ${err}")
 endif()
 if(EXISTS "${DIR}/PWNED")
   message(FATAL_ERROR "a shell ran the command hidden in the --plot path")
 endif()
-if(NOT EXISTS "${chart}")
-  message(FATAL_ERROR "chart not written as ${chart}")
-endif()
+foreach(f "x'; touch PWNED; echo '.png" "x'; touch PWNED; echo '-throughput.png" "x'; touch PWNED; echo '-sweep.json"
+          "x'; touch PWNED; echo '-plan.json")
+  if(NOT EXISTS "${DIR}/${f}")
+    message(FATAL_ERROR "not written: ${DIR}/${f}")
+  endif()
+endforeach()

@@ -1,0 +1,15 @@
+# Fails if any C++ source of the project calls std::system(), system(), popen() or a shell.
+file(GLOB_RECURSE srcs "${SRC}/common/*.cpp" "${SRC}/common/*.hpp" "${SRC}/hwmodels/*.cpp" "${SRC}/models/*.cpp"
+     "${SRC}/workloads/*.cpp" "${SRC}/sim/*.cpp" "${SRC}/sim/*.hpp" "${SRC}/python/*.cpp")
+set(found "")
+foreach(f IN LISTS srcs)
+  file(STRINGS "${f}" lines REGEX "(^|[^_a-zA-Z])(system|popen|execl|execlp)[ ]*\\(")
+  foreach(l IN LISTS lines)
+    if(NOT l MATCHES "^[ ]*//" AND NOT l MATCHES "std::system_error" AND NOT l MATCHES "error_code")
+      string(APPEND found "${f}: ${l}\n")
+    endif()
+  endforeach()
+endforeach()
+if(found)
+  message(FATAL_ERROR "shell calls found:\n${found}")
+endif()
