@@ -13,6 +13,7 @@
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/parallel.hpp"
 #include "sim/studies/search.hpp"
 
 namespace servesim::api {
@@ -190,24 +191,9 @@ nlohmann::json run_local(sim::Search& s, int threads, const SearchProgressFn& pr
   for (std::vector<int> round; !(round = s.next_round()).empty();) {
     report();
     std::vector<std::vector<sim::SweepRow>> out(round.size());
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex mu;
-    auto work = [&] {
-      for (std::size_t k; (k = next++) < round.size();) {
-        try {
-          out[k] = s.run(round[k]);
-        } catch (...) {
-          std::lock_guard<std::mutex> g(mu);
-          if (!failure) failure = std::current_exception();
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int i = 1; i < std::min<int>(nt, int(round.size())); ++i) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-    if (failure) std::rethrow_exception(failure);
+    // Boost.Asio workers (sim/parallel.hpp): a thread that cannot start is one error line; a
+    // failing configuration's error is the lowest-index one at any thread count.
+    sim::parallel_for(int(round.size()), nt, [&](int k) { out[std::size_t(k)] = s.run(round[std::size_t(k)]); }, "--threads");
     for (std::size_t k = 0; k < round.size(); ++k) s.add(round[k], std::move(out[k]));
   }
   report();

@@ -23,6 +23,7 @@
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/parallel.hpp"
 #include "sim/resolve.hpp"
 #include "sim/simulate.hpp"
 #include "sim/validate/run_bands.hpp"
@@ -414,26 +415,12 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
   if (n < 1 || n > 10000) throw Error("--seeds", "", "must be 1..10000 runs");
   const sim::Prepared p = sim::prepare(s);
   std::vector<std::optional<sim::SimResult>> out(static_cast<std::size_t>(n));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i; (i = next.fetch_add(1)) < n;) {
-      try {
-        workloads::WorkloadConfig w = s.workload;
-        w.seed = s.workload.seed + std::uint64_t(i);
-        out[static_cast<std::size_t>(i)].emplace(sim::simulate(p, s, w));
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
-      }
-    }
-  };
-  const int threads = std::max(1, std::min<int>(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  // Boost.Asio workers (sim/parallel.hpp): a thread that cannot start is one error line.
+  sim::parallel_for(n, 0, [&](int i) {
+    workloads::WorkloadConfig w = s.workload;
+    w.seed = s.workload.seed + std::uint64_t(i);
+    out[static_cast<std::size_t>(i)].emplace(sim::simulate(p, s, w));
+  }, "--seeds");
   struct Col { const char* name; std::function<double(const sim::SimResult&)> get; };
   const std::vector<Col> cols{
       {"time_to_first_token_ms_p50", [](const sim::SimResult& r) { return r.summary.ttft_ms.p50; }},

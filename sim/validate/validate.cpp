@@ -1,4 +1,5 @@
 #include "sim/validate/validate.hpp"
+#include "sim/parallel.hpp"
 
 #include "sim/engine/engine_profile.hpp"
 
@@ -266,14 +267,8 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   rep.threads = threads;
   auto parallel = [threads](std::size_t n, const std::function<void(std::size_t)>& f) {
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < n;) f(i);
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    // Boost.Asio workers (sim/parallel.hpp): a thread that cannot start is one error line.
+    parallel_for(static_cast<int>(n), threads, [&](int i) { f(static_cast<std::size_t>(i)); }, "--threads");
   };
   std::vector<std::shared_ptr<const Prepared>> prepared(first_of_shape.size());
   std::vector<std::string> prepare_error(first_of_shape.size());
