@@ -312,14 +312,27 @@ for name, traffic in TRAFFIC.items():
     code("""
 cols = ['gpu', 'label', 'gpus', 'nodes', 'usd_per_hour', 'usd_per_million_output_tokens', 'power_watts',
         'joules_per_output_token', 'ttft_ms', 'itl_ms', 'ttft_headroom_pct', 'itl_headroom_pct']
-tables = {name: servesim.frame(r)[cols].round(2) for name, r in results.items()}
+def banded(frame, key):
+    # The prediction band of each figure (the 10th-90th percentile of measured / predicted over validated
+    # runs of its kind); 'none' where no measured runs of that GPU and load exist.
+    return [f"{b[key]['lo']:.1f}-{b[key]['hi']:.1f}" if 'lo' in b[key] else 'none' for b in frame['band']]
+
+
+tables = {}
+for name, r in results.items():
+    f = servesim.frame(r)
+    t = f[cols].round(2)
+    t['ttft_band'], t['itl_band'], t['capacity_band'] = banded(f, 'ttft_ms'), banded(f, 'itl_ms'), banded(f, 'capacity_tps')
+    tables[name] = t
 tables['text']
 """),
     code("tables['image']"),
     md("""
 Power is every GPU at its datasheet TDP — an upper bound, host power excluded — and joules per
 token divide it by the target rate. Headroom is how far the predicted p90 TTFT and ITL sit below
-the SLO at the concurrency each copy is run at.
+the SLO at the concurrency each copy is run at. The bands are the prediction bands `simulate`,
+`sweep` and `plan` print: the range 80 % of validated measured runs of the same kind (GPU, load
+regime) fell into relative to the prediction; a GPU without measured runs has none.
 
 ### The frontiers
 
@@ -351,7 +364,7 @@ import tempfile
 best = results['text']['recommendations'][0]
 out = tempfile.mkdtemp()
 files = servesim.emit(best, out)
-print('\n'.join(os.path.basename(f) for f in files))
+print('\\n'.join(os.path.basename(f) for f in files))
 print(open(os.path.join(out, 'vllm-serve.sh')).read())
 """),
     md("### Reading the result (computed from this run)"),

@@ -375,6 +375,15 @@ PYBIND11_MODULE(_servesim, m) {
            }, "Indices of the candidates to simulate next (empty: done)")
       .def("add", [](api::SearchSession& s, int index, py::list rows) { s.add(index, to_json(rows, "SearchSession.add()")); },
            py::arg("index"), py::arg("rows"))
+      .def("run", [](const api::SearchSession& s, int index) {
+             json r;
+             {
+               py::gil_scoped_release nogil;
+               r = s.run(index);
+             }
+             return to_py(r);
+           }, py::arg("index"), "One candidate's sweep rows (for add), without the bounds")
+      .def("configurations", &api::SearchSession::configurations, "Number of candidates enumerated")
       .def("report", [](const api::SearchSession& s) { return to_py(s.report()); });
   m.def("nccl", [](const std::string& instance, int nodes) { return to_py(api::nccl(instance, nodes)); },
         py::arg("instance"), py::arg("nodes"), "NCCL all-reduce check (`servesim nccl`)");

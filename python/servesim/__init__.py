@@ -254,10 +254,34 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     return _c.validate({k: v for k, v in args.items() if v is not None})
 
 
-def _search_run(args, index):
-    """One search candidate's concurrency sweep, run where it is scheduled (a Dask worker)."""
+_WORKER_SEARCHES = {}   # on a Dask worker: the enumerated search of each argument set, built once per process
+
+
+def _search_chunk(key, args, indices):
+    """Simulates a chunk of one round's candidates where it is scheduled (a Dask worker). The worker
+    enumerates the search of these arguments once and keeps it (``key`` is their JSON text), so a
+    task costs its simulations alone; the GIL is released while each candidate runs."""
     from . import _servesim
-    return _servesim.search_run(args, index)
+    session = _WORKER_SEARCHES.get(key)
+    if session is None:
+        if len(_WORKER_SEARCHES) >= 4:
+            _WORKER_SEARCHES.clear()
+        session = _WORKER_SEARCHES[key] = _servesim.SearchSession(args, False)
+    return [session.run(i) for i in indices]
+
+
+def _chunks(todo, n):
+    """``todo`` dealt round-robin into at most ``n`` chunks: neighbouring candidates (similar layouts,
+    similar cost) land in different chunks, so the chunks of a round take about as long."""
+    n = max(1, min(n, len(todo)))
+    return [todo[k::n] for k in range(n)]
+
+
+def _dask_threads(client):
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # noqa: BLE001 - an executor without nthreads(): one chunk per candidate
+        return 0
 
 
 def _search_args(kw):
@@ -279,16 +303,22 @@ def _search_args(kw):
 def _run_search(args, per_instance, client, threads):
     if client is None:
         return (_c.recommend if per_instance else _c.search)(args)
-    # The same rounds as the local run: each round's candidates run on the cluster, the pruning
-    # between rounds happens here, so the result is identical to the local one.
+    # The same rounds as the local run: the pruning between rounds happens here, in the C++
+    # session, so the result is identical to the local one. Each round goes out as about two
+    # chunks per worker thread (a candidate alone is tens of milliseconds: one task each would
+    # cost more in scheduling than in simulating), and every worker keeps the enumerated search.
     session = _c.SearchSession(args, per_instance)
+    key = _json.dumps(args, sort_keys=True)
     while True:
         todo = session.next_round()
         if not todo:
             break
-        rows = client.gather(client.map(_search_run, [args] * len(todo), todo, pure=False))
-        for i, r in zip(todo, rows):
-            session.add(i, r)
+        nthreads = _dask_threads(client)
+        chunks = _chunks(todo, 2 * nthreads if nthreads else len(todo))
+        futures = client.map(_search_chunk, [key] * len(chunks), [args] * len(chunks), chunks, pure=False)
+        for chunk, rows in zip(chunks, client.gather(futures)):
+            for i, r in zip(chunk, rows):
+                session.add(i, r)
     rep = session.report()
     if per_instance:
         rep["recommendations"] = _c.recommend_table(rep)

@@ -236,35 +236,54 @@ def throughput_figure(sweep, title=None, plan=None):
     return fig
 
 
+def _family_styles(families):
+    """Colour by hardware, line style by topology: a family is "<kind> <GPU or GPU+GPU>"; with
+    one hardware alone the kinds take the colours. Returns {family: (colour, line style, marker)}."""
+    kinds, hws = [], []
+    for f in families:
+        kind, _, hw = f.partition(" ")
+        kinds.append(kind)
+        if hw not in hws:
+            hws.append(hw)
+    out = {}
+    for f, kind in zip(families, kinds):
+        hw = f.partition(" ")[2]
+        agg = kind.startswith("agg")
+        c = COLORS[(hws.index(hw) if len(hws) > 1 else (0 if agg else 1)) % len(COLORS)]
+        out[f] = (c, "-" if agg else "--", "o" if agg else "s")
+    return out
+
+
 def search_figure(result, title=None):
     """The Pareto chart of a search (``servesim search --format json`` / servesim.search()): every
     simulated point per topology family (faint; filled when it meets both SLOs), each family's
-    frontier of output tok/s per GPU against tok/s per user, the ITL SLO as the per-user rate it
-    implies (1000 / ITL ms, a vertical line), and the best configuration under the SLO (a star)."""
+    frontier of output tok/s per GPU against tok/s per user (colour: GPU type; solid: aggregated,
+    dashed: disaggregated), the ITL SLO as the per-user rate it implies (1000 / ITL ms, a vertical
+    line), and the best configuration under the SLO (a star). The legend sits beside the axes."""
     import matplotlib.pyplot as plt
 
     if not isinstance(result, dict) or "frontiers" not in result or "sweep" not in result:
         raise ValueError("expected a search result (servesim search --format json)")
     cols = result["sweep"]["columns"]
-    fig, ax = plt.subplots(figsize=(8.5, 5.4))
-    fams = [f["family"] for f in result["frontiers"]]
-    for k, f in enumerate(result["frontiers"]):
-        c = COLORS[k % len(COLORS)]
+    fig, ax = plt.subplots(figsize=(11, 5.6))
+    styles = _family_styles([f["family"] for f in result["frontiers"]])
+    for f in result["frontiers"]:
+        c, ls, mk = styles[f["family"]]
         idx = [i for i, fam in enumerate(cols.get("family", [])) if fam == f["family"]]
         if idx:
             meets = [i for i in idx if cols["meets_slo"][i]]
             miss = [i for i in idx if not cols["meets_slo"][i]]
             ax.scatter([cols["output_tps_per_user"][i] for i in meets], [cols["output_tps_per_gpu"][i] for i in meets],
-                       s=9, color=c, alpha=0.35, linewidths=0)
+                       s=10, color=c, marker=mk, alpha=0.3, linewidths=0)
             ax.scatter([cols["output_tps_per_user"][i] for i in miss], [cols["output_tps_per_gpu"][i] for i in miss],
-                       s=9, facecolors="none", edgecolors=c, alpha=0.35, linewidths=0.6)
+                       s=10, facecolors="none", edgecolors=c, marker=mk, alpha=0.3, linewidths=0.6)
         fr = f["frontier"]
         if fr:
-            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], "o-", color=c, ms=4,
-                    lw=1.6, label=f"{f['family']} ({f['simulated_points']} points)")
+            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], ls, marker=mk,
+                    color=c, ms=4.5, lw=1.8, label=f"{f['family']} ({f['simulated_points']} points)")
     itl = result.get("itl_ms")
     if itl:
-        ax.axvline(1000.0 / itl, color="gray", ls="--", lw=1.2,
+        ax.axvline(1000.0 / itl, color="gray", ls=":", lw=1.4,
                    label=f"ITL SLO {itl:g} ms ({result.get('statistic', 'p50')}) = {1000.0 / itl:g} tok/s/user")
     best = result.get("best")
     if best and best.get("score"):
@@ -280,11 +299,12 @@ def search_figure(result, title=None):
     ax.xaxis.set_minor_formatter(mt.NullFormatter())
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
-    slo = result.get("slo", {})
+    stat = result.get("statistic", "p50")
     ax.set_title(title or f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
-                          f"SLO TTFT {slo.get('ttft_ms', 0):g} ms / ITL {slo.get('itl_ms', 0):g} ms "
+                          f"SLO TTFT {stat} <= {result.get('ttft_ms', 0):g} ms, ITL {stat} <= {result.get('itl_ms', 0):g} ms "
                           f"(filled: meets both)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False,
+              title="frontier per family", title_fontsize=8)
     fig.tight_layout()
     return fig
 

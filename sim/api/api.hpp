@@ -129,12 +129,18 @@ class SearchSession {
   void add(int index, const nlohmann::json& rows);
   nlohmann::json report() const;
   int configurations() const;
+  // Simulates one candidate's sweep (needs no bounds; thread-safe): rows for add(). A worker that
+  // keeps one session per arguments enumerates the candidates once, not once per candidate.
+  nlohmann::json run(int index) const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 nlohmann::json search_run(const SearchArgs& a, int index);
+// The arguments as the Python package takes them (servesim.search(**args)'s keys, the bindings'
+// search_args): how `--dask` hands a CLI search to python/servesim/dask_search.py.
+nlohmann::json search_args_json(const SearchArgs& a);
 // `servesim recommend`: the search with one winner per instance type (set) for a load target
 // (target_tps or target_rps required): "recommendations", cheapest first — GPUs, nodes, $/hour,
 // $ per million output tokens, power (TDP upper bound) and joules per output token, SLO headroom.

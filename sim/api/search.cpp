@@ -15,6 +15,8 @@
 #include "sim/api/api.hpp"
 #include "sim/parallel.hpp"
 #include "sim/studies/search.hpp"
+#include "sim/validate/run_bands.hpp"
+#include "sim/validate/validate.hpp"
 
 namespace servesim::api {
 namespace {
@@ -216,6 +218,20 @@ std::vector<int> SearchSession::next_round() { return impl_->s->next_round(); }
 void SearchSession::add(int index, const nlohmann::json& rows) { impl_->s->add(index, rows_from(rows)); }
 nlohmann::json SearchSession::report() const { return impl_->s->report(); }
 int SearchSession::configurations() const { return int(impl_->s->configs().size()); }
+nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->run(index)); }
+
+nlohmann::json search_args_json(const SearchArgs& a) {
+  nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
+                      {"tp", a.tp}, {"pp", a.pp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
+                      {"max_num_batched_tokens", a.max_num_batched_tokens}, {"concurrency", a.concurrency},
+                      {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"isl", a.isl},
+                      {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
+                      {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
+                      {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
+                      {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus}};
+  j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
+  return j;
+}
 
 // The pre-purchase table from a per-instance search report: for each instance type (set), the
 // cheapest deployment that serves the target under the SLO, what it costs and draws.
@@ -266,8 +282,25 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["itl_ms"] = s["itl_ms"];
     r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());
     r["itl_headroom_pct"] = 100.0 * (1.0 - s["itl_ms"].get<double>() / rep["itl_ms"].get<double>());
-    r["band"] = nullptr;
-    r["band_note"] = "no band yet: measured prediction-error bands are not available for these figures";
+    // Prediction bands, as simulate, sweep and plan give them: the point's kind is the GPU and the
+    // load regime of clients per serving replica (aggregated: the copy is one replica) or per
+    // decode worker. TTFT is the prefill GPU's, ITL and throughput the decode GPU's.
+    {
+      namespace v = sim::validate;
+      const bool disagg = b["kind"] == "disaggregated";
+      const std::string pgpu = b["gpu"].get<std::string>();
+      const std::string dgpu = disagg ? b["decode_gpu"].get<std::string>() : pgpu;
+      const double clients = s["slo_concurrency"].get<double>() / (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
+      const int seqs = b["max_num_seqs"].get<int>();
+      const v::Band tb = v::point_band(pgpu, "ttft", clients, seqs, s["ttft_ms"].get<double>());
+      const v::Band ib = v::point_band(dgpu, "itl", clients, seqs, s["itl_ms"].get<double>());
+      const v::Band cb = v::point_band(dgpu, "output_tps", clients, seqs, r["capacity_tps"].get<double>());
+      r["band"] = {{"ttft_ms", v::band_json(tb)}, {"itl_ms", v::band_json(ib)}, {"capacity_tps", v::band_json(cb)},
+                   {"load_regime", v::load_regime(clients, seqs)}, {"clients_per_replica", clients}};
+      r["band_note"] = "prediction band: the 10th-90th percentile of measured / predicted over validated runs of the "
+                       "point's kind (GPU, load regime), applied to the " + rep["statistic"].get<std::string>() +
+                       " figure; " + v::embedded_bands().meta.value("summary", std::string("no band table embedded"));
+    }
     r["describe"] = b["describe"];
     r["deployment"] = b["deployment"];
     r["index"] = b["index"];

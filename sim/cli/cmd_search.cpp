@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -130,9 +132,40 @@ std::string search_table(const nlohmann::json& j) {
 
 namespace {
 
+// The search on a Dask cluster (--dask ADDRESS): python/servesim/dask_search.py connects to the
+// scheduler and runs the same C++ rounds with the candidates simulated on the workers; the report
+// comes back as JSON and is printed, written and emitted here exactly as a local one.
+nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const std::string& address) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::temp_directory_path(ec);
+  if (ec) dir = ".";
+  static int serial = 0;
+  dir /= "servesim-dask-" + std::to_string(::getpid()) + "-" + std::to_string(++serial);
+  if (!fs::create_directories(dir, ec) || ec) throw Error("--dask", "", "cannot create a scratch folder " + dir.string());
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(d, e);
+    }
+  } cleanup{dir};
+  const std::string args_file = (dir / "args.json").string(), report_file = (dir / "report.json").string();
+  write_atomically(args_file, api::search_args_json(a).dump());
+  std::vector<std::string> argv{"--scheduler", address, "--args", args_file, "-o", report_file};
+  if (recommend) argv.push_back("--recommend");
+  run_python_module("servesim.dask_search", argv, "--dask");
+  std::ifstream in(report_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!in || j.is_discarded() || !j.is_object()) throw Error("--dask", "", "the Dask run wrote no readable report");
+  return j;
+}
+
 struct SearchOpts {
   api::SearchArgs args;
-  std::string output, plot, emit;
+  std::string output, plot, emit, dask;
   Format format = Format::table;
   bool no_prune = false, no_ep = false, same_gpu = false;
 };
@@ -142,7 +175,9 @@ void run_search(SearchOpts& o) {
   o.args.expert_parallel = !o.no_ep;
   o.args.mixed_gpus = !o.same_gpu;
   nlohmann::json j;
-  {
+  if (!o.dask.empty()) {
+    j = search_on_dask(o.args, false, o.dask);
+  } else {
     SearchBar bar;
     j = api::search(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
   }
@@ -189,22 +224,32 @@ std::string recommend_text(const nlohmann::json& j) {
                 n["cannot_meet_slo"].get<int>(), n["cannot_win"].get<int>());
   out += line;
   Table t({"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok", "kW (TDP max)", "J/tok (max)",
-           "TTFT headroom", "ITL headroom"});
-  for (const auto& r : j["recommendations"])
+           "TTFT " + stat + " ms", "ITL " + stat + " ms", "capacity tok/s", "TTFT headroom", "ITL headroom"});
+  for (const auto& r : j["recommendations"]) {
+    // A figure with its prediction band "(lo-hi)" when its kind has one.
+    auto banded = [&](const char* key, const char* band, int digits) {
+      std::string s = fixed(r[key].get<double>(), digits);
+      const auto& b = r["band"][band];
+      if (b.contains("lo")) s += " (" + fixed(b["lo"].get<double>(), digits) + "-" + fixed(b["hi"].get<double>(), digits) + ")";
+      return s;
+    };
     t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
                usd(r["usd_per_million_output_tokens"]), fixed(r["power_watts"].get<double>() / 1e3, 1),
-               fixed(r["joules_per_output_token"].get<double>(), 2), fixed(r["ttft_headroom_pct"].get<double>(), 0) + "%",
-               fixed(r["itl_headroom_pct"].get<double>(), 0) + "%"});
+               fixed(r["joules_per_output_token"].get<double>(), 2), banded("ttft_ms", "ttft_ms", 1),
+               banded("itl_ms", "itl_ms", 2), banded("capacity_tps", "capacity_tps", 0),
+               fixed(r["ttft_headroom_pct"].get<double>(), 0) + "%", fixed(r["itl_headroom_pct"].get<double>(), 0) + "%"});
+  }
   out += "\n" + t.render();
   if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
-         "Bands: no band yet (measured prediction-error bands are not available for these figures).\n";
+         "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
+         "(GPU, load regime), applied to the " + stat + " figure; none shown: no measured runs of this kind\n";
   return out;
 }
 
 struct RecommendOpts {
   api::SearchArgs args;
-  std::string output, plot, emit;
+  std::string output, plot, emit, dask;
   Format format = Format::table;
   bool no_prune = false, no_ep = false, same_gpu = false;
 };
@@ -214,7 +259,9 @@ void run_recommend(RecommendOpts& o) {
   o.args.expert_parallel = !o.no_ep;
   o.args.mixed_gpus = !o.same_gpu;
   nlohmann::json j;
-  {
+  if (!o.dask.empty()) {
+    j = search_on_dask(o.args, true, o.dask);
+  } else {
     SearchBar bar;
     j = api::recommend(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
   }
@@ -223,16 +270,27 @@ void run_recommend(RecommendOpts& o) {
     if (low.size() > 4 && low.substr(low.size() - 4) == ".csv") {
       std::string csv = "gpu,instance,configuration,kind,precision,copies,gpus,nodes,usd_per_hour,usd_per_million_output_tokens,"
                         "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,"
-                        "ttft_headroom_pct,itl_headroom_pct,band\n";
+                        "ttft_headroom_pct,itl_headroom_pct,load_regime,ttft_band_lo,ttft_band_hi,itl_band_lo,itl_band_hi,"
+                        "capacity_tps_band_lo,capacity_tps_band_hi\n";
       auto q = [](const std::string& s) { return "\"" + s + "\""; };
       for (const auto& r : j["recommendations"]) {
+        // Band bounds (empty: no measured runs of the point's kind).
+        std::string bands = str(r["band"]["load_regime"]);
+        for (const char* k : {"ttft_ms", "itl_ms", "capacity_tps"})
+          for (const char* e : {"lo", "hi"}) {
+            const auto& v = r["band"][k];
+            char x[64] = "";
+            if (v.contains(e)) std::snprintf(x, sizeof x, "%.6g", v[e].get<double>());
+            bands += std::string(",") + x;
+          }
         char b[512];
-        std::snprintf(b, sizeof b, "%s,%s,%s,%s,%s,%d,%d,%d,%s,%s,%.0f,%.4f,%.1f,%.2f,%.3f,%.1f,%.1f,\n", str(r["gpu"]).c_str(),
+        std::snprintf(b, sizeof b, "%s,%s,%s,%s,%s,%d,%d,%d,%s,%s,%.0f,%.4f,%.1f,%.2f,%.3f,%.1f,%.1f,%s\n", str(r["gpu"]).c_str(),
                       str(r["instance"]).c_str(), q(str(r["label"])).c_str(), str(r["kind"]).c_str(), str(r["precision"]).c_str(),
                       r["copies"].get<int>(), r["gpus"].get<int>(), r["nodes"].get<int>(), usd(r["usd_per_hour"]).c_str(),
                       usd(r["usd_per_million_output_tokens"]).c_str(), r["power_watts"].get<double>(),
                       r["joules_per_output_token"].get<double>(), r["capacity_tps"].get<double>(), r["ttft_ms"].get<double>(),
-                      r["itl_ms"].get<double>(), r["ttft_headroom_pct"].get<double>(), r["itl_headroom_pct"].get<double>());
+                      r["itl_ms"].get<double>(), r["ttft_headroom_pct"].get<double>(), r["itl_headroom_pct"].get<double>(),
+                      bands.c_str());
         csv += b;
       }
       write_atomically(o.output, csv);
@@ -304,6 +362,8 @@ void add_search_command(CLI::App& app) {
   c->add_option("--output", o->output, "Write the result: FILE.csv (one row per configuration) or FILE.json");
   c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
   c->add_option("--emit", o->emit, "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
+  c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+                                  "same result as the local run");
   add_format_option(*c, o->format);
   c->callback([o] { run_search(*o); });
 }
@@ -319,6 +379,8 @@ void add_recommend_command(CLI::App& app) {
   c->add_option("--output", o->output, "Write the table: FILE.csv or FILE.json (the whole result)");
   c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
   c->add_option("--emit", o->emit, "Write each recommendation's deployment files to DIR/<instance>/");
+  c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+                                  "same result as the local run");
   add_format_option(*c, o->format);
   c->callback([o] { run_recommend(*o); });
 }

@@ -29,29 +29,40 @@ void draw_charts(const std::string& sweep_json, const std::string& plan_json, co
 }
 
 void run_plotter(const std::vector<std::string>& plot_args, const std::string& flag) {
+  try {
+    run_python_module("servesim.plot", plot_args, flag);
+  } catch (const Error& e) {
+    throw Error(e.where(), e.field(), e.reason() + " (charts not written)");
+  }
+}
+
+void run_python_module(const std::string& module, const std::vector<std::string>& module_args, const std::string& flag) {
   namespace bp = boost::process;
-  std::vector<std::string> args{"-m", "servesim.plot"};
-  args.insert(args.end(), plot_args.begin(), plot_args.end());
+  std::vector<std::string> args{"-m", module};
+  args.insert(args.end(), module_args.begin(), module_args.end());
   bp::environment env = boost::this_process::environment();
   env["PYTHONPATH"] = self_dir() + "/python";
   env["MPLBACKEND"] = "Agg";
-  std::string last, line;
+  const std::string prefix = module + ": error: ";
+  std::string last, reported, line;
   int rc = 0;
   try {
     bp::ipstream err;
     bp::child c(bp::exe = kPython, bp::args = args, env, bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > err);
-    // Keep the last non-empty line: the plotter reports a failure as one line on stderr.
-    while (std::getline(err, line))
+    // The module reports a failure as one "MODULE: error: " line on stderr; else keep the last line.
+    while (std::getline(err, line)) {
       if (!line.empty()) last = line;
+      if (line.rfind(prefix, 0) == 0) reported = line.substr(prefix.size());
+    }
     c.wait();
     rc = c.exit_code();
   } catch (const std::exception& e) {   // bp::process_error: python3 missing, fork failed, ...
-    throw Error(flag, "", std::string("cannot run ") + kPython + " -m servesim.plot: " + e.what());
+    throw Error(flag, "", std::string("cannot run ") + kPython + " -m " + module + ": " + e.what());
   }
   if (rc != 0) {
-    const std::string prefix = "servesim.plot: error: ";
-    if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
-    throw Error(flag, "", (last.empty() ? "python3 -m servesim.plot failed" : last) + " (charts not written)");
+    if (!reported.empty()) last = reported;
+    throw Error(flag, "", last.empty() ? kPython + std::string(" -m ") + module + " failed (exit status " + std::to_string(rc) + ")"
+                                       : last);
   }
 }
 

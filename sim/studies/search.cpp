@@ -568,7 +568,7 @@ std::vector<int> Search::next_round() {
         continue;
       }
     }
-    if (int(round.size()) < kRoundSize) round.push_back(i);
+    if (int(round.size()) < (prune_ ? kRoundSize : kRoundSizeNoPrune)) round.push_back(i);
   }
   std::sort(round.begin(), round.end());
   return round;

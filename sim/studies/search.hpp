@@ -139,7 +139,9 @@ class Search {
   // score), as api::emit_deployment reads it.
   nlohmann::json deployment(int index) const;
 
-  static constexpr int kRoundSize = 16;
+  // Candidates per round. Without pruning nothing depends on the rounds but the progress shown
+  // between them, so they are larger: fewer barriers for a cluster or a thread pool to wait at.
+  static constexpr int kRoundSize = 16, kRoundSizeNoPrune = 256;
 
  private:
   struct State {

@@ -32,6 +32,11 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
   return k;
 }
 
+Band point_band(const std::string& gpu, const char* metric, double clients_per_replica, int max_num_seqs,
+                double predicted) {
+  return band_for(text::lower(gpu), metric, load_regime(clients_per_replica, max_num_seqs), predicted);
+}
+
 nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const RunKind k = run_kind(s, r);
   const Summary& m = r.summary;

@@ -23,4 +23,10 @@ RunKind run_kind(const Scenario& s, const SimResult& r);
 //  "inter_token_latency": {...}, "output_token_throughput": band}; a band is band_json().
 nlohmann::json run_bands(const Scenario& s, const SimResult& r);
 
+// The band of one predicted figure of a closed-loop point known by its kind alone: the GPU
+// (catalogue name, any case), the clients per serving replica (aggregated) or per decode worker
+// (disaggregated) and max_num_seqs, which give the load regime, as run_kind() reads them.
+Band point_band(const std::string& gpu, const char* metric, double clients_per_replica, int max_num_seqs,
+                double predicted);
+
 }  // namespace servesim::sim::validate

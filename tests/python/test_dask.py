@@ -1,4 +1,8 @@
-"""sweep() and plan() over a Dask LocalCluster give exactly the local results."""
+"""sweep(), plan() and search() over a Dask LocalCluster, and `servesim search|recommend --dask`, give
+exactly the local results."""
+import os
+import subprocess
+
 import pytest
 
 import servesim
@@ -43,3 +47,38 @@ def test_search_on_dask_equals_local(client):
     remote = servesim.search(**args, client=client)
     assert remote == local
     assert servesim.recommend(**args, client=client) == servesim.recommend(**args)
+
+
+def _cli(*args):
+    return subprocess.run([os.environ["SERVESIM_BIN"], *args], capture_output=True, text=True, timeout=300)
+
+
+CLI_SEARCH = ["--model", "nemotron-3-nano", "--gpu", "h100,h200", "--isl", "1000", "--osl", "100", "--ttft-ms", "400",
+              "--itl-ms", "25", "--concurrency", "1,8,32", "--requests", "40", "--tp", "1,2", "--pd-ratios", "1:1",
+              "--target-tps", "20000"]
+
+
+@pytest.mark.skipif("SERVESIM_BIN" not in os.environ, reason="needs the servesim binary (ctest sets SERVESIM_BIN)")
+def test_cli_search_and_recommend_on_dask_equal_local(client, tmp_path):
+    # `--dask ADDRESS` runs the rounds through python/servesim/dask_search.py on the cluster: the JSON the
+    # CLI prints and the CSV it writes are byte for byte those of the local run.
+    address = client.scheduler.address
+    for cmd in ("search", "recommend"):
+        local = _cli(cmd, *CLI_SEARCH, "--format", "json")
+        remote = _cli(cmd, *CLI_SEARCH, "--format", "json", "--dask", address)
+        assert local.returncode == 0, local.stderr
+        assert remote.returncode == 0, remote.stderr
+        assert remote.stdout == local.stdout
+    csv_local, csv_remote = tmp_path / "local.csv", tmp_path / "remote.csv"
+    assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_local)).returncode == 0
+    assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_remote), "--dask", address).returncode == 0
+    assert csv_remote.read_text() == csv_local.read_text()
+    assert len(csv_local.read_text().splitlines()) >= 2
+
+
+@pytest.mark.skipif("SERVESIM_BIN" not in os.environ, reason="needs the servesim binary (ctest sets SERVESIM_BIN)")
+def test_cli_dask_unreachable_scheduler_is_one_line():
+    r = _cli("search", *CLI_SEARCH, "--dask", "tcp://127.0.0.1:9")
+    assert r.returncode != 0
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("servesim: error: --dask: cannot reach the Dask scheduler at tcp://127.0.0.1:9")

@@ -43,11 +43,44 @@ def test_recommend_figures_by_hand():
         assert x["joules_per_output_token"] == pytest.approx(x["power_watts"] / target)
         assert x["capacity_tps"] >= target
         assert x["ttft_headroom_pct"] >= 0 and x["itl_headroom_pct"] >= 0
-        assert x["band"] is None and "no band yet" in x["band_note"]
+        _check_bands(r, x)
+    # H200 has measured runs in the embedded band table, H100 none: its figures say why they have no band.
+    by_gpu = {x["gpu"]: x for x in rows}
+    assert "lo" in by_gpu["H200"]["band"]["itl_ms"] and "lo" in by_gpu["H200"]["band"]["capacity_tps"]
+    assert "H100" not in by_gpu or "no band" in by_gpu["H100"]["band"]["itl_ms"]["note"]
     usd = [x["usd_per_hour"] for x in rows]
     assert usd == sorted(usd)
     df = servesim.frame(r)
     assert len(df) == len(rows)
+
+
+def _band_cells():
+    with open(os.path.join(os.environ["SERVESIM_SOURCE_DIR"], "sim", "data", "prediction_bands.json")) as f:
+        t = json.load(f)
+    return {(c["gpu"], c["metric"], c["regime"]): c for c in t["cells"]}, t.get("min_points", 8)
+
+
+def _check_bands(result, rec):
+    """Each figure's band is the figure x the 10th/90th percentile ratio of its kind's cell: the GPU and the
+    load regime of clients per replica (aggregated copy) or per decode worker (<= 16 light, <= 128 medium,
+    above max_num_seqs saturated), falling back to the GPU's "all" cell when the regime's is thin."""
+    cells, min_points = _band_cells()
+    cfg = result["configurations"][rec["index"]]
+    clients = rec["slo_concurrency"] / (cfg["decode_workers"] if cfg["kind"] == "disaggregated" else 1)
+    regime = ("saturated" if clients > cfg["max_num_seqs"] else "light" if clients <= 16 else
+              "medium" if clients <= 128 else "heavy")
+    assert rec["band"]["load_regime"] == regime
+    for key, metric, value in (("ttft_ms", "ttft", rec["ttft_ms"]), ("itl_ms", "itl", rec["itl_ms"]),
+                               ("capacity_tps", "output_tps", rec["capacity_tps"])):
+        gpu = (cfg["decode_gpu"] or cfg["gpu"]) if metric != "ttft" else cfg["gpu"]
+        cell = cells.get((gpu.lower(), metric, regime))
+        if cell is None or cell["n"] < min_points:
+            cell = cells.get((gpu.lower(), metric, "all"))
+        b = rec["band"][key]
+        if cell is None or cell["n"] < min_points:
+            assert "lo" not in b and "no band" in b["note"]
+        else:
+            assert b["lo"] == pytest.approx(value * cell["ratio_p10"]) and b["hi"] == pytest.approx(value * cell["ratio_p90"])
 
 
 def _workers(manifest):

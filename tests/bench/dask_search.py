@@ -1,0 +1,32 @@
+"""Dask speed-up of servesim.search(client=...): the same search on one local thread, then on a
+LocalCluster of 1 and of 2 workers (1 thread each), alternating three times; checks each result is
+identical to the local one. Figures read by hand (README, speed section); not run by the tests.
+
+    PYTHONPATH=build/python /usr/bin/python3 tests/bench/dask_search.py LABEL [prune]
+"""
+import os, sys, time
+import servesim
+import distributed
+
+ARGS = dict(model="nemotron-3-super", gpu="h200", isl=1000, osl=200, ttft_ms=2000, itl_ms=100,
+            precision=["fp8", "bf16"], tp=[2, 4, 8], pd_ratios=["1:1", "1:2", "2:1"],
+            max_num_seqs=[128, 256], concurrency=[1, 4, 16, 64], requests=64, prune=False)
+if len(sys.argv) > 2 and sys.argv[2] == "prune":
+    ARGS["prune"] = True
+def main():
+    which = sys.argv[1]
+    t = time.perf_counter(); local = servesim.search(**ARGS, threads=1); tl = time.perf_counter() - t
+    print(f"[{which}] local 1 thread: {tl:.2f} s, {local['counts']['configurations']} configurations, "
+          f"{local['counts']['simulated']} simulated", flush=True)
+    for n in (1, 2, 1, 2, 1, 2):
+        cl = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        c = distributed.Client(cl)
+        c.run(lambda: __import__("servesim"))
+        t = time.perf_counter(); r = servesim.search(**ARGS, client=c); td = time.perf_counter() - t
+        print(f"[{which}] dask {n} worker(s): {td:.2f} s", "identical" if r == local else "DIFFERENT",
+              os.getloadavg()[0], flush=True)
+        c.close(); cl.close()
+
+
+if __name__ == "__main__":
+    main()
