@@ -167,7 +167,7 @@ void add_validate_command(CLI::App& app) {
                 "Add a model (servesim model JSON or Hugging Face config.json, named by its file) before resolving model_path (repeatable)")
       ->check(CLI::ExistingFile);
   c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
-  c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, router, kv_cache_dtype and seed apply to every CSV point")
+  c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, frontend, router, kv_cache_dtype and seed apply to every CSV point")
       ->check(CLI::ExistingFile);
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");

@@ -146,7 +146,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
 
   // The layout first (it needs no catalogue), then the model and the GPU.
   nlohmann::json s = nlohmann::json::object();
-  for (const char* k : {"engine", "router", "kv_cache_dtype", "seed"})
+  for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed"})
     if (o.base.is_object() && o.base.contains(k)) s[k] = o.base[k];
   if (!s.contains("seed")) s["seed"] = o.seed;
   const std::string mode = text::lower(p.mode);
@@ -205,6 +205,20 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
   return s;
 }
+
+namespace {
+// servesim's cheapest prefill cost per token on one aggregated replica: 64 prompts of 256 tokens
+// in one step (16,384 tokens: GEMMs at their most efficient, attention negligible); pipeline
+// stages overlap across batches, so a replica's throughput is one stage's. NaN for topologies.
+double prefill_floor_per_token_s(const Prepared& p, const Scenario& s) {
+  if (p.deployment || !p.cost) return NAN;
+  models::StepBatch b;
+  b.prefill_seqs = 64;
+  b.prefill_tokens = 64 * 256;
+  b.prefill_attention_pairs = 64 * (256.0 * 257.0 / 2);
+  return p.cost->seconds(b) / double(b.prefill_tokens) / double(std::max(1, s.par.pp));
+}
+}  // namespace
 
 Report run(std::vector<MeasuredPoint> points, const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -272,9 +286,11 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   };
   std::vector<std::shared_ptr<const Prepared>> prepared(first_of_shape.size());
   std::vector<std::string> prepare_error(first_of_shape.size());
+  std::vector<double> floor_per_token(first_of_shape.size(), NAN);
   parallel(first_of_shape.size(), [&](std::size_t k) {
     try {
       prepared[k] = std::make_shared<const Prepared>(prepare(jobs[first_of_shape[k]]->scenario));
+      floor_per_token[k] = prefill_floor_per_token_s(*prepared[k], jobs[first_of_shape[k]]->scenario);
     } catch (const Error& e) {
       prepare_error[k] = e.reason();
     } catch (const std::exception& e) {
@@ -301,6 +317,10 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
         r.output_tps = double(s.workload.concurrency) * osl / ((r.ttft_ms + (osl - 1) * r.itl_ms) / 1e3);
       } else {
         r.output_tps = m.output_token_throughput_per_s;
+      }
+      if (std::isfinite(floor_per_token[k]) && r.replica_concurrency > 0 && r.measured.osl > 0) {
+        r.prefill_floor_s = double(r.replica_concurrency) * double(r.measured.isl) * floor_per_token[k];
+        r.measured_cycle_s = (r.measured.ttft_ms + double(r.measured.osl - 1) * r.measured.tpot_ms) / 1e3;
       }
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
@@ -401,6 +421,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
     for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
     const Triple t = triple(g);
     x["points"] = g.points.size();
+    x["below_prefill_floor"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_floor(); });
     x["ttft"] = stats_json(t.ttft);
     x["itl"] = stats_json(t.itl);
     x["output_tps"] = stats_json(t.tps);
@@ -427,6 +448,9 @@ nlohmann::json to_json(const Report& r, const Options& o) {
       x["predicted"] = {{"ttft_ms", num(p.ttft_ms)}, {"itl_ms", num(p.itl_ms)}, {"output_tps", num(p.output_tps)}};
       x["error_pct"] = {{"ttft", pct(p.ttft_err)}, {"itl", pct(p.itl_err)}, {"output_tps", pct(p.tps_err)}};
       x["regime"] = p.regime;
+      x["prefill_floor_s"] = num(p.prefill_floor_s);
+      x["measured_cycle_s"] = num(p.measured_cycle_s);
+      x["below_prefill_floor"] = p.below_floor();
       x["replica_concurrency"] = p.replica_concurrency;
       x["max_num_seqs"] = p.max_num_seqs;
       x["scenario"] = p.scenario;
@@ -444,7 +468,7 @@ std::string to_csv(const Report& r) {
       "id,source,merged,backend,backend_version,model_path,model,system,gpu,precision,mode,isl,osl,concurrency,tp,pp,"
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
-      "itl_err_pct,output_tps_err_pct,unmodellable\n";
+      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,unmodellable\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -455,7 +479,8 @@ std::string to_csv(const Report& r) {
                                p.regime, csv_num(m.ttft_ms), csv_num(m.tpot_ms), csv_num(m.output_tps),
                                m.output_tps_derived ? "1" : "0", csv_num(p.ttft_ms), csv_num(p.itl_ms),
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
-                               csv_num(100 * p.tps_err), p.unmodellable};
+                               csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
+                               p.below_floor() ? "1" : "0", p.unmodellable};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }
@@ -465,7 +490,7 @@ std::string to_csv(const Report& r) {
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
-    if (!p.unmodellable.empty()) continue;
+    if (!p.unmodellable.empty() || p.below_floor()) continue;
     res.push_back({p.gpu, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
     res.push_back({p.gpu, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
     res.push_back({p.gpu, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
@@ -495,10 +520,12 @@ std::string to_text(const Report& r, const Options& o) {
     for (const char* m : {"TTFT", "TPOT", "tok/s"})
       for (const char* s : {" med", " |med|", " p90"}) head.push_back(std::string(m) + s);
     head.insert(head.begin() + static_cast<long>(keys), "points");
+    head.insert(head.begin() + static_cast<long>(keys) + 1, "<floor");
     Table t(head);
     for (const auto& g : groups) {
       std::vector<std::string> row = g.key;
       row.push_back(std::to_string(g.points.size()));
+      row.push_back(std::to_string(std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_floor(); })));
       const Triple tr = triple(g);
       for (const ErrorStats* s : {&tr.ttft, &tr.itl, &tr.tps}) {
         row.push_back(pct_text(s->median_signed, true));
@@ -513,6 +540,18 @@ std::string to_text(const Report& r, const Options& o) {
   if (!groups.empty()) {
     out += "Per engine x model x GPU x mode\n" + table(groups, {"engine", "model", "GPU", "mode"}) + "\n";
     out += "Per engine x GPU x mode (all models)\n" + table(groups_of(r, gpu_key), {"engine", "GPU", "mode"}) + "\n";
+    const auto below = std::count_if(r.points.begin(), r.points.end(), [](const PointResult& p) { return p.unmodellable.empty() && p.below_floor(); });
+    if (below > 0) {
+      Report kept;
+      for (const auto& p : r.points)
+        if (p.unmodellable.empty() && !p.below_floor()) kept.points.push_back(p);
+      out += "<floor: " + std::to_string(below) +
+             " measured points finished their closed-loop cycles (TTFT + (OSL-1) x TPOT) faster than the GPU can prefill "
+             "every prompt of the cycle at servesim's cheapest measured prefill cost per token (C x ISL x floor): they cannot "
+             "have prefilled every prompt token (prefix-cache hits or shorter prompts). They stay in the tables above, are "
+             "left out of --write-bands, and without them:\n" +
+             table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
+    }
   }
   if (unmod > 0) {
     std::map<std::vector<std::string>, int> why;

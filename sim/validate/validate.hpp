@@ -92,6 +92,14 @@ struct PointResult {
   double ttft_err = NAN, itl_err = NAN, tps_err = NAN;    // signed relative errors (pred - meas) / meas
   std::string regime;            // load regime of the point (see load_regime)
   double wall_s = 0;             // host time of the run
+  // Physical consistency of the measurement (aggregated points): a closed loop of C clients on R
+  // replicas prefills C/R x ISL tokens per replica in every cycle of TTFT + (OSL-1) x TPOT. At
+  // servesim's cheapest prefill cost per token (GEMMs at 16,384 tokens, short prompts, measured
+  // kernels) that takes at least `prefill_floor_s`; a measured cycle shorter than this floor
+  // cannot have prefilled every prompt token (prefix-cache hits or shorter prompts).
+  double prefill_floor_s = NAN;  // per cycle, per replica
+  double measured_cycle_s = NAN;
+  bool below_floor() const { return prefill_floor_s > measured_cycle_s; }
 };
 
 // Load regime of a closed-loop point with `clients_per_replica` clients on each replica:
@@ -123,7 +131,8 @@ ErrorStats error_stats(std::vector<double> errors);
 nlohmann::json to_json(const Report& r, const Options& o);
 // One row per point (measured, predicted, errors, reason).
 std::string to_csv(const Report& r);
-// The prediction-band table of a validation's residuals (per GPU, metric and load regime).
+// The prediction-band table of a validation's residuals (points measured below their prefill
+// floor, see PointResult, are left out) (per GPU, metric and load regime).
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta);
 
 // Readable report: per-group error table, per-GPU totals, the unmodellable points with reasons.

@@ -244,3 +244,32 @@ TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
   EXPECT_EQ(back.cells.size(), 3u);
   EXPECT_NEAR(v::band_for(back, "h200", "itl", "medium", 20.0).hi, 20.0 * 1.31, 1e-9);
 }
+
+// A closed loop of C clients must prefill C x ISL prompt tokens in every cycle of
+// TTFT + (OSL-1) x TPOT. The 2000/100 point at 64 clients on one H200 measured a 1.086 s cycle;
+// prefilling 128,000 tokens of Llama-3.1-8B needs at least 2 x 6.98e9 matmul FLOP per token, i.e.
+// 128,000 x 13.96e9 / 1979e12 FP8 FLOP/s = 0.90 s at the datasheet peak and 1.46 s at the 1.22
+// PFLOP/s the H200's FP8 GEMMs reach at 16,384 tokens (hwmodels/measure/results/
+// h200_prefill_forward.json): the point is flagged, kept in the tables, left out of the bands.
+TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
+  add_llama();
+  v::Options o;
+  o.models = {"llama"};
+  o.gpus = {"h200"};
+  o.threads = 1;
+  const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  const auto& p = result(r, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
+  ASSERT_EQ(p.unmodellable, "");
+  EXPECT_NEAR(p.measured_cycle_s, (121.73 + 99 * 9.74) / 1e3, 1e-12);
+  const double per_token = p.prefill_floor_s / (64.0 * 2000.0);
+  const double matmul_flop = 2 * (32.0 * (4096.0 * 6144 + 4096.0 * 4096 + 3 * 4096.0 * 14336));
+  EXPECT_GT(per_token, matmul_flop / 1979e12);        // never faster than the datasheet peak
+  EXPECT_LT(per_token, 2.0 * matmul_flop / 1.2e15);   // and within 2x of the measured GEMM rate
+  EXPECT_TRUE(p.below_floor());
+  EXPECT_FALSE(p.ttft_err != p.ttft_err);             // still compared (not dropped)
+  int kept = 0;
+  for (const auto& pt : r.points) kept += pt.unmodellable.empty() && !pt.below_floor();
+  const v::BandTable b = v::bands_of(r, 1, nlohmann::json::object());
+  for (const auto& c : b.cells)
+    if (c.regime == "all" && c.metric == "itl") EXPECT_EQ(c.n, kept);   // one H200 cell: flagged points left out
+}
