@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "models/memory.hpp"
 
 namespace servesim::models {
 namespace {
@@ -71,6 +72,34 @@ std::optional<LayerCacheSpec> layer_cache_spec(const ModelSpec& m, LayerKind kin
       const double conv = (m.conv_kernel - 1 + spec_tokens) * conv_dim * 2.0;
       const double ssm = double(m.mamba_heads) / par.tp * m.mamba_head_dim * m.d_state * (m.ssm_state_fp32 ? 4.0 : 2.0);
       s.state_bytes = conv + ssm;
+      return s;
+    }
+    case LayerKind::mla: {
+      // MLACommonBackend's spec: one latent (kv_lora_rank + rope) per token on every TP rank, plus
+      // the DSA indexer's key cache where the model has one (memory.hpp kv_bytes_per_token_layer).
+      LayerCacheSpec s;
+      s.kind = CacheKind::mla;
+      s.label = "mla";
+      s.bytes_per_token = kv_bytes_per_token_layer(m, kind, kv_dtype, par.tp);
+      s.alignment = 16;
+      return s;
+    }
+    case LayerKind::sliding_attention: {
+      // SlidingWindowSpec (chunked local attention sized the same way): attention's page, the window.
+      LayerCacheSpec s;
+      s.kind = CacheKind::sliding_window;
+      s.label = m.chunked_attention ? "chunked attention" : "sliding attention";
+      s.bytes_per_token = kv_bytes_per_token_layer(m, kind, kv_dtype, par.tp);
+      s.window = kv_window_tokens(m, kind);
+      s.alignment = 16;
+      return s;
+    }
+    case LayerKind::linear_attention: {
+      // Gated DeltaNet's MambaSpec: conv state + recurrent state per request (memory.hpp).
+      LayerCacheSpec s;
+      s.kind = CacheKind::state;
+      s.label = "linear attention";
+      s.state_bytes = linear_conv_state_bytes_per_layer(m, par.tp, spec_tokens) + linear_recurrent_state_bytes_per_layer(m, par.tp);
       return s;
     }
     case LayerKind::mlp:

@@ -27,6 +27,7 @@ double kv_heads_per_gpu(const ModelSpec& m, int tp) {
 // NVFP4 checkpoints of the hybrid Nemotron models keep the attention projections and the Mamba
 // mixer just before each attention layer in BF16 (Nano NVFP4 hf_quant_config exclude_modules).
 bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
+  if (m.quantized_experts_only && p != hw::Precision::bf16) return m.layers[i] != LayerKind::moe;
   if (p != hw::Precision::nvfp4 || m.hf_model_type != "nemotron_h") return false;
   if (m.layers[i] == LayerKind::attention) return true;
   if (m.layers[i] == LayerKind::mamba) {
@@ -49,9 +50,25 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
       const double small = conv * (m.conv_kernel + 1) + 3 * nh + di + H;  // conv w+b, A, D, dt_bias, norms
       return {lin, small};
     }
-    case LayerKind::attention: {
+    case LayerKind::attention:
+    case LayerKind::sliding_attention: {
       const double q = double(m.heads) * m.head_dim / tp, kv = kv_heads_per_gpu(m, par.tp) * m.head_dim;
-      return {2 * H * q + 2 * H * kv, H};
+      double small = H + (m.attention_sinks ? double(m.heads) / tp : 0) + (m.attention_bias ? q + 2 * kv + H : 0);
+      if (m.qk_norm) small += m.qk_norm_per_layer ? q + kv : 2.0 * m.head_dim;
+      return {H * q * (m.attn_output_gate ? 2 : 1) + q * H + 2 * H * kv, small};
+    }
+    case LayerKind::mla: {
+      // q_a / kv_a (and the DSA indexer) replicated; q_b, kv_b, o_proj sharded by heads.
+      const double h = double(m.heads) / tp, ql = m.q_lora_rank, kl = m.kv_lora_rank;
+      const double q = ql > 0 ? H * ql + ql * h * m.qk_head_dim() : H * h * m.qk_head_dim();
+      double lin = q + H * (kl + m.qk_rope_head_dim) + kl * h * (m.qk_nope_head_dim + m.v_head_dim) + h * m.v_head_dim * H;
+      if (m.index_topk > 0) lin += (ql > 0 ? ql : H) * double(m.index_heads) * m.index_head_dim + H * m.index_head_dim + H * m.index_heads;
+      return {lin, H + ql + kl + (m.index_topk > 0 ? 2.0 * m.index_head_dim : 0)};
+    }
+    case LayerKind::linear_attention: {
+      const double kd = double(m.lin_key_dim()) / tp, vd = double(m.lin_value_dim()) / tp, nv = double(m.lin_value_heads) / tp;
+      return {H * (2 * kd + 2 * vd) + H * 2 * nv + vd * H,
+              (2 * kd + vd) * m.lin_conv_kernel + 2 * nv + m.lin_value_head_dim + H};
     }
     case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_intermediate) / tp, H};
     case LayerKind::moe: {
@@ -59,9 +76,10 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
       // router are replicated; the shared expert is TP-sharded.
       const double split = par.ep > 1 ? par.ep : tp;
       const double routed = double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
+      const double biases = m.moe_bias ? double(m.experts) * ((m.moe_gated ? 2 : 1) * double(m.moe_intermediate) / split + double(m.moe_width())) : 0;
       const double shared = m.shared_experts > 0 ? (m.moe_gated ? 3 : 2) * H * double(m.shared_intermediate * m.shared_experts) / tp : 0;
       const double latent = m.moe_latent > 0 ? 2 * H * double(m.moe_latent) : 0;
-      return {routed + shared + latent, H * m.experts + m.experts + H};
+      return {routed + shared + latent, H * m.experts + m.experts + H + (m.shared_expert_gate ? H : 0) + biases};
     }
   }
   return {0, 0};
@@ -90,47 +108,89 @@ hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision w
   return p;
 }
 
+hw::Precision checkpoint_weight_precision(const ModelSpec& m) {
+  const std::string& c = m.checkpoint_precision;
+  if (c == "fp8") return hw::Precision::fp8;
+  if (c == "int8") return hw::Precision::int8;
+  if (c == "nvfp4" || c == "mxfp4" || c == "int4") return hw::Precision::nvfp4;
+  return hw::Precision::bf16;
+}
+
 double weight_bytes_per_param(hw::Precision p) {
   // NVFP4: 4-bit E2M1 values + one FP8 (E4M3) scale per 16 values (the per-tensor FP32 scale is negligible).
   if (p == hw::Precision::nvfp4) return 0.5 + 1.0 / 16.0;
   return dtype_bytes(p);
 }
 
-double kv_bytes_per_token(const ModelSpec& m, hw::Precision kv) {
-  return m.count(LayerKind::attention) * 2.0 * m.kv_heads * m.head_dim * dtype_bytes(kv);
+double kv_bytes_per_token_layer(const ModelSpec& m, LayerKind k, hw::Precision kv, int tp) {
+  switch (k) {
+    case LayerKind::attention:
+    case LayerKind::sliding_attention: return 2.0 * kv_heads_per_gpu(m, tp) * m.head_dim * dtype_bytes(kv);
+    case LayerKind::mla: {
+      double b = double(m.mla_latent_dim()) * dtype_bytes(kv);
+      if (m.index_topk > 0) b += m.index_head_dim + 4.0 * std::ceil(m.index_head_dim / 128.0);
+      return b;
+    }
+    default: return 0;
+  }
 }
 
-double kv_bytes_per_token_per_gpu(const ModelSpec& m, hw::Precision kv, const Parallelism& par) {
-  double worst = 0;
-  for (int s = 0; s < par.pp; ++s) {
-    auto [b, e] = stage_range(int(m.layers.size()), par.pp, s);
-    const int attn = int(std::count(m.layers.begin() + b, m.layers.begin() + e, LayerKind::attention));
-    worst = std::max(worst, attn * 2.0 * kv_heads_per_gpu(m, par.tp) * m.head_dim * dtype_bytes(kv));
-  }
-  return worst;
+std::int64_t kv_window_tokens(const ModelSpec& m, LayerKind k) {
+  return k == LayerKind::sliding_attention ? m.sliding_window : 0;
+}
+
+double linear_conv_state_bytes_per_layer(const ModelSpec& m, int tp, int spec_tokens) {
+  return double(m.lin_conv_kernel - 1 + spec_tokens) * double(m.lin_conv_dim()) / tp * 2.0;  // model dtype (bf16)
+}
+
+double linear_recurrent_state_bytes_per_layer(const ModelSpec& m, int tp) {
+  return double(m.lin_value_heads) / tp * m.lin_key_head_dim * m.lin_value_head_dim * (m.lin_state_fp32 ? 4.0 : 2.0);
 }
 
 namespace {
-double mamba_layers_worst_stage(const ModelSpec& m, int pp) {
-  int worst = 0;
+// Sum over the layers of the worst pipeline stage of f(kind).
+template <class F> double worst_stage(const ModelSpec& m, int pp, F f) {
+  double worst = 0;
   for (int s = 0; s < pp; ++s) {
     auto [b, e] = stage_range(int(m.layers.size()), pp, s);
-    worst = std::max(worst, int(std::count(m.layers.begin() + b, m.layers.begin() + e, LayerKind::mamba)));
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += f(m.layers[std::size_t(i)]);
+    worst = std::max(worst, sum);
   }
   return worst;
 }
+bool unbounded_kv(const ModelSpec& m, LayerKind k) { return keeps_kv(k) && kv_window_tokens(m, k) == 0; }
 }  // namespace
 
+double kv_bytes_per_token(const ModelSpec& m, hw::Precision kv) {
+  double sum = 0;
+  for (auto k : m.layers)
+    if (unbounded_kv(m, k)) sum += kv_bytes_per_token_layer(m, k, kv, 1);
+  return sum;
+}
+
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, hw::Precision kv, const Parallelism& par) {
+  return worst_stage(m, par.pp, [&](LayerKind k) { return unbounded_kv(m, k) ? kv_bytes_per_token_layer(m, k, kv, par.tp) : 0.0; });
+}
+
+
 double conv_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par, int spec_tokens) {
-  if (m.count(LayerKind::mamba) == 0) return 0;
-  const double conv = double(m.mamba_d_inner()) / par.tp + 2.0 * groups_per_gpu(m, par.tp) * m.d_state;
-  return mamba_layers_worst_stage(m, par.pp) * (m.conv_kernel - 1 + spec_tokens) * conv * 2.0;  // model dtype (bf16)
+  const double conv = double(m.mamba_d_inner()) / par.tp +
+                      (m.count(LayerKind::mamba) ? 2.0 * groups_per_gpu(m, par.tp) * m.d_state : 0.0);
+  return worst_stage(m, par.pp, [&](LayerKind k) {
+    if (k == LayerKind::mamba) return (m.conv_kernel - 1 + spec_tokens) * conv * 2.0;  // model dtype (bf16)
+    if (k == LayerKind::linear_attention) return linear_conv_state_bytes_per_layer(m, par.tp, spec_tokens);
+    return 0.0;
+  });
 }
 
 double ssm_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par) {
-  if (m.count(LayerKind::mamba) == 0) return 0;
-  const double per_layer = double(m.mamba_heads) / par.tp * m.mamba_head_dim * m.d_state * (m.ssm_state_fp32 ? 4.0 : 2.0);
-  return mamba_layers_worst_stage(m, par.pp) * per_layer;
+  const double mamba = double(m.mamba_heads) / par.tp * m.mamba_head_dim * m.d_state * (m.ssm_state_fp32 ? 4.0 : 2.0);
+  return worst_stage(m, par.pp, [&](LayerKind k) {
+    if (k == LayerKind::mamba) return mamba;
+    if (k == LayerKind::linear_attention) return linear_recurrent_state_bytes_per_layer(m, par.tp);
+    return 0.0;
+  });
 }
 
 Concurrency MemoryPlan::concurrency(std::int64_t context_tokens) const {
@@ -158,12 +218,16 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
     throw Error("--num-speculative-tokens", "", "must be between 0 and 16, got " + std::to_string(cfg.num_speculative_tokens));
   if (cfg.block_size < 1) throw Error("--block-size", "", "must be >= 1");
   if (par.pp > int(m.layers.size())) throw Error("--pp", "", "more pipeline stages than layers");
-  if (m.count(LayerKind::attention) > 0 && m.heads % par.tp != 0)
+  if (m.kv_layers() > 0 && m.heads % par.tp != 0)
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide " +
                                 std::to_string(m.heads) + " attention heads of " + m.name);
   if (m.count(LayerKind::mamba) > 0 && m.mamba_heads % par.tp != 0)
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide " +
                                 std::to_string(m.mamba_heads) + " Mamba heads of " + m.name);
+  if (m.count(LayerKind::linear_attention) > 0 && (m.lin_key_heads % par.tp != 0 || m.lin_value_heads % par.tp != 0))
+    throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide the " +
+                                std::to_string(m.lin_key_heads) + " key heads and " + std::to_string(m.lin_value_heads) +
+                                " value heads of the Gated DeltaNet layers of " + m.name);
   if (par.ep > 1 && m.experts % par.ep != 0)
     throw Error("--ep", "", "expert parallel size does not divide " + std::to_string(m.experts) + " experts");
   if (!(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
@@ -206,7 +270,12 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   double widest = 0;  // largest per-GPU intermediate of any block, elements per token
   if (m.count(LayerKind::mamba)) widest = std::max(widest, (2.0 * m.mamba_d_inner() + 2.0 * m.groups * m.d_state + m.mamba_heads) / par.tp);
   if (m.count(LayerKind::mlp)) widest = std::max(widest, (m.mlp_gated ? 2.0 : 1.0) * double(m.mlp_intermediate) / par.tp);
-  if (m.count(LayerKind::attention)) widest = std::max(widest, (double(m.heads) + 2 * kv_heads_per_gpu(m, par.tp) * par.tp) * m.head_dim / par.tp);
+  if (m.count(LayerKind::attention) + m.count(LayerKind::sliding_attention))
+    widest = std::max(widest, (double(m.heads) * (m.attn_output_gate ? 2 : 1) + 2 * kv_heads_per_gpu(m, par.tp) * par.tp) * m.head_dim / par.tp);
+  if (m.count(LayerKind::mla))  // prefill decompresses k/v per head: q, k (nope + rope), v
+    widest = std::max(widest, double(m.heads) * (2.0 * m.qk_head_dim() + m.v_head_dim) / par.tp);
+  if (m.count(LayerKind::linear_attention))
+    widest = std::max(widest, (2.0 * m.lin_key_dim() + 2.0 * m.lin_value_dim() + 2.0 * m.lin_value_heads) / par.tp);
   if (m.count(LayerKind::moe)) {
     // fused_moe: intermediate caches of tokens·top_k rows (up-projection output + activation).
     const double split = par.ep > 1 ? 1.0 : par.tp;

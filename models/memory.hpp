@@ -33,6 +33,11 @@ struct EngineMemoryConfig { double gpu_memory_utilization = 0.9; int max_num_seq
 hw::Precision checkpoint_kv_dtype(hw::Precision weights);
 hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision weights, const std::string& where);
 
+// The weight precision a checkpoint's declared format is sized and costed at: bf16, fp8, int8 and
+// nvfp4 as themselves; int4 (group 32 + a BF16 scale: 4.5 bits, the same bytes as NVFP4's 4 bits +
+// an FP8 scale per 16) and mxfp4 (4.25 bits) as nvfp4.
+hw::Precision checkpoint_weight_precision(const ModelSpec&);
+
 // Bytes per weight element as stored in the checkpoint (NVFP4: 4 bit + one FP8 scale per 16).
 double weight_bytes_per_param(hw::Precision p);
 
@@ -79,12 +84,28 @@ struct MemoryPlan {                 // per GPU unless named total
 MemoryPlan plan_memory(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,
                        const Parallelism&, const EngineMemoryConfig&);
 
-// Per-token KV bytes for the whole replica (all attention layers, no replication) and per GPU
-// under TP (KV heads replicated when kv_heads < tp; PP splits layers).
+// Per-kind cache formulas, clean functions of the spec (a hybrid block pool builds on these).
+// Bytes one token adds to one layer of kind `k` on one GPU under tensor parallel `tp` (0 for kinds
+// without KV): GQA 2 x kv heads (replicated when kv_heads < tp) x head_dim; MLA kv_lora_rank +
+// qk_rope_head_dim elements on every rank (not sharded, as vLLM), plus the DSA indexer's FP8 key
+// and FP32 scale (index_head_dim + 4 bytes per 128) when the model has one.
+double kv_bytes_per_token_layer(const ModelSpec&, LayerKind k, hw::Precision kv_dtype, int tp = 1);
+// Tokens of KV a layer of kind `k` keeps per sequence: the window (or chunk) for sliding layers,
+// 0 for unbounded (full attention, MLA) and kinds without KV.
+std::int64_t kv_window_tokens(const ModelSpec&, LayerKind k);
+// Gated DeltaNet state per sequence and layer on one GPU: the conv state ((kernel - 1 + spec
+// tokens) x conv_dim / tp, model dtype) and the recurrent state (value heads / tp x key_dim x
+// value_dim, fp32 unless the config says otherwise).
+double linear_conv_state_bytes_per_layer(const ModelSpec&, int tp = 1, int spec_tokens = 0);
+double linear_recurrent_state_bytes_per_layer(const ModelSpec&, int tp = 1);
+// Per-token KV bytes of the unbounded KV layers (full attention, MLA) for the whole replica (no
+// replication) and per GPU under TP (KV heads replicated when kv_heads < tp; PP splits layers).
+// Windowed layers hold at most their window (kv_window_tokens) per sequence.
 double kv_bytes_per_token(const ModelSpec&, hw::Precision kv_dtype);
 double kv_bytes_per_token_per_gpu(const ModelSpec&, hw::Precision kv_dtype, const Parallelism&);
-// Mamba conv state (model dtype, conv_kernel-1+spec tokens rows) and fp32 SSM state per sequence,
-// whole replica (tp = 1) or per GPU (groups replicated when groups % tp != 0).
+// Recurrent state per sequence, whole replica (tp = 1) or per GPU (worst pipeline stage): Mamba
+// conv state (model dtype, conv_kernel-1+spec tokens rows; groups replicated when groups % tp != 0)
+// plus Gated DeltaNet conv states; Mamba SSM state plus Gated DeltaNet recurrent states.
 double conv_state_bytes_per_seq(const ModelSpec&, const Parallelism& = {}, int spec_tokens = 0);
 double ssm_state_bytes_per_seq(const ModelSpec&, const Parallelism& = {});
 

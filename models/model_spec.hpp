@@ -9,9 +9,20 @@
 
 namespace servesim::models {
 
-// One residual block of the stack (vLLM nemotron_h.py: "M", "*", "-", "E").
-enum class LayerKind { mamba, attention, mlp, moe };
+// One residual block of the stack (vLLM nemotron_h.py: "M", "*", "-", "E"), plus the mixers of
+// other families: multi-head latent attention (DeepSeek-V3 style, "mla"), sliding-window or
+// chunked-local attention ("sliding_attention": KV capped at ModelSpec::sliding_window tokens) and
+// Gated DeltaNet linear attention ("linear_attention": a recurrent state per sequence, as Mamba).
+enum class LayerKind { mamba, attention, mlp, moe, mla, sliding_attention, linear_attention };
 std::string_view to_string(LayerKind k);
+// Every kind, in enum order; the one-character codes of a layer pattern: M mamba, * attention,
+// - mlp, E moe, L mla (latent attention), S sliding_attention, G linear_attention (Gated DeltaNet).
+const std::vector<LayerKind>& all_layer_kinds();
+char pattern_char(LayerKind k);
+// Softmax attention that keeps a KV cache: attention, sliding_attention, mla.
+bool keeps_kv(LayerKind k);
+// Token mixers (one per transformer layer): every kind but mlp and moe.
+bool is_mixer(LayerKind k);
 
 // A ViT image encoder (RADIO ViT-H/16 for the Nemotron VL models) and its projector into the LLM.
 struct VisionEncoderSpec {
@@ -33,8 +44,30 @@ struct ModelSpec {
   std::string hf_model_type;        // "nemotron_h", "llama", "mixtral", "qwen3_moe"
   std::vector<LayerKind> layers;    // in order
   std::int64_t hidden = 0;
-  // Attention (GQA).
+  // Attention (GQA). Flags: per-head RMSNorm of q and k (qwen3, QK-norm), biases on q/k/v/o
+  // (gpt-oss), a learned sink logit per head (gpt-oss), a sigmoid output gate as wide as q
+  // (qwen3.5 attn_output_gate); qk_norm_width: 0 = per head (head_dim), else the whole projection
+  // (MiniMax-M2's per_layer QK-norm).
   int heads = 0, kv_heads = 0, head_dim = 0;
+  bool qk_norm = false, qk_norm_per_layer = false, attention_bias = false, attention_sinks = false, attn_output_gate = false;
+  // Sliding-window / chunked-local attention layers (LayerKind::sliding_attention): KV per sequence
+  // capped at sliding_window tokens. chunked: Llama-4's chunked local attention (a token sees its
+  // chunk only), costed and cached like a window of the chunk size.
+  std::int64_t sliding_window = 0;
+  bool chunked_attention = false;
+  // Multi-head latent attention (LayerKind::mla, DeepSeek-V3 / Kimi-K2 / GLM-5): q through a
+  // q_lora_rank bottleneck (0: direct q_proj), k/v through the compressed latent of kv_lora_rank
+  // plus a shared rope key of qk_rope_head_dim. Cached per token and layer: kv_lora_rank +
+  // qk_rope_head_dim elements, the same on every TP rank. DSA indexer (GLM-5, DeepSeek-V3.2):
+  // index_heads x index_head_dim scores pick index_topk tokens per query.
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  int index_heads = 0, index_head_dim = 0, index_topk = 0;
+  // Gated DeltaNet (LayerKind::linear_attention, qwen3_next / qwen3.5): key_dim = lin_key_heads x
+  // lin_key_head_dim, value_dim = lin_value_heads x lin_value_head_dim; state per sequence and
+  // layer: a conv state of (lin_conv_kernel - 1) x (2 key_dim + value_dim) and a recurrent state
+  // of lin_value_heads x lin_key_head_dim x lin_value_head_dim (fp32 when lin_state_fp32).
+  int lin_key_heads = 0, lin_value_heads = 0, lin_key_head_dim = 0, lin_value_head_dim = 0, lin_conv_kernel = 4;
+  bool lin_state_fp32 = true;
   // Mamba-2 mixer: d_inner = mamba_heads * mamba_head_dim.
   int mamba_heads = 0, mamba_head_dim = 0, d_state = 0, groups = 0, conv_kernel = 4, chunk_size = 128;
   // Dense MLP (gated: gate+up+down, e.g. SwiGLU; non-gated: up+down, e.g. ReLU²).
@@ -45,6 +78,8 @@ struct ModelSpec {
   int experts = 0, top_k = 0, shared_experts = 0;
   std::int64_t moe_intermediate = 0, shared_intermediate = 0, moe_latent = 0;
   bool moe_gated = false;
+  bool moe_bias = false;            // routed experts carry biases (gpt-oss)
+  bool shared_expert_gate = false;  // a sigmoid gate (hidden -> 1) on the shared expert (qwen3_next / qwen3.5)
   int mtp_layers = 0;               // multi-token-prediction layers (weights loaded only for speculative decoding)
   std::vector<LayerKind> mtp_pattern;  // blocks of one MTP layer (Nemotron 3: attention + MoE)
   std::int64_t vocab = 0;
@@ -58,30 +93,67 @@ struct ModelSpec {
   std::string note;                 // why / what is estimated
   std::string source;               // where the figures come from
   double published_total_params = 0, published_active_params = 0;  // for checks (0: none)
+  // What the publisher's active-parameter figure counts: "all" (embeddings and LM head, as
+  // active_params), "no_input_embedding" (the lookup table excluded: OpenAI, DeepSeek, Moonshot)
+  // or "no_embeddings" (neither the input embedding nor the LM head: Z.ai, MiniMax).
+  std::string published_active_counts = "all";
+  double published_params_rounding = 0;  // the published figures are rounded to this (e.g. "A17B": 0.5e9)
+  // Weight format the checkpoint declares (HF quantization_config / hf_quant_config.json):
+  // "bf16", "fp8", "nvfp4", "mxfp4" or "int4"; the default weight precision when none is asked.
+  std::string checkpoint_precision = "bf16";
+  // Only the routed experts are quantised (gpt-oss MXFP4, Kimi-K2.5 INT4): attention, dense MLPs,
+  // shared experts, router, embeddings stay BF16.
+  bool quantized_experts_only = false;
+  std::string checkpoint_kv_precision;   // "fp8" when hf_quant_config declares FP8 KV, else ""
+  std::vector<std::string> checkpoint_precisions;  // catalogue: the published checkpoints' formats
+  std::vector<std::string> hf_ids;       // Hugging Face repository ids that name this model
 
   int count(LayerKind k) const;
   std::int64_t mamba_d_inner() const { return std::int64_t(mamba_heads) * mamba_head_dim; }
   std::int64_t mamba_conv_dim() const { return mamba_d_inner() + 2LL * groups * d_state; }
   std::int64_t moe_width() const { return moe_latent > 0 ? moe_latent : hidden; }  // routed experts' in/out width
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }           // MLA query/key head width
+  std::int64_t mla_latent_dim() const { return std::int64_t(kv_lora_rank) + qk_rope_head_dim; }  // cached per token and layer
+  std::int64_t lin_key_dim() const { return std::int64_t(lin_key_heads) * lin_key_head_dim; }
+  std::int64_t lin_value_dim() const { return std::int64_t(lin_value_heads) * lin_value_head_dim; }
+  std::int64_t lin_conv_dim() const { return 2 * lin_key_dim() + lin_value_dim(); }
+  int kv_layers() const;            // layers that keep a KV cache (attention, sliding, mla)
 };
 
 // Parameter counts of the language model (embeddings + LM head included, MTP excluded).
 double total_params(const ModelSpec& m);
 double active_params(const ModelSpec& m);   // per token: top_k routed experts + everything dense
+// active_params counted as the publisher counts it (published_active_counts).
+double active_params_as_published(const ModelSpec& m);
 double mtp_params(const ModelSpec& m);      // all MTP layers (shared-weight heads count once)
 // Per-block parameter counts (weights + small vectors), for one layer of that kind.
 double layer_params(const ModelSpec& m, LayerKind k);
 
-// The catalogue: embedded models/data/*.json plus whatever add_model_file() loaded. Lookup is
-// case-insensitive; an unknown name throws Error listing the known ones.
+// The catalogue: the embedded models/data/*.json plus what add_model_file() added. Lookup is
+// case-insensitive; an unknown name throws Error listing the known ones. Commands read model
+// files with load_model_file (not added); add_model_file is for callers that resolve names
+// afterwards (servesim validate --model-file).
 const ModelSpec& model(std::string_view name);
 std::vector<std::string> model_names();
-// Adds a model from a servesim model JSON or a Hugging Face config.json (detected by model_type).
+// Reads a servesim model JSON or a Hugging Face config.json without adding it to the catalogue:
+// the spec lives in a cache keyed by the file's path (stable address), named after the file's
+// "name" or, for an HF config, the folder or file stem. A sibling hf_quant_config.json (same
+// folder, or <stem minus "config">hf_quant_config.json) sets the checkpoint precision.
+const ModelSpec& load_model_file(const std::string& path);
+// Reads a model file (as load_model_file) and adds it to the catalogue under its name.
 const ModelSpec& add_model_file(const std::string& path);
+// The catalogue entry whose hf_ids list `hf_id` (case-insensitive; a trailing "/" or a
+// "-FP8"/"-NVFP4"/"-FP4" quantised-repo suffix is also tried), or nullptr.
+const ModelSpec* model_by_hf_id(std::string_view hf_id);
 
 // Hugging Face config.json import: nemotron_h (hybrid_override_pattern or layers_block_type),
-// llama, mixtral, qwen3_moe. `file` names the source in errors.
-ModelSpec import_hf_config(std::string_view json_text, const std::string& file, const std::string& name);
+// llama, mixtral, qwen3, qwen3_moe, gpt_oss, minimax_m2, deepseek_v3 / kimi_k2 / glm_moe_dsa /
+// deepseek_v32 (MLA), qwen3_next / qwen3_5 / qwen3_5_moe (Gated DeltaNet), llama4; vision-language
+// configs through their text_config (Qwen3-VL, Qwen3.5, Kimi-K2.5, Llama 4). `file` names the
+// source in errors; anything else fails with one line naming the unsupported feature.
+// `hf_quant_json`: the sibling hf_quant_config.json's text, or empty.
+ModelSpec import_hf_config(std::string_view json_text, const std::string& file, const std::string& name,
+                           std::string_view hf_quant_json = {});
 // servesim's own model JSON (models/data/*.json): {"name", "hf_config": {...}, "vision": {...}, ...}.
 ModelSpec parse_model_json(std::string_view json_text, const std::string& file);
 

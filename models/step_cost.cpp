@@ -60,7 +60,11 @@ class Model final : public StepCostModel {
       : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp), par_(par), kv_(kv) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
-    n_attn_ = m.count(LayerKind::attention);
+    n_full_ = m.count(LayerKind::attention);
+    n_swa_ = m.count(LayerKind::sliding_attention);
+    n_attn_ = n_full_ + n_swa_;
+    n_mla_ = m.count(LayerKind::mla);
+    n_gdn_ = m.count(LayerKind::linear_attention);
     n_mlp_ = m.count(LayerKind::mlp);
     n_moe_ = m.count(LayerKind::moe);
     {
@@ -68,10 +72,12 @@ class Model final : public StepCostModel {
       // code (norm, projections, mixer, activation; fused residual adds not counted separately).
       const int per_moe = 6 + (m.shared_experts > 0 ? 3 : 0) + (m.moe_latent > 0 ? 2 : 0);
       const int blocks = int(m.layers.size());
-      const int kernels = n_mamba_ * 6 + n_attn_ * 5 + n_mlp_ * 4 + n_moe_ * per_moe +
+      const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? 1 : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
+                          n_gdn_ * 7 + n_mlp_ * 4 + n_moe_ * per_moe +
                           (tp > 1 ? blocks : 0) + (par.ep > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
       eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
-      launch_counts_ = {kernels, n_attn_, n_mamba_};
+      // MLA runs eagerly between piecewise graphs like attention, Gated DeltaNet like Mamba.
+      launch_counts_ = {kernels, n_attn_ + n_mla_, n_mamba_ + n_gdn_};
     }
     const std::int64_t H = m.hidden;
     auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, wp_).seconds; };
@@ -96,10 +102,19 @@ class Model final : public StepCostModel {
       aheads_ = m.heads / tp;
       akv_ = std::max(1, m.kv_heads / tp);
       attn_lin_.fill([&](std::int64_t M) {
-        return gemm(M, std::int64_t(aheads_ + 2 * akv_) * m.head_dim, H) + gemm(M, H, std::int64_t(aheads_) * m.head_dim);
+        return gemm(M, std::int64_t(aheads_ * (m.attn_output_gate ? 2 : 1) + 2 * akv_) * m.head_dim, H) +
+               gemm(M, H, std::int64_t(aheads_) * m.head_dim);
       });
+      if (m.qk_norm || m.attn_output_gate) {
+        // Per-head RMSNorm of q and k (read + write, bf16) and the sigmoid output gate (read q-wide
+        // gate and output, write output).
+        const double qk = double(aheads_ + akv_) * m.head_dim * (m.qk_norm ? 4 : 0);
+        const double gate = m.attn_output_gate ? double(aheads_) * m.head_dim * 6 : 0;
+        attn_elt_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * (qk + gate)).seconds; });
+      }
       // Decode attention streams the KV of every context token (at the KV dtype's bytes): a fixed
-      // part plus a per-token slope.
+      // part plus a per-token slope. Sliding-window layers use the same slope over at most the
+      // window's tokens (eval caps the reads).
       const double t_small = km_.attention_decode(1, 1, aheads_, akv_, m.head_dim, kv_).seconds;
       const double t_big = km_.attention_decode(64, 8192, aheads_, akv_, m.head_dim, kv_).seconds;
       attn_dec_base_ = t_small;
@@ -107,6 +122,62 @@ class Model final : public StepCostModel {
       attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim, kv_).seconds; });
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
+    }
+    if (n_mla_) {
+      // Multi-head latent attention (vLLM MLACommonImpl): q_a/kv_a projections replicated, q_b and
+      // o_proj sharded by heads. Decode runs absorbed: q_nope through W_UK into the latent, MQA over
+      // the cached latent (one 576-wide KV head: kv_lora_rank + rope), out through W_UV, so the
+      // latent is streamed once per layer. Prefill runs un-absorbed: kv_b_proj decompresses k/v of
+      // the chunk, then MHA with qk_head_dim-wide heads.
+      mheads_mla_ = m.heads / tp;
+      const std::int64_t h = mheads_mla_, ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
+      const std::int64_t qk = m.qk_head_dim(), nope = m.qk_nope_head_dim, v = m.v_head_dim;
+      mla_lin_.fill([&](std::int64_t M) {
+        double t = (ql > 0 ? gemm(M, ql, H) + gemm(M, h * qk, ql) : gemm(M, h * qk, H)) + gemm(M, kl + rope, H) +
+                   gemm(M, H, h * v);
+        if (m.index_topk > 0)  // DSA indexer projections (wq_b, wk, weights_proj)
+          t += gemm(M, std::int64_t(m.index_heads) * m.index_head_dim, ql > 0 ? ql : H) + gemm(M, m.index_head_dim, H) +
+               km_.gemm(M, m.index_heads, H, hw::Precision::bf16).seconds;
+        return t;
+      });
+      // Absorbed decode: W_UK (nope -> latent) and W_UV (latent -> v) per head, batched over heads.
+      mla_absorb_.fill([&](std::int64_t M) { return gemm(M, h * kl, nope) + gemm(M, h * v, kl); });
+      mla_kvb_.fill([&](std::int64_t M) { return gemm(M, h * (nope + v), kl); });
+      const int lat = int(kl + rope);
+      // Both through vLLM's measured attention tables on this GPU (decode: h query heads over one
+      // latent KV head of kv_lora_rank + rope elements at the KV dtype; prefill: MHA of qk_head_dim).
+      const double t_small = km_.attention_decode(1, 1, int(h), 1, lat, kv_).seconds;
+      const double t_big = km_.attention_decode(64, 8192, int(h), 1, lat, kv_).seconds;
+      mla_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
+      mla_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, int(h), 1, lat, kv_).seconds; });
+      mla_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, int(h), int(h), int(qk), kv_).seconds; });
+      if (m.index_topk > 0) {
+        // The DSA indexer scores every cached token (index_heads x index_head_dim, one key head) and
+        // attention then reads only index_topk of them: costed as an MQA pass of the indexer's shape.
+        const double i_small = km_.attention_decode(1, 1, m.index_heads, 1, m.index_head_dim).seconds;
+        const double i_big = km_.attention_decode(64, 8192, m.index_heads, 1, m.index_head_dim).seconds;
+        idx_dec_per_token_ = std::max(0.0, (i_big - i_small) / (64.0 * 8192.0));
+        idx_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, m.index_heads, 1, m.index_head_dim).seconds; });
+      }
+    }
+    if (n_gdn_) {
+      // Gated DeltaNet (vLLM qwen3_next.py): in_proj_qkvz + in_proj_ba and out_proj GEMMs; the
+      // recurrent state (value heads x key_dim x value_dim per sequence) is read and written once
+      // per decode token and scanned in chunks in prefill: both timed by vLLM's measured Gated
+      // DeltaNet kernels on this GPU (KernelModel::gdn), the causal conv1d by its own table.
+      gheads_ = m.lin_value_heads / tp;
+      ggroups_ = std::max(1, m.lin_key_heads / tp);
+      gconv_ = m.lin_conv_dim() / tp;
+      const std::int64_t in_n = (2 * m.lin_key_dim() + 2 * m.lin_value_dim() + 2 * m.lin_value_heads) / tp;
+      gdn_lin_.fill([&](std::int64_t M) { return gemm(M, in_n, H) + gemm(M, H, m.lin_value_dim() / tp); });
+      gdn_step_.fill([&](std::int64_t B) {
+        return km_.gdn(true, int(B), 1, ggroups_, gheads_, m.lin_key_head_dim, m.lin_value_head_dim).seconds +
+               km_.conv1d(B, gconv_, m.lin_conv_kernel, true).seconds;
+      });
+      gdn_scan_.fill([&](std::int64_t T) {
+        return km_.gdn(false, 1, T, ggroups_, gheads_, m.lin_key_head_dim, m.lin_value_head_dim).seconds +
+               km_.conv1d(T, gconv_, m.lin_conv_kernel, false).seconds;
+      });
     }
     if (n_mlp_) {
       const std::int64_t I = m.mlp_intermediate / tp;
@@ -210,23 +281,96 @@ class Model final : public StepCostModel {
     if (n_attn_) {
       add("attention", "QKV + O GEMM", n_attn_ * attn_lin_(M), n_attn_,
           [&] {
-            return sum({km_.gemm(Mi, std::int64_t(aheads_ + 2 * akv_) * m_.head_dim, H, wp_),
+            return sum({km_.gemm(Mi, std::int64_t(aheads_ * (m_.attn_output_gate ? 2 : 1) + 2 * akv_) * m_.head_dim, H, wp_),
                         km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, wp_)});
           });
+      if (attn_elt_active())
+        add("attention", m_.attn_output_gate ? "QK-norm + output gate" : "QK-norm", n_attn_ * attn_elt_(M), n_attn_,
+            [&] { return km_.memory_bound(M * double(aheads_ + akv_) * m_.head_dim * 4); });
       if (b.decode_seqs > 0) {
-        const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq;
-        add("attention", "decode attention (KV read)",
-            n_attn_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads), n_attn_, [&] {
+        // Sliding layers read at most the window per sequence (the batch's average context, capped);
+        // sinks add one logit per head and query.
+        const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq + (m_.attention_sinks ? dec_tokens : 0);
+        const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
+        const double t = n_full_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads) +
+                         n_swa_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * swa_reads);
+        add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
+            t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
               return km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
             });
       }
       if (b.prefill_tokens > 0) {
-        // Equivalent single-sequence length with the same number of causal pairs.
-        const double S = (std::sqrt(1 + 8 * std::max(0.0, b.prefill_attention_pairs)) - 1) / 2;
-        add("attention", "prefill attention (flash)", n_attn_ * attn_pre_(S), n_attn_,
+        // Equivalent single-sequence length with the same number of causal pairs; a sliding layer's
+        // query sees at most `window` keys.
+        const double pairs = std::max(0.0, b.prefill_attention_pairs);
+        const double S = pair_length(pairs);
+        const double Sw = pair_length(std::min(pairs, double(b.prefill_tokens) * double(m_.sliding_window)));
+        add("attention", "prefill attention (flash)", n_full_ * attn_pre_(S) + n_swa_ * attn_pre_(Sw), n_attn_,
             [&] { return km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_); });
       }
+    }
+    if (n_mla_) {
+      const std::int64_t h = mheads_mla_;
+      const int lat = int(m_.mla_latent_dim());
+      add("mla", m_.index_topk > 0 ? "q/kv/o + DSA indexer projections GEMM" : "q_a/q_b + kv_a + o_proj GEMM", n_mla_ * mla_lin_(M),
+          n_mla_, [&] {
+            const std::int64_t ql = m_.q_lora_rank;
+            OpTime t = ql > 0 ? sum({km_.gemm(Mi, ql, H, wp_), km_.gemm(Mi, h * m_.qk_head_dim(), ql, wp_)})
+                              : km_.gemm(Mi, h * m_.qk_head_dim(), H, wp_);
+            return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, wp_), km_.gemm(Mi, H, h * m_.v_head_dim, wp_)});
+          });
+      if (b.decode_seqs > 0) {
+        // Absorbed: each query reads the latent of its context (index_topk of it under DSA).
+        double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq;
+        if (m_.index_topk > 0) {
+          add("mla", "DSA indexer over the context (decode)", n_mla_ * idx_dec_per_token_ * ctx_reads, n_mla_,
+              [&] { return km_.attention_decode(b.decode_seqs, std::max<std::int64_t>(1, b.decode_context_tokens / b.decode_seqs),
+                                                m_.index_heads, 1, m_.index_head_dim); });
+          ctx_reads = std::min(ctx_reads, dec_tokens * double(m_.index_topk));
+        }
+        add("mla", "W_UK / W_UV absorption GEMM (decode)", n_mla_ * mla_absorb_(dec_tokens), n_mla_,
+            [&] {
+              const auto D = std::int64_t(std::max(1.0, dec_tokens));
+              return sum({km_.gemm(D, h * m_.kv_lora_rank, m_.qk_nope_head_dim, wp_), km_.gemm(D, h * m_.v_head_dim, m_.kv_lora_rank, wp_)});
+            });
+        add("mla", "decode attention over the latent (absorbed, MQA)",
+            n_mla_ * (mla_dec_per_seq_(dec_tokens) + mla_dec_per_token_ * ctx_reads), n_mla_, [&] {
+              const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
+              return km_.attention_decode(b.decode_seqs, avg, int(h), 1, lat, kv_);
+            });
+      }
+      if (b.prefill_tokens > 0) {
+        const double pairs = std::max(0.0, b.prefill_attention_pairs);
+        const double T = double(b.prefill_tokens);
+        add("mla", "kv_b_proj decompression GEMM (prefill)", n_mla_ * mla_kvb_(T), n_mla_,
+            [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, wp_); });
+        if (m_.index_topk > 0)
+          add("mla", "DSA indexer (prefill)", n_mla_ * idx_pre_(pair_length(pairs)), n_mla_,
+              [&] { return km_.attention_prefill(1, b.prefill_tokens, m_.index_heads, 1, m_.index_head_dim); });
+        const double attended = m_.index_topk > 0 ? std::min(pairs, T * double(m_.index_topk)) : pairs;
+        add("mla", "prefill attention (un-absorbed MHA)", n_mla_ * mla_pre_(pair_length(attended)), n_mla_, [&] {
+          return km_.attention_prefill(1, std::int64_t(std::max(1.0, pair_length(attended))), int(h), int(h), m_.qk_head_dim(), kv_);
+        });
+      }
+    }
+    if (n_gdn_) {
+      add("linear_attention", "in_proj + out_proj GEMM", n_gdn_ * gdn_lin_(M), n_gdn_,
+          [&] {
+            const std::int64_t in_n = (2 * m_.lin_key_dim() + 2 * m_.lin_value_dim() + 2 * m_.lin_value_heads) / par_.tp;
+            return sum({km_.gemm(Mi, in_n, H, wp_), km_.gemm(Mi, H, m_.lin_value_dim() / par_.tp, wp_)});
+          });
+      if (b.decode_seqs > 0)
+        add("linear_attention", "Gated DeltaNet state update + conv1d (decode)", n_gdn_ * gdn_step_(dec_tokens), n_gdn_, [&] {
+          return sum({km_.gdn(true, int(dec_tokens), 1, ggroups_, gheads_, m_.lin_key_head_dim, m_.lin_value_head_dim),
+                      km_.conv1d(std::int64_t(dec_tokens), gconv_, m_.lin_conv_kernel, true)});
+        });
+      if (b.prefill_tokens > 0)
+        add("linear_attention", "Gated DeltaNet chunked scan + conv1d (prefill)", n_gdn_ * gdn_scan_(double(b.prefill_tokens)),
+            n_gdn_, [&] {
+              return sum({km_.gdn(false, 1, b.prefill_tokens, ggroups_, gheads_, m_.lin_key_head_dim, m_.lin_value_head_dim),
+                          km_.conv1d(b.prefill_tokens, gconv_, m_.lin_conv_kernel, false)});
+            });
     }
     if (n_mlp_)
       add("mlp", "up + down GEMM", n_mlp_ * mlp_(M), n_mlp_,
@@ -288,7 +432,15 @@ class Model final : public StepCostModel {
   hw::Precision wp_;
   Parallelism par_;
   hw::Precision kv_;
-  int n_mamba_ = 0, n_attn_ = 0, n_mlp_ = 0, n_moe_ = 0;
+  // Causal-pair count -> the single-sequence length with as many pairs.
+  static double pair_length(double pairs) { return (std::sqrt(1 + 8 * std::max(0.0, pairs)) - 1) / 2; }
+  bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }
+
+  int n_mamba_ = 0, n_attn_ = 0, n_full_ = 0, n_swa_ = 0, n_mla_ = 0, n_gdn_ = 0, n_mlp_ = 0, n_moe_ = 0;
+  int mheads_mla_ = 0, gheads_ = 0, ggroups_ = 0;
+  std::int64_t gconv_ = 0;
+  double mla_dec_per_token_ = 0, idx_dec_per_token_ = 0;
+  Curve attn_elt_, mla_lin_, mla_absorb_, mla_kvb_, mla_dec_per_seq_, mla_pre_, idx_pre_, gdn_lin_, gdn_step_, gdn_scan_;
   double eager_launch_s_ = 0;
   LaunchCounts launch_counts_;
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
@@ -313,8 +465,12 @@ std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuS
 }
 
 double handoff_bytes(const ModelSpec& m, std::int64_t context_tokens, hw::Precision kv_cache_dtype) {
-  return kv_bytes_per_token(m, kv_cache_dtype) * double(context_tokens) + conv_state_bytes_per_seq(m) +
-         ssm_state_bytes_per_seq(m);
+  double kv = 0;  // windowed layers hand over only their window
+  for (auto k : m.layers) {
+    const std::int64_t w = kv_window_tokens(m, k);
+    kv += kv_bytes_per_token_layer(m, k, kv_cache_dtype, 1) * double(w > 0 ? std::min(w, context_tokens) : context_tokens);
+  }
+  return kv + conv_state_bytes_per_seq(m) + ssm_state_bytes_per_seq(m);
 }
 
 }  // namespace servesim::models

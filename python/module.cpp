@@ -194,7 +194,7 @@ servesim::api::MemoryArgs memory_args(const json& j) {
 servesim::api::MinGpusArgs min_gpus_args(const json& j) {
   servesim::api::MinGpusArgs a;
   Args r("min_gpus()", j);
-  r.req("model", a.model).csv("precisions", a.precisions).csv("gpus", a.gpus).opt("policy", a.policy)
+  r.opt("model", a.model).opt("model_file", a.model_file).csv("precisions", a.precisions).csv("gpus", a.gpus).opt("policy", a.policy)
       .opt("concurrency", a.concurrency).opt("context", a.context).finish();
   return a;
 }
@@ -202,7 +202,8 @@ servesim::api::MinGpusArgs min_gpus_args(const json& j) {
 servesim::api::StepArgs step_args(const json& j) {
   servesim::api::StepArgs a;
   Args r("step()", j);
-  r.req("model", a.model).req("gpu", a.gpu).opt("precision", a.precision).opt("kv_cache_dtype", a.kv_cache_dtype)
+  r.opt("model", a.model).opt("model_file", a.model_file).req("gpu", a.gpu).opt("precision", a.precision)
+      .opt("kv_cache_dtype", a.kv_cache_dtype)
       .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("batch", a.batch).opt("context", a.context)
       .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).finish();
   return a;
@@ -211,7 +212,7 @@ servesim::api::StepArgs step_args(const json& j) {
 servesim::api::PlanArgs plan_args(const json& j) {
   servesim::api::PlanArgs a;
   Args r("plan()", j);
-  r.opt("model", a.model).opt("instance", a.instance).opt("nodes", a.nodes).opt("precision", a.precision)
+  r.opt("model", a.model).opt("model_file", a.model_file).opt("instance", a.instance).opt("nodes", a.nodes).opt("precision", a.precision)
       .opt("kv_cache_dtype", a.kv_cache_dtype).opt("topology", a.topology).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep)
       .opt("replicas", a.replicas).opt("prefill_workers", a.prefill_workers).opt("decode_workers", a.decode_workers)
       .opt("encode_workers", a.encode_workers).opt("prefill_tp", a.prefill_tp).opt("decode_tp", a.decode_tp)
@@ -268,6 +269,8 @@ PYBIND11_MODULE(_servesim, m) {
   m.def("models", [] { return to_py(api::models()); }, "The model catalogue: a list of dicts");
   m.def("model", [](const std::string& name) { return to_py(api::model(name)); }, py::arg("name"),
         "One model's architecture and parameter counts");
+  m.def("model_file", [](const std::string& path) { return to_py(api::model_file(path)); }, py::arg("path"),
+        "The architecture and parameter counts of a servesim model JSON or HF config.json (not added to the catalogue)");
   m.def("memory", [](py::dict kw) { return to_py(api::memory(memory_args(to_json(kw, "memory()")))); }, py::arg("args"),
         "Per-GPU memory plan of one replica (dict of `servesim memory` flags)");
   m.def("min_gpus", [](py::dict kw) { return to_py(api::min_gpus(min_gpus_args(to_json(kw, "min_gpus()")))); },

@@ -10,6 +10,7 @@
 #include "common/text.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "workloads/frontend.hpp"
+#include "workloads/paths.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -116,7 +117,7 @@ const std::vector<std::string>& topology_keys() {
 }
 
 const std::vector<std::string>& scenario_keys() {
-  static const std::vector<std::string> k{"description", "model", "gpu", "gpus", "tensor_parallel_size", "tp",
+  static const std::vector<std::string> k{"description", "model", "model_file", "gpu", "gpus", "tensor_parallel_size", "tp",
                                           "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "precision",
                                           "kv_cache_dtype", "engine", "engine_profile", "frontend", "router", "seed",
                                           "workload", "topology"};
@@ -142,7 +143,12 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   }
   const JsonReader j(s.json, file);
   check_keys(j, scenario_keys());
+  if (j.has("model") && j.has("model_file")) j.fail("model_file", "give model or model_file, not both");
   s.model = j.string_or("model", s.model);
+  if (j.has("model_file")) {
+    s.model_file = workloads::resolve_path(workloads::folder_of(file), j.string("model_file"));
+    s.model = models::load_model_file(s.model_file).name;
+  }
   s.gpu = j.string_or("gpu", s.gpu);
   s.gpus = static_cast<int>(int_in(j, "gpus", s.gpus, 1, 1 << 16));
   s.par.tp = static_cast<int>(int_alias(j, "tensor_parallel_size", "tp", 1, 1, 1024));

@@ -33,7 +33,8 @@ struct TopologySpec {
 
 struct Scenario {
   std::string source = "scenario";         // file (or "--flags") named in errors
-  std::string model = "nemotron-3-super";
+  std::string model = "nemotron-3-super";   // catalogue name (the model file's name when model_file is set)
+  std::string model_file;                  // a servesim model JSON or HF config.json, resolved against the scenario's folder
   std::string gpu = "h200";
   int gpus = 8;                            // whole cluster: replicas = gpus / (tp × pp)
   models::Parallelism par{8, 1, 1};

@@ -135,7 +135,7 @@ Prepared prepare(const Scenario& s) {
   Prepared p;
   const std::string& f = s.source;
   try {
-    p.model = &models::model(s.model);
+    p.model = s.model_file.empty() ? &models::model(s.model) : &models::load_model_file(s.model_file);
   } catch (const Error& e) {
     throw Error(f, "model", e.reason());
   }

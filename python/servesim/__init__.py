@@ -39,26 +39,39 @@ def models():
     return _c.models()
 
 
-def model(name):
-    """One model's architecture (layer pattern, widths, experts, vision encoder) and parameter counts."""
-    return _c.model(name)
+def _path(p):
+    """A model file path as an absolute string (os.PathLike accepted), None unchanged."""
+    import os
+    return None if p is None else os.path.abspath(os.fspath(p))
 
 
-def memory(model, gpu, precision="bf16", tp=1, pp=1, context=None, **engine):
-    """Per-GPU memory plan of one replica (``servesim memory``). ``engine`` takes ep, kv_cache_dtype,
-    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, block_size, num_speculative_tokens, model_file.
+def model(name=None, model_file=None):
+    """One model's architecture (layer pattern, widths, experts, vision encoder) and parameter counts:
+    a catalogue ``name`` or a ``model_file`` (servesim model JSON or Hugging Face config.json, read
+    without adding it to the catalogue)."""
+    if (name is None) == (model_file is None):
+        raise Error("model(): give name or model_file (one of them)")
+    return _c.model(name) if model_file is None else _c.model_file(str(model_file))
+
+
+def memory(model=None, gpu=None, precision=None, tp=1, pp=1, context=None, model_file=None, **engine):
+    """Per-GPU memory plan of one replica (``servesim memory``): ``model`` or ``model_file``;
+    ``precision`` None = the checkpoint's. ``engine`` takes ep, kv_cache_dtype,
+    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, block_size, num_speculative_tokens.
     ``kv_cache`` holds vLLM's block pool: block_size, num_blocks, blocks_per_seq and max_concurrent_seqs at
     ``context`` (with the bound that binds)."""
-    return _c.memory(dict(model=model, gpu=gpu, precision=precision, tp=tp, pp=pp, context=context, **engine))
+    return _c.memory(dict(model=model, model_file=_path(model_file), gpu=gpu, precision=precision, tp=tp, pp=pp,
+                          context=context, **engine))
 
 
-def min_gpus(model, precisions=("bf16", "nvfp4"), policy="headroom", gpus=None, concurrency=64, context=None):
+def min_gpus(model=None, precisions=("bf16", "nvfp4"), policy="headroom", gpus=None, concurrency=64, context=None,
+             model_file=None):
     """The minimum-GPU table (``servesim min-gpus``): one dict per (gpu, precision) with ``min_gpus``."""
     if isinstance(precisions, str):
         precisions = [precisions]
     if isinstance(gpus, str):
         gpus = [gpus]
-    return _c.min_gpus(dict(model=model, precisions=list(precisions), policy=policy, gpus=list(gpus or []),
+    return _c.min_gpus(dict(model=model, model_file=_path(model_file), precisions=list(precisions), policy=policy, gpus=list(gpus or []),
                             concurrency=concurrency, context=context))
 
 
@@ -70,10 +83,12 @@ def op_time(op, gpu="h200", /, **shape):
     return _c.op_time(op, dict(gpu=gpu, **shape))
 
 
-def step(model, gpu, tp=1, precision="bf16", batch=1, context=1024, **kw):
-    """One decode step and one prefill step per layer kind (``servesim step``); ``kw``: pp, ep,
-    kv_cache_dtype, chunk, vision_tiles."""
-    return _c.step(dict(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch, context=context, **kw))
+def step(model=None, gpu=None, tp=1, precision=None, batch=1, context=1024, model_file=None, **kw):
+    """One decode step and one prefill step per layer kind (``servesim step``): ``model`` or
+    ``model_file``; ``precision`` None = the checkpoint's; ``kw``: pp, ep, kv_cache_dtype, chunk,
+    vision_tiles."""
+    return _c.step(dict(model=model, model_file=_path(model_file), gpu=gpu, tp=tp, precision=precision, batch=batch,
+                        context=context, **kw))
 
 
 def default_scenario():
@@ -81,7 +96,7 @@ def default_scenario():
     return _c.default_scenario()
 
 
-_TOP = {"model": "model", "gpu": "gpu", "gpus": "gpus", "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
+_TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpus", "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
         "ep": "expert_parallel_size", "tensor_parallel_size": "tensor_parallel_size",
         "pipeline_parallel_size": "pipeline_parallel_size", "expert_parallel_size": "expert_parallel_size",
         "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed"}
@@ -120,6 +135,13 @@ def scenario(base=None, **flags):
             raise Error(f"scenario(): {k}: unknown argument; known: {', '.join(known)}")
     f = {k: v for k, v in flags.items() if v is not None}
     short = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "expert_parallel_size": "ep"}
+    if "model" in f and "model_file" in f:
+        raise Error("scenario(): model_file: give model or model_file, not both")
+    if "model_file" in f:
+        s.pop("model", None)
+        f["model_file"] = _path(f["model_file"])
+    if "model" in f:
+        s.pop("model_file", None)
     for k, key in _TOP.items():
         if k in f:
             s.pop(short.get(key, key), None)  # the file may use the short alias
@@ -225,6 +247,8 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
     prefill_workers, decode_workers, requests, seed, statistic, ...). ``client``: a Dask client
     to run the sweep points on."""
+    if "model_file" in kw:
+        kw["model_file"] = _path(kw["model_file"])
     args = dict(model=model, instance=instance, nodes=nodes, precision=precision, isl=isl, osl=osl, ttft_ms=ttft_ms,
                 itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
     args = {k: v for k, v in args.items() if v is not None}

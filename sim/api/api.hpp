@@ -12,7 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace servesim::models { struct MemoryPlan; }
+namespace servesim::models { struct MemoryPlan; struct ModelSpec; }
+namespace servesim::hw { enum class Precision; }
 
 namespace servesim::api {
 
@@ -20,12 +21,20 @@ namespace servesim::api {
 nlohmann::json gpus();
 nlohmann::json instances();
 nlohmann::json models();
-// One model's full architecture spec and parameter counts.
+// One model's full architecture spec and parameter counts (name, or a model file).
 nlohmann::json model(std::string_view name);
+nlohmann::json model_file(const std::string& path);
+nlohmann::json model(const models::ModelSpec& m);
+
+// The model of a command: a catalogue name or a file (servesim model JSON or HF config.json, read
+// without adding it to the catalogue); both or neither is an Error naming the flags.
+const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file);
+// Weight precision: "" or "auto" = the checkpoint's (ModelSpec::checkpoint_precision), else parsed.
+hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where = "--precision");
 
 // `servesim memory`: the per-GPU memory plan of one replica.
 struct MemoryArgs {
-  std::string model, model_file, gpu, precision = "bf16", kv_cache_dtype;  // kv "" or "auto": the checkpoint's
+  std::string model, model_file, gpu, precision, kv_cache_dtype;  // precision "": the checkpoint's; kv "" or "auto": the checkpoint's
   int tp = 1, pp = 1, ep = 1, num_speculative_tokens = 0, block_size = 16;
   int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
@@ -41,7 +50,7 @@ nlohmann::json kv_cache_json(const models::MemoryPlan& plan, std::int64_t contex
 
 // `servesim min-gpus`: one object per (GPU, precision) with gpu, precision, min_gpus, tp, pp, ...
 struct MinGpusArgs {
-  std::string model, precisions = "bf16,nvfp4", policy = "headroom", gpus;  // gpus: CSV filter, "" = all
+  std::string model, model_file, precisions = "bf16,nvfp4", policy = "headroom", gpus;  // gpus: CSV filter, "" = all
   int concurrency = 64;
   std::int64_t context = 0;
 };
@@ -55,7 +64,7 @@ const std::vector<std::string>& op_kinds();
 
 // `servesim step`: one decode and one prefill step per layer kind.
 struct StepArgs {
-  std::string model, gpu, precision = "bf16", kv_cache_dtype;
+  std::string model, model_file, gpu, precision, kv_cache_dtype;  // precision "": the checkpoint's
   int tp = 1, pp = 1, ep = 1, batch = 1, chunk = 0, vision_tiles = 0;
   std::int64_t context = 1024;
 };
@@ -79,7 +88,7 @@ nlohmann::json validate(const nlohmann::json& args);
 
 // `servesim plan`: topology sweep on instances and the SLO capacity plan.
 struct PlanArgs {
-  std::string model, instance, precision, kv_cache_dtype, topology = "both";
+  std::string model, model_file, instance, precision, kv_cache_dtype, topology = "both";
   // Closed-loop clients to sweep; "" = 1, 2, 4, ..., 256, then (plan() only) 384, 512, 768, ...
   // up to 4096 for each topology still under both SLO lines at its highest point.
   std::string concurrency;

@@ -34,7 +34,8 @@ nlohmann::json summary_json(const models::ModelSpec& m) {
           {"total_params", models::total_params(m) + (m.has_vision ? m.vision.params() : 0)},
           {"llm_total_params", models::total_params(m)}, {"active_params", models::active_params(m)},
           {"experts", m.experts}, {"top_k", m.top_k}, {"vision", m.has_vision ? m.vision.name : ""},
-          {"estimate", m.estimate}, {"note", m.note}, {"source", m.source}};
+          {"estimate", m.estimate}, {"note", m.note}, {"source", m.source},
+          {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_precisions", m.checkpoint_precisions}};
 }
 
 }  // namespace
@@ -46,13 +47,17 @@ nlohmann::json models() {
 }
 
 nlohmann::json model(std::string_view name) {
-  const auto& m = models::model(name);
-  using K = models::LayerKind;
+  return model(models::model(name));
+}
+
+nlohmann::json model_file(const std::string& path) { return model(models::load_model_file(path)); }
+
+nlohmann::json model(const models::ModelSpec& m) {
   nlohmann::json j = summary_json(m);
   std::string pattern;
-  for (auto k : m.layers) pattern += k == K::mamba ? 'M' : k == K::attention ? '*' : k == K::mlp ? '-' : 'E';
+  for (auto k : m.layers) pattern += models::pattern_char(k);
   nlohmann::json counts;
-  for (auto k : {K::mamba, K::attention, K::mlp, K::moe}) counts[std::string(models::to_string(k))] = m.count(k);
+  for (auto k : models::all_layer_kinds()) counts[std::string(models::to_string(k))] = m.count(k);
   j.update({{"hf_model_type", m.hf_model_type}, {"layer_pattern", pattern}, {"layer_counts", counts},
             {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
             {"mamba_heads", m.mamba_heads}, {"mamba_head_dim", m.mamba_head_dim}, {"d_state", m.d_state},
@@ -63,7 +68,20 @@ nlohmann::json model(std::string_view name) {
             {"mtp_params", models::mtp_params(m)}, {"vocab", m.vocab}, {"tied_embeddings", m.tied_embeddings},
             {"max_context", m.max_context}, {"advertised_context", m.advertised_context},
             {"ssm_state_fp32", m.ssm_state_fp32}, {"published_total_params", m.published_total_params},
-            {"published_active_params", m.published_active_params}});
+            {"published_active_params", m.published_active_params},
+            {"published_active_counts", m.published_active_counts},
+            {"active_params_as_published", models::active_params_as_published(m)},
+            {"qk_norm", m.qk_norm}, {"attention_bias", m.attention_bias}, {"attention_sinks", m.attention_sinks},
+            {"attn_output_gate", m.attn_output_gate}, {"sliding_window", m.sliding_window},
+            {"chunked_attention", m.chunked_attention}, {"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
+            {"qk_nope_head_dim", m.qk_nope_head_dim}, {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim},
+            {"index_heads", m.index_heads}, {"index_head_dim", m.index_head_dim}, {"index_topk", m.index_topk},
+            {"linear_key_heads", m.lin_key_heads}, {"linear_value_heads", m.lin_value_heads},
+            {"linear_key_head_dim", m.lin_key_head_dim}, {"linear_value_head_dim", m.lin_value_head_dim},
+            {"linear_conv_kernel", m.lin_conv_kernel}, {"linear_state_fp32", m.lin_state_fp32},
+            {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_precisions", m.checkpoint_precisions},
+            {"checkpoint_kv_precision", m.checkpoint_kv_precision}, {"quantized_experts_only", m.quantized_experts_only},
+            {"hf_ids", m.hf_ids}});
   if (m.has_vision) {
     const auto& v = m.vision;
     j["vision_encoder"] = {{"name", v.name}, {"layers", v.layers}, {"hidden", v.hidden}, {"mlp_intermediate", v.mlp_intermediate},

@@ -41,11 +41,22 @@ nlohmann::json kv_cache_json(const models::MemoryPlan& p, std::int64_t ctx) {
           {"max_num_seqs", c.max_num_seqs}, {"max_concurrent_seqs", c.seqs}, {"bound", c.bound}};
 }
 
+const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file) {
+  if (!model.empty() && !model_file.empty())
+    throw Error("--model-file", "", "give --model or --model-file, not both");
+  if (model.empty() && model_file.empty()) throw Error("--model", "", "required (or --model-file)");
+  return model_file.empty() ? models::model(model) : models::load_model_file(model_file);
+}
+
+hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where) {
+  if (precision.empty() || text::iequals(precision, "auto")) return models::checkpoint_weight_precision(m);
+  return hw::parse_precision(precision, where);
+}
+
 nlohmann::json memory(const MemoryArgs& a) {
-  if (a.model.empty() && a.model_file.empty()) throw Error("--model", "", "required (or --model-file)");
-  const auto& m = a.model_file.empty() ? models::model(a.model) : models::add_model_file(a.model_file);
+  const auto& m = resolve_model(a.model, a.model_file);
   const auto& gpu = hw::Catalog::global().gpu(a.gpu);
-  const auto wp = hw::parse_precision(a.precision);
+  const auto wp = resolve_precision(m, a.precision);
   models::EngineMemoryConfig cfg;
   cfg.gpu_memory_utilization = a.gpu_memory_utilization;
   if (a.max_num_seqs < 0) throw Error("--max-num-seqs", "", "must be >= 1 (0: vLLM serve's default for the GPU)");
@@ -73,7 +84,7 @@ nlohmann::json memory(const MemoryArgs& a) {
 }
 
 nlohmann::json min_gpus(const MinGpusArgs& a) {
-  const auto& m = models::model(a.model);
+  const auto& m = resolve_model(a.model, a.model_file);
   models::ServingPolicy pol;
   pol.kind = models::parse_policy(a.policy);
   pol.required_seqs = a.concurrency;

@@ -25,7 +25,7 @@ namespace {
 
 // The reference study (MISSION.md) when no model is named.
 std::string apply_reference(PlanArgs& o) {
-  if (!o.model.empty()) return "";
+  if (!o.model.empty() || !o.model_file.empty()) return "";
   o.model = "nemotron-3.5-super-vl";
   if (o.instance.empty()) o.instance = "p5en.48xlarge";
   if (o.nodes == 0) o.nodes = 2;
@@ -72,7 +72,7 @@ struct Study {
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
-    spec.model = &models::model(o.model);
+    spec.model = &resolve_model(o.model, o.model_file);
     spec.instance = &cat.instance(o.instance);
     spec.gpu = &cat.gpu(spec.instance->gpu);
     spec.nodes = o.nodes;
@@ -80,7 +80,7 @@ struct Study {
     if (!o.decode_instance.empty()) spec.decode_instance = &cat.instance(o.decode_instance);
     spec.prefill_nodes = o.prefill_nodes;
     spec.decode_nodes = o.decode_nodes;
-    spec.weights = hw::parse_precision(o.precision.empty() ? "bf16" : o.precision);
+    spec.weights = resolve_precision(*spec.model, o.precision);
     spec.kv_dtype = models::resolve_kv_cache_dtype(o.kv_cache_dtype, spec.weights, "--kv-cache-dtype");
     spec.seed = static_cast<std::uint64_t>(o.seed);
     spec.router = sim::parse_router(o.router, "--router");

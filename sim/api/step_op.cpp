@@ -202,9 +202,9 @@ nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
 }  // namespace
 
 nlohmann::json step(const StepArgs& a) {
-  const auto& m = models::model(a.model);
+  const auto& m = resolve_model(a.model, a.model_file);
   const auto& gpu = hw::Catalog::global().gpu(a.gpu);
-  const auto wp = hw::parse_precision(a.precision);
+  const auto wp = resolve_precision(m, a.precision);
   const auto kv = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
   if (a.batch < 1) throw Error("--batch", "", "must be >= 1");
   if (a.context < 1) throw Error("--context", "", "must be >= 1");

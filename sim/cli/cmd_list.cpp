@@ -3,7 +3,9 @@
 #include <string>
 
 #include "common/table.hpp"
+#include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
@@ -37,19 +39,57 @@ void list_instances(Format f) {
 
 void list_models(Format f) {
   const auto j = api::models();
-  Table t({"model", "layers M/*/-/E", "hidden", "total B", "active B", "experts/top-k", "vision", "estimate"});
+  // "blocks": residual blocks as vLLM's nemotron_h counts them, one mixer (Mamba, attention, MLA,
+  // sliding, Gated DeltaNet) or one feed-forward (MLP, MoE) each: a transformer layer is two.
+  Table t({"model", "blocks (by kind)", "hidden", "total B", "active B", "experts/top-k", "checkpoint", "vision", "estimate"});
   for (const auto& r : j) {
     const auto& m = models::model(r["name"].get<std::string>());
-    using K = models::LayerKind;
-    const std::string pat = std::to_string(m.layers.size()) + " (" + std::to_string(m.count(K::mamba)) + "/" +
-                            std::to_string(m.count(K::attention)) + "/" + std::to_string(m.count(K::mlp)) + "/" +
-                            std::to_string(m.count(K::moe)) + ")";
+    std::string kinds;
+    for (auto k : models::all_layer_kinds())
+      if (int c = m.count(k); c > 0) kinds += (kinds.empty() ? "" : " ") + std::to_string(c) + std::string(1, models::pattern_char(k));
+    const std::string pat = std::to_string(m.layers.size()) + " (" + kinds + ")";
+    const std::string ckpt = m.checkpoint_precisions.empty() ? m.checkpoint_precision : text::join(m.checkpoint_precisions, ",");
     t.add_row({m.name, pat, std::to_string(m.hidden), fixed(r["llm_total_params"].get<double>() / 1e9, 2),
                fixed(r["active_params"].get<double>() / 1e9, 2),
-               m.experts ? std::to_string(m.experts) + "/" + std::to_string(m.top_k) : "-", m.has_vision ? m.vision.name : "-",
+               m.experts ? std::to_string(m.experts) + "/" + std::to_string(m.top_k) : "-", ckpt, m.has_vision ? m.vision.name : "-",
                m.estimate ? "yes" : "no"});
   }
-  emit(f, j, t.render());
+  emit(f, j, t.render() + "blocks: one mixer or one feed-forward each (a transformer layer is two): M mamba, * attention, "
+                         "S sliding-window/chunked attention, L multi-head latent attention, G Gated DeltaNet, - MLP, E MoE\n");
+}
+
+// `servesim model`: one model's architecture, parameters and cache figures (catalogue or file).
+void show_model(const std::string& name, const std::string& file, Format f) {
+  const auto& m = api::resolve_model(name, file);
+  const auto j = api::model(m);
+  std::string out;
+  struct Lines {
+    std::string& out;
+    void add_row(const std::vector<std::string>& r) { out += r[0] + std::string(r[0].size() < 22 ? 22 - r[0].size() : 1, ' ') + r[1] + "\n"; }
+  } t{out};
+  auto B = [](double x) { return fixed(x / 1e9, 2) + " B"; };
+  t.add_row({"model", m.name + (m.display_name != m.name ? " (" + m.display_name + ")" : "")});
+  t.add_row({"hf model_type", m.hf_model_type});
+  t.add_row({"blocks", std::to_string(m.layers.size()) + " " + j["layer_pattern"].get<std::string>()});
+  t.add_row({"parameters", B(models::total_params(m)) + " total, " + B(models::active_params(m)) + " active" +
+                               (m.has_vision ? " (+ " + B(m.vision.params()) + " vision)" : "")});
+  if (m.published_total_params > 0)
+    t.add_row({"published", B(m.published_total_params) + " total, " + B(m.published_active_params) + " active (counts: " +
+                                m.published_active_counts + "; ours so counted " + B(models::active_params_as_published(m)) + ")"});
+  t.add_row({"checkpoint", m.checkpoint_precision + (m.quantized_experts_only ? " (routed experts only)" : "") +
+                               (m.checkpoint_kv_precision.empty() ? "" : ", KV " + m.checkpoint_kv_precision)});
+  t.add_row({"KV per token (bf16)", human_bytes(models::kv_bytes_per_token(m, hw::Precision::bf16)) +
+                                        (m.sliding_window > 0 ? " + window " + std::to_string(m.sliding_window) + " tokens on " +
+                                                                    std::to_string(m.count(models::LayerKind::sliding_attention)) + " layers"
+                                                              : "")});
+  const double state = models::conv_state_bytes_per_seq(m) + models::ssm_state_bytes_per_seq(m);
+  if (state > 0) t.add_row({"state per sequence", human_bytes(state)});
+  if (m.mtp_layers > 0) t.add_row({"MTP", std::to_string(m.mtp_layers) + " layer(s), " + B(models::mtp_params(m))});
+  if (m.has_vision) t.add_row({"vision", m.vision.name});
+  if (!m.hf_ids.empty()) t.add_row({"hf ids", text::join(m.hf_ids)});
+  if (!m.note.empty()) t.add_row({"note", m.note});
+  t.add_row({"source", m.source});
+  emit(f, j, out);
 }
 
 // Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
@@ -127,6 +167,14 @@ void add_list_command(CLI::App& app) {
   e->add_option("--gpu", eng_gpu, "Also show what each profile resolves to on this GPU");
   e->add_option("--tp", eng_tp, "Tensor-parallel size for the all-reduce switch points (with --gpu)");
   e->callback([] { list_engines(eng.f, eng_gpu, eng_tp); });
+
+  struct ModelOpts { std::string name, file; Format f = Format::table; };
+  static ModelOpts mo;
+  auto* one = app.add_subcommand("model", "One model's blocks, parameters, checkpoint precision and cache per token / sequence");
+  one->add_option("name,--model", mo.name, "Model name (servesim list models)");
+  one->add_option("--model-file", mo.file, "A servesim model JSON or a Hugging Face config.json instead of --model");
+  add_format_option(*one, mo.f);
+  one->callback([] { show_model(mo.name, mo.file, mo.f); });
 }
 
 }  // namespace servesim::cli

@@ -29,7 +29,7 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   t.add_row({"budget (util x HBM)", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"])});
   t.add_row({"cache (KV + state)", bytes(j["cache_bytes"])});
   t.add_row({"KV per token (" + str(j["kv_cache_dtype"]) + ")", bytes(j["kv_bytes_per_token"])});
-  t.add_row({"Mamba state per sequence", bytes(j["state_bytes_per_seq"]) + " (conv " + bytes(j["conv_state_bytes_per_seq"]) +
+  t.add_row({"state per sequence", bytes(j["state_bytes_per_seq"]) + " (conv " + bytes(j["conv_state_bytes_per_seq"]) +
                                              ", SSM " + bytes(j["ssm_state_bytes_per_seq"]) + ")"});
   const auto& kv = j["kv_cache"];
   const std::int64_t bs = kv["block_size"].get<std::int64_t>(), usable = kv["usable_blocks"].get<std::int64_t>();
@@ -74,7 +74,7 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
   std::string text = t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n";
   if (disagree)
     text += "note: " + std::to_string(disagree) + " row(s) differ from the vendor's table (column 'vendor').\n";
-  const auto& m = models::model(a.model);
+  const auto& m = api::resolve_model(a.model, a.model_file);
   if (m.estimate) text += "note: " + m.note + "\n";
   emit(format, j, text);
 }
@@ -88,7 +88,7 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--model", mo.model, "Model name (servesim list models)");
   mem->add_option("--model-file", mo.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mem->add_option("--gpu", mo.gpu, "GPU name")->required();
-  mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | nvfp4");
+  mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | nvfp4 (default: the checkpoint's)");
   mem->add_option("--kv-cache-dtype", mo.kv_cache_dtype, "KV cache dtype (default: the checkpoint's: bf16, or fp8 for fp8/nvfp4)");
   mem->add_option("--tp", mo.tp, "Tensor parallel size");
   mem->add_option("--pp", mo.pp, "Pipeline parallel size");
@@ -105,7 +105,8 @@ void add_memory_commands(CLI::App& app) {
   static api::MinGpusArgs no;
   static Format nf = Format::table;
   auto* mg = app.add_subcommand("min-gpus", "Minimum GPUs per GPU type and precision under the default serving policy");
-  mg->add_option("--model", no.model, "Model name")->required();
+  mg->add_option("--model", no.model, "Model name (servesim list models)");
+  mg->add_option("--model-file", no.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mg->add_option("--precisions", no.precisions, "Comma-separated precisions (default bf16,nvfp4)");
   mg->add_option("--gpus", no.gpus, "Comma-separated GPU names (default all)");
   mg->add_option("--policy", no.policy, "headroom (default: cache >= 2x weights, FP8 on GPUs without FP4) | vllm (a concurrency x context target)");

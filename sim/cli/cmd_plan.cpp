@@ -127,9 +127,10 @@ void add_plan_command(CLI::App& app) {
   auto* c = app.add_subcommand("plan", "Sweep topologies over concurrency and plan replicas, GPUs and $/hour against TTFT/ITL SLOs "
                                        "(no model flags: the reference study)");
   c->add_option("--model", o->args.model, "Model name (servesim list models)");
+  c->add_option("--model-file", o->args.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c->add_option("--instance", o->args.instance, "Instance type (servesim list instances)");
   c->add_option("--nodes", o->args.nodes, "Instances the topology is placed on");
-  c->add_option("--precision", o->args.precision, "Weight precision: bf16, fp8, nvfp4, int8");
+  c->add_option("--precision", o->args.precision, "Weight precision: bf16, fp8, nvfp4, int8 (default: the checkpoint's)");
   c->add_option("--kv-cache-dtype", o->args.kv_cache_dtype, "KV cache dtype: auto (the checkpoint's), bf16, fp8");
   c->add_option("--topology", o->args.topology, "agg, disagg or both (default both)");
   c->add_option("--tp,--tensor-parallel-size", o->args.tp, "TP of every worker (default: the minimum that fits)");

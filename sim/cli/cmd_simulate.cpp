@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -32,7 +33,7 @@ namespace servesim::cli {
 namespace {
 
 struct SimOpts {
-  std::string scenario, model, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
+  std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
   std::optional<int> gpus, tp, pp, ep, max_num_seqs, block_size;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
@@ -56,6 +57,7 @@ struct SimOpts {
 void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--scenario", o.scenario, "Scenario JSON file (flags override its fields)")->check(CLI::ExistingFile);
   c.add_option("--model", o.model, "Model name (servesim list models)");
+  c.add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c.add_option("--gpu", o.gpu, "GPU name (servesim list gpus)");
   c.add_option("--gpus", o.gpus, "GPUs in total; replicas = gpus / (tp x pp)");
   c.add_option("--tp,--tensor-parallel-size", o.tp, "Tensor parallel size");
@@ -189,7 +191,15 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   auto set = [&](const char* key, const auto& v) {
     if (v) j[key] = *v;
   };
-  if (!o.model.empty()) j["model"] = o.model;
+  if (!o.model.empty() && !o.model_file.empty()) throw Error("--model-file", "", "give --model or --model-file, not both");
+  if (!o.model.empty()) {
+    j.erase("model_file");
+    j["model"] = o.model;
+  }
+  if (!o.model_file.empty()) {
+    j.erase("model");
+    j["model_file"] = std::filesystem::absolute(o.model_file).string();  // flags resolve against the working folder
+  }
   if (!o.gpu.empty()) j["gpu"] = o.gpu;
   set("gpus", o.gpus);
   if (o.tp) { j.erase("tp"); j["tensor_parallel_size"] = *o.tp; }

@@ -40,9 +40,10 @@ void add_step_command(CLI::App& app) {
   static api::StepArgs o;
   static Format f = Format::table;
   auto* s = app.add_subcommand("step", "Explain one decode step and one prefill step per layer kind");
-  s->add_option("--model", o.model, "Model name")->required();
+  s->add_option("--model", o.model, "Model name (servesim list models)");
+  s->add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   s->add_option("--gpu", o.gpu, "GPU name")->required();
-  s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | nvfp4");
+  s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | nvfp4 (default: the checkpoint's)");
   s->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype (default: the checkpoint's)");
   s->add_option("--tp", o.tp, "Tensor parallel size");
   s->add_option("--pp", o.pp, "Pipeline parallel size");

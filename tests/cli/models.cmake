@@ -20,3 +20,36 @@ set_tests_properties(cli_bad_config PROPERTIES PASS_REGULAR_EXPRESSION "bad-patt
 add_test(NAME cli_memory_hybrid_blocks COMMAND $<TARGET_FILE:servesim> memory --model nemotron-3-super --gpu h100 --precision fp8 --tp 2 --context 9216)
 set_tests_properties(cli_memory_hybrid_blocks PROPERTIES PASS_REGULAR_EXPRESSION
   "KV cache blocks +[0-9]+ x 8320 tokens.*1 attention \\+ 5 mamba groups of 8 layers.*blocks per sequence at 9216 +7 \\(2 attention \\+ 5 state\\).*max sequences at 9216 +[0-9]+ \\(KV cache binds")
+# --model-file on every subcommand that takes --model (a fixture HF config; not in the catalogue).
+set(MD ${PROJECT_SOURCE_DIR}/tests/models/data)
+add_test(NAME cli_model_file_step COMMAND $<TARGET_FILE:servesim> step --model-file ${MD}/tiny-deepseek-v3.json --gpu h200 --batch 4 --context 4096)
+set_tests_properties(cli_model_file_step PROPERTIES PASS_REGULAR_EXPRESSION
+  "decode +mla +decode attention over the latent.*prefill +mla +kv_b_proj decompression")
+add_test(NAME cli_model_file_simulate COMMAND $<TARGET_FILE:servesim> simulate --model-file ${MD}/tiny-gpt-oss.json --gpu h200 --gpus 1 --tp 1
+         --precision bf16 --isl 512 --osl 16 --concurrency 2 --requests 8)
+set_tests_properties(cli_model_file_simulate PROPERTIES PASS_REGULAR_EXPRESSION "servesim simulate: tiny-gpt-oss .*request_throughput")
+add_test(NAME cli_model_file_sweep COMMAND $<TARGET_FILE:servesim> sweep --model-file ${MD}/tiny-qwen3.5-moe_config.json --gpu h200 --gpus 1 --tp 1
+         --isl 256 --osl 8 --concurrency 1,2 --requests 6 --format csv)
+set_tests_properties(cli_model_file_sweep PROPERTIES PASS_REGULAR_EXPRESSION "^concurrency,request_count.*\n1,6,.*\n2,6,")
+add_test(NAME cli_model_file_scenario COMMAND $<TARGET_FILE:servesim> simulate --scenario ${MD}/scenario-model-file.json)
+set_tests_properties(cli_model_file_scenario PROPERTIES PASS_REGULAR_EXPRESSION "servesim simulate: tiny-gpt-oss ")
+add_test(NAME cli_model_file_plan COMMAND $<TARGET_FILE:servesim> plan --model-file ${MD}/tiny-llama4.json --instance p5en.48xlarge --nodes 1
+         --tp 1 --replicas 1 --topology agg --isl 256 --osl 8 --ttft-ms 1000 --itl-ms 100 --target-tps 100 --concurrency 1,2 --requests 6)
+set_tests_properties(cli_model_file_plan PROPERTIES PASS_REGULAR_EXPRESSION "tiny-llama4")
+add_test(NAME cli_model_file_min_gpus COMMAND $<TARGET_FILE:servesim> min-gpus --model-file ${MD}/tiny-kimi-k25.json --precisions bf16 --gpus h200)
+set_tests_properties(cli_model_file_min_gpus PROPERTIES PASS_REGULAR_EXPRESSION "H200 +bf16 +1 +1x1")
+add_test(NAME cli_model_file_memory_checkpoint_precision COMMAND $<TARGET_FILE:servesim> memory --model-file ${MD}/tiny-deepseek-v3.json --gpu h200)
+set_tests_properties(cli_model_file_memory_checkpoint_precision PROPERTIES PASS_REGULAR_EXPRESSION "fp8 weights")
+add_test(NAME cli_model_and_model_file COMMAND $<TARGET_FILE:servesim> step --model llama-3.1-8b --model-file ${MD}/tiny-qwen3.json --gpu h200)
+set_tests_properties(cli_model_and_model_file PROPERTIES PASS_REGULAR_EXPRESSION
+  "^servesim: error: --model-file: give --model or --model-file, not both\n$")
+add_test(NAME cli_model_file_not_registered COMMAND $<TARGET_FILE:servesim> step --model tiny-qwen3 --gpu h200)
+set_tests_properties(cli_model_file_not_registered PROPERTIES PASS_REGULAR_EXPRESSION "unknown model \"tiny-qwen3\"")
+add_test(NAME cli_model_unsupported_feature COMMAND $<TARGET_FILE:servesim> model --model-file ${MD}/tiny-gemma4.json)
+set_tests_properties(cli_model_unsupported_feature PROPERTIES PASS_REGULAR_EXPRESSION
+  "^servesim: error: [^\n]*tiny-gemma4.json: text_config.global_head_dim: unsupported: per-layer-type attention shapes[^\n]*\n$")
+add_test(NAME cli_model_show COMMAND $<TARGET_FILE:servesim> model deepseek-v3)
+set_tests_properties(cli_model_show PROPERTIES PASS_REGULAR_EXPRESSION "671\\.03 B total.*checkpoint +fp8")
+add_test(NAME cli_list_models_families COMMAND $<TARGET_FILE:servesim> list models)
+set_tests_properties(cli_list_models_families PROPERTIES PASS_REGULAR_EXPRESSION
+  "deepseek-v3 +122 \\(3- 58E 61L\\).*gpt-oss-120b +72 \\(18\\* 36E 18S\\).*qwen3.5-397b-a17b +120 \\(15\\* 60E 45G\\)")

@@ -1,0 +1,312 @@
+// Model families beyond Nemotron/Llama/Mixtral: MLA, sliding-window attention, Gated DeltaNet,
+// QK-norm, nested text_config, declared quantisation, the new catalogue entries and HF-id lookup.
+// Every figure is a hand formula over the fixture's numbers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/kv_cache.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+
+using namespace servesim;
+using namespace servesim::models;
+
+namespace {
+std::string path(const std::string& name) { return std::string(SERVESIM_SOURCE_DIR) + "/tests/models/data/" + name; }
+std::string fixture(const std::string& name) {
+  std::ifstream in(path(name));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+ModelSpec load(const std::string& name) { return import_hf_config(fixture(name), name, name); }
+double mlp3(double in, double inter) { return 3 * in * inter; }
+// MLA block of the fixtures: H 256, 8 heads, q_lora 96, kv_lora 64, nope 32, rope 16, v 32.
+double mla_block(double H, double h, double ql, double kl, double nope, double rope, double v) {
+  return H * ql + ql + ql * h * (nope + rope) + H * (kl + rope) + kl + kl * h * (nope + v) + h * v * H + H;
+}
+double step_part(const StepCostModel& c, const StepBatch& b, const std::string& op_prefix) {
+  double s = 0;
+  for (const auto& p : c.breakdown(b).parts)
+    if (p.op.rfind(op_prefix, 0) == 0) s += p.seconds;
+  return s;
+}
+}  // namespace
+
+TEST(Families, DeepSeekV3MlaParamsKvAndPrecision) {
+  const auto m = load("tiny-deepseek-v3.json");
+  ASSERT_EQ(m.layers.size(), 8u);
+  EXPECT_EQ(m.count(LayerKind::mla), 4);
+  EXPECT_EQ(m.count(LayerKind::mlp), 1);
+  EXPECT_EQ(m.count(LayerKind::moe), 3);
+  EXPECT_EQ(m.layers[1], LayerKind::mlp);  // first_k_dense_replace 1
+  EXPECT_EQ(m.layers[3], LayerKind::moe);
+  const double H = 256, mla = mla_block(H, 8, 96, 64, 32, 16, 32);
+  const double moe = 16 * mlp3(H, 128) + mlp3(H, 128) + H * 16 + 16 + H;
+  const double total = 2 * 1000 * H + H + 4 * mla + (mlp3(H, 512) + H) + 3 * moe;
+  EXPECT_DOUBLE_EQ(total_params(m), total);
+  EXPECT_DOUBLE_EQ(active_params(m), total - 3 * (16 - 4) * mlp3(H, 128));
+  EXPECT_DOUBLE_EQ(mtp_params(m), 2 * H * H + 3 * H + mla + moe);
+  // Latent KV: (kv_lora_rank + rope) elements per token and layer, the same on every TP rank.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 4 * (64 + 16) * 2.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(m, hw::Precision::fp8, {8, 1, 1}), 4 * (64 + 16) * 1.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(m, hw::Precision::bf16, {2, 2, 1}), 2 * (64 + 16) * 2.0);
+  EXPECT_EQ(m.checkpoint_precision, "fp8");
+  EXPECT_FALSE(m.quantized_experts_only);
+}
+
+TEST(Families, GlmDsaIndexerParamsAndCache) {
+  const auto m = load("tiny-glm-dsa.json");
+  const double H = 256;
+  const double indexer = 96.0 * 4 * 128 + H * 128 + 2 * 128 + H * 4;
+  const double mla = mla_block(H, 8, 96, 64, 32, 16, 32) + indexer;
+  EXPECT_DOUBLE_EQ(layer_params(m, LayerKind::mla), mla);
+  // Latent (bf16) + the indexer's FP8 key and one FP32 scale per 128 per token and layer.
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_layer(m, LayerKind::mla, hw::Precision::bf16), 80 * 2.0 + 128 + 4);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 3 * (80 * 2.0 + 132));
+}
+
+TEST(Families, GptOssSlidingWindowSinksAndMxfp4) {
+  const auto m = load("tiny-gpt-oss.json");
+  EXPECT_EQ(m.count(LayerKind::sliding_attention), 2);
+  EXPECT_EQ(m.count(LayerKind::attention), 2);
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_TRUE(m.attention_sinks);
+  const double H = 128, q = 8 * 32, kv = 2 * 32;
+  const double attn = H * q + 2 * H * kv + q * H + H + (q + 2 * kv + H) + 8;  // + biases + sinks
+  const double expert = mlp3(H, 128) + 2 * 128 + H;                            // + gate_up and down biases
+  const double moe = 8 * expert + H * 8 + 8 + H;
+  EXPECT_DOUBLE_EQ(total_params(m), 2 * 1000 * H + H + 4 * (attn + moe));
+  EXPECT_DOUBLE_EQ(active_params(m), total_params(m) - 4 * (8 - 2) * expert);
+  // Full layers hold KV per token; sliding layers hold at most window + one block per sequence.
+  const double per_layer = 2 * 2 * 32 * 2.0;
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 2 * per_layer);
+  // In vLLM's block pool the sliding layers form their own group with the window.
+  const auto spec = layer_cache_spec(m, LayerKind::sliding_attention, {1, 1, 1}, hw::Precision::bf16, 0);
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->kind, CacheKind::sliding_window);
+  EXPECT_EQ(spec->window, 128);
+  EXPECT_DOUBLE_EQ(spec->bytes_per_token, per_layer);
+  EXPECT_EQ(kv_window_tokens(m, LayerKind::sliding_attention), 128);
+  EXPECT_EQ(kv_window_tokens(m, LayerKind::attention), 0);
+  EXPECT_EQ(m.checkpoint_precision, "mxfp4");
+  EXPECT_TRUE(m.quantized_experts_only);
+}
+
+TEST(Families, SlidingLayersDecodeCostStopsGrowingPastTheWindow) {
+  auto swa = load("tiny-gpt-oss.json");
+  auto full = swa;
+  for (auto& k : full.layers)
+    if (k == LayerKind::sliding_attention) k = LayerKind::attention;
+  const auto& gpu = hw::Catalog::global().gpu("h200");
+  const auto cs = make_step_cost(swa, gpu, hw::Precision::bf16, {1, 1, 1});
+  const auto cf = make_step_cost(full, gpu, hw::Precision::bf16, {1, 1, 1});
+  auto at = [](const StepCostModel& c, std::int64_t ctx) {
+    StepBatch b;
+    b.decode_seqs = 4;
+    b.decode_context_tokens = 4 * ctx;
+    return step_part(c, b, "decode attention");
+  };
+  // Past the window only the 2 full layers read more: half the growth of the all-full stack.
+  const double grow_swa = at(*cs, 4096) - at(*cs, 1024), grow_full = at(*cf, 4096) - at(*cf, 1024);
+  ASSERT_GT(grow_full, 0);
+  EXPECT_NEAR(grow_swa / grow_full, 0.5, 1e-9);
+}
+
+TEST(Families, Qwen35NestedGatedDeltaNetStateAndSiblingQuant) {
+  const auto& m = load_model_file(path("tiny-qwen3.5-moe_config.json"));
+  EXPECT_EQ(m.name, "tiny-qwen3.5-moe");
+  EXPECT_EQ(m.hf_model_type, "qwen3_5_moe");
+  EXPECT_EQ(m.count(LayerKind::linear_attention), 3);
+  EXPECT_EQ(m.count(LayerKind::attention), 1);
+  EXPECT_EQ(m.count(LayerKind::moe), 4);
+  EXPECT_EQ(m.mtp_layers, 1);
+  EXPECT_EQ(m.checkpoint_precision, "nvfp4");  // from the sibling hf_quant_config.json
+  EXPECT_EQ(m.checkpoint_kv_precision, "fp8");
+  ASSERT_TRUE(m.has_vision);
+  EXPECT_EQ(m.vision.layers, 2);
+  const double H = 256, kd = 4 * 32, vd = 8 * 32, nv = 8;
+  const double gdn = H * (2 * kd + 2 * vd) + H * 2 * nv + (2 * kd + vd) * 4 + 2 * nv + 32 + vd * H + H;
+  const double attn = H * 512 * 2 + 2 * H * 128 + 512 * H + H + 2 * 64;  // gated q, QK-norm
+  const double moe = 16 * mlp3(H, 64) + mlp3(H, 64) + H * 16 + 16 + H + H;  // + shared-expert gate
+  EXPECT_DOUBLE_EQ(layer_params(m, LayerKind::linear_attention), gdn);
+  EXPECT_DOUBLE_EQ(total_params(m), 2 * 1000 * H + H + 3 * gdn + attn + 4 * moe);
+  // State per sequence: conv (kernel-1) x (2 key_dim + value_dim) bf16, recurrent value heads x
+  // key_dim x value_dim fp32, per Gated DeltaNet layer; KV only for the full-attention layer.
+  EXPECT_DOUBLE_EQ(conv_state_bytes_per_seq(m), 3 * 3 * (2 * kd + vd) * 2);
+  EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(m), 3 * nv * 32 * 32 * 4);
+  EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(m, {2, 1, 1}), 3 * (nv / 2) * 32 * 32 * 4);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 2 * 2 * 64 * 2.0);
+  const auto gdn = layer_cache_spec(m, LayerKind::linear_attention, {1, 1, 1}, hw::Precision::bf16, 0);
+  ASSERT_TRUE(gdn.has_value());
+  EXPECT_EQ(gdn->kind, CacheKind::state);
+  EXPECT_DOUBLE_EQ(gdn->state_bytes, 3 * (2 * kd + vd) * 2 + nv * 32 * 32 * 4);
+  const auto mla = layer_cache_spec(load("tiny-deepseek-v3.json"), LayerKind::mla, {8, 1, 1}, hw::Precision::fp8, 0);
+  ASSERT_TRUE(mla.has_value());
+  EXPECT_EQ(mla->kind, CacheKind::mla);
+  EXPECT_DOUBLE_EQ(mla->bytes_per_token, 64 + 16);  // not sharded by TP
+  // The spec is not in the catalogue: a file is not a name.
+  EXPECT_THROW(model("tiny-qwen3.5-moe"), Error);
+}
+
+TEST(Families, Qwen3DenseMinimaxLlama4Kimi) {
+  const auto q = load("tiny-qwen3.json");
+  EXPECT_TRUE(q.qk_norm);
+  EXPECT_DOUBLE_EQ(total_params(q), 1000 * 128.0 + 128 + 2 * ((128 * 256 + 2 * 128 * 128 + 256 * 128 + 128 + 2 * 64) + mlp3(128, 384) + 128));
+
+  const auto mm = load("tiny-minimax-m2.json");
+  const double attn = 128 * 128 + 2 * 128 * 64 + 128 * 128 + 128 + 128 + 64;  // per_layer QK-norm over q and k
+  EXPECT_DOUBLE_EQ(layer_params(mm, LayerKind::attention), attn);
+  EXPECT_EQ(mm.mtp_layers, 3);
+  EXPECT_DOUBLE_EQ(mtp_params(mm), 3 * (2 * 128.0 * 128 + 3 * 128 + attn + layer_params(mm, LayerKind::moe)));
+
+  const auto l4 = load("tiny-llama4.json");
+  using K = LayerKind;
+  const std::vector<K> want{K::sliding_attention, K::mlp, K::sliding_attention, K::moe,
+                            K::sliding_attention, K::mlp, K::attention, K::moe};
+  EXPECT_EQ(l4.layers, want);
+  EXPECT_TRUE(l4.chunked_attention);
+  EXPECT_EQ(l4.sliding_window, 512);
+  EXPECT_EQ(l4.mlp_intermediate, 256);
+  EXPECT_DOUBLE_EQ(layer_params(l4, K::moe), 4 * mlp3(128, 64) + mlp3(128, 64) + 128 * 4 + 4 + 128);
+
+  const auto k = load("tiny-kimi-k25.json");
+  EXPECT_EQ(k.count(K::mla), 2);
+  EXPECT_EQ(k.checkpoint_precision, "int4");
+  EXPECT_TRUE(k.quantized_experts_only);
+  ASSERT_TRUE(k.has_vision);
+  EXPECT_EQ(k.vision.patch, 14);
+  EXPECT_EQ(k.vision.tile_pixels, 448);
+}
+
+TEST(Families, NestedConfigErrorsNameTheNestedField) {
+  try {
+    load("tiny-qwen3-vl-missing.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "text_config.hidden_size");
+  }
+  try {
+    load("tiny-gemma4.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "text_config.global_head_dim");
+    EXPECT_EQ(e.reason().rfind("unsupported: ", 0), 0u) << e.reason();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  try {
+    import_hf_config(R"({"model_type":"deepseek_v4","hidden_size":8,"vocab_size":8})", "v4.json", "v4");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "compress_ratios");
+    EXPECT_NE(e.reason().find("hyper-connections"), std::string::npos);
+  }
+}
+
+TEST(Families, MlaDecodeReadsTheLatentAndDsaCapsIt) {
+  const auto& gpu = hw::Catalog::global().gpu("h200");
+  const auto ds = load("tiny-deepseek-v3.json");
+  const auto glm = load("tiny-glm-dsa.json");  // index_topk 256
+  const auto cd = make_step_cost(ds, gpu, hw::Precision::bf16, {1, 1, 1});
+  const auto cg = make_step_cost(glm, gpu, hw::Precision::bf16, {1, 1, 1});
+  auto attn = [](const StepCostModel& c, std::int64_t ctx) {
+    StepBatch b;
+    b.decode_seqs = 8;
+    b.decode_context_tokens = 8 * ctx;
+    return step_part(c, b, "decode attention over the latent");
+  };
+  EXPECT_GT(attn(*cd, 8192), attn(*cd, 1024));
+  EXPECT_DOUBLE_EQ(attn(*cg, 8192), attn(*cg, 1024));  // both past index_topk: the same 256 tokens
+  StepBatch b;
+  b.decode_seqs = 8;
+  b.decode_context_tokens = 8 * 8192;
+  EXPECT_GT(step_part(*cg, b, "DSA indexer"), 0);
+  b.prefill_seqs = 1;
+  b.prefill_tokens = 512;
+  b.prefill_attention_pairs = 512.0 * 513 / 2;
+  EXPECT_GT(step_part(*cd, b, "kv_b_proj decompression"), 0);
+  EXPECT_GT(step_part(*cd, b, "prefill attention (un-absorbed"), 0);
+}
+
+TEST(Families, CatalogueEntriesByHand) {
+  // DeepSeek-V3: 61 MLA layers, 3 dense (18432), 58 MoE (256 x 2048, 1 shared), vocab 129280.
+  const auto& d = model("deepseek-v3");
+  const double H = 7168;
+  const double mla = mla_block(H, 128, 1536, 512, 128, 64, 128);
+  const double moe = 256 * mlp3(H, 2048) + mlp3(H, 2048) + H * 256 + 256 + H;
+  const double total = 2 * 129280 * H + H + 61 * mla + 3 * (mlp3(H, 18432) + H) + 58 * moe;
+  EXPECT_DOUBLE_EQ(total_params(d), total);
+  EXPECT_NEAR(total / 671e9, 1, 0.02);
+  EXPECT_DOUBLE_EQ(active_params(d), total - 58 * 248 * mlp3(H, 2048));
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(d, hw::Precision::fp8), 61 * 576.0);
+  EXPECT_EQ(d.checkpoint_precision, "fp8");
+
+  // gpt-oss-120b: 36 layers alternating sliding (128) / full, 128 experts top 4 with biases.
+  const auto& g = model("gpt-oss-120b");
+  const double Hg = 2880, q = 64 * 64, kv = 8 * 64;
+  const double attn = Hg * q + 2 * Hg * kv + q * Hg + Hg + (q + 2 * kv + Hg) + 64;
+  const double expert = mlp3(Hg, 2880) + 2 * 2880 + Hg;
+  const double gt = 2 * 201088 * Hg + Hg + 36 * (attn + 128 * expert + Hg * 128 + 128 + Hg);
+  EXPECT_DOUBLE_EQ(total_params(g), gt);
+  EXPECT_NEAR(gt / 116.83e9, 1, 0.002);
+  EXPECT_NEAR((gt - 36 * 124 * expert - 201088 * Hg) / 5.13e9, 1, 0.01);  // without the input embedding
+  EXPECT_EQ(g.count(LayerKind::sliding_attention), 18);
+
+  // Qwen3.5-397B-A17B: 45 Gated DeltaNet + 15 gated attention, 512 experts top 10 + shared.
+  const auto& w = model("qwen3.5-397b-a17b");
+  const double Hq = 4096, kd = 16 * 128, vd = 64 * 128;
+  const double gdn = Hq * (2 * kd + 2 * vd) + Hq * 128 + (2 * kd + vd) * 4 + 128 + 128 + vd * Hq + Hq;
+  const double fa = Hq * 8192 * 2 + 2 * Hq * 512 + 8192 * Hq + Hq + 512;
+  const double wm = 512 * mlp3(Hq, 1024) + mlp3(Hq, 1024) + Hq * 512 + 512 + Hq + Hq;
+  EXPECT_DOUBLE_EQ(total_params(w), 2 * 248320 * Hq + Hq + 45 * gdn + 15 * fa + 60 * wm);
+  EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(w, {8, 1, 1}), 45 * 8 * 128 * 128 * 4.0);
+  EXPECT_DOUBLE_EQ(conv_state_bytes_per_seq(w, {8, 1, 1}), 45 * 3 * (2 * kd + vd) / 8 * 2.0);
+}
+
+TEST(Families, HfIdAliases) {
+  ASSERT_NE(model_by_hf_id("openai/gpt-oss-120b"), nullptr);
+  EXPECT_EQ(model_by_hf_id("openai/gpt-oss-120b")->name, "gpt-oss-120b");
+  EXPECT_EQ(model_by_hf_id("nvidia/Llama-3.1-8B-Instruct-FP8")->name, "llama-3.1-8b");
+  EXPECT_EQ(model_by_hf_id("moonshotai/Kimi-K2.5")->name, "kimi-k2.5");
+  EXPECT_EQ(model_by_hf_id("zhipuai/GLM-5")->name, "glm-5");
+  EXPECT_EQ(model_by_hf_id("Qwen/Qwen3-32B-FP8")->name, "qwen3-32b");
+  EXPECT_EQ(model_by_hf_id("deepseek-ai/DeepSeek-R1/")->name, "deepseek-r1");
+  EXPECT_EQ(model_by_hf_id("nobody/nothing"), nullptr);
+}
+
+TEST(Families, CheckpointPrecisionSizesWeights) {
+  // An FP8 checkpoint is sized at one byte per quantised weight without asking.
+  const auto& d = model("deepseek-v3");
+  EXPECT_EQ(checkpoint_weight_precision(d), hw::Precision::fp8);
+  EXPECT_EQ(checkpoint_weight_precision(model("gpt-oss-120b")), hw::Precision::nvfp4);
+  EXPECT_EQ(checkpoint_weight_precision(model("qwen3-32b")), hw::Precision::bf16);
+  // gpt-oss keeps attention in BF16: only routed experts are 4-bit.
+  const auto& g = model("gpt-oss-120b");
+  const auto& gpu = hw::Catalog::global().gpu("b200");
+  const auto p = plan_memory(g, gpu, hw::Precision::nvfp4, {1, 1, 1}, {});
+  const double H = 2880, q = 64 * 64, kv = 8 * 64;
+  const double routed = 36 * 128 * (3 * H * 2880.0);
+  EXPECT_NEAR(p.weights.quantized, routed * weight_bytes_per_param(hw::Precision::nvfp4), 1);
+  EXPECT_GT(p.weights.high_precision, 36 * (2 * H * q + 2 * H * kv) * 2.0);
+}
+
+TEST(Families, ReadmeListsEveryCatalogueModel) {
+  std::ifstream in(std::string(SERVESIM_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  for (const auto& name : model_names()) {
+    const auto& m = model(name);
+    std::string kinds;
+    for (auto k : all_layer_kinds())
+      if (int c = m.count(k); c > 0) kinds += (kinds.empty() ? "" : " ") + std::to_string(c) + std::string(1, pattern_char(k));
+    const std::string row = "| " + name + " | " + std::to_string(m.layers.size()) + " (" + kinds + ") |";
+    EXPECT_NE(readme.find(row), std::string::npos) << "README's model table lacks or misstates: " << row;
+  }
+}
