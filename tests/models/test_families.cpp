@@ -143,10 +143,10 @@ TEST(Families, Qwen35NestedGatedDeltaNetStateAndSiblingQuant) {
   EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(m), 3 * nv * 32 * 32 * 4);
   EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(m, {2, 1, 1}), 3 * (nv / 2) * 32 * 32 * 4);
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 2 * 2 * 64 * 2.0);
-  const auto gdn = layer_cache_spec(m, LayerKind::linear_attention, {1, 1, 1}, hw::Precision::bf16, 0);
-  ASSERT_TRUE(gdn.has_value());
-  EXPECT_EQ(gdn->kind, CacheKind::state);
-  EXPECT_DOUBLE_EQ(gdn->state_bytes, 3 * (2 * kd + vd) * 2 + nv * 32 * 32 * 4);
+  const auto gdn_spec = layer_cache_spec(m, LayerKind::linear_attention, {1, 1, 1}, hw::Precision::bf16, 0);
+  ASSERT_TRUE(gdn_spec.has_value());
+  EXPECT_EQ(gdn_spec->kind, CacheKind::state);
+  EXPECT_DOUBLE_EQ(gdn_spec->state_bytes, 3 * (2 * kd + vd) * 2 + nv * 32 * 32 * 4);
   const auto mla = layer_cache_spec(load("tiny-deepseek-v3.json"), LayerKind::mla, {8, 1, 1}, hw::Precision::fp8, 0);
   ASSERT_TRUE(mla.has_value());
   EXPECT_EQ(mla->kind, CacheKind::mla);
