@@ -57,7 +57,8 @@ struct Part {  // a kind's figures for the breakdown
 class Model final : public StepCostModel {
  public:
   Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
-      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp), par_(par), kv_(kv) {
+      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp),
+        dp_(m.quantized_experts_only ? hw::Precision::bf16 : wp), par_(par), kv_(kv) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
     n_full_ = m.count(LayerKind::attention);
@@ -80,7 +81,7 @@ class Model final : public StepCostModel {
       launch_counts_ = {kernels, n_attn_ + n_mla_, n_mamba_ + n_gdn_};
     }
     const std::int64_t H = m.hidden;
-    auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, wp_).seconds; };
+    auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, dp_).seconds; };
     if (n_mamba_) {
       const std::int64_t di = m.mamba_d_inner() / tp, g = std::max(1, m.groups / tp);
       const std::int64_t in_n = 2 * di + 2 * g * m.d_state + m.mamba_heads / tp;
@@ -143,7 +144,10 @@ class Model final : public StepCostModel {
       // Absorbed decode: W_UK (nope -> latent) and W_UV (latent -> v) per head, batched over heads.
       mla_absorb_.fill([&](std::int64_t M) { return gemm(M, h * kl, nope) + gemm(M, h * v, kl); });
       mla_kvb_.fill([&](std::int64_t M) { return gemm(M, h * (nope + v), kl); });
-      const int lat = int(kl + rope);
+      // The tables' work streams K and V (2 x head_dim elements per token and KV head); the latent
+      // is one vector of kl + rope elements serving as both, so it is queried with head_dim
+      // (kl + rope) / 2: the same bytes per cached token (decode is bound by them).
+      const int lat = int(kl + rope + 1) / 2;
       // Both through vLLM's measured attention tables on this GPU (decode: h query heads over one
       // latent KV head of kv_lora_rank + rope elements at the KV dtype; prefill: MHA of qk_head_dim).
       const double t_small = km_.attention_decode(1, 1, int(h), 1, lat, kv_).seconds;
@@ -263,7 +267,7 @@ class Model final : public StepCostModel {
     const std::int64_t H = m_.hidden;
     if (n_mamba_) {
       add("mamba", "in_proj + out_proj GEMM", n_mamba_ * mamba_lin_(M), n_mamba_, [&] {
-        return sum({km_.gemm(Mi, mamba_in_n_, H, wp_), km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, wp_)});
+        return sum({km_.gemm(Mi, mamba_in_n_, H, dp_), km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, dp_)});
       });
       if (b.decode_seqs > 0)
         add("mamba", "state update + conv1d (decode)", n_mamba_ * mamba_step_(dec_tokens), n_mamba_,
@@ -281,8 +285,8 @@ class Model final : public StepCostModel {
     if (n_attn_) {
       add("attention", "QKV + O GEMM", n_attn_ * attn_lin_(M), n_attn_,
           [&] {
-            return sum({km_.gemm(Mi, std::int64_t(aheads_ * (m_.attn_output_gate ? 2 : 1) + 2 * akv_) * m_.head_dim, H, wp_),
-                        km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, wp_)});
+            return sum({km_.gemm(Mi, std::int64_t(aheads_ * (m_.attn_output_gate ? 2 : 1) + 2 * akv_) * m_.head_dim, H, dp_),
+                        km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, dp_)});
           });
       if (attn_elt_active())
         add("attention", m_.attn_output_gate ? "QK-norm + output gate" : "QK-norm", n_attn_ * attn_elt_(M), n_attn_,
@@ -312,13 +316,13 @@ class Model final : public StepCostModel {
     }
     if (n_mla_) {
       const std::int64_t h = mheads_mla_;
-      const int lat = int(m_.mla_latent_dim());
+      const int lat = int(m_.mla_latent_dim() + 1) / 2;  // as in the constructor
       add("mla", m_.index_topk > 0 ? "q/kv/o + DSA indexer projections GEMM" : "q_a/q_b + kv_a + o_proj GEMM", n_mla_ * mla_lin_(M),
           n_mla_, [&] {
             const std::int64_t ql = m_.q_lora_rank;
-            OpTime t = ql > 0 ? sum({km_.gemm(Mi, ql, H, wp_), km_.gemm(Mi, h * m_.qk_head_dim(), ql, wp_)})
-                              : km_.gemm(Mi, h * m_.qk_head_dim(), H, wp_);
-            return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, wp_), km_.gemm(Mi, H, h * m_.v_head_dim, wp_)});
+            OpTime t = ql > 0 ? sum({km_.gemm(Mi, ql, H, dp_), km_.gemm(Mi, h * m_.qk_head_dim(), ql, dp_)})
+                              : km_.gemm(Mi, h * m_.qk_head_dim(), H, dp_);
+            return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, dp_), km_.gemm(Mi, H, h * m_.v_head_dim, dp_)});
           });
       if (b.decode_seqs > 0) {
         // Absorbed: each query reads the latent of its context (index_topk of it under DSA).
@@ -332,7 +336,7 @@ class Model final : public StepCostModel {
         add("mla", "W_UK / W_UV absorption GEMM (decode)", n_mla_ * mla_absorb_(dec_tokens), n_mla_,
             [&] {
               const auto D = std::int64_t(std::max(1.0, dec_tokens));
-              return sum({km_.gemm(D, h * m_.kv_lora_rank, m_.qk_nope_head_dim, wp_), km_.gemm(D, h * m_.v_head_dim, m_.kv_lora_rank, wp_)});
+              return sum({km_.gemm(D, h * m_.kv_lora_rank, m_.qk_nope_head_dim, dp_), km_.gemm(D, h * m_.v_head_dim, m_.kv_lora_rank, dp_)});
             });
         add("mla", "decode attention over the latent (absorbed, MQA)",
             n_mla_ * (mla_dec_per_seq_(dec_tokens) + mla_dec_per_token_ * ctx_reads), n_mla_, [&] {
@@ -344,7 +348,7 @@ class Model final : public StepCostModel {
         const double pairs = std::max(0.0, b.prefill_attention_pairs);
         const double T = double(b.prefill_tokens);
         add("mla", "kv_b_proj decompression GEMM (prefill)", n_mla_ * mla_kvb_(T), n_mla_,
-            [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, wp_); });
+            [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, dp_); });
         if (m_.index_topk > 0)
           add("mla", "DSA indexer (prefill)", n_mla_ * idx_pre_(pair_length(pairs)), n_mla_,
               [&] { return km_.attention_prefill(1, b.prefill_tokens, m_.index_heads, 1, m_.index_head_dim); });
@@ -358,7 +362,7 @@ class Model final : public StepCostModel {
       add("linear_attention", "in_proj + out_proj GEMM", n_gdn_ * gdn_lin_(M), n_gdn_,
           [&] {
             const std::int64_t in_n = (2 * m_.lin_key_dim() + 2 * m_.lin_value_dim() + 2 * m_.lin_value_heads) / par_.tp;
-            return sum({km_.gemm(Mi, in_n, H, wp_), km_.gemm(Mi, H, m_.lin_value_dim() / par_.tp, wp_)});
+            return sum({km_.gemm(Mi, in_n, H, dp_), km_.gemm(Mi, H, m_.lin_value_dim() / par_.tp, dp_)});
           });
       if (b.decode_seqs > 0)
         add("linear_attention", "Gated DeltaNet state update + conv1d (decode)", n_gdn_ * gdn_step_(dec_tokens), n_gdn_, [&] {
@@ -376,7 +380,7 @@ class Model final : public StepCostModel {
       add("mlp", "up + down GEMM", n_mlp_ * mlp_(M), n_mlp_,
           [&] {
             const std::int64_t I = m_.mlp_intermediate / par_.tp;
-            return sum({km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, wp_), km_.gemm(Mi, H, I, wp_)});
+            return sum({km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, dp_), km_.gemm(Mi, H, I, dp_)});
           });
     if (n_moe_) {
       add("moe", "routed experts (fused MoE)", n_moe_ * moe_routed_(M), n_moe_,
@@ -385,8 +389,8 @@ class Model final : public StepCostModel {
           [&] {
             OpTime t = km_.gemm(Mi, m_.experts, H, hw::Precision::bf16);
             const std::int64_t Is = m_.shared_intermediate * m_.shared_experts / par_.tp;
-            if (Is > 0) t = sum({t, km_.gemm(Mi, (m_.moe_gated ? 2 : 1) * Is, H, wp_), km_.gemm(Mi, H, Is, wp_)});
-            if (m_.moe_latent > 0) t = sum({t, km_.gemm(Mi, m_.moe_latent, H, wp_), km_.gemm(Mi, H, m_.moe_latent, wp_)});
+            if (Is > 0) t = sum({t, km_.gemm(Mi, (m_.moe_gated ? 2 : 1) * Is, H, dp_), km_.gemm(Mi, H, Is, dp_)});
+            if (m_.moe_latent > 0) t = sum({t, km_.gemm(Mi, m_.moe_latent, H, dp_), km_.gemm(Mi, H, m_.moe_latent, dp_)});
             return t;
           });
       if (par_.ep > 1)
@@ -429,7 +433,8 @@ class Model final : public StepCostModel {
   const ModelSpec& m_;
   const hw::GpuSpec& gpu_;
   const KernelModel& km_;
-  hw::Precision wp_;
+  hw::Precision wp_;  // routed experts
+  hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5)
   Parallelism par_;
   hw::Precision kv_;
   // Causal-pair count -> the single-sequence length with as many pairs.

@@ -229,7 +229,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
 servesim::api::SearchArgs search_args(const json& j, const char* fn) {
   servesim::api::SearchArgs a;
   Args r(fn, j);
-  r.req("model", a.model).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
+  r.opt("model", a.model).opt("model_file", a.model_file).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
       .csv("pp", a.pp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)

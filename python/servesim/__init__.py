@@ -349,7 +349,7 @@ def _run_search(args, per_instance, client, threads):
     return rep
 
 
-def search(model, gpu, isl, osl, ttft_ms, itl_ms, client=None, **kw):
+def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, client=None, model_file=None, **kw):
     """The configuration search (``servesim search --format json``): every candidate (GPU,
     precision, TP/PP/EP, aggregated or xPyD disaggregated, engine knobs) with its analytic bounds,
     status (simulated / does_not_fit / cannot_meet_slo / cannot_win) and score under the SLO
@@ -362,17 +362,19 @@ def search(model, gpu, isl, osl, ttft_ms, itl_ms, client=None, **kw):
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
     :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`
     into one of frontier points."""
-    args = _search_args(dict(model=model, gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms, **kw))
+    args = _search_args(dict(model=model, model_file=_path(model_file), gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms,
+                             itl_ms=itl_ms, **kw))
     return _run_search(args, False, client, kw.get("threads"))
 
 
-def recommend(model, gpu, isl, osl, ttft_ms, itl_ms, target_tps=None, target_rps=None, client=None, **kw):
+def recommend(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, target_tps=None, target_rps=None,
+              client=None, model_file=None, **kw):
     """The pre-purchase table (``servesim recommend --format json``): the search with one winner per
     GPU/instance type for the load target; ``recommendations`` lists, cheapest first, GPUs, nodes,
     $/hour, $ per million output tokens, power (datasheet TDP: an upper bound) and joules per output
     token, and the headroom to each SLO. ``frame(result)`` gives it as a DataFrame."""
-    args = _search_args(dict(model=model, gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms, itl_ms=itl_ms,
-                             target_tps=target_tps, target_rps=target_rps, **kw))
+    args = _search_args(dict(model=model, model_file=_path(model_file), gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms,
+                             itl_ms=itl_ms, target_tps=target_tps, target_rps=target_rps, **kw))
     return _run_search(args, True, client, kw.get("threads"))
 
 

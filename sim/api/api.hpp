@@ -114,7 +114,8 @@ nlohmann::json plan_finish(const PlanArgs& a, const nlohmann::json& rows);
 // `servesim search`: enumerate, prune and simulate configurations; Pareto frontiers per topology
 // family and the best configuration under the SLO (sim/studies/search.hpp).
 struct SearchArgs {
-  std::string model, gpus, precisions;             // gpus: CSV of GPU or instance names; precisions "" = all native
+  std::string model, model_file, gpus, precisions; // model_file: servesim JSON or HF config.json instead of model
+                                                   // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request

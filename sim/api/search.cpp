@@ -74,7 +74,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   const auto required = [](const char* flag, bool given, const char* what) {
     if (!given) throw Error(flag, "", std::string("required: ") + what);
   };
-  required("--model", !a.model.empty(), "the model to serve (servesim list models)");
+  required("--model", !a.model.empty() || !a.model_file.empty(), "the model to serve (servesim list models), or --model-file");
   required("--gpu", !a.gpus.empty(), "GPU or instance types to search, e.g. h200 or h100,h200,b200");
   required("--isl", a.isl != 0, "input tokens per request");
   required("--osl", a.osl != 0, "output tokens per request");
@@ -86,7 +86,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     throw Error("--target-tps", "", "required: the load to size for (--target-tps output tok/s or --target-rps requests/s)");
 
   sim::SearchSpace sp;
-  sp.model = &models::model(a.model);
+  sp.model = &resolve_model(a.model, a.model_file);
   for (const auto& g : text::split_csv(a.gpus)) {
     const hw::InstanceSpec* i = instance_of(g);
     if (std::find(sp.instances.begin(), sp.instances.end(), i) == sp.instances.end()) sp.instances.push_back(i);

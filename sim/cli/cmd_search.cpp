@@ -326,6 +326,7 @@ void run_recommend(RecommendOpts& o) {
 
 void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--model", a.model, "Model name (servesim list models)");
+  c.add_option("--model-file", a.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c.add_option("--gpu", a.gpus, "GPU or instance types to search, comma-separated (e.g. h100,h200,b200,b300)");
   c.add_option("--precision", a.precisions, "Weight precisions to try (default: every one the GPU runs natively)");
   c.add_option("--topology", a.topology, "agg, disagg or both (default both)");

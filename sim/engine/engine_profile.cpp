@@ -271,8 +271,14 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   if (unset("gpu_memory_utilization")) cfg.gpu_memory_utilization = p.gpu_memory_utilization;
   if (unset("block_size")) cfg.block_size = p.block_size;
   if (unset("enable_chunked_prefill")) cfg.enable_chunked_prefill = p.enable_chunked_prefill;
-  const bool hybrid = m.count(models::LayerKind::mamba) > 0;
-  if (unset("enable_prefix_caching")) cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : p.prefix_caching_decoder;
+  // vLLM's hybrid models (is_prefix_caching_supported off by default): Mamba and Gated DeltaNet
+  // state. Sliding-window models keep vLLM's decoder default in vLLM, but servesim's block pool
+  // models prefix caching for one full-attention group only, so they run without it (no effect on
+  // prompts without shared prefixes; asking for it explicitly is an error naming why).
+  const bool hybrid = m.count(models::LayerKind::mamba) > 0 || m.count(models::LayerKind::linear_attention) > 0;
+  const bool windows = m.count(models::LayerKind::sliding_attention) > 0;
+  if (unset("enable_prefix_caching"))
+    cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : windows ? false : p.prefix_caching_decoder;
   if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
   if (unset("step_overhead_ms")) cfg.step_overhead_s = p.host.step_cpu_s;

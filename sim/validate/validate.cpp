@@ -32,9 +32,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A catalogue model for a Hugging Face id: the id itself (catalogue aliases), then its last path
-// component lower-cased, then that without checkpoint suffixes (-Instruct, -FP8, -NVFP4, ...).
+// A catalogue model for a Hugging Face id: the Hugging Face ids the catalogue entries name
+// (models::model_by_hf_id), then the id as a catalogue name, then its last path component
+// lower-cased, then that without checkpoint suffixes (-Instruct, -FP8, -NVFP4, ...).
 const models::ModelSpec* resolve_model(const std::string& path) {
+  if (const auto* m = models::model_by_hf_id(path)) return m;
   std::vector<std::string> names{path};
   std::string base = text::lower(path.substr(path.find_last_of('/') + 1));
   names.push_back(base);

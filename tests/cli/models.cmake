@@ -53,3 +53,12 @@ set_tests_properties(cli_model_show PROPERTIES PASS_REGULAR_EXPRESSION "671\\.03
 add_test(NAME cli_list_models_families COMMAND $<TARGET_FILE:servesim> list models)
 set_tests_properties(cli_list_models_families PROPERTIES PASS_REGULAR_EXPRESSION
   "deepseek-v3 +122 \\(3- 58E 61L\\).*gpt-oss-120b +72 \\(18\\* 36E 18S\\).*qwen3.5-397b-a17b +120 \\(15\\* 60E 45G\\)")
+add_test(NAME cli_model_file_search COMMAND $<TARGET_FILE:servesim> search --model-file ${MD}/tiny-qwen3.json --gpu h200 --precision bf16
+         --tp 1 --topology agg --isl 256 --osl 8 --concurrency 1,2 --requests 6 --ttft-ms 1000 --itl-ms 100)
+set_tests_properties(cli_model_file_search PROPERTIES PASS_REGULAR_EXPRESSION "1 configurations: 1 simulated")
+add_test(NAME cli_model_file_recommend COMMAND $<TARGET_FILE:servesim> recommend --model-file ${MD}/tiny-qwen3.json --gpu h200 --precision bf16
+         --tp 1 --topology agg --isl 256 --osl 8 --concurrency 1,2 --requests 6 --ttft-ms 1000 --itl-ms 100 --target-tps 100 --format json)
+set_tests_properties(cli_model_file_recommend PROPERTIES PASS_REGULAR_EXPRESSION "\"recommendations\": \\[\n *{")
+add_test(NAME cli_model_file_validate COMMAND $<TARGET_FILE:servesim> validate ${PROJECT_SOURCE_DIR}/tests/sim/data/validate_sample.csv
+         --model-file ${MD}/tiny-qwen3.json --gpu h200 --mode agg)
+set_tests_properties(cli_model_file_validate PROPERTIES PASS_REGULAR_EXPRESSION "points: [0-9]+ simulated")

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -223,6 +224,18 @@ TEST(Families, MlaDecodeReadsTheLatentAndDsaCapsIt) {
   };
   EXPECT_GT(attn(*cd, 8192), attn(*cd, 1024));
   EXPECT_DOUBLE_EQ(attn(*cg, 8192), attn(*cg, 1024));  // both past index_topk: the same 256 tokens
+  {
+    // Absorbed decode streams one latent of kv_lora_rank + rope = 64 + 16 elements per cached token
+    // and layer (bf16), not a K and a V: 4 layers x 8 seqs x 8192 tokens x 80 x 2 bytes, plus the
+    // queries and outputs (8 heads x 40 x 2 x 2 bytes per sequence).
+    StepBatch b;
+    b.decode_seqs = 8;
+    b.decode_context_tokens = 8 * 8192;
+    double bytes = 0;
+    for (const auto& p : cd->breakdown(b).parts)
+      if (p.op.rfind("decode attention over the latent", 0) == 0) bytes = p.hbm_bytes;
+    EXPECT_NEAR(bytes, 4 * (8.0 * 8192 * 80 * 2 + 8 * 8 * 40 * 2 * 2.0), 1);
+  }
   StepBatch b;
   b.decode_seqs = 8;
   b.decode_context_tokens = 8 * 8192;
@@ -309,4 +322,44 @@ TEST(Families, ReadmeListsEveryCatalogueModel) {
     const std::string row = "| " + name + " | " + std::to_string(m.layers.size()) + " (" + kinds + ") |";
     EXPECT_NE(readme.find(row), std::string::npos) << "README's model table lacks or misstates: " << row;
   }
+}
+
+// Every catalogue entry against the publisher's figures, written here with their source (not read
+// from the entry): total within 2 %; active within 2 % counted the way the publisher counts it
+// (all / without the input embedding / without the embedding and LM head), or within the rounding
+// of a figure published only to the billion.
+TEST(Families, EveryCatalogueEntryWithinTwoPercentOfItsPublishedFigures) {
+  enum Counts { all, no_input_embedding, no_embeddings };
+  struct Row { const char* name; double total, active; Counts counts; double rounding; const char* source; };
+  const Row rows[] = {
+      {"deepseek-r1", 671e9, 37e9, no_input_embedding, 0, "DeepSeek-R1 model card: 671B total, 37B activated"},
+      {"deepseek-v3", 671e9, 37e9, no_input_embedding, 0, "DeepSeek-V3 model card / tech report: 671B total, 37B activated"},
+      {"glm-5", 744e9, 40e9, no_embeddings, 0, "Z.ai GLM-5 announcement: 744B total, 40B active"},
+      {"gpt-oss-120b", 116.83e9, 5.13e9, no_input_embedding, 0, "gpt-oss model card: 116.83B total, 5.13B active per token"},
+      {"kimi-k2.5", 1.04e12, 32e9, no_input_embedding, 0, "Kimi K2 model card: 1.04T total, 32B activated"},
+      {"llama-3.1-70b", 70.6e9, 70.6e9, all, 0, "Llama 3.1 model card: 70.6B"},
+      {"llama-3.1-8b", 8.03e9, 8.03e9, all, 0, "Llama 3.1 model card: 8.03B"},
+      {"minimax-m2.5", 230e9, 10e9, no_embeddings, 0, "MiniMax-M2 model card: 230B total, 10B active"},
+      {"mixtral-8x7b", 46.7e9, 12.9e9, all, 0, "Mistral's Mixtral announcement: 46.7B total, 12.9B active"},
+      {"nemotron-3-nano", 31.6e9, 3.58e9, all, 0, "Nemotron 3 Nano model card: 31.6B total, 3.5-3.6B active with embeddings"},
+      {"nemotron-3-super", 120.6e9, 12.7e9, all, 0, "Nemotron 3 Super model card: 120.6B total, 12.7B active"},
+      {"nemotron-3-ultra", 550e9, 55e9, all, 0, "Megatron-Bridge docs: 550B total, 55B active"},
+      {"nemotron-h-56b", 56e9, 56e9, all, 0, "Nemotron-H-56B model card: 56B"},
+      {"nemotron-h-8b", 8e9, 8e9, all, 0, "Nemotron-H-8B: 8B"},
+      {"qwen3-235b-a22b", 235e9, 22e9, all, 0, "Qwen3-235B-A22B model card: 235B total, 22B activated"},
+      {"qwen3-32b", 32.8e9, 32.8e9, all, 0, "Qwen3-32B model card: 32.8B"},
+      {"qwen3.5-397b-a17b", 397e9, 17e9, all, 0.5e9, "Qwen3.5-397B-A17B model card: 397B total, 17B activated (to the billion)"},
+  };
+  std::set<std::string> seen;
+  for (const auto& r : rows) {
+    SCOPED_TRACE(std::string(r.name) + " (" + r.source + ")");
+    const auto& m = model(r.name);
+    seen.insert(m.name);
+    const double emb = double(m.vocab) * m.hidden;
+    const double active = active_params(m) - (r.counts != all ? emb : 0) - (r.counts == no_embeddings && !m.tied_embeddings ? emb : 0);
+    EXPECT_NEAR(total_params(m) / r.total, 1.0, std::max(0.02, r.rounding / r.total));
+    EXPECT_NEAR(active / r.active, 1.0, std::max(0.02, r.rounding / r.active));
+  }
+  for (const auto& n : model_names())
+    if (!model(n).estimate) EXPECT_TRUE(seen.count(model(n).name)) << n << " has no published figures in this test";
 }

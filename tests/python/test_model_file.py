@@ -42,3 +42,13 @@ def test_model_and_model_file_together_is_an_error():
     assert "not both" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(servesim.Error):
         servesim.scenario(model="llama-3.1-8b", model_file=fixture("tiny-qwen3.json"))
+
+
+def test_model_file_in_search_and_recommend():
+    f = fixture("tiny-qwen3.json")
+    kw = dict(gpu="h200", isl=256, osl=8, ttft_ms=1000, itl_ms=100, precision="bf16", tp=[1], topology="agg",
+              concurrency=[1, 2], requests=6)
+    s = servesim.search(model_file=f, **kw)
+    assert s["best"] is not None and s["best"]["deployment"]["model"] == "tiny-qwen3"
+    r = servesim.recommend(model_file=f, target_tps=100, **kw)
+    assert len(r["recommendations"]) == 1
