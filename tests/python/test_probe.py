@@ -402,7 +402,8 @@ def test_plan_without_concurrency_extends_past_256(exe):
 def test_text_config_models_name_the_reason(exe, tmp_path):
     f = tmp_path / "llama4.json"
     f.write_text(json.dumps({"model_type": "llama4", "text_config": {"hidden_size": 5120}, "vision_config": {}}))
-    one_error(run(exe, "memory", "--model-file", f, "--gpu", "h200"), "model_type", "text_config")
+    # Nested configs import; an incomplete one names the nested field that is missing.
+    one_error(run(exe, "memory", "--model-file", f, "--gpu", "h200"), "text_config.vocab_size", "missing")
 
 
 # ---- #24: Python errors are servesim.Error and name the argument ----------------------------------
