@@ -17,7 +17,7 @@ def test_model_file_is_not_added_to_the_catalogue():
     assert m["name"] == "tiny-qwen3" and m["layer_counts"]["attention"] == 2
     servesim.memory(model_file=fixture("tiny-qwen3.json"), gpu="h200")
     with pytest.raises(servesim.Error) as e:
-        servesim.simulate(servesim.scenario(model="tiny-qwen3", gpu="h200", gpus=1, tp=1, requests=4))
+        servesim.simulate(servesim.scenario(model="tiny-qwen3", gpu="h200", gpus=1, tp=1, concurrency=1, requests=4))
     assert "unknown model" in str(e.value)
     assert "tiny-qwen3" not in [r["name"] for r in servesim.models()]
 
