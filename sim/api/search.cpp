@@ -2,6 +2,7 @@
 // sim/studies/search.hpp driven by flags, run in rounds on a thread pool (or, through
 // SearchSession and search_run, on any other executor such as a Dask cluster).
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -230,6 +231,7 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
                       {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus}};
   j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
+  if (!a.model_file.empty()) j["model_file"] = std::filesystem::absolute(a.model_file).string();  // read where the search runs
   return j;
 }
 
