@@ -45,12 +45,33 @@ void expand_point_rows(nlohmann::json& doc, const std::string& file) {
 
 MoeDtype moe_dtype(std::string_view d, const std::string& where) {
   if (d == "bf16") return {Precision::bf16, Precision::bf16};
-  if (d == "fp8" || d == "fp8_block") return {Precision::fp8, Precision::fp8};
+  if (d == "fp8") return {Precision::fp8, Precision::fp8};
+  if (d == "fp8_block") return {Precision::fp8_block, Precision::fp8};
   if (d == "nvfp4") return {Precision::nvfp4, Precision::nvfp4};
-  if (d == "int4_wo" || d == "mxfp4_w4a16") return {Precision::nvfp4, Precision::bf16};
-  if (d == "mxfp4_w4a8") return {Precision::nvfp4, Precision::fp8};
+  if (d == "int4_wo") return {Precision::int4, Precision::bf16};
+  if (d == "mxfp4_w4a16") return {Precision::mxfp4, Precision::bf16};
+  if (d == "mxfp4_w4a8") return {Precision::mxfp4, Precision::fp8};
   throw Error(where, "dtype", "unknown MoE dtype '" + std::string(d) +
                                   "' (known: bf16, fp8, fp8_block, nvfp4, int4_wo, mxfp4_w4a16, mxfp4_w4a8)");
+}
+
+MoeDtype moe_family_dtype(std::string_view family) {
+  // Longest names first: "fp8_block" before "fp8", "mxfp4_w4a16" before a shorter prefix.
+  for (const char* d : {"mxfp4_w4a16", "mxfp4_w4a8", "fp8_block", "int4_wo", "nvfp4", "bf16", "fp8"}) {
+    const std::string prefix = std::string("moe_") + d;
+    if (family == prefix || family.starts_with(prefix + "_")) return moe_dtype(d, std::string(family));
+  }
+  return {};
+}
+
+std::string moe_kernel_library(std::string_view k) {
+  auto has = [&](const char* s) { return k.find(s) != std::string_view::npos; };
+  if (has("oaitriton")) return "oai_triton";
+  if (has("marlin")) return "marlin";
+  if (has("flashinfer_trtllm")) return "trtllm";
+  if (has("flashinfer_cutlass")) return "cutlass";
+  if (has("triton")) return "triton";
+  return "";
 }
 
 std::uint64_t attention_group(double kv_bytes, double window) { return shape_key({kv_bytes, window}); }
@@ -236,6 +257,15 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
   std::vector<std::string> kernels;
   if (root.has("kernels"))
     for (const auto& k : root.json().at("kernels")) kernels.push_back(k.get<std::string>());
+  // Kernels whose timings the file's provenance rejects, with the reason.
+  std::map<std::string, std::string> rejected;
+  if (root.has("rejected_kernels")) {
+    JsonReader rk = root.object("rejected_kernels");
+    for (const auto& [k, v] : rk.json().items()) {
+      if (!v.is_string()) rk.fail(k, "expected the reason as a string");
+      rejected[k] = v.get<std::string>();
+    }
+  }
   bool declared = root.has("method");
   FitMethod method = FitMethod::nearest_log;
   if (declared) {
@@ -254,6 +284,10 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
     if (p.has("kid")) {
       s.kernel = int(p.integer("kid"));
       if (s.kernel < 0 || s.kernel >= int(kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
+      // One fused-MoE family per kernel: vLLM picks the kernel per GPU, format and layout
+      // (hwmodels/data/moe_kernels.json), and kernels of one dtype differ several-fold.
+      if (family == "moe")
+        if (std::string lib = moe_kernel_library(kernels[size_t(s.kernel)]); !lib.empty()) name += "_" + lib;
     }
     // A vLLM measurement shadows this project's PyTorch run of the same family.
     if (auto it = families_.find(name); it != families_.end() && it->second.origin != origin) {
@@ -277,6 +311,8 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
     fam.prior_compute = fp8 && gpu_->priors.gemm_fp8 > 0 ? gpu_->priors.gemm_fp8 : gpu_->priors.gemm_bf16;
     fam.prior_memory = family == "nccl" || family == "custom_all_reduce" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
     if (fam.file.empty()) fam.file = file;
+    if (s.kernel >= 0)
+      if (auto it = rejected.find(kernels[size_t(s.kernel)]); it != rejected.end()) fam.rejected = it->second;
     fam.samples.push_back(s);
   }
 }

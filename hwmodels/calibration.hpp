@@ -38,6 +38,9 @@ struct FamilyCalibration {
   // stored measurement (FamilyFit::predict surface_only): the bound it reproduces them to.
   double fit_max_error = 0;
   double eager_overhead_s = -1;  // median eager − graph time over launch-bound points; < 0 if none
+  // Non-empty: the file's "rejected_kernels" names this family's kernel with the reason its
+  // timings are not used (KernelModel skips the family; `calibrate report` shows why).
+  std::string rejected;
 };
 
 // CPU launch cost measured alongside the kernels: what an engine pays per kernel launched
@@ -83,12 +86,19 @@ void expand_point_rows(nlohmann::json& doc, const std::string& file);
 std::uint64_t shape_key(std::initializer_list<double> fields);
 
 // A fused-MoE quantisation as AIC's tables name it ("bf16", "fp8", "fp8_block", "nvfp4", "int4_wo",
-// "mxfp4_w4a16", "mxfp4_w4a8"): the bytes/param its weights stream at and the precision of its math.
+// "mxfp4_w4a16", "mxfp4_w4a8"): the weight format its bytes stream at and the precision of its math.
 struct MoeDtype {
-  Precision weights = Precision::bf16;  // 4-bit formats counted at nvfp4's 4.5 bits/param
+  Precision weights = Precision::bf16;  // fp8_block, int4 (group 32), mxfp4, nvfp4 with their scales
   Precision math = Precision::bf16;
 };
 MoeDtype moe_dtype(std::string_view name, const std::string& where);
+// The dtype of a fused-MoE calibration family "moe_<dtype>[_<library>]" (bf16 for a name matching none).
+MoeDtype moe_family_dtype(std::string_view family);
+// The kernel library of a vLLM fused-MoE kernel_source name, the suffix of its calibration family
+// (moe_<dtype>_<library>): "oai_triton" (OpenAI triton_kernels), "marlin", "trtllm" (FlashInfer
+// TRTLLM-gen, monolithic and modular), "cutlass" (FlashInfer CUTLASS), "triton" (vLLM fused_moe);
+// "" for a name matching none.
+std::string moe_kernel_library(std::string_view kernel_source);
 
 // Group key of an attention point: KV-cache bytes per element and sliding window (0 = full).
 std::uint64_t attention_group(double kv_bytes, double window);

@@ -16,34 +16,60 @@ std::string_view to_string(Precision p) {
     case Precision::fp8: return "fp8";
     case Precision::nvfp4: return "nvfp4";
     case Precision::int8: return "int8";
+    case Precision::fp8_block: return "fp8_block";
+    case Precision::mxfp4: return "mxfp4";
+    case Precision::int4: return "int4";
   }
   return "?";
 }
 
+const std::vector<Precision>& all_precisions() {
+  static const std::vector<Precision> all{Precision::bf16,      Precision::fp8,   Precision::nvfp4, Precision::int8,
+                                          Precision::fp8_block, Precision::mxfp4, Precision::int4};
+  return all;
+}
+
 Precision parse_precision(std::string_view s, const std::string& where) {
-  for (Precision p : {Precision::bf16, Precision::fp8, Precision::nvfp4, Precision::int8})
+  for (Precision p : all_precisions())
     if (text::iequals(s, to_string(p))) return p;
-  throw Error(where, "", "unknown precision '" + std::string(s) + "' (known: bf16, fp8, nvfp4, int8)");
+  throw Error(where, "", "unknown precision '" + std::string(s) + "' (known: bf16, fp8, fp8_block, nvfp4, mxfp4, int4, int8)");
+}
+
+Precision math_precision(Precision p) {
+  switch (p) {
+    case Precision::fp8_block: return Precision::fp8;
+    case Precision::mxfp4:
+    case Precision::int4: return Precision::bf16;
+    default: return p;
+  }
+}
+
+Precision storage_family(Precision p) {
+  if (p == Precision::fp8_block) return Precision::fp8;
+  if (p == Precision::mxfp4) return Precision::nvfp4;
+  return p;
 }
 
 double EfficiencyPriors::gemm(Precision p) const {
+  p = math_precision(p);
   switch (p) {
     case Precision::bf16: return gemm_bf16;
     case Precision::fp8: return gemm_fp8;
     case Precision::nvfp4: return gemm_nvfp4;
     case Precision::int8: return gemm_fp8;  // no separate int8 figure: same tensor-core path width as fp8
+    default: return gemm_bf16;
   }
-  return gemm_bf16;
 }
 
 double GpuSpec::dense_flops(Precision p) const {
-  switch (p) {
+  if (p == Precision::mxfp4 || p == Precision::int4) return 0;  // weight-only: no 4-bit math
+  switch (math_precision(p)) {
     case Precision::bf16: return bf16_flops;
     case Precision::fp8: return fp8_flops;
     case Precision::nvfp4: return nvfp4_flops;
     case Precision::int8: return int8_ops;
+    default: return 0;
   }
-  return 0;
 }
 
 namespace {

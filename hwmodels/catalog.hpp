@@ -9,10 +9,31 @@
 
 namespace servesim::hw {
 
-enum class Precision { bf16, fp8, nvfp4, int8 };
+// Weight precision and the checkpoint format that carries it (how vLLM's quantisation method reads
+// the HF config's quantization_config, vllm-engine.md §5):
+//   bf16       unquantised
+//   fp8        FP8 E4M3 with per-tensor scales (ModelOpt FP8, compressed-tensors static per-tensor)
+//   nvfp4      FP4 E2M1 + one FP8 scale per 16 values (ModelOpt / compressed-tensors NVFP4)
+//   int8       INT8 W8A8
+//   fp8_block  FP8 E4M3 with one FP32 scale per 128x128 block (quant_method fp8 + weight_block_size:
+//              DeepSeek-V3, MiniMax-M2.5, Qwen3-FP8)
+//   mxfp4      FP4 E2M1 + one E8M0 scale per 32 values (quant_method mxfp4: gpt-oss)
+//   int4       INT4 weight-only (W4A16), one BF16 scale per group of 32 (compressed-tensors
+//              pack-quantized int4 group 32: Kimi-K2 / K2.5); BF16 activations and math
+enum class Precision { bf16, fp8, nvfp4, int8, fp8_block, mxfp4, int4 };
 std::string_view to_string(Precision p);
-// Parses "bf16" | "fp8" | "nvfp4" | "int8" (case-insensitive); `where` names the flag/file for errors.
+// Parses "bf16" | "fp8" | "nvfp4" | "int8" | "fp8_block" | "mxfp4" | "int4" (case-insensitive);
+// `where` names the flag/file for errors.
 Precision parse_precision(std::string_view s, const std::string& where = "--precision");
+// Every precision, in enum order.
+const std::vector<Precision>& all_precisions();
+// The precision the tensor cores compute in: fp8_block -> fp8; the weight-only formats (int4,
+// mxfp4) -> bf16 (vLLM's Marlin / Triton / TRTLLM mxfp4 x bf16 kernels dequantise in the kernel);
+// nvfp4 -> nvfp4 (on a GPU without FP4 tensor cores vLLM runs it weight-only, see GpuSpec::native).
+Precision math_precision(Precision p);
+// The same element type (fp8 and fp8_block; nvfp4 and mxfp4 are both FP4 E2M1): what an AIC
+// deployment label such as "fp8" or "fp4" may name.
+Precision storage_family(Precision p);
 
 // Achieved fractions of peak measured on this GPU by others (hardware.md §2): they carry the
 // H200-fitted efficiency surfaces over to GPUs without their own calibration folder.
@@ -21,7 +42,7 @@ struct EfficiencyPriors {
   double memory = 0;                                  // memory-bound fraction of HBM peak
   double nccl_busbw = 0;                              // all-reduce busbw / NVLink per-direction bw
   double nccl_latency_s = 0;                          // small-message all-reduce latency, 2 GPUs
-  double gemm(Precision p) const;                     // the GEMM fraction for a weight precision
+  double gemm(Precision p) const;                     // the GEMM fraction for a weight precision (its math precision)
 };
 
 struct GpuSpec {

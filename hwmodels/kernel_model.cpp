@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "hwmodels/moe_kernels.hpp"
 #include "hwmodels/published.hpp"
 #include "hwmodels/work.hpp"
 
@@ -116,17 +117,35 @@ class Model final : public KernelModel {
   Model(const GpuSpec& gpu, Calibration own, std::shared_ptr<const Calibration> ref)
       : gpu_(gpu), own_(std::move(own)), ref_(std::move(ref)) {}
 
+  // Weight-only formats: 4-bit weights (+ scales) dequantised in the kernel, BF16 activations and
+  // BF16 math — INT4 and MXFP4 everywhere (vLLM: Marlin), NVFP4 without FP4 tensor cores.
+  bool weight_only(Precision p) const {
+    return p == Precision::int4 || p == Precision::mxfp4 || (p == Precision::nvfp4 && !gpu_.native(p));
+  }
+  static std::string_view marlin_label(Precision p) {
+    switch (p) {
+      case Precision::int4: return "Marlin W4A16 (INT4 group-32 weights, BF16 math)";
+      case Precision::mxfp4: return "Marlin W4A16 (MXFP4 weights, BF16 math)";
+      default: return "Marlin W4A16 (NVFP4 weights, BF16 math)";
+    }
+  }
+
   OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
     check_positive({double(m), double(n), double(k)}, "gemm");
     std::uint64_t key = shape_key({double(n), double(k)});
-    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
-      // Without FP4 tensor cores engines run NVFP4 checkpoints weight-only: 4-bit weights
-      // (+ block scales) dequantised in the kernel, BF16 activations and BF16 math (vLLM: Marlin).
+    if (weight_only(p))
       return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16,
-                   gemm_features(m, n, k), 0, "Marlin W4A16 (NVFP4 weights, BF16 math)",
-                   gemm_work(m, n, k, Precision::bf16, Precision::bf16)}, true);
+                   gemm_features(m, n, k), 0, marlin_label(p), gemm_work(m, n, k, Precision::bf16, Precision::bf16)},
+                  true);
     if (p == Precision::nvfp4 && find("gemm_nvfp4").cal)
       return eval({"gemm_nvfp4", key, gemm_work(m, n, k, p, p), p, p, gemm_features(m, n, k)});
+    if (p == Precision::fp8_block)
+      // Block-scaled FP8 (DeepSeek-style checkpoints): AIC timed its fp8_block GEMMs eagerly with one
+      // weight copy (a 60-150 us launch floor at small m), so the CUDA-graph per-tensor FP8 rows
+      // time it, the bytes moved to the block format's.
+      return eval({"gemm_fp8", key, gemm_work(m, n, k, p, Precision::fp8), p, Precision::fp8, gemm_features(m, n, k), 0,
+                   "CUTLASS block-FP8 GEMM (timed on the per-tensor FP8 rows)",
+                   gemm_work(m, n, k, Precision::fp8, Precision::fp8)}, true);
     Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
     bool substitute = p == Precision::nvfp4 || p == Precision::int8;
     return eval({fam == Precision::bf16 ? "gemm_bf16" : "gemm_fp8", key, gemm_work(m, n, k, p, p), p, fam,
@@ -140,13 +159,13 @@ class Model final : public KernelModel {
     std::uint64_t key = shape_key({double(experts), double(n), double(k), skew});
     Routing r = route(experts, double(tokens), skew);
     Features x = grouped_gemm_features(experts, double(tokens), r, n, k, skew, p != Precision::bf16);
-    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4))
+    if (weight_only(p))
       return eval({"grouped_gemm_bf16", key, grouped_gemm_work(r.active, tokens, n, k, p, Precision::bf16),
                    Precision::bf16, Precision::bf16, x}, true);
     Precision fam = p == Precision::bf16 ? Precision::bf16 : Precision::fp8;
     return eval({fam == Precision::bf16 ? "grouped_gemm_bf16" : "grouped_gemm_fp8", key,
-                 grouped_gemm_work(r.active, tokens, n, k, p, p), p, fam, x},
-                p == Precision::nvfp4 || p == Precision::int8);
+                 grouped_gemm_work(r.active, tokens, n, k, p, math_precision(p)), p, fam, x},
+                p == Precision::nvfp4 || p == Precision::int8 || p == Precision::fp8_block);
   }
 
   OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim, Precision kv,
@@ -193,18 +212,27 @@ class Model final : public KernelModel {
     const MoeRouting r = moe_routing_expected(m);
     const std::uint64_t key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
     const Features x = moe_features(m, r);
-    if (p == Precision::nvfp4 && !gpu_.native(Precision::nvfp4)) {
-      // Hopper: Marlin W4A16 — 4-bit weights streamed and dequantised in the kernel, BF16 math;
-      // timed by vLLM's Marlin MoE rows (int4 weight-only) on this GPU.
-      for (const char* fam : {"moe_int4_wo", "moe_mxfp4_w4a16"})
-        if (find(fam).cal)
-          return eval({fam, key, moe_work(m, r, Precision::nvfp4), Precision::bf16, Precision::bf16, x, 0,
-                       "Marlin W4A16 MoE (NVFP4 weights, BF16 math)"});
-      return eval({"moe_bf16", key, moe_work(m, r, Precision::nvfp4), Precision::bf16, Precision::bf16, x, 0,
-                   "Marlin W4A16 MoE (from the BF16 MoE surface)", moe_work(m, r, Precision::bf16)}, true);
-    }
-    const char* fam = p == Precision::bf16 ? "moe_bf16" : p == Precision::nvfp4 ? "moe_nvfp4" : "moe_fp8";
-    return eval({fam, key, moe_work(m, r, p), p, p == Precision::int8 ? Precision::fp8 : p, x}, p == Precision::int8);
+    // vLLM's kernel for this GPU, weight format and layout (hwmodels/data/moe_kernels.json). Of the
+    // families timing it, the one that measured this exact shape and layout (vLLM's dispatch for
+    // it as recorded), else the first one measured here or on the reference GPU.
+    const MoeKernelRule& rule = moe_kernel_rule(gpu_, p, m.ep);
+    const std::string* fam = nullptr;
+    for (const auto& name : rule.families)
+      if (Found f = find(name); f.cal && f.own && f.cal->fit.has_series(key)) { fam = &name; break; }
+    if (!fam)
+      for (const auto& name : rule.families)
+        if (find(name).cal) { fam = &name; break; }
+    if (!fam) fam = &rule.families.front();  // measured nowhere: roofline prior
+    const MoeDtype md = moe_family_dtype(*fam);
+    // A format other than the family's (NVFP4 on the Marlin FP4 rows, per-tensor FP8 on the block
+    // rows): the family's time for its own bytes, moved by the roofline ratio to this format's.
+    const bool substitute = md.weights != p;
+    const Precision run_as = gpu_.native(p) ? math_precision(p) : Precision::bf16;
+    Query q{*fam, key, moe_work(m, r, p), run_as, md.math, x};
+    if (substitute) q.measured_as = moe_work(m, r, md.weights);
+    // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it.
+    if (*fam == rule.families.front() || substitute) q.label = rule.kernel;
+    return eval(q, substitute);
   }
 
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k, int head_v) const override {
@@ -393,10 +421,11 @@ class Model final : public KernelModel {
     bool own = false;
   };
 
+  // A family whose timings the data's provenance rejects is never used (FamilyCalibration::rejected).
   Found find(std::string_view family) const {
-    if (const auto* f = own_.family(family)) return {f, true};
+    if (const auto* f = own_.family(family); f && f->rejected.empty()) return {f, true};
     if (ref_)
-      if (const auto* f = ref_->family(family)) return {f, false};
+      if (const auto* f = ref_->family(family); f && f->rejected.empty()) return {f, false};
     return {};
   }
 

@@ -24,6 +24,9 @@ double element_bytes(Precision p) {
     case Precision::fp8: return 1;
     case Precision::int8: return 1;
     case Precision::nvfp4: return 0.5 + 1.0 / 16;  // 4-bit values + an fp8 scale per 16-element block
+    case Precision::fp8_block: return 1 + 4.0 / (128 * 128);  // + one fp32 scale per 128x128 block
+    case Precision::mxfp4: return 0.5 + 1.0 / 32;             // 4-bit values + an E8M0 scale per 32
+    case Precision::int4: return 0.5 + 2.0 / 32;              // 4-bit values + a bf16 scale per group of 32
   }
   return 2;
 }

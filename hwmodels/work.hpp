@@ -13,7 +13,9 @@ struct Work {
   double bytes = 0;
 };
 
-// Bytes per element of a weight / activation in `p`; nvfp4 includes one fp8 scale per 16 values.
+// Bytes per element of a weight / activation in `p`, scales included: nvfp4 one fp8 scale per 16
+// values (0.5625), mxfp4 one E8M0 per 32 (0.53125), int4 one bf16 per group of 32 (0.5625),
+// fp8_block one fp32 per 128x128 block (1.000244).
 double element_bytes(Precision p);
 
 // C[m,n] = A[m,k]·B[k,n] with activations in `act` and weights in `weights`, bf16 output.

@@ -46,6 +46,14 @@ MOE_DTYPE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4"
 MOE_DIST = {"balanced", "power_law_1.2"}
 # Routed experts without a gate projection (Nemotron's ReLU^2 MLPs): (hidden, inter, topk, experts).
 NON_GATED = {(2688, 1856, 6, 128), (2048, 5120, 22, 512), (1024, 2688, 22, 512), (4096, 2688, 22, 512)}
+# MoE kernels whose timings are not used, with the reason (written into the file's provenance and
+# shown by `servesim calibrate report`; hwmodels/README.md, MoE kernels, has the evidence).
+MOE_REJECTED = {
+    "h100_sxm": {'vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts':
+                 'rejected: these ModelOpt per-tensor FP8 rows (FlashInfer CUTLASS on SM90) take a median 2.2x the time of the BF16 Triton MoE at the same shapes, which streams twice the weight bytes, 3.7x the Triton FP8 128-block MoE and 2.9x FlashInfer CUTLASS itself with 128-block scales, and are nearly flat in tokens; on B200 the same ModelOpt FP8 rows take 0.6-0.8x the BF16 time, as the bytes say. servesim times per-tensor FP8 MoE on Hopper with the FP8 Triton (EP 1) and FlashInfer CUTLASS block (EP > 1) rows instead, which predict the Hopper MoE serving rows (hwmodels/README.md, MoE kernels).'},
+    "h200_sxm": {'vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts':
+                 'rejected: these ModelOpt per-tensor FP8 rows (FlashInfer CUTLASS on SM90) take a median 2.5x the time of the BF16 Triton MoE at the same shapes, which streams twice the weight bytes, 4.2x the Triton FP8 128-block MoE and 3.3x FlashInfer CUTLASS itself with 128-block scales, and are nearly flat in tokens (hidden 3072, inter 1024, top-8 of 256, 64 tokens: 3.71 ms = 0.65 TB/s of the 4.8 TB/s HBM, Triton FP8 0.61 ms); on B200 the same ModelOpt FP8 rows take 0.6-0.8x the BF16 time, as the bytes say. servesim times per-tensor FP8 MoE on Hopper with the FP8 Triton (EP 1) and FlashInfer CUTLASS block (EP > 1) rows instead, which predict the Hopper MoE serving rows (hwmodels/README.md, MoE kernels).'},
+}
 SKEW = {"balanced": 0.0, "power_law_1.01": 1.01, "power_law_1.2": 1.2}
 
 
@@ -176,6 +184,7 @@ def reduce_moe(aic, system, out):
                  + str(sorted(MOE_TOKENS)) + ", (tp, ep) " + str(sorted(MOE_PAR)) + ", routing balanced and power_law_1.2" + f"; {len(d)} of {len(df)} rows.",
         "env": env(system, df, "moe/vllm/0.24.0/moe_perf.parquet", "vLLM 0.24.0"),
         "kernels": names,
+        **({"rejected_kernels": MOE_REJECTED[system]} if system in MOE_REJECTED else {}),
         "columns": ["dtype", "tokens", "hidden", "inter", "topk", "experts", "tp", "ep", "skew", "gated", "ms", "kid"],
         "points": pts})
 

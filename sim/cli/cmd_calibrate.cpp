@@ -42,6 +42,7 @@ nlohmann::json report_json(const hw::Calibration& c) {
                     {"compute_efficiency", f.fit.compute_efficiency()},
                     {"memory_efficiency", f.fit.memory_efficiency()},
                     {"meets_target", f.cv.median <= 0.08 && f.cv.p90 <= 0.20},
+                    {"rejected", f.rejected},
                     {"worst_held_out", worst_json(f)}});
   }
   hw::LaunchOverhead lo = c.launch_overhead();
@@ -62,7 +63,7 @@ std::string report_table(const hw::Calibration& c) {
                std::string(hw::to_string(f.fit.method())), fixed(100 * f.cv.median, 1) + "%",
                fixed(100 * f.cv.p90, 1) + "%", fixed(100 * f.cv.max, 1) + "%", fixed(100 * f.fit_max_error, 1) + "%", fixed(f.fit.launch_s() * 1e6, 2),
                fixed(f.fit.compute_efficiency(), 3), fixed(f.fit.memory_efficiency(), 3),
-               f.cv.median <= 0.08 && f.cv.p90 <= 0.20 ? "ok" : "MISSED"});
+               !f.rejected.empty() ? "REJECTED" : f.cv.median <= 0.08 && f.cv.p90 <= 0.20 ? "ok" : "MISSED"});
   }
   std::string out = "Cross-validated kernel model error on " + c.gpu().name +
                     " (fit on 80% of points, |pred - meas| / meas on the held-out 20%; targets median <= 8%, p90 <= 20%;\n"
@@ -74,6 +75,8 @@ std::string report_table(const hw::Calibration& c) {
   if (lo.eager_per_kernel_s > 0)
     out += "launch overhead: " + fixed(lo.eager_per_kernel_s * 1e6, 1) + " us per eager kernel, " +
            fixed(lo.graph_per_kernel_s * 1e6, 2) + " us per kernel replayed from a CUDA graph (" + lo.source + ")\n";
+  for (const auto& [name, f] : c.families())
+    if (!f.rejected.empty()) out += "not used: " + name + ": " + f.rejected + "\n";
   for (const auto& e : c.env()) out += "data: " + e + "\n";
   return out;
 }

@@ -57,10 +57,10 @@ void add_op_commands(CLI::App& app) {
   op->require_subcommand(1);
   add_op(op, "gemm", "Dense GEMM C[m,n] = A[m,k] B[k,n]",
          {{"m", "rows (tokens)", true}, {"n", "output features", true}, {"k", "input features", true},
-          {"dtype", "bf16|fp8|nvfp4 (weights; default bf16)", false}});
+          {"dtype", "bf16|fp8|fp8_block|nvfp4|mxfp4|int4|int8 (weights; default bf16)", false}});
   add_op(op, "grouped-gemm", "Grouped MoE GEMM: T routed token-slots over E experts",
          {{"experts", "local experts", true}, {"tokens", "routed token-slots", true}, {"n", "per-expert output features", true},
-          {"k", "per-expert input features", true}, {"dtype", "bf16|fp8|nvfp4 (weights; default bf16)", false},
+          {"k", "per-expert input features", true}, {"dtype", "bf16|fp8|fp8_block|nvfp4|mxfp4|int4|int8 (weights; default bf16)", false},
           {"skew", "power-law routing exponent (0 = tokens spread evenly)", false}});
   const std::vector<std::tuple<std::string, std::string, bool>> heads = {
       {"heads", "query heads per GPU", true}, {"kv-heads", "KV heads per GPU", true}, {"head-dim", "head dimension", true}};
@@ -80,7 +80,7 @@ void add_op_commands(CLI::App& app) {
          {{"tokens", "tokens entering the layer on this GPU", true}, {"hidden", "expert input/output width", true},
           {"inter", "per-expert intermediate size (global)", true}, {"topk", "experts per token", true},
           {"experts", "routed experts (global)", true}, {"tp", "MoE tensor-parallel size (default 1)", false},
-          {"ep", "expert-parallel size (default 1)", false}, {"dtype", "bf16|fp8|nvfp4 (weights; default bf16)", false},
+          {"ep", "expert-parallel size (default 1)", false}, {"dtype", "bf16|fp8|fp8_block|nvfp4|mxfp4|int4|int8 (weights; default bf16)", false},
           {"skew", "power-law exponent of expert popularity (0 = balanced)", false},
           {"gated", "1 = SwiGLU experts (default), 0 = non-gated (ReLU^2)", false}});
   add_op(op, "tp-all-reduce", "Tensor-parallel all-reduce as vLLM runs it (custom / symmetric memory / NCCL)",

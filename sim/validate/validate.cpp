@@ -71,23 +71,35 @@ std::string precision_of(const MeasuredPoint& p) {
   auto map = [](const std::string& label) -> std::string {
     const std::string q = text::lower(label);
     if (q.empty()) return "";
-    if (q == "fp8" || q == "fp8_block" || q == "fp8_blockwise" || q == "w8a8_fp8") return "fp8";
-    if (q == "fp4" || q == "nvfp4" || q == "mxfp4" || q == "w4a4_nvfp4") return "nvfp4";
+    if (q == "fp8" || q == "w8a8_fp8") return "fp8";
+    if (q == "fp8_block" || q == "fp8_blockwise") return "fp8_block";
+    if (q == "fp4" || q == "nvfp4" || q == "w4a4_nvfp4") return "nvfp4";
+    if (q == "mxfp4" || q == "w4a16_mxfp4") return "mxfp4";
     if (q == "bf16" || q == "fp16" || q == "float16" || q == "bfloat16") return "bf16";
-    if (q.find("int4") != std::string::npos || q == "w4a16" || q == "awq" || q == "gptq")
-      cannot("int4 weight-only quantization (" + label + ") not modelled: servesim has bf16, fp8, nvfp4 and int8 weights");
-    cannot("precision '" + label + "' unknown (modelled: bf16, fp8, fp4/nvfp4)");
+    if (q == "int4" || q == "int4_wo" || q == "w4a16" || q == "awq" || q == "gptq") return "int4";
+    cannot("precision '" + label + "' unknown (modelled: bf16, fp8, fp8_block, fp4/nvfp4, mxfp4, int4/int4_wo)");
   };
+  // One element type on both sides (fp8 and fp8_block, nvfp4 and mxfp4 name the same storage).
+  auto family = [](const std::string& q) { return q.empty() ? q : std::string(hw::to_string(hw::storage_family(hw::parse_precision(q)))); };
   const std::string gemm = map(p.gemm_quant), moe = map(p.moe_quant);
   std::string label = map(p.precision);
-  if (!gemm.empty() && !moe.empty() && gemm != moe)
+  if (!gemm.empty() && !moe.empty() && family(gemm) != family(moe))
     cannot("mixed quantization (GEMMs " + p.gemm_quant + ", MoE " + p.moe_quant + ") not modelled");
-  if (label.empty()) label = !gemm.empty() ? gemm : moe;
+  if (label.empty()) label = !moe.empty() ? moe : gemm;
   if (label.empty()) {   // nothing recorded: the checkpoint named by model_path
     const std::string m = text::lower(p.model_path);
     label = ends_with(m, "-fp8") ? "fp8" : (ends_with(m, "-nvfp4") || ends_with(m, "-fp4")) ? "nvfp4" : "bf16";
   }
   return label;
+}
+
+// A row's label names the element type ("fp8", "fp4"); the checkpoint decides its scaling: an
+// FP8 label on a 128x128 block checkpoint (MiniMax-M2.5) runs fp8_block, an FP4 label on an MXFP4
+// checkpoint (gpt-oss) runs mxfp4. A label of another type (Kimi-K2.5's NVFP4 rows: NVIDIA's
+// NVFP4 checkpoint of the INT4 model) runs as labelled.
+std::string checkpoint_format(const std::string& label, const models::ModelSpec& m) {
+  const hw::Precision want = hw::parse_precision(label), ckpt = hw::parse_precision(m.checkpoint_precision);
+  return hw::storage_family(want) == hw::storage_family(ckpt) ? m.checkpoint_precision : label;
 }
 
 // Expert parallelism of a worker: 1 (experts sharded by TP) or TP (servesim's two options).
@@ -144,7 +156,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   if (backend != "vllm" && !o.engine_any)
     cannot("engine " + (p.backend.empty() ? std::string("(blank)") : p.backend) +
            " not modelled (servesim models vLLM; --engine-any runs it with the vLLM engine)");
-  const std::string precision = precision_of(p);
+  std::string precision = precision_of(p);
 
   // The layout first (it needs no catalogue), then the model and the GPU.
   nlohmann::json s = nlohmann::json::object();
@@ -184,6 +196,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   const models::ModelSpec* m = resolve_model(p.model_path);
   if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
   if (resolved_model) *resolved_model = m->name;
+  precision = checkpoint_format(precision, *m);
   const std::string gpu = gpu_of(p.system);
   try {
     hw::Catalog::global().gpu(gpu);

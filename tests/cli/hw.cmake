@@ -37,7 +37,7 @@ add_test(NAME cli_op_efa_needs_instance COMMAND ${SS} op collective --op all-red
 set_tests_properties(cli_op_efa_needs_instance PROPERTIES WILL_FAIL TRUE)
 add_test(NAME cli_calibrate_report COMMAND ${SS} calibrate report --format json)
 add_test(NAME cli_calibrate_report_gpu COMMAND ${SS} calibrate report --gpu gb200)
-set_tests_properties(cli_calibrate_report_gpu PROPERTIES PASS_REGULAR_EXPRESSION "moe_nvfp4 +vLLM 0.24.0")
+set_tests_properties(cli_calibrate_report_gpu PROPERTIES PASS_REGULAR_EXPRESSION "moe_nvfp4_trtllm +vLLM 0.24.0")
 set_tests_properties(cli_calibrate_report PROPERTIES PASS_REGULAR_EXPRESSION "\"median_error\".*\"p90_error\".*\"points\"")
 add_test(NAME cli_calibrate_fit COMMAND ${SS} calibrate fit ${PROJECT_SOURCE_DIR}/hwmodels/calibration/h200)
 set_tests_properties(cli_calibrate_fit PROPERTIES PASS_REGULAR_EXPRESSION "gemm_bf16")

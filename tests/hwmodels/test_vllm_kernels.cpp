@@ -121,7 +121,7 @@ TEST(VllmKernels, KernelChoicePerGpuAndPrecision) {
     }
     MoeShape s{64, 4096, 1536, 8, 128, 1, 1, 0, true};
     std::string_view fp8 = km.moe(s, Precision::fp8).kernel;
-    EXPECT_TRUE(has(fp8, "flashinfer")) << n << " " << fp8;
+    EXPECT_TRUE(has(fp8, "FlashInfer")) << n << " " << fp8;
     std::string_view fp4 = km.moe(s, Precision::nvfp4).kernel;
     if (hopper) {
       EXPECT_TRUE(has(fp4, "Marlin W4A16")) << n << " " << fp4;
@@ -129,7 +129,7 @@ TEST(VllmKernels, KernelChoicePerGpuAndPrecision) {
       EXPECT_LT(km.moe(s, Precision::nvfp4).seconds, 0.6 * km.moe(s, Precision::bf16).seconds) << n;
       EXPECT_TRUE(has(km.gemm(8, 4096, 4096, Precision::nvfp4).kernel, "Marlin")) << n;
     } else {
-      EXPECT_TRUE(has(fp4, "nvfp4")) << n << " " << fp4;
+      EXPECT_TRUE(has(fp4, "NVFP4")) << n << " " << fp4;
       EXPECT_TRUE(has(km.gemm(8, 4096, 4096, Precision::nvfp4).kernel, "NvFp4")) << n;
     }
     EXPECT_EQ(km.gemm(8, 4096, 4096, Precision::bf16).kernel, "torch.nn.functional.linear") << n;
