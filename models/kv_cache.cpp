@@ -43,6 +43,9 @@ double kv_dtype_bytes(hw::Precision p) {
     case hw::Precision::fp8: return 1;
     case hw::Precision::int8: return 1;
     case hw::Precision::nvfp4: return 0.5;
+    case hw::Precision::fp8_block: return 1;
+    case hw::Precision::mxfp4:
+    case hw::Precision::int4: return 0.5;
   }
   return 2;
 }

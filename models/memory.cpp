@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/work.hpp"
 
 namespace servesim::models {
 namespace {
@@ -37,6 +38,12 @@ bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
     }
   }
   return false;
+}
+
+// Routed-expert weights of one MoE block on one GPU (experts split over EP, or sharded over TP).
+double routed_expert_params(const ModelSpec& m, const Parallelism& par) {
+  const double split = par.ep > 1 ? par.ep : par.tp;
+  return double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
 }
 
 // One block's weights on one GPU: (quantisable linear params, params kept in BF16).
@@ -97,7 +104,10 @@ std::int64_t serve_max_num_batched_tokens(const hw::GpuSpec& gpu) {
 }
 
 hw::Precision checkpoint_kv_dtype(hw::Precision w) {
-  return w == hw::Precision::bf16 ? hw::Precision::bf16 : hw::Precision::fp8;
+  // ModelOpt FP8 / NVFP4 (and W8A8) checkpoints declare an FP8 KV cache; block-FP8, MXFP4 and INT4
+  // checkpoints declare none, so vLLM's "auto" is the model dtype.
+  return w == hw::Precision::fp8 || w == hw::Precision::nvfp4 || w == hw::Precision::int8 ? hw::Precision::fp8
+                                                                                         : hw::Precision::bf16;
 }
 
 hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision weights, const std::string& where) {
@@ -109,17 +119,28 @@ hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision w
 }
 
 hw::Precision checkpoint_weight_precision(const ModelSpec& m) {
-  const std::string& c = m.checkpoint_precision;
-  if (c == "fp8") return hw::Precision::fp8;
-  if (c == "int8") return hw::Precision::int8;
-  if (c == "nvfp4" || c == "mxfp4" || c == "int4") return hw::Precision::nvfp4;
-  return hw::Precision::bf16;
+  return hw::parse_precision(m.checkpoint_precision, m.name + ": checkpoint_precision");
 }
 
-double weight_bytes_per_param(hw::Precision p) {
-  // NVFP4: 4-bit E2M1 values + one FP8 (E4M3) scale per 16 values (the per-tensor FP32 scale is negligible).
-  if (p == hw::Precision::nvfp4) return 0.5 + 1.0 / 16.0;
-  return dtype_bytes(p);
+hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested) {
+  const hw::Precision c = checkpoint_weight_precision(m);
+  return requested == hw::Precision::fp8 && c == hw::Precision::fp8_block ? c : requested;
+}
+
+std::string checkpoint_format_label(const ModelSpec& m) {
+  const std::string& c = m.checkpoint_precision;
+  std::string s = c == "fp8" ? "FP8 per-tensor" : c == "fp8_block" ? "FP8 128x128 block" : c == "nvfp4" ? "NVFP4"
+                : c == "mxfp4" ? "MXFP4" : c == "int8" ? "INT8" : c == "bf16" ? "BF16" : c;
+  if (c == "int4") s = "INT4 weight-only (W4A16), group " + std::to_string(m.checkpoint_group_size > 0 ? m.checkpoint_group_size : 32);
+  return s + (m.quantized_experts_only ? ", routed experts only" : "");
+}
+
+double weight_bytes_per_param(hw::Precision p, int group) {
+  // Scales included (hw::element_bytes): NVFP4 one FP8 scale per 16 values, MXFP4 one E8M0 per 32,
+  // FP8 block one FP32 per 128x128, INT4 one BF16 per group (32 unless the checkpoint says otherwise).
+  if (p == hw::Precision::int4 && group > 0) return 0.5 + 2.0 / group;
+  if (p == hw::Precision::bf16 || p == hw::Precision::fp8 || p == hw::Precision::int8) return dtype_bytes(p);
+  return hw::element_bytes(p);
 }
 
 double kv_bytes_per_token_layer(const ModelSpec& m, LayerKind k, hw::Precision kv, int tp) {
@@ -241,19 +262,36 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   plan.kv_precision = std::string(hw::to_string(cfg.kv_cache_dtype));
   if (wp == hw::Precision::nvfp4 && !gpu.native(hw::Precision::nvfp4))
     plan.weight_note = "NVFP4 weights kept 4-bit in HBM, run through vLLM's Marlin W4A16 kernels (no native FP4 on " + gpu.name + ")";
+  else if (wp == hw::Precision::int4)
+    plan.weight_note = "INT4 weights (group " + std::to_string(m.checkpoint_group_size > 0 ? m.checkpoint_group_size : 32) +
+                       ", BF16 scales) kept 4-bit in HBM, run through vLLM's Marlin W4A16 kernels (BF16 math)";
+  else if (wp == hw::Precision::mxfp4)
+    plan.weight_note = "MXFP4 weights (E8M0 scale per 32) kept 4-bit in HBM, BF16 math (W4A16)";
+  else if (wp == hw::Precision::fp8_block)
+    plan.weight_note = "fp8_block weights (FP8 with 128x128 block scales), native on " + gpu.name;
   else
     plan.weight_note = std::string(hw::to_string(wp)) + " weights, native on " + gpu.name;
 
   // Weights: the heaviest pipeline stage (embeddings on the first, LM head on the last).
-  const double wb = weight_bytes_per_param(wp);
+  const double wb = weight_bytes_per_param(wp, m.checkpoint_group_size);
   const double H = double(m.hidden), V = double(m.vocab);
   for (int s = 0; s < par.pp; ++s) {
     WeightBreakdown w;
     auto [b, e] = stage_range(int(m.layers.size()), par.pp, s);
     for (int i = b; i < e; ++i) {
       auto [lin, small] = block_weights(m, m.layers[i], par);
-      if (kept_high_precision(m, std::size_t(i), wp)) w.high_precision += (lin + small) * 2;
-      else { w.quantized += lin * wb; w.high_precision += small * 2; }
+      if (kept_high_precision(m, std::size_t(i), wp)) {
+        w.high_precision += (lin + small) * 2;
+      } else if (m.quantized_experts_only && m.layers[i] == LayerKind::moe) {
+        // Only the routed experts are quantised (gpt-oss, Kimi-K2.5): shared expert, latent
+        // projections and router stay BF16.
+        const double routed = routed_expert_params(m, par);
+        w.quantized += routed * wb;
+        w.high_precision += (lin - routed + small) * 2;
+      } else {
+        w.quantized += lin * wb;
+        w.high_precision += small * 2;
+      }
     }
     // Vocab-parallel embedding and LM head (BF16 in every checkpoint: excluded from quantisation).
     if (s == 0) w.high_precision += V * H / par.tp * 2;

@@ -37,9 +37,15 @@ hw::Precision resolve_kv_cache_dtype(std::string_view requested, hw::Precision w
 // nvfp4 as themselves; int4 (group 32 + a BF16 scale: 4.5 bits, the same bytes as NVFP4's 4 bits +
 // an FP8 scale per 16) and mxfp4 (4.25 bits) as nvfp4.
 hw::Precision checkpoint_weight_precision(const ModelSpec&);
+// The format a requested precision runs in: "fp8" on a 128x128 block-FP8 checkpoint is that
+// checkpoint (fp8_block); anything else as requested.
+hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested);
+// The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
+std::string checkpoint_format_label(const ModelSpec& m);
 
 // Bytes per weight element as stored in the checkpoint (NVFP4: 4 bit + one FP8 scale per 16).
-double weight_bytes_per_param(hw::Precision p);
+// Bytes per weight, scales included; `group`: an INT4 checkpoint's scale group (0 = 32).
+double weight_bytes_per_param(hw::Precision p, int group = 0);
 
 struct WeightBreakdown {            // per GPU, bytes
   double quantized = 0;             // linear layers stored in the requested precision (incl. scales)

@@ -301,9 +301,12 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
       const int bits = w.value("num_bits", 0);
       const std::string type = w.contains("type") && w["type"].is_string() ? w["type"].get<std::string>() : "";
       const int group = w.contains("group_size") && w["group_size"].is_number_integer() ? w["group_size"].get<int>() : 0;
-      if (bits == 4 && type == "int") return "int4";
+      if (bits == 4 && type == "int") {
+        m.checkpoint_group_size = group;
+        return "int4";
+      }
       if (bits == 4 && type == "float") return group == 32 ? "mxfp4" : "nvfp4";
-      if (bits == 8 && type == "float") return "fp8";
+      if (bits == 8 && type == "float") return w.value("strategy", std::string()) == "block" ? "fp8_block" : "fp8";
       if (bits == 8 && type == "int") return "int8";
       qc.fail("config_groups", "unsupported weight format: " + std::to_string(bits) + "-bit " + type);
     }
@@ -318,7 +321,9 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
   if (q) {
     const std::string method = text::lower(q->string_or("quant_method", ""));
     std::string fmt;
-    if (method == "fp8") fmt = "fp8";
+    // quant_method fp8 with weight_block_size: 128x128 block scales (DeepSeek-V3, MiniMax-M2.5,
+    // Qwen3-FP8), which vLLM runs with other kernels than per-tensor FP8.
+    if (method == "fp8") fmt = q->has("weight_block_size") ? "fp8_block" : "fp8";
     else if (method == "mxfp4") fmt = "mxfp4";
     else if (method == "compressed-tensors" || method == "modelopt") {
       fmt = from_groups(*q);

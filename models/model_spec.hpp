@@ -101,6 +101,9 @@ struct ModelSpec {
   // Weight format the checkpoint declares (HF quantization_config / hf_quant_config.json):
   // "bf16", "fp8", "nvfp4", "mxfp4" or "int4"; the default weight precision when none is asked.
   std::string checkpoint_precision = "bf16";
+  // "bf16", "fp8" (per tensor/channel), "fp8_block" (128x128 block scales), "nvfp4", "mxfp4", "int4"
+  // (weight-only, W4A16) or "int8": hw::parse_precision reads it. INT4: values per scale group.
+  int checkpoint_group_size = 0;
   // Only the routed experts are quantised (gpt-oss MXFP4, Kimi-K2.5 INT4): attention, dense MLPs,
   // shared experts, router, embeddings stay BF16.
   bool quantized_experts_only = false;

@@ -8,6 +8,8 @@
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "workloads/frontend.hpp"
 #include "workloads/paths.hpp"
@@ -155,6 +157,13 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   s.par.pp = static_cast<int>(int_alias(j, "pipeline_parallel_size", "pp", 1, 1, 1024));
   s.par.ep = static_cast<int>(int_alias(j, "expert_parallel_size", "ep", 1, 1, 1 << 16));
   s.precision = hw::parse_precision(j.string_or("precision", "bf16"), file + ": precision");
+  // "fp8" on a 128x128 block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an
+  // unknown model is reported where it is resolved.
+  try {
+    const auto& spec = s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file);
+    s.precision = models::checkpoint_format(spec, s.precision);
+  } catch (const Error&) {
+  }
   const std::string kv = text::lower(j.string_or("kv_cache_dtype", "auto"));
   // One rule everywhere (models::resolve_kv_cache_dtype): "auto" is the checkpoint's KV dtype.
   try {

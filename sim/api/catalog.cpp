@@ -1,5 +1,6 @@
 // api: the GPU, instance and model catalogues as JSON.
 #include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
 
@@ -80,6 +81,7 @@ nlohmann::json model(const models::ModelSpec& m) {
             {"linear_key_head_dim", m.lin_key_head_dim}, {"linear_value_head_dim", m.lin_value_head_dim},
             {"linear_conv_kernel", m.lin_conv_kernel}, {"linear_state_fp32", m.lin_state_fp32},
             {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_precisions", m.checkpoint_precisions},
+            {"checkpoint_format", models::checkpoint_format_label(m)}, {"checkpoint_group_size", m.checkpoint_group_size},
             {"checkpoint_kv_precision", m.checkpoint_kv_precision}, {"quantized_experts_only", m.quantized_experts_only},
             {"hf_ids", m.hf_ids}});
   if (m.has_vision) {

@@ -50,7 +50,7 @@ const models::ModelSpec& resolve_model(const std::string& model, const std::stri
 
 hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where) {
   if (precision.empty() || text::iequals(precision, "auto")) return models::checkpoint_weight_precision(m);
-  return hw::parse_precision(precision, where);
+  return models::checkpoint_format(m, hw::parse_precision(precision, where));
 }
 
 nlohmann::json memory(const MemoryArgs& a) {

@@ -7,6 +7,7 @@
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "hwmodels/kernel_model.hpp"
+#include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 #include "models/step_cost.hpp"
 #include "sim/api/api.hpp"
@@ -233,6 +234,7 @@ nlohmann::json step(const StepArgs& a) {
   pre.prefill_attention_pairs = a.batch * (double(c) * prior + double(c) * (c + 1) / 2.0);
   pre.vision_tiles = a.vision_tiles;
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
+          {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m)},
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", a.tp}, {"pp", a.pp}, {"ep", a.ep},
           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},

@@ -76,7 +76,7 @@ void show_model(const std::string& name, const std::string& file, Format f) {
   if (m.published_total_params > 0)
     t.add_row({"published", B(m.published_total_params) + " total, " + B(m.published_active_params) + " active (counts: " +
                                 m.published_active_counts + "; ours so counted " + B(models::active_params_as_published(m)) + ")"});
-  t.add_row({"checkpoint", m.checkpoint_precision + (m.quantized_experts_only ? " (routed experts only)" : "") +
+  t.add_row({"checkpoint", m.checkpoint_precision + " (" + models::checkpoint_format_label(m) + ")" +
                                (m.checkpoint_kv_precision.empty() ? "" : ", KV " + m.checkpoint_kv_precision)});
   t.add_row({"KV per token (bf16)", human_bytes(models::kv_bytes_per_token(m, hw::Precision::bf16)) +
                                         (m.sliding_window > 0 ? " + window " + std::to_string(m.sliding_window) + " tokens on " +

@@ -26,7 +26,9 @@ void run(const api::StepArgs& a, Format format) {
   add_rows(t, "decode", j["decode"]);
   add_rows(t, "prefill", j["prefill"]);
   const std::string b = std::to_string(a.batch);
-  std::string text = "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
+  std::string text = "weights: " + j["precision"].get<std::string>() + " (checkpoint: " +
+                     j["checkpoint_format"].get<std::string>() + "), KV cache " + j["kv_cache_dtype"].get<std::string>() + "\n" +
+                     "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +
                      "HBM-bound ms: the row's HBM bytes (weights touched, KV, state, activations) once at the datasheet " +
                      fixed(j["hbm_bytes_per_s"].get<double>() / 1e12, 2) + " TB/s; collectives and launch floors are the rest\n" +
@@ -43,7 +45,7 @@ void add_step_command(CLI::App& app) {
   s->add_option("--model", o.model, "Model name (servesim list models)");
   s->add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   s->add_option("--gpu", o.gpu, "GPU name")->required();
-  s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | nvfp4 (default: the checkpoint's)");
+  s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's; fp8 on a 128x128 block-FP8 checkpoint runs fp8_block)");
   s->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype (default: the checkpoint's)");
   s->add_option("--tp", o.tp, "Tensor parallel size");
   s->add_option("--pp", o.pp, "Pipeline parallel size");

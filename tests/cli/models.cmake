@@ -39,7 +39,7 @@ set_tests_properties(cli_model_file_plan PROPERTIES PASS_REGULAR_EXPRESSION "tin
 add_test(NAME cli_model_file_min_gpus COMMAND $<TARGET_FILE:servesim> min-gpus --model-file ${MD}/tiny-kimi-k25.json --precisions bf16 --gpus h200)
 set_tests_properties(cli_model_file_min_gpus PROPERTIES PASS_REGULAR_EXPRESSION "H200 +bf16 +1 +1x1")
 add_test(NAME cli_model_file_memory_checkpoint_precision COMMAND $<TARGET_FILE:servesim> memory --model-file ${MD}/tiny-deepseek-v3.json --gpu h200)
-set_tests_properties(cli_model_file_memory_checkpoint_precision PROPERTIES PASS_REGULAR_EXPRESSION "fp8 weights")
+set_tests_properties(cli_model_file_memory_checkpoint_precision PROPERTIES PASS_REGULAR_EXPRESSION "fp8_block weights")
 add_test(NAME cli_model_and_model_file COMMAND $<TARGET_FILE:servesim> step --model llama-3.1-8b --model-file ${MD}/tiny-qwen3.json --gpu h200)
 set_tests_properties(cli_model_and_model_file PROPERTIES PASS_REGULAR_EXPRESSION
   "^servesim: error: --model-file: give --model or --model-file, not both\n$")

@@ -58,7 +58,7 @@ TEST(Families, DeepSeekV3MlaParamsKvAndPrecision) {
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 4 * (64 + 16) * 2.0);
   EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(m, hw::Precision::fp8, {8, 1, 1}), 4 * (64 + 16) * 1.0);
   EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_gpu(m, hw::Precision::bf16, {2, 2, 1}), 2 * (64 + 16) * 2.0);
-  EXPECT_EQ(m.checkpoint_precision, "fp8");
+  EXPECT_EQ(m.checkpoint_precision, "fp8_block");  // quant_method fp8 + weight_block_size [128, 128]
   EXPECT_FALSE(m.quantized_experts_only);
 }
 
@@ -258,7 +258,7 @@ TEST(Families, CatalogueEntriesByHand) {
   EXPECT_NEAR(total / 671e9, 1, 0.02);
   EXPECT_DOUBLE_EQ(active_params(d), total - 58 * 248 * mlp3(H, 2048));
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(d, hw::Precision::fp8), 61 * 576.0);
-  EXPECT_EQ(d.checkpoint_precision, "fp8");
+  EXPECT_EQ(d.checkpoint_precision, "fp8_block");
 
   // gpt-oss-120b: 36 layers alternating sliding (128) / full, 128 experts top 4 with biases.
   const auto& g = model("gpt-oss-120b");
@@ -296,8 +296,8 @@ TEST(Families, HfIdAliases) {
 TEST(Families, CheckpointPrecisionSizesWeights) {
   // An FP8 checkpoint is sized at one byte per quantised weight without asking.
   const auto& d = model("deepseek-v3");
-  EXPECT_EQ(checkpoint_weight_precision(d), hw::Precision::fp8);
-  EXPECT_EQ(checkpoint_weight_precision(model("gpt-oss-120b")), hw::Precision::nvfp4);
+  EXPECT_EQ(checkpoint_weight_precision(d), hw::Precision::fp8_block);
+  EXPECT_EQ(checkpoint_weight_precision(model("gpt-oss-120b")), hw::Precision::mxfp4);
   EXPECT_EQ(checkpoint_weight_precision(model("qwen3-32b")), hw::Precision::bf16);
   // gpt-oss keeps attention in BF16: only routed experts are 4-bit.
   const auto& g = model("gpt-oss-120b");

@@ -25,7 +25,7 @@ def test_model_file_is_not_added_to_the_catalogue():
 def test_model_file_on_every_call(cli):
     f = fixture("tiny-deepseek-v3.json")
     mem = servesim.memory(model_file=f, gpu="h200")
-    assert mem["weight_precision"] == "fp8"  # the checkpoint's quantization_config
+    assert mem["weight_precision"] == "fp8_block"  # the checkpoint's quantization_config (128x128 blocks)
     assert mem == cli("memory", "--model-file", f, "--gpu", "h200", "--format", "json")
     step = servesim.step(model_file=f, gpu="h200", batch=4, context=2048)
     assert any(p["kind"] == "mla" for p in step["decode"]["parts"])

@@ -1,0 +1,72 @@
+// The checkpoint's quantisation format read from HF quantization_config and the catalogue, the
+// format a requested precision runs in, and the weights of INT4 (W4A16 group 32) and MXFP4 experts.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/work.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+
+using namespace servesim;
+using namespace servesim::models;
+
+namespace {
+// A small qwen3_moe config with the given quantization_config.
+ModelSpec with_quant(const nlohmann::json& q) {
+  nlohmann::json c = {{"model_type", "qwen3_moe"}, {"hidden_size", 256}, {"intermediate_size", 512},
+                      {"moe_intermediate_size", 128}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                      {"num_key_value_heads", 2}, {"head_dim", 64}, {"num_experts", 8}, {"num_experts_per_tok", 2},
+                      {"vocab_size", 1000}, {"tie_word_embeddings", false}, {"quantization_config", q}};
+  return import_hf_config(c.dump(), "test.json", "q");
+}
+}  // namespace
+
+TEST(CheckpointFormats, ReadFromQuantizationConfig) {
+  EXPECT_EQ(with_quant({{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}}).checkpoint_precision, "fp8_block");
+  EXPECT_EQ(with_quant({{"quant_method", "fp8"}}).checkpoint_precision, "fp8");
+  EXPECT_EQ(with_quant({{"quant_method", "mxfp4"}}).checkpoint_precision, "mxfp4");
+  const nlohmann::json int4 = {{"quant_method", "compressed-tensors"},
+                               {"config_groups", {{"group_0", {{"weights", {{"num_bits", 4}, {"type", "int"}, {"group_size", 32}}}}}}}};
+  const ModelSpec k = with_quant(int4);
+  EXPECT_EQ(k.checkpoint_precision, "int4");
+  EXPECT_EQ(k.checkpoint_group_size, 32);
+  const nlohmann::json block = {{"quant_method", "compressed-tensors"},
+                                {"config_groups", {{"group_0", {{"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "block"}}}}}}}};
+  EXPECT_EQ(with_quant(block).checkpoint_precision, "fp8_block");
+  // The catalogue: MiniMax-M2.5 and DeepSeek-V3 are 128x128 block FP8, gpt-oss MXFP4, Kimi-K2.5 INT4 group 32.
+  EXPECT_EQ(model("minimax-m2.5").checkpoint_precision, "fp8_block");
+  EXPECT_EQ(model("deepseek-v3").checkpoint_precision, "fp8_block");
+  EXPECT_EQ(checkpoint_weight_precision(model("gpt-oss-120b")), hw::Precision::mxfp4);
+  EXPECT_EQ(checkpoint_weight_precision(model("kimi-k2.5")), hw::Precision::int4);
+  EXPECT_EQ(model("kimi-k2.5").checkpoint_group_size, 32);
+  EXPECT_EQ(checkpoint_format_label(model("kimi-k2.5")), "INT4 weight-only (W4A16), group 32, routed experts only");
+  EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5")), "FP8 128x128 block");
+}
+
+// "fp8" asked of a block-FP8 checkpoint runs that checkpoint; a per-tensor FP8 model stays per tensor.
+TEST(CheckpointFormats, RequestedPrecisionRunsTheCheckpointsScaling) {
+  EXPECT_EQ(checkpoint_format(model("minimax-m2.5"), hw::Precision::fp8), hw::Precision::fp8_block);
+  EXPECT_EQ(checkpoint_format(model("minimax-m2.5"), hw::Precision::nvfp4), hw::Precision::nvfp4);
+  EXPECT_EQ(checkpoint_format(model("nemotron-3-super"), hw::Precision::fp8), hw::Precision::fp8);
+  // KV "auto": FP8 for ModelOpt FP8/NVFP4 checkpoints, the model dtype for block-FP8, MXFP4, INT4.
+  EXPECT_EQ(checkpoint_kv_dtype(hw::Precision::fp8), hw::Precision::fp8);
+  EXPECT_EQ(checkpoint_kv_dtype(hw::Precision::fp8_block), hw::Precision::bf16);
+  EXPECT_EQ(checkpoint_kv_dtype(hw::Precision::int4), hw::Precision::bf16);
+}
+
+// Kimi-K2.5 INT4 at TP8: the routed experts (60 MoE layers x 384 experts x 3 x 7168 x 2048 / 8)
+// at 0.5 + 2/32 bytes per parameter; everything else stays BF16.
+TEST(CheckpointFormats, Int4RoutedExpertsWeighFourAndAHalfBits) {
+  const auto& k = model("kimi-k2.5");
+  EXPECT_DOUBLE_EQ(weight_bytes_per_param(hw::Precision::int4, 32), 0.5625);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_param(hw::Precision::int4, 128), 0.515625);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_param(hw::Precision::mxfp4), 0.53125);
+  const auto& gpu = hw::Catalog::global().gpu("h200");
+  const auto p = plan_memory(k, gpu, hw::Precision::int4, {8, 1, 1}, {});
+  const double routed = double(k.count(LayerKind::moe)) * k.experts * 3.0 * 7168 * 2048 / 8;
+  EXPECT_NEAR(p.weights.quantized, routed * 0.5625, 1);
+  EXPECT_NE(p.weight_note.find("Marlin W4A16"), std::string::npos);
+}
