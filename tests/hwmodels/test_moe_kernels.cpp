@@ -51,7 +51,8 @@ TEST(MoeKernels, FourBitAndBlockFormatBytes) {
 
 // The table: Hopper FP8 block = Triton at EP 1, FlashInfer CUTLASS at EP > 1 (what AIC recorded
 // vLLM dispatching); Blackwell = FlashInfer TRTLLM; MXFP4 = OpenAI Triton on Hopper, TRTLLM on
-// Blackwell; INT4 = Marlin everywhere; NVFP4 on Hopper = Marlin W4A16.
+// Blackwell (MXFP8 activations: the serving rows' choice); INT4 = Marlin everywhere; NVFP4 on
+// Hopper = Marlin W4A16.
 TEST(MoeKernels, KernelPerArchitectureFormatAndLayout) {
   const auto& h200 = gpu("H200");
   const auto& b200 = gpu("B200");
@@ -60,7 +61,7 @@ TEST(MoeKernels, KernelPerArchitectureFormatAndLayout) {
   EXPECT_EQ(moe_kernel_rule(b200, Precision::fp8_block, 1).families.front(), "moe_fp8_block_trtllm");
   EXPECT_EQ(moe_kernel_rule(b200, Precision::fp8, 1).families.front(), "moe_fp8_trtllm");
   EXPECT_EQ(moe_kernel_rule(h200, Precision::mxfp4, 1).families.front(), "moe_mxfp4_w4a16_oai_triton");
-  EXPECT_EQ(moe_kernel_rule(gpu("GB300"), Precision::mxfp4, 1).families.front(), "moe_mxfp4_w4a16_trtllm");
+  EXPECT_EQ(moe_kernel_rule(gpu("GB300"), Precision::mxfp4, 1).families.front(), "moe_mxfp4_w4a8_trtllm");
   for (const char* n : kAll) {
     const auto& km = kernel_model(gpu(n));
     const bool hopper = gpu(n).arch == "hopper";
