@@ -270,5 +270,7 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
   for (const auto& pt : r.points) kept += pt.unmodellable.empty() && !pt.below_floor();
   const v::BandTable b = v::bands_of(r, 1, nlohmann::json::object());
   for (const auto& c : b.cells)
-    if (c.regime == "all" && c.metric == "itl") EXPECT_EQ(c.n, kept);   // one H200 cell: flagged points left out
+    if (c.regime == "all" && c.metric == "itl") {
+      EXPECT_EQ(c.n, kept);   // one H200 cell: flagged points left out
+    }
 }
