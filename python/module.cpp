@@ -183,7 +183,7 @@ class Args {
 servesim::api::MemoryArgs memory_args(const json& j) {
   servesim::api::MemoryArgs a;
   Args r("memory()", j);
-  r.opt("model", a.model).opt("model_file", a.model_file).req("gpu", a.gpu).opt("precision", a.precision)
+  r.opt("model", a.model).opt("model_file", a.model_file).opt("gpu", a.gpu).opt("precision", a.precision)
       .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("context", a.context)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("max_num_seqs", a.max_num_seqs)
       .opt("max_num_batched_tokens", a.max_num_batched_tokens).opt("num_speculative_tokens", a.num_speculative_tokens)
@@ -202,7 +202,7 @@ servesim::api::MinGpusArgs min_gpus_args(const json& j) {
 servesim::api::StepArgs step_args(const json& j) {
   servesim::api::StepArgs a;
   Args r("step()", j);
-  r.opt("model", a.model).opt("model_file", a.model_file).req("gpu", a.gpu).opt("precision", a.precision)
+  r.opt("model", a.model).opt("model_file", a.model_file).opt("gpu", a.gpu).opt("precision", a.precision)
       .opt("kv_cache_dtype", a.kv_cache_dtype)
       .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("batch", a.batch).opt("context", a.context)
       .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).finish();

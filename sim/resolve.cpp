@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 
@@ -24,18 +25,20 @@ std::string resolve_gpu(const std::string& gpu, const std::string& instance, con
   return gpu.empty() ? fallback : cat.gpu(gpu).name;
 }
 
-Resolved resolve(const ResolveInput& in) {
+Resolved resolve(const ResolveInput& in) { return resolve(models::model(in.model), in); }
+
+Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
   Resolved r;
-  const auto& m = models::model(in.model);
   r.model = m.name;
   r.gpu = resolve_gpu(in.gpu, in.instance, "H200");
   if (in.gpu.empty() && in.instance.empty()) r.notes.push_back("GPU H200 (none named)");
-  if (in.precision.empty()) {
-    // The checkpoint's precision: every built-in model ships BF16 weights.
-    r.precision = hw::Precision::bf16;
-    r.notes.push_back("precision bf16 (the checkpoint's)");
+  if (in.precision.empty() || text::iequals(in.precision, "auto")) {
+    // The checkpoint's declared precision (an HF config's quantization_config, a model JSON's
+    // checkpoint_precision; BF16 when none is declared).
+    r.precision = models::checkpoint_weight_precision(m);
+    r.notes.push_back("precision " + std::string(hw::to_string(r.precision)) + " (the checkpoint's)");
   } else {
-    r.precision = hw::parse_precision(in.precision);
+    r.precision = models::checkpoint_format(m, hw::parse_precision(in.precision, "--precision"));
   }
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   if (in.tp) {   // a given TP keeps vLLM's PP default of 1
@@ -53,6 +56,8 @@ Resolved resolve(const ResolveInput& in) {
   }
   if (in.gpus) {
     r.gpus = *in.gpus;
+  } else if (in.one_replica) {
+    r.gpus = r.tp * r.pp;
   } else {
     r.gpus = r.tp * r.pp;
     r.notes.push_back(std::to_string(r.gpus) + " GPUs (one replica)");

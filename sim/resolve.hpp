@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
 
 namespace servesim::sim {
 
@@ -16,6 +17,7 @@ struct ResolveInput {
   std::string model;                       // required
   std::string gpu, instance, precision;    // "" = not given
   std::optional<int> tp, pp, gpus;
+  bool one_replica = false;                // memory / step: no GPU count to resolve
 };
 
 struct Resolved {
@@ -30,5 +32,7 @@ struct Resolved {
 std::string resolve_gpu(const std::string& gpu, const std::string& instance, const std::string& fallback);
 
 Resolved resolve(const ResolveInput& in);
+// The same for a model given as a spec (a --model-file); `in.model` is ignored.
+Resolved resolve(const models::ModelSpec& m, const ResolveInput& in);
 
 }  // namespace servesim::sim

@@ -54,13 +54,21 @@ def model(name=None, model_file=None):
     return _c.model(name) if model_file is None else _c.model_file(str(model_file))
 
 
-def memory(model=None, gpu=None, precision=None, tp=1, pp=1, context=None, model_file=None, **engine):
-    """Per-GPU memory plan of one replica (``servesim memory``): ``model`` or ``model_file``;
-    ``precision`` None = the checkpoint's. ``engine`` takes ep, kv_cache_dtype,
-    gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, block_size, num_speculative_tokens.
-    ``kv_cache`` holds vLLM's block pool: block_size, num_blocks, blocks_per_seq and max_concurrent_seqs at
-    ``context`` (with the bound that binds)."""
-    return _c.memory(dict(model=model, model_file=_path(model_file), gpu=gpu, precision=precision, tp=tp, pp=pp,
+def _tp(tp):
+    if tp is not None and (isinstance(tp, bool) or not isinstance(tp, int) or tp < 1):
+        raise Error(f"tp: must be a whole number >= 1, got {tp!r}")
+    return tp
+
+
+def memory(model=None, gpu=None, precision=None, tp=None, pp=1, context=None, model_file=None, **engine):
+    """Per-GPU memory plan of one replica (``servesim memory``): ``model`` or ``model_file``.
+    ``engine`` takes ep, kv_cache_dtype, gpu_memory_utilization, max_num_seqs, max_num_batched_tokens,
+    block_size, num_speculative_tokens. ``kv_cache`` holds vLLM's block pool: block_size, num_blocks,
+    blocks_per_seq and max_concurrent_seqs at ``context`` (with the bound that binds). ``gpu``,
+    ``precision`` and ``tp`` left out are resolved as every subcommand resolves them (H200, the
+    checkpoint's precision, the smallest TP x PP that serves the model); ``defaults`` lists what was
+    chosen."""
+    return _c.memory(dict(model=model, model_file=_path(model_file), gpu=gpu, precision=precision, tp=_tp(tp), pp=pp,
                           context=context, **engine))
 
 
@@ -83,11 +91,11 @@ def op_time(op, gpu="h200", /, **shape):
     return _c.op_time(op, dict(gpu=gpu, **shape))
 
 
-def step(model=None, gpu=None, tp=1, precision=None, batch=1, context=1024, model_file=None, **kw):
+def step(model=None, gpu=None, tp=None, precision=None, batch=1, context=1024, model_file=None, **kw):
     """One decode step and one prefill step per layer kind (``servesim step``): ``model`` or
-    ``model_file``; ``precision`` None = the checkpoint's; ``kw``: pp, ep, kv_cache_dtype, chunk,
-    vision_tiles."""
-    return _c.step(dict(model=model, model_file=_path(model_file), gpu=gpu, tp=tp, precision=precision, batch=batch,
+    ``model_file``; ``kw``: pp, ep, kv_cache_dtype, chunk, vision_tiles. ``gpu``, ``precision`` and
+    ``tp`` left out are resolved as in memory()."""
+    return _c.step(dict(model=model, model_file=_path(model_file), gpu=gpu, tp=_tp(tp), precision=precision, batch=batch,
                         context=context, **kw))
 
 

@@ -34,8 +34,10 @@ hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& p
 
 // `servesim memory`: the per-GPU memory plan of one replica.
 struct MemoryArgs {
-  std::string model, model_file, gpu, precision, kv_cache_dtype;  // precision "": the checkpoint's; kv "" or "auto": the checkpoint's
-  int tp = 1, pp = 1, ep = 1, num_speculative_tokens = 0, block_size = 16;
+  // gpu "": H200; precision "": the checkpoint's; tp 0: the smallest TP x PP that serves the
+  // model (sim/resolve.hpp, the rule every subcommand shares); kv "" or "auto": the checkpoint's.
+  std::string model, model_file, gpu, precision, kv_cache_dtype;
+  int tp = 0, pp = 1, ep = 1, num_speculative_tokens = 0, block_size = 16;
   int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
   double gpu_memory_utilization = 0.9;
@@ -64,8 +66,8 @@ const std::vector<std::string>& op_kinds();
 
 // `servesim step`: one decode and one prefill step per layer kind.
 struct StepArgs {
-  std::string model, model_file, gpu, precision, kv_cache_dtype;  // precision "": the checkpoint's
-  int tp = 1, pp = 1, ep = 1, batch = 1, chunk = 0, vision_tiles = 0;
+  std::string model, model_file, gpu, precision, kv_cache_dtype;  // as MemoryArgs: "" / tp 0 resolved (sim/resolve.hpp)
+  int tp = 0, pp = 1, ep = 1, batch = 1, chunk = 0, vision_tiles = 0;
   std::int64_t context = 1024;
 };
 nlohmann::json step(const StepArgs& a);

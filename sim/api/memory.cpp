@@ -5,6 +5,7 @@
 #include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 #include "sim/api/api.hpp"
+#include "sim/resolve.hpp"
 
 namespace servesim::api {
 namespace {
@@ -55,8 +56,16 @@ hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& p
 
 nlohmann::json memory(const MemoryArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  const auto& gpu = hw::Catalog::global().gpu(a.gpu);
-  const auto wp = resolve_precision(m, a.precision);
+  if (a.tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
+  sim::ResolveInput in;
+  in.gpu = a.gpu;
+  in.precision = a.precision;
+  if (a.tp > 0) in.tp = a.tp;
+  if (a.tp > 0 || a.pp != 1) in.pp = a.pp;
+  in.one_replica = true;
+  const sim::Resolved r = sim::resolve(m, in);
+  const auto& gpu = hw::Catalog::global().gpu(r.gpu);
+  const auto wp = r.precision;
   models::EngineMemoryConfig cfg;
   cfg.gpu_memory_utilization = a.gpu_memory_utilization;
   if (a.max_num_seqs < 0) throw Error("--max-num-seqs", "", "must be >= 1 (0: vLLM serve's default for the GPU)");
@@ -70,14 +79,16 @@ nlohmann::json memory(const MemoryArgs& a) {
   cfg.num_speculative_tokens = a.num_speculative_tokens;
   cfg.block_size = a.block_size;
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
-  const auto p = models::plan_memory(m, gpu, wp, {a.tp, a.pp, a.ep}, cfg);
+  const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep}, cfg);
   const std::int64_t ctx = a.context > 0 ? a.context : p.max_model_len;
   auto j = plan_json(p, ctx);
   j["model"] = m.name;
   j["gpu"] = gpu.name;
-  j["tp"] = a.tp;
-  j["pp"] = a.pp;
+  j["tp"] = r.tp;
+  j["pp"] = r.pp;
   j["ep"] = a.ep;
+  j["precision"] = std::string(hw::to_string(wp));
+  j["defaults"] = r.notes;
   j["estimate"] = m.estimate;
   j["note"] = m.note;
   return j;

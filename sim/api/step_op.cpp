@@ -204,8 +204,16 @@ nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
 
 nlohmann::json step(const StepArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  const auto& gpu = hw::Catalog::global().gpu(a.gpu);
-  const auto wp = resolve_precision(m, a.precision);
+  if (a.tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
+  sim::ResolveInput in;
+  in.gpu = a.gpu;
+  in.precision = a.precision;
+  if (a.tp > 0) in.tp = a.tp;
+  if (a.tp > 0 || a.pp != 1) in.pp = a.pp;
+  in.one_replica = true;
+  const sim::Resolved r = sim::resolve(m, in);
+  const auto& gpu = hw::Catalog::global().gpu(r.gpu);
+  const auto wp = r.precision;
   const auto kv = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
   if (a.batch < 1) throw Error("--batch", "", "must be >= 1");
   if (a.context < 1) throw Error("--context", "", "must be >= 1");
@@ -215,7 +223,7 @@ nlohmann::json step(const StepArgs& a) {
   if (a.batch > (1 << 20)) throw Error("--batch", "", "must be <= 1048576");
   if (a.context > (std::int64_t{1} << 31)) throw Error("--context", "", "must be <= 2^31 tokens");
   if (a.chunk > a.context) throw Error("--chunk", "", "must be <= --context (" + std::to_string(a.context) + ")");
-  const models::Parallelism par{a.tp, a.pp, a.ep};
+  const models::Parallelism par{r.tp, r.pp, a.ep};
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;
   mc.kv_cache_dtype = kv;
@@ -235,8 +243,8 @@ nlohmann::json step(const StepArgs& a) {
   pre.vision_tiles = a.vision_tiles;
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
           {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m)},
-          {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", a.tp}, {"pp", a.pp}, {"ep", a.ep},
-          {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
+          {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep},
+          {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},
           {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},
           {"hbm_bytes_per_s", gpu.hbm_bw_bytes_per_s}};

@@ -46,7 +46,9 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   t.add_row({"max sequences at " + num(j["context_tokens"]),
              num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds; cache " + num(kv["max_seqs_by_cache"]) +
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
-  std::string text = t.render();
+  std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
+                     (j["pp"].get<int>() > 1 ? " x PP" + num(j["pp"]) : std::string()) + ", " + str(j["precision"]) +
+                     " weights, KV " + str(j["kv_cache_dtype"]) + "\n" + defaults_line(j["defaults"]) + t.render();
   if (kv["state_page_bytes"].get<double>() > 0 && kv["attn_bytes_per_token_per_layer"].get<double>() > 0)
     text += "note: vLLM's hybrid allocator raises block_size from " + num(kv["requested_block_size"]) + " to " +
             num(kv["block_size"]) + " so one attention page (" + num(kv["block_size"]) + " tokens x " +
@@ -87,10 +89,11 @@ void add_memory_commands(CLI::App& app) {
   auto* mem = app.add_subcommand("memory", "Per-GPU memory plan of one replica (vLLM gpu_memory_utilization semantics)");
   mem->add_option("--model", mo.model, "Model name (servesim list models)");
   mem->add_option("--model-file", mo.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
-  mem->add_option("--gpu", mo.gpu, "GPU name")->required();
-  mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | nvfp4 (default: the checkpoint's)");
+  mem->add_option("--gpu", mo.gpu, "GPU name (default h200)");
+  mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's)");
   mem->add_option("--kv-cache-dtype", mo.kv_cache_dtype, "KV cache dtype (default: the checkpoint's: bf16, or fp8 for fp8/nvfp4)");
-  mem->add_option("--tp", mo.tp, "Tensor parallel size");
+  mem->add_option("--tp", mo.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
+      ->check(CLI::Range(1, 1 << 20));
   mem->add_option("--pp", mo.pp, "Pipeline parallel size");
   mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");

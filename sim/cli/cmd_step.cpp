@@ -26,7 +26,10 @@ void run(const api::StepArgs& a, Format format) {
   add_rows(t, "decode", j["decode"]);
   add_rows(t, "prefill", j["prefill"]);
   const std::string b = std::to_string(a.batch);
-  std::string text = "weights: " + j["precision"].get<std::string>() + " (checkpoint: " +
+  std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", TP" +
+                     std::to_string(j["tp"].get<int>()) + (j["pp"].get<int>() > 1 ? " x PP" + std::to_string(j["pp"].get<int>()) : std::string()) +
+                     ", " + j["precision"].get<std::string>() + " weights, KV " + j["kv_cache_dtype"].get<std::string>() + "\n" +
+                     defaults_line(j["defaults"]) + "weights: " + j["precision"].get<std::string>() + " (checkpoint: " +
                      j["checkpoint_format"].get<std::string>() + "), KV cache " + j["kv_cache_dtype"].get<std::string>() + "\n" +
                      "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +
@@ -44,10 +47,11 @@ void add_step_command(CLI::App& app) {
   auto* s = app.add_subcommand("step", "Explain one decode step and one prefill step per layer kind");
   s->add_option("--model", o.model, "Model name (servesim list models)");
   s->add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
-  s->add_option("--gpu", o.gpu, "GPU name")->required();
+  s->add_option("--gpu", o.gpu, "GPU name (default h200)");
   s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's; fp8 on a 128x128 block-FP8 checkpoint runs fp8_block)");
   s->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype (default: the checkpoint's)");
-  s->add_option("--tp", o.tp, "Tensor parallel size");
+  s->add_option("--tp", o.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
+      ->check(CLI::Range(1, 1 << 20));
   s->add_option("--pp", o.pp, "Pipeline parallel size");
   s->add_option("--ep", o.ep, "Expert parallel size");
   s->add_option("--batch", o.batch, "Sequences in the step");

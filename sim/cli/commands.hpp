@@ -18,6 +18,8 @@ enum class Format { table, json };
 void add_format_option(CLI::App& cmd, Format& format);
 // Prints `json` (pretty, 2 spaces) or `table_text` as asked.
 void emit(Format format, const nlohmann::json& json, const std::string& table_text);
+// "(defaults: a; b)\n" for the notes of values the resolver chose (sim/resolve.hpp), "" if none.
+std::string defaults_line(const nlohmann::json& notes);
 
 // A progress bar on stderr for long runs: only when stderr is a terminal and not `quiet`
 // (otherwise an empty function). Thread-safe; the bar ends with a newline at done == total.

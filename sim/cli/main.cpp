@@ -41,6 +41,13 @@ void add_quiet_flag(CLI::App& cmd, bool& quiet) {
   cmd.add_flag("--quiet,-q", quiet, "No progress bar (it is shown only when stderr is a terminal)");
 }
 
+std::string defaults_line(const nlohmann::json& notes) {
+  if (!notes.is_array() || notes.empty()) return "";
+  std::string s;
+  for (const auto& n : notes) s += (s.empty() ? "" : "; ") + n.get<std::string>();
+  return "(defaults: " + s + ")\n";
+}
+
 void emit(Format format, const nlohmann::json& json, const std::string& table_text) {
   if (format == Format::json)
     std::cout << json.dump(2) << "\n";

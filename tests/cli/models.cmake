@@ -12,7 +12,7 @@ add_test(NAME cli_unknown_model COMMAND $<TARGET_FILE:servesim> memory --model n
 set_tests_properties(cli_unknown_model PROPERTIES WILL_FAIL TRUE)
 add_test(NAME cli_unknown_model_lists COMMAND $<TARGET_FILE:servesim> min-gpus --model nope)
 set_tests_properties(cli_unknown_model_lists PROPERTIES PASS_REGULAR_EXPRESSION "known: .*nemotron-3-super")
-add_test(NAME cli_does_not_fit COMMAND $<TARGET_FILE:servesim> memory --model nemotron-3-ultra --gpu H100 --precision bf16)
+add_test(NAME cli_does_not_fit COMMAND $<TARGET_FILE:servesim> memory --model nemotron-3-ultra --gpu H100 --precision bf16 --tp 1)
 set_tests_properties(cli_does_not_fit PROPERTIES PASS_REGULAR_EXPRESSION "exceed the budget .* by ")
 add_test(NAME cli_bad_config COMMAND $<TARGET_FILE:servesim> memory --model-file ${PROJECT_SOURCE_DIR}/tests/models/data/bad-pattern.json --gpu h200)
 set_tests_properties(cli_bad_config PROPERTIES PASS_REGULAR_EXPRESSION "bad-pattern.json: hybrid_override_pattern: unknown block type")

@@ -63,8 +63,8 @@ def test_memory_weights_are_params_times_bytes(cli):
 
 
 def test_memory_engine_knobs_change_the_budget():
-    a = servesim.memory("nemotron-3-nano", "h200", precision="bf16")
-    b = servesim.memory("nemotron-3-nano", "h200", precision="bf16", gpu_memory_utilization=0.5)
+    a = servesim.memory("nemotron-3-nano", "h200", precision="bf16", tp=1)
+    b = servesim.memory("nemotron-3-nano", "h200", precision="bf16", tp=1, gpu_memory_utilization=0.5)
     assert b["budget_bytes"] == pytest.approx(0.5 * a["gpu_total_bytes"])
     assert b["cache_bytes"] == pytest.approx(a["cache_bytes"] - 0.4 * a["gpu_total_bytes"], rel=1e-6)
     # Mamba state: fp32 SSM state per sequence = layers x heads x head_dim x d_state x 4 bytes.

@@ -427,3 +427,23 @@ def test_python_errors_use_argument_names_not_flags():
     with pytest.raises(servesim.Error) as e:
         servesim.memory("nemotron-3-super", "h200", tp=0)
     assert str(e.value).startswith("tp: ") and "--" not in str(e.value)
+
+
+# ---- #29: memory and step resolve what is left open the way simulate does ----------------------
+
+def test_memory_and_step_resolve_defaults_like_min_gpus(exe):
+    # No --gpu, --precision or --tp: H200, the checkpoint's BF16, and the smallest shape that
+    # serves the model (the min-gpus table's), printed in the header.
+    mg = [r for r in servesim.min_gpus("llama-3.1-70b", precisions="bf16", gpus="h200") if r["precision"] == "bf16"][0]
+    mem = servesim.memory("llama-3.1-70b")
+    st = servesim.step("llama-3.1-70b")
+    for r in (mem, st):
+        assert (r["gpu"], r["precision"], r["tp"] * r["pp"]) == ("H200", "bf16", mg["min_gpus"])
+        assert any("checkpoint" in n for n in r["defaults"])
+    out = run(exe, "memory", "--model", "llama-3.1-70b")
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()
+    assert head[0].startswith(f"servesim memory: llama-3.1-70b on H200, TP{mem['tp']}")
+    assert head[1].startswith("(defaults: GPU H200 (none named); precision bf16 (the checkpoint's); TP")
+    out = run(exe, "step", "--model", "llama-3.1-70b", "--tp", "0")
+    assert out.returncode != 0 and "--tp" in out.stderr
