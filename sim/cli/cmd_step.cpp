@@ -28,9 +28,8 @@ void run(const api::StepArgs& a, Format format) {
   const std::string b = std::to_string(a.batch);
   std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", TP" +
                      std::to_string(j["tp"].get<int>()) + (j["pp"].get<int>() > 1 ? " x PP" + std::to_string(j["pp"].get<int>()) : std::string()) +
-                     ", " + j["precision"].get<std::string>() + " weights, KV " + j["kv_cache_dtype"].get<std::string>() + "\n" +
-                     defaults_line(j["defaults"]) + "weights: " + j["precision"].get<std::string>() + " (checkpoint: " +
-                     j["checkpoint_format"].get<std::string>() + "), KV cache " + j["kv_cache_dtype"].get<std::string>() + "\n" +
+                     ", " + j["precision"].get<std::string>() + " weights (checkpoint: " + j["checkpoint_format"].get<std::string>() +
+                     "), KV " + j["kv_cache_dtype"].get<std::string>() + "\n" + defaults_line(j["defaults"]) +
                      "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +
                      "HBM-bound ms: the row's HBM bytes (weights touched, KV, state, activations) once at the datasheet " +
