@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include "common/embedded.hpp"
@@ -172,9 +171,41 @@ double mtp_params(const ModelSpec& m) {
 namespace {
 
 // Python's json module writes Infinity/NaN, which strict JSON parsers reject.
+// One linear pass outside strings (a regex backtracks on long inputs and recurses per character).
 std::string sanitize(std::string_view text) {
-  static const std::regex bad(R"((^|[\s\[,:])(-?Infinity|NaN)(?=[\s,\]\}]))");
-  return std::regex_replace(std::string(text), bad, "$1null");
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    const bool starts = i == 0 || space(text[i - 1]) || text[i - 1] == '[' || text[i - 1] == ',' || text[i - 1] == ':';
+    if (starts) {
+      for (std::string_view word : {"-Infinity", "Infinity", "NaN"}) {
+        const std::size_t e = i + word.size();
+        if (text.substr(i, word.size()) == word &&
+            (e == text.size() || space(text[e]) || text[e] == ',' || text[e] == ']' || text[e] == '}')) {
+          out += "null";
+          i = e - 1;
+          goto next;
+        }
+      }
+    }
+    out += c;
+  next:;
+  }
+  return out;
 }
 
 std::vector<LayerKind> parse_pattern(const JsonReader& j, const std::string& key) {
@@ -207,14 +238,27 @@ std::vector<LayerKind> parse_block_types(const JsonReader& j, const std::string&
   return out;
 }
 
+// Architecture counts (layers, heads, widths of one head, experts) are at most 2^24: a bigger one
+// is no model and would overflow the int arithmetic of shapes.
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 24;
+
 int positive(const JsonReader& j, const std::string& key) {
   const auto v = j.integer(key);
   if (v <= 0) j.fail(key, "must be positive, got " + std::to_string(v));
+  if (v > kMaxCount) j.fail(key, "must be at most 2^24, got " + std::to_string(v));
+  return int(v);
+}
+// An optional count in [lo, hi] (default `def` when absent).
+int count_or(const JsonReader& j, const std::string& key, std::int64_t def, std::int64_t lo, std::int64_t hi) {
+  const auto v = j.integer_or(key, def);
+  if (v < lo || v > hi)
+    j.fail(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(v));
   return int(v);
 }
 std::int64_t positive64(const JsonReader& j, const std::string& key) {
   const auto v = j.integer(key);
   if (v <= 0) j.fail(key, "must be positive, got " + std::to_string(v));
+  if (v > (std::int64_t{1} << 32)) j.fail(key, "must be at most 2^32, got " + std::to_string(v));
   return v;
 }
 
@@ -268,7 +312,7 @@ std::vector<LayerKind> all_full(int n) { return std::vector<LayerKind>(std::size
 void read_mla(ModelSpec& m, const JsonReader& j) {
   m.heads = positive(j, "num_attention_heads");
   m.kv_heads = m.heads;  // MLA caches one latent per token; the heads all read it
-  m.q_lora_rank = int(j.integer_or("q_lora_rank", 0));
+  m.q_lora_rank = count_or(j, "q_lora_rank", 0, 0, kMaxCount);
   m.kv_lora_rank = positive(j, "kv_lora_rank");
   m.qk_nope_head_dim = positive(j, "qk_nope_head_dim");
   m.qk_rope_head_dim = positive(j, "qk_rope_head_dim");
@@ -408,9 +452,11 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
   const bool tie_default = outer ? outer->boolean_or("tie_word_embeddings", false) : false;
   m.tied_embeddings = j.boolean_or("tie_word_embeddings", tie_default);
   m.max_context = j.integer_or("max_position_embeddings", 0);
+  if (m.max_context < 0 || m.max_context > (std::int64_t{1} << 31))
+    j.fail("max_position_embeddings", "must be between 0 and 2^31, got " + std::to_string(m.max_context));
   auto layers_n = [&] { return positive(j, "num_hidden_layers"); };
   auto mtp_from = [&](const char* key, std::vector<LayerKind> pattern) {
-    m.mtp_layers = int(j.integer_or(key, 0));
+    m.mtp_layers = count_or(j, key, 0, 0, 64);
     if (m.mtp_layers > 0) m.mtp_pattern = std::move(pattern);
   };
   if (type == "nemotron_h") {
@@ -427,7 +473,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
       m.d_state = positive(j, "ssm_state_size");
       m.groups = positive(j, "n_groups");
       m.conv_kernel = positive(j, "conv_kernel");
-      m.chunk_size = int(j.integer_or("chunk_size", 128));
+      m.chunk_size = count_or(j, "chunk_size", 128, 1, kMaxCount);
       m.ssm_state_fp32 = text::lower(j.string_or("mamba_ssm_cache_dtype", "float32")) == "float32";
     }
     if (m.count(LayerKind::mlp) > 0) m.mlp_intermediate = positive64(j, "intermediate_size");
@@ -435,13 +481,13 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
       m.experts = positive(j, "n_routed_experts");
       m.top_k = positive(j, "num_experts_per_tok");
       m.moe_intermediate = positive64(j, "moe_intermediate_size");
-      m.shared_experts = int(j.integer_or("n_shared_experts", 0));
+      m.shared_experts = count_or(j, "n_shared_experts", 0, 0, 1024);
       if (m.shared_experts > 0) m.shared_intermediate = positive64(j, "moe_shared_expert_intermediate_size");
       m.moe_latent = j.integer_or("moe_latent_size", 0);
     }
     // ReLU² non-gated MLPs and experts (vLLM nemotron_h.py).
     m.mlp_gated = m.moe_gated = false;
-    m.mtp_layers = int(j.integer_or("num_nextn_predict_layers", 0));
+    m.mtp_layers = count_or(j, "num_nextn_predict_layers", 0, 0, 64);
     if (m.mtp_layers > 0) {
       if (j.has("mtp_hybrid_override_pattern")) m.mtp_pattern = parse_pattern(j, "mtp_hybrid_override_pattern");
       else if (j.has("mtp_layers_block_type")) m.mtp_pattern = parse_block_types(j, "mtp_layers_block_type");
@@ -458,7 +504,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
       // Qwen3 with use_sliding_window: layers from max_window_layers on use the window (HF qwen3).
       if (j.boolean_or("use_sliding_window", false) && j.has("sliding_window")) {
         m.sliding_window = positive64(j, "sliding_window");
-        for (int i = int(j.integer_or("max_window_layers", n)); i < n; ++i) mixers[std::size_t(i)] = LayerKind::sliding_attention;
+        for (int i = count_or(j, "max_window_layers", n, 0, n); i < n; ++i) mixers[std::size_t(i)] = LayerKind::sliding_attention;
       }
     }
     stack(m, mixers, [](int) { return LayerKind::mlp; });
@@ -500,7 +546,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
     }
     stack(m, all_full(layers_n()), [](int) { return LayerKind::moe; });
     if (j.boolean_or("use_mtp", false)) {
-      m.mtp_layers = int(j.integer_or("num_mtp_modules", 1));
+      m.mtp_layers = count_or(j, "num_mtp_modules", 1, 0, 64);
       m.mtp_pattern = {LayerKind::attention, LayerKind::moe};
     }
   } else if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2" || type == "glm_moe_dsa") {
@@ -508,7 +554,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
     m.mlp_intermediate = positive64(j, "intermediate_size");
     m.mlp_gated = true;
     read_moe(m, j, "n_routed_experts", "moe_intermediate_size");
-    m.shared_experts = int(j.integer_or("n_shared_experts", 0));
+    m.shared_experts = count_or(j, "n_shared_experts", 0, 0, 1024);
     m.shared_intermediate = m.moe_intermediate;
     if (j.integer_or("moe_layer_freq", 1) != 1) unsupported(j, "moe_layer_freq", "dense layers between MoE layers (moe_layer_freq != 1)");
     const int n = layers_n();
@@ -517,7 +563,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
         if (!t.is_string() || (t != "full_attention" && t != "deepseek_sparse_attention"))
           unsupported(j, "layer_types", "layer type " + brief(t) + " in an MLA stack");
     }
-    const int dense = int(j.integer_or("first_k_dense_replace", 0));
+    const int dense = count_or(j, "first_k_dense_replace", 0, 0, n);
     stack(m, std::vector<LayerKind>(std::size_t(n), LayerKind::mla),
           [&](int i) { return i < dense ? LayerKind::mlp : LayerKind::moe; });
     mtp_from("num_nextn_predict_layers", {LayerKind::mla, LayerKind::moe});
@@ -563,7 +609,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
     m.shared_experts = 1;
     m.shared_intermediate = m.moe_intermediate;
     const int n = layers_n();
-    const int step = int(j.integer_or("interleave_moe_layer_step", 1));
+    const int step = count_or(j, "interleave_moe_layer_step", 1, 1, kMaxCount);
     if (step < 1) j.fail("interleave_moe_layer_step", "must be positive");
     // Chunked local attention on the RoPE layers, global NoPE attention on every 4th (vLLM llama4.py
     // no_rope_layers default); the chunk caps the KV a layer keeps, like a window.
