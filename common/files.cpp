@@ -25,7 +25,7 @@ const char* kind_of(mode_t m) {
   if (S_ISCHR(m)) return "a character device";
   if (S_ISBLK(m)) return "a block device";
   if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
+  return "not a regular file";   // "is not a regular file"
 }
 
 std::string folder_of(const std::string& path) {
@@ -46,7 +46,7 @@ std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(path, "", std::string("cannot open file: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    throw Error(path, "", std::string("cannot read ") + kind_of(st.st_mode) + "; give a regular file");
+    throw Error(path, "", std::string("is ") + kind_of(st.st_mode) + "; give a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     throw Error(path, "", "file of " + std::to_string(st.st_size) + " bytes exceeds the limit of " + human_size(max_bytes));
   std::string out;

@@ -1,6 +1,7 @@
 #include "common/json_reader.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -156,6 +157,8 @@ double JsonReader::number_or(std::string_view key, double fallback) const {
 
 std::int64_t JsonReader::integer(std::string_view key) const {
   const auto& v = at(key);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX))
+    fail(key, "integer out of range (at most 9223372036854775807), got " + brief(v));
   if (v.is_number_integer()) return v.get<std::int64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();

@@ -195,8 +195,26 @@ Prepared prepare(const Scenario& s) {
   return p;
 }
 
+namespace {
+SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
+                       const Progress& progress);
+}  // namespace
+
 SimResult simulate(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
                    const Progress& progress) {
+  try {
+    return run_prepared(p, s, w, keep_records, progress);
+  } catch (const Error& e) {
+    // A trace request that the engine refuses: name the trace file and line.
+    if (!w.trace_file.empty() && e.where().rfind("trace line ", 0) == 0)
+      throw Error(w.trace_file, e.where().substr(6), e.field() + ": " + e.reason());
+    throw;
+  }
+}
+
+namespace {
+SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
+                       const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   SimResult r{MetricsCollector(keep_records)};
   if (progress) {
@@ -251,6 +269,7 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
+}  // namespace
 
 SimResult simulate(const Scenario& s, bool keep_records, const Progress& progress) {
   const Prepared p = prepare(s);

@@ -14,6 +14,7 @@ struct RequestSpec {
   int vision_tiles = 0;                 // encoder work (image tiles incl. thumbnail + video frames)
   std::vector<std::uint64_t> prefix_hashes;  // one hash per `hash_block_tokens` block of the prompt (traces), for prefix caching
   std::int64_t hash_block_tokens = 0;   // 0 = no prefix information
+  std::int64_t trace_line = 0;          // the trace file's line the request came from (0 = not from a trace)
 };
 
 }  // namespace servesim::workloads

@@ -122,6 +122,7 @@ std::vector<TraceEntry> parse_trace(std::string_view text, const std::string& fi
   for_each_line(text, [&](std::size_t line, std::string_view s) {
     const nlohmann::json j = parse_line(s, file, line);
     TraceEntry e;
+    e.line = static_cast<std::int64_t>(line);
     auto it = j.find("timestamp");
     e.timestamp_ms = it == j.end() || it->is_null() ? NAN : time_field(*it, file, line);
     it = j.find("input_length");

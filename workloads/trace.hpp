@@ -14,6 +14,7 @@ struct TraceEntry {
   std::int64_t input_length = 0;
   std::int64_t output_length = 1;
   std::vector<std::uint64_t> hash_ids;
+  std::int64_t line = 0;             // line in the trace file (1-based), for messages
 };
 
 inline constexpr std::int64_t kMooncakeBlockTokens = 512;

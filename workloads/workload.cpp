@@ -40,6 +40,7 @@ class Generator final : public Workload {
     }
     r.input_tokens = e ? e->input_length : c_.isl.sample(lengths_rng_);
     r.output_tokens = e && e->output_length > 0 ? e->output_length : c_.osl.sample(lengths_rng_);
+    if (e) r.trace_line = e->line;
     if (e && !e->hash_ids.empty()) {
       r.prefix_hashes = e->hash_ids;
       r.hash_block_tokens = c_.hash_block_tokens;
@@ -164,6 +165,13 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   if (int(closed) + int(open) + int(sched) != 1)
     j.fail(closed || open || sched ? "request_rate" : "concurrency",
            "give exactly one of concurrency (closed loop), request_rate (open loop) or fixed_schedule/schedule_file");
+  // Arrival processes shape open-loop arrivals only; in a closed loop or a schedule they would be
+  // ignored, so they are refused.
+  if (!open)
+    for (const char* k : {"arrival", "burstiness"})
+      if (j.has(k))
+        j.fail(k, std::string("applies to open-loop arrivals (request_rate) only, not to ") +
+                      (closed ? "a closed loop (concurrency)" : "a fixed schedule"));
   if (closed) {
     const std::int64_t n = j.integer("concurrency");
     if (n < 1 || n > 1000000) j.fail("concurrency", "must be 1..1000000 clients, got " + std::to_string(n));

@@ -98,6 +98,8 @@ nlohmann::json min_gpus(const MinGpusArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
   models::ServingPolicy pol;
   pol.kind = models::parse_policy(a.policy);
+  if (a.concurrency < 1) throw Error("--concurrency", "", "must be >= 1 clients, got " + std::to_string(a.concurrency));
+  if (a.context < 0) throw Error("--context", "", "must be >= 0 tokens (0: the model's max_model_len), got " + std::to_string(a.context));
   pol.required_seqs = a.concurrency;
   pol.required_context = a.context;
   std::vector<hw::Precision> precs;

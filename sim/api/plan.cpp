@@ -15,6 +15,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/resolve.hpp"
 #include "sim/parallel.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
@@ -49,6 +50,7 @@ struct Study {
   std::vector<sim::TopologyChoice> topos;   // one per deployment, as built
   std::vector<int> conc;
   bool auto_concurrency = false;
+  std::vector<std::string> notes;           // what the resolver chose (sim/resolve.hpp), for the header
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
@@ -80,8 +82,20 @@ struct Study {
     if (!o.decode_instance.empty()) spec.decode_instance = &cat.instance(o.decode_instance);
     spec.prefill_nodes = o.prefill_nodes;
     spec.decode_nodes = o.decode_nodes;
-    spec.weights = resolve_precision(*spec.model, o.precision);
+    // GPU, precision and the default worker shape by the rule every subcommand shares (sim/resolve.hpp).
+    sim::ResolveInput in;
+    in.instance = o.instance;
+    in.precision = o.precision;
+    if (o.tp) in.tp = o.tp;
+    if (o.tp && o.pp) in.pp = o.pp;
+    in.one_replica = true;
+    const sim::Resolved r = sim::resolve(*spec.model, in);
+    for (const auto& n : r.notes)
+      if (n.rfind("TP", 0) != 0 || (!o.tp || !o.prefill_tp || !o.decode_tp)) notes.push_back(n);
+    spec.weights = r.precision;
     spec.kv_dtype = models::resolve_kv_cache_dtype(o.kv_cache_dtype, spec.weights, "--kv-cache-dtype");
+    if (o.kv_cache_dtype.empty() || text::iequals(o.kv_cache_dtype, "auto"))
+      notes.push_back("KV " + std::string(hw::to_string(spec.kv_dtype)) + " (the checkpoint's)");
     spec.seed = static_cast<std::uint64_t>(o.seed);
     spec.router = sim::parse_router(o.router, "--router");
     if (o.max_num_seqs) spec.engine.max_num_seqs = *o.max_num_seqs;
@@ -246,6 +260,8 @@ struct Study {
     j["nodes"] = o.nodes;
     j["gpu"] = spec.gpu->name;
     j["precision"] = std::string(hw::to_string(spec.weights));
+    j["kv_cache_dtype"] = std::string(hw::to_string(spec.kv_dtype));
+    j["defaults"] = notes;
     j["isl"] = *o.isl;
     j["osl"] = *o.osl;
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};

@@ -79,8 +79,9 @@ void run_plan(const PlanOpts& o) {
   const std::string stat = str(j["statistic"]);
   std::string out;
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";
-  out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + ") on " + num(j["nodes"]) + " x " + str(j["instance"]) +
-         "; ISL " + num(j["isl"]) + " / OSL " + num(j["osl"]) + "\n";
+  out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + " weights, KV " + str(j["kv_cache_dtype"]) + ") on " +
+         num(j["nodes"]) + " x " + str(j["instance"]) + " (" + str(j["gpu"]) + "); ISL " + num(j["isl"]) + " / OSL " +
+         num(j["osl"]) + "\n" + defaults_line(j["defaults"]);
   for (const auto& t : j["topologies"]) out += "  " + str(t["deployment"]) + "\n";
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
@@ -150,7 +151,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--osl", o->args.osl, "Output tokens per request");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
   c->add_option("--requests", o->args.requests, "Measured requests per point (default max(200, 8 x concurrency))");
-  c->add_option("--seed", o->args.seed, "Random seed");
+  c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());
   c->add_option("--router", o->args.router, "round_robin, least_outstanding or least_kv_load");
   c->add_option("--max-num-seqs", o->args.max_num_seqs, "vLLM max_num_seqs");
   c->add_option("--max-num-batched-tokens", o->args.max_num_batched_tokens, "vLLM max_num_batched_tokens");

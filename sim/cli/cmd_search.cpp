@@ -341,7 +341,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
   c.add_option("--requests", a.requests, "Measured requests per point (default max(100, 4 x clients))");
-  c.add_option("--seed", a.seed, "Random seed");
+  c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
   c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");

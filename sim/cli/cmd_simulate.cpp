@@ -25,6 +25,7 @@
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/parallel.hpp"
+#include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
 #include "sim/simulate.hpp"
 #include "sim/validate/run_bands.hpp"
@@ -75,7 +76,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--burstiness", o.burstiness, "Gamma arrivals' shape (1 = Poisson)");
   c.add_option("--requests", o.requests, "Measured requests (per point)");
   c.add_option("--warmup-requests", o.warmup, "Requests sent first and left out of the metrics");
-  c.add_option("--seed", o.seed, "Random seed");
+  c.add_option("--seed", o.seed, "Random seed")->check(int64_range());
   c.add_option("--router", o.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--max-num-seqs", o.max_num_seqs, "vLLM max_num_seqs");
   c.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "vLLM max_num_batched_tokens");
@@ -175,9 +176,9 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   // A model named on the command line without a scenario file: the embedded scenario's model
   // fields (its FP8 / TP8 / 8 GPUs belong to its own model) give way to the one rule of
   // sim/resolve.hpp; the workload and engine knobs stay. The header says what was chosen.
-  if (o.scenario.empty() && !o.model.empty() && o.topology.empty() && o.instance.empty()) {
+  if (o.scenario.empty() && (!o.model.empty() || !o.model_file.empty()) && o.topology.empty() && o.instance.empty()) {
     sim::ResolveInput in{o.model, o.gpu, "", o.precision, o.tp, o.pp, o.gpus};
-    const sim::Resolved r = sim::resolve(in);
+    const sim::Resolved r = sim::resolve(api::resolve_model(o.model, o.model_file), in);
     for (const char* k : {"tp", "pp", "ep", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel_size",
                           "kv_cache_dtype"})
       j.erase(k);
@@ -302,6 +303,9 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     for (const char* k : {"concurrency", "fixed_schedule", "schedule_file"}) w.erase(k);
     w["request_rate"] = number(first(o.request_rate), "--request-rate");
   }
+  if ((!o.arrival.empty() || o.burstiness) && !w.contains("request_rate"))
+    throw Error(!o.arrival.empty() ? "--arrival" : "--burstiness", "",
+                "applies to open-loop arrivals only: give --request-rate (the run is a closed loop of --concurrency clients)");
   if (!o.arrival.empty()) w["arrival"] = o.arrival;
   if (o.burstiness) w["burstiness"] = *o.burstiness;
   set("requests", o.requests);

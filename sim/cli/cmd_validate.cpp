@@ -172,7 +172,7 @@ void add_validate_command(CLI::App& app) {
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
-  c->add_option("--seed", o->seed, "Random seed of every run");
+  c->add_option("--seed", o->seed, "Random seed of every run")->check(int64_range());
   c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
   c->add_option("--output", o->output, "Write every point (measured, predicted, errors, reasons) to FILE.csv or FILE.json");
   c->add_option("--plot", o->plot, "Write the predicted-vs-measured chart to FILE.png");

@@ -18,6 +18,9 @@ enum class Format { table, json };
 void add_format_option(CLI::App& cmd, Format& format);
 // Prints `json` (pretty, 2 spaces) or `table_text` as asked.
 void emit(Format format, const nlohmann::json& json, const std::string& table_text);
+// A check for whole-number flags that CLI11 would clamp silently (a seed beyond 2^63 - 1 became
+// 9223372036854775807): out-of-range values are refused with the flag's name.
+const CLI::Validator& int64_range();
 // "(defaults: a; b)\n" for the notes of values the resolver chose (sim/resolve.hpp), "" if none.
 std::string defaults_line(const nlohmann::json& notes);
 

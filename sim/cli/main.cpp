@@ -1,5 +1,6 @@
 // servesim: what-if CLI for LLM serving clusters. Errors in the user's input print as one line
 // ("servesim: error: <file>: <field>: <reason>") and exit with status 2.
+#include <charconv>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,20 @@ std::function<void(std::int64_t, std::int64_t)> progress_bar(bool quiet, const s
 
 void add_quiet_flag(CLI::App& cmd, bool& quiet) {
   cmd.add_flag("--quiet,-q", quiet, "No progress bar (it is shown only when stderr is a terminal)");
+}
+
+const CLI::Validator& int64_range() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        std::int64_t x = 0;
+        const char* b = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
+        const auto r = std::from_chars(b, s.data() + s.size(), x);
+        if (r.ec == std::errc::result_out_of_range)
+          return "integer out of range (-9223372036854775808..9223372036854775807), got " + s;
+        return "";
+      },
+      "INT", "int64");
+  return v;
 }
 
 std::string defaults_line(const nlohmann::json& notes) {

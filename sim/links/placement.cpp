@@ -24,7 +24,7 @@ void Placement::place(const std::vector<WorkerNeed>& workers) {
   int first = 0;
   for (const auto& g : groups_) {
     if (g.instance.gpus < 1) throw Error("instance " + g.instance.name, "gpus", "must be >= 1");
-    if (g.nodes < 1) throw Error("--nodes", "", "must be >= 1");
+    if (g.nodes < 1) throw Error(g.nodes_flag, "", "must be >= 1");
     group_first_.push_back(first);
     first += g.nodes;
   }
@@ -41,10 +41,10 @@ void Placement::place(const std::vector<WorkerNeed>& workers) {
     const NodeGroup& grp = groups_[static_cast<std::size_t>(w.group)];
     const int per_node = grp.instance.gpus, lo = group_first_[static_cast<std::size_t>(w.group)], hi = lo + grp.nodes;
     const auto no_fit = [&](const std::string& why) {
-      throw Error("--nodes", "", "the topology needs " + std::to_string(total[static_cast<std::size_t>(w.group)]) +
+      throw Error(grp.nodes_flag, "", "the topology needs " + std::to_string(total[static_cast<std::size_t>(w.group)]) +
                                      " GPUs of " + grp.instance.name + " (" + why + ") but " + std::to_string(grp.nodes) +
                                      " x " + grp.instance.name + " has " + std::to_string(grp.nodes * per_node) +
-                                     "; raise --nodes or shrink the workers");
+                                     "; raise " + grp.nodes_flag + " or shrink the workers");
     };
     WorkerSlot s{w.name, w.gpus};
     s.group = w.group;

@@ -26,6 +26,7 @@ struct WorkerSlot {
 struct NodeGroup {
   hw::InstanceSpec instance;
   int nodes = 1;
+  std::string nodes_flag = "--nodes";   // the flag that set `nodes`, named when the workers do not fit
 };
 struct WorkerNeed {
   std::string name;

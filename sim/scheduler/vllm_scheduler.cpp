@@ -45,13 +45,20 @@ std::int32_t VllmScheduler::new_slot() {
   return slot;
 }
 
+namespace {
+// "request 3", or "trace line 7" for a request read from a trace (sim::simulate adds the file).
+std::string request_name(const workloads::RequestSpec& spec) {
+  return spec.trace_line > 0 ? "trace line " + std::to_string(spec.trace_line) : "request " + std::to_string(spec.id);
+}
+}  // namespace
+
 std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s, int client, bool warmup) {
   // vLLM's frontend refuses a request whose prompt plus max_tokens exceeds max_model_len (HTTP
   // 400). Checked where a client's request arrives, not on a disaggregated decode worker's
   // transfer (which carries the prefill's extra sampled token).
   const std::int64_t total = spec.input_tokens + spec.output_tokens;
   if (cfg_.max_model_len > 0 && total > cfg_.max_model_len)
-    throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
+    throw Error(request_name(spec), "input_tokens + output_tokens",
                 std::to_string(total) + " tokens exceed max_model_len " + std::to_string(cfg_.max_model_len) +
                     " (vLLM rejects such a request; shorten the request or raise max_model_len)");
   std::int32_t slot = init(spec, now_s, client, warmup);
@@ -64,7 +71,7 @@ std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_
   const std::int64_t total = spec.input_tokens + spec.output_tokens;
   std::int64_t need = blocks_for(total, total);
   if (need > pool_.capacity())
-    throw Error("request " + std::to_string(spec.id), "input_tokens + output_tokens",
+    throw Error(request_name(spec), "input_tokens + output_tokens",
                 std::to_string(total) + " tokens need " + std::to_string(need) + " KV cache blocks of " +
                     std::to_string(cfg_.block_size) + " tokens" +
                     (state_blocks_ > 0 ? " (" + std::to_string(state_blocks_) + " of them state blocks)" : std::string()) +

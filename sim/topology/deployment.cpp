@@ -54,8 +54,17 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   Pool p;
   p.par = par;
   const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
-  p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
-  auto inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype);
+  // A role whose TP differs from the aggregated one was given as --prefill-tp / --decode-tp: an
+  // error about its TP names that flag.
+  const bool own_tp = topo_.kind == TopologyChoice::Kind::disaggregated && par.tp != topo_.agg.tp;
+  std::unique_ptr<models::StepCostModel> inner;
+  try {
+    p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
+    inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype);
+  } catch (const Error& err) {
+    if (own_tp && err.where() == "--tp") throw Error(decodes ? "--decode-tp" : "--prefill-tp", err.field(), err.reason());
+    throw;
+  }
   if (decodes && spec_.mtp.enabled())
     p.cost = std::make_unique<MtpStepCost>(std::move(inner), spec_.mtp);
   else
@@ -105,8 +114,8 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
                      : fewest(topo_.prefill_workers, gpus_of(topo_.prefill), pi.gpus) +
                            (topo_.encode_workers > 0 ? fewest(topo_.encode_workers, gpus_of(topo_.encode), pi.gpus) : 0);
       const int dn = spec_.decode_nodes > 0 ? spec_.decode_nodes : fewest(topo_.decode_workers, gpus_of(topo_.decode), di.gpus);
-      groups.push_back({pi, pn});
-      groups.push_back({di, dn});
+      groups.push_back({pi, pn, spec_.prefill_nodes > 0 ? "--prefill-nodes" : "--nodes"});
+      groups.push_back({di, dn, spec_.decode_nodes > 0 ? "--decode-nodes" : "--nodes"});
     }
     placement_ = std::make_unique<Placement>(need, groups);
     prefill_ = make_pool(topo_.prefill, false, *prefill_gpu_);

@@ -19,6 +19,15 @@ PLAN = ["plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--
         "--concurrency", "1,2", "--requests", "10", "--topology", "agg"]
 SANITIZED = bool(os.environ.get("SERVESIM_SANITIZED"))
 
+# Which defects of the bad-input probe (#1-#35, one reproduction each) a test runs; the last test
+# checks that every one is exercised.
+PROBED = set()
+
+
+def probe(*numbers):
+    PROBED.update(numbers)
+    return lambda f: f
+
 
 @pytest.fixture(scope="module")
 def exe():
@@ -53,6 +62,7 @@ def deep(n=100_000):
 
 # ---- #1, #2: deeply nested JSON ---------------------------------------------------------------
 
+@probe(1)
 def test_deep_scenario_is_refused(exe, tmp_path):
     f = tmp_path / "d.json"
     f.write_text('{"description":' + deep() + ',"workload":{"concurrency":1,"isl":10,"osl":10}}')
@@ -61,6 +71,7 @@ def test_deep_scenario_is_refused(exe, tmp_path):
         one_error(run(exe, cmd, "--scenario", f, *extra), "nested deeper than 64 levels")
 
 
+@probe(1)
 def test_deep_trace_hw_and_model_files_are_refused(exe, tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"input_length": ' + deep() + '}\n')
@@ -75,6 +86,7 @@ def test_deep_trace_hw_and_model_files_are_refused(exe, tmp_path):
     one_error(run(exe, "memory", "--model-file", model, "--gpu", "h200"), "nested deeper")
 
 
+@probe(2)
 def test_deep_python_scenario_raises_error():
     # In a child interpreter: before the fix this segfaulted.
     code = ("import servesim\nx=[]\nfor i in range(200000): x=[x]\ns=servesim.default_scenario();s['description']=x\n"
@@ -88,6 +100,7 @@ def test_deep_python_scenario_raises_error():
     assert len(errs) == 3 and all("nested" in e for e in errs), out.stdout
 
 
+@probe(32)
 def test_duplicate_keys_are_refused(exe, tmp_path):
     # #32: {"tp": 8, "tp": 4} was silently TP4.
     f = tmp_path / "dup.json"
@@ -100,6 +113,7 @@ def test_duplicate_keys_are_refused(exe, tmp_path):
 
 # ---- #3: thread creation failure ---------------------------------------------------------------
 
+@probe(3)
 @pytest.mark.skipif(SANITIZED, reason="an address-space limit and AddressSanitizer's shadow memory do not mix")
 def test_thread_creation_failure_is_an_error(exe):
     conc = ",".join(str(i) for i in range(1, 401))
@@ -123,6 +137,7 @@ def test_results_do_not_depend_on_threads(exe):
 
 # ---- #4, #17, #18, #19: charts without a shell, atomic outputs ------------------------------------
 
+@probe(4)
 def test_plot_path_is_never_shell_parsed(exe, tmp_path):
     evil = "x'; touch PWNED; echo '.png"
     out = run(exe, *PLAN, "--plot", evil, cwd=tmp_path, timeout=120)
@@ -140,6 +155,7 @@ def test_plot_path_is_never_shell_parsed(exe, tmp_path):
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
 
 
+@probe(17, 18, 19)
 def test_plot_failures_are_one_line_and_leave_nothing(exe, tmp_path):
     one_error(run(exe, *PLAN, "--plot", tmp_path / "nodir" / "p.png"), "--plot", "nodir", "does not exist")
     (tmp_path / "p-throughput.png").mkdir()   # the second chart cannot be written
@@ -148,6 +164,7 @@ def test_plot_failures_are_one_line_and_leave_nothing(exe, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["p-throughput.png"]
 
 
+@probe(18)
 def test_plotter_errors_are_one_line(tmp_path):
     from servesim import plot
     bad = tmp_path / "bad.json"
@@ -164,6 +181,7 @@ def test_plotter_errors_are_one_line(tmp_path):
     assert plot  # imported
 
 
+@probe(17)
 def test_export_is_all_or_nothing(exe, tmp_path):
     (tmp_path / "p1" / "profile_export_aiperf.csv").mkdir(parents=True)
     one_error(run(exe, "simulate", *N8, "--requests", 20, "--export", tmp_path / "p1"), "profile_export_aiperf.csv")
@@ -179,6 +197,7 @@ def test_sweep_output_is_atomic(exe, tmp_path):
 
 # ---- #6, #22: input files ----------------------------------------------------------------------
 
+@probe(6, 22)
 @pytest.mark.parametrize("flag", ["scenario", "hw", "model"])
 def test_non_regular_inputs_are_refused_without_reading(exe, tmp_path, flag):
     fifo = tmp_path / "fifo"
@@ -191,12 +210,14 @@ def test_non_regular_inputs_are_refused_without_reading(exe, tmp_path, flag):
         one_error(out, path, what)
 
 
+@probe(22)
 def test_missing_trace_names_the_reason(exe, tmp_path):
     s = tmp_path / "s.json"
     s.write_text('{"workload":{"trace":"nope.jsonl","concurrency":1,"isl":1,"osl":1}}')
     one_error(run(exe, "simulate", "--scenario", s), "nope.jsonl", "No such file or directory")
 
 
+@probe(31)
 def test_hw_file_after_the_subcommand(exe, tmp_path):
     hw = tmp_path / "hw.json"
     gpus = servesim.gpus()
@@ -210,6 +231,7 @@ def test_hw_file_after_the_subcommand(exe, tmp_path):
 
 # ---- #5: bounded runs --------------------------------------------------------------------------
 
+@probe(5)
 def test_requests_are_capped_with_a_reason(exe):
     one_error(run(exe, "simulate", *N8, "--requests", 1_000_000_000), "requests", "10^7")
 
@@ -221,6 +243,7 @@ def test_quiet_flag_exists(exe):
 
 # ---- #7, #16, #21: plan arithmetic and messages ---------------------------------------------------
 
+@probe(7)
 def test_plan_huge_target_is_an_error_not_a_negative_count(exe):
     base = list(PLAN)
     i = base.index("--target-tps")
@@ -237,6 +260,7 @@ def test_plan_huge_target_is_an_error_not_a_negative_count(exe):
         one_error(out, "--target-tps", "10^9")
 
 
+@probe(16, 21)
 def test_plan_zero_slo_and_osl_one_are_named(exe):
     i = PLAN.index("--ttft-ms")
     one_error(run(exe, *(PLAN[:i + 1] + ["0"] + PLAN[i + 2:])), "--ttft-ms", "> 0")
@@ -246,16 +270,19 @@ def test_plan_zero_slo_and_osl_one_are_named(exe):
     one_error(run(exe, *(PLAN[:i + 1] + ["1"] + PLAN[i + 2:])), "--osl", "two output tokens")
 
 
+@probe(21)
 def test_pp_zero_names_pp(exe):
     one_error(run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--pp", "0"), "--pp")
 
 
+@probe(21)
 def test_request_rate_list_in_simulate_names_request_rate(exe):
     one_error(run(exe, "simulate", "--request-rate", "1,2", "--requests", 5), "--request-rate")
 
 
 # ---- #8: max_model_len --------------------------------------------------------------------------
 
+@probe(8)
 def test_prompt_longer_than_max_model_len_is_refused(exe):
     one_error(run(exe, "simulate", *N8, "--isl", 10_000_000, "--requests", 10), "max_model_len 262144")
     one_error(run(exe, "simulate", *N8, "--max-model-len", 100, "--isl", 2000, "--requests", 4), "max_model_len 100")
@@ -277,6 +304,7 @@ def hw_file(tmp_path, **changes):
 
 @pytest.mark.parametrize("field,value", [("hbm_bw_bytes_per_s", 1e-300), ("bf16_flops", 1e-300),
                                          ("nvlink_bw_bytes_per_s", 1e-300), ("hbm_usable_bytes", 1e300)])
+@probe(9, 26)
 def test_absurd_datasheet_values_are_refused(exe, tmp_path, field, value):
     p = hw_file(tmp_path, **{field: value})
     one_error(run(exe, "--hw-file", p, "op", "gemm", "--gpu", "x1", "--m", 1, "--n", 1, "--k", 1), field, "between")
@@ -284,6 +312,7 @@ def test_absurd_datasheet_values_are_refused(exe, tmp_path, field, value):
 
 # ---- #10: NaN and inf never become the default -------------------------------------------------------
 
+@probe(10)
 @pytest.mark.parametrize("flag", ["--gpu-memory-utilization", "--step-overhead-ms", "--burstiness", "--isl-stddev"])
 def test_nan_flags_are_refused(exe, flag):
     extra = ["--isl", 100] if flag == "--isl-stddev" else []
@@ -294,10 +323,12 @@ def test_negative_stddev_is_refused(exe):
     one_error(run(exe, "simulate", *N8, "--requests", 10, "--isl", 100, "--isl-stddev", "-5"), "--isl-stddev")
 
 
+@probe(21)
 def test_request_rate_nan_is_named(exe):
     one_error(run(exe, "simulate", "--request-rate", "nan", "--requests", 5), "--request-rate", "finite")
 
 
+@probe(10, 24)
 def test_python_nan_is_refused():
     for kw in (dict(gpu_memory_utilization=float("nan")), dict(step_overhead_ms=float("inf"))):
         with pytest.raises(servesim.Error, match="finite"):
@@ -310,6 +341,7 @@ def test_python_nan_is_refused():
 
 @pytest.mark.parametrize("flag,value", [("--max-num-batched-tokens", "-100000000"), ("--max-num-seqs", "-5"),
                                         ("--num-speculative-tokens", "-50")])
+@probe(11)
 def test_memory_refuses_impossible_engine_knobs(exe, flag, value):
     one_error(run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", 4,
                   flag, value), flag)
@@ -317,6 +349,7 @@ def test_memory_refuses_impossible_engine_knobs(exe, flag, value):
 
 # ---- #13: more clients than requests ----------------------------------------------------------------
 
+@probe(13)
 def test_concurrency_above_requests_is_refused(exe):
     one_error(run(exe, "simulate", *N8, "--concurrency", 64, "--requests", 10), "64 clients", "10 requests")
     one_error(run(exe, "sweep", *N8, "--concurrency", "1,64", "--requests", 10), "--concurrency", "64 clients")
@@ -324,6 +357,7 @@ def test_concurrency_above_requests_is_refused(exe):
 
 # ---- #14: images on a text-only model ------------------------------------------------------------
 
+@probe(14)
 def test_images_on_a_text_model_are_refused(exe, tmp_path):
     s = tmp_path / "mm.json"
     s.write_text(json.dumps({"model": "llama-3.1-70b", "gpu": "h200", "gpus": 8, "tp": 8, "workload": {
@@ -336,12 +370,14 @@ def test_images_on_a_text_model_are_refused(exe, tmp_path):
 
 # ---- #20: TP wider than NVLink -------------------------------------------------------------------
 
+@probe(20)
 def test_tp_beyond_nvlink_says_what_to_do(exe):
     one_error(run(exe, "step", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", 16), "--tp", "--pp")
 
 
 # ---- #25: request-rate sweeps chart ----------------------------------------------------------------
 
+@probe(25)
 def test_plot_reads_request_rate_sweeps(exe, tmp_path):
     out = run(exe, "sweep", *N8, "--request-rate", "1,2", "--requests", 30, "--isl", 500, "--osl", 20,
               "--format", "json")
@@ -355,6 +391,7 @@ def test_plot_reads_request_rate_sweeps(exe, tmp_path):
 
 # ---- #29, #30: one rule for defaults; contradictory flags ---------------------------------------------
 
+@probe(29)
 def test_simulate_model_does_not_inherit_the_embedded_fp8_tp8(exe):
     out = run(exe, "simulate", "--model", "nemotron-3-nano", "--requests", 10)
     assert out.returncode == 0, out.stderr
@@ -366,6 +403,7 @@ def test_simulate_model_does_not_inherit_the_embedded_fp8_tp8(exe):
     assert f"TP{mg['tp']}" in head, (head, mg)
 
 
+@probe(30)
 def test_gpu_and_instance_must_agree(exe):
     one_error(run(exe, "simulate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", 8, "--gpus", 8, "--topology",
                   "agg", "--instance", "p6-b200.48xlarge", "--requests", 10), "--gpu", "disagree")
@@ -375,6 +413,7 @@ def test_gpu_and_instance_must_agree(exe):
 
 # ---- #32: wrong-shaped fields -------------------------------------------------------------------
 
+@probe(32)
 def test_wrong_shaped_engine_is_an_error(exe, tmp_path):
     s = tmp_path / "e.json"
     s.write_text('{"engine": [], "workload": {"concurrency": 1, "isl": 10, "osl": 10, "requests": 2}}')
@@ -383,6 +422,7 @@ def test_wrong_shaped_engine_is_an_error(exe, tmp_path):
 
 # ---- #35: the reference study's sweep goes on until an SLO binds ------------------------------------
 
+@probe(35)
 def test_plan_without_concurrency_extends_past_256(exe):
     out = run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", 1, "--precision",
               "bf16", "--isl", 200, "--osl", 20, "--ttft-ms", 2000, "--itl-ms", 200, "--target-tps", 1000,
@@ -399,6 +439,7 @@ def test_plan_without_concurrency_extends_past_256(exe):
 
 # ---- #23: nested text_config -------------------------------------------------------------------
 
+@probe(23)
 def test_text_config_models_name_the_reason(exe, tmp_path):
     f = tmp_path / "llama4.json"
     f.write_text(json.dumps({"model_type": "llama4", "text_config": {"hidden_size": 5120}, "vision_config": {}}))
@@ -408,6 +449,7 @@ def test_text_config_models_name_the_reason(exe, tmp_path):
 
 # ---- #24: Python errors are servesim.Error and name the argument ----------------------------------
 
+@probe(24)
 def test_python_errors_name_the_argument():
     s = servesim.scenario(isl=200, osl=10, requests=20, concurrency=2)
     r = servesim.sweep(s, concurrency="1,2")
@@ -423,6 +465,7 @@ def test_python_errors_name_the_argument():
                       ttft_ms=100, itl_ms=10, target_tps=10, concurrency=[1.7, 2])
 
 
+@probe(24)
 def test_python_errors_use_argument_names_not_flags():
     with pytest.raises(servesim.Error) as e:
         servesim.memory("nemotron-3-super", "h200", tp=0)
@@ -431,6 +474,7 @@ def test_python_errors_use_argument_names_not_flags():
 
 # ---- #29: memory and step resolve what is left open the way simulate does ----------------------
 
+@probe(29)
 def test_memory_and_step_resolve_defaults_like_min_gpus(exe):
     # No --gpu, --precision or --tp: H200, the checkpoint's BF16, and the smallest shape that
     # serves the model (the min-gpus table's), printed in the header.
@@ -447,3 +491,187 @@ def test_memory_and_step_resolve_defaults_like_min_gpus(exe):
     assert head[1].startswith("(defaults: GPU H200 (none named); precision bf16 (the checkpoint's); TP")
     out = run(exe, "step", "--model", "llama-3.1-70b", "--tp", "0")
     assert out.returncode != 0 and "--tp" in out.stderr
+
+
+# ---- The rest of the probe's reproductions, one test each where none above runs it -------------
+
+@probe(12, 28)
+def test_memory_kv_capacity_is_what_simulate_runs(exe):
+    # #12: "max sequences at C" follows the KV capacity printed beside it; #28: simulate's KV pool
+    # ("auto" = the checkpoint's dtype) is the one memory prints, and the 9216-token request runs.
+    out = run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h100", "--precision", "fp8", "--tp", 2,
+              "--context", 9216, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    kv = json.loads(out.stdout)["kv_cache"]
+    assert kv["max_concurrent_seqs"] == min(kv["max_num_seqs"], kv["usable_blocks"] // kv["blocks_per_seq"])
+    sim = run(exe, "simulate", "--model", "nemotron-3-super", "--gpu", "h100", "--precision", "fp8", "--tp", 2,
+              "--gpus", 2, "--isl", 8192, "--osl", 1024, "--requests", 4, "--concurrency", 4)
+    assert sim.returncode == 0, sim.stderr
+    assert f"KV blocks per replica: {kv['usable_blocks']} x {kv['block_size']} tokens" in sim.stdout
+
+
+@probe(33)
+def test_memory_max_sequences_never_exceed_max_num_seqs(exe):
+    out = run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", 4,
+              "--context", 131072, "--max-num-seqs", 256, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    kv = json.loads(out.stdout)["kv_cache"]
+    assert kv["max_num_seqs"] == 256 and kv["max_concurrent_seqs"] <= 256
+    assert kv["max_concurrent_seqs"] == min(256, kv["usable_blocks"] // kv["blocks_per_seq"])
+
+
+@probe(15)
+def test_kv_dtype_changes_decode_attention_time(exe):
+    def attn(kv):
+        out = run(exe, "step", "--model", "nemotron-3-super", "--gpu", "h200", "--tp", 8, "--precision", "fp8",
+                  "--batch", 64, "--context", 100000, "--kv-cache-dtype", kv, "--format", "json")
+        assert out.returncode == 0, out.stderr
+        part = next(p for p in json.loads(out.stdout)["decode"]["parts"] if "decode attention" in p["op"])
+        return part["seconds"], part["hbm_bytes"]
+    (t8, b8), (t16, b16) = attn("fp8"), attn("bf16")
+    assert b8 < 0.6 * b16 and t8 < 0.9 * t16   # FP8 KV reads half the bytes
+    one_error(run(exe, "memory", "--model", "nemotron-3-super", "--gpu", "h200", "--kv-cache-dtype", "nvfp4"),
+              "--kv-cache-dtype", "nvfp4")
+
+
+@probe(20)
+def test_tp_beyond_nvlink_in_simulate_and_plan(exe):
+    one_error(run(exe, "simulate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", 16, "--gpus", 16, "--topology",
+                  "agg", "--instance", "p5en.48xlarge", "--nodes", 2, "--requests", 10), "--tp", "--pp")
+    plan = [a for a in PLAN]
+    plan[plan.index("--model") + 1] = "llama-3.1-70b"
+    plan[plan.index("--nodes") + 1] = "2"
+    one_error(run(exe, *plan, "--tp", 16), "--tp", "NVLink", "--pp")
+
+
+@probe(21)
+def test_role_flags_are_named(exe):
+    one_error(run(exe, "simulate", "--model", "llama-3.1-70b", "--topology", "disagg", "--instance", "p5en.48xlarge",
+                  "--nodes", 2, "--decode-tp", 3, "--requests", 5), "--decode-tp", "does not divide")
+    one_error(run(exe, "simulate", "--model", "nemotron-3-nano", "--topology", "disagg", "--prefill-instance",
+                  "p5en.48xlarge", "--decode-instance", "p6-b200.48xlarge", "--prefill-nodes", 1, "--prefill-workers", 5,
+                  "--prefill-tp", 2, "--requests", 5), "--prefill-nodes", "raise --prefill-nodes")
+
+
+@probe(21, 24)
+def test_python_names_the_argument_of_a_bad_number():
+    with pytest.raises(servesim.Error, match="isl"):
+        servesim.simulate(servesim.scenario(isl=float("nan"), requests=5))
+    with pytest.raises(servesim.Error, match="target_tps"):
+        servesim.plan(model="nemotron-3-nano", instance="p5en.48xlarge", nodes=1, precision="bf16", isl=100, osl=10,
+                      ttft_ms=100, itl_ms=10, target_tps=0, concurrency=[1])
+    with pytest.raises(servesim.Error, match="concurrency"):
+        servesim.min_gpus("nemotron-3-super", policy="vllm", concurrency=-5)
+
+
+@probe(22)
+def test_trace_request_that_does_not_fit_names_file_and_line(exe, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"input_length": 100, "output_length": 10}\n\n{"input_length": 300000, "output_length": 10}\n')
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps({"model": "nemotron-3-super", "gpu": "h200", "gpus": 8, "tp": 8, "precision": "fp8",
+                             "workload": {"trace": "t.jsonl", "concurrency": 1}}))
+    one_error(run(exe, "simulate", "--scenario", s), "t.jsonl: line 3", "max_model_len")
+    # A request within max_model_len that the KV pool cannot hold: the same file and line.
+    s.write_text(json.dumps({"model": "llama-3.1-70b", "gpu": "h100", "gpus": 4, "tp": 4, "precision": "bf16",
+                             "engine": {"gpu_memory_utilization": 0.5},
+                             "workload": {"trace": "t.jsonl", "concurrency": 1}}))
+    out = run(exe, "simulate", "--scenario", s)
+    one_error(out, "t.jsonl: line 3")
+    assert "KV cache blocks" in out.stderr or "max_model_len" in out.stderr
+
+
+@probe(22)
+def test_missing_and_directory_model_files(exe, tmp_path):
+    one_error(run(exe, "memory", "--model-file", tmp_path / "nope.json"), "nope.json", "No such file or directory")
+    one_error(run(exe, "memory", "--model-file", tmp_path), "is a directory", "regular file")
+
+
+@probe(27, 29)
+def test_model_file_runs_everywhere_with_the_same_defaults(exe, tmp_path):
+    src = os.environ.get("SERVESIM_SOURCE_DIR")
+    if not src:
+        pytest.skip("SERVESIM_SOURCE_DIR not set")
+    f = os.path.join(src, "tests", "models", "data", "tiny-qwen3.json")
+    mem = json.loads(run(exe, "memory", "--model-file", f, "--format", "json").stdout)
+    out = run(exe, "simulate", "--model-file", f, "--requests", 4, "--isl", 100, "--osl", 10)
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[0]
+    # The checkpoint's precision and the smallest shape, as memory resolves them; not the embedded FP8/TP8.
+    assert f"TP{mem['tp']}, {mem['precision']})" in head, (head, mem["tp"], mem["precision"])
+    assert "defaults:" in out.stdout
+    for cmd in (["step"], ["min-gpus"]):
+        assert run(exe, *cmd, "--model-file", f).returncode == 0
+    # A model file is read, never registered under its name.
+    servesim.memory(model_file=f)
+    with pytest.raises(servesim.Error, match="unknown model"):
+        servesim.memory("tiny-qwen3")
+
+
+@probe(32)
+def test_open_loop_flags_in_a_closed_loop_are_refused(exe):
+    one_error(run(exe, "simulate", *N8, "--requests", 10, "--arrival", "gamma", "--concurrency", 4), "--arrival",
+              "--request-rate")
+    one_error(run(exe, "simulate", *N8, "--requests", 10, "--burstiness", 2), "--burstiness", "--request-rate")
+    with pytest.raises(servesim.Error, match="arrival"):
+        s = servesim.scenario(requests=5, concurrency=2)
+        s["workload"]["arrival"] = "gamma"
+        servesim.simulate(s)
+    assert run(exe, "simulate", *N8, "--requests", 10, "--request-rate", 5, "--burstiness", 2).returncode == 0
+
+
+@probe(32)
+def test_out_of_range_integers_are_refused_not_clamped(exe):
+    for seed in ("99999999999999999999", "18446744073709551615"):
+        one_error(run(exe, "simulate", *N8, "--requests", 5, "--seed", seed), "--seed", "out of range")
+    with pytest.raises(servesim.Error, match="seed"):
+        servesim.simulate('{"seed": 18446744073709551615, "workload": {"concurrency": 1, "isl": 10, "osl": 2, '
+                          '"requests": 2}}')
+    one_error(run(exe, "min-gpus", "--model", "nemotron-3-super", "--policy", "vllm", "--concurrency", -5),
+              "--concurrency", ">= 1")
+
+
+@probe(34)
+def test_declared_fp8_checkpoint_is_sized_as_fp8(exe, tmp_path):
+    cfg = {"model_type": "qwen3_moe", "hidden_size": 2048, "vocab_size": 151936, "num_hidden_layers": 48,
+           "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+           "num_experts_per_tok": 8, "moe_intermediate_size": 768, "intermediate_size": 6144,
+           "max_position_embeddings": 40960, "tie_word_embeddings": False}
+    bf = tmp_path / "bf16.json"
+    bf.write_text(json.dumps(cfg))
+    f8 = tmp_path / "fp8.json"
+    f8.write_text(json.dumps(dict(cfg, quantization_config={"quant_method": "fp8", "fmt": "e4m3"})))
+    a = json.loads(run(exe, "memory", "--model-file", bf, "--tp", 1, "--format", "json").stdout)
+    b = json.loads(run(exe, "memory", "--model-file", f8, "--tp", 1, "--format", "json").stdout)
+    assert a["precision"] == "bf16" and b["precision"].startswith("fp8"), (a["precision"], b["precision"])
+    # The quantized linears halve (FP8: 1 byte per weight instead of 2).
+    assert b["weights_quantized_bytes"] == pytest.approx(a["weights_quantized_bytes"] / 2, rel=0.02)
+    # --precision still overrides the checkpoint.
+    c = json.loads(run(exe, "memory", "--model-file", f8, "--tp", 1, "--precision", "bf16", "--format", "json").stdout)
+    assert c["precision"] == "bf16"
+
+
+def test_huge_head_count_is_an_error_not_a_crash(exe, tmp_path):
+    # Found by the fuzz driver: 2^32 KV heads became 0 as an int and divided by zero (SIGFPE).
+    f = tmp_path / "kv.json"
+    f.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "vocab_size": 1000, "num_hidden_layers": 2,
+                             "num_attention_heads": 32, "num_key_value_heads": 2 ** 32, "intermediate_size": 100}))
+    one_error(run(exe, "memory", "--model-file", f), "num_key_value_heads", "2^24")
+
+
+def test_every_probe_defect_is_exercised():
+    assert PROBED == set(range(1, 36)), sorted(set(range(1, 36)) - PROBED)
+
+
+def test_plan_header_prints_the_resolved_configuration(exe):
+    # Issue point 4: plan resolves precision, GPU, shape and KV dtype by the shared rule and says so.
+    args = [a for a in PLAN if a not in ("--precision", "bf16")]
+    out = run(exe, *args, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    assert (j["gpu"], j["precision"], j["kv_cache_dtype"]) == ("H200", "bf16", "bf16")
+    mg = servesim.min_gpus("nemotron-3-nano", precisions="bf16", gpus="h200")[0]
+    assert any(n.startswith(f"TP{mg['tp']} ") for n in j["defaults"]), j["defaults"]
+    text = run(exe, *args).stdout.splitlines()
+    assert text[0].startswith("Model nemotron-3-nano (bf16 weights, KV bf16) on 1 x p5en.48xlarge (H200)")
+    assert text[1].startswith("(defaults: precision bf16 (the checkpoint's); TP")
