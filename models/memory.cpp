@@ -42,7 +42,7 @@ bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
 
 // Routed-expert weights of one MoE block on one GPU (experts split over EP, or sharded over TP).
 double routed_expert_params(const ModelSpec& m, const Parallelism& par) {
-  const double split = par.ep > 1 ? par.ep : par.tp;
+  const double split = par.ep > 1 ? par.ep : par.moe_group();
   return double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
 }
 
@@ -79,9 +79,9 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
     }
     case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_intermediate) / tp, H};
     case LayerKind::moe: {
-      // Experts split over tp (sharded) or ep (whole experts per rank); latent projections and the
-      // router are replicated; the shared expert is TP-sharded.
-      const double split = par.ep > 1 ? par.ep : tp;
+      // Experts split over tp x dp (sharded) or ep (whole experts per rank); latent projections and
+      // the router are replicated; the shared expert is TP-sharded within the attention rank.
+      const double split = par.ep > 1 ? par.ep : par.moe_group();
       const double routed = double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
       const double biases = m.moe_bias ? double(m.experts) * ((m.moe_gated ? 2 : 1) * double(m.moe_intermediate) / split + double(m.moe_width())) : 0;
       const double shared = m.shared_experts > 0 ? (m.moe_gated ? 3 : 2) * H * double(m.shared_intermediate * m.shared_experts) / tp : 0;
@@ -217,11 +217,11 @@ double ssm_state_bytes_per_seq(const ModelSpec& m, const Parallelism& par) {
 Concurrency MemoryPlan::concurrency(std::int64_t context_tokens) const {
   Concurrency c;
   c.context_tokens = context_tokens;
-  c.max_num_seqs = max_num_seqs;
+  c.max_num_seqs = max_num_seqs * dp;
   c.blocks_per_seq = kv.blocks_per_request(context_tokens);
-  c.by_cache = kv.max_requests(context_tokens);
-  c.seqs = int(std::min<std::int64_t>(c.by_cache, max_num_seqs));
-  c.bound = c.by_cache < max_num_seqs ? "KV cache" : "max_num_seqs";
+  c.by_cache = kv.max_requests(context_tokens) * dp;
+  c.seqs = int(std::min<std::int64_t>(c.by_cache, c.max_num_seqs));
+  c.bound = c.by_cache < c.max_num_seqs ? "KV cache" : "max_num_seqs";
   return c;
 }
 
@@ -249,13 +249,23 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " does not divide the " +
                                 std::to_string(m.lin_key_heads) + " key heads and " + std::to_string(m.lin_value_heads) +
                                 " value heads of the Gated DeltaNet layers of " + m.name);
+  if (par.dp < 1) throw Error("--dp", "", "attention data parallel size must be >= 1, got " + std::to_string(par.dp));
   if (par.ep > 1 && m.experts % par.ep != 0)
     throw Error("--ep", "", "expert parallel size does not divide " + std::to_string(m.experts) + " experts");
+  if (par.dp > 1 && m.count(LayerKind::moe) == 0)
+    throw Error("--dp", "", "attention data parallelism needs MoE layers to share (" + m.name +
+                                " has none): serve a dense model as " + std::to_string(par.dp) + " replicas instead");
+  if (par.dp > 1 && par.pp > 1)
+    throw Error("--dp", "", "attention data parallelism with pipeline stages is not modelled; use --pp 1");
+  if (par.dp > 1 && par.ep > 1 && par.ep != par.moe_group())
+    throw Error("--ep", "", "with attention data parallelism the expert parallel size must be 1 or tp x dp (" +
+                                std::to_string(par.moe_group()) + "), got " + std::to_string(par.ep));
   if (!(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
 
   MemoryPlan plan;
-  plan.gpus = par.tp * par.pp;
+  plan.gpus = par.gpus();
+  plan.dp = par.dp;
   plan.block_size = cfg.block_size;
   plan.max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len : m.max_context;
   plan.weight_precision = std::string(hw::to_string(wp));
@@ -316,8 +326,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
     widest = std::max(widest, (2.0 * m.lin_key_dim() + 2.0 * m.lin_value_dim() + 2.0 * m.lin_value_heads) / par.tp);
   if (m.count(LayerKind::moe)) {
     // fused_moe: intermediate caches of tokens·top_k rows (up-projection output + activation).
-    const double split = par.ep > 1 ? 1.0 : par.tp;
-    widest = std::max(widest, m.top_k * (2.0 * double(m.moe_intermediate) / split + double(m.moe_width())));
+    // With attention data parallelism the MoE sees every rank's tokens (all-gathered).
+    const double split = par.ep > 1 ? 1.0 : par.moe_group();
+    widest = std::max(widest, par.dp * m.top_k * (2.0 * double(m.moe_intermediate) / split + double(m.moe_width())));
   }
   const double residual = 3.0 * T * H * 2;  // residual, normed input, block output (bf16)
   const double sampler = 2.0 * double(cfg.max_num_seqs) * V * 4;

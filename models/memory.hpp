@@ -55,7 +55,8 @@ struct WeightBreakdown {            // per GPU, bytes
   double total() const { return quantized + high_precision + vision + mtp; }
 };
 
-// How many sequences of a context run at once, and which bound binds.
+// How many sequences of a context run at once on the replica (all attention data-parallel ranks),
+// and which bound binds.
 struct Concurrency {
   std::int64_t context_tokens = 0;
   std::int64_t blocks_per_seq = 0;  // attention blocks (with K lookahead) + state blocks (1 + K per group)
@@ -80,7 +81,9 @@ struct MemoryPlan {                 // per GPU unless named total
   double budget_bytes = 0;          // gpu_memory_utilization × total
   double cuda_graph_bytes = 0, nccl_bytes = 0, context_bytes = 0;  // parts of reserve_bytes
   double conv_state_bytes_per_seq = 0, ssm_state_bytes_per_seq = 0; // per GPU, parts of state_bytes_per_seq
-  int gpus = 1;                     // tp × pp
+  int gpus = 1;                     // tp × pp × dp
+  int dp = 1;                       // attention data-parallel ranks: each has its own num_kv_blocks
+                                    // pool and max_num_seqs; concurrency() counts the whole replica
   std::int64_t max_model_len = 0;   // resolved
   int block_size = 16;              // = kv.block_size (hybrid models: raised to match the state page)
   std::string weight_precision, kv_precision, weight_note;  // e.g. "NVFP4 dequantised to ... (Marlin W4A16)"

@@ -160,6 +160,26 @@ ModelSpec import_hf_config(std::string_view json_text, const std::string& file, 
 // servesim's own model JSON (models/data/*.json): {"name", "hf_config": {...}, "vision": {...}, ...}.
 ModelSpec parse_model_json(std::string_view json_text, const std::string& file);
 
-struct Parallelism { int tp = 1; int pp = 1; int ep = 1; };   // ep: 1 = experts TP-sharded; ep == tp*dp = expert parallel
+// One replica's parallel layout, as `vllm serve` takes it. tp: tensor parallel within each
+// attention data-parallel rank; pp: pipeline stages; dp: attention data-parallel ranks (each runs
+// its own requests through attention and the dense layers, with its own KV cache; the MoE layers
+// span all tp x dp GPUs); ep: 1 = routed experts tensor-sharded over tp x dp, ep == tp x dp =
+// whole experts per GPU (--enable-expert-parallel). The replica has tp x pp x dp GPUs.
+struct Parallelism {
+  int tp = 1;
+  int pp = 1;
+  int ep = 1;
+  int dp = 1;
+  int gpus() const { return tp * pp * dp; }
+  int moe_group() const { return tp * dp; }  // GPUs an MoE layer spans
+  // "TP4", "TP2 PP2", "TP2 DP4 EP8": as servesim prints a layout.
+  std::string label() const {
+    std::string s = "TP" + std::to_string(tp);
+    if (pp > 1) s += " PP" + std::to_string(pp);
+    if (dp > 1) s += " DP" + std::to_string(dp);
+    if (ep > 1) s += " EP" + std::to_string(ep);
+    return s;
+  }
+};
 
 }  // namespace servesim::models

@@ -46,6 +46,48 @@ OpTime sum(std::initializer_list<OpTime> ops) {
   return t;
 }
 
+// The busiest attention data-parallel rank's share of a replica step: vLLM's DP coordinator
+// balances requests over ranks by load, so a rank runs ceil(n / dp) of the decodes and of the
+// prefill chunks (at the average chunk length), and every rank waits for the busiest one at the
+// MoE layers' collectives.
+StepBatch rank_share(const StepBatch& b, int dp) {
+  if (dp <= 1) return b;
+  auto share = [dp](int n) { return (n + dp - 1) / dp; };
+  StepBatch r = b;
+  r.decode_seqs = share(b.decode_seqs);
+  if (b.decode_seqs > 0)
+    r.decode_context_tokens = std::int64_t(std::llround(double(b.decode_context_tokens) * r.decode_seqs / b.decode_seqs));
+  r.prefill_seqs = share(b.prefill_seqs);
+  if (b.prefill_seqs > 0) {
+    const double f = double(r.prefill_seqs) / b.prefill_seqs;
+    r.prefill_tokens = std::int64_t(std::llround(double(b.prefill_tokens) * f));
+    r.prefill_attention_pairs = b.prefill_attention_pairs * f;
+  }
+  r.vision_tiles = share(b.vision_tiles);
+  return r;
+}
+
+// The DP group of one TP rank: dp GPUs strided by tp; over EFA when tp x dp leaves the NVLink
+// domain (on the catalogue's first instance of that GPU).
+hw::CommGroup dp_group(const hw::GpuSpec& gpu, const Parallelism& par) {
+  hw::CommGroup g{par.dp, 1, nullptr};
+  if (par.dp <= 1 || par.moe_group() <= gpu.nvlink_domain) return g;
+  for (const auto& inst : hw::Catalog::global().instances())
+    if (inst.gpu == gpu.name) {
+      g.instance = &inst;
+      if (par.moe_group() <= inst.nvlink_domain_gpus) return g;  // one NVLink domain across trays (NVL72)
+      g.nodes = (par.moe_group() + inst.gpus - 1) / inst.gpus;
+      break;
+    }
+  if (!g.instance)
+    throw Error("--dp", "", "tp x dp = " + std::to_string(par.moe_group()) + " GPUs leave one NVLink domain of " + gpu.name +
+                                " and the catalogue has no instance of it to span nodes with");
+  if (par.dp % g.nodes != 0)
+    throw Error("--dp", "", "attention data parallel size " + std::to_string(par.dp) + " does not split over the " +
+                                std::to_string(g.nodes) + " nodes that tp x dp = " + std::to_string(par.moe_group()) + " GPUs take");
+  return g;
+}
+
 struct Part {  // a kind's figures for the breakdown
   const char* kind;
   const char* op;
@@ -58,7 +100,7 @@ class Model final : public StepCostModel {
  public:
   Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
       : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp),
-        dp_(m.quantized_experts_only ? hw::Precision::bf16 : wp), par_(par), kv_(kv) {
+        dp_(m.quantized_experts_only ? hw::Precision::bf16 : wp), par_(par), kv_(kv), dp_group_(dp_group(gpu, par)) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
     n_full_ = m.count(LayerKind::attention);
@@ -75,7 +117,7 @@ class Model final : public StepCostModel {
       const int blocks = int(m.layers.size());
       const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? 1 : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
                           n_gdn_ * 7 + n_mlp_ * 4 + n_moe_ * per_moe +
-                          (tp > 1 ? blocks : 0) + (par.ep > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
+                          (tp > 1 ? blocks : 0) + (par.ep > 1 || par.dp > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
       eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
       // MLA runs eagerly between piecewise graphs like attention, Gated DeltaNet like Mamba.
       launch_counts_ = {kernels, n_attn_ + n_mla_, n_mamba_ + n_gdn_};
@@ -188,12 +230,8 @@ class Model final : public StepCostModel {
       mlp_.fill([&](std::int64_t M) { return gemm(M, (m.mlp_gated ? 2 : 1) * I, H) + gemm(M, H, I); });
     }
     if (n_moe_) {
-      const int split = par.ep > 1 ? par.ep : 1;
-      local_experts_ = m.experts / split;
-      const std::int64_t I = par.ep > 1 ? m.moe_intermediate : m.moe_intermediate / tp;
       const std::int64_t W = m.moe_width();
-      (void)W;
-      (void)I;
+      local_experts_ = m.experts / (par.ep > 1 ? par.ep : 1);
       moe_routed_.fill([&](std::int64_t tokens) { return km_.moe(moe_shape(double(tokens)), wp_).seconds; });
       const std::int64_t Is = m.shared_intermediate * m.shared_experts / tp;
       moe_dense_.fill([&](std::int64_t M) {
@@ -202,7 +240,16 @@ class Model final : public StepCostModel {
         if (m.moe_latent > 0) t += gemm(M, m.moe_latent, H) + gemm(M, H, m.moe_latent);
         return t;
       });
-      if (par.ep > 1) {
+      if (par.dp > 1) {
+        // vLLM's default all2all backend with data-parallel attention (allgather_reducescatter):
+        // each MoE layer all-gathers every rank's hidden states across the DP group (ranks padded
+        // to the busiest one) and reduce-scatters the expert outputs back; M is one rank's tokens.
+        moe_a2a_.fill([&](std::int64_t M) {
+          const double bytes = double(par.dp) * double(M) * W * 2;
+          return km_.collective(hw::Collective::all_gather, bytes, dp_group_).seconds +
+                 km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_).seconds;
+        });
+      } else if (par.ep > 1) {
         hw::CommGroup g{par.ep, 1, nullptr};
         moe_a2a_.fill([&](std::int64_t M) {
           return 2 * km_.collective(hw::Collective::all_to_all, double(M) * m.top_k * W * 2, g).seconds;
@@ -249,9 +296,13 @@ class Model final : public StepCostModel {
 
  private:
   // The whole step; when `parts` is given, also one line per op group with what bounds it.
-  double eval(const StepBatch& b, std::vector<StepPart>* parts) const {
+  double eval(const StepBatch& replica_batch, std::vector<StepPart>* parts) const {
+    // With attention data parallelism every layer but the routed experts runs on the busiest
+    // rank's share; the routed experts see all ranks' tokens, padded to that share.
+    const StepBatch b = rank_share(replica_batch, par_.dp);
     const double dec_tokens = double(b.decode_seqs) * b.tokens_per_decode_seq;
     const double M = dec_tokens + double(b.prefill_tokens);
+    const double M_moe = double(par_.dp) * M;
     if (M <= 0 && b.vision_tiles == 0) return 0;
     const double logits = dec_tokens + b.prefill_seqs;
     double total = 0;
@@ -383,8 +434,8 @@ class Model final : public StepCostModel {
             return sum({km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, dp_), km_.gemm(Mi, H, I, dp_)});
           });
     if (n_moe_) {
-      add("moe", "routed experts (fused MoE)", n_moe_ * moe_routed_(M), n_moe_,
-          [&] { return km_.moe(moe_shape(M), wp_); });
+      add("moe", "routed experts (fused MoE)", n_moe_ * moe_routed_(M_moe), n_moe_,
+          [&] { return km_.moe(moe_shape(M_moe), wp_); });
       add("moe", "router + shared expert + latent GEMM", n_moe_ * moe_dense_(M), n_moe_,
           [&] {
             OpTime t = km_.gemm(Mi, m_.experts, H, hw::Precision::bf16);
@@ -393,7 +444,13 @@ class Model final : public StepCostModel {
             if (m_.moe_latent > 0) t = sum({t, km_.gemm(Mi, m_.moe_latent, H, dp_), km_.gemm(Mi, H, m_.moe_latent, dp_)});
             return t;
           });
-      if (par_.ep > 1)
+      if (par_.dp > 1)
+        add("collectives", "MoE all-gather + reduce-scatter across DP ranks", n_moe_ * moe_a2a_(M), n_moe_, [&] {
+          const double bytes = double(par_.dp) * M * m_.moe_width() * 2;
+          return sum({km_.collective(hw::Collective::all_gather, bytes, dp_group_),
+                      km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_)});
+        });
+      else if (par_.ep > 1)
         add("collectives", "MoE all-to-all (dispatch + combine)", n_moe_ * moe_a2a_(M), n_moe_, [&] {
           return km_.collective(hw::Collective::all_to_all, M * m_.top_k * m_.moe_width() * 2, hw::CommGroup{par_.ep, 1, nullptr});
         });
@@ -416,7 +473,7 @@ class Model final : public StepCostModel {
   }
 
   // The routed experts of one MoE layer on one GPU for `tokens` tokens entering it: experts sharded
-  // by TP (inter / tp) or by EP (experts / ep); balanced routing.
+  // by TP x DP (inter / (tp x dp)) or by EP (experts / ep); balanced routing.
   hw::MoeShape moe_shape(double tokens) const {
     hw::MoeShape s;
     s.tokens = std::max(1.0, tokens);
@@ -424,7 +481,7 @@ class Model final : public StepCostModel {
     s.inter = double(m_.moe_intermediate);
     s.topk = m_.top_k;
     s.experts = m_.experts;
-    s.tp = par_.ep > 1 ? 1 : par_.tp;
+    s.tp = par_.ep > 1 ? 1 : par_.moe_group();
     s.ep = par_.ep > 1 ? par_.ep : 1;
     s.gated = m_.moe_gated;
     return s;
@@ -437,6 +494,7 @@ class Model final : public StepCostModel {
   hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5)
   Parallelism par_;
   hw::Precision kv_;
+  hw::CommGroup dp_group_;  // the GPUs holding one TP rank's slot in every DP rank
   // Causal-pair count -> the single-sequence length with as many pairs.
   static double pair_length(double pairs) { return (std::sqrt(1 + 8 * std::max(0.0, pairs)) - 1) / 2; }
   bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }

@@ -184,7 +184,7 @@ servesim::api::MemoryArgs memory_args(const json& j) {
   servesim::api::MemoryArgs a;
   Args r("memory()", j);
   r.opt("model", a.model).opt("model_file", a.model_file).opt("gpu", a.gpu).opt("precision", a.precision)
-      .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("context", a.context)
+      .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("dp", a.dp).opt("context", a.context)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("max_num_seqs", a.max_num_seqs)
       .opt("max_num_batched_tokens", a.max_num_batched_tokens).opt("num_speculative_tokens", a.num_speculative_tokens)
       .opt("block_size", a.block_size).finish();
@@ -204,7 +204,7 @@ servesim::api::StepArgs step_args(const json& j) {
   Args r("step()", j);
   r.opt("model", a.model).opt("model_file", a.model_file).opt("gpu", a.gpu).opt("precision", a.precision)
       .opt("kv_cache_dtype", a.kv_cache_dtype)
-      .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("batch", a.batch).opt("context", a.context)
+      .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("dp", a.dp).opt("batch", a.batch).opt("context", a.context)
       .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).finish();
   return a;
 }
@@ -230,7 +230,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
   servesim::api::SearchArgs a;
   Args r(fn, j);
   r.opt("model", a.model).opt("model_file", a.model_file).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
-      .csv("pp", a.pp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
+      .csv("pp", a.pp).csv("dp", a.dp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)

@@ -120,7 +120,7 @@ const std::vector<std::string>& topology_keys() {
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k{"description", "model", "model_file", "gpu", "gpus", "tensor_parallel_size", "tp",
-                                          "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "precision",
+                                          "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "data_parallel_size", "dp", "precision",
                                           "kv_cache_dtype", "engine", "engine_profile", "frontend", "router", "seed",
                                           "workload", "topology"};
   return k;
@@ -156,6 +156,7 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   s.par.tp = static_cast<int>(int_alias(j, "tensor_parallel_size", "tp", 1, 1, 1024));
   s.par.pp = static_cast<int>(int_alias(j, "pipeline_parallel_size", "pp", 1, 1, 1024));
   s.par.ep = static_cast<int>(int_alias(j, "expert_parallel_size", "ep", 1, 1, 1 << 16));
+  s.par.dp = static_cast<int>(int_alias(j, "data_parallel_size", "dp", 1, 1, 1024));
   s.precision = hw::parse_precision(j.string_or("precision", "bf16"), file + ": precision");
   // "fp8" on a 128x128 block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an
   // unknown model is reported where it is resolved.
@@ -195,11 +196,13 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   if (j.has("topology")) s.topology = parse_topology(j.object("topology"));
   const int per_replica = s.gpus_per_replica();
   if (!s.topology.present && (s.gpus % per_replica != 0 || s.gpus < per_replica))
-    j.fail("gpus", std::to_string(s.gpus) + " GPUs do not split into replicas of tensor_parallel_size x pipeline_parallel_size = " +
-                       std::to_string(per_replica));
-  if (s.par.ep != 1 && s.par.ep != s.par.tp)
-    j.fail("expert_parallel_size", "must be 1 (experts sharded by TP) or equal tensor_parallel_size (" +
-                                       std::to_string(s.par.tp) + ") within a replica");
+    j.fail("gpus", std::to_string(s.gpus) + " GPUs do not split into replicas of tensor_parallel_size x pipeline_parallel_size" +
+                       (s.par.dp > 1 ? " x data_parallel_size" : "") + " = " + std::to_string(per_replica));
+  if (s.par.ep != 1 && s.par.ep != s.par.moe_group())
+    j.fail("expert_parallel_size", "must be 1 (experts sharded by TP) or equal tensor_parallel_size" +
+                                       std::string(s.par.dp > 1 ? " x data_parallel_size (" : " (") +
+                                       std::to_string(s.par.moe_group()) + ") within a replica");
+  if (s.par.dp > 1 && s.par.pp > 1) j.fail("data_parallel_size", "attention data parallelism with pipeline stages is not modelled; use pipeline_parallel_size 1");
   return s;
 }
 

@@ -49,7 +49,7 @@ struct Scenario {
   TopologySpec topology;
   nlohmann::json json;                     // the scenario as read (echoed in outputs)
 
-  int gpus_per_replica() const { return par.tp * par.pp; }
+  int gpus_per_replica() const { return par.gpus(); }
   int replicas() const { return gpus / gpus_per_replica(); }
 };
 

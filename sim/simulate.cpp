@@ -156,6 +156,9 @@ Prepared prepare(const Scenario& s) {
   if (!divides(tp, m.mamba_heads))
     throw Error(f, "tensor_parallel_size", std::to_string(tp) + " does not divide the " +
                                                std::to_string(m.mamba_heads) + " Mamba heads of " + m.name);
+  if (s.par.dp > 1 && m.count(models::LayerKind::moe) == 0)
+    throw Error(f, "data_parallel_size", "attention data parallelism shares MoE layers across ranks, and " + m.name +
+                                             " has none: serve it as more replicas instead");
   if (s.par.ep > 1 && !divides(s.par.ep, m.experts))
     throw Error(f, "expert_parallel_size", std::to_string(s.par.ep) + " does not divide the " +
                                                std::to_string(m.experts) + " experts of " + m.name);
@@ -247,16 +250,16 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
   ClusterShape shape;
   shape.replicas = p.replicas;
-  shape.kv_blocks = p.plan.num_kv_blocks;
+  shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
   shape.kv_demand = p.plan.kv.demand;
   shape.router = s.router;
   shape.seed = w.seed;
-  AggregatedCluster cluster(shape, p.engine, *p.cost, &p.frontend);
+  AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(w);
   MetricsSink sink(r.metrics);
   r.end_s = cluster.run(*workload, sink);
   r.events = cluster.events_processed();
-  r.kv_blocks = p.plan.num_kv_blocks;
+  r.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;
   r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
   for (const Worker& worker : cluster.workers()) {

@@ -105,7 +105,8 @@ def default_scenario():
 
 
 _TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpus", "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
-        "ep": "expert_parallel_size", "tensor_parallel_size": "tensor_parallel_size",
+        "ep": "expert_parallel_size", "dp": "data_parallel_size", "data_parallel_size": "data_parallel_size",
+        "tensor_parallel_size": "tensor_parallel_size",
         "pipeline_parallel_size": "pipeline_parallel_size", "expert_parallel_size": "expert_parallel_size",
         "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed"}
 _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
@@ -133,7 +134,7 @@ def _as_dict(s):
 
 def scenario(base=None, **flags):
     """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
-    with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, precision, kv_cache_dtype,
+    with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, dp, precision, kv_cache_dtype,
     router, seed; the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
     request_rate, arrival, burstiness, requests, warmup_requests."""
     s = _as_dict(base)
@@ -142,7 +143,8 @@ def scenario(base=None, **flags):
         if k not in known:
             raise Error(f"scenario(): {k}: unknown argument; known: {', '.join(known)}")
     f = {k: v for k, v in flags.items() if v is not None}
-    short = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "expert_parallel_size": "ep"}
+    short = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "expert_parallel_size": "ep",
+             "data_parallel_size": "dp"}
     if "model" in f and "model_file" in f:
         raise Error("scenario(): model_file: give model or model_file, not both")
     if "model_file" in f:
@@ -364,7 +366,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     (``configurations``), the Pareto frontier per topology family (``frontiers``), the best
     configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
-    flags with underscores — precision, topology, tp, pp, pd_ratios, max_num_seqs,
+    flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
     max_num_batched_tokens, images (``"1024x768:2"``), concurrency, requests, seed, statistic,
     total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads.
     ``client``: a Dask client to simulate the candidates on (same result as the local run).

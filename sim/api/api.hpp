@@ -37,7 +37,7 @@ struct MemoryArgs {
   // gpu "": H200; precision "": the checkpoint's; tp 0: the smallest TP x PP that serves the
   // model (sim/resolve.hpp, the rule every subcommand shares); kv "" or "auto": the checkpoint's.
   std::string model, model_file, gpu, precision, kv_cache_dtype;
-  int tp = 0, pp = 1, ep = 1, num_speculative_tokens = 0, block_size = 16;
+  int tp = 0, pp = 1, ep = 1, dp = 1, num_speculative_tokens = 0, block_size = 16;
   int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
   double gpu_memory_utilization = 0.9;
@@ -67,7 +67,7 @@ const std::vector<std::string>& op_kinds();
 // `servesim step`: one decode and one prefill step per layer kind.
 struct StepArgs {
   std::string model, model_file, gpu, precision, kv_cache_dtype;  // as MemoryArgs: "" / tp 0 resolved (sim/resolve.hpp)
-  int tp = 0, pp = 1, ep = 1, batch = 1, chunk = 0, vision_tiles = 0;
+  int tp = 0, pp = 1, ep = 1, dp = 1, batch = 1, chunk = 0, vision_tiles = 0;
   std::int64_t context = 1024;
 };
 nlohmann::json step(const StepArgs& a);
@@ -118,7 +118,7 @@ nlohmann::json plan_finish(const PlanArgs& a, const nlohmann::json& rows);
 struct SearchArgs {
   std::string model, model_file, gpus, precisions; // model_file: servesim JSON or HF config.json instead of model
                                                    // gpus: CSV of GPU or instance names; precisions "" = all native
-  std::string topology = "both", tp = "1,2,4,8", pp = "1", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
+  std::string topology = "both", tp = "1,2,4,8", pp = "1", dp = "1,2,4,8", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default

@@ -103,6 +103,7 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
   std::vector<std::string> a = {"--served-model-name", d["model"].get<std::string>(),
                                 "--tensor-parallel-size", std::to_string(w["tp"].get<int>())};
   if (w.value("pp", 1) > 1) a.insert(a.end(), {"--pipeline-parallel-size", std::to_string(w["pp"].get<int>())});
+  if (w.value("dp", 1) > 1) a.insert(a.end(), {"--data-parallel-size", std::to_string(w["dp"].get<int>())});
   if (w.value("ep", 1) > 1) a.push_back("--enable-expert-parallel");
   a.insert(a.end(), {"--max-num-seqs", std::to_string(d["max_num_seqs"].get<int>()),
                      "--max-num-batched-tokens", std::to_string(d["max_num_batched_tokens"].get<std::int64_t>()),
@@ -122,7 +123,7 @@ std::string join_args(const std::vector<std::string>& a) {
 struct Pod { int gpus = 0, nodes = 1, gpus_per_node = 0, efa = 0; };
 Pod pod_of(const nlohmann::json& w) {
   const auto& inst = hw::Catalog::global().instance(w["instance"].get<std::string>());
-  const int g = w["tp"].get<int>() * w.value("pp", 1);
+  const int g = w["tp"].get<int>() * w.value("pp", 1) * w.value("dp", 1);
   Pod p;
   p.gpus = g;
   p.nodes = g > inst.gpus ? (g + inst.gpus - 1) / inst.gpus : 1;

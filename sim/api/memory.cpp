@@ -39,7 +39,8 @@ nlohmann::json kv_cache_json(const models::MemoryPlan& p, std::int64_t ctx) {
           {"available_bytes", kv.available_bytes}, {"groups", groups}, {"layout", kv.describe()},
           {"lookahead_tokens", kv.lookahead}, {"state_blocks_per_seq", kv.demand.state_blocks(kv.lookahead)},
           {"context_tokens", ctx}, {"blocks_per_seq", c.blocks_per_seq}, {"max_seqs_by_cache", c.by_cache},
-          {"max_num_seqs", c.max_num_seqs}, {"max_concurrent_seqs", c.seqs}, {"bound", c.bound}};
+          {"max_num_seqs", c.max_num_seqs}, {"max_concurrent_seqs", c.seqs}, {"bound", c.bound},
+          {"data_parallel_ranks", p.dp}};  // blocks are one rank's pool; sequences count every rank
 }
 
 const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file) {
@@ -79,7 +80,7 @@ nlohmann::json memory(const MemoryArgs& a) {
   cfg.num_speculative_tokens = a.num_speculative_tokens;
   cfg.block_size = a.block_size;
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
-  const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep}, cfg);
+  const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep, a.dp}, cfg);
   const std::int64_t ctx = a.context > 0 ? a.context : p.max_model_len;
   auto j = plan_json(p, ctx);
   j["model"] = m.name;
@@ -87,6 +88,7 @@ nlohmann::json memory(const MemoryArgs& a) {
   j["tp"] = r.tp;
   j["pp"] = r.pp;
   j["ep"] = a.ep;
+  j["dp"] = a.dp;
   j["precision"] = std::string(hw::to_string(wp));
   j["defaults"] = r.notes;
   j["estimate"] = m.estimate;

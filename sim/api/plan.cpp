@@ -209,7 +209,7 @@ struct Study {
     const hw::InstanceSpec& pi = spec.prefill_instance ? *spec.prefill_instance : *spec.instance;
     const hw::InstanceSpec& di = spec.decode_instance ? *spec.decode_instance : *spec.instance;
     auto worker = [&](const char* role, int count, const models::Parallelism& p, const hw::InstanceSpec& in) {
-      return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep},
+      return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"dp", p.dp},
                             {"instance", in.name}, {"gpu", cat.gpu(in.gpu).name}};
     };
     nlohmann::json w = nlohmann::json::array();

@@ -95,6 +95,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   for (const auto& p : text::split_csv(a.precisions)) sp.precisions.push_back(hw::parse_precision(p, "--precision"));
   sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
+  sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
   sp.expert_parallel = a.expert_parallel;
   const std::string t = text::lower(a.topology);
   if (t != "agg" && t != "disagg" && t != "both" && t != "aggregated" && t != "disaggregated")
@@ -223,7 +224,7 @@ nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->
 
 nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
-                      {"tp", a.tp}, {"pp", a.pp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
+                      {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"concurrency", a.concurrency},
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},

@@ -223,7 +223,7 @@ nlohmann::json step(const StepArgs& a) {
   if (a.batch > (1 << 20)) throw Error("--batch", "", "must be <= 1048576");
   if (a.context > (std::int64_t{1} << 31)) throw Error("--context", "", "must be <= 2^31 tokens");
   if (a.chunk > a.context) throw Error("--chunk", "", "must be <= --context (" + std::to_string(a.context) + ")");
-  const models::Parallelism par{r.tp, r.pp, a.ep};
+  const models::Parallelism par{r.tp, r.pp, a.ep, a.dp};
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;
   mc.kv_cache_dtype = kv;
@@ -243,7 +243,7 @@ nlohmann::json step(const StepArgs& a) {
   pre.vision_tiles = a.vision_tiles;
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
           {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m)},
-          {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep},
+          {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep}, {"dp", a.dp},
           {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},
           {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},

@@ -17,8 +17,9 @@ std::string num(const nlohmann::json& v) { return std::to_string(v.get<std::int6
 void run_memory(const api::MemoryArgs& a, Format format) {
   const auto j = api::memory(a);
   Table t({"item (per GPU)", "value"});
+  const std::int64_t dp = j.value("dp", 1);
   t.add_row({"model / GPU", str(j["model"]) + " on " + num(j["gpus"]) + "x " + str(j["gpu"]) + " (tp " + num(j["tp"]) +
-                                ", pp " + num(j["pp"]) + ")"});
+                                ", pp " + num(j["pp"]) + (dp > 1 ? ", dp " + std::to_string(dp) + ", ep " + num(j["ep"]) : "") + ")"});
   t.add_row({"weights", bytes(j["weight_bytes"]) + " (" + str(j["weight_note"]) + ")"});
   t.add_row({"  quantized linears", bytes(j["weights_quantized_bytes"])});
   t.add_row({"  kept in BF16", bytes(j["weights_high_precision_bytes"])});
@@ -43,7 +44,8 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   std::string per_seq = std::to_string(per);
   if (state_blocks > 0) per_seq += " (" + std::to_string(per - state_blocks) + " attention + " + std::to_string(state_blocks) + " state)";
   t.add_row({"blocks per sequence at " + num(j["context_tokens"]), per_seq});
-  t.add_row({"max sequences at " + num(j["context_tokens"]),
+  if (dp > 1) t.add_row({"data-parallel ranks", std::to_string(dp) + ", each with its own KV cache blocks above"});
+  t.add_row({"max sequences at " + num(j["context_tokens"]) + (dp > 1 ? " (all ranks)" : ""),
              num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds; cache " + num(kv["max_seqs_by_cache"]) +
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
   std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
@@ -96,6 +98,7 @@ void add_memory_commands(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   mem->add_option("--pp", mo.pp, "Pipeline parallel size");
   mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
+  mem->add_option("--dp", mo.dp, "Attention data-parallel ranks (MoE models): each holds its own KV cache");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");
   mem->add_option("--gpu-memory-utilization", mo.gpu_memory_utilization, "vLLM gpu_memory_utilization");
   mem->add_option("--max-num-seqs", mo.max_num_seqs, "vLLM max_num_seqs (default: vLLM serve's, 1024 on >= 70 GiB GPUs)");

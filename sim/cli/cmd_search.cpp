@@ -45,7 +45,7 @@ std::string configurations_csv(const nlohmann::json& j) {
     return v.dump();
   };
   const char* cfg_cols[] = {"index", "label", "family", "kind", "gpu", "decode_gpu", "instance", "decode_instance", "precision",
-                            "tp", "pp", "ep", "prefill_workers", "prefill_tp", "prefill_ep", "decode_workers", "decode_tp",
+                            "tp", "pp", "ep", "dp", "prefill_workers", "prefill_tp", "prefill_ep", "decode_workers", "decode_tp",
                             "decode_ep", "max_num_seqs", "max_num_batched_tokens", "gpus", "status"};
   const char* bound_cols[] = {"ttft_lb_ms", "itl_lb_ms", "tps_ub_slo", "reason"};
   const char* score_cols[] = {"feasible", "slo_concurrency", "tps_per_copy", "tps_per_gpu", "tps_per_user", "ttft_ms",
@@ -332,6 +332,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--topology", a.topology, "agg, disagg or both (default both)");
   c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8)");
   c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
+  c.add_option("--dp", a.dp, "Attention data-parallel ranks to try, aggregated MoE replicas within a node (default 1,2,4,8)");
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");
   c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default: the engine default)");
   c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default: the engine default)");

@@ -35,7 +35,7 @@ namespace {
 
 struct SimOpts {
   std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
-  std::optional<int> gpus, tp, pp, ep, max_num_seqs, block_size;
+  std::optional<int> gpus, tp, pp, ep, dp, max_num_seqs, block_size;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
   bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false;
@@ -63,7 +63,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--gpus", o.gpus, "GPUs in total; replicas = gpus / (tp x pp)");
   c.add_option("--tp,--tensor-parallel-size", o.tp, "Tensor parallel size");
   c.add_option("--pp,--pipeline-parallel-size", o.pp, "Pipeline parallel size");
-  c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1 or tp)");
+  c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1, or tp x dp)");
+  c.add_option("--dp,--data-parallel-size", o.dp,
+               "Attention data-parallel ranks per replica (MoE models; replica GPUs = tp x pp x dp)");
   c.add_option("--precision", o.precision, "Weight precision: bf16, fp8, nvfp4, int8");
   c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (the checkpoint's: fp8 for fp8/nvfp4 weights, bf16 for bf16), bf16, fp8");
   c.add_option("--isl", o.isl, "Input tokens per request (mean when --isl-stddev is given)");
@@ -178,9 +180,14 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   // sim/resolve.hpp; the workload and engine knobs stay. The header says what was chosen.
   if (o.scenario.empty() && (!o.model.empty() || !o.model_file.empty()) && o.topology.empty() && o.instance.empty()) {
     sim::ResolveInput in{o.model, o.gpu, "", o.precision, o.tp, o.pp, o.gpus};
-    const sim::Resolved r = sim::resolve(api::resolve_model(o.model, o.model_file), in);
-    for (const char* k : {"tp", "pp", "ep", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel_size",
-                          "kv_cache_dtype"})
+    sim::Resolved r = sim::resolve(api::resolve_model(o.model, o.model_file), in);
+    if (!o.gpus && o.dp && *o.dp > 1) {  // one replica of tp x pp x dp
+      r.gpus *= *o.dp;
+      for (auto& n : r.notes)
+        if (n.find("(one replica)") != std::string::npos) n = std::to_string(r.gpus) + " GPUs (one replica of TP x PP x DP)";
+    }
+    for (const char* k : {"tp", "pp", "ep", "dp", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel_size",
+                          "data_parallel_size", "kv_cache_dtype"})
       j.erase(k);
     j["gpu"] = r.gpu;
     j["precision"] = std::string(hw::to_string(r.precision));
@@ -206,6 +213,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.tp) { j.erase("tp"); j["tensor_parallel_size"] = *o.tp; }
   if (o.pp) { j.erase("pp"); j["pipeline_parallel_size"] = *o.pp; }
   if (o.ep) { j.erase("ep"); j["expert_parallel_size"] = *o.ep; }
+  if (o.dp) { j.erase("dp"); j["data_parallel_size"] = *o.dp; }
   if (!o.precision.empty()) j["precision"] = o.precision;
   if (!o.kv_cache_dtype.empty()) j["kv_cache_dtype"] = o.kv_cache_dtype;
   if (!o.router.empty()) j["router"] = o.router;
@@ -367,7 +375,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   else
     out = "servesim simulate: " + s.model + " on " + std::to_string(s.gpus) + " x " + s.gpu + " (" +
           std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
-          (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
+          (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
+          (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
           ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
   if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
   else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)

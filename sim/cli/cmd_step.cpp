@@ -53,6 +53,7 @@ void add_step_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   s->add_option("--pp", o.pp, "Pipeline parallel size");
   s->add_option("--ep", o.ep, "Expert parallel size");
+  s->add_option("--dp", o.dp, "Attention data-parallel ranks (MoE models); --batch is the replica's, spread over them");
   s->add_option("--batch", o.batch, "Sequences in the step");
   s->add_option("--context", o.context, "Context per sequence (decode) / prompt length (prefill)");
   s->add_option("--chunk", o.chunk, "Prefill chunk per sequence (default: the whole prompt)");

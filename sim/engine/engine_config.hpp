@@ -1,5 +1,6 @@
 // Engine knobs of one replica, by vLLM's names, plus the simulator's own timing terms.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -73,5 +74,24 @@ struct EngineConfig {
     return mc;
   }
 };
+
+// An attention data-parallel group of `dp` engine cores (vLLM --data-parallel-size with MoE) runs
+// in lockstep: every rank waits for the busiest one at the MoE layers' collectives, and the DP
+// coordinator spreads requests over ranks by load. servesim runs the group as one engine whose
+// scheduler sees the union of the ranks: dp times one rank's sequences, token budget and
+// CUDA-graph batch sizes (each rank pads its own share), while one request's prefill chunk stays
+// within a rank's budget. The step cost charges the busiest rank's share (models::StepCostModel).
+// The KV pool is dp times one rank's (the caller scales the block count).
+inline EngineConfig lockstep_engine(EngineConfig e, int dp) {
+  if (dp <= 1) return e;
+  const std::int64_t rank_budget = e.max_num_batched_tokens;
+  e.long_prefill_token_threshold =
+      e.long_prefill_token_threshold > 0 ? std::min(e.long_prefill_token_threshold, rank_budget) : rank_budget;
+  e.max_num_seqs *= dp;
+  e.max_num_batched_tokens *= dp;
+  e.max_cudagraph_capture_size *= dp;
+  for (auto& size : e.cudagraph_capture_sizes) size *= dp;
+  return e;
+}
 
 }  // namespace servesim::sim

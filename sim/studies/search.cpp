@@ -18,16 +18,21 @@ namespace {
 constexpr double kBoundMargin = 0.9;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string shape(const models::Parallelism& p) {
-  std::string s = "TP" + std::to_string(p.tp);
-  if (p.pp > 1) s += " PP" + std::to_string(p.pp);
-  if (p.ep > 1) s += " EP" + std::to_string(p.ep);
-  return s;
+std::string shape(const models::Parallelism& p) { return p.label(); }
+
+// `moe_gpus`: the GPUs an MoE layer spans (tp x dp).
+std::vector<int> ep_options(const models::ModelSpec& m, int moe_gpus, bool expert_parallel) {
+  if (m.experts > 0 && expert_parallel && moe_gpus > 1) return {1, moe_gpus};
+  return {1};
 }
 
-std::vector<int> ep_options(const models::ModelSpec& m, int tp, bool expert_parallel) {
-  if (m.experts > 0 && expert_parallel && tp > 1) return {1, tp};
-  return {1};
+// Attention data-parallel ranks of an aggregated replica: MoE models only, without PP, with the
+// whole tp x dp group inside one node.
+std::vector<int> dp_options(const models::ModelSpec& m, const std::vector<int>& dps, int tp, int pp, int node_gpus) {
+  std::vector<int> out;
+  for (int dp : dps)
+    if (dp == 1 || (m.count(models::LayerKind::moe) > 0 && pp == 1 && tp * dp <= node_gpus)) out.push_back(dp);
+  return out;
 }
 
 // Nodes that workers of the given GPU counts take on nodes of `per` GPUs: a worker wider than a
@@ -117,6 +122,7 @@ nlohmann::json SearchConfig::to_json() const {
     j["tp"] = nullptr;
     j["pp"] = 1;
     j["ep"] = nullptr;
+    j["dp"] = 1;
   } else {
     j["decode_instance"] = nullptr;
     j["decode_gpu"] = nullptr;
@@ -129,6 +135,7 @@ nlohmann::json SearchConfig::to_json() const {
     j["tp"] = topo.agg.tp;
     j["pp"] = topo.agg.pp;
     j["ep"] = topo.agg.ep;
+    j["dp"] = topo.agg.dp;
   }
   j["nodes"] = nodes;
   j["decode_nodes"] = decode_nodes;
@@ -276,14 +283,15 @@ void Search::enumerate() {
         for (int tp : space_.tp) {
           if (tp > inst->gpus || tp > inst->nvlink_domain_gpus) continue;
           for (int pp : space_.pp)
-            for (int ep : ep_options(m, tp, space_.expert_parallel)) {
+            for (int dp : dp_options(m, space_.dp, tp, pp, inst->gpus))
+            for (int ep : ep_options(m, tp * dp, space_.expert_parallel)) {
               SearchConfig c;
               c.topo.kind = TopologyChoice::Kind::aggregated;
               c.topo.replicas = 1;
-              c.topo.agg = {tp, pp, ep};
+              c.topo.agg = {tp, pp, ep, dp};
               c.instance = c.decode_instance = inst;
               c.precision = prec;
-              c.gpus = tp * pp;
+              c.gpus = c.topo.agg.gpus();
               c.nodes = nodes_for({c.gpus}, inst->gpus);
               if (inst->usd_per_hour) c.usd_per_hour = c.nodes * *inst->usd_per_hour;
               c.family = "aggregated " + g.name;
@@ -316,7 +324,7 @@ EngineConfig Search::engine_of(const SearchConfig& c) const {
 
 const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, const models::Parallelism& par) {
   const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::to_string(par.tp) + "|" +
-                          std::to_string(par.pp) + "|" + std::to_string(par.ep);
+                          std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp);
   auto it = costs_.find(key);
   if (it == costs_.end())
     it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, models::checkpoint_kv_dtype(p))).first;
@@ -370,7 +378,7 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const double itl_lb = t_dec(1);
   b.ttft_lb_ms = ttft_lb * 1e3;
   b.itl_lb_ms = itl_lb * 1e3;
-  const int cap = std::max(1, std::min(c.max_num_seqs, dplan->max_concurrent_seqs(seq_tokens)));
+  const int cap = std::max(1, std::min(c.max_num_seqs * dpar.dp, dplan->max_concurrent_seqs(seq_tokens)));
   const double osl = double(traffic_.osl);
 
   // Prefill capacity of one disaggregated prefill worker: a full token budget of prompts at no
@@ -405,12 +413,16 @@ SearchBound Search::bound_of(const SearchConfig& c) {
       const int B = std::min(n, cap);
       // A decode token costs at least t(B)/B; each request's prompt tokens ride on decode steps
       // at no less than their marginal cost in a step of B decodes.
-      const std::int64_t ch = std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - B));
+      // With attention data parallelism each of the dp ranks can carry a chunk in the same step.
+      const int ranks = dpar.dp;
+      const std::int64_t ch =
+          std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - (B + ranks - 1) / ranks));
       models::StepBatch mixed = decode_batch(B, prompt);
-      mixed.prefill_seqs = 1;
-      mixed.prefill_tokens = ch;
-      mixed.prefill_attention_pairs = double(ch) * double(ch + 1) / 2;
-      const double marg = std::max(0.0, K * (dcm.seconds(mixed) - dcm.seconds(decode_batch(B, prompt)))) / double(ch);
+      mixed.prefill_seqs = ranks;
+      mixed.prefill_tokens = ranks * ch;
+      mixed.prefill_attention_pairs = ranks * double(ch) * double(ch + 1) / 2;
+      const double marg =
+          std::max(0.0, K * (dcm.seconds(mixed) - dcm.seconds(decode_batch(B, prompt)))) / double(ranks * ch);
       const double per_token = t_dec(B) / B + (double(prompt) / osl) * marg + K * dcm.encoder_seconds(tiles) / osl;
       ub = std::min(ub, 1.0 / per_token);
       // In steady state a closed loop keeps its clients in the engine and every step carries every
@@ -661,7 +673,7 @@ nlohmann::json Search::deployment(int index) const {
   d["copies"] = copies;
   d["describe"] = c.label + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");
   auto worker = [&](const char* role, int count, const models::Parallelism& p, const hw::InstanceSpec* i) {
-    return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep},
+    return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"dp", p.dp},
                           {"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}};
   };
   nlohmann::json w = nlohmann::json::array();

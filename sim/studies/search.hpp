@@ -35,7 +35,9 @@ struct SearchSpace {
   std::vector<const hw::InstanceSpec*> instances;   // one per GPU type, in the user's order
   std::vector<hw::Precision> precisions;             // empty: bf16, fp8, nvfp4 where the GPU runs them natively
   std::vector<int> tp = {1, 2, 4, 8}, pp = {1};      // TP within a node; PP stages across nodes (aggregated only)
-  bool expert_parallel = true;                       // MoE models: also EP = TP (experts sharded whole)
+  bool expert_parallel = true;                       // MoE models: also EP = TP x DP (experts sharded whole)
+  std::vector<int> dp = {1, 2, 4, 8};                // MoE models: attention data-parallel ranks of an aggregated
+                                                     // replica (without PP, tp x dp within a node)
   bool aggregated = true, disaggregated = true;
   bool mixed_gpus = true;                            // disaggregated: prefill on one GPU type, decode on another
   std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode

@@ -10,20 +10,18 @@
 namespace servesim::sim {
 namespace {
 
-int gpus_of(const models::Parallelism& p) { return p.tp * p.pp; }
+int gpus_of(const models::Parallelism& p) { return p.gpus(); }
 
-std::string shape(const models::Parallelism& p) {
-  std::string s = "TP" + std::to_string(p.tp);
-  if (p.pp > 1) s += " PP" + std::to_string(p.pp);
-  if (p.ep > 1) s += " EP" + std::to_string(p.ep);
-  return s;
-}
+std::string shape(const models::Parallelism& p) { return p.label(); }
 
-// The engine as its memory plan resolved it: hybrid models run the unified attention block size.
+// The engine as its memory plan resolved it: hybrid models run the unified attention block size;
+// an attention data-parallel group runs as one lockstep engine (sim/engine/engine_config.hpp).
 EngineConfig with_block_size(EngineConfig e, const models::MemoryPlan& plan) {
   e.block_size = plan.block_size;
-  return e;
+  return lockstep_engine(e, plan.dp);
 }
+// The block pool of a worker: one per attention data-parallel rank.
+std::int64_t pool_blocks(const models::MemoryPlan& plan) { return plan.num_kv_blocks * plan.dp; }
 
 }  // namespace
 
@@ -174,7 +172,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollecto
   if (topo_.kind == TopologyChoice::Kind::aggregated) {
     ClusterShape shape;
     shape.replicas = replicas_;
-    shape.kv_blocks = agg_.plan.num_kv_blocks;
+    shape.kv_blocks = pool_blocks(agg_.plan);
     shape.kv_demand = agg_.plan.kv.demand;
     shape.router = spec_.router;
     shape.seed = spec_.seed;
@@ -185,9 +183,9 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollecto
   } else {
     DisaggShape shape;
     shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
-                     prefill_.cost.get(), prefill_.plan.num_kv_blocks, prefill_.plan.kv.demand};
+                     prefill_.cost.get(), pool_blocks(prefill_.plan), prefill_.plan.kv.demand};
     shape.decode = {topo_.decode_workers, with_block_size(engine_for(WorkerRole::decode_only), decode_.plan),
-                    decode_.cost.get(), decode_.plan.num_kv_blocks, decode_.plan.kv.demand};
+                    decode_.cost.get(), pool_blocks(decode_.plan), decode_.plan.kv.demand};
     shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, {}};
     shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
     shape.placement = placement_.get();

@@ -102,12 +102,13 @@ std::string checkpoint_format(const std::string& label, const models::ModelSpec&
   return hw::storage_family(want) == hw::storage_family(ckpt) ? m.checkpoint_precision : label;
 }
 
-// Expert parallelism of a worker: 1 (experts sharded by TP) or TP (servesim's two options).
-int ep_of(int moe_ep, int tp, const std::string& role) {
+// Expert parallelism of a worker: 1 (experts sharded by TP x DP) or TP x DP (servesim's two options).
+int ep_of(int moe_ep, int tp, const std::string& role, int dp = 1) {
   if (moe_ep <= 1) return 1;
-  if (moe_ep == tp) return tp;
+  if (moe_ep == tp * dp) return moe_ep;
   cannot(role + "MoE expert parallel size " + std::to_string(moe_ep) + " with TP " + std::to_string(tp) +
-         " not modelled (servesim runs EP 1 or EP = TP within a worker)");
+         (dp > 1 ? " x DP " + std::to_string(dp) : std::string()) +
+         " not modelled (servesim runs EP 1 or EP = TP x DP within a worker)");
 }
 
 double pick(const Stats& s, const std::string& stat) { return stat == "p50" ? s.p50 : s.avg; }
@@ -183,13 +184,13 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     s["topology"] = {{"kind", "disagg"}, {"prefill_workers", p.prefill_workers}, {"decode_workers", p.decode_workers},
                      {"prefill_tp", ptp}, {"decode_tp", dtp}};
   } else if (mode == "agg" || mode.empty()) {
-    if (p.attention_dp > 1)
-      cannot("attention data parallelism (attention_dp_size " + std::to_string(p.attention_dp) + ") not modelled");
-    const int tp = std::max(1, p.tp), pp = std::max(1, p.pp);
-    ep = ep_of(p.moe_ep, tp, "");
+    const int tp = std::max(1, p.tp), pp = std::max(1, p.pp), dp = std::max(1, p.attention_dp);
+    if (dp > 1 && pp > 1) cannot("attention data parallelism with PP " + std::to_string(pp) + " not modelled");
+    ep = ep_of(p.moe_ep, tp, "", dp);
     s["tensor_parallel_size"] = tp;
     s["pipeline_parallel_size"] = pp;
-    s["gpus"] = tp * pp;
+    if (dp > 1) s["data_parallel_size"] = dp;
+    s["gpus"] = tp * pp * dp;
   } else {
     cannot("mode '" + p.mode + "' unknown (agg or disagg)");
   }
@@ -215,6 +216,9 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   s["gpu"] = gpu;
   s["precision"] = precision;
   s["expert_parallel_size"] = m->experts > 0 ? ep : 1;
+  // Data parallelism without MoE layers is vLLM's DP of independent engines behind one API
+  // server: that many replicas (gpus already counts them).
+  if (s.contains("data_parallel_size") && m->count(models::LayerKind::moe) == 0) s.erase("data_parallel_size");
   const std::int64_t c = p.concurrency;
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};

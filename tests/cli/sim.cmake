@@ -64,3 +64,10 @@ add_test(NAME cli_simulate_mtp COMMAND ${SS} simulate --model nemotron-3-super -
 set_tests_properties(cli_simulate_mtp PROPERTIES PASS_REGULAR_EXPRESSION "replica-0 +101 ")
 add_test(NAME cli_simulate_mtp_without_layers COMMAND ${SS} simulate --model llama-3.1-70b --num-speculative-tokens 2 --requests 5)
 set_tests_properties(cli_simulate_mtp_without_layers PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: .*has no MTP layers[^\n]*\n$")
+# Attention data parallelism: one replica of TP1 x DP2 (2 GPUs) with the experts over EP2; a dense
+# model is refused (DP without MoE layers is just more replicas).
+add_test(NAME cli_simulate_data_parallel COMMAND ${SS} simulate --model mixtral-8x7b --gpu h200 --tp 1 --dp 2 --ep 2
+         --precision bf16 --isl 1000 --osl 100 --concurrency 8 --requests 16)
+set_tests_properties(cli_simulate_data_parallel PROPERTIES PASS_REGULAR_EXPRESSION "on 2 x h200 \\(1 replica\\(s\\) of TP1 DP2 EP2")
+add_test(NAME cli_simulate_data_parallel_dense COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --tp 1 --dp 2 --requests 5)
+set_tests_properties(cli_simulate_data_parallel_dense PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: .*data_parallel_size.*has none[^\n]*\n$")

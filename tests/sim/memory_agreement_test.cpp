@@ -99,4 +99,36 @@ TEST(MemoryAgreement, SimulateUsesTheCheckpointKvDtype) {
 }
 
 }  // namespace
+
+// Attention data parallelism: `memory` and `simulate` agree on the pool, and the replica holds
+// dp times one rank's sequences (each rank has its own KV cache and max_num_seqs).
+TEST(MemoryAgreement, DataParallelRanksEachHoldTheirOwnPool) {
+  MemoryArgs ma;
+  ma.model = "mixtral-8x7b";
+  ma.gpu = "h200";
+  ma.precision = "bf16";
+  ma.tp = 1;
+  ma.dp = 2;
+  ma.ep = 2;
+  ma.context = 3000;
+  const nlohmann::json mem = memory(ma).at("kv_cache");
+  ma.dp = 1;
+  ma.ep = 1;
+  ma.tp = 1;
+  EXPECT_EQ(mem.at("data_parallel_ranks"), 2);
+  EXPECT_EQ(mem.at("max_num_seqs"), 2 * 1024);
+  EXPECT_EQ(mem.at("max_seqs_by_cache").get<std::int64_t>() % 2, 0);
+  nlohmann::json scenario = {{"model", "mixtral-8x7b"}, {"gpu", "h200"}, {"gpus", 2}, {"tensor_parallel_size", 1},
+                             {"data_parallel_size", 2}, {"expert_parallel_size", 2}, {"precision", "bf16"},
+                             {"workload", {{"concurrency", 8}, {"requests", 32}, {"isl", 2000}, {"osl", 1000}}}};
+  const nlohmann::json run = simulate(scenario);
+  expect_same(mem, run.at("summary").at("kv_cache"), "simulate");
+  // Little's law on the closed loop: 8 clients = request rate x mean request latency.
+  const auto& sum = run.at("summary");
+  const double little = sum.at("request_throughput").get<double>() * sum.at("request_latency_ms_avg").get<double>() / 1e3;
+  EXPECT_EQ(sum.at("gpus"), 2);
+  EXPECT_EQ(sum.at("kv_blocks_per_replica").get<std::int64_t>(), 2 * mem.at("usable_blocks").get<std::int64_t>());
+  EXPECT_NEAR(little, 8.0, 0.8);
+}
+
 }  // namespace servesim::api

@@ -1,0 +1,110 @@
+// Attention data parallelism (vLLM --data-parallel-size with MoE): attention and the dense layers
+// run per rank on that rank's requests, the routed experts span tp x dp GPUs and see every rank's
+// tokens, gathered and scattered back over the DP group.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+
+using namespace servesim;
+using namespace servesim::models;
+
+namespace {
+const hw::GpuSpec& h200() { return hw::Catalog::global().gpu("h200"); }
+
+StepBatch decode(int seqs, std::int64_t context) {
+  StepBatch b;
+  b.decode_seqs = seqs;
+  b.decode_context_tokens = seqs * context;
+  return b;
+}
+
+double part(const StepTime& t, const std::string& op) {
+  double s = 0;
+  for (const auto& p : t.parts)
+    if (p.op == op) s += p.seconds;
+  return s;
+}
+}  // namespace
+
+TEST(DataParallel, AttentionRunsOnOneRanksShareAndExpertsOnAllTokens) {
+  const ModelSpec& m = model("mixtral-8x7b");
+  const auto dp2 = make_step_cost(m, h200(), hw::Precision::bf16, {2, 1, 4, 2});
+  const auto dp1 = make_step_cost(m, h200(), hw::Precision::bf16, {2, 1, 1, 1});
+  const StepTime a = dp2->breakdown(decode(64, 2000));  // 32 per rank
+  const StepTime b = dp1->breakdown(decode(32, 2000));
+  // Every per-rank row of the DP2 replica at 64 sequences is the TP2 replica's at 32.
+  for (const char* op : {"QKV + O GEMM", "decode attention (KV read)", "LM head GEMM", "TP all-reduce after each block"})
+    EXPECT_DOUBLE_EQ(part(a, op), part(b, op)) << op;
+  // The routed experts: 64 tokens over EP4, as the fused-MoE model costs them.
+  const auto& km = hw::kernel_model(h200());
+  hw::MoeShape s;
+  s.tokens = 64;
+  s.hidden = double(m.moe_width());
+  s.inter = double(m.moe_intermediate);
+  s.topk = m.top_k;
+  s.experts = m.experts;
+  s.tp = 1;
+  s.ep = 4;
+  s.gated = m.moe_gated;
+  const int moe_layers = m.count(LayerKind::moe);
+  EXPECT_NEAR(part(a, "routed experts (fused MoE)"), moe_layers * km.moe(s, hw::Precision::bf16).seconds,
+              1e-3 * part(a, "routed experts (fused MoE)"));
+  // The DP exchange: all-gather then reduce-scatter of dp x 32 tokens x hidden x 2 bytes over the
+  // 2 GPUs of one DP group (NVLink, one node).
+  const double bytes = 2.0 * 32 * m.moe_width() * 2;
+  const hw::CommGroup g{2, 1, nullptr};
+  const double want = moe_layers * (km.collective(hw::Collective::all_gather, bytes, g).seconds +
+                                    km.collective(hw::Collective::reduce_scatter, bytes, g).seconds);
+  EXPECT_NEAR(part(a, "MoE all-gather + reduce-scatter across DP ranks"), want, 0.02 * want);
+}
+
+TEST(DataParallel, BusiestRankSetsTheStep) {
+  const ModelSpec& m = model("mixtral-8x7b");
+  const auto dp4 = make_step_cost(m, h200(), hw::Precision::bf16, {1, 1, 4, 4});
+  // 5 sequences over 4 ranks: the busiest runs 2, so attention costs what 8 sequences spread evenly cost.
+  EXPECT_DOUBLE_EQ(part(dp4->breakdown(decode(5, 1000)), "decode attention (KV read)"),
+                   part(dp4->breakdown(decode(8, 1000)), "decode attention (KV read)"));
+}
+
+TEST(DataParallel, MemoryHoldsOneKvPoolPerRankAndShardsExpertsOverAllGpus) {
+  const ModelSpec& m = model("mixtral-8x7b");
+  EngineMemoryConfig cfg;
+  cfg.max_num_seqs = 256;
+  cfg.max_num_batched_tokens = 8192;
+  cfg.kv_cache_dtype = hw::Precision::bf16;
+  const MemoryPlan one = plan_memory(m, h200(), hw::Precision::bf16, {2, 1, 4, 2}, cfg);
+  EXPECT_EQ(one.gpus, 4);
+  EXPECT_EQ(one.dp, 2);
+  // The replica runs twice one rank's sequences (its cap is 2 x max_num_seqs).
+  const Concurrency c = one.concurrency(4096);
+  EXPECT_EQ(c.max_num_seqs, 512);
+  EXPECT_EQ(c.by_cache, 2 * one.kv.max_requests(4096));
+  // Routed-expert weights per GPU: the same with EP4 (whole experts) as with experts sharded over
+  // tp x dp = 4 GPUs, and half of what TP2 alone holds.
+  const MemoryPlan sharded = plan_memory(m, h200(), hw::Precision::bf16, {2, 1, 1, 2}, cfg);
+  const MemoryPlan tp2 = plan_memory(m, h200(), hw::Precision::bf16, {2, 1, 1, 1}, cfg);
+  EXPECT_NEAR(one.weights.total(), sharded.weights.total(), 1e-6 * one.weights.total());
+  EXPECT_LT(one.weights.total(), tp2.weights.total());
+}
+
+TEST(DataParallel, RefusesWhatVllmCannotRun) {
+  EngineMemoryConfig cfg;
+  auto msg = [&](const std::string& name, Parallelism par) {
+    try {
+      plan_memory(model(name), h200(), hw::Precision::bf16, par, cfg);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg("llama-3.1-8b", {1, 1, 1, 2}).find("needs MoE layers"), std::string::npos);
+  EXPECT_NE(msg("mixtral-8x7b", {2, 1, 2, 2}).find("1 or tp x dp (4)"), std::string::npos);
+  EXPECT_NE(msg("mixtral-8x7b", {1, 2, 1, 2}).find("pipeline"), std::string::npos);
+}
