@@ -157,3 +157,24 @@ def test_nccl_busbw_definition():
         algbw = r["bytes"] / (r["time_us"] * 1e-6) / 1e9
         assert r["algbw_gb_per_s"] == pytest.approx(algbw)
         assert r["busbw_gb_per_s"] == pytest.approx(algbw * 2 * 15 / 16)
+
+
+def test_data_parallel_attention_is_searched_and_emitted(tmp_path):
+    # An MoE model: the search tries attention data-parallel ranks (TP1 x DP2, experts over EP2),
+    # and the winner's manifest asks vLLM for them on a pod of tp x dp GPUs.
+    r = servesim.search(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200,
+                        concurrency=[8, 32], requests=32, tp=[1], dp=[2], topology="agg", precision="fp8")
+    labels = [c["label"] for c in r["configurations"]]
+    assert labels and all("DP2" in x for x in labels)
+    assert {c["gpus"] for c in r["configurations"]} == {2}
+    servesim.emit(r["best"], tmp_path)
+    with open(tmp_path / "dynamo-deployment.yaml") as f:
+        m = yaml.safe_load(f)
+    (worker,) = [s for s in m["spec"]["services"].values() if s.get("componentType") == "worker"]
+    args = worker["extraPodSpec"]["mainContainer"]["args"]
+    assert args[args.index("--data-parallel-size") + 1] == "2"
+    assert worker["resources"]["limits"]["gpu"] == "2"
+    # A dense model has no MoE layers to share: no DP layouts.
+    d = servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200,
+                        concurrency=[8], requests=16, tp=[1], topology="agg", precision="fp8")
+    assert not [c for c in d["configurations"] if "DP" in c["label"]]
