@@ -72,9 +72,12 @@ def memory(model=None, gpu=None, precision=None, tp=None, pp=1, context=None, mo
                           context=context, **engine))
 
 
-def min_gpus(model=None, precisions=("bf16", "nvfp4"), policy="headroom", gpus=None, concurrency=64, context=None,
+def min_gpus(model=None, precisions=None, policy="headroom", gpus=None, concurrency=64, context=None,
              model_file=None):
-    """The minimum-GPU table (``servesim min-gpus``): one dict per (gpu, precision) with ``min_gpus``."""
+    """The minimum-GPU table (``servesim min-gpus``): one dict per (gpu, precision) with ``min_gpus``;
+    ``precisions`` None = the checkpoint's and nvfp4."""
+    if precisions is None:
+        precisions = []
     if isinstance(precisions, str):
         precisions = [precisions]
     if isinstance(gpus, str):

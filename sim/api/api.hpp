@@ -52,11 +52,15 @@ nlohmann::json kv_cache_json(const models::MemoryPlan& plan, std::int64_t contex
 
 // `servesim min-gpus`: one object per (GPU, precision) with gpu, precision, min_gpus, tp, pp, ...
 struct MinGpusArgs {
-  std::string model, model_file, precisions = "bf16,nvfp4", policy = "headroom", gpus;  // gpus: CSV filter, "" = all
+  // precisions "": the checkpoint's and nvfp4 (min_gpus_precisions); gpus: CSV filter, "" = all
+  std::string model, model_file, precisions, policy = "headroom", gpus;
   int concurrency = 64;
   std::int64_t context = 0;
 };
 nlohmann::json min_gpus(const MinGpusArgs& a);
+// The precisions min-gpus tabulates: `precisions` parsed, or when "" the checkpoint's (the rule of
+// sim/resolve.hpp) and nvfp4.
+std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions);
 
 // `servesim op KIND`: predicted GPU time of one kernel or collective. `args` holds the CLI's
 // flags with underscores (gpu, dtype, m, n, k, experts, tokens, skew, batch, seq, context, heads,

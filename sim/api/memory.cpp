@@ -96,6 +96,16 @@ nlohmann::json memory(const MemoryArgs& a) {
   return j;
 }
 
+std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions) {
+  std::vector<hw::Precision> precs;
+  for (const auto& s : text::split_csv(precisions)) precs.push_back(hw::parse_precision(s, "--precisions"));
+  if (text::split_csv(precisions).empty()) {
+    precs.push_back(models::checkpoint_weight_precision(m));
+    if (precs[0] != hw::Precision::nvfp4) precs.push_back(hw::Precision::nvfp4);
+  }
+  return precs;
+}
+
 nlohmann::json min_gpus(const MinGpusArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
   models::ServingPolicy pol;
@@ -104,9 +114,7 @@ nlohmann::json min_gpus(const MinGpusArgs& a) {
   if (a.context < 0) throw Error("--context", "", "must be >= 0 tokens (0: the model's max_model_len), got " + std::to_string(a.context));
   pol.required_seqs = a.concurrency;
   pol.required_context = a.context;
-  std::vector<hw::Precision> precs;
-  for (const auto& s : text::split_csv(a.precisions)) precs.push_back(hw::parse_precision(s, "--precisions"));
-  if (precs.empty()) throw Error("--precisions", "", "is empty; known: bf16, fp8, nvfp4, int8");
+  const std::vector<hw::Precision> precs = min_gpus_precisions(m, a.precisions);
   std::vector<std::string> only = text::split_csv(a.gpus);
   for (const auto& g : only) (void)hw::Catalog::global().gpu(g);  // unknown names list the known ones
   nlohmann::json j = nlohmann::json::array();

@@ -99,7 +99,21 @@ const std::vector<std::string>& op_kinds() {
   return k;
 }
 
+nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args);
+
 nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
+  nlohmann::json j = op_time_of(kind_in, args);
+  // What was resolved for flags left out (sim/resolve.hpp's GPU rule), for the header.
+  auto given = [&](const char* k) { return args.is_object() && args.contains(k) && !args.at(k).is_null(); };
+  nlohmann::json notes = nlohmann::json::array();
+  if (!given("gpu") && !given("instance")) notes.push_back("GPU H200 (none named)");
+  if (!given("dtype") && j.contains("shape") && j["shape"].is_object() && j["shape"].contains("dtype"))
+    notes.push_back("dtype " + j["shape"]["dtype"].get<std::string>());
+  j["defaults"] = notes;
+  return j;
+}
+
+nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) {
   std::string kind = text::lower(kind_in);
   std::replace(kind.begin(), kind.end(), '_', '-');
   const auto it = op_table().find(kind);
@@ -108,8 +122,7 @@ nlohmann::json op_time(std::string_view kind_in, const nlohmann::json& args) {
   const OpArgs a(kind, args, it->second);
   // A collective on an instance runs on that instance's GPU; a --gpu naming another is refused.
   const std::string on_instance = kind == "collective" ? a.str("instance", "") : "";
-  const auto& g = hw::Catalog::global().gpu(on_instance.empty() ? a.str("gpu", "h200")
-                                                                : sim::resolve_gpu(a.str("gpu", ""), on_instance, ""));
+  const auto& g = hw::Catalog::global().gpu(sim::resolve_gpu(a.str("gpu", ""), on_instance, "H200"));
   const auto& km = hw::kernel_model(g);
   if (kind == "gemm") {
     const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");

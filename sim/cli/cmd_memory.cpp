@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/table.hpp"
+#include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
@@ -75,10 +76,15 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
                vendor ? num(r["vendor_min_gpus"]) : "-", str(r["run_as"]),
                mg ? num(r["max_concurrent_seqs"]) + " @" + num(r["context_tokens"]) : "-", str(r["note"])});
   }
-  std::string text = t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n";
+  const auto& m = api::resolve_model(a.model, a.model_file);
+  std::string precs;
+  for (const auto p : api::min_gpus_precisions(m, a.precisions)) precs += (precs.empty() ? "" : ", ") + std::string(hw::to_string(p));
+  std::string text = "servesim min-gpus: " + m.name + ", precisions " + precs + ", policy " + a.policy + "\n" +
+                     (a.precisions.empty() ? "(defaults: precisions " + precs + " (the checkpoint's, and nvfp4))\n"
+                                           : std::string()) +
+                     t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n";
   if (disagree)
     text += "note: " + std::to_string(disagree) + " row(s) differ from the vendor's table (column 'vendor').\n";
-  const auto& m = api::resolve_model(a.model, a.model_file);
   if (m.estimate) text += "note: " + m.note + "\n";
   emit(format, j, text);
 }
@@ -113,7 +119,7 @@ void add_memory_commands(CLI::App& app) {
   auto* mg = app.add_subcommand("min-gpus", "Minimum GPUs per GPU type and precision under the default serving policy");
   mg->add_option("--model", no.model, "Model name (servesim list models)");
   mg->add_option("--model-file", no.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
-  mg->add_option("--precisions", no.precisions, "Comma-separated precisions (default bf16,nvfp4)");
+  mg->add_option("--precisions", no.precisions, "Comma-separated precisions (default: the checkpoint's and nvfp4)");
   mg->add_option("--gpus", no.gpus, "Comma-separated GPU names (default all)");
   mg->add_option("--policy", no.policy, "headroom (default: cache >= 2x weights, FP8 on GPUs without FP4) | vllm (a concurrency x context target)");
   mg->add_option("--concurrency", no.concurrency, "vllm policy: concurrent sequences the cache must hold (default 64)");

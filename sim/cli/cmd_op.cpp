@@ -26,7 +26,7 @@ void run_op(const std::string& kind, const OpOpts& o) {
   tab.add_row({kind, j["gpu"].get<std::string>(), fixed(s * 1e6, 2), j["bound"].get<std::string>(),
                j["source"].get<std::string>(), fixed(s > 0 ? j["flops"].get<double>() / s / 1e12 : 0, 1),
                fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string())});
-  emit(o.format, j, tab.render() + "provenance: " + j["provenance"].get<std::string>() + "\n");
+  emit(o.format, j, defaults_line(j["defaults"]) + tab.render() + "provenance: " + j["provenance"].get<std::string>() + "\n");
 }
 
 // One subcommand: `flags` are (flag name without dashes, help, required?); a flag `x-y` is the

@@ -675,3 +675,21 @@ def test_plan_header_prints_the_resolved_configuration(exe):
     text = run(exe, *args).stdout.splitlines()
     assert text[0].startswith("Model nemotron-3-nano (bf16 weights, KV bf16) on 1 x p5en.48xlarge (H200)")
     assert text[1].startswith("(defaults: precision bf16 (the checkpoint's); TP")
+
+
+def test_min_gpus_and_op_say_what_they_resolved(exe, tmp_path):
+    # min-gpus tabulates the checkpoint's precision (and NVFP4) by default: a declared FP8 checkpoint
+    # gets FP8 rows, not BF16 ones; op names the GPU it chose.
+    cfg = {"model_type": "llama", "hidden_size": 4096, "vocab_size": 128256, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+           "max_position_embeddings": 8192, "quantization_config": {"quant_method": "fp8"}}
+    f = tmp_path / "fp8.json"
+    f.write_text(json.dumps(cfg))
+    rows = json.loads(run(exe, "min-gpus", "--model-file", f, "--gpus", "h200", "--format", "json").stdout)
+    assert sorted(r["precision"] for r in rows) == ["fp8", "nvfp4"], rows
+    out = run(exe, "min-gpus", "--model-file", f, "--gpus", "h200")
+    assert out.stdout.splitlines()[0] == "servesim min-gpus: fp8, precisions fp8, nvfp4, policy headroom", out.stdout
+    assert [r["precision"] for r in servesim.min_gpus("llama-3.1-70b", gpus="h200")] == ["bf16", "nvfp4"]
+    out = run(exe, "op", "gemm", "--m", 128, "--n", 4096, "--k", 4096)
+    assert out.stdout.splitlines()[0] == "(defaults: GPU H200 (none named); dtype bf16)", out.stdout
+    assert "defaults" not in run(exe, "op", "gemm", "--gpu", "b200", "--dtype", "fp8", "--m", 1, "--n", 8, "--k", 8).stdout
