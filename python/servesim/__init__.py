@@ -280,7 +280,8 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     CSV in the silicon-sample layout or an aiperf artefact folder; ``backend``, ``mode``, ``gpu``,
     ``model`` filter (a string or a list). ``kw``: engine_any, scenario (a dict whose engine,
     router, kv_cache_dtype and seed apply to every CSV point), requests_per_client,
-    warmup_per_client, statistic ("avg" or "p50"), threads, seed, model_file. Returns a dict:
+    warmup_per_client, statistic ("avg" or "p50"), threads, seed, model_file, harness ("aic": the
+    engine flags AIConfigurator's harness generates, the default; "serve": vllm serve's). Returns a dict:
     ``points`` (one per measured point: measured, predicted, error_pct, or its ``unmodellable``
     reason), ``groups`` and ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
     ``csv``; :func:`frame` turns it into one DataFrame row per point. The GIL is released while
@@ -326,7 +327,7 @@ def _search_args(kw):
     for k in ("gpu", "gpus"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]
-    for k in ("tp", "pp", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions"):
+    for k in ("tp", "pp", "dp", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = list(args[k])
     if isinstance(args.get("pd_ratios"), (list, tuple)):

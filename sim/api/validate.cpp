@@ -31,7 +31,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file"};
+                                              "model_file", "harness"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -55,6 +55,8 @@ nlohmann::json validate(const nlohmann::json& args) {
   if (o.statistic != "avg" && o.statistic != "p50") r.fail("statistic", "unknown '" + o.statistic + "'; known: avg, p50");
   o.threads = static_cast<int>(r.integer_or("threads", 0));
   o.seed = static_cast<std::uint64_t>(r.integer_or("seed", 1));
+  o.harness = text::lower(r.string_or("harness", o.harness));
+  if (o.harness != "aic" && o.harness != "serve") r.fail("harness", "unknown '" + o.harness + "'; known: aic, serve");
   for (const auto& f : names(args, "model_file")) models::add_model_file(f);
   const std::string path = r.string("path");
   v::CsvReadStats csv;

@@ -28,7 +28,7 @@ namespace servesim::cli {
 namespace {
 
 struct ValidateOpts {
-  std::string path, scenario, output, plot, statistic = "avg", write_bands;
+  std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic";
   int band_min_points = 8;
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
@@ -84,6 +84,8 @@ void run_validate(const ValidateOpts& o) {
   opt.statistic = text::lower(o.statistic);
   opt.threads = o.threads;
   opt.seed = o.seed;
+  opt.harness = text::lower(o.harness);
+  if (opt.harness != "aic" && opt.harness != "serve") throw Error("--harness", "", "unknown '" + o.harness + "'; known: aic, serve");
   if (opt.requests_per_client < 1) throw Error("--requests-per-client", "", "must be >= 1");
   if (opt.warmup_per_client < 0) throw Error("--warmup-per-client", "", "must be >= 0");
   if (opt.statistic != "avg" && opt.statistic != "p50") throw Error("--statistic", "", "unknown '" + o.statistic + "'; known: avg, p50");
@@ -169,6 +171,9 @@ void add_validate_command(CLI::App& app) {
   c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
   c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, frontend, router, kv_cache_dtype and seed apply to every CSV point")
       ->check(CLI::ExistingFile);
+  c->add_option("--harness", o->harness,
+                "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "
+                "max_num_batched_tokens = batch + ISL + 1500) or serve (vllm serve's defaults)");
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");

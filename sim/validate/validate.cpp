@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "sim/validate/validate.hpp"
 #include "sim/parallel.hpp"
 
@@ -220,6 +221,23 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   // server: that many replicas (gpus already counts them).
   if (s.contains("data_parallel_size") && m->count(models::LayerKind::moe) == 0) s.erase("data_parallel_size");
   const std::int64_t c = p.concurrency;
+  if (o.harness == "aic" && mode != "disagg") {
+    // The engine flags AIConfigurator's benchmark harness gives an aggregated vLLM worker
+    // (its vllm.rule / benchmark rule): --max-num-batched-tokens = max_batch_size + ISL + 1500,
+    // --max-model-len = ISL + OSL + 1500, CUDA graphs captured up to max_batch_size, prefix
+    // caching off; max_batch_size is the per-attention-rank share of the concurrency. Knobs the
+    // --scenario gives win.
+    auto& e = s["engine"];
+    if (!e.is_object()) e = nlohmann::json::object();
+    const std::int64_t per = std::max<std::int64_t>(1, c / std::max(1, p.attention_dp));
+    auto set = [&](const char* k, nlohmann::json v) {
+      if (!e.contains(k)) e[k] = std::move(v);
+    };
+    set("max_num_batched_tokens", per + p.isl + 1500);
+    set("max_model_len", p.isl + p.osl + 1500);
+    set("max_cudagraph_capture_size", per);
+    set("enable_prefix_caching", false);
+  }
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
   return s;

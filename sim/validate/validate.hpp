@@ -78,6 +78,10 @@ struct Options {
   std::string statistic = "avg"; // the simulated statistic compared: avg or p50
   int threads = 0;               // <= 0: all cores; results do not depend on it
   std::uint64_t seed = 1;
+  // Engine flags of CSV points: "aic" = those AIConfigurator's benchmark harness generates for
+  // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...); "serve" = `vllm
+  // serve`'s defaults (the engine profile's).
+  std::string harness = "aic";
 };
 
 // A point's run: the scenario it was set up as, or why it cannot be modelled.
