@@ -22,7 +22,8 @@ set_tests_properties(cli_validate_aiperf_roundtrip PROPERTIES PASS_REGULAR_EXPRE
   "1 points: 1 simulated, 0 not modellable.*vllm +nemotron-3-nano +h100 +agg +1 +0 +[+-]?0\\.0% +0\\.0% +0\\.0% +[+-]?0\\.0% +0\\.0% +0\\.0% +[+-]?0\\.0%")
 set(i 0)
 foreach(bad IN ITEMS "/nonexistent.csv" "${VDATA}/llama-3.1-8b.json" "${PROJECT_SOURCE_DIR}/tests"
-                     "${VDATA}/validate_sample.csv;--statistic;p99" "${VDATA}/validate_sample.csv;--output;x.txt")
+                     "${VDATA}/validate_sample.csv;--statistic;p99" "${VDATA}/validate_sample.csv;--output;x.txt"
+                     "${VDATA}/validate_sample.csv;--harness;trtllm")
   math(EXPR i "${i} + 1")
   add_test(NAME cli_validate_error_${i} COMMAND ${SS} validate ${bad})
   set_tests_properties(cli_validate_error_${i} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: [^\n]+\n$")

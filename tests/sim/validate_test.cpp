@@ -273,3 +273,33 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
       EXPECT_EQ(c.n, kept);   // one H200 cell: flagged points left out
     }
 }
+
+// CSV points run with the engine flags of the harness that generated them (--harness aic):
+// max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500; --harness
+// serve leaves vllm serve's defaults; a --scenario knob wins over the harness.
+TEST(Validate, HarnessEngineFlags) {
+  add_llama();
+  v::Options o;
+  o.threads = 2;
+  o.gpus = {"h200"};
+  o.modes = {"agg"};
+  const v::Report aic = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  int checked = 0;
+  for (const auto& p : aic.points) {
+    if (!p.unmodellable.empty()) continue;
+    const auto& e = p.scenario.at("engine");
+    const std::int64_t c = p.measured.concurrency, isl = p.measured.isl, osl = p.measured.osl;
+    EXPECT_EQ(e.at("max_num_batched_tokens").get<std::int64_t>(), c + isl + 1500) << p.measured.id;
+    EXPECT_EQ(e.at("max_model_len").get<std::int64_t>(), isl + osl + 1500) << p.measured.id;
+    EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  o.harness = "serve";
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+    if (p.unmodellable.empty()) EXPECT_FALSE(p.scenario.contains("engine") && p.scenario["engine"].contains("max_num_batched_tokens"));
+  o.harness = "aic";
+  o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}};
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+    if (p.unmodellable.empty()) EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens"), 4096);
+}
