@@ -1,6 +1,7 @@
 #include "hwmodels/fit.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <numeric>
 
@@ -115,8 +116,10 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
   }
   order_.resize(samples.size());
   std::iota(order_.begin(), order_.end(), 0);
-  std::stable_sort(order_.begin(), order_.end(), [&](int i, int j) {
-    return std::pair(pgroup_[i], pkey_[i]) < std::pair(pgroup_[j], pkey_[j]);
+  // std::sort with the index as the last key: the order std::stable_sort gives, without its
+  // temporary buffer (which libstdc++ 13 frees with a call AddressSanitizer reports as mismatched).
+  std::sort(order_.begin(), order_.end(), [&](int i, int j) {
+    return std::tuple(pgroup_[i], pkey_[i], i) < std::tuple(pgroup_[j], pkey_[j], j);
   });
   for (size_t p = 0; p < order_.size();) {
     Box b{pgroup_[order_[p]], pkey_[order_[p]], static_cast<int>(p), 0, px_[order_[p]], px_[order_[p]]};
@@ -129,9 +132,10 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
   if (method != FitMethod::monotone_interp) return;
   std::vector<size_t> idx(samples.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {
+  std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {  // stable by index (see above)
     if (samples[i].key != samples[j].key) return samples[i].key < samples[j].key;
-    return axis_of(samples[i].compute_s, samples[i].memory_s) < axis_of(samples[j].compute_s, samples[j].memory_s);
+    const double ai = axis_of(samples[i].compute_s, samples[i].memory_s), aj = axis_of(samples[j].compute_s, samples[j].memory_s);
+    return ai != aj ? ai < aj : i < j;
   });
   for (size_t p = 0; p < idx.size();) {
     size_t q = p;

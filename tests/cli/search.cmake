@@ -26,3 +26,6 @@ add_test(NAME cli_search_dask_bad_address COMMAND ${SS} search --model nemotron-
          --ttft-ms 400 --itl-ms 25 --dask not-an-address)
 set_tests_properties(cli_search_dask_bad_address PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: --dask: (cannot reach the Dask scheduler at not-an-address|dask.distributed is not installed)")
+if(SERVESIM_PY_SAN_ENV)  # servesim starts Python here: the sanitizer runtime must come first in it
+  set_tests_properties(cli_search_dask_bad_address PROPERTIES ENVIRONMENT "${SERVESIM_PY_SAN_ENV}")
+endif()
