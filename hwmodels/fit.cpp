@@ -129,6 +129,7 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
     b.end = static_cast<int>(p);
     boxes_.push_back(b);
   }
+  mark_spikes(samples);
   if (method != FitMethod::monotone_interp) return;
   std::vector<size_t> idx(samples.size());
   std::iota(idx.begin(), idx.end(), 0);
@@ -163,6 +164,47 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
     series_.push_back(s);
     p = q;
   }
+}
+
+namespace {
+// A point this far (either way) from the log-linear interpolation of its two series neighbours,
+// while they agree with each other to within this factor beyond their own work ratio, is a glitch:
+// e.g. B200 FP8 GEMM n 4096, k 65536: 0.074 ms at m 16 and 0.079 ms at m 64, 0.388 ms at m 32.
+constexpr double kSpikeFactor = 1.5;
+}  // namespace
+
+void FamilyFit::mark_spikes(const std::vector<Sample>& samples) {
+  // Along every grid line through a point (the measured shapes of its series that differ from it in
+  // one coordinate only), its nearest neighbours on either side; the point is a glitch when it is
+  // off their interpolation (in log time over log work) on every line that brackets it.
+  pspike_.assign(samples.size(), 0);
+  const double lim = std::log(kSpikeFactor);
+  auto axis = [&](int i) { return axis_of(samples[i].compute_s, samples[i].memory_s); };
+  for (const Box& b : boxes_)
+    for (int pb = b.begin; pb < b.end; ++pb) {
+      const int i = order_[pb];
+      bool tested = false, off = true;
+      for (int f = 0; f < kMaxFeatures && off; ++f) {
+        int lo = -1, hi = -1;
+        for (int p = b.begin; p < b.end; ++p) {
+          const int j = order_[p];
+          bool line = std::fabs(px_[j][f] - px_[i][f]) > 1e-9;
+          for (int g = 0; g < kMaxFeatures && line; ++g)
+            if (g != f && std::fabs(px_[j][g] - px_[i][g]) > 1e-9) line = false;
+          if (!line) continue;
+          if (px_[j][f] < px_[i][f] && (lo < 0 || px_[j][f] > px_[lo][f])) lo = j;
+          if (px_[j][f] > px_[i][f] && (hi < 0 || px_[j][f] < px_[hi][f])) hi = j;
+        }
+        if (lo < 0 || hi < 0) continue;
+        const double xa = axis(lo), xb = axis(i), xc = axis(hi);
+        if (xc - xa < 1e-12) continue;
+        tested = true;
+        const double la = std::log(pt_[lo]), lc = std::log(pt_[hi]);
+        const double expect = la + (xb - xa) / (xc - xa) * (lc - la);
+        if (!(std::fabs(std::log(pt_[i]) - expect) > lim && std::fabs(lc - la) < lim + (xc - xa))) off = false;
+      }
+      pspike_[i] = tested && off;
+    }
 }
 
 double FamilyFit::roofline_fit(double compute_s, double memory_s, double launch_scale) const {
@@ -231,6 +273,27 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
   if (first == last) first = boxes_.begin(), last = boxes_.end();  // group not measured: every point
   auto own = std::lower_bound(first, last, q.key, [](const Box& b, std::uint64_t k) { return b.key < k; });
   if (own != last && own->key != q.key) own = last;
+  // The kernel of the nearest measured shape of the query's own series (of any series of its group
+  // when its own was not measured): only points timed by that kernel stand in for the query.
+  int k0 = -1;
+  {
+    double bd = INFINITY;
+    int bi = -1;
+    auto pick = [&](const Box& b) {
+      if (box_distance2(b.lo, b.hi, q.x) > bd) return;
+      for (int p = b.begin; p < b.end; ++p) {
+        const int i = order_[p];
+        if (pspike_[i]) continue;
+        const double d = distance2(px_[i], q.x);
+        if (surface_only && d < kSame) continue;
+        if (d < bd || (d == bd && i < bi)) bd = d, bi = i;
+      }
+    };
+    if (own != last) pick(*own);
+    if (bi < 0)
+      for (auto b = first; b != last; ++b) pick(*b);
+    if (bi >= 0) k0 = pkernel_[bi];
+  }
   const int kn = method_ == FitMethod::local_linear ? kLinearNeighbours : kNeighbours;
   double best_d[kLinearNeighbours];
   int best_i[kLinearNeighbours], nb = 0, hit = -1;
@@ -245,6 +308,7 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
         if (!surface_only && (hit < 0 || i < hit)) hit = i;
         continue;  // surface_only: the point itself, left out of its own surface value
       }
+      if (pspike_[i] || (k0 >= 0 && pkernel_[i] != k0)) continue;
       if (nb == kn && (d > best_d[nb - 1] || (d == best_d[nb - 1] && i > best_i[nb - 1]))) continue;
       int j = nb < kn ? nb++ : nb - 1;
       while (j > 0 && (best_d[j - 1] > d || (best_d[j - 1] == d && best_i[j - 1] > i)))
@@ -261,7 +325,7 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
     return pt_[hit];
   }
   if (nb == 0) return ls;
-  if (kernel) *kernel = pkernel_[best_i[0]];
+  if (kernel) *kernel = k0 >= 0 ? k0 : pkernel_[best_i[0]];
   if (method_ == FitMethod::local_linear && nb > 2) return ls * std::exp(local_linear(q, best_i, best_d, nb));
   double sw = 0, sr = 0;
   for (int j = 0; j < nb; ++j) {
@@ -273,8 +337,13 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
 
 double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2, int nb) const {
   // Weighted least squares of log(measured / roofline) = b0 + b·(x − q.x) over the neighbours,
-  // weights 1 / (d² + 0.01), a small ridge on the slopes; b0 is the query's value, kept within
-  // the neighbours' range widened by a factor of 2 either way.
+  // weights 1 / (d² + 0.01), a vanishing ridge on the slopes (only to settle coordinates the
+  // neighbours do not vary: a larger one pulled the slopes to 0 and flattened real gradients,
+  // e.g. prefill time against sequence length); b0 is the query's value, kept within
+  // the neighbours' range widened by a factor of 2 either way. A query outside the neighbours'
+  // bounding box (beyond the measured shapes in some coordinate) trusts no slope: it gets the
+  // neighbours' weighted mean ratio, the fitted roofline at the local efficiency of the nearest
+  // measured shapes (a 384k-token prefill MoE 2.9x its 16k-token neighbours' ratio otherwise).
   Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1> A = Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1>::Zero();
   Eigen::Matrix<double, kMaxFeatures + 1, 1> b = Eigen::Matrix<double, kMaxFeatures + 1, 1>::Zero();
   double lo = INFINITY, hi = -INFINITY, sw = 0;
@@ -288,9 +357,21 @@ double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2
     b += w * y * x;
     lo = std::min(lo, y), hi = std::max(hi, y), sw += w;
   }
-  for (int f = 1; f <= kMaxFeatures; ++f) A(f, f) += 0.05 * sw;
-  const double b0 = A.ldlt().solve(b)(0);
+  for (int f = 1; f <= kMaxFeatures; ++f) A(f, f) += 1e-6 * sw;
+  const Eigen::Matrix<double, kMaxFeatures + 1, 1> beta = A.ldlt().solve(b);
+  double b0 = beta(0);
+  bool outside = false;
+  for (int f = 0; f < kMaxFeatures; ++f) {
+    double flo = INFINITY, fhi = -INFINITY;
+    for (int j = 0; j < nb; ++j) flo = std::min(flo, px_[idx[j]][f]), fhi = std::max(fhi, px_[idx[j]][f]);
+    outside |= q.x[f] < flo - 1e-9 || q.x[f] > fhi + 1e-9;
+  }
   if (!std::isfinite(b0)) return 0.5 * (lo + hi);
+  if (outside) {
+    double sy = 0;
+    for (int j = 0; j < nb; ++j) sy += plog_ratio_[idx[j]] / (d2[j] + 0.01);
+    return sy / sw;
+  }
   return std::clamp(b0, lo - 0.7, hi + 0.7);
 }
 

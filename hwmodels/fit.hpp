@@ -35,7 +35,10 @@ struct RooflineSplit {
 RooflineSplit split_roofline(double compute_s, double memory_s);
 
 // local_linear: like nearest_log, but a weighted linear fit over 16 neighbours instead of their
-// inverse-distance mean (follows gradients across a coarse grid).
+// inverse-distance mean (follows gradients across a coarse grid). Both interpolations only use
+// neighbours timed by the kernel that ran the query's nearest measured shape of its own series
+// (vLLM switches kernels on discrete shape properties, e.g. Triton attention for head_dim 192 on
+// Blackwell, 10-30x slower than TRTLLM-gen at head_dim 256: never interpolated across).
 enum class FitMethod { least_squares, monotone_interp, nearest_log, local_linear };
 std::string_view to_string(FitMethod m);
 
@@ -59,6 +62,9 @@ class FamilyFit {
 
   // True when measured points of this shape series were fitted.
   bool has_series(std::uint64_t key) const;
+  // True when fitted point `i` (in the order given to the constructor) is an isolated glitch of its
+  // series: returned at its own shape, never used for another one (see pspike_).
+  bool spike(size_t i) const { return i < pspike_.size() && pspike_[i]; }
 
   FitMethod method() const { return method_; }
   double launch_s() const { return launch_s_; }
@@ -76,6 +82,10 @@ class FamilyFit {
   std::vector<std::uint64_t> pkey_, pgroup_;
   std::vector<double> pt_, plog_ratio_;  // measured seconds; log(measured / least-squares roofline)
   std::vector<int> pkernel_;             // kernel index per point
+  // Isolated glitches: points off both neighbours of their shape series (the measured shapes on
+  // either side along the series' work axis, which agree with each other) by more than
+  // kSpikeFactor. They are still returned at their own shape, but never stand in for another one.
+  std::vector<char> pspike_;
   // Index of the nearest-shape search, built once: points ordered by (group, key); per series its
   // bounding box in feature space, so a query scans its own series first and skips every series
   // whose box is farther than the neighbours already found.
@@ -85,6 +95,7 @@ class FamilyFit {
   double interp(const Sample& q, double ls, bool surface_only) const;
   double local_linear(const Sample& q, const int* idx, const double* d2, int nb) const;
   double nearest(const Sample& q, double ls, bool* exact, bool surface_only, int* kernel) const;
+  void mark_spikes(const std::vector<Sample>& samples);
 };
 
 // Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples`: every fifth point in

@@ -265,6 +265,37 @@ TEST(Calibration, SecondSplitMeetsTheTarget) {
   }
 }
 
+// A glitch in a measured series (one point 5x off both neighbours, which agree) is returned at
+// its own shape but stands in for no other; a shape far beyond every measurement keeps the ratio
+// to the fitted roofline of its nearest measured shapes instead of extrapolating a slope.
+TEST(Calibration, GlitchesAndFarShapes) {
+  auto point = [](double m, double n) {
+    Sample s;
+    s.key = shape_key({n, 4096});
+    s.x = gemm_features(m, n, 4096);
+    s.compute_s = 2 * m * n * 4096 / 989e12;
+    s.memory_s = (m * 4096 * 2 + n * 4096 * 2 + m * n * 2) / 4.8e12;
+    s.seconds = 1.25 * std::max(s.compute_s, s.memory_s) + 5e-6;  // by hand: 80% of the roofline + 5 us
+    return s;
+  };
+  std::vector<Sample> pts;
+  for (double n : {2048.0, 4096.0, 8192.0})
+    for (double m = 1; m <= 32768; m *= 2) pts.push_back(point(m, n));
+  const size_t glitch = 15 + 5;  // n 4096, m 32
+  pts[glitch].seconds *= 5;
+  FamilyFit fit(pts, FitMethod::local_linear);
+  for (size_t i = 0; i < pts.size(); ++i) EXPECT_EQ(fit.spike(i), i == glitch) << i;
+  bool exact = false;
+  EXPECT_DOUBLE_EQ(fit.predict(pts[glitch], &exact), pts[glitch].seconds);  // the measurement itself
+  EXPECT_TRUE(exact);
+  for (double m : {24.0, 48.0, 40.0}) {  // around the glitch: the clean neighbours' answer
+    const Sample q = point(m, 4096);
+    EXPECT_NEAR(fit.predict(q) / q.seconds, 1.0, 0.05) << m;
+  }
+  const Sample far = point(1 << 22, 4096);  // 128x the largest measured m
+  EXPECT_NEAR(fit.predict(far) / far.seconds, 1.0, 0.05);
+}
+
 // Nearest-shape interpolation: a shape between measured ones lands between their times, and it
 // never beats the datasheet roofline.
 TEST(Calibration, NearestShapeInterpolation) {
@@ -340,6 +371,7 @@ double brute_nearest(const FamilyCalibration& f, const Sample& q, bool surface_o
       if (!surface_only) return std::max(s[i].seconds, std::max(q.compute_s, q.memory_s));
       continue;
     }
+    if (f.fit.spike(i)) continue;  // a glitch stands in for no other shape
     c.push_back({d, i});
   }
   std::sort(c.begin(), c.end());

@@ -18,27 +18,65 @@ const char* kAll[] = {"H100", "H200", "B200", "GB200", "B300", "GB300"};
 bool has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 }  // namespace
 
-// Fit on 80% of the committed points, error on the other 20%. The dense GEMMs, conv1d, the GDN
-// decode kernel and the collectives meet the target (median <= 8%, p90 <= 20%) on every GPU;
-// every other vLLM family stays within the bounds the README table reports (attention with
-// head_dim 256 and the fused MoE on Blackwell carry a heavy tail: see README).
+// Fit on 80% of the committed points (every fifth row of each file, from the fifth, held out),
+// error on the other 20%. Every vLLM family meets the target (median <= 8%, p90 <= 20%) on every
+// GPU except those listed here, which stay within the looser bounds hwmodels/README.md reports
+// with the reason: the fused MoE kernels (whole shape series run several-fold apart from their
+// neighbours in every coordinate: a per-shape tile choice the grid cannot resolve), encoder
+// attention (526 points over batch x seq x heads x head_dim, a coarse grid), the B300 / GB300
+// custom all-reduce (13 held-out points; the one-shot / two-shot switch at 512 KiB), H100
+// NCCL all-to-all (12 held-out points) and GB300 FP8-block GEMM (eager-timed: a 0.26-0.72 ms CPU
+// launch floor that varies from row to row).
 TEST(VllmKernels, HeldOutErrorPerFamilyAndGpu) {
-  const char* meets[] = {"gemm_bf16", "gemm_nvfp4", "conv1d_decode", "conv1d_prefill", "gdn_decode",
-                         "nccl_all_gather", "nccl_reduce_scatter", "nccl_all_reduce"};
+  auto missing = [](std::string_view gpu, std::string_view family) {
+    if (family.starts_with("moe_") || family == "encoder_attention") return true;
+    if (family == "custom_all_reduce") return gpu == "B300" || gpu == "GB300";
+    if (family == "nccl_all_to_all") return gpu == "H100";
+    if (family == "gemm_fp8_block") return gpu == "GB300";
+    return false;
+  };
   for (const char* n : kAll) {
     Calibration c = Calibration::embedded(gpu(n));
     c.validate();
-    int vllm = 0;
+    int vllm = 0, meet = 0;
     for (const auto& [name, f] : c.families()) {
       if (f.origin != "vllm") continue;
       ++vllm;
       EXPECT_GT(f.cv.held_out, 0) << n << " " << name;
-      bool target = std::find(std::begin(meets), std::end(meets), name) != std::end(meets);
-      EXPECT_LE(f.cv.median, target ? 0.08 : 0.20) << n << " " << name;
+      const bool target = f.rejected.empty() && !missing(n, name);
+      EXPECT_LE(f.cv.median, target ? 0.08 : 0.16) << n << " " << name;
       EXPECT_LE(f.cv.p90, target ? 0.20 : 0.60) << n << " " << name;
+      meet += f.cv.median <= 0.08 && f.cv.p90 <= 0.20;
     }
     EXPECT_GE(vllm, 18) << n;  // gemm x3-4, attention x2, encoder, moe x>=4, gdn x2, conv1d x2, nccl x4, custom AR
+    EXPECT_GE(meet, 14) << n;  // the dense GEMMs, both attentions, GDN, conv1d, the collectives
   }
+}
+
+// vLLM switches attention kernels on head_dim: on B200 a head_dim 192 prefill runs Triton
+// attention, 10-30x slower than TRTLLM-gen at head_dim 256 next to it. Held out, the FP8-KV
+// prefill of 1 x 16,384 tokens, 16 query / 1 KV heads of 256 (measured 1.194 ms) is predicted
+// from TRTLLM-gen shapes only: within 20% of its measurement (it was 7.1x with the 192 rows).
+TEST(VllmKernels, KernelSwitchIsNotInterpolatedAcross) {
+  Calibration c = Calibration::embedded(gpu("B200"));
+  const FamilyCalibration* f = c.family("attention_prefill");
+  ASSERT_NE(f, nullptr);
+  int checked = 0;
+  for (size_t i = 0; i < f->samples.size(); ++i) {
+    const Sample& s = f->samples[i];
+    const Features x = attention_features(1, 16384, 16, 1, 256);
+    if (!held_out(i) || std::fabs(s.seconds - 1.194e-3) > 1e-9 || s.x != x) continue;
+    std::vector<Sample> train;
+    for (size_t j = 0; j < f->samples.size(); ++j)
+      if (!held_out(j)) train.push_back(f->samples[j]);
+    FamilyFit fit(train, FitMethod::local_linear, f->prior_compute, f->prior_memory);
+    int kid = -1;
+    const double t = fit.predict(s, nullptr, false, &kid);
+    EXPECT_NEAR(t / s.seconds, 1.0, 0.20);
+    EXPECT_EQ(f->kernels[size_t(kid)], "vllm_flashinfer_trtllmprefill");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1);
 }
 
 // No prediction beats the datasheet: a 16k GEMM never above the dense peak, decode attention
