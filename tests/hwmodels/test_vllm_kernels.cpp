@@ -44,7 +44,7 @@ TEST(VllmKernels, HeldOutErrorPerFamilyAndGpu) {
       ++vllm;
       EXPECT_GT(f.cv.held_out, 0) << n << " " << name;
       const bool target = f.rejected.empty() && !missing(n, name);
-      EXPECT_LE(f.cv.median, target ? 0.08 : 0.16) << n << " " << name;
+      EXPECT_LE(f.cv.median, target ? 0.08 : 0.20) << n << " " << name;
       EXPECT_LE(f.cv.p90, target ? 0.20 : 0.60) << n << " " << name;
       meet += f.cv.median <= 0.08 && f.cv.p90 <= 0.20;
     }
