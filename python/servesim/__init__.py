@@ -342,9 +342,11 @@ def _run_search(args, per_instance, client, threads):
     if client is None:
         return (_c.recommend if per_instance else _c.search)(args)
     # The same rounds as the local run: the pruning between rounds happens here, in the C++
-    # session, so the result is identical to the local one. Each round goes out as about two
-    # chunks per worker thread (a candidate alone is tens of milliseconds: one task each would
-    # cost more in scheduling than in simulating), and every worker keeps the enumerated search.
+    # session, so the result is identical to the local one. Each round goes out as about eight
+    # chunks per worker thread, dealt round-robin (a candidate alone is tens of milliseconds: one
+    # task each would cost more in scheduling than in simulating; two chunks per thread left a
+    # worker idle at every round's barrier while the other finished its larger chunk), and every
+    # worker keeps the enumerated search.
     session = _c.SearchSession(args, per_instance)
     key = _json.dumps(args, sort_keys=True)
     while True:
@@ -352,7 +354,7 @@ def _run_search(args, per_instance, client, threads):
         if not todo:
             break
         nthreads = _dask_threads(client)
-        chunks = _chunks(todo, 2 * nthreads if nthreads else len(todo))
+        chunks = _chunks(todo, 8 * nthreads if nthreads else len(todo))
         futures = client.map(_search_chunk, [key] * len(chunks), [args] * len(chunks), chunks, pure=False)
         for chunk, rows in zip(chunks, client.gather(futures)):
             for i, r in zip(chunk, rows):
