@@ -3,6 +3,7 @@
 // report the Pareto frontier per topology family and the best configuration under the SLO
 // (sim/api/search.cpp). Table, JSON or CSV; --plot draws the frontier chart through
 // python/servesim; a progress bar goes to stderr when it is a terminal.
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,6 +100,18 @@ std::string search_table(const nlohmann::json& j) {
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 str(j["objective"]["kind"]).c_str());
   out += line;
+  // The resolved space: GPU types (with the instance each stands for), precisions, and the one KV
+  // rule every candidate uses (models::checkpoint_kv_dtype).
+  std::vector<std::string> gpus, precisions;
+  auto add_once = [](std::vector<std::string>& v, const std::string& x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
+  for (const auto& c : j["configurations"]) {
+    add_once(gpus, str(c["gpu"]) + " (" + str(c["instance"]) + ")");
+    add_once(precisions, str(c["precision"]));
+  }
+  out += "Space: " + text::join(gpus, ", ") + "; precisions " + text::join(precisions, ", ") +
+         "; KV cache the checkpoint's (fp8 for fp8/nvfp4 weights, else bf16)\n";
   std::snprintf(line, sizeof line,
                 "%d configurations: %d simulated (%d points), %d do not fit, %d cannot meet the SLO, %d cannot win%s\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["points_simulated"].get<int>(),

@@ -3,7 +3,7 @@ set(SS $<TARGET_FILE:servesim>)
 add_test(NAME cli_search_agg COMMAND ${SS} search --model nemotron-h-8b --gpu h200 --isl 512 --osl 64 --concurrency 1,16,64
          --requests 40 --ttft-ms 2000 --itl-ms 200 --topology agg)
 set_tests_properties(cli_search_agg PROPERTIES PASS_REGULAR_EXPRESSION
-  "8 configurations: 8 simulated.*Pareto frontier per family.*agg TP1 H200 fp8 seqs [0-9]+ tokens [0-9]+ +64")
+  "Space: H200 \\(p5en.48xlarge\\); precisions bf16, fp8; KV cache the checkpoint's \\(fp8 for fp8/nvfp4 weights, else bf16\\)\n8 configurations: 8 simulated.*Pareto frontier per family.*agg TP1 H200 fp8 seqs [0-9]+ tokens [0-9]+ +64")
 add_test(NAME cli_search_json COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --concurrency 1,16
          --requests 40 --ttft-ms 400 --itl-ms 25 --tp 1,2 --pd-ratios 1:1 --target-tps 20000 --format json)
 set_tests_properties(cli_search_json PROPERTIES PASS_REGULAR_EXPRESSION
