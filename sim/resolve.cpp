@@ -1,5 +1,7 @@
 #include "sim/resolve.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "models/memory.hpp"
@@ -56,11 +58,9 @@ Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
   }
   if (in.gpus) {
     r.gpus = *in.gpus;
-  } else if (in.one_replica) {
-    r.gpus = r.tp * r.pp;
   } else {
-    r.gpus = r.tp * r.pp;
-    r.notes.push_back(std::to_string(r.gpus) + " GPUs (one replica)");
+    r.gpus = r.tp * r.pp * std::max(1, in.dp);
+    if (!in.one_replica) r.notes.push_back(std::to_string(r.gpus) + " GPUs (one replica)");
   }
   return r;
 }

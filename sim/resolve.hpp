@@ -17,6 +17,7 @@ struct ResolveInput {
   std::string model;                       // required
   std::string gpu, instance, precision;    // "" = not given
   std::optional<int> tp, pp, gpus;
+  int dp = 1;                              // attention data-parallel ranks: a replica is tp x pp x dp GPUs
   bool one_replica = false;                // memory / step: no GPU count to resolve
 };
 

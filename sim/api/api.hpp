@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/resolve.hpp"
+
 namespace servesim::models { struct MemoryPlan; struct ModelSpec; }
 namespace servesim::hw { enum class Precision; }
 
@@ -31,6 +33,9 @@ nlohmann::json model(const models::ModelSpec& m);
 const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file);
 // Weight precision: "" or "auto" = the checkpoint's (ModelSpec::checkpoint_precision), else parsed.
 hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where = "--precision");
+// One replica's GPU, precision and TP x PP for `memory` and `step` (sim/resolve's rule; tp 0 = the
+// smallest shape that serves the model).
+sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp);
 
 // `servesim memory`: the per-GPU memory plan of one replica.
 struct MemoryArgs {

@@ -55,16 +55,20 @@ hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& p
   return models::checkpoint_format(m, hw::parse_precision(precision, where));
 }
 
+sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp) {
+  if (tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
+  sim::ResolveInput in;
+  in.gpu = gpu;
+  in.precision = precision;
+  if (tp > 0) in.tp = tp;
+  if (tp > 0 || pp != 1) in.pp = pp;
+  in.one_replica = true;
+  return sim::resolve(m, in);
+}
+
 nlohmann::json memory(const MemoryArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  if (a.tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
-  sim::ResolveInput in;
-  in.gpu = a.gpu;
-  in.precision = a.precision;
-  if (a.tp > 0) in.tp = a.tp;
-  if (a.tp > 0 || a.pp != 1) in.pp = a.pp;
-  in.one_replica = true;
-  const sim::Resolved r = sim::resolve(m, in);
+  const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
   models::EngineMemoryConfig cfg;

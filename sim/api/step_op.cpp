@@ -217,14 +217,7 @@ nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
 
 nlohmann::json step(const StepArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  if (a.tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
-  sim::ResolveInput in;
-  in.gpu = a.gpu;
-  in.precision = a.precision;
-  if (a.tp > 0) in.tp = a.tp;
-  if (a.tp > 0 || a.pp != 1) in.pp = a.pp;
-  in.one_replica = true;
-  const sim::Resolved r = sim::resolve(m, in);
+  const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
   const auto kv = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");

@@ -180,12 +180,8 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   // sim/resolve.hpp; the workload and engine knobs stay. The header says what was chosen.
   if (o.scenario.empty() && (!o.model.empty() || !o.model_file.empty()) && o.topology.empty() && o.instance.empty()) {
     sim::ResolveInput in{o.model, o.gpu, "", o.precision, o.tp, o.pp, o.gpus};
-    sim::Resolved r = sim::resolve(api::resolve_model(o.model, o.model_file), in);
-    if (!o.gpus && o.dp && *o.dp > 1) {  // one replica of tp x pp x dp
-      r.gpus *= *o.dp;
-      for (auto& n : r.notes)
-        if (n.find("(one replica)") != std::string::npos) n = std::to_string(r.gpus) + " GPUs (one replica of TP x PP x DP)";
-    }
+    in.dp = o.dp.value_or(1);
+    const sim::Resolved r = sim::resolve(api::resolve_model(o.model, o.model_file), in);
     for (const char* k : {"tp", "pp", "ep", "dp", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel_size",
                           "data_parallel_size", "kv_cache_dtype"})
       j.erase(k);
