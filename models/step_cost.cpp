@@ -115,7 +115,7 @@ class Model final : public StepCostModel {
       // code (norm, projections, mixer, activation; fused residual adds not counted separately).
       const int per_moe = 6 + (m.shared_experts > 0 ? 3 : 0) + (m.moe_latent > 0 ? 2 : 0);
       const int blocks = int(m.layers.size());
-      const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? 1 : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
+      const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? (m.qk_norm_per_layer ? (tp > 1 ? 6 : 2) : 1) : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
                           n_gdn_ * 7 + n_mlp_ * 4 + n_moe_ * per_moe +
                           (tp > 1 ? blocks : 0) + (par.ep > 1 || par.dp > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
       eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
@@ -153,7 +153,11 @@ class Model final : public StepCostModel {
         // gate and output, write output).
         const double qk = double(aheads_ + akv_) * m.head_dim * (m.qk_norm ? 4 : 0);
         const double gate = m.attn_output_gate ? double(aheads_) * m.head_dim * 6 : 0;
-        attn_elt_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * (qk + gate)).seconds; });
+        attn_elt_.fill([&](std::int64_t M) {
+          if (m.qk_norm && m.qk_norm_per_layer)
+            return qk_norm_per_layer(double(M)).seconds + (gate > 0 ? km_.memory_bound(double(M) * gate).seconds : 0.0);
+          return km_.memory_bound(double(M) * (qk + gate)).seconds;
+        });
       }
       // Decode attention streams the KV of every context token (at the KV dtype's bytes): a fixed
       // part plus a per-token slope. Sliding-window layers use the same slope over at most the
@@ -249,12 +253,11 @@ class Model final : public StepCostModel {
           return km_.collective(hw::Collective::all_gather, bytes, dp_group_).seconds +
                  km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_).seconds;
         });
-      } else if (par.ep > 1) {
-        hw::CommGroup g{par.ep, 1, nullptr};
-        moe_a2a_.fill([&](std::int64_t M) {
-          return 2 * km_.collective(hw::Collective::all_to_all, double(M) * m.top_k * W * 2, g).seconds;
-        });
       }
+      // EP without attention DP (EP = TP) has no exchange of its own: every TP rank already holds
+      // all tokens after the attention all-reduce, runs the experts it owns on the tokens routed to
+      // them (vLLM's expert_map), and the block's TP all-reduce sums the partial outputs (vLLM uses
+      // all2all kernels only when dp_size > 1).
     }
     lm_head_.fill([&](std::int64_t M) { return km_.gemm(M, m.vocab / tp, H, hw::Precision::bf16).seconds; });
     norms_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * H * 2 * 3).seconds; });
@@ -340,8 +343,14 @@ class Model final : public StepCostModel {
                         km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, dp_)});
           });
       if (attn_elt_active())
-        add("attention", m_.attn_output_gate ? "QK-norm + output gate" : "QK-norm", n_attn_ * attn_elt_(M), n_attn_,
-            [&] { return km_.memory_bound(M * double(aheads_ + akv_) * m_.head_dim * 4); });
+        add("attention",
+            m_.attn_output_gate ? "QK-norm + output gate"
+            : m_.qk_norm_per_layer ? (par_.tp > 1 ? "QK-norm over the whole projection (+ TP all-reduce of its variance)"
+                                                  : "QK-norm over the whole projection")
+                                   : "QK-norm",
+            n_attn_ * attn_elt_(M), n_attn_, [&] {
+              return m_.qk_norm_per_layer ? qk_norm_per_layer(M) : km_.memory_bound(M * double(aheads_ + akv_) * m_.head_dim * 4);
+            });
       if (b.decode_seqs > 0) {
         // Sliding layers read at most the window per sequence (the batch's average context, capped);
         // sinks add one logit per head and query.
@@ -450,10 +459,6 @@ class Model final : public StepCostModel {
           return sum({km_.collective(hw::Collective::all_gather, bytes, dp_group_),
                       km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_)});
         });
-      else if (par_.ep > 1)
-        add("collectives", "MoE all-to-all (dispatch + combine)", n_moe_ * moe_a2a_(M), n_moe_, [&] {
-          return km_.collective(hw::Collective::all_to_all, M * m_.top_k * m_.moe_width() * 2, hw::CommGroup{par_.ep, 1, nullptr});
-        });
     }
     const int blocks = int(m_.layers.size());
     add("embed/norm", "RMSNorm + residual", blocks * norms_(M), blocks, [&] { return km_.memory_bound(M * H * 6); });
@@ -498,6 +503,22 @@ class Model final : public StepCostModel {
   // Causal-pair count -> the single-sequence length with as many pairs.
   static double pair_length(double pairs) { return (std::sqrt(1 + 8 * std::max(0.0, pairs)) - 1) / 2; }
   bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }
+  // MiniMax-M2's per_layer QK-norm (vLLM MiniMaxText01RMSNormTP): q and k are each normalised over
+  // the whole projection in FP32, so under TP the sum of squares is all-reduced across the ranks
+  // (M FP32 values per norm) between a reduction kernel and a normalising kernel; with TP 1 each norm
+  // is one fused kernel. Bytes: read bf16 q/k for the reduction, read again and write the result.
+  OpTime qk_norm_per_layer(double M) const {
+    const double q = M * double(aheads_) * m_.head_dim, k = M * double(akv_) * m_.head_dim;
+    auto total = [](std::initializer_list<OpTime> ops) {  // sum() keeps the first op's time; these run in sequence
+      OpTime t = sum(ops);
+      t.seconds = 0;
+      for (const auto& o : ops) t.seconds += o.seconds;
+      return t;
+    };
+    if (par_.tp == 1) return total({km_.memory_bound(q * 4), km_.memory_bound(k * 4)});
+    const OpTime ar = tp_allreduce(km_, gpu_, par_.tp, M * 4);
+    return total({km_.memory_bound(q * 2), ar, km_.memory_bound(q * 4), km_.memory_bound(k * 2), ar, km_.memory_bound(k * 4)});
+  }
 
   int n_mamba_ = 0, n_attn_ = 0, n_full_ = 0, n_swa_ = 0, n_mla_ = 0, n_gdn_ = 0, n_mlp_ = 0, n_moe_ = 0;
   int mheads_mla_ = 0, gheads_ = 0, ggroups_ = 0;
