@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 
 namespace servesim::sim {
@@ -201,7 +202,7 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
   goal_.validate();
   enumerate();
   if (configs_.empty())
-    throw Error("--precision", "", "no configuration to search: none of the precisions is native on the GPUs given");
+    throw Error("--precision", "", "no configuration to search: none of the precisions runs on the GPUs given");
 }
 
 std::int64_t Search::prompt_tokens() const { return traffic_.isl + workloads::vision_work(traffic_.multimodal).tokens; }
@@ -210,12 +211,35 @@ int Search::vision_tiles() const { return workloads::vision_work(traffic_.multim
 void Search::enumerate() {
   const auto& cat = hw::Catalog::global();
   const models::ModelSpec& m = *space_.model;
+  // Precisions: the user's, or BF16 / FP8 / NVFP4 plus every format the model's checkpoints are
+  // published in (MXFP4, INT4, FP8 block). Each runs as vLLM loads it: FP8 on a 128x128 block-FP8
+  // checkpoint is fp8_block; a precision is tried on a GPU that computes in it natively, and the
+  // weight-only 4-bit formats (INT4, MXFP4, NVFP4 without FP4 tensor cores: Marlin W4A16, BF16
+  // math) on any GPU when the model is published in that format or the user asked for it.
+  std::vector<hw::Precision> wanted = space_.precisions;
+  const bool asked = !wanted.empty();
+  std::vector<hw::Precision> published;
+  for (const auto& f : m.checkpoint_precisions) published.push_back(hw::parse_precision(f, "checkpoint_precisions"));
+  published.push_back(hw::parse_precision(m.checkpoint_precision, "checkpoint_precision"));
+  if (!asked) {
+    wanted = {hw::Precision::bf16, hw::Precision::fp8, hw::Precision::nvfp4};
+    wanted.insert(wanted.end(), published.begin(), published.end());
+  }
+  std::vector<hw::Precision> formats;
+  for (auto p : wanted) {
+    p = models::checkpoint_format(m, p);
+    if (std::find(formats.begin(), formats.end(), p) == formats.end()) formats.push_back(p);
+  }
+  auto is_published = [&](hw::Precision p) { return std::find(published.begin(), published.end(), p) != published.end(); };
+  auto runs = [&](const hw::GpuSpec& g, hw::Precision p) {
+    if (g.native(p)) return true;
+    const bool w4a16 = p == hw::Precision::int4 || p == hw::Precision::mxfp4 || p == hw::Precision::nvfp4;
+    return w4a16 && g.native(hw::Precision::bf16) && (asked || is_published(p));
+  };
   auto precisions_of = [&](const hw::GpuSpec& a, const hw::GpuSpec& b) {
-    std::vector<hw::Precision> all = space_.precisions;
-    if (all.empty()) all = {hw::Precision::bf16, hw::Precision::fp8, hw::Precision::nvfp4};
     std::vector<hw::Precision> out;
-    for (auto p : all)
-      if (a.native(p) && b.native(p)) out.push_back(p);
+    for (auto p : formats)
+      if (runs(a, p) && runs(b, p)) out.push_back(p);
     return out;
   };
   auto add = [&](SearchConfig c) {

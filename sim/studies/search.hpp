@@ -33,7 +33,7 @@ namespace servesim::sim {
 struct SearchSpace {
   const models::ModelSpec* model = nullptr;
   std::vector<const hw::InstanceSpec*> instances;   // one per GPU type, in the user's order
-  std::vector<hw::Precision> precisions;             // empty: bf16, fp8, nvfp4 where the GPU runs them natively
+  std::vector<hw::Precision> precisions;             // empty: bf16, fp8, nvfp4 + the model's published checkpoint formats
   std::vector<int> tp = {1, 2, 4, 8}, pp = {1};      // TP within a node; PP stages across nodes (aggregated only)
   bool expert_parallel = true;                       // MoE models: also EP = TP x DP (experts sharded whole)
   std::vector<int> dp = {1, 2, 4, 8};                // MoE models: attention data-parallel ranks of an aggregated

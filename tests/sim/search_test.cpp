@@ -4,9 +4,14 @@
 
 #include <cmath>
 #include <map>
+#include <set>
+#include <string>
 
 #include "common/error.hpp"
 #include "sim/api/api.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/model_spec.hpp"
+#include "sim/studies/search.hpp"
 
 namespace {
 
@@ -143,6 +148,40 @@ TEST(Search, BadInputIsOneClearError) {
   a = small();
   a.pd_ratios = "1-2";
   EXPECT_THROW(servesim::api::search(a), servesim::Error);
+}
+
+// The precisions tried by default are those a deployment could load: BF16 / FP8 / NVFP4 where the
+// GPU computes in them, and the formats the model is published in, as vLLM runs them (MXFP4 for
+// gpt-oss on Hopper and Blackwell, FP8 on MiniMax-M2.5's 128x128 block checkpoint as fp8_block,
+// Kimi-K2.5's NVFP4 on Hopper through Marlin W4A16); never NVFP4 on Hopper for a model with no
+// NVFP4 checkpoint.
+TEST(Search, DefaultPrecisionsAreTheFormatsADeploymentLoads) {
+  namespace hw = servesim::hw;
+  namespace sim = servesim::sim;
+  auto tried = [](const char* model, const char* gpu) {
+    sim::SearchSpace sp;
+    sp.model = &servesim::models::model(model);
+    for (const auto& i : hw::Catalog::global().instances())
+      if (i.gpu == gpu && sp.instances.empty()) sp.instances.push_back(&i);
+    sp.tp = {8};
+    sp.dp = {1};
+    sp.disaggregated = false;
+    sim::SearchTraffic tr;
+    tr.isl = 1000;
+    tr.osl = 100;
+    sim::SearchGoal goal;
+    goal.ttft_ms = 1000;
+    goal.itl_ms = 100;
+    sim::Search s(sp, tr, goal);
+    std::set<std::string> out;
+    for (const auto& c : s.configs()) out.insert(std::string(hw::to_string(c.precision)));
+    return out;
+  };
+  EXPECT_EQ(tried("gpt-oss-120b", "H200"), (std::set<std::string>{"bf16", "fp8", "mxfp4"}));
+  EXPECT_EQ(tried("gpt-oss-120b", "B200"), (std::set<std::string>{"bf16", "fp8", "mxfp4", "nvfp4"}));
+  EXPECT_EQ(tried("minimax-m2.5", "H200"), (std::set<std::string>{"bf16", "fp8_block", "nvfp4"}));
+  EXPECT_EQ(tried("kimi-k2.5", "H200"), (std::set<std::string>{"bf16", "fp8", "int4", "nvfp4"}));
+  EXPECT_EQ(tried("nemotron-3-super", "H200"), (std::set<std::string>{"bf16", "fp8"}));
 }
 
 }  // namespace
