@@ -363,7 +363,11 @@ class Model final : public KernelModel {
         inter = S / nic;
         break;
     }
-    t.seconds = g.instance->efa_latency_s * std::ceil(std::log2(K)) + std::max(intra, inter);
+    // The catalogue's EFA latency is a measured small-message all-reduce across nodes. An
+    // all-gather, reduce-scatter or all-to-all is one of its two phases (NCCL's ring: n - 1 of the
+    // all-reduce's 2(n - 1) steps), so it pays half of it; a send/recv pays it whole.
+    const double phases = op == Collective::all_reduce || op == Collective::send_recv ? 1.0 : 0.5;
+    t.seconds = phases * g.instance->efa_latency_s * std::ceil(std::log2(K)) + std::max(intra, inter);
     t.source = Source::roofline;  // published EFA figures, not this project's runs
     return t;
   }

@@ -70,6 +70,16 @@ TEST(KernelModel, CollectivesNeverFasterThanLinks) {
   EXPECT_GE(x.seconds, S / 8 / p5.efa_per_gpu_bytes_per_s);
   EXPECT_GE(x.seconds, p5.efa_latency_s);
   EXPECT_EQ(x.bound, Bound::communication);
+  // A small all-gather (or reduce-scatter) across the nodes is one phase of the measured small
+  // all-reduce: half its latency plus the in-node NVLink stage (a few us at 1 KiB).
+  const auto& h100m = kernel_model(gpu("H100"));
+  const double lat = p5.efa_latency_s;
+  EXPECT_GE(h100m.collective(Collective::all_reduce, 1024, {16, 2, &p5}).seconds, lat);
+  for (Collective op : {Collective::all_gather, Collective::reduce_scatter}) {
+    const double t = h100m.collective(op, 1024, {16, 2, &p5}).seconds;
+    EXPECT_GE(t, 0.5 * lat);
+    EXPECT_LT(t, lat);
+  }
   // An NVL72 domain keeps 16 GPUs of four p6e-gb200 nodes on NVLink: far faster than EFA.
   const auto& gb = Catalog::global().instance("p6e-gb200.36xlarge");
   EXPECT_LT(kernel_model(gpu("GB200")).collective(Collective::all_reduce, S, {16, 4, &gb}).seconds, x.seconds);
