@@ -162,6 +162,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     peak = at(md.math);
     s.key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
     s.x = moe_features(m, r);
+    s.dispatch_s = moe_dispatch_bytes(m) / g.hbm_bw_bytes_per_s;
   } else if (family == "gdn") {
     const std::string phase = p.string("phase");
     if (phase != "context" && phase != "generation") p.fail("phase", "expected context or generation");
@@ -272,9 +273,11 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
     std::string m = root.string("method");
     if (m == to_string(FitMethod::nearest_log)) method = FitMethod::nearest_log;
     else if (m == to_string(FitMethod::local_linear)) method = FitMethod::local_linear;
+    else if (m == to_string(FitMethod::local_linear_series)) method = FitMethod::local_linear_series;
     else if (m == to_string(FitMethod::monotone_interp)) method = FitMethod::monotone_interp;
     else if (m == to_string(FitMethod::least_squares)) method = FitMethod::least_squares;
-    else root.fail("method", "expected local-linear-log-interp, nearest-log-interp, monotone-log-interp or least-squares");
+    else root.fail("method", "expected local-linear-log-interp, local-linear-series-log-interp, nearest-log-interp, "
+                              "monotone-log-interp or least-squares");
   }
   for (const auto& p : root.array("points")) {
     Sample s;
@@ -357,7 +360,9 @@ void Calibration::validate() {
     if (f.validated) continue;
     f.cv = cross_validate(f.samples, f.fit_method, f.prior_compute, f.prior_memory);
     // The other interpolation for comparison (least squares alone is far off on these grids).
-    FitMethod other = f.fit_method == FitMethod::nearest_log ? FitMethod::local_linear : FitMethod::nearest_log;
+    FitMethod other = f.fit_method == FitMethod::nearest_log           ? FitMethod::local_linear
+                      : f.fit_method == FitMethod::local_linear_series ? FitMethod::local_linear
+                                                                       : FitMethod::nearest_log;
     f.cv_other = cross_validate(f.samples, other, f.prior_compute, f.prior_memory);
     for (const auto& s : f.samples)
       f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);

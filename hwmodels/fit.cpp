@@ -15,6 +15,7 @@ std::string_view to_string(FitMethod m) {
     case FitMethod::monotone_interp: return "monotone-log-interp";
     case FitMethod::nearest_log: return "nearest-log-interp";
     case FitMethod::local_linear: return "local-linear-log-interp";
+    case FitMethod::local_linear_series: return "local-linear-series-log-interp";
   }
   return "?";
 }
@@ -33,35 +34,38 @@ double axis_of(double c, double m) { return std::log(std::max(split_roofline(c, 
 
 // Weighted least squares on relative error with a weak ridge toward the priors (kRidge per
 // pseudo-row, against one row per measured point). Coefficients must stay >= 0 and the
-// efficiencies <= 1: a term that wants more is pinned at its bound and the rest refitted.
+// efficiencies <= 1: a term that wants more is pinned at its bound and the rest refitted. The
+// dispatch term (fused MoE only) has no prior: its coefficient is >= 0, free otherwise.
 constexpr double kRidge = 0.05;
 
-void least_squares(const std::vector<Sample>& s, double prior_c, double prior_m, double& a, double& ic, double& im) {
-  double fixed[3] = {NAN, NAN, NAN};  // pinned coefficients
-  const double lower[3] = {0, 1, 1};  // launch >= 0; 1/efficiency >= 1
-  bool uses_compute = false, uses_memory = false;
-  for (const auto& x : s) uses_compute |= x.compute_s > 0, uses_memory |= x.memory_s > 0;
+void least_squares(const std::vector<Sample>& s, double prior_c, double prior_m, double& a, double& ic, double& im,
+                   double& id) {
+  double fixed[4] = {NAN, NAN, NAN, NAN};  // pinned coefficients
+  const double lower[4] = {0, 1, 1, 0};    // launch >= 0; 1/efficiency >= 1; dispatch >= 0
+  bool uses_compute = false, uses_memory = false, uses_dispatch = false;
+  for (const auto& x : s) uses_compute |= x.compute_s > 0, uses_memory |= x.memory_s > 0, uses_dispatch |= x.dispatch_s > 0;
   if (!uses_compute) fixed[1] = 0;
   if (!uses_memory) fixed[2] = 0;
-  double coef[3] = {0, 0, 0};
-  for (int iter = 0; iter < 4; ++iter) {
-    int free_idx[3], nf = 0;
-    for (int j = 0; j < 3; ++j)
+  if (!uses_dispatch) fixed[3] = 0;
+  double coef[4] = {0, 0, 0, 0};
+  for (int iter = 0; iter < 5; ++iter) {
+    int free_idx[4], nf = 0;
+    for (int j = 0; j < 4; ++j)
       if (std::isnan(fixed[j])) free_idx[nf++] = j;
     Eigen::MatrixXd X = Eigen::MatrixXd::Zero(s.size() + 2, std::max(nf, 1));
     Eigen::VectorXd y = Eigen::VectorXd::Zero(s.size() + 2);
     for (size_t i = 0; i < s.size(); ++i) {
       RooflineSplit r = split_roofline(s[i].compute_s, s[i].memory_s);
-      double w = 1 / s[i].seconds, f[3] = {1, r.compute, r.memory};
+      double w = 1 / s[i].seconds, f[4] = {1, r.compute, r.memory, s[i].dispatch_s};
       y(i) = 1;
-      for (int j = 0; j < 3; ++j)
+      for (int j = 0; j < 4; ++j)
         if (!std::isnan(fixed[j])) y(i) -= fixed[j] * f[j] * w;
       for (int c = 0; c < nf; ++c) X(i, c) = f[free_idx[c]] * w;
     }
     double prior_inv[3] = {0, 1 / prior_c, 1 / prior_m};
     for (int c = 0; c < nf; ++c) {
       int j = free_idx[c];
-      if (j == 0) continue;  // no prior on the launch latency
+      if (j == 0 || j == 3) continue;  // no prior on the launch latency or the dispatch term
       X(s.size() + j - 1, c) = kRidge / prior_inv[j];
       y(s.size() + j - 1) = kRidge;
     }
@@ -71,11 +75,11 @@ void least_squares(const std::vector<Sample>& s, double prior_c, double prior_m,
       int j = free_idx[c];
       if (!(beta(c) >= lower[j])) { fixed[j] = lower[j]; ok = false; }
     }
-    for (int j = 0; j < 3; ++j) coef[j] = std::isnan(fixed[j]) ? 0 : fixed[j];
+    for (int j = 0; j < 4; ++j) coef[j] = std::isnan(fixed[j]) ? 0 : fixed[j];
     for (int c = 0; c < nf; ++c) coef[free_idx[c]] = std::max(beta(c), lower[free_idx[c]]);
     if (ok) break;
   }
-  a = coef[0], ic = coef[1], im = coef[2];
+  a = coef[0], ic = coef[1], im = coef[2], id = coef[3];
 }
 
 }  // namespace
@@ -105,14 +109,14 @@ void make_monotone(std::vector<double>& v) {
 
 FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory)
     : method_(method) {
-  least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_);
+  least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_, inv_d_);
   for (const auto& x : samples) {
     px_.push_back(x.x);
     pkey_.push_back(x.key);
     pgroup_.push_back(x.group);
     pt_.push_back(x.seconds);
     pkernel_.push_back(x.kernel);
-    plog_ratio_.push_back(std::log(x.seconds / roofline_fit(x.compute_s, x.memory_s)));
+    plog_ratio_.push_back(std::log(x.seconds / roofline_fit(x.compute_s, x.memory_s, 1, x.dispatch_s)));
   }
   order_.resize(samples.size());
   std::iota(order_.begin(), order_.end(), 0);
@@ -207,9 +211,9 @@ void FamilyFit::mark_spikes(const std::vector<Sample>& samples) {
     }
 }
 
-double FamilyFit::roofline_fit(double compute_s, double memory_s, double launch_scale) const {
+double FamilyFit::roofline_fit(double compute_s, double memory_s, double launch_scale, double dispatch_s) const {
   RooflineSplit r = split_roofline(compute_s, memory_s);
-  return launch_s_ * launch_scale + r.compute * inv_c_ + r.memory * inv_m_;
+  return launch_s_ * launch_scale + r.compute * inv_c_ + r.memory * inv_m_ + dispatch_s * inv_d_;
 }
 
 namespace {
@@ -230,8 +234,8 @@ double distance2(const Features& a, const Features& b) {
 double FamilyFit::predict(const Sample& q, bool* exact, bool surface_only, int* kernel) const {
   if (exact) *exact = false;
   if (kernel) *kernel = pkernel_.empty() ? -1 : pkernel_.front();
-  double ls = roofline_fit(q.compute_s, q.memory_s), t = ls;
-  if (method_ == FitMethod::nearest_log || method_ == FitMethod::local_linear) {
+  double ls = roofline_fit(q.compute_s, q.memory_s, 1, q.dispatch_s), t = ls;
+  if (method_ == FitMethod::nearest_log || method_ == FitMethod::local_linear || method_ == FitMethod::local_linear_series) {
     t = nearest(q, ls, exact, surface_only, kernel);
   } else {
     if (!surface_only)  // a measured shape: the measurement itself, not a fit through it
@@ -294,7 +298,8 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
       for (auto b = first; b != last; ++b) pick(*b);
     if (bi >= 0) k0 = pkernel_[bi];
   }
-  const int kn = method_ == FitMethod::local_linear ? kLinearNeighbours : kNeighbours;
+  const bool linear = method_ == FitMethod::local_linear || method_ == FitMethod::local_linear_series;
+  const int kn = linear ? kLinearNeighbours : kNeighbours;
   double best_d[kLinearNeighbours];
   int best_i[kLinearNeighbours], nb = 0, hit = -1;
   auto scan = [&](const Box& b) {
@@ -326,7 +331,17 @@ double FamilyFit::nearest(const Sample& q, double ls, bool* exact, bool surface_
   }
   if (nb == 0) return ls;
   if (kernel) *kernel = k0 >= 0 ? k0 : pkernel_[best_i[0]];
-  if (method_ == FitMethod::local_linear && nb > 2) return ls * std::exp(local_linear(q, best_i, best_d, nb));
+  if (linear && nb > 2) {
+    double r = local_linear(q, best_i, best_d, nb);
+    // Fused MoE: the plane over neighbouring shapes, averaged with the query's own series
+    // interpolated along tokens (its ratio to a roofline that has the knee where the touched
+    // experts saturate), where the series brackets it. Either alone misses more: the plane bends
+    // a series' curvature toward its neighbours', the series alone has no information between
+    // token counts 4x apart beyond the roofline's shape.
+    if (method_ == FitMethod::local_linear_series)
+      if (const double s = series_log_ratio(q, k0); std::isfinite(s)) r = 0.5 * (r + s);
+    return ls * std::exp(r);
+  }
   double sw = 0, sr = 0;
   for (int j = 0; j < nb; ++j) {
     double w = 1 / best_d[j];
@@ -394,6 +409,26 @@ double FamilyFit::interp(const Sample& q, double ls, bool surface_only) const {
   if (hi == n) return anchored(n - 1);
   double f = (ax - x[lo]) / (x[hi] - x[lo]);
   return std::exp(log_t_[g] + f * (log_t_[g + 1] - log_t_[g]));
+}
+
+double FamilyFit::series_log_ratio(const Sample& q, int kernel) const {
+  auto first = std::lower_bound(boxes_.begin(), boxes_.end(), std::pair(q.group, q.key),
+                                [](const Box& b, const std::pair<std::uint64_t, std::uint64_t>& k) {
+                                  return std::pair(b.group, b.key) < k;
+                                });
+  if (first == boxes_.end() || first->group != q.group || first->key != q.key) return NAN;
+  int lo = -1, hi = -1;
+  for (int p = first->begin; p < first->end; ++p) {
+    const int i = order_[p];
+    if (pspike_[i] || (kernel >= 0 && pkernel_[i] != kernel)) continue;
+    const double d = px_[i][0] - q.x[0];
+    if (std::fabs(d) < 1e-9) continue;  // the query's own token count
+    if (d < 0 && (lo < 0 || px_[i][0] > px_[lo][0])) lo = i;
+    if (d > 0 && (hi < 0 || px_[i][0] < px_[hi][0])) hi = i;
+  }
+  if (lo < 0 || hi < 0) return NAN;
+  const double f = (q.x[0] - px_[lo][0]) / (px_[hi][0] - px_[lo][0]);
+  return plog_ratio_[lo] + f * (plog_ratio_[hi] - plog_ratio_[lo]);
 }
 
 bool FamilyFit::has_series(std::uint64_t key) const {

@@ -21,6 +21,7 @@ struct Sample {
   Features x{};               // log-space shape coordinates
   double compute_s = 0;       // FLOPs / peak FLOP/s
   double memory_s = 0;        // bytes / peak bytes/s
+  double dispatch_s = 0;      // fused MoE: every token-slot's activations / peak bytes/s (moe_dispatch_bytes); 0 elsewhere
   double seconds = 0;         // measured GPU time (CUDA-graph replay)
   double eager_seconds = -1;  // measured eager time; < 0 when absent
   int kernel = -1;            // index of the kernel that ran it in its family's kernel list; -1 unknown
@@ -39,7 +40,10 @@ RooflineSplit split_roofline(double compute_s, double memory_s);
 // neighbours timed by the kernel that ran the query's nearest measured shape of its own series
 // (vLLM switches kernels on discrete shape properties, e.g. Triton attention for head_dim 192 on
 // Blackwell, 10-30x slower than TRTLLM-gen at head_dim 256: never interpolated across).
-enum class FitMethod { least_squares, monotone_interp, nearest_log, local_linear };
+// local_linear_series (fused MoE): local_linear, averaged in log space with the interpolation of
+// the log ratio along the query's own measured series (feature 0: log tokens) between the nearest
+// measured token counts on either side, where it has both.
+enum class FitMethod { least_squares, monotone_interp, nearest_log, local_linear, local_linear_series };
 std::string_view to_string(FitMethod m);
 
 class FamilyFit {
@@ -51,8 +55,9 @@ class FamilyFit {
   FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
             double prior_memory = 0.7);
 
-  // Least-squares roofline: launch_s·launch_scale + compute/eff_c + memory/eff_m.
-  double roofline_fit(double compute_s, double memory_s, double launch_scale = 1) const;
+  // Least-squares roofline: launch_s·launch_scale + compute/eff_c + memory/eff_m + dispatch·dispatch_s
+  // (the last only where samples carry a dispatch term: fused MoE).
+  double roofline_fit(double compute_s, double memory_s, double launch_scale = 1, double dispatch_s = 0) const;
   // The family's prediction for the shape `q` (key, group, x, compute_s, memory_s; seconds unused):
   // a measured shape returns its measurement and sets `exact`. Never below the peak roofline.
   // `surface_only` skips that lookup (nearest_log then leaves the point itself out): the surface's
@@ -62,19 +67,24 @@ class FamilyFit {
 
   // True when measured points of this shape series were fitted.
   bool has_series(std::uint64_t key) const;
+  // local_linear_series: log(measured / roofline) of the query's series interpolated linearly in
+  // feature 0 between its nearest fitted points on either side (timed by `kernel` when >= 0; glitches
+  // and the query's own shape skipped); NaN when the series does not bracket the query.
+  double series_log_ratio(const Sample& q, int kernel = -1) const;
   // True when fitted point `i` (in the order given to the constructor) is an isolated glitch of its
   // series: returned at its own shape, never used for another one (see pspike_).
   bool spike(size_t i) const { return i < pspike_.size() && pspike_[i]; }
 
   FitMethod method() const { return method_; }
   double launch_s() const { return launch_s_; }
+  double dispatch_factor() const { return inv_d_; }  // time per second of dispatch_s (0: no such term)
   double compute_efficiency() const { return inv_c_ > 0 ? 1 / inv_c_ : 0; }  // 0: no compute term
   double memory_efficiency() const { return inv_m_ > 0 ? 1 / inv_m_ : 0; }
 
  private:
   struct Series { std::uint64_t key; int begin, end; };
   FitMethod method_ = FitMethod::least_squares;
-  double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0;
+  double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0, inv_d_ = 0;
   std::vector<Series> series_;                  // sorted by key
   std::vector<double> log_axis_, log_t_, raw_t_, compute_, memory_;  // knots, per series ascending in axis
   // Every fitted point, for exact hits and the nearest-shape interpolation.

@@ -89,6 +89,7 @@ struct Query {
   // A substitute path: the work of the same shape as the family measured it (e.g. BF16 weights for
   // Marlin W4A16 timed on the BF16 GEMM surface); the time moves by the roofline ratio of the two.
   Work measured_as{-1, -1};
+  double dispatch_bytes = 0;  // fused MoE: moe_dispatch_bytes (the fit's dispatch term)
 };
 
 // vLLM's custom all-reduce size limit (bytes) per compute capability and world size, with
@@ -230,6 +231,7 @@ class Model final : public KernelModel {
     const Precision run_as = gpu_.native(p) ? math_precision(p) : Precision::bf16;
     Query q{*fam, key, moe_work(m, r, p), run_as, md.math, x};
     if (substitute) q.measured_as = moe_work(m, r, md.weights);
+    q.dispatch_bytes = moe_dispatch_bytes(m);
     // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it.
     if (*fam == rule.families.front() || substitute) q.label = rule.kernel;
     return eval(q, substitute);
@@ -472,7 +474,8 @@ class Model final : public KernelModel {
     double c_ref = wm.flops / peak(mg, q.family_prec), m_ref = wm.bytes / mg.hbm_bw_bytes_per_s;
     bool exact = false;
     Sample at;  // the query on the measured GPU
-    at.key = q.key, at.group = q.group, at.x = q.x, at.compute_s = c_ref, at.memory_s = m_ref;
+    const double d_ref = q.dispatch_bytes / mg.hbm_bw_bytes_per_s;
+    at.key = q.key, at.group = q.group, at.x = q.x, at.compute_s = c_ref, at.memory_s = m_ref, at.dispatch_s = d_ref;
     int kid = -1;
     double t_ref = fit.predict(at, &exact, false, &kid);
     t.kernel = !q.label.empty() ? q.label
@@ -481,7 +484,8 @@ class Model final : public KernelModel {
     double c = q.work.flops / peak(gpu_, q.query_prec) * compute_prior(mg, q.family_prec) / compute_prior(gpu_, q.query_prec);
     double m = q.work.bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
     bool moved = !f.own || substitute;
-    t.seconds = moved ? t_ref * fit.roofline_fit(c, m) / fit.roofline_fit(c_ref, m_ref) : t_ref;
+    const double d = q.dispatch_bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
+    t.seconds = moved ? t_ref * fit.roofline_fit(c, m, 1, d) / fit.roofline_fit(c_ref, m_ref, 1, d_ref) : t_ref;
     RooflineSplit r = split_roofline(c, m);
     t.bound = bound_of(fit.launch_s(), r.compute / std::max(fit.compute_efficiency(), 1e-9) * (fit.compute_efficiency() > 0),
                        r.memory / std::max(fit.memory_efficiency(), 1e-9) * (fit.memory_efficiency() > 0));

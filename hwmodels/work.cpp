@@ -166,6 +166,8 @@ Features moe_features(const MoeShape& s, const MoeRouting& r) {
   return f;
 }
 
+double moe_dispatch_bytes(const MoeShape& s) { return s.tokens * s.topk * s.hidden * kBf16; }
+
 Work gdn_work(bool decode, double batch, double seq, double k_heads, double v_heads, double head_k, double head_v) {
   const double tokens = batch * seq, state = kFp32 * batch * v_heads * head_k * head_v;
   const double io = kBf16 * tokens * (2 * k_heads * head_k + 2 * v_heads * head_v);

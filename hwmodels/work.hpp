@@ -66,6 +66,11 @@ MoeRouting moe_routing_measured(const MoeShape& s);
 // activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp.
 Work moe_work(const MoeShape& s, const MoeRouting& r, Precision weights);
 Features moe_features(const MoeShape& s, const MoeRouting& r);
+// The BF16 activations of every token-slot of the layer (tokens x topk x hidden x 2 bytes), on all
+// ranks together: vLLM's fused MoE routes, permutes and un-permutes every slot on each rank, whatever
+// rank's experts compute it, so this cost does not shrink with EP (B300 NVFP4 TRTLLM-gen, hidden
+// 7168, top-8 of 256, 16,384 tokens: 3.37 ms at EP 1, 1.70 ms at EP 64, 64x fewer local FLOPs).
+double moe_dispatch_bytes(const MoeShape& s);
 
 // Gated DeltaNet core of one layer (without conv1d and projections): chunked delta rule over all
 // tokens (prefill) or one recurrent step per sequence (decode); fp32 state k_dim x v_dim per value head.

@@ -175,7 +175,7 @@ def reduce_moe(aic, system, out):
                     int(r.num_experts), int(r.moe_tp_size), int(r.moe_ep_size), SKEW[r.distribution], gated,
                     sig(r.latency), idx[r.kernel_source]])
     return write(out, "moe", {
-        "family": "moe", "kernels_from": "vllm", "method": "local-linear-log-interp",
+        "family": "moe", "kernels_from": "vllm", "method": "local-linear-series-log-interp",
         "about": "vLLM 0.24 FusedMoE layer forward on one GPU as rank 0 of its TP or EP group (routing, expert GEMMs, "
                  "activation, weighted sum; no communication). tokens = tokens entering the layer on this rank; "
                  "hidden, inter (per expert), experts global; skew 0 = balanced routing, 1.01 / 1.2 = power-law "
