@@ -44,8 +44,11 @@ TEST(VllmKernels, HeldOutErrorPerFamilyAndGpu) {
       ++vllm;
       EXPECT_GT(f.cv.held_out, 0) << n << " " << name;
       const bool target = f.rejected.empty() && !missing(n, name);
-      EXPECT_LE(f.cv.median, target ? 0.08 : 0.20) << n << " " << name;
-      EXPECT_LE(f.cv.p90, target ? 0.20 : 0.60) << n << " " << name;
+      // Fused MoE (local-linear-series-log-interp): within median 17%, p90 40% everywhere; the
+      // plane alone reached median 17.7% (B300 Marlin INT4) and p90 57% (B200 TRTLLM MXFP4 x BF16).
+      const bool moe = name.starts_with("moe_");
+      EXPECT_LE(f.cv.median, target ? 0.08 : moe ? 0.17 : 0.20) << n << " " << name;
+      EXPECT_LE(f.cv.p90, target ? 0.20 : moe ? 0.40 : 0.60) << n << " " << name;
       meet += f.cv.median <= 0.08 && f.cv.p90 <= 0.20;
     }
     EXPECT_GE(vllm, 18) << n;  // gemm x3-4, attention x2, encoder, moe x>=4, gdn x2, conv1d x2, nccl x4, custom AR
@@ -77,6 +80,49 @@ TEST(VllmKernels, KernelSwitchIsNotInterpolatedAcross) {
     ++checked;
   }
   EXPECT_EQ(checked, 1);
+}
+
+// The knee of a balanced-routing series: AIC routes round-robin, so a rank touches min(local experts,
+// tokens x topk) experts and the time steps up until tokens x topk reaches the local experts. H200
+// Triton FP8 block, hidden 3072, inter 1536 at TP 2, top-8 of 256: the committed rows have 16 tokens
+// (128 experts touched, 0.2544 ms) and 64 (all 256, 0.4683 ms); AIC's full table also measured 32
+// tokens, the knee itself: 0.4631 ms (not in the committed rows). Log time interpolated in log
+// tokens gives sqrt(0.2544 x 0.4683) = 0.345 ms (-25%); the series interpolation of the ratio to
+// the fitted roofline, whose memory term doubles from 16 to 32 tokens with the touched experts, is
+// the mean of the two rows' log ratios (32 is halfway between 16 and 64 in log tokens).
+TEST(VllmKernels, MoeKneeFromTheSeries) {
+  const GpuSpec& g = gpu("H200");
+  Calibration c = Calibration::embedded(g);
+  const FamilyCalibration* f = c.family("moe_fp8_block_triton");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->fit.method(), FitMethod::local_linear_series);
+  auto at = [&](double tokens) {
+    MoeShape m;
+    m.tokens = tokens, m.hidden = 3072, m.inter = 1536, m.topk = 8, m.experts = 256, m.tp = 2;
+    const MoeRouting r = moe_routing_measured(m);
+    const Work w = moe_work(m, r, Precision::fp8_block);
+    Sample s;
+    s.key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), 2.0, 1.0, 0.0});
+    s.x = moe_features(m, r);
+    s.compute_s = w.flops / g.dense_flops(Precision::fp8);
+    s.memory_s = w.bytes / g.hbm_bw_bytes_per_s;
+    s.dispatch_s = moe_dispatch_bytes(m) / g.hbm_bw_bytes_per_s;
+    return s;
+  };
+  const Sample s16 = at(16), s32 = at(32), s64 = at(64);
+  EXPECT_DOUBLE_EQ(moe_routing_measured({16, 3072, 1536, 8, 256, 2}).touched, 128);
+  EXPECT_DOUBLE_EQ(moe_routing_measured({32, 3072, 1536, 8, 256, 2}).touched, 256);
+  auto roof = [&](const Sample& s) { return f->fit.roofline_fit(s.compute_s, s.memory_s, 1, s.dispatch_s); };
+  EXPECT_GT(roof(s32) / roof(s16), 1.6);  // the knee is in the roofline: the touched experts double
+  bool exact16 = false, exact64 = false;
+  int kid = -1;
+  EXPECT_DOUBLE_EQ(f->fit.predict(s16, &exact16, false, &kid), 0.2544e-3);
+  EXPECT_DOUBLE_EQ(f->fit.predict(s64, &exact64), 0.4683e-3);
+  EXPECT_TRUE(exact16 && exact64);
+  const double by_hand = 0.5 * (std::log(0.2544e-3 / roof(s16)) + std::log(0.4683e-3 / roof(s64)));
+  EXPECT_NEAR(f->fit.series_log_ratio(s32, kid), by_hand, 1e-9);
+  EXPECT_NEAR(roof(s32) * std::exp(by_hand) / 0.4631e-3, 1.0, 0.10);
+  EXPECT_NEAR(f->fit.predict(s32) / 0.4631e-3, 1.0, 0.10);  // the series averaged with the local plane
 }
 
 // No prediction beats the datasheet: a 16k GEMM never above the dense peak, decode attention
