@@ -145,7 +145,8 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     s.group = attention_group(kvb, win);
     s.x = attention_features(p.number("batch"), p.number(len), p.number("heads"), p.number("kv_heads"), p.number("head_dim"));
   } else if (family == "encoder_attention") {
-    w = encoder_attention_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "head_dim"));
+    w = encoder_attention_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "head_dim"), g.sms,
+                               encoder_tiles(g.arch));
     s.key = shape_key({p.number("batch"), p.number("heads"), p.number("head_dim")});
     s.x = attention_features(p.number("batch"), p.number("seq"), p.number("heads"), p.number("heads"), p.number("head_dim"));
   } else if (family == "moe") {
@@ -203,7 +204,8 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
   } else if (family == "custom_all_reduce") {
     int gpus = static_cast<int>(p.integer("gpus"));
     if (gpus < 2) p.fail("gpus", "must be >= 2");
-    s.key = shape_key({double(gpus)});
+    // One series per kernel (one- or two-stage, by vLLM's size rule): no interpolation across the switch.
+    s.key = shape_key({double(gpus), custom_ar_one_shot(gpus, positive(p, "bytes")) ? 1.0 : 2.0});
     s.group = s.key;
     s.x = bytes_features(positive(p, "bytes"));
     s.memory_s = positive(p, "bytes") * bus_factor("all_reduce", gpus) / g.nvlink_bw_bytes_per_s;

@@ -194,7 +194,7 @@ class Model final : public KernelModel {
   OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
     check_positive({double(batch), double(seq), double(heads), double(head_dim)}, "encoder_attention");
     Query q{"encoder_attention", shape_key({double(batch), double(heads), double(head_dim)}),
-            encoder_attention_work(batch, seq, heads, head_dim), Precision::bf16, Precision::bf16,
+            encoder_attention_work(batch, seq, heads, head_dim, gpu_.sms, encoder_tiles(gpu_.arch)), Precision::bf16, Precision::bf16,
             attention_features(batch, seq, heads, heads, head_dim)};
     if (find("encoder_attention").cal) return eval(q);
     // Not measured anywhere: the prefill attention surface with twice the causal work (every
@@ -253,7 +253,7 @@ class Model final : public KernelModel {
       throw Error("tp_all_reduce", "gpus", std::to_string(n) + " GPUs exceed the NVLink domain of " + gpu_.name);
     // The kernel vLLM picks for this size (CudaCommunicator.all_reduce order).
     const bool custom = bytes < custom_ar_max_bytes(gpu_, n);
-    const bool one_shot = n == 2 || (n <= 4 && bytes < 512 * 1024) || bytes < 256 * 1024;
+    const bool one_shot = custom_ar_one_shot(n, bytes);
     const bool symm = !custom && bytes <= symm_mem_max_bytes(gpu_, n);
     const bool multimem = symm && (gpu_.arch == "hopper" ? n >= 4 : n >= 6);
     std::string_view label = custom ? (one_shot ? "vLLM custom all-reduce (one-shot)" : "vLLM custom all-reduce (two-shot)")
@@ -262,7 +262,7 @@ class Model final : public KernelModel {
     // Time: vLLM's tensor_model_parallel_all_reduce as measured on this GPU at this size (its own
     // dispatch ran the same rules), else NCCL.
     Found f = find("custom_all_reduce");
-    const std::uint64_t key = shape_key({double(n)});
+    const std::uint64_t key = shape_key({double(n), one_shot ? 1.0 : 2.0});
     if (f.cal && f.cal->fit.has_series(key)) {
       OpTime t;
       t.bound = Bound::communication;

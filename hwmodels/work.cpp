@@ -100,8 +100,26 @@ Work attention_decode_work(double batch, double context, double heads, double kv
           batch * (kv_bytes * 2 * ctx * kv_heads * head_dim + kBf16 * 2 * heads * head_dim)};
 }
 
-Work encoder_attention_work(double batch, double seq, double heads, double head_dim) {
-  return {4 * batch * heads * head_dim * seq * seq, kBf16 * 4 * batch * seq * heads * head_dim};
+bool custom_ar_one_shot(int gpus, double bytes) {
+  return gpus == 2 || (gpus <= 4 && bytes < 512 * 1024) || bytes < 256 * 1024;
+}
+
+EncoderTiles encoder_tiles(const std::string& arch) {
+  // Blackwell's FlashAttention-4 runs two 128-row query tiles per CTA against 128-key tiles; on
+  // Hopper FlashAttention-3 takes 192 query rows at ViT head sizes (<= 96). The key-tile width that
+  // best explains the measured steps there is 64 (hwmodels/README.md, encoder attention).
+  if (arch.rfind("blackwell", 0) == 0) return {256, 128};
+  return {192, 64};
+}
+
+Work encoder_attention_work(double batch, double seq, double heads, double head_dim, int sms, EncoderTiles t) {
+  // Bidirectional: every query meets every key. Each (query tile, batch x head) is a CTA that
+  // sweeps all keys tile by tile, so the math done is that of the padded tiles, and it runs in
+  // whole waves over the SMs: the time follows the busiest SM's padded work (waves x one CTA's).
+  const double q_tiles = std::ceil(seq / t.q), keys = t.kv * std::ceil(seq / t.kv);
+  const double ctas = batch * heads * q_tiles, per_cta = 4 * t.q * keys * head_dim;
+  const double flops = sms > 0 ? std::ceil(ctas / sms) * double(sms) * per_cta : ctas * per_cta;
+  return {flops, kBf16 * 4 * batch * seq * heads * head_dim};
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // FLOPs and HBM bytes of each op family for a shape: the roofline numerators shared by the fit
 // (measured points) and the predictions (queries), so both see the same physics.
 #pragma once
+
+#include <string>
 #include <cstdint>
 
 #include "hwmodels/catalog.hpp"
@@ -40,7 +42,15 @@ Work attention_prefill_work(double batch, double seq, double heads, double kv_he
 Work attention_decode_work(double batch, double context, double heads, double kv_heads, double head_dim,
                            double kv_bytes = 2, double window = 0);
 // Bidirectional (ViT) attention: every query against every key of its sequence.
-Work encoder_attention_work(double batch, double seq, double heads, double head_dim);
+// ViT attention (bidirectional): FLOPs of whole FlashAttention tiles run in whole waves over the
+// GPU's `sms` (0: no wave quantisation); the tile sizes of the architecture's kernel.
+// vLLM's custom all-reduce picks its one-stage kernel for 2 GPUs, below 512 KiB on up to 4 and
+// below 256 KiB on more (csrc/custom_all_reduce.cuh), the two-stage kernel above: two kernels
+// whose times step at the switch, fitted apart.
+bool custom_ar_one_shot(int gpus, double bytes);
+struct EncoderTiles { double q = 128, kv = 128; };
+EncoderTiles encoder_tiles(const std::string& arch);
+Work encoder_attention_work(double batch, double seq, double heads, double head_dim, int sms, EncoderTiles tiles);
 
 // A fused MoE layer on one GPU (rank 0 of its TP or EP group): `tokens` enter the layer; each picks
 // `topk` of `experts` global experts; the rank holds experts/ep experts of inter/tp width.
