@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -158,9 +162,75 @@ MoeRouting moe_routing_expected(const MoeShape& s) {
   return {s.tokens * s.topk / std::max(1, s.ep), local * (1 - std::pow(1 - p, s.tokens))};
 }
 
+namespace {
+// AIC's power-law rows: per-expert loads drawn independently from a power law x^-skew on
+// [1, 0.8 tokens] (on [0.01, 2] when tokens x topk <= experts), scaled to tokens x topk slots and
+// rounded (the rounding remainder added to the largest loads or taken from the smallest), the
+// expert-parallel group with the largest load swapped onto rank 0, the measured rank. The mean
+// over kDraws seeded draws (deterministic per shape) of rank 0's slots and experts with a slot.
+MoeRouting power_law_draws(const MoeShape& s) {
+  constexpr int kDraws = 32;
+  const int E = s.experts, ep = std::max(1, s.ep), group = std::max(1, E / ep);
+  const double target = std::round(s.tokens * s.topk), a = 1 - s.skew;
+  const bool many = target > E;
+  const double xmin = many ? 1.0 : 0.01, xmax = std::max(xmin, many ? 0.8 * s.tokens : 2.0);
+  const double lo = std::pow(xmin, a), hi = std::pow(xmax, a);
+  std::uint64_t state = 0x9e3779b97f4a7c15ull ^ (std::uint64_t(E) << 40) ^ (std::uint64_t(target) << 8) ^
+                        std::uint64_t(ep) ^ std::uint64_t(s.skew * 1000) << 56;
+  auto uniform = [&]() {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return double((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  };
+  thread_local std::vector<double> x, tie;
+  thread_local std::vector<long long> load;
+  thread_local std::vector<int> order;
+  x.resize(E), tie.resize(E), load.resize(E), order.resize(E);
+  MoeRouting r;
+  for (int d = 0; d < kDraws; ++d) {
+    double sum = 0;
+    for (int i = 0; i < E; ++i) sum += x[i] = std::fabs(a) < 1e-12 ? xmin : std::pow((hi - lo) * uniform() + lo, 1 / a);
+    long long total = 0;
+    for (int i = 0; i < E; ++i) total += load[i] = std::llround(x[i] / sum * target);
+    long long delta = static_cast<long long>(target) - total;
+    for (int i = 0; i < E; ++i) order[i] = i, tie[i] = uniform();
+    std::sort(order.begin(), order.end(), [&](int i, int j) { return load[i] != load[j] ? load[i] > load[j] : tie[i] < tie[j]; });
+    for (long long j = 0; delta > 0; ++j, --delta) ++load[order[j % E]];
+    for (long long j = 0; delta < 0; ++j) {
+      int i = order[E - 1 - j % E];
+      if (load[i] > 0) --load[i], ++delta;
+    }
+    int best = 0;
+    long long best_sum = -1;
+    for (int g = 0; g < ep; ++g) {
+      long long gs = 0;
+      for (int i = g * group; i < (g + 1) * group && i < E; ++i) gs += load[i];
+      if (gs > best_sum) best_sum = gs, best = g;
+    }
+    for (int i = best * group; i < (best + 1) * group && i < E; ++i) r.slots += load[i], r.touched += load[i] > 0;
+  }
+  r.slots /= kDraws, r.touched /= kDraws;
+  return r;
+}
+}  // namespace
+
 MoeRouting moe_routing_measured(const MoeShape& s) {
   if (s.experts <= 0 || s.tokens <= 0) return {};
-  if (s.skew > 0) return power_law_routing(s);
+  if (s.skew > 0) {
+    // Memoised per routing (many shapes share one): the same key always gives the same value.
+    using Key = std::tuple<int, double, int, int, double>;
+    static std::map<Key, MoeRouting> memo;
+    static std::mutex mu;
+    const Key k{s.experts, s.tokens, s.topk, s.ep, s.skew};
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = memo.find(k); it != memo.end()) return it->second;
+    }
+    const MoeRouting r = power_law_draws(s);
+    std::lock_guard<std::mutex> lock(mu);
+    return memo.emplace(k, r).first->second;
+  }
   const double local = double(s.experts) / std::max(1, s.ep);
   const double slots = s.tokens * s.topk / std::max(1, s.ep);
   return {std::max(1.0, slots), std::min(local, std::max(1.0, std::ceil(slots)))};

@@ -70,7 +70,9 @@ struct MoeRouting {
 // popular experts).
 MoeRouting moe_routing_expected(const MoeShape& s);
 // Routing of AIC's moe measurements: balanced = round-robin (slot j to expert j mod E), so a rank
-// touches min(E_local, slots) experts; power law = the expected routing above.
+// touches min(E_local, slots) experts; power law = AIC's generator: per-expert loads drawn
+// independently from a power law with exponent `skew`, scaled to tokens x topk slots, the EP group
+// with the largest load measured (mean of 32 seeded draws, deterministic per routing).
 MoeRouting moe_routing_measured(const MoeShape& s);
 // Weights of the touched experts at `weights` bytes/param, tokens in/out in bf16, the intermediate
 // activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp.

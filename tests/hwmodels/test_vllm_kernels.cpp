@@ -123,6 +123,41 @@ TEST(VllmKernels, MoeKneeFromTheSeries) {
   EXPECT_NEAR(f->fit.predict(s32) / 0.4631e-3, 1.0, 0.10);  // the series averaged with the local plane
 }
 
+// AIC's power-law rows: per-expert loads drawn from a power law, scaled to tokens x topk slots,
+// the heaviest EP group measured. Every draw keeps all slots at EP 1; at EP > 1 rank 0 holds at
+// least its share (the heaviest group) and at most every slot. The measurement says how much more:
+// H100 BF16 Triton, hidden 6144, inter 2048, top-8 of 256 at EP 4, 16,384 tokens takes 9.251 ms
+// with power-law routing and 6.833 ms balanced (32,768 slots on rank 0), 1.35x in a compute-bound
+// regime: rank 0 holds about 1.2-1.8x the balanced slots, not the 110,520 (3.4x) of the E/ep most
+// popular experts that the expected-routing model puts there.
+TEST(VllmKernels, PowerLawRowsRoutedAsDrawn) {
+  MoeShape s{1024, 6144, 2048, 8, 256, 1, 1, 1.2, true};
+  MoeRouting r = moe_routing_measured(s);
+  EXPECT_DOUBLE_EQ(r.slots, 1024 * 8);
+  EXPECT_GT(r.touched, 200);
+  EXPECT_LE(r.touched, 256);
+  const MoeRouting again = moe_routing_measured(s);  // deterministic
+  EXPECT_EQ(again.slots, r.slots);
+  EXPECT_EQ(again.touched, r.touched);
+  s.tokens = 1;
+  EXPECT_DOUBLE_EQ(moe_routing_measured(s).slots, 8);
+  EXPECT_LE(moe_routing_measured(s).touched, 8);
+  s.tokens = 16384, s.ep = 4;
+  r = moe_routing_measured(s);
+  EXPECT_GE(r.slots / 32768, 1.2);
+  EXPECT_LE(r.slots / 32768, 1.8);
+  EXPECT_LE(r.touched, 64);
+  EXPECT_GT(moe_routing_expected(s).slots / 32768, 3.3);
+  for (int ep : {4, 16, 64})
+    for (double t : {1.0, 4.0, 64.0, 4096.0}) {
+      s.ep = ep, s.tokens = t;
+      r = moe_routing_measured(s);
+      EXPECT_GE(r.slots, t * 8 / ep - 1e-9) << ep << " " << t;
+      EXPECT_LE(r.slots, t * 8);
+      EXPECT_LE(r.touched, std::min(256.0 / ep, r.slots) + 1e-9) << ep << " " << t;
+    }
+}
+
 // No prediction beats the datasheet: a 16k GEMM never above the dense peak, decode attention
 // never above HBM bandwidth for its KV bytes, a MoE layer never faster than streaming the
 // touched experts' weights.
@@ -207,8 +242,11 @@ TEST(VllmKernels, KernelChoicePerGpuAndPrecision) {
     std::string_view fp4 = km.moe(s, Precision::nvfp4).kernel;
     if (hopper) {
       EXPECT_TRUE(has(fp4, "Marlin W4A16")) << n << " " << fp4;
-      // 4-bit weights streamed: a decode-sized MoE well under the BF16 one.
-      EXPECT_LT(km.moe(s, Precision::nvfp4).seconds, 0.6 * km.moe(s, Precision::bf16).seconds) << n;
+      // 4-bit weights streamed: a decode-sized MoE well under the BF16 one. Marlin reaches 0.49-0.57
+      // of HBM bandwidth at 64 tokens on its measured shapes (launch included), BF16
+      // Triton 0.88 at this shape: about 0.28 x 0.88 / 0.5 = 0.5 of the BF16 time, plus Marlin's
+      // ~60 us fixed cost on this 0.28 ms of weights.
+      EXPECT_LT(km.moe(s, Precision::nvfp4).seconds, 0.65 * km.moe(s, Precision::bf16).seconds) << n;
       EXPECT_TRUE(has(km.gemm(8, 4096, 4096, Precision::nvfp4).kernel, "Marlin")) << n;
     } else {
       EXPECT_TRUE(has(fp4, "NVFP4")) << n << " " << fp4;
