@@ -347,18 +347,24 @@ class Model final : public KernelModel {
     // NCCL pipelines the two, so the slower stage sets the pace.
     double intra = 0, inter = 0;
     double S = bytes;
+    // The in-node NVLink stage: its bandwidth part only (time at S less time at one byte): the
+    // catalogue's EFA latency is a measured small-message collective over the nodes, in-node hops
+    // included, so its latency is counted once.
+    auto in_node = [&](Collective c, double b) {
+      return per_node > 1 ? std::max(0.0, nvlink(c, b, per_node).seconds - nvlink(c, 1, per_node).seconds) : 0.0;
+    };
     switch (op) {
       case Collective::all_reduce:
-        if (per_node > 1) intra = nvlink(Collective::reduce_scatter, S, per_node).seconds + nvlink(Collective::all_gather, S, per_node).seconds;
+        intra = in_node(Collective::reduce_scatter, S) + in_node(Collective::all_gather, S);
         inter = 2.0 * (K - 1) / K * (S / per_node) / nic;
         break;
       case Collective::all_gather:
       case Collective::reduce_scatter:
-        if (per_node > 1) intra = nvlink(op, S / K, per_node).seconds;
+        intra = in_node(op, S / K);
         inter = double(K - 1) / K * (S / per_node) / nic;
         break;
       case Collective::all_to_all:
-        if (per_node > 1) intra = nvlink(op, S * per_node / g.gpus, per_node).seconds;
+        intra = in_node(op, S * per_node / g.gpus);
         inter = S * double(g.gpus - per_node) / g.gpus / nic;
         break;
       case Collective::send_recv:

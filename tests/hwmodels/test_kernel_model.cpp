@@ -75,6 +75,9 @@ TEST(KernelModel, CollectivesNeverFasterThanLinks) {
   const auto& h100m = kernel_model(gpu("H100"));
   const double lat = p5.efa_latency_s;
   EXPECT_GE(h100m.collective(Collective::all_reduce, 1024, {16, 2, &p5}).seconds, lat);
+  // That latency is a measured 16-GPU all-reduce, in-node hops included: an 8-byte all-reduce
+  // over two nodes costs it, not it plus the in-node NVLink stages' own latency.
+  EXPECT_NEAR(h100m.collective(Collective::all_reduce, 8, {16, 2, &p5}).seconds, lat, 1e-6);
   for (Collective op : {Collective::all_gather, Collective::reduce_scatter}) {
     const double t = h100m.collective(op, 1024, {16, 2, &p5}).seconds;
     EXPECT_GE(t, 0.5 * lat);
