@@ -1,5 +1,6 @@
 // Readers of measured serving runs: the silicon-sample CSV (with repeat merging) and aiperf
 // artefact folders.
+#include <cstring>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -99,6 +100,39 @@ int parse_concurrency(const std::string& data_source, const std::string& id) {
   return 0;
 }
 
+bool parse_id_layout(const std::string& id, int* tp, int* ep) {
+  // "_tp<N>" then optionally "_<digits>", then "_ep<M>" and optionally "_<digits>", then "_" or end.
+  auto number = [&](std::size_t& pos) {
+    std::size_t e = pos;
+    while (e < id.size() && std::isdigit(static_cast<unsigned char>(id[e]))) ++e;
+    if (e == pos || e - pos > 4) return -1;
+    const int v = std::stoi(id.substr(pos, e - pos));
+    pos = e;
+    return v;
+  };
+  auto skip_suffix = [&](std::size_t& pos, const char* next) {  // an optional "_<digits>" not followed by `next`
+    if (pos < id.size() && id[pos] == '_' && id.compare(pos + 1, std::strlen(next), next) != 0) {
+      std::size_t q = pos + 1;
+      if (number(q) >= 0) pos = q;
+    }
+  };
+  for (std::size_t at = id.find("_tp"); at != std::string::npos; at = id.find("_tp", at + 1)) {
+    std::size_t pos = at + 3;
+    const int t = number(pos);
+    if (t < 1) continue;
+    skip_suffix(pos, "ep");
+    if (id.compare(pos, 3, "_ep") != 0) continue;
+    pos += 3;
+    const int e = number(pos);
+    if (e < 1) continue;
+    skip_suffix(pos, "");
+    if (pos != id.size() && id[pos] != '_') continue;
+    *tp = t, *ep = e;
+    return true;
+  }
+  return false;
+}
+
 std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats) {
   std::istringstream in(read_input_file(path, kMaxTraceFileBytes));   // a regular file of sane size
   std::string line;
@@ -181,6 +215,13 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     p.decode_pp = num("decode_pp_size");
     p.decode_dp = num("decode_attention_dp_size");
     p.decode_moe_ep = num("decode_moe_ep_size");
+    if (int itp = 0, iep = 0; p.mode == "agg" && p.attention_dp > 1 && parse_id_layout(p.id, &itp, &iep) && itp == p.tp &&
+                              iep != p.moe_ep) {
+      p.layout_note = "id names TP" + std::to_string(itp) + " EP" + std::to_string(iep) + "; columns TP" + std::to_string(p.tp) +
+                      " DP" + std::to_string(p.attention_dp) + " EP" + std::to_string(p.moe_ep) + ": the id's layout is run";
+      p.attention_dp = 1;
+      p.moe_ep = iep;
+    }
     a.ttft.push_back(ttft);
     a.tpot.push_back(tpot);
     points.push_back(std::move(a));
@@ -201,6 +242,7 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
       p.output_tps = double(p.concurrency) * double(p.osl) / ((p.ttft_ms + double(p.osl - 1) * p.tpot_ms) / 1e3);
       p.output_tps_derived = true;
     }
+    st.layout_from_id += p.layout_note.empty() ? 0 : 1;
     if (p.merged > 1) {
       ++st.merged_points;
       st.merged_rows += p.merged - 1;

@@ -452,7 +452,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
-                {"merged_rows", r.csv.merged_rows}};
+                {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id}};
   auto group_json = [](const Group& g, const std::vector<std::string>& names) {
     nlohmann::json x;
     for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
@@ -478,6 +478,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
                         {"attention_dp", m.attention_dp}, {"moe_tp", m.moe_tp}, {"moe_ep", m.moe_ep},
                         {"measured", {{"ttft_ms", num(m.ttft_ms)}, {"tpot_ms", num(m.tpot_ms)}, {"output_tps", num(m.output_tps)},
                                       {"output_tps_derived", m.output_tps_derived}}}};
+    if (!m.layout_note.empty()) x["layout_note"] = m.layout_note;
     if (m.mode == "disagg")
       x["disagg"] = {{"prefill_workers", m.prefill_workers}, {"prefill_tp", m.prefill_tp},
                      {"decode_workers", m.decode_workers}, {"decode_tp", m.decode_tp}};
@@ -505,7 +506,7 @@ std::string to_csv(const Report& r) {
       "id,source,merged,backend,backend_version,model_path,model,system,gpu,precision,mode,isl,osl,concurrency,tp,pp,"
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
-      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,unmodellable\n";
+      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,unmodellable,layout_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -517,7 +518,7 @@ std::string to_csv(const Report& r) {
                                m.output_tps_derived ? "1" : "0", csv_num(p.ttft_ms), csv_num(p.itl_ms),
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
                                csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
-                               p.below_floor() ? "1" : "0", p.unmodellable};
+                               p.below_floor() ? "1" : "0", p.unmodellable, m.layout_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }
@@ -543,6 +544,10 @@ std::string to_text(const Report& r, const Options& o) {
     out += std::to_string(r.csv.rows) + " rows -> " + std::to_string(r.csv.points) + " distinct points (" +
            std::to_string(r.csv.merged_points) + " of them merged from repeats, " + std::to_string(r.csv.merged_rows) +
            " repeated rows folded in; each metric is the median of its repeats)\n";
+  if (r.csv.layout_from_id > 0)
+    out += std::to_string(r.csv.layout_from_id) +
+           " points run the TP x EP layout their id names (_tp<N>_ep<M>_) instead of their columns' attention-DP one: "
+           "those rows measure the same TPOT, to 1 %, as the same model's TP x EP rows (field layout_note)\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +

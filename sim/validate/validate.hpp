@@ -34,6 +34,8 @@ struct MeasuredPoint {
   // Measured figures (NaN: not recorded). TPOT excludes the first token (aiperf's ITL).
   double ttft_ms = NAN, tpot_ms = NAN, output_tps = NAN;
   bool output_tps_derived = false;   // from Little's law (the CSV records no throughput)
+  // Set when the layout run is the one the id names, not the columns' (see read_silicon_csv).
+  std::string layout_note;
   // aiperf folders: the run as servesim runs it (scenario file layout), set by the reader.
   nlohmann::json scenario;
 };
@@ -42,15 +44,25 @@ struct MeasuredPoint {
 // ;-separated silicon_data_source, else `_c<N>_` in the id; 0 when neither holds a number.
 int parse_concurrency(const std::string& data_source, const std::string& id);
 
+// The aggregated layout an id names: `_tp<N>[_<k>]_ep<M>[_<k>]_` (e.g. "..._c64_tp4_ep4_1327",
+// "..._tp4_0_ep4_0_223"); false when the id names none.
+bool parse_id_layout(const std::string& id, int* tp, int* ep);
+
 struct CsvReadStats {
   int rows = 0;                // data rows read
   int points = 0;              // distinct points after merging repeats
   int merged_points = 0;       // points made of 2+ rows
   int merged_rows = 0;         // rows folded into another row's point
+  int layout_from_id = 0;      // points whose id's TP x EP layout replaced the columns' attention-DP one
 };
 // Reads a silicon-sample CSV and merges repeated points: rows equal in every column except id,
 // silicon_data_source and the two metrics, and with the same concurrency, become one point whose
 // TTFT and TPOT are the medians of the repeats. Points keep the order of their first row.
+// An aggregated row whose columns give attention DP (attention_dp_size > 1, moe_ep_size =
+// tp x dp) while its id names TP x EP without DP (`_tp4_ep4_`) runs the id's layout and says so in
+// layout_note: in the calibration CSV those rows (one 2026-04-06 dump) measure the same TPOT, to
+// 1 %, as the same model's TP x EP rows of another dump at every concurrency, which a layout with
+// dp times the GPUs and 1/dp of the batch per rank could not.
 // Throws Error naming the file, line and column on malformed input.
 std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats = nullptr);
 

@@ -66,6 +66,47 @@ TEST(Validate, CsvMergesRepeatsIntoMedians) {
   EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a").merged, 1);
 }
 
+TEST(Validate, IdLayoutParse) {
+  int tp = 0, ep = 0;
+  EXPECT_TRUE(v::parse_id_layout("2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_1024x1024_c4_tp4_ep4_1357", &tp, &ep));
+  EXPECT_EQ(tp, 4);
+  EXPECT_EQ(ep, 4);
+  EXPECT_TRUE(v::parse_id_layout("2026_03_25_minimax_m2_5_h100_sxm_vllm_fp8_agg_1024x1024_c4_tp4_0_ep4_0_234", &tp, &ep));
+  EXPECT_EQ(tp, 4);
+  EXPECT_EQ(ep, 4);
+  EXPECT_TRUE(v::parse_id_layout("m_c8_tp2_ep2", &tp, &ep));
+  EXPECT_EQ(tp, 2);
+  EXPECT_FALSE(v::parse_id_layout("minimaxm2_5_b200_vllm_fp8_agg_1024x1024_c16_cfg690", &tp, &ep));
+  EXPECT_FALSE(v::parse_id_layout("m_agg_1024x1024_c64_tp1_1", &tp, &ep));      // TP only
+  EXPECT_FALSE(v::parse_id_layout("m_tp4_epx_1", &tp, &ep));
+}
+
+// A row whose columns name attention DP (TP4 DP4 EP16) while its id names TP4 EP4 runs the id's
+// layout, says so, and is counted; a DP row whose id names no layout keeps its columns.
+TEST(Validate, CsvIdLayoutOverridesAttentionDpColumns) {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_layout";
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "layout.csv").string();
+  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_ep_size,"
+                      "silicon_ttft_ms,silicon_tpot_ms\n"
+                      "x_agg_1024x1024_c4_tp4_ep4_1357,silicon_concurrency=4,vllm,m,h100_sxm,agg,1024,1024,4,4,16,85.7,10.09\n"
+                      "x_agg_8192x1024_c4_cfg691,silicon_concurrency=4,vllm,m,h100_sxm,agg,8192,1024,4,4,16,90,9\n"
+                      "x_agg_1024x1024_c8_tp4_ep4_1344,silicon_concurrency=8,vllm,m,h100_sxm,agg,1024,1024,4,1,4,94.2,12.5\n";
+  v::CsvReadStats st;
+  const auto ps = v::read_silicon_csv(f, &st);
+  EXPECT_EQ(st.layout_from_id, 1);
+  const auto& a = by_id(ps, "x_agg_1024x1024_c4_tp4_ep4_1357");
+  EXPECT_EQ(a.tp, 4);
+  EXPECT_EQ(a.attention_dp, 1);
+  EXPECT_EQ(a.moe_ep, 4);
+  EXPECT_NE(a.layout_note.find("id names TP4 EP4; columns TP4 DP4 EP16"), std::string::npos) << a.layout_note;
+  const auto& b = by_id(ps, "x_agg_8192x1024_c4_cfg691");
+  EXPECT_EQ(b.attention_dp, 4);
+  EXPECT_EQ(b.moe_ep, 16);
+  EXPECT_TRUE(b.layout_note.empty());
+  EXPECT_TRUE(by_id(ps, "x_agg_1024x1024_c8_tp4_ep4_1344").layout_note.empty());  // columns agree
+}
+
 TEST(Validate, CsvErrorsNameTheLine) {
   const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_bad";
   std::filesystem::create_directories(dir);
