@@ -104,8 +104,9 @@ double kv_bytes_of(const JsonReader& p) {
   return d == "fp8" ? 1 : 2;
 }
 
-// Family name and roofline terms of one measured point, on `g`'s datasheet peaks.
-std::string to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s) {
+// Family name and roofline terms of one measured point, on `g`'s datasheet peaks. `marlin`: the
+// point was timed by vLLM's fused Marlin MoE (its math over block-padded slots, marlin_block_m).
+std::string to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s, bool marlin) {
   Work w;
   std::string name = family;
   auto at = [&](Precision prec) { return g.dense_flops(prec) > 0 ? g.dense_flops(prec) : g.bf16_flops; };
@@ -158,7 +159,8 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     m.topk = int(positive(p, "topk")), m.experts = int(positive(p, "experts"));
     m.tp = int(positive(p, "tp")), m.ep = int(positive(p, "ep"));
     m.skew = p.number_or("skew", 0), m.gated = p.number_or("gated", 1) != 0;
-    const MoeRouting r = moe_routing_measured(m);
+    const MoeRouting r =
+        moe_routing_measured(m, marlin ? marlin_block_m(m.tokens, m.topk, m.experts / std::max(1, m.ep)) : 0);
     w = moe_work(m, r, md.weights);
     peak = at(md.math);
     s.key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
@@ -283,7 +285,11 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
   }
   for (const auto& p : root.array("points")) {
     Sample s;
-    std::string name = to_sample(family, p, *gpu_, s);
+    bool marlin = false;
+    if (family == "moe" && p.has("kid"))
+      if (const auto kid = p.integer("kid"); kid >= 0 && kid < std::int64_t(kernels.size()))
+        marlin = moe_kernel_library(kernels[size_t(kid)]) == "marlin";
+    std::string name = to_sample(family, p, *gpu_, s, marlin);
     s.seconds = positive(p, "ms") * 1e-3;
     if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
     if (p.has("kid")) {

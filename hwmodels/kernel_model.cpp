@@ -210,9 +210,7 @@ class Model final : public KernelModel {
     check_positive({m.tokens, m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep)}, "moe");
     if (m.skew < 0) throw Error("moe", "skew", "must be >= 0");
     if (m.topk > m.experts) throw Error("moe", "topk", "must not exceed the expert count");
-    const MoeRouting r = moe_routing_expected(m);
     const std::uint64_t key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
-    const Features x = moe_features(m, r);
     // vLLM's kernel for this GPU, weight format and layout (hwmodels/data/moe_kernels.json). Of the
     // families timing it, the one that measured this exact shape and layout (vLLM's dispatch for
     // it as recorded), else the first one measured here or on the reference GPU.
@@ -225,6 +223,10 @@ class Model final : public KernelModel {
         if (find(name).cal) { fam = &name; break; }
     if (!fam) fam = &rule.families.front();  // measured nowhere: roofline prior
     const MoeDtype md = moe_family_dtype(*fam);
+    // The work as the family's fit counts it: vLLM's fused Marlin MoE computes block-padded slots.
+    const bool marlin = std::string_view(*fam).ends_with("_marlin");
+    const MoeRouting r = moe_routing_expected(m, marlin ? marlin_block_m(m.tokens, m.topk, m.experts / std::max(1, m.ep)) : 0);
+    const Features x = moe_features(m, r);
     // A format other than the family's (NVFP4 on the Marlin FP4 rows, per-tensor FP8 on the block
     // rows): the family's time for its own bytes, moved by the roofline ratio to this format's.
     const bool substitute = md.weights != p;

@@ -131,7 +131,8 @@ namespace {
 // distinct experts, so expert i is among them with probability p_i = min(1, c·i^-skew), c set so
 // the p_i sum to k (the most popular experts saturate at 1). Summed over the experts rank 0 holds
 // (the most popular E/ep).
-MoeRouting power_law_routing(const MoeShape& s) {
+double expected_blocks(double n, double p, int b);
+MoeRouting power_law_routing(const MoeShape& s, int block_m) {
   const int E = s.experts, local = std::max(1, E / std::max(1, s.ep));
   thread_local std::vector<double> w;
   w.resize(E);
@@ -145,21 +146,53 @@ MoeRouting power_law_routing(const MoeShape& s) {
   }
   const double c = 0.5 * (lo + hi);
   MoeRouting r;
+  r.block_m = block_m;
   for (int i = 0; i < local; ++i) {
     const double p = std::min(1.0, c * w[i]);
     r.slots += s.tokens * p;
     r.touched += 1 - std::pow(1 - p, s.tokens);
+    if (block_m > 0) r.padded += block_m * expected_blocks(s.tokens, p, block_m);
   }
   return r;
 }
+
+// E[ceil(X / b)] for X ~ Binomial(n, p): summed over the pmf where X spreads over less than a block
+// either way (10 standard deviations around the mean, the pmf stepped out from its mode); wider,
+// the remainder of X / b is uniform to far below a percent and E[ceil(X / b)] = E[X] / b + 1/2.
+double expected_blocks(double n, double p, int b) {
+  n = std::floor(n);
+  if (n <= 0 || p <= 0) return 0;
+  if (p >= 1) return std::ceil(n / b);
+  const double mean = n * p, sd = std::sqrt(n * p * (1 - p));
+  if (sd > b) return mean / b + 0.5;
+  const double lo = std::max(1.0, std::floor(mean - 10 * sd - 1)), hi = std::min(n, std::ceil(mean + 10 * sd + 1));
+  const double mode = std::clamp(std::floor(mean), lo, hi), odds = p / (1 - p);
+  const double at_mode = std::exp(std::lgamma(n + 1) - std::lgamma(mode + 1) - std::lgamma(n - mode + 1) +
+                                  mode * std::log(p) + (n - mode) * std::log1p(-p));
+  double e = at_mode * std::ceil(mode / b), pmf = at_mode;
+  for (double x = mode; x < hi; ++x) pmf *= (n - x) / (x + 1) * odds, e += pmf * std::ceil((x + 1) / b);
+  pmf = at_mode;
+  for (double x = mode; x > lo; --x) pmf *= x / (n - x + 1) / odds, e += pmf * std::ceil((x - 1) / b);
+  return e;
+}
 }  // namespace
 
-MoeRouting moe_routing_expected(const MoeShape& s) {
+int marlin_block_m(double tokens, int topk, int local_experts) {
+  const double per_expert = tokens * topk / std::max(1, local_experts);
+  for (int b : {8, 16, 32, 48}) {
+    if (per_expert / b < 0.9) return b;
+  }
+  return 64;
+}
+
+MoeRouting moe_routing_expected(const MoeShape& s, int block_m) {
   if (s.experts <= 0 || s.tokens <= 0) return {};
-  if (s.skew > 0) return power_law_routing(s);
+  if (s.skew > 0) return power_law_routing(s, block_m);
   const double local = double(s.experts) / std::max(1, s.ep);
   const double p = std::min(1.0, double(s.topk) / s.experts);
-  return {s.tokens * s.topk / std::max(1, s.ep), local * (1 - std::pow(1 - p, s.tokens))};
+  MoeRouting r{s.tokens * s.topk / std::max(1, s.ep), local * (1 - std::pow(1 - p, s.tokens))};
+  if (block_m > 0) r.padded = local * block_m * expected_blocks(s.tokens, p, block_m), r.block_m = block_m;
+  return r;
 }
 
 namespace {
@@ -168,7 +201,7 @@ namespace {
 // rounded (the rounding remainder added to the largest loads or taken from the smallest), the
 // expert-parallel group with the largest load swapped onto rank 0, the measured rank. The mean
 // over kDraws seeded draws (deterministic per shape) of rank 0's slots and experts with a slot.
-MoeRouting power_law_draws(const MoeShape& s) {
+MoeRouting power_law_draws(const MoeShape& s, int block_m) {
   constexpr int kDraws = 32;
   const int E = s.experts, ep = std::max(1, s.ep), group = std::max(1, E / ep);
   const double target = std::round(s.tokens * s.topk), a = 1 - s.skew;
@@ -208,47 +241,64 @@ MoeRouting power_law_draws(const MoeShape& s) {
       for (int i = g * group; i < (g + 1) * group && i < E; ++i) gs += load[i];
       if (gs > best_sum) best_sum = gs, best = g;
     }
-    for (int i = best * group; i < (best + 1) * group && i < E; ++i) r.slots += load[i], r.touched += load[i] > 0;
+    for (int i = best * group; i < (best + 1) * group && i < E; ++i) {
+      r.slots += load[i], r.touched += load[i] > 0;
+      if (block_m > 0) r.padded += block_m * std::ceil(double(load[i]) / block_m);
+    }
   }
-  r.slots /= kDraws, r.touched /= kDraws;
+  r.slots /= kDraws, r.touched /= kDraws, r.padded /= kDraws;
+  r.block_m = block_m;
   return r;
 }
 }  // namespace
 
-MoeRouting moe_routing_measured(const MoeShape& s) {
+MoeRouting moe_routing_measured(const MoeShape& s, int block_m) {
   if (s.experts <= 0 || s.tokens <= 0) return {};
   if (s.skew > 0) {
     // Memoised per routing (many shapes share one): the same key always gives the same value.
-    using Key = std::tuple<int, double, int, int, double>;
+    using Key = std::tuple<int, double, int, int, double, int>;
     static std::map<Key, MoeRouting> memo;
     static std::mutex mu;
-    const Key k{s.experts, s.tokens, s.topk, s.ep, s.skew};
+    const Key k{s.experts, s.tokens, s.topk, s.ep, s.skew, block_m};
     {
       std::lock_guard<std::mutex> lock(mu);
       if (auto it = memo.find(k); it != memo.end()) return it->second;
     }
-    const MoeRouting r = power_law_draws(s);
+    const MoeRouting r = power_law_draws(s, block_m);
     std::lock_guard<std::mutex> lock(mu);
     return memo.emplace(k, r).first->second;
   }
   const double local = double(s.experts) / std::max(1, s.ep);
   const double slots = s.tokens * s.topk / std::max(1, s.ep);
-  return {std::max(1.0, slots), std::min(local, std::max(1.0, std::ceil(slots)))};
+  MoeRouting r{std::max(1.0, slots), std::min(local, std::max(1.0, std::ceil(slots)))};
+  if (block_m > 0) {
+    // The rank's whole slots over its experts, as evenly as they go: `extra` experts one more.
+    const double whole = std::max(1.0, std::round(slots)), each = std::floor(whole / local);
+    const double extra = whole - each * local;
+    r.padded = block_m * (extra * std::ceil((each + 1) / block_m) + (local - extra) * std::ceil(each / block_m));
+    r.block_m = block_m;
+  }
+  return r;
 }
 
 Work moe_work(const MoeShape& s, const MoeRouting& r, Precision weights) {
   const double I = s.inter / std::max(1, s.tp), mats = s.gated ? 3 : 2;
   const double expert_bytes = mats * s.hidden * I * element_bytes(weights);
   const double act = s.tokens * s.hidden * kBf16 * 2 + r.slots * (s.gated ? 2 : 1) * I * kBf16 * 2;
+  // Block-padded kernels: the math of every padded slot, and each block streams its expert's
+  // weights (one pass per block of block_m rows instead of one per touched expert).
+  if (r.padded > 0 && r.block_m > 0)
+    return {2 * r.padded * mats * s.hidden * I, r.padded / r.block_m * expert_bytes + act};
   return {2 * r.slots * mats * s.hidden * I, r.touched * expert_bytes + act};
 }
 
 Features moe_features(const MoeShape& s, const MoeRouting& r) {
   // What sets a fused MoE kernel's efficiency beyond its bytes and FLOPs: tokens, rows per touched
-  // expert (tile fill), experts touched (parallel work), one expert's weight size and aspect,
+  // expert (tile fill; the padded rows of a block-padded kernel), experts touched (parallel work), one expert's weight size and aspect,
   // local experts (routing bookkeeping), top-k, and the routing skew.
   const double I = s.inter / std::max(1, s.tp), touched = std::max(r.touched, 1e-3);
-  Features f = logs({s.tokens, std::max(r.slots, 1e-3) / touched, touched, (s.gated ? 3 : 2) * s.hidden * I,
+  const double rows = r.padded > 0 ? r.padded : r.slots;  // block-padded kernels: the rows they compute
+  Features f = logs({s.tokens, std::max(rows, 1e-3) / touched, touched, (s.gated ? 3 : 2) * s.hidden * I,
                      s.hidden / I, double(s.experts) / std::max(1, s.ep), double(s.topk)});
   f[7] = s.skew;
   return f;

@@ -64,18 +64,32 @@ struct MoeShape {
 struct MoeRouting {
   double slots = 0;    // token-slots computed on this rank
   double touched = 0;  // distinct local experts with at least one slot (their weights are streamed)
+  // Kernels that pad each touched expert's slots to whole blocks of block_m rows (vLLM's fused
+  // Marlin MoE, marlin_block_m): the padded slots computed; 0 for a kernel without such padding.
+  double padded = 0;
+  int block_m = 0;     // their block: padded / block_m blocks, each streaming its expert's weights
 };
+// vLLM's fused Marlin MoE token block (fused_marlin_moe.py): the first of 8, 16, 32, 48, 64 with
+// tokens x topk / local_experts / block < 0.9 (mean slots per local expert under 0.9 blocks), else
+// 64. moe_align_block_size then pads every touched expert's slots to a multiple of it, and each
+// block runs the expert's full GEMMs: the kernel's math follows the padded slots.
+int marlin_block_m(double tokens, int topk, int local_experts);
 // Expected routing of a serving batch: each token draws top-k distinct experts, uniform (balanced:
 // touched = E_local (1 - (1 - k/E)^T)) or with power-law expert popularity (rank 0 holding the most
 // popular experts).
-MoeRouting moe_routing_expected(const MoeShape& s);
+// block_m > 0: also the expected padded slots (each local expert's load binomial over the tokens).
+MoeRouting moe_routing_expected(const MoeShape& s, int block_m = 0);
 // Routing of AIC's moe measurements: balanced = round-robin (slot j to expert j mod E), so a rank
 // touches min(E_local, slots) experts; power law = AIC's generator: per-expert loads drawn
 // independently from a power law with exponent `skew`, scaled to tokens x topk slots, the EP group
 // with the largest load measured (mean of 32 seeded draws, deterministic per routing).
-MoeRouting moe_routing_measured(const MoeShape& s);
+// block_m > 0: also the padded slots of those loads (balanced: the local slots split as evenly as
+// whole slots allow).
+MoeRouting moe_routing_measured(const MoeShape& s, int block_m = 0);
 // Weights of the touched experts at `weights` bytes/param, tokens in/out in bf16, the intermediate
-// activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp.
+// activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp. Where the
+// routing has padded slots (block-padded kernels): FLOPs over the padded slots (the math of whole
+// blocks) and the weights of an expert read once per block of it.
 Work moe_work(const MoeShape& s, const MoeRouting& r, Precision weights);
 Features moe_features(const MoeShape& s, const MoeRouting& r);
 // The BF16 activations of every token-slot of the layer (tokens x topk x hidden x 2 bytes), on all
