@@ -31,6 +31,7 @@ struct FamilyCalibration {
   bool validated = false;     // cv / cv_other / fit_max_error filled
   std::vector<Sample> samples;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
+  bool robust_plane = false;  // FamilyFit's robust local plane (kRobustPlaneFamilies, calibration.cpp)
   FamilyFit fit;              // the chosen method, fitted on every point
   CrossValidation cv;         // of the chosen method
   CrossValidation cv_other;   // of the best method not chosen, for the report

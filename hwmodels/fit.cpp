@@ -107,8 +107,9 @@ void make_monotone(std::vector<double>& v) {
 
 }  // namespace
 
-FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory)
-    : method_(method) {
+FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory,
+                     bool robust)
+    : method_(method), robust_(robust && method == FitMethod::local_linear_series) {
   least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_, inv_d_);
   for (const auto& x : samples) {
     px_.push_back(x.x);
@@ -373,7 +374,39 @@ double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2
     lo = std::min(lo, y), hi = std::max(hi, y), sw += w;
   }
   for (int f = 1; f <= kMaxFeatures; ++f) A(f, f) += 0.005 * sw;
-  const Eigen::Matrix<double, kMaxFeatures + 1, 1> beta = A.ldlt().solve(b);
+  Eigen::Matrix<double, kMaxFeatures + 1, 1> beta = A.ldlt().solve(b);
+  // Robust plane (families whose fit declares it): two Tukey-bisquare reweightings on the plane's
+  // residuals, scale 2 x 1.4826 x their median absolute value (at least log 1.5), so a neighbouring
+  // series several-fold off the plane no longer drags it.
+  if (robust_) {
+    for (int it = 0; it < 2; ++it) {
+      double res[kLinearNeighbours], ar[kLinearNeighbours];
+      for (int j = 0; j < nb; ++j) {
+        const int i = idx[j];
+        double pred = beta(0);
+        for (int f = 0; f < kMaxFeatures; ++f) pred += beta(f + 1) * (px_[i][f] - q.x[f]);
+        res[j] = plog_ratio_[i] - pred, ar[j] = std::fabs(res[j]);
+      }
+      std::nth_element(ar, ar + nb / 2, ar + nb);
+      const double c = std::max(2 * 1.4826 * ar[nb / 2], std::log(1.5));
+      A.setZero(), b.setZero();
+      double sw2 = 0;
+      for (int j = 0; j < nb; ++j) {
+        const int i = idx[j];
+        const double u = res[j] / c, bw = std::fabs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0;
+        const double w = bw / (d2[j] + 0.01), y = plog_ratio_[i];
+        Eigen::Matrix<double, kMaxFeatures + 1, 1> x;
+        x(0) = 1;
+        for (int f = 0; f < kMaxFeatures; ++f) x(f + 1) = px_[i][f] - q.x[f];
+        A += w * x * x.transpose();
+        b += w * y * x;
+        sw2 += w;
+      }
+      for (int f = 1; f <= kMaxFeatures; ++f) A(f, f) += 0.005 * sw2;
+      A(0, 0) += 1e-9;
+      beta = A.ldlt().solve(b);
+    }
+  }
   double b0 = beta(0);
   bool outside = false;
   for (int f = 0; f < kMaxFeatures; ++f) {
@@ -438,12 +471,12 @@ bool FamilyFit::has_series(std::uint64_t key) const {
 bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == offset; }
 
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,
-                               double prior_memory, int offset) {
+                               double prior_memory, int offset, bool robust) {
   std::vector<Sample> train, test;
   for (size_t i = 0; i < samples.size(); ++i) (held_out(i, offset) ? test : train).push_back(samples[i]);
   CrossValidation cv;
   if (train.empty() || test.empty()) return cv;
-  FamilyFit fit(train, method, prior_compute, prior_memory);
+  FamilyFit fit(train, method, prior_compute, prior_memory, robust);
   std::vector<double> err;
   std::vector<std::pair<double, int>> ranked;
   for (size_t i = 0, t = 0; i < samples.size(); ++i) {

@@ -52,8 +52,10 @@ class FamilyFit {
   // Fits on `samples` (at least one, all with seconds > 0). `prior_compute` / `prior_memory` are the
   // expected achieved fractions of peak: a weak pull toward them settles terms the data cannot
   // tell apart (e.g. a state update whose FLOPs and bytes grow together).
+  // `robust` (local_linear_series only): the local plane down-weights neighbours far off it (Tukey
+  // bisquare), for kernel families where whole shape series run several-fold apart from the rest.
   FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
-            double prior_memory = 0.7);
+            double prior_memory = 0.7, bool robust = false);
 
   // Least-squares roofline: launch_s·launch_scale + compute/eff_c + memory/eff_m + dispatch·dispatch_s
   // (the last only where samples carry a dispatch term: fused MoE).
@@ -84,6 +86,7 @@ class FamilyFit {
  private:
   struct Series { std::uint64_t key; int begin, end; };
   FitMethod method_ = FitMethod::least_squares;
+  bool robust_ = false;  // local_linear_series with the robust plane
   double launch_s_ = 0, inv_c_ = 0, inv_m_ = 0, inv_d_ = 0;
   std::vector<Series> series_;                  // sorted by key
   std::vector<double> log_axis_, log_t_, raw_t_, compute_, memory_;  // knots, per series ascending in axis
@@ -116,7 +119,7 @@ struct CrossValidation {
   std::vector<std::pair<double, int>> worst;  // (error, sample index) of the worst held-out points, worst first
 };
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
-                               double prior_memory = 0.7, int offset = 4);
+                               double prior_memory = 0.7, int offset = 4, bool robust = false);
 bool held_out(size_t index, int offset = 4);
 
 }  // namespace servesim::hw
