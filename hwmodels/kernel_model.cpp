@@ -118,11 +118,7 @@ class Model final : public KernelModel {
   Model(const GpuSpec& gpu, Calibration own, std::shared_ptr<const Calibration> ref)
       : gpu_(gpu), own_(std::move(own)), ref_(std::move(ref)) {}
 
-  // Weight-only formats: 4-bit weights (+ scales) dequantised in the kernel, BF16 activations and
-  // BF16 math — INT4 and MXFP4 everywhere (vLLM: Marlin), NVFP4 without FP4 tensor cores.
-  bool weight_only(Precision p) const {
-    return p == Precision::int4 || p == Precision::mxfp4 || (p == Precision::nvfp4 && !gpu_.native(p));
-  }
+  bool weight_only(Precision p) const { return hw::weight_only(gpu_, p); }
   static std::string_view marlin_label(Precision p) {
     switch (p) {
       case Precision::int4: return "Marlin W4A16 (INT4 group-32 weights, BF16 math)";
@@ -562,6 +558,10 @@ std::mutex& cache_mutex() {
 }
 
 }  // namespace
+
+bool weight_only(const GpuSpec& gpu, Precision p) {
+  return p == Precision::int4 || p == Precision::mxfp4 || (p == Precision::nvfp4 && !gpu.native(p));
+}
 
 const KernelModel& kernel_model(const GpuSpec& gpu) {
   std::lock_guard<std::mutex> lock(cache_mutex());

@@ -95,4 +95,9 @@ LaunchOverhead launch_overhead(const GpuSpec& gpu);
 // exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.
 const KernelModel& kernel_model(const GpuSpec& gpu);
 
+// Weight-only formats as vLLM runs them on `gpu`: 4-bit weights (+ scales) dequantised in the
+// kernel, BF16 activations and BF16 math — INT4 and MXFP4 everywhere (Marlin / W4A16), NVFP4
+// where the GPU has no FP4 tensor cores.
+bool weight_only(const GpuSpec& gpu, Precision p);
+
 }  // namespace servesim::hw

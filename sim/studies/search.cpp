@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "hwmodels/kernel_model.hpp"
 #include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 
@@ -232,9 +233,7 @@ void Search::enumerate() {
   }
   auto is_published = [&](hw::Precision p) { return std::find(published.begin(), published.end(), p) != published.end(); };
   auto runs = [&](const hw::GpuSpec& g, hw::Precision p) {
-    if (g.native(p)) return true;
-    const bool w4a16 = p == hw::Precision::int4 || p == hw::Precision::mxfp4 || p == hw::Precision::nvfp4;
-    return w4a16 && g.native(hw::Precision::bf16) && (asked || is_published(p));
+    return g.native(p) || (hw::weight_only(g, p) && g.native(hw::Precision::bf16) && (asked || is_published(p)));
   };
   auto precisions_of = [&](const hw::GpuSpec& a, const hw::GpuSpec& b) {
     std::vector<hw::Precision> out;

@@ -73,8 +73,9 @@ TEST(MoeKernels, KernelPerArchitectureFormatAndLayout) {
     // Every rule's families exist on every GPU (a renamed family would silently fall to the roofline).
     const Calibration c = Calibration::embedded(gpu(n));
     for (const auto& rule : moe_kernel_rules())
-      if (std::find(rule.arch.begin(), rule.arch.end(), gpu(n).arch) != rule.arch.end())
+      if (std::find(rule.arch.begin(), rule.arch.end(), gpu(n).arch) != rule.arch.end()) {
         EXPECT_NE(c.family(rule.families.front()), nullptr) << n << " " << rule.families.front();
+      }
   }
   GpuSpec ampere;
   ampere.name = "X", ampere.arch = "ampere";

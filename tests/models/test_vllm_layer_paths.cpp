@@ -9,26 +9,15 @@
 #include "hwmodels/kernel_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "tests/models/step_parts.hpp"
 
 using namespace servesim;
 using namespace servesim::models;
+using servesim::models::test_util::decode;
+using servesim::models::test_util::part;
 
 namespace {
 const hw::GpuSpec& gpu(const char* name) { return hw::Catalog::global().gpu(name); }
-
-StepBatch decode(int seqs, std::int64_t context) {
-  StepBatch b;
-  b.decode_seqs = seqs;
-  b.decode_context_tokens = seqs * context;
-  return b;
-}
-
-double part(const StepTime& t, const std::string& op) {
-  double s = 0;
-  for (const auto& p : t.parts)
-    if (p.op == op) s += p.seconds;
-  return s;
-}
 
 bool has_part_containing(const StepTime& t, const std::string& text) {
   for (const auto& p : t.parts)
