@@ -208,6 +208,29 @@ void FamilyFit::mark_spikes(const std::vector<Sample>& samples) {
         const double expect = la + (xb - xa) / (xc - xa) * (lc - la);
         if (!(std::fabs(std::log(pt_[i]) - expect) > lim && std::fabs(lc - la) < lim + (xc - xa))) off = false;
       }
+      if (!tested && method_ == FitMethod::local_linear_series) {
+        // Series fits (fused MoE): the token axis moves every other coordinate with it, so no grid
+        // line brackets a point; its series neighbours in tokens (same kernel) do, compared in
+        // log(measured / roofline) so their work ratio is already divided out.
+        int lo = -1, hi = -1;
+        for (int p = b.begin; p < b.end; ++p) {
+          const int j = order_[p];
+          if (pkernel_[j] != pkernel_[i]) continue;
+          const double d = px_[j][0] - px_[i][0];
+          if (std::fabs(d) < 1e-9) continue;
+          if (d < 0 && (lo < 0 || px_[j][0] > px_[lo][0])) lo = j;
+          if (d > 0 && (hi < 0 || px_[j][0] < px_[hi][0])) hi = j;
+        }
+        if (lo >= 0 && hi >= 0) {
+          tested = true;
+          const double f = (px_[i][0] - px_[lo][0]) / (px_[hi][0] - px_[lo][0]);
+          const double expect = plog_ratio_[lo] + f * (plog_ratio_[hi] - plog_ratio_[lo]);
+          // ... and out of order in time: slower than the larger token count or faster than the
+          // smaller one by the same factor (more tokens never take less time on one kernel).
+          off = std::fabs(plog_ratio_[i] - expect) > lim && std::fabs(plog_ratio_[hi] - plog_ratio_[lo]) < lim &&
+                (pt_[i] > kSpikeFactor * pt_[hi] || kSpikeFactor * pt_[i] < pt_[lo]);
+        }
+      }
       pspike_[i] = tested && off;
     }
 }
@@ -477,26 +500,40 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod met
   CrossValidation cv;
   if (train.empty() || test.empty()) return cv;
   FamilyFit fit(train, method, prior_compute, prior_memory, robust);
-  std::vector<double> err;
+  // Glitches are judged against every measured neighbour (the whole set), by the rule the fit
+  // applies to its own points.
+  const FamilyFit whole(samples, method, prior_compute, prior_memory, robust);
+  std::vector<double> err, err_all;
   std::vector<std::pair<double, int>> ranked;
   for (size_t i = 0, t = 0; i < samples.size(); ++i) {
     if (!held_out(i, offset)) continue;
     const Sample& s = test[t++];
-    err.push_back(std::fabs(fit.predict(s) - s.seconds) / s.seconds);
-    ranked.push_back({err.back(), int(i)});
+    const double e = std::fabs(fit.predict(s) - s.seconds) / s.seconds;
+    err_all.push_back(e);
+    if (whole.spike(i)) {
+      cv.glitch_rows.push_back(int(i));
+    } else {
+      err.push_back(e);
+      ranked.push_back({e, int(i)});
+    }
   }
   std::sort(ranked.rbegin(), ranked.rend());
   ranked.resize(std::min<size_t>(ranked.size(), 10));
-  std::sort(err.begin(), err.end());
-  auto quantile = [&](double q) {  // linear interpolation between order statistics
-    double pos = q * (err.size() - 1);
+  auto quantile = [](std::vector<double> v, double q) {  // linear interpolation between order statistics
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    double pos = q * (v.size() - 1);
     size_t i = static_cast<size_t>(pos);
-    return i + 1 < err.size() ? err[i] + (pos - i) * (err[i + 1] - err[i]) : err[i];
+    return i + 1 < v.size() ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[i];
   };
-  cv.held_out = static_cast<int>(err.size());
-  cv.median = quantile(0.5);
-  cv.p90 = quantile(0.9);
-  cv.max = err.back();
+  cv.held_out = static_cast<int>(err_all.size());
+  cv.glitches = static_cast<int>(cv.glitch_rows.size());
+  cv.median = quantile(err, 0.5);
+  cv.p90 = quantile(err, 0.9);
+  cv.max = quantile(err, 1.0);
+  cv.median_all = quantile(err_all, 0.5);
+  cv.p90_all = quantile(err_all, 0.9);
+  cv.max_all = quantile(err_all, 1.0);
   cv.worst = std::move(ranked);
   return cv;
 }

@@ -113,10 +113,17 @@ class FamilyFit {
 
 // Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples`: every fifth point in
 // file order, starting at `offset` (0-4), is held out (deterministic and spread over each series).
+// Held-out rows that are isolated glitches of the whole measured set (FamilyFit::spike on every
+// point: several-fold off both neighbours of their series while those agree) are measurement
+// faults, not shapes a model should reproduce: they are counted and listed, and left out of
+// median / p90 / max, which `*_all` keep them in.
 struct CrossValidation {
   int held_out = 0;
+  int glitches = 0;  // held-out rows that are glitches of the whole set
   double median = 0, p90 = 0, max = 0;
+  double median_all = 0, p90_all = 0, max_all = 0;
   std::vector<std::pair<double, int>> worst;  // (error, sample index) of the worst held-out points, worst first
+  std::vector<int> glitch_rows;               // sample indices of the held-out glitches
 };
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
                                double prior_memory = 0.7, int offset = 4, bool robust = false);

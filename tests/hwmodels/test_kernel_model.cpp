@@ -309,6 +309,62 @@ TEST(Calibration, GlitchesAndFarShapes) {
   EXPECT_NEAR(fit.predict(far) / far.seconds, 1.0, 0.05);
 }
 
+// A held-out row that is a glitch of the whole measured set is counted and listed, and left out
+// of the median / p90 / max, which the *_all figures keep it in: by hand, the clean neighbours
+// predict the clean time (80% of the roofline + 5 us) and the glitch measures 5x that, so its
+// error is (5 - 1) / 5 = 0.8 while every clean row stays within 10%.
+TEST(Calibration, HeldOutGlitchesAreCountedApart) {
+  std::vector<Sample> pts;
+  for (double n : {2048.0, 4096.0, 8192.0})
+    for (double m = 1; m <= 32768; m *= 2) {
+      Sample s;
+      s.key = shape_key({n, 4096});
+      s.x = gemm_features(m, n, 4096);
+      s.compute_s = 2 * m * n * 4096 / 989e12;
+      s.memory_s = (m * 4096 * 2 + n * 4096 * 2 + m * n * 2) / 4.8e12;
+      s.seconds = 1.25 * std::max(s.compute_s, s.memory_s) + 5e-6;
+      pts.push_back(s);
+    }
+  const size_t glitch = 16 + 3;  // n 4096, m 8: held out (index % 5 == 4)
+  ASSERT_TRUE(held_out(glitch));
+  pts[glitch].seconds *= 5;
+  const CrossValidation cv = cross_validate(pts, FitMethod::local_linear);
+  EXPECT_EQ(cv.held_out, 9);
+  EXPECT_EQ(cv.glitches, 1);
+  ASSERT_EQ(cv.glitch_rows.size(), 1u);
+  EXPECT_EQ(cv.glitch_rows[0], int(glitch));
+  EXPECT_LT(cv.max, 0.10);
+  EXPECT_NEAR(cv.max_all, 0.8, 0.05);
+  for (const auto& [err, i] : cv.worst) EXPECT_NE(i, int(glitch));
+}
+
+// Series fits (fused MoE): the token count moves every coordinate, so no grid line brackets a
+// point, and a glitch is judged against its series neighbours in tokens. One that is off their
+// interpolation by more than 1.5x and out of order in time (16 tokens slower than 64) is a
+// glitch; a kernel step that stays (every count from 64 on twice as slow) is not.
+TEST(Calibration, SeriesGlitchesAreOutOfOrderInTime) {
+  auto series = [](double step_from, double glitch_at) {
+    std::vector<Sample> pts;
+    for (double t = 1; t <= 4096; t *= 4) {
+      Sample s;
+      s.key = shape_key({7168, 2048});
+      s.x = {std::log(t), std::log(std::min(t * 8, 384.0)), std::log(t * 8 / std::min(t * 8, 384.0))};
+      s.memory_s = std::min(t * 8, 384.0) * 7168 * 2048 * 3 / 2 / 4.8e12;
+      s.compute_s = t * 8 * 7168 * 2048 * 6 / 989e12;
+      s.seconds = (1.25 * std::max(s.compute_s, s.memory_s) + 20e-6) * (t >= step_from ? 2 : 1) * (t == glitch_at ? 6 : 1);
+      pts.push_back(s);
+    }
+    return pts;
+  };
+  const std::vector<Sample> glitchy = series(1e9, 16);
+  const FamilyFit g(glitchy, FitMethod::local_linear_series);
+  for (size_t i = 0; i < glitchy.size(); ++i) EXPECT_EQ(g.spike(i), i == 2) << i;  // 1, 4, 16, ...
+  ASSERT_GT(glitchy[2].seconds, 1.5 * glitchy[3].seconds);  // by hand: 16 tokens slower than 64
+  const std::vector<Sample> stepped = series(64, 0);
+  const FamilyFit s(stepped, FitMethod::local_linear_series);
+  for (size_t i = 0; i < stepped.size(); ++i) EXPECT_FALSE(s.spike(i)) << i;
+}
+
 // Nearest-shape interpolation: a shape between measured ones lands between their times, and it
 // never beats the datasheet roofline.
 TEST(Calibration, NearestShapeInterpolation) {

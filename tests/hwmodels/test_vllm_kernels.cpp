@@ -31,7 +31,6 @@ TEST(VllmKernels, HeldOutErrorPerFamilyAndGpu) {
   auto missing = [](std::string_view gpu, std::string_view family) {
     if (family.starts_with("moe_"))  // Marlin: its block padding in the work; Hopper CUTLASS FP8 block: the robust plane
       return !family.ends_with("_marlin") && family != "moe_fp8_block_cutlass";
-    if (family == "nccl_all_to_all") return gpu == "H100";
     if (family == "gemm_fp8_block") return gpu == "GB300";
     return false;
   };
