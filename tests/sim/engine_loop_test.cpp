@@ -170,6 +170,38 @@ TEST(EngineLoop, AsyncSchedulingJoinsOneStepLater) {
   EXPECT_NEAR(r0.finish_s, 0.011 + 99 * 0.010, 1e-9);
 }
 
+// The engine core's host time per step is step_cpu_ms + step_cpu_us_per_seq x scheduled requests
+// (the profiles: 2 ms + 40 us, fitted on the calibration CSV). With N requests decoding together,
+// by hand: synchronous scheduling puts it before every 10 ms GPU step (1 + 0.04 N + 10 ms per
+// token); async scheduling hides it behind the GPU step until it is the longer of the two.
+TEST(EngineLoop, HostTimePerRequestSetsTheStepWhenItIsOnTheCriticalPath) {
+  EXPECT_DOUBLE_EQ(engine_profile("vllm").host.step_cpu_per_seq_s, 40e-6);
+  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.12").host.step_cpu_per_seq_s, 40e-6);
+  auto itl = [](bool async, int n) {
+    FlatCost cost;
+    ClusterShape shape;
+    shape.kv_blocks = 100000;
+    EngineConfig cfg = engine(async);
+    cfg.max_num_seqs = 1024;
+    cfg.step_overhead_per_seq_s = 40e-6;
+    AggregatedCluster c(shape, cfg, cost);
+    workloads::WorkloadConfig w;
+    w.arrival = workloads::Arrival::schedule;
+    w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>(size_t(n), 0.0));
+    w.requests = 0;
+    w.isl = workloads::LengthDist::fixed_at(10);
+    w.osl = workloads::LengthDist::fixed_at(100);
+    auto workload = workloads::make_workload(w);
+    Keep k;
+    c.run(*workload, k);
+    const Request& r = k.all.front();
+    return (r.finish_s - r.first_token_s) / 99;
+  };
+  EXPECT_NEAR(itl(false, 50), 0.001 + 50 * 40e-6 + 0.010, 1e-9);   // 13 ms
+  EXPECT_NEAR(itl(true, 50), 0.010, 1e-9);                          // 3 ms of host under 10 of GPU
+  EXPECT_NEAR(itl(true, 300), 0.001 + 300 * 40e-6, 1e-9);           // 13 ms of host: the host sets the pace
+}
+
 TEST(EngineLoop, AsyncFinishedRequestHoldsItsSeatOneStepLonger) {
   // One seat (max_num_seqs 1); request 0 (1 answer token... 3 tokens) then request 1 waiting from t = 0.
   auto run = [](bool async) {
