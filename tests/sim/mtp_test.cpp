@@ -99,7 +99,7 @@ TEST(Mtp, LoneRequestAtFullAcceptanceTakesAThirdOfTheDecodeSteps) {
   const Scenario s = lone_request(2, "[1.0, 1.0]", 301);
   const SimResult r = simulate(s);
   const Prepared p = prepare(s);   // p.cost includes the two draft passes
-  const double overhead = s.engine.overhead_per_step_s();
+  const double overhead = p.engine.overhead_per_step_s() + p.engine.step_overhead_per_seq_s;  // host time of a one-request step (profile applied)
   auto step = [&](std::int64_t context) {
     models::StepBatch b;
     b.decode_seqs = 1;

@@ -337,8 +337,11 @@ TEST(Validate, HarnessEngineFlags) {
   }
   EXPECT_GT(checked, 0);
   o.harness = "serve";
-  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
-    if (p.unmodellable.empty()) EXPECT_FALSE(p.scenario.contains("engine") && p.scenario["engine"].contains("max_num_batched_tokens"));
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points) {
+    if (p.unmodellable.empty()) {
+      EXPECT_FALSE(p.scenario.contains("engine") && p.scenario["engine"].contains("max_num_batched_tokens"));
+    }
+  }
   o.harness = "aic";
   o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}};
   for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points) {
