@@ -1,5 +1,7 @@
 #include "hwmodels/fit.hpp"
 
+#include "common/stats.hpp"
+
 #include <algorithm>
 #include <tuple>
 #include <cmath>
@@ -519,21 +521,17 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod met
   }
   std::sort(ranked.rbegin(), ranked.rend());
   ranked.resize(std::min<size_t>(ranked.size(), 10));
-  auto quantile = [](std::vector<double> v, double q) {  // linear interpolation between order statistics
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    double pos = q * (v.size() - 1);
-    size_t i = static_cast<size_t>(pos);
-    return i + 1 < v.size() ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[i];
-  };
+  std::sort(err.begin(), err.end());
+  std::sort(err_all.begin(), err_all.end());
+  auto quantile = [](const std::vector<double>& v, double q) { return v.empty() ? 0.0 : percentile_sorted(v, 100 * q); };
   cv.held_out = static_cast<int>(err_all.size());
   cv.glitches = static_cast<int>(cv.glitch_rows.size());
   cv.median = quantile(err, 0.5);
   cv.p90 = quantile(err, 0.9);
-  cv.max = quantile(err, 1.0);
+  cv.max = err.empty() ? 0.0 : err.back();
   cv.median_all = quantile(err_all, 0.5);
   cv.p90_all = quantile(err_all, 0.9);
-  cv.max_all = quantile(err_all, 1.0);
+  cv.max_all = err_all.empty() ? 0.0 : err_all.back();
   cv.worst = std::move(ranked);
   return cv;
 }

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/stats.hpp"  // percentile_sorted
+
 namespace servesim::sim {
 
 struct RequestRecord {                  // what a client saw for one request (absolute seconds)
@@ -39,8 +41,6 @@ struct Stats {
 // Exact statistics of `values` (sorted in place); percentiles interpolate linearly between
 // order statistics like numpy.percentile's default.
 Stats compute_stats(std::vector<double>& values);
-// numpy.percentile(sorted, q, method="linear") for an ascending, non-empty vector.
-double percentile_sorted(const std::vector<double>& sorted, double q);
 
 struct ReplicaSummary {
   std::string name;

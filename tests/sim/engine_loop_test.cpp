@@ -46,16 +46,15 @@ EngineConfig engine(bool async) {
   return c;
 }
 
-// Request 0 at t = 0 (10 prompt tokens, 100 answer tokens); request 1 reaches the engine at
-// 25.5 ms, while step 3 runs.
-std::vector<Request> two_requests(bool async) {
+// Requests of 10 prompt and 100 answer tokens reaching the engine at `arrivals_ms`, on 10 ms steps.
+std::vector<Request> run_flat(const EngineConfig& cfg, std::vector<double> arrivals_ms, std::int64_t kv_blocks = 10000) {
   FlatCost cost;
   ClusterShape shape;
-  shape.kv_blocks = 10000;
-  AggregatedCluster c(shape, engine(async), cost);
+  shape.kv_blocks = kv_blocks;
+  AggregatedCluster c(shape, cfg, cost);
   workloads::WorkloadConfig w;
   w.arrival = workloads::Arrival::schedule;
-  w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>{0.0, 25.5});
+  w.schedule_ms = std::make_shared<const std::vector<double>>(std::move(arrivals_ms));
   w.requests = 0;
   w.isl = workloads::LengthDist::fixed_at(10);
   w.osl = workloads::LengthDist::fixed_at(100);
@@ -64,6 +63,9 @@ std::vector<Request> two_requests(bool async) {
   c.run(*workload, k);
   return k.all;
 }
+
+// Request 0 at t = 0; request 1 reaches the engine at 25.5 ms, while step 3 runs.
+std::vector<Request> two_requests(bool async) { return run_flat(engine(async), {0.0, 25.5}); }
 
 TEST(EngineProfile, CaptureSizesAsVllmListsThem) {
   const EngineProfile& p = engine_profile("vllm");
@@ -178,23 +180,10 @@ TEST(EngineLoop, HostTimePerRequestSetsTheStepWhenItIsOnTheCriticalPath) {
   EXPECT_DOUBLE_EQ(engine_profile("vllm").host.step_cpu_per_seq_s, 40e-6);
   EXPECT_DOUBLE_EQ(engine_profile("vllm-0.12").host.step_cpu_per_seq_s, 40e-6);
   auto itl = [](bool async, int n) {
-    FlatCost cost;
-    ClusterShape shape;
-    shape.kv_blocks = 100000;
     EngineConfig cfg = engine(async);
     cfg.max_num_seqs = 1024;
     cfg.step_overhead_per_seq_s = 40e-6;
-    AggregatedCluster c(shape, cfg, cost);
-    workloads::WorkloadConfig w;
-    w.arrival = workloads::Arrival::schedule;
-    w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>(size_t(n), 0.0));
-    w.requests = 0;
-    w.isl = workloads::LengthDist::fixed_at(10);
-    w.osl = workloads::LengthDist::fixed_at(100);
-    auto workload = workloads::make_workload(w);
-    Keep k;
-    c.run(*workload, k);
-    const Request& r = k.all.front();
+    const Request r = run_flat(cfg, std::vector<double>(size_t(n), 0.0), 100000).front();
     return (r.finish_s - r.first_token_s) / 99;
   };
   EXPECT_NEAR(itl(false, 50), 0.001 + 50 * 40e-6 + 0.010, 1e-9);   // 13 ms
