@@ -717,6 +717,15 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file) 
     }
     return out;
   };
+  if (j.has("generation_config")) {
+    const auto g = j.object("generation_config");
+    m.sampling.temperature = g.number_or("temperature", 1.0);
+    m.sampling.top_k = int(g.integer_or("top_k", 0));
+    m.sampling.top_p = g.number_or("top_p", 1.0);
+    m.sampling.source = g.string("source");
+    if (!(m.sampling.temperature >= 0)) g.fail("temperature", "must be >= 0");
+    if (!(m.sampling.top_p > 0 && m.sampling.top_p <= 1)) g.fail("top_p", "must be in (0, 1]");
+  }
   m.hf_ids = strings("hf_ids");
   m.checkpoint_precisions = strings("checkpoint_precisions");
   if (j.has("vision")) {

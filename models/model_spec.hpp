@@ -83,6 +83,15 @@ struct ModelSpec {
   int mtp_layers = 0;               // multi-token-prediction layers (weights loaded only for speculative decoding)
   std::vector<LayerKind> mtp_pattern;  // blocks of one MTP layer (Nemotron 3: attention + MoE)
   std::int64_t vocab = 0;
+  // Sampling defaults vLLM takes from the checkpoint's generation_config.json (--generation-config
+  // auto, the default) for requests that set none, as aiperf's do: they pick the sampler's work
+  // each step (hw::sampler). Without a file vLLM's own: temperature 1, top_k and top_p off.
+  struct Sampling {
+    double temperature = 1.0;
+    int top_k = 0;       // <= 0: off
+    double top_p = 1.0;  // 1: off
+    std::string source;  // the generation_config.json the values come from ("" : vLLM's defaults)
+  } sampling;
   bool tied_embeddings = false;
   std::int64_t max_context = 0;     // max_position_embeddings
   std::int64_t advertised_context = 0;  // what the model card advertises (0: max_context)

@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "hwmodels/published.hpp"
+#include "hwmodels/sampler.hpp"
 #include "models/memory.hpp"
 
 namespace servesim::models {
@@ -260,6 +261,8 @@ class Model final : public StepCostModel {
       // all2all kernels only when dp_size > 1).
     }
     lm_head_.fill([&](std::int64_t M) { return km_.gemm(M, m.vocab / tp, H, hw::Precision::bf16).seconds; });
+    sampling_ = hw::sampling_mode(m.sampling.temperature, m.sampling.top_k < m.vocab ? m.sampling.top_k : 0, m.sampling.top_p);
+    sampler_.fill([&](std::int64_t R) { return hw::sampler(gpu, m.vocab, double(R), sampling_).seconds; });
     norms_.fill([&](std::int64_t M) { return km_.memory_bound(double(M) * H * 2 * 3).seconds; });
     if (tp > 1) {
       allreduce_.fill([&](std::int64_t M) { return tp_allreduce(km_, gpu, tp, double(M) * H * 2).seconds; });
@@ -464,6 +467,7 @@ class Model final : public StepCostModel {
     add("embed/norm", "RMSNorm + residual", blocks * norms_(M), blocks, [&] { return km_.memory_bound(M * H * 6); });
     add("lm_head", "LM head GEMM", lm_head_(logits), 1,
         [&] { return km_.gemm(std::int64_t(std::max(1.0, logits)), m_.vocab / par_.tp, H, hw::Precision::bf16); });
+    add("sampler", sampler_op(sampling_), sampler_(logits), 1, [&] { return hw::sampler(gpu_, m_.vocab, logits, sampling_); });
     if (par_.tp > 1)
       add("collectives", "TP all-reduce after each block", blocks * allreduce_(M), blocks, [&] {
         return tp_allreduce(km_, gpu_, par_.tp, M * H * 2);
@@ -490,6 +494,17 @@ class Model final : public StepCostModel {
     s.ep = par_.ep > 1 ? par_.ep : 1;
     s.gated = m_.moe_gated;
     return s;
+  }
+
+  static const char* sampler_op(hw::SamplingMode m) {
+    switch (m) {
+      case hw::SamplingMode::greedy: return "sampler: greedy (argmax)";
+      case hw::SamplingMode::random: return "sampler: temperature + random draw";
+      case hw::SamplingMode::top_k: return "sampler: top-k (torch.topk) + random draw";
+      case hw::SamplingMode::top_p: return "sampler: top-p (vocabulary sort) + random draw";
+      case hw::SamplingMode::top_k_top_p: return "sampler: top-k + top-p (vocabulary sort) + random draw";
+    }
+    return "sampler";
   }
 
   const ModelSpec& m_;
@@ -531,7 +546,8 @@ class Model final : public StepCostModel {
   std::int64_t conv_ch_ = 0, mamba_in_n_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
   Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,
-      moe_a2a_, lm_head_, norms_, allreduce_, p2p_, vision_;
+      moe_a2a_, lm_head_, sampler_, norms_, allreduce_, p2p_, vision_;
+  hw::SamplingMode sampling_ = hw::SamplingMode::random;  // the model's generation_config defaults
 };
 
 }  // namespace

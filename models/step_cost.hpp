@@ -24,7 +24,7 @@ struct StepBatch {
 
 // One line of a step breakdown: a group of ops of one kind over all layers of the replica.
 struct StepPart {
-  std::string kind;      // "mamba", "attention", "moe", "mlp", "lm_head", "collectives", "vision", "embed/norm"
+  std::string kind;      // "mamba", "attention", "moe", "mlp", "lm_head", "sampler", "collectives", "vision", "embed/norm"
   std::string op;        // e.g. "in_proj+out_proj GEMM", "SSD scan", "grouped GEMM (routed)"
   double seconds = 0;    // summed over layers (and PP stages, which run one after another for one batch)
   std::string bound;     // compute | memory | launch | communication
