@@ -269,13 +269,6 @@ void read_attention(ModelSpec& m, const JsonReader& j) {
   if (m.heads % m.kv_heads != 0) j.fail("num_key_value_heads", "must divide num_attention_heads");
 }
 
-void transformer_layers(ModelSpec& m, int n, LayerKind ffn) {
-  for (int i = 0; i < n; ++i) {
-    m.layers.push_back(LayerKind::attention);
-    m.layers.push_back(ffn);
-  }
-}
-
 [[noreturn]] void unsupported(const JsonReader& j, const std::string& key, const std::string& feature) {
   j.fail(key, "unsupported: " + feature);
 }

@@ -360,6 +360,9 @@ TEST(Families, EveryCatalogueEntryWithinTwoPercentOfItsPublishedFigures) {
     EXPECT_NEAR(total_params(m) / r.total, 1.0, std::max(0.02, r.rounding / r.total));
     EXPECT_NEAR(active / r.active, 1.0, std::max(0.02, r.rounding / r.active));
   }
-  for (const auto& n : model_names())
-    if (!model(n).estimate) EXPECT_TRUE(seen.count(model(n).name)) << n << " has no published figures in this test";
+  for (const auto& n : model_names()) {
+    if (!model(n).estimate) {
+      EXPECT_TRUE(seen.count(model(n).name)) << n << " has no published figures in this test";
+    }
+  }
 }
