@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "common/embedded.hpp"
@@ -35,7 +36,8 @@ constexpr std::string_view kFile = "hwmodels/data/sampler_h200.json";
 struct Table {
   std::vector<double> vocab, batch;
   std::array<std::vector<std::vector<double>>, 5> us;  // [mode][vocab][batch]
-  double bw = 0;                                       // the measured GPU's HBM bandwidth
+  std::string gpu;                                     // the measured GPU (the file's "gpu")
+  double bw = 0;                                       // its HBM bandwidth
   Table() {
     const auto doc = parse_json(data::get(kFile), std::string(kFile));
     JsonReader j(doc, std::string(kFile));
@@ -49,7 +51,8 @@ struct Table {
       for (const auto& r : us[m])
         if (r.size() != batch.size()) j.fail("gpu_us", "one value per batch expected");
     }
-    bw = Catalog::global().gpu(j.string("gpu")).hbm_bw_bytes_per_s;
+    gpu = text::lower(j.string("gpu"));
+    bw = Catalog::global().gpu(gpu).hbm_bw_bytes_per_s;
   }
   // Log-log in batch within the measured range, proportional beyond its ends.
   double at_vocab(int m, std::size_t v, double rows) const {
@@ -81,7 +84,7 @@ OpTime sampler(const GpuSpec& gpu, std::int64_t vocab, double rows, SamplingMode
   o.kernel = "vLLM Sampler (PyTorch ops; FlashInfer sampling off by default)";
   if (rows <= 0 || vocab <= 0) return o;
   const Table& t = table();
-  const bool here = gpu.hbm_bw_bytes_per_s == t.bw && text::lower(gpu.name) == "h200";
+  const bool here = text::lower(gpu.name) == t.gpu;
   o.seconds = 1e-6 * t.us_at(mode, double(vocab), rows) * (here ? 1.0 : t.bw / gpu.hbm_bw_bytes_per_s);
   o.source = here ? Source::interpolated : Source::transferred;
   o.bytes = rows * double(vocab) * 4;  // one float32 pass over the logits (the least it moves)
