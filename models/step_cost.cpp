@@ -201,7 +201,10 @@ class Model final : public StepCostModel {
       const double t_big = km_.attention_decode(64, 8192, int(h), 1, lat, kv_).seconds;
       mla_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
       mla_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, int(h), 1, lat, kv_).seconds; });
-      mla_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, int(h), int(h), int(qk), kv_).seconds; });
+      // Un-absorbed prefill is MHA whose QK^T runs at qk_head_dim and PV at v_head_dim; the tables
+      // time heads of one width for both, so the query takes their mean (the same FLOPs per pair).
+      const int pre_dim = int(qk + v + 1) / 2;
+      mla_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, int(h), int(h), pre_dim, kv_).seconds; });
       if (m.index_topk > 0) {
         // The DSA indexer scores every cached token (index_heads x index_head_dim, one key head) and
         // attention then reads only index_topk of them: costed as an MQA pass of the indexer's shape.
