@@ -157,12 +157,15 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   s.par.pp = static_cast<int>(int_alias(j, "pipeline_parallel_size", "pp", 1, 1, 1024));
   s.par.ep = static_cast<int>(int_alias(j, "expert_parallel_size", "ep", 1, 1, 1 << 16));
   s.par.dp = static_cast<int>(int_alias(j, "data_parallel_size", "dp", 1, 1, 1024));
-  s.precision = hw::parse_precision(j.string_or("precision", "bf16"), file + ": precision");
-  // "fp8" on a 128x128 block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an
-  // unknown model is reported where it is resolved.
+  // No precision (or "auto"): the checkpoint's, as every other subcommand. "fp8" on a 128x128
+  // block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an unknown model is
+  // reported where it is resolved.
+  const std::string precision = j.string_or("precision", "auto");
+  const bool checkpoint_precision = text::iequals(precision, "auto");
+  s.precision = checkpoint_precision ? hw::Precision::bf16 : hw::parse_precision(precision, file + ": precision");
   try {
     const auto& spec = s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file);
-    s.precision = models::checkpoint_format(spec, s.precision);
+    s.precision = checkpoint_precision ? models::checkpoint_weight_precision(spec) : models::checkpoint_format(spec, s.precision);
   } catch (const Error&) {
   }
   const std::string kv = text::lower(j.string_or("kv_cache_dtype", "auto"));

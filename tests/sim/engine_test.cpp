@@ -244,5 +244,27 @@ TEST(Simulate, ImpossibleConfigurationsNameTheField) {
   EXPECT_EQ(field_of([](auto& j) { j["router"] = "random"; }), "router");
 }
 
+// A scenario without "precision" runs the checkpoint's weights, as every subcommand does: the MXFP4
+// gpt-oss checkpoint (about 61 GiB of weights) fits one B200 only at MXFP4, its BF16 weights
+// (about 218 GiB) do not; an FP8 checkpoint gets the FP8 KV cache of the one KV-dtype rule.
+TEST(Simulate, ScenarioWithoutPrecisionRunsTheCheckpoint) {
+  auto j = default_scenario_json();
+  j.erase("precision");
+  j.erase("kv_cache_dtype");
+  j["model"] = "gpt-oss-120b";
+  j["gpu"] = "b200";
+  j["gpus"] = 1;
+  j["tensor_parallel_size"] = 1;
+  const Scenario s = parse_scenario(j.dump(), "s.json");
+  EXPECT_EQ(s.precision, hw::Precision::mxfp4);
+  EXPECT_NO_THROW(prepare(s));
+  j["precision"] = "auto";
+  EXPECT_EQ(parse_scenario(j.dump(), "s.json").precision, hw::Precision::mxfp4);
+  j["precision"] = "bf16";
+  EXPECT_EQ(parse_scenario(j.dump(), "s.json").precision, hw::Precision::bf16);
+  j["precision"] = "fp7";
+  EXPECT_THROW(parse_scenario(j.dump(), "s.json"), Error);
+}
+
 }  // namespace
 }  // namespace servesim::sim
