@@ -127,6 +127,11 @@ hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested) {
   return requested == hw::Precision::fp8 && c == hw::Precision::fp8_block ? c : requested;
 }
 
+hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requested, const std::string& where) {
+  if (requested.empty() || text::iequals(requested, "auto")) return checkpoint_weight_precision(m);
+  return checkpoint_format(m, hw::parse_precision(requested, where));
+}
+
 std::string checkpoint_format_label(const ModelSpec& m) {
   const std::string& c = m.checkpoint_precision;
   std::string s = c == "fp8" ? "FP8 per-tensor" : c == "fp8_block" ? "FP8 128x128 block" : c == "nvfp4" ? "NVFP4"

@@ -40,6 +40,9 @@ hw::Precision checkpoint_weight_precision(const ModelSpec&);
 // The format a requested precision runs in: "fp8" on a 128x128 block-FP8 checkpoint is that
 // checkpoint (fp8_block); anything else as requested.
 hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested);
+// The one weight-precision rule of every subcommand, scenario and Python call: `requested` ("" or
+// "auto": the checkpoint's) in the checkpoint's format; `where` names the flag or field in errors.
+hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requested, const std::string& where);
 // The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
 std::string checkpoint_format_label(const ModelSpec& m);
 

@@ -34,14 +34,11 @@ Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
   r.model = m.name;
   r.gpu = resolve_gpu(in.gpu, in.instance, "H200");
   if (in.gpu.empty() && in.instance.empty()) r.notes.push_back("GPU H200 (none named)");
-  if (in.precision.empty() || text::iequals(in.precision, "auto")) {
-    // The checkpoint's declared precision (an HF config's quantization_config, a model JSON's
-    // checkpoint_precision; BF16 when none is declared).
-    r.precision = models::checkpoint_weight_precision(m);
+  // The checkpoint's declared precision (an HF config's quantization_config, a model JSON's
+  // checkpoint_precision; BF16 when none is declared) unless --precision names one.
+  r.precision = models::resolve_weight_precision(m, in.precision, "--precision");
+  if (in.precision.empty() || text::iequals(in.precision, "auto"))
     r.notes.push_back("precision " + std::string(hw::to_string(r.precision)) + " (the checkpoint's)");
-  } else {
-    r.precision = models::checkpoint_format(m, hw::parse_precision(in.precision, "--precision"));
-  }
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   if (in.tp) {   // a given TP keeps vLLM's PP default of 1
     r.tp = *in.tp;

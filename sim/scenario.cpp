@@ -161,11 +161,10 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   // block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an unknown model is
   // reported where it is resolved.
   const std::string precision = j.string_or("precision", "auto");
-  const bool checkpoint_precision = text::iequals(precision, "auto");
-  s.precision = checkpoint_precision ? hw::Precision::bf16 : hw::parse_precision(precision, file + ": precision");
+  s.precision = text::iequals(precision, "auto") ? hw::Precision::bf16 : hw::parse_precision(precision, file + ": precision");
   try {
     const auto& spec = s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file);
-    s.precision = checkpoint_precision ? models::checkpoint_weight_precision(spec) : models::checkpoint_format(spec, s.precision);
+    s.precision = models::resolve_weight_precision(spec, precision, file + ": precision");
   } catch (const Error&) {
   }
   const std::string kv = text::lower(j.string_or("kv_cache_dtype", "auto"));

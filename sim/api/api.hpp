@@ -31,8 +31,6 @@ nlohmann::json model(const models::ModelSpec& m);
 // The model of a command: a catalogue name or a file (servesim model JSON or HF config.json, read
 // without adding it to the catalogue); both or neither is an Error naming the flags.
 const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file);
-// Weight precision: "" or "auto" = the checkpoint's (ModelSpec::checkpoint_precision), else parsed.
-hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where = "--precision");
 // One replica's GPU, precision and TP x PP for `memory` and `step` (sim/resolve's rule; tp 0 = the
 // smallest shape that serves the model).
 sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp);

@@ -50,11 +50,6 @@ const models::ModelSpec& resolve_model(const std::string& model, const std::stri
   return model_file.empty() ? models::model(model) : models::load_model_file(model_file);
 }
 
-hw::Precision resolve_precision(const models::ModelSpec& m, const std::string& precision, const std::string& where) {
-  if (precision.empty() || text::iequals(precision, "auto")) return models::checkpoint_weight_precision(m);
-  return models::checkpoint_format(m, hw::parse_precision(precision, where));
-}
-
 sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp) {
   if (tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
   sim::ResolveInput in;

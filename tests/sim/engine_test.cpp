@@ -246,7 +246,7 @@ TEST(Simulate, ImpossibleConfigurationsNameTheField) {
 
 // A scenario without "precision" runs the checkpoint's weights, as every subcommand does: the MXFP4
 // gpt-oss checkpoint (about 61 GiB of weights) fits one B200 only at MXFP4, its BF16 weights
-// (about 218 GiB) do not; an FP8 checkpoint gets the FP8 KV cache of the one KV-dtype rule.
+// (about 218 GiB) do not.
 TEST(Simulate, ScenarioWithoutPrecisionRunsTheCheckpoint) {
   auto j = default_scenario_json();
   j.erase("precision");
