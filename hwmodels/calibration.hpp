@@ -29,12 +29,14 @@ struct FamilyCalibration {
   bool declared = false;      // the file names its method: fitted at load, cross-validated on demand
   FitMethod fit_method = FitMethod::nearest_log;  // the declared method
   bool validated = false;     // cv / cv_other / fit_max_error filled
+  bool pooled = false;        // cv is the pooled five-fold error (validate())
   std::vector<Sample> samples;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
   bool robust_plane = false;  // FamilyFit's robust local plane (kRobustPlaneFamilies, calibration.cpp)
   FamilyFit fit;              // the chosen method, fitted on every point
   CrossValidation cv;         // of the chosen method
   CrossValidation cv_other;   // of the best method not chosen, for the report
+  FitMethod other_method = FitMethod::nearest_log;  // the method cv_other is of
   // Largest |surface − meas| / meas over every point, the surface evaluated without returning the
   // stored measurement (FamilyFit::predict surface_only): the bound it reproduces them to.
   double fit_max_error = 0;

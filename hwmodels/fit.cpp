@@ -383,8 +383,10 @@ double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2
   // time against sequence length, held-out p90 20% instead of 19%); b0 is the query's value, kept within
   // the neighbours' range widened by a factor of 2 either way. A query outside the neighbours'
   // bounding box (beyond the measured shapes in some coordinate) trusts no slope: it gets the
-  // neighbours' weighted mean ratio, the fitted roofline at the local efficiency of the nearest
-  // measured shapes (a 384k-token prefill MoE 2.9x its 16k-token neighbours' ratio otherwise).
+  // neighbours' weighted median ratio, the fitted roofline at the local efficiency of the nearest
+  // measured shapes (a 384k-token prefill MoE 2.9x its 16k-token neighbours' ratio otherwise); the
+  // median, so that one noisy neighbour (a collective's latency floor, 6.5 us beside 17.7 us) is not
+  // carried to the query (pooled held-out p90 of every collective family down by 0.5-2.5 points).
   Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1> A = Eigen::Matrix<double, kMaxFeatures + 1, kMaxFeatures + 1>::Zero();
   Eigen::Matrix<double, kMaxFeatures + 1, 1> b = Eigen::Matrix<double, kMaxFeatures + 1, 1>::Zero();
   double lo = INFINITY, hi = -INFINITY, sw = 0;
@@ -441,9 +443,13 @@ double FamilyFit::local_linear(const Sample& q, const int* idx, const double* d2
   }
   if (!std::isfinite(b0)) return 0.5 * (lo + hi);
   if (outside) {
-    double sy = 0;
-    for (int j = 0; j < nb; ++j) sy += plog_ratio_[idx[j]] / (d2[j] + 0.01);
-    return sy / sw;
+    std::pair<double, double> yw[kLinearNeighbours];
+    for (int j = 0; j < nb; ++j) yw[j] = {plog_ratio_[idx[j]], 1 / (d2[j] + 0.01)};
+    std::sort(yw, yw + nb);
+    double acc = 0;
+    for (int j = 0; j < nb; ++j)
+      if ((acc += yw[j].second) >= 0.5 * sw) return yw[j].first;
+    return yw[nb - 1].first;
   }
   return std::clamp(b0, lo - 0.7, hi + 0.7);
 }
@@ -497,28 +503,33 @@ bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == 
 
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,
                                double prior_memory, int offset, bool robust) {
-  std::vector<Sample> train, test;
-  for (size_t i = 0; i < samples.size(); ++i) (held_out(i, offset) ? test : train).push_back(samples[i]);
   CrossValidation cv;
-  if (train.empty() || test.empty()) return cv;
-  FamilyFit fit(train, method, prior_compute, prior_memory, robust);
   // Glitches are judged against every measured neighbour (the whole set), by the rule the fit
   // applies to its own points.
   const FamilyFit whole(samples, method, prior_compute, prior_memory, robust);
   std::vector<double> err, err_all;
   std::vector<std::pair<double, int>> ranked;
-  for (size_t i = 0, t = 0; i < samples.size(); ++i) {
-    if (!held_out(i, offset)) continue;
-    const Sample& s = test[t++];
-    const double e = std::fabs(fit.predict(s) - s.seconds) / s.seconds;
-    err_all.push_back(e);
-    if (whole.spike(i)) {
-      cv.glitch_rows.push_back(int(i));
-    } else {
-      err.push_back(e);
-      ranked.push_back({e, int(i)});
+  // One fold (`offset` 0-4), or all five pooled (offset < 0): every point predicted once by a fit
+  // that did not see it.
+  for (int o = offset < 0 ? 0 : offset; o <= (offset < 0 ? 4 : offset); ++o) {
+    std::vector<Sample> train, test;
+    for (size_t i = 0; i < samples.size(); ++i) (held_out(i, o) ? test : train).push_back(samples[i]);
+    if (train.empty() || test.empty()) continue;
+    FamilyFit fit(train, method, prior_compute, prior_memory, robust);
+    for (size_t i = 0, t = 0; i < samples.size(); ++i) {
+      if (!held_out(i, o)) continue;
+      const Sample& s = test[t++];
+      const double e = std::fabs(fit.predict(s) - s.seconds) / s.seconds;
+      err_all.push_back(e);
+      if (whole.spike(i)) {
+        cv.glitch_rows.push_back(int(i));
+      } else {
+        err.push_back(e);
+        ranked.push_back({e, int(i)});
+      }
     }
   }
+  if (err_all.empty()) return cv;
   std::sort(ranked.rbegin(), ranked.rend());
   ranked.resize(std::min<size_t>(ranked.size(), 10));
   std::sort(err.begin(), err.end());

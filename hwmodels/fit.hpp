@@ -112,7 +112,9 @@ class FamilyFit {
 };
 
 // Held-out errors |pred − meas| / meas of `method` fitted on 80% of `samples`: every fifth point in
-// file order, starting at `offset` (0-4), is held out (deterministic and spread over each series).
+// file order, starting at `offset` (0-4), is held out (deterministic and spread over each series);
+// `offset` kAllFolds pools the five folds, so every point is predicted once by a fit that did not
+// see it.
 // Held-out rows that are isolated glitches of the whole measured set (FamilyFit::spike on every
 // point: several-fold off both neighbours of their series while those agree) are measurement
 // faults, not shapes a model should reproduce: they are counted and listed, and left out of
@@ -128,5 +130,6 @@ struct CrossValidation {
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute = 0.7,
                                double prior_memory = 0.7, int offset = 4, bool robust = false);
 bool held_out(size_t index, int offset = 4);
+inline constexpr int kAllFolds = -1;
 
 }  // namespace servesim::hw

@@ -40,8 +40,8 @@ CTX_ISL = {1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 ENC_HEADS = {1, 2, 4, 8, 16, 32}
 # Sliding-window rows kept for one head pair per head_dim (the window's effect, not every shape).
 WINDOW_HEADS = {(32, 4), (16, 2)}
-MOE_TOKENS = {1, 4, 16, 64, 256, 1024, 4096, 16384}
-MOE_PAR = {(1, 1), (2, 1), (8, 1), (1, 4), (1, 16), (1, 64)}
+MOE_TOKENS = {1, 4, 16, 64, 256, 1024, 2048, 4096, 8192, 16384}
+MOE_PAR = {(1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 64)}
 MOE_DTYPE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
              "w4a16_mxfp4": "mxfp4_w4a16", "w4a8_mxfp4_mxfp8": "mxfp4_w4a8"}
 MOE_DIST = {"balanced", "power_law_1.2"}
