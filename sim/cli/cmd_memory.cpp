@@ -27,8 +27,14 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   if (j["weights_vision_bytes"].get<double>() > 0) t.add_row({"  vision encoder", bytes(j["weights_vision_bytes"])});
   if (j["weights_mtp_bytes"].get<double>() > 0) t.add_row({"  MTP layers", bytes(j["weights_mtp_bytes"])});
   t.add_row({"activations (profile peak)", bytes(j["activation_bytes"])});
-  t.add_row({"reserve (context+graphs+NCCL)", bytes(j["reserve_bytes"])});
+  t.add_row({"non-torch (NCCL buffers)", bytes(j["reserve_bytes"])});
   t.add_row({"budget (util x HBM)", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"])});
+  {
+    const double outside = j["context_bytes"].get<double>() + j["cuda_graph_bytes"].get<double>();
+    const double headroom = j["gpu_total_bytes"].get<double>() - j["budget_bytes"].get<double>();
+    t.add_row({"outside the budget", bytes(outside) + " (CUDA context + graphs, prior) in the " + bytes(headroom) + " headroom" +
+                                         (outside > headroom ? ": TOO LITTLE, lower gpu_memory_utilization" : "")});
+  }
   t.add_row({"cache (KV + state)", bytes(j["cache_bytes"])});
   t.add_row({"KV per token (" + str(j["kv_cache_dtype"]) + ")", bytes(j["kv_bytes_per_token"])});
   t.add_row({"state per sequence", bytes(j["state_bytes_per_seq"]) + " (conv " + bytes(j["conv_state_bytes_per_seq"]) +
