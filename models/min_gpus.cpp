@@ -131,9 +131,9 @@ std::string policy_text(PolicyKind k) {
          "must hold --concurrency sequences (default 64, the reference sweep's middle) at --context tokens (default "
          "max_model_len) in vLLM's shared block pool: cdiv(context, block_size) attention blocks plus one state block per "
          "Mamba group each, the attention block size raised to hold a Mamba state page (KV heads replicated when "
-         "kv_heads < TP). For Nemotron 3.5 Super VL it needs fewer GPUs than the vendor's table on H200, B200/GB200 "
-         "and B300/GB300 BF16 and Hopper NVFP4, because BF16 weights are 4x the NVFP4 bytes while the cache it asks "
-         "for is the same.";
+         "kv_heads < TP). For Nemotron 3.5 Super VL it needs fewer GPUs than the vendor's table on B200/GB200, "
+         "B300/GB300 BF16 and Hopper NVFP4, because BF16 weights are 4x the NVFP4 bytes while the cache it asks for "
+         "is the same.";
 }
 
 }  // namespace servesim::models

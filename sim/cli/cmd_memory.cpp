@@ -32,7 +32,7 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   {
     const double outside = j["context_bytes"].get<double>() + j["cuda_graph_bytes"].get<double>();
     const double headroom = j["gpu_total_bytes"].get<double>() - j["budget_bytes"].get<double>();
-    t.add_row({"outside the budget", bytes(outside) + " (CUDA context + graphs, prior) in the " + bytes(headroom) + " headroom" +
+    t.add_row({"outside the budget", bytes(outside) + " (CUDA context, measured, + graphs, prior) in the " + bytes(headroom) + " headroom" +
                                          (outside > headroom ? ": TOO LITTLE, lower gpu_memory_utilization" : "")});
   }
   t.add_row({"cache (KV + state)", bytes(j["cache_bytes"])});
