@@ -347,9 +347,10 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   // cache is allocated (their estimate is subtracted only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
   // so both live in the (1 - utilization) headroom, reported against it (`memory`), not taken
   // from the budget: the context as measured (0.51 GiB on an H200), the graphs at 2.5 GiB (the
-  // graphs-and-allocator part of aiconfigurator's 3.5 GiB "other"; a prior). Measured serving rows that fill the cache agree: Kimi-K2.5 NVFP4 on
-  // TP4 EP4 B200 at 64 clients x (8192 + 1024) tokens measures TTFT 1.3 s; with the 3.5 GiB in the
-  // budget the cache held 50 such sequences and the run preempted (8.1 s), now 61 (1.5 s).
+  // graphs-and-allocator part of aiconfigurator's 3.5 GiB "other"; a prior). Measured serving
+  // rows that fill the cache agree: Kimi-K2.5 NVFP4 on TP4 EP4 B200 at 64 clients x (8192 + 1024)
+  // tokens measures TTFT 1.3 s; with the 3.5 GiB in the budget the cache held 50 such sequences
+  // and the run preempted (8.1 s), now 61 (1.5 s).
   plan.nccl_bytes = plan.gpus == 1 ? 0 : (plan.gpus == 2 ? 342e6 : 392e6);
   plan.context_bytes = 552402944;  // measured: an H200's CUDA context (hwmodels/measure/results/h200_memory.json)
   plan.cuda_graph_bytes = cfg.cuda_graphs ? 2.5 * kGiB : 0;
