@@ -371,7 +371,6 @@ void Calibration::finish() {
     for (const auto& s : f.samples)
       if (s.eager_seconds >= 2 * s.seconds) over.push_back(s.eager_seconds - s.seconds);  // launch-bound points
     f.eager_overhead_s = median(over);
-    f.validated = true;
   }
 }
 
@@ -387,10 +386,9 @@ void Calibration::validate() {
                        : f.fit_method == FitMethod::local_linear_series ? FitMethod::local_linear
                                                                         : FitMethod::nearest_log;
     f.cv_other = cross_validate(f.samples, f.other_method, f.prior_compute, f.prior_memory, kAllFolds);
-    if (!f.validated)
+    if (f.declared)  // the others' bound was taken at load (finish())
       for (const auto& s : f.samples)
         f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);
-    f.validated = true;
     f.pooled = true;
   }
 }

@@ -28,8 +28,7 @@ struct FamilyCalibration {
   std::vector<std::string> kernels;  // kernel names the points' Sample::kernel index into
   bool declared = false;      // the file names its method: fitted at load, cross-validated on demand
   FitMethod fit_method = FitMethod::nearest_log;  // the declared method
-  bool validated = false;     // cv / cv_other / fit_max_error filled
-  bool pooled = false;        // cv is the pooled five-fold error (validate())
+  bool pooled = false;        // validate() filled cv / cv_other (five folds pooled) and, if declared, fit_max_error
   std::vector<Sample> samples;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
   bool robust_plane = false;  // FamilyFit's robust local plane (kRobustPlaneFamilies, calibration.cpp)
@@ -66,8 +65,8 @@ class Calibration {
   const FamilyCalibration* family(std::string_view name) const;  // nullptr when not measured
   const std::map<std::string, FamilyCalibration, std::less<>>& families() const { return families_; }
   LaunchOverhead launch_overhead() const;
-  // Cross-validates every family not validated at load (files that declare their method skip it
-  // there, to keep start-up fast); `calibrate report` calls it.
+  // The held-out error of every family, five folds pooled (load only picks undeclared families'
+  // method, on one fold, and skips declared ones to keep start-up fast); `calibrate report` calls it.
   void validate();
   const std::vector<std::string>& env() const { return env_; }  // "file: gpu, torch, date" per file
 

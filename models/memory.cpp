@@ -351,10 +351,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   // rows that fill the cache agree: Kimi-K2.5 NVFP4 on TP4 EP4 B200 at 64 clients x (8192 + 1024)
   // tokens measures TTFT 1.3 s; with the 3.5 GiB in the budget the cache held 50 such sequences
   // and the run preempted (8.1 s), now 61 (1.5 s).
-  plan.nccl_bytes = plan.gpus == 1 ? 0 : (plan.gpus == 2 ? 342e6 : 392e6);
+  plan.reserve_bytes = plan.gpus == 1 ? 0 : (plan.gpus == 2 ? 342e6 : 392e6);
   plan.context_bytes = 552402944;  // measured: an H200's CUDA context (hwmodels/measure/results/h200_memory.json)
   plan.cuda_graph_bytes = cfg.cuda_graphs ? 2.5 * kGiB : 0;
-  plan.reserve_bytes = plan.nccl_bytes;
 
   plan.gpu_total_bytes = gpu.hbm_usable_bytes;
   plan.budget_bytes = cfg.gpu_memory_utilization * gpu.hbm_usable_bytes;

@@ -70,7 +70,8 @@ struct Concurrency {
 };
 
 struct MemoryPlan {                 // per GPU unless named total
-  // reserve_bytes: non-torch memory charged to the budget (the NCCL / custom all-reduce buffers).
+  // reserve_bytes: non-torch memory charged to the budget (the NCCL / custom all-reduce buffers;
+  // JSON also names it nccl_bytes).
   double weight_bytes = 0, activation_bytes = 0, reserve_bytes = 0, kv_bytes_per_token = 0, state_bytes_per_seq = 0;
   double cache_bytes = 0;           // what is left for the KV cache block pool
   KvCacheLayout kv;                 // vLLM's layout of that pool: block size, groups, num_blocks
@@ -83,7 +84,6 @@ struct MemoryPlan {                 // per GPU unless named total
   WeightBreakdown weights;          // per GPU
   double gpu_total_bytes = 0;       // usable HBM the driver reports
   double budget_bytes = 0;          // gpu_memory_utilization × total
-  double nccl_bytes = 0;            // = reserve_bytes
   double cuda_graph_bytes = 0, context_bytes = 0;  // outside the budget: in the (1 - utilization) headroom
   double conv_state_bytes_per_seq = 0, ssm_state_bytes_per_seq = 0; // per GPU, parts of state_bytes_per_seq
   int gpus = 1;                     // tp × pp × dp

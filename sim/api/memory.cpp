@@ -15,7 +15,7 @@ nlohmann::json plan_json(const models::MemoryPlan& p, std::int64_t ctx) {
           {"weight_bytes", p.weight_bytes}, {"weights_quantized_bytes", p.weights.quantized},
           {"weights_high_precision_bytes", p.weights.high_precision}, {"weights_vision_bytes", p.weights.vision},
           {"weights_mtp_bytes", p.weights.mtp}, {"activation_bytes", p.activation_bytes}, {"reserve_bytes", p.reserve_bytes},
-          {"cuda_graph_bytes", p.cuda_graph_bytes}, {"nccl_bytes", p.nccl_bytes}, {"context_bytes", p.context_bytes},
+          {"cuda_graph_bytes", p.cuda_graph_bytes}, {"nccl_bytes", p.reserve_bytes}, {"context_bytes", p.context_bytes},
           {"cache_bytes", p.cache_bytes}, {"kv_bytes_per_token", p.kv_bytes_per_token}, {"state_bytes_per_seq", p.state_bytes_per_seq},
           {"conv_state_bytes_per_seq", p.conv_state_bytes_per_seq}, {"ssm_state_bytes_per_seq", p.ssm_state_bytes_per_seq},
           {"num_kv_blocks", p.num_kv_blocks}, {"block_size", p.block_size}, {"max_num_seqs", p.max_num_seqs},
