@@ -1,6 +1,7 @@
 // `servesim validate` for the bindings: measured runs read, simulated and compared
 // (sim/validate/), returned as the CLI's --format json prints it.
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
@@ -31,7 +32,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file", "harness"};
+                                              "model_file", "harness", "osl_spread_pct"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -57,6 +58,9 @@ nlohmann::json validate(const nlohmann::json& args) {
   o.seed = static_cast<std::uint64_t>(r.integer_or("seed", 1));
   o.harness = text::lower(r.string_or("harness", o.harness));
   if (o.harness != "aic" && o.harness != "serve") r.fail("harness", "unknown '" + o.harness + "'; known: aic, serve");
+  o.osl_spread_pct = r.number_or("osl_spread_pct", 0.0);
+  if (!std::isfinite(o.osl_spread_pct) || o.osl_spread_pct < 0 || o.osl_spread_pct > 50)
+    r.fail("osl_spread_pct", "must be a percentage from 0 to 50");
   for (const auto& f : names(args, "model_file")) models::add_model_file(f);
   const std::string path = r.string("path");
   v::CsvReadStats csv;

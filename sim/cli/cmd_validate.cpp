@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +31,7 @@ namespace {
 struct ValidateOpts {
   std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic";
   int band_min_points = 8;
+  double osl_spread_pct = 0;
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
   bool engine_any = false;
@@ -85,6 +87,9 @@ void run_validate(const ValidateOpts& o) {
   opt.threads = o.threads;
   opt.seed = o.seed;
   opt.harness = text::lower(o.harness);
+  opt.osl_spread_pct = o.osl_spread_pct;
+  if (!std::isfinite(opt.osl_spread_pct) || opt.osl_spread_pct < 0 || opt.osl_spread_pct > 50)
+    throw Error("--osl-spread", "", "must be a percentage from 0 to 50");
   if (opt.harness != "aic" && opt.harness != "serve") throw Error("--harness", "", "unknown '" + o.harness + "'; known: aic, serve");
   if (opt.requests_per_client < 1) throw Error("--requests-per-client", "", "must be >= 1");
   if (opt.warmup_per_client < 0) throw Error("--warmup-per-client", "", "must be >= 0");
@@ -141,6 +146,7 @@ void run_validate(const ValidateOpts& o) {
         {"statistic", opt.statistic},
         {"requests_per_client", opt.requests_per_client},
         {"warmup_per_client", opt.warmup_per_client},
+        {"osl_spread_pct", opt.osl_spread_pct},
         {"servesim_commit", commit},
         {"method", "ratio measured / predicted per (GPU, metric, load regime) and per (GPU, metric) over all loads; "
                    "band = prediction x [10th, 90th percentile] of the ratio; cells under min_points residuals give no band"},
@@ -176,6 +182,9 @@ void add_validate_command(CLI::App& app) {
                 "max_num_batched_tokens = batch + ISL + 1500) or serve (vllm serve's defaults)");
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
+  c->add_option("--osl-spread", o->osl_spread_pct,
+                "Normal spread of each CSV point's output length, % of its OSL (default 0: fixed, as the measured harness); "
+                "shows where a run sits between the clients' lockstep and spread-out orbits");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
   c->add_option("--seed", o->seed, "Random seed of every run")->check(int64_range());
   c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");

@@ -240,6 +240,8 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   }
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  if (o.osl_spread_pct > 0)
+    s["workload"]["osl"] = {{"kind", "normal"}, {"mean", p.osl}, {"stddev", o.osl_spread_pct / 100 * double(p.osl)}};
   return s;
 }
 
@@ -447,6 +449,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["statistic"] = o.statistic;
   j["requests_per_client"] = o.requests_per_client;
   j["warmup_per_client"] = o.warmup_per_client;
+  j["osl_spread_pct"] = o.osl_spread_pct;
   j["threads"] = r.threads;
   j["wall_s"] = r.wall_s;
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
@@ -552,7 +555,9 @@ std::string to_text(const Report& r, const Options& o) {
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +
          fixed(r.wall_s, 2) + " s on " + std::to_string(r.threads) + " thread(s)\n";
-  out += "Each point: closed loop at its concurrency C, fixed ISL/OSL, C x " + std::to_string(o.requests_per_client) +
+  const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
+                                                   : std::string("fixed ISL/OSL");
+  out += "Each point: closed loop at its concurrency C, " + lengths + ", C x " + std::to_string(o.requests_per_client) +
          " measured requests after C x " + std::to_string(o.warmup_per_client) + " warm-up; compared: simulated " +
          o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n"
          "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"

@@ -94,6 +94,11 @@ struct Options {
   // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...); "serve" = `vllm
   // serve`'s defaults (the engine profile's).
   std::string harness = "aic";
+  // Output-length spread of CSV points, % of their OSL (normal, as aiperf's --osl-stddev). The
+  // measured harness fixes the length (0, the default); a spread desynchronises the closed loop's
+  // clients, which shows where a measured run sits between the lockstep and the spread-out orbit
+  // (README, "Where the TTFT error comes from").
+  double osl_spread_pct = 0;
 };
 
 // A point's run: the scenario it was set up as, or why it cannot be modelled.

@@ -42,3 +42,13 @@ def test_validate_errors():
         servesim.validate("/nonexistent.csv")
     with pytest.raises(servesim.Error, match="statistic"):
         servesim.validate(CSV, statistic="p99")
+    with pytest.raises(servesim.Error, match="osl_spread_pct"):
+        servesim.validate(CSV, osl_spread_pct=-1)
+
+
+def test_validate_osl_spread_matches_cli(cli):
+    r = servesim.validate(CSV, gpu="h200", mode="agg", model_file=MODEL, threads=2, osl_spread_pct=0.5)
+    c = cli("validate", CSV, "--gpu", "h200", "--mode", "agg", "--model-file", MODEL, "--osl-spread", "0.5",
+            "--format", "json")
+    assert r["osl_spread_pct"] == c["osl_spread_pct"] == 0.5
+    assert [p.get("predicted") for p in r["points"]] == [p.get("predicted") for p in c["points"]]

@@ -296,5 +296,37 @@ TEST(ClosedLoop, CohortDetectorSeesTheLockAndItsBreakup) {
   EXPECT_LT(real.summary.ttft_ms.min, 0.5 * locked.summary.ttft_ms.min);
 }
 
+Scenario train_scenario(double osl_stddev) {
+  nlohmann::json osl = 256;
+  if (osl_stddev > 0) osl = {{"kind", "normal"}, {"mean", 256}, {"stddev", osl_stddev}};
+  nlohmann::json j = {{"model", "llama-3.1-70b"}, {"gpu", "h200"}, {"gpus", 8}, {"tp", 8}, {"precision", "fp8"},
+                      {"engine_profile", "vllm-0.19"},
+                      {"workload", {{"concurrency", 4}, {"requests", 80}, {"warmup_requests", 8}, {"isl", 8192}, {"osl", osl},
+                                    {"seed", 1}}}};
+  return parse_scenario(j.dump(), "test");
+}
+
+TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
+  // Four clients with fixed lengths: the first prompts prefill one step after another, every
+  // request then decodes in the same steps, so answers end one decode step apart and each next
+  // prompt queues behind the previous one's 8192-token prefill, round after round (a "train").
+  // With async scheduling an arrival also waits for the step already scheduled, so the mean TTFT
+  // is own prefill + about 1.5 others' (C - 1 = 3 others, half of them ahead on average): > 2.2 P.
+  const Scenario fixed = train_scenario(0);
+  const Prepared prep = prepare(fixed);
+  models::StepBatch one;
+  one.prefill_seqs = 1;
+  one.prefill_tokens = 8192;
+  one.prefill_attention_pairs = 8192.0 * 8193.0 / 2;
+  const double P_ms = prep.cost->seconds(one) * 1e3;
+  const SimResult train = simulate(fixed);
+  EXPECT_GT(train.summary.ttft_ms.avg, 2.2 * P_ms);
+  // Output lengths that differ by a few tokens (sd 5 of 256) move the re-sends by a few decode
+  // steps each round: prompts mostly prefill alone, and the mean TTFT falls under 2 P.
+  const SimResult spread = simulate(train_scenario(5));
+  EXPECT_LT(spread.summary.ttft_ms.avg, 2.0 * P_ms);
+  EXPECT_GT(spread.summary.ttft_ms.avg, P_ms);   // never below its own prefill
+}
+
 }  // namespace
 }  // namespace servesim::sim

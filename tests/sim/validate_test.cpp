@@ -350,3 +350,28 @@ TEST(Validate, HarnessEngineFlags) {
     }
   }
 }
+
+TEST(Validate, OslSpreadGivesCsvPointsANormalOutputLength) {
+  add_llama();
+  v::Options o;
+  o.threads = 2;
+  o.gpus = {"h200"};
+  o.modes = {"agg"};
+  int fixed = 0, spread = 0;
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+    if (p.unmodellable.empty()) {
+      EXPECT_EQ(p.scenario.at("workload").at("osl"), p.measured.osl);   // the harness's fixed length
+      ++fixed;
+    }
+  o.osl_spread_pct = 0.5;
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+    if (p.unmodellable.empty()) {
+      const auto& osl = p.scenario.at("workload").at("osl");
+      EXPECT_EQ(osl.at("kind"), "normal");
+      EXPECT_EQ(osl.at("mean"), p.measured.osl);
+      EXPECT_DOUBLE_EQ(osl.at("stddev").get<double>(), 0.005 * double(p.measured.osl)) << p.measured.id;
+      ++spread;
+    }
+  EXPECT_GT(fixed, 0);
+  EXPECT_EQ(spread, fixed);
+}
