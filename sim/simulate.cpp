@@ -235,6 +235,9 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     for (const auto& ws : pr.workers) {
       r.prefill_tokens += ws.prefill_tokens;
       r.cohort_prefill_tokens += ws.cohort_prefill_tokens;
+      r.prompts += ws.prompts;
+      r.prompts_behind_prefill += ws.prompts_behind_prefill;
+      r.prefill_step_s += ws.prefill_step_s;
     }
     r.engine = p.engine;
     r.transfers = pr.transfers;
@@ -266,6 +269,9 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     r.workers.push_back(worker.stats());
     r.prefill_tokens += worker.stats().prefill_tokens;
     r.cohort_prefill_tokens += worker.stats().cohort_prefill_tokens;
+    r.prompts += worker.stats().prompts;
+    r.prompts_behind_prefill += worker.stats().prompts_behind_prefill;
+    r.prefill_step_s += worker.stats().prefill_step_s;
   }
   r.engine = p.engine;
   r.summary = r.metrics.summary();
@@ -293,7 +299,12 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   j["cohorts"] = {{"prefill_tokens", r.prefill_tokens},
                   {"prefill_tokens_released_together", r.cohort_prefill_tokens},
                   {"fraction", r.cohort_fraction()},
-                  {"cohort_locked", r.cohort_locked()}};
+                  {"cohort_locked", r.cohort_locked()},
+                  {"prompts", r.prompts},
+                  {"prompts_behind_prefill", r.prompts_behind_prefill},
+                  {"behind_prefill_fraction", r.behind_prefill_fraction()},
+                  {"prefill_duty", r.prefill_duty()},
+                  {"prefill_train", r.prefill_train()}};
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;

@@ -1,6 +1,7 @@
 // Entry points: run one scenario, or a sweep of it over concurrency or request rate on a
 // thread pool. Results are plain values, with a column-oriented view for Python/pandas.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,21 @@ struct SimResult {
   std::int64_t prefill_tokens = 0, cohort_prefill_tokens = 0;
   double cohort_fraction() const { return prefill_tokens > 0 ? double(cohort_prefill_tokens) / double(prefill_tokens) : 0.0; }
   bool cohort_locked() const { return cohort_fraction() >= 0.5; }
+  // Closed-loop train: measured prompts admitted, and those that waited while another prompt's
+  // prefill ran; the prefill duty is the share of time the replicas spent in steps carrying
+  // prefill, i.e. how often a prompt arriving at a random time would meet one. A run is in the
+  // train orbit (README, "Where the TTFT error comes from": each round's prompts queue one behind
+  // another's prefill) when at least half the prompts waited and at least twice as many as chance.
+  std::int64_t prompts = 0, prompts_behind_prefill = 0;
+  double prefill_step_s = 0;     // summed over replicas
+  double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }
+  double prefill_duty() const {   // over the workers that prefill (a disaggregated decode worker does not)
+    const auto n = std::count_if(workers.begin(), workers.end(), [](const WorkerStats& w) { return w.prefill_step_s > 0; });
+    return end_s > 0 && n > 0 ? std::min(1.0, prefill_step_s / (end_s * double(n))) : 0.0;
+  }
+  bool prefill_train() const {
+    return behind_prefill_fraction() >= 0.5 && behind_prefill_fraction() >= 2 * prefill_duty();
+  }
 };
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.

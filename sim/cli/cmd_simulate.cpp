@@ -415,6 +415,13 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += std::string("cohorts                  ") + fixed(100 * r.cohort_fraction(), 1) +
            "% of prefill tokens shared a step with requests released together" +
            (r.cohort_locked() ? ": COHORT-LOCKED (clients move in lockstep; TTFT is one shared prefill, see sim/README.md)" : "") + "\n";
+  if (r.prompts > 0)
+    out += std::string("prefill queue            ") + fixed(100 * r.behind_prefill_fraction(), 1) +
+           "% of prompts waited while another prompt's prefill ran (steps with prefill: " +
+           fixed(100 * r.prefill_duty(), 1) + "% of the time)" +
+           (r.prefill_train() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
+                                "closed loops at light load often wait less, see README)"
+                              : "") + "\n";
   out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
   for (std::size_t i = 0; i < m.replicas.size(); ++i) {
@@ -446,7 +453,8 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
       {"time_to_first_token_ms_p90", [](const sim::SimResult& r) { return r.summary.ttft_ms.p90; }},
       {"inter_token_latency_ms_p50", [](const sim::SimResult& r) { return r.summary.itl_ms.p50; }},
       {"output_token_throughput", [](const sim::SimResult& r) { return r.summary.output_token_throughput_per_s; }},
-      {"cohort_fraction", [](const sim::SimResult& r) { return r.cohort_fraction(); }}};
+      {"cohort_fraction", [](const sim::SimResult& r) { return r.cohort_fraction(); }},
+      {"behind_prefill_fraction", [](const sim::SimResult& r) { return r.behind_prefill_fraction(); }}};
   nlohmann::json j;
   j["seeds"] = {{"first", s.workload.seed}, {"count", n}};
   Table t({"metric (across seeds)", "min", "p10", "p50", "p90", "max"});
@@ -456,15 +464,20 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
     nlohmann::json per = v;
     const sim::Stats st = sim::compute_stats(v);
     j["metrics"][c.name] = {{"per_seed", per}, {"min", st.min}, {"p10", st.p10}, {"p50", st.p50}, {"p90", st.p90}, {"max", st.max}};
-    const int d = std::string(c.name) == "cohort_fraction" ? 3 : 2;
+    const int d = std::string(c.name).ends_with("_fraction") ? 3 : 2;
     t.add_row({c.name, fixed(st.min, d), fixed(st.p10, d), fixed(st.p50, d), fixed(st.p90, d), fixed(st.max, d)});
   }
-  int locked = 0;
-  for (const auto& r : out) locked += r->cohort_locked() ? 1 : 0;
+  int locked = 0, trains = 0;
+  for (const auto& r : out) {
+    locked += r->cohort_locked() ? 1 : 0;
+    trains += r->prefill_train() ? 1 : 0;
+  }
   j["cohort_locked_runs"] = locked;
+  j["prefill_train_runs"] = trains;
   std::string text = "servesim simulate: " + s.model + " on " + s.gpu + ", " + std::to_string(n) + " seeds from " +
                      std::to_string(s.workload.seed) + " (engine " + out[0]->engine.engine_profile + ")\n\n" + t.render() +
-                     "\ncohort-locked runs: " + std::to_string(locked) + " of " + std::to_string(n) + "\n";
+                     "\ncohort-locked runs: " + std::to_string(locked) + " of " + std::to_string(n) +
+                     "; prefill-train runs: " + std::to_string(trains) + " of " + std::to_string(n) + "\n";
   emit(o.format, j, text);
 }
 

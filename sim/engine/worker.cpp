@@ -109,7 +109,18 @@ double Worker::start_step(double now_s) {
   // Prefill tokens of requests whose clients were released by the same event as another request's
   // in this step: the closed loop's cohorts.
   const auto& parts = sched_.prefill_parts();
-  for (const auto& p : parts) stats_.prefill_tokens += p.tokens;
+  for (const auto& p : parts) {
+    stats_.prefill_tokens += p.tokens;
+    if (std::isnan(p.first_arrival_s)) continue;
+    ++stats_.prompts;
+    // Steps run one after another: if the latest one with prefill work ended after this prompt
+    // arrived, the prompt waited while another prompt's prefill ran.
+    if (last_prefill_end_s_ > p.first_arrival_s) ++stats_.prompts_behind_prefill;
+  }
+  if (!parts.empty()) {
+    last_prefill_end_s_ = end_s;
+    stats_.prefill_step_s += seconds;
+  }
   if (parts.size() >= 2) {
     cohort_scratch_.clear();
     for (const auto& p : parts)

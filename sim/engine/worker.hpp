@@ -29,6 +29,10 @@ struct WorkerStats {
   std::int64_t prefill_tokens = 0;          // summed over steps
   std::int64_t cohort_prefill_tokens = 0;   // ... of requests sharing the step with one released together
   double gpu_idle_s = 0;                    // time between a batch's end and the next one's GPU start while work was queued
+  // Closed loop: measured prompts admitted, and those that waited while a step carrying another
+  // prompt's prefill ran (a "train" when most do: each round's prompts queue one behind another).
+  std::int64_t prompts = 0, prompts_behind_prefill = 0;
+  double prefill_step_s = 0;                // time inside steps that carry prefill tokens
 };
 
 class Worker {
@@ -77,6 +81,7 @@ class Worker {
   bool async_;
   bool busy_ = false, start_pending_ = false;
   double step_start_s_ = 0;
+  double last_prefill_end_s_ = -1;   // end of the latest step that carried prefill tokens
   // Engine-core loop state: the last batch's schedule time and CPU cost, the ends of the last two batches.
   double sched_s_ = 0, cpu_s_ = 0, end_last_s_ = -1, end_prev_s_ = -1;
   std::vector<std::int64_t> cohort_scratch_;

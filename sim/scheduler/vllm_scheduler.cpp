@@ -296,7 +296,8 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   r.computed = computed;
   r.cached_tokens = computed;
   r.phase = Phase::running;
-  if (std::isnan(r.scheduled_s)) r.scheduled_s = now_s;
+  const bool first = std::isnan(r.scheduled_s);
+  if (first) r.scheduled_s = now_s;
   waiting_tokens_ -= r.num_tokens();
   running_.push_back(running_entry(r, slot));
   running_.back().step = static_cast<std::int32_t>(n);
@@ -307,7 +308,7 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   batch_.prefill_attention_pairs += double(n) * double(computed) + double(n) * double(n + 1) / 2;
   batch_.vision_tiles += r.vision_tiles;  // the encoder runs with the first chunk
   if (computed + n >= r.num_tokens()) ++emitting_;
-  prefill_parts_.push_back({r.cohort, n});
+  prefill_parts_.push_back({r.cohort, n, first && r.cohort >= 0 && !r.warmup ? r.arrival_s : NAN});
   return true;
 }
 

@@ -4,6 +4,7 @@
 // when KV blocks run out; then, if nothing was preempted, waiting requests in FCFS order fill
 // the token budget up to max_num_seqs. The step's batch summary is kept as running sums.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -60,8 +61,10 @@ class VllmScheduler {
   int num_emitting() const { return emitting_; }
   // Waiting requests that reached the engine at or before `t_s` (any, in FCFS order's head).
   bool waiting_arrived_by(double t_s) const;
-  // The last schedule()'s prefill work, one (cohort, tokens) entry per request with a chunk.
-  struct PrefillPart { std::int64_t cohort; std::int64_t tokens; };
+  // The last schedule()'s prefill work, one entry per request with a chunk: its closed-loop cohort,
+  // its tokens, and, for a measured closed-loop request's first admission, when it reached the
+  // engine (NaN otherwise).
+  struct PrefillPart { std::int64_t cohort; std::int64_t tokens; double first_arrival_s = NAN; };
   const std::vector<PrefillPart>& prefill_parts() const { return prefill_parts_; }
 
   // Outputs since the last clear_outputs(); finished/handed-off slots stay valid until then.

@@ -348,6 +348,7 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
     try {
       const SimResult res = simulate(*prepared[k], s, s.workload);
       r.wall_s = res.wall_s;
+      r.behind_prefill = res.prompts > 0 ? res.behind_prefill_fraction() : NAN;
       const Summary& m = res.summary;
       r.ttft_ms = pick(m.ttft_ms, o.statistic);
       r.itl_ms = pick(m.itl_ms, o.statistic);
@@ -492,6 +493,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
       x["prefill_floor_s"] = num(p.prefill_floor_s);
       x["measured_cycle_s"] = num(p.measured_cycle_s);
       x["below_prefill_floor"] = p.below_floor();
+      x["behind_prefill_fraction"] = num(p.behind_prefill);
       x["replica_concurrency"] = p.replica_concurrency;
       x["max_num_seqs"] = p.max_num_seqs;
       x["scenario"] = p.scenario;
@@ -509,7 +511,8 @@ std::string to_csv(const Report& r) {
       "id,source,merged,backend,backend_version,model_path,model,system,gpu,precision,mode,isl,osl,concurrency,tp,pp,"
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
-      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,unmodellable,layout_note\n";
+      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,behind_prefill_fraction,"
+      "unmodellable,layout_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -521,7 +524,7 @@ std::string to_csv(const Report& r) {
                                m.output_tps_derived ? "1" : "0", csv_num(p.ttft_ms), csv_num(p.itl_ms),
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
                                csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
-                               p.below_floor() ? "1" : "0", p.unmodellable, m.layout_note};
+                               p.below_floor() ? "1" : "0", csv_num(p.behind_prefill), p.unmodellable, m.layout_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }

@@ -119,6 +119,7 @@ struct PointResult {
   // kernels) that takes at least `prefill_floor_s`; a measured cycle shorter than this floor
   // cannot have prefilled every prompt token (prefix-cache hits or shorter prompts).
   double prefill_floor_s = NAN;  // per cycle, per replica
+  double behind_prefill = NAN;   // share of the run's prompts that waited while another's prefill ran
   double measured_cycle_s = NAN;
   bool below_floor() const { return prefill_floor_s > measured_cycle_s; }
 };

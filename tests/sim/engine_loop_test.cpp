@@ -321,11 +321,28 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   const double P_ms = prep.cost->seconds(one) * 1e3;
   const SimResult train = simulate(fixed);
   EXPECT_GT(train.summary.ttft_ms.avg, 2.2 * P_ms);
+  // Every round the first of the four prompts arrives while only decodes run and the other three
+  // arrive while the one before them prefills: 3 of 4 waited behind a prefill, far more than the
+  // share of time a prefill runs. The clients are not released together (no cohort lock).
+  EXPECT_NEAR(train.behind_prefill_fraction(), 0.75, 0.02);
+  EXPECT_LT(train.prefill_duty(), 0.375);
+  EXPECT_TRUE(train.prefill_train());
+  EXPECT_FALSE(train.cohort_locked());
   // Output lengths that differ by a few tokens (sd 5 of 256) move the re-sends by a few decode
   // steps each round: prompts mostly prefill alone, and the mean TTFT falls under 2 P.
   const SimResult spread = simulate(train_scenario(5));
   EXPECT_LT(spread.summary.ttft_ms.avg, 2.0 * P_ms);
   EXPECT_GT(spread.summary.ttft_ms.avg, P_ms);   // never below its own prefill
+  EXPECT_LT(spread.behind_prefill_fraction(), 0.5);
+  EXPECT_FALSE(spread.prefill_train());
+  EXPECT_EQ(spread.prompts, 80);                 // measured prompts only (warm-up left out)
+  // Open loop: no client re-sends, so no train to detect.
+  nlohmann::json open = nlohmann::json::parse(fixed.json.dump());
+  open["workload"].erase("concurrency");
+  open["workload"]["request_rate"] = 2.0;
+  const SimResult poisson = simulate(parse_scenario(open.dump(), "test"));
+  EXPECT_EQ(poisson.prompts, 0);
+  EXPECT_FALSE(poisson.prefill_train());
 }
 
 }  // namespace

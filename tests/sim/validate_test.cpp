@@ -361,6 +361,8 @@ TEST(Validate, OslSpreadGivesCsvPointsANormalOutputLength) {
   for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("workload").at("osl"), p.measured.osl);   // the harness's fixed length
+      EXPECT_GE(p.behind_prefill, 0.0);   // a closed loop: its prompts' queueing is reported
+      EXPECT_LE(p.behind_prefill, 1.0);
       ++fixed;
     }
   o.osl_spread_pct = 0.5;
