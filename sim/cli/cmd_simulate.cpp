@@ -419,7 +419,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += std::string("prefill queue            ") + fixed(100 * r.behind_prefill_fraction(), 1) +
            "% of prompts waited while another prompt's prefill ran (steps with prefill: " +
            fixed(100 * r.prefill_duty(), 1) + "% of the time)" +
-           (r.prefill_train() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
+           (r.prefill_train() && !r.cohort_locked() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
                                 "closed loops at light load often wait less, see README)"
                               : "") + "\n";
   out += band_lines(s, r) + "\n";
