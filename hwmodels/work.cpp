@@ -228,11 +228,32 @@ MoeRouting power_law_draws(const MoeShape& s, int block_m) {
     for (int i = 0; i < E; ++i) total += load[i] = std::llround(x[i] / sum * target);
     long long delta = static_cast<long long>(target) - total;
     for (int i = 0; i < E; ++i) order[i] = i, tie[i] = uniform();
-    std::sort(order.begin(), order.end(), [&](int i, int j) { return load[i] != load[j] ? load[i] > load[j] : tie[i] < tie[j]; });
-    for (long long j = 0; delta > 0; ++j, --delta) ++load[order[j % E]];
-    for (long long j = 0; delta < 0; ++j) {
-      int i = order[E - 1 - j % E];
-      if (load[i] > 0) --load[i], ++delta;
+    // The remainder goes one slot each to the largest loads (delta > 0) or comes one slot each
+    // from the smallest non-empty ones (delta < 0), in (load, tie) order. When it needs at most
+    // one pass, only which experts are first matters: a selection, not a sort (the same result).
+    const auto before = [&](int i, int j) { return load[i] != load[j] ? load[i] > load[j] : tie[i] < tie[j]; };
+    if (delta > 0 && delta <= E) {
+      std::nth_element(order.begin(), order.begin() + (delta - 1), order.end(), before);
+      for (long long j = 0; j < delta; ++j) ++load[order[j]];
+      delta = 0;
+    } else if (delta < 0) {
+      const auto nonzero = std::partition(order.begin(), order.end(), [&](int i) { return load[i] > 0; });
+      const long long n = nonzero - order.begin();
+      if (-delta <= n) {
+        std::nth_element(order.begin(), order.begin() + (n + delta), nonzero, before);
+        for (auto it = order.begin() + (n + delta); it != nonzero; ++it) --load[*it];
+        delta = 0;
+      } else {
+        for (int i = 0; i < E; ++i) order[i] = i;
+      }
+    }
+    if (delta != 0) {   // more than one pass: the full order, round and round
+      std::sort(order.begin(), order.end(), before);
+      for (long long j = 0; delta > 0; ++j, --delta) ++load[order[j % E]];
+      for (long long j = 0; delta < 0; ++j) {
+        int i = order[E - 1 - j % E];
+        if (load[i] > 0) --load[i], ++delta;
+      }
     }
     int best = 0;
     long long best_sum = -1;

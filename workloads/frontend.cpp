@@ -54,8 +54,14 @@ double lognormal_factor(double cv, std::uint64_t& state) {
   // Box-Muller from two SplitMix64 draws; sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2 (mean 1).
   const double u1 = std::max(next_unit(state), 1e-300), u2 = next_unit(state);
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-  const double s2 = std::log1p(cv * cv);
-  return std::exp(std::sqrt(s2) * z - s2 / 2);
+  // sigma and sigma^2 / 2 of the last cv (the hot loop draws with one or two cvs): the same values,
+  // without a log1p and a sqrt per draw.
+  thread_local double last_cv = -1, sigma = 0, half_s2 = 0;
+  if (cv != last_cv) {
+    const double s2 = std::log1p(cv * cv);
+    last_cv = cv, sigma = std::sqrt(s2), half_s2 = s2 / 2;
+  }
+  return std::exp(sigma * z - half_s2);
 }
 
 double Duration::sample(std::uint64_t& state) const { return mean_s * lognormal_factor(cv, state); }
