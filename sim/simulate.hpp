@@ -63,8 +63,8 @@ struct SimResult {
   double cohort_fraction() const { return prefill_tokens > 0 ? double(cohort_prefill_tokens) / double(prefill_tokens) : 0.0; }
   bool cohort_locked() const { return cohort_fraction() >= 0.5; }
   // Closed-loop train: measured prompts admitted, and those that waited while another prompt's
-  // prefill ran; the prefill duty is the share of time the replicas spent in steps carrying
-  // prefill, i.e. how often a prompt arriving at a random time would meet one. A run is in the
+  // prefill ran; the prefill duty is the share of time the prefilling workers spent in steps
+  // carrying prefill, i.e. how often a prompt arriving at a random time would meet one. A run is in the
   // train orbit (README, "Where the TTFT error comes from": each round's prompts queue one behind
   // another's prefill) when at least half the prompts waited and at least twice as many as chance.
   std::int64_t prompts = 0, prompts_behind_prefill = 0;
