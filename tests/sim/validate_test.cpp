@@ -29,6 +29,17 @@ const v::MeasuredPoint& by_id(const std::vector<v::MeasuredPoint>& ps, const std
   throw std::runtime_error("no point " + id);
 }
 
+// The sample CSV's aggregated H200 points, run on two threads.
+v::Options h200_agg() {
+  add_llama();
+  v::Options o;
+  o.threads = 2;
+  o.gpus = {"h200"};
+  o.modes = {"agg"};
+  return o;
+}
+std::vector<v::PointResult> run_sample(const v::Options& o) { return v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points; }
+
 const v::PointResult& result(const v::Report& r, const std::string& id) {
   for (const auto& p : r.points)
     if (p.measured.id == id) return p;
@@ -319,14 +330,9 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
 // max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500; --harness
 // serve leaves vllm serve's defaults; a --scenario knob wins over the harness.
 TEST(Validate, HarnessEngineFlags) {
-  add_llama();
-  v::Options o;
-  o.threads = 2;
-  o.gpus = {"h200"};
-  o.modes = {"agg"};
-  const v::Report aic = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  v::Options o = h200_agg();
   int checked = 0;
-  for (const auto& p : aic.points) {
+  for (const auto& p : run_sample(o)) {
     if (!p.unmodellable.empty()) continue;
     const auto& e = p.scenario.at("engine");
     const std::int64_t c = p.measured.concurrency, isl = p.measured.isl, osl = p.measured.osl;
@@ -337,14 +343,14 @@ TEST(Validate, HarnessEngineFlags) {
   }
   EXPECT_GT(checked, 0);
   o.harness = "serve";
-  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points) {
+  for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_FALSE(p.scenario.contains("engine") && p.scenario["engine"].contains("max_num_batched_tokens"));
     }
   }
   o.harness = "aic";
   o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}};
-  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points) {
+  for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens"), 4096);
     }
@@ -352,13 +358,9 @@ TEST(Validate, HarnessEngineFlags) {
 }
 
 TEST(Validate, OslSpreadGivesCsvPointsANormalOutputLength) {
-  add_llama();
-  v::Options o;
-  o.threads = 2;
-  o.gpus = {"h200"};
-  o.modes = {"agg"};
+  v::Options o = h200_agg();
   int fixed = 0, spread = 0;
-  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+  for (const auto& p : run_sample(o))
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("workload").at("osl"), p.measured.osl);   // the harness's fixed length
       EXPECT_GE(p.behind_prefill, 0.0);   // a closed loop: its prompts' queueing is reported
@@ -366,7 +368,7 @@ TEST(Validate, OslSpreadGivesCsvPointsANormalOutputLength) {
       ++fixed;
     }
   o.osl_spread_pct = 0.5;
-  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+  for (const auto& p : run_sample(o))
     if (p.unmodellable.empty()) {
       const auto& osl = p.scenario.at("workload").at("osl");
       EXPECT_EQ(osl.at("kind"), "normal");
