@@ -327,8 +327,12 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
     if (fam.kernels.empty()) fam.kernels = kernels;
     fam.declared = declared;
     fam.fit_method = method;
-    fam.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
-                       std::end(kRobustPlaneFamilies);
+    fam.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
+                               std::end(kRobustPlaneFamilies);
+    // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
+    // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
+    // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
+    fam.options.size_envelope = family == "nccl";
     bool fp8 = name.find("fp8") != std::string::npos;
     fam.prior_compute = fp8 && gpu_->priors.gemm_fp8 > 0 ? gpu_->priors.gemm_fp8 : gpu_->priors.gemm_bf16;
     fam.prior_memory = family == "nccl" || family == "custom_all_reduce" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
@@ -342,7 +346,7 @@ void Calibration::add_document(std::string_view text, const std::string& file) {
 void Calibration::finish() {
   for (auto& [name, f] : families_) {
     if (f.declared) {  // fitted with the file's method; cross-validated by validate()
-      f.fit = FamilyFit(f.samples, f.fit_method, f.prior_compute, f.prior_memory, f.robust_plane);
+      f.fit = FamilyFit(f.samples, f.fit_method, f.prior_compute, f.prior_memory, f.options);
       continue;
     }
     // The method with the lowest held-out median wins; p90 breaks ties within half a percent.
@@ -350,7 +354,7 @@ void Calibration::finish() {
     CrossValidation cvs[3];
     int b = 0;
     for (int i = 0; i < 3; ++i) {
-      cvs[i] = cross_validate(f.samples, methods[i], f.prior_compute, f.prior_memory);
+      cvs[i] = cross_validate(f.samples, methods[i], f.prior_compute, f.prior_memory, 4, f.options);
       if (i && (std::fabs(cvs[i].median - cvs[b].median) < 0.005 ? cvs[i].p90 < cvs[b].p90 : cvs[i].median < cvs[b].median))
         b = i;
     }
@@ -362,7 +366,7 @@ void Calibration::finish() {
     f.cv_other = cvs[o];
     f.other_method = methods[o];
     f.cv = best_cv;
-    f.fit = FamilyFit(f.samples, best, f.prior_compute, f.prior_memory);
+    f.fit = FamilyFit(f.samples, best, f.prior_compute, f.prior_memory, f.options);
     // The bound measured shapes are reproduced to by the surface itself (without returning the
     // stored measurement; nearest-shape interpolation leaves the point out).
     for (const auto& s : f.samples)
@@ -380,12 +384,13 @@ void Calibration::validate() {
     // The reported error pools all five folds (every point predicted once by a fit on the other
     // 80 %): one fold's 20 % leaves p90 to a handful of points and to which ones they are (H100
     // NCCL all-to-all, 63 points: p90 under 20 % on three folds, 32 % and 66 % on the other two).
-    f.cv = cross_validate(f.samples, f.fit.method(), f.prior_compute, f.prior_memory, kAllFolds, f.robust_plane);
+    f.cv = cross_validate(f.samples, f.fit.method(), f.prior_compute, f.prior_memory, kAllFolds, f.options);
     if (f.declared)  // the other interpolation for comparison (least squares alone is far off on these grids)
       f.other_method = f.fit_method == FitMethod::nearest_log           ? FitMethod::local_linear
                        : f.fit_method == FitMethod::local_linear_series ? FitMethod::local_linear
                                                                         : FitMethod::nearest_log;
-    f.cv_other = cross_validate(f.samples, f.other_method, f.prior_compute, f.prior_memory, kAllFolds);
+    f.cv_other = cross_validate(f.samples, f.other_method, f.prior_compute, f.prior_memory, kAllFolds,
+                                {.robust_plane = false, .size_envelope = f.options.size_envelope});
     if (f.declared)  // the others' bound was taken at load (finish())
       for (const auto& s : f.samples)
         f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);

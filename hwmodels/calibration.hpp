@@ -31,7 +31,7 @@ struct FamilyCalibration {
   bool pooled = false;        // validate() filled cv / cv_other (five folds pooled) and, if declared, fit_max_error
   std::vector<Sample> samples;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
-  bool robust_plane = false;  // FamilyFit's robust local plane (kRobustPlaneFamilies, calibration.cpp)
+  FitOptions options;         // robust plane (kRobustPlaneFamilies), size envelope (collectives): calibration.cpp
   FamilyFit fit;              // the chosen method, fitted on every point
   CrossValidation cv;         // of the chosen method
   CrossValidation cv_other;   // of the best method not chosen, for the report

@@ -109,9 +109,35 @@ void make_monotone(std::vector<double>& v) {
 
 }  // namespace
 
-FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, double prior_compute, double prior_memory,
-                     bool robust)
-    : method_(method), robust_(robust && method == FitMethod::local_linear_series) {
+namespace {
+// A point this far (either way) from the log-linear interpolation of its two series neighbours,
+// while they agree with each other to within this factor beyond their own work ratio, is a glitch:
+// e.g. B200 FP8 GEMM n 4096, k 65536: 0.074 ms at m 16 and 0.079 ms at m 64, 0.388 ms at m 32.
+constexpr double kSpikeFactor = 1.5;
+}  // namespace
+
+std::vector<Sample> lower_envelope(const std::vector<Sample>& samples) {
+  std::vector<Sample> out = samples;
+  std::vector<size_t> idx(out.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  auto series = [&](size_t i) { return std::tuple(out[i].group, out[i].key, out[i].kernel); };
+  std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {
+    if (series(i) != series(j)) return series(i) < series(j);
+    const double ai = axis_of(out[i].compute_s, out[i].memory_s), aj = axis_of(out[j].compute_s, out[j].memory_s);
+    return ai != aj ? ai > aj : i < j;  // largest first
+  });
+  for (size_t p = 1; p < idx.size(); ++p)
+    if (series(idx[p]) == series(idx[p - 1]))
+      out[idx[p]].seconds = std::min(out[idx[p]].seconds, out[idx[p - 1]].seconds);
+  return out;
+}
+
+FamilyFit::FamilyFit(const std::vector<Sample>& measured, FitMethod method, double prior_compute, double prior_memory,
+                     FitOptions options)
+    : method_(method),
+      robust_(options.robust_plane && (method == FitMethod::local_linear_series || method == FitMethod::local_linear)) {
+  const std::vector<Sample> enveloped = options.size_envelope ? lower_envelope(measured) : std::vector<Sample>{};
+  const std::vector<Sample>& samples = options.size_envelope ? enveloped : measured;
   least_squares(samples, prior_compute, prior_memory, launch_s_, inv_c_, inv_m_, inv_d_);
   for (const auto& x : samples) {
     px_.push_back(x.x);
@@ -137,6 +163,11 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
     boxes_.push_back(b);
   }
   mark_spikes(samples);
+  // Under the size envelope, a point over kSpikeFactor slower than a larger message of its series
+  // is a glitch too (wherever it sits: the first size of a series has no smaller neighbour).
+  if (options.size_envelope)
+    for (size_t i = 0; i < measured.size(); ++i)
+      if (measured[i].seconds > kSpikeFactor * samples[i].seconds) pspike_[i] = 1;
   if (method != FitMethod::monotone_interp) return;
   std::vector<size_t> idx(samples.size());
   std::iota(idx.begin(), idx.end(), 0);
@@ -173,12 +204,6 @@ FamilyFit::FamilyFit(const std::vector<Sample>& samples, FitMethod method, doubl
   }
 }
 
-namespace {
-// A point this far (either way) from the log-linear interpolation of its two series neighbours,
-// while they agree with each other to within this factor beyond their own work ratio, is a glitch:
-// e.g. B200 FP8 GEMM n 4096, k 65536: 0.074 ms at m 16 and 0.079 ms at m 64, 0.388 ms at m 32.
-constexpr double kSpikeFactor = 1.5;
-}  // namespace
 
 void FamilyFit::mark_spikes(const std::vector<Sample>& samples) {
   // Along every grid line through a point (the measured shapes of its series that differ from it in
@@ -502,11 +527,11 @@ bool FamilyFit::has_series(std::uint64_t key) const {
 bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == offset; }
 
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,
-                               double prior_memory, int offset, bool robust) {
+                               double prior_memory, int offset, FitOptions options) {
   CrossValidation cv;
   // Glitches are judged against every measured neighbour (the whole set), by the rule the fit
   // applies to its own points.
-  const FamilyFit whole(samples, method, prior_compute, prior_memory, robust);
+  const FamilyFit whole(samples, method, prior_compute, prior_memory, options);
   std::vector<double> err, err_all;
   std::vector<std::pair<double, int>> ranked;
   // One fold (`offset` 0-4), or all five pooled (offset < 0): every point predicted once by a fit
@@ -515,7 +540,7 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod met
     std::vector<Sample> train, test;
     for (size_t i = 0; i < samples.size(); ++i) (held_out(i, o) ? test : train).push_back(samples[i]);
     if (train.empty() || test.empty()) continue;
-    FamilyFit fit(train, method, prior_compute, prior_memory, robust);
+    FamilyFit fit(train, method, prior_compute, prior_memory, options);
     for (size_t i = 0, t = 0; i < samples.size(); ++i) {
       if (!held_out(i, o)) continue;
       const Sample& s = test[t++];

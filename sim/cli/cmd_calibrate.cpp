@@ -78,7 +78,9 @@ std::string report_table(const hw::Calibration& c) {
                     "glitches: held-out rows that are isolated glitches of the whole measured set (over 1.5x off both neighbours\n"
                     "of their series, which agree; in a token series also out of order in time), counted apart from the errors;\n"
                     "fit max err: the final surface against every measurement, the stored measurement not returned and,\n"
-                    "for nearest-log-interp, the point itself left out; measured shapes themselves return their measurement)\n";
+                    "for nearest-log-interp, the point itself left out; measured shapes themselves return their measurement;\n"
+                    "NCCL collectives are fitted on each series' lower envelope along the message size, and a row over 1.5x\n"
+                    "slower than a larger message of its series is a glitch)\n";
   if (c.empty()) return out + "no calibration data: every family uses roofline priors\n";
   out += t.render();
   hw::LaunchOverhead lo = c.launch_overhead();
