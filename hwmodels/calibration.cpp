@@ -84,6 +84,7 @@ std::string moe_kernel_library(std::string_view k) {
 }
 
 std::uint64_t attention_group(double kv_bytes, double window) { return shape_key({kv_bytes, window}); }
+std::uint64_t encoder_attention_group(double head_dim) { return shape_key({-1, head_dim}); }
 
 double bus_factor(std::string_view op, int n) {
   double f = n > 1 ? double(n - 1) / n : 0;
@@ -158,6 +159,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     w = encoder_attention_work(positive(p, "batch"), positive(p, "seq"), positive(p, "heads"), positive(p, "head_dim"), g.sms,
                                encoder_tiles(g.arch));
     s.key = shape_key({p.number("batch"), p.number("heads"), p.number("head_dim")});
+    s.group = encoder_attention_group(p.number("head_dim"));
     s.x = attention_features(p.number("batch"), p.number("seq"), p.number("heads"), p.number("heads"), p.number("head_dim"));
   } else if (family == "moe") {
     const std::string d = p.string("dtype");

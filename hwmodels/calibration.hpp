@@ -104,5 +104,9 @@ std::string moe_kernel_library(std::string_view kernel_source);
 
 // Group key of an attention point: KV-cache bytes per element and sliding window (0 = full).
 std::uint64_t attention_group(double kv_bytes, double window);
+// Group key of an encoder-attention point: its head size. The kernels are built per head size and
+// their times do not interpolate across it (B300: head_dim 72 takes 1.27x the time of 64, and 80
+// only 1.16x): a measured head size is predicted from its own rows, another from every row.
+std::uint64_t encoder_attention_group(double head_dim);
 
 }  // namespace servesim::hw

@@ -191,7 +191,7 @@ class Model final : public KernelModel {
     check_positive({double(batch), double(seq), double(heads), double(head_dim)}, "encoder_attention");
     Query q{"encoder_attention", shape_key({double(batch), double(heads), double(head_dim)}),
             encoder_attention_work(batch, seq, heads, head_dim, gpu_.sms, encoder_tiles(gpu_.arch)), Precision::bf16, Precision::bf16,
-            attention_features(batch, seq, heads, heads, head_dim)};
+            attention_features(batch, seq, heads, heads, head_dim), encoder_attention_group(head_dim)};
     if (find("encoder_attention").cal) return eval(q);
     // Not measured anywhere: the prefill attention surface with twice the causal work (every
     // query sees every key), as a substitute.
