@@ -797,6 +797,12 @@ ModelSpec read_model_file(const std::string& path) {
   const std::string text = read_text(path);
   const auto doc = parse_json(sanitize(text), path);
   if (doc.is_object() && doc.contains("hf_config")) return parse_model_json(text, path);
+  // A ModelOpt quantization file given in place of the model's config: say which file to give.
+  if (doc.is_object() && doc.contains("quantization") && doc.contains("producer") && !doc.contains("model_type"))
+    throw Error(path, "model_type",
+                "this is a quantization config (hf_quant_config.json), not a model config: give the model's "
+                "config.json (an hf_quant_config.json beside it, or <name>_hf_quant_config.json for "
+                "<name>_config.json, is read with it)");
   // An HF config: named after its folder when it is "config.json", else after the file stem.
   const auto slash = path.find_last_of('/');
   std::string stem = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -210,6 +210,18 @@ TEST(Families, NestedConfigErrorsNameTheNestedField) {
   }
 }
 
+// A ModelOpt quantization file given in place of the model's config says which file to give.
+TEST(Families, QuantConfigInPlaceOfTheModelConfigSaysWhichFileToGive) {
+  try {
+    load_model_file(path("tiny-qwen3.5-moe_hf_quant_config.json"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "model_type");
+    EXPECT_NE(e.reason().find("quantization config (hf_quant_config.json)"), std::string::npos) << e.reason();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
 TEST(Families, MlaDecodeReadsTheLatentAndDsaCapsIt) {
   const auto& gpu = hw::Catalog::global().gpu("h200");
   const auto ds = load("tiny-deepseek-v3.json");
