@@ -238,6 +238,13 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     set("max_cudagraph_capture_size", per);
     set("enable_prefix_caching", false);
   }
+  // The KV cache of an FP8 deployment under the measured harness: FP8. A BF16 cache (vLLM's "auto"
+  // for a block-FP8 checkpoint such as MiniMax-M2.5's) cannot hold what the measured FP8 runs
+  // served without queueing: MiniMax-M2.5 on one B300 holds 106k tokens in BF16 (16 clients of
+  // 8192 + 1024 tokens need 147k) and measured a 524 ms TTFT there, 412 ms at 8 clients; with BF16
+  // servesim predicted 8.8 s. FP8 and NVFP4 ModelOpt checkpoints have an FP8 cache already.
+  if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block"))
+    s["kv_cache_dtype"] = "fp8";
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
   if (o.osl_spread_pct > 0)
@@ -558,6 +565,10 @@ std::string to_text(const Report& r, const Options& o) {
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +
          fixed(r.wall_s, 2) + " s on " + std::to_string(r.threads) + " thread(s)\n";
+  if (r.csv.rows > 0 && o.harness == "aic")
+    out += "Engine flags (--harness aic): AIConfigurator's generated vllm serve flags (max_num_batched_tokens = batch + ISL "
+           "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs up to the batch, no prefix caching), and an FP8 KV cache "
+           "for FP8 deployments\n";
   const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
                                                    : std::string("fixed ISL/OSL");
   out += "Each point: closed loop at its concurrency C, " + lengths + ", C x " + std::to_string(o.requests_per_client) +

@@ -91,8 +91,8 @@ struct Options {
   int threads = 0;               // <= 0: all cores; results do not depend on it
   std::uint64_t seed = 1;
   // Engine flags of CSV points: "aic" = those AIConfigurator's benchmark harness generates for
-  // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...); "serve" = `vllm
-  // serve`'s defaults (the engine profile's).
+  // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...) and an FP8 KV cache
+  // for FP8 deployments; "serve" = `vllm serve`'s defaults (the engine profile's, KV "auto").
   std::string harness = "aic";
   // Output-length spread of CSV points, % of their OSL (normal, as aiperf's --osl-stddev). The
   // measured harness fixes the length (0, the default); a spread desynchronises the closed loop's

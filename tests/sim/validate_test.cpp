@@ -327,8 +327,9 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
 }
 
 // CSV points run with the engine flags of the harness that generated them (--harness aic):
-// max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500; --harness
-// serve leaves vllm serve's defaults; a --scenario knob wins over the harness.
+// max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500, and an FP8
+// KV cache for FP8 deployments; --harness serve leaves vllm serve's defaults (KV "auto"); a
+// --scenario knob wins over the harness.
 TEST(Validate, HarnessEngineFlags) {
   v::Options o = h200_agg();
   int checked = 0;
@@ -339,6 +340,10 @@ TEST(Validate, HarnessEngineFlags) {
     EXPECT_EQ(e.at("max_num_batched_tokens").get<std::int64_t>(), c + isl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("max_model_len").get<std::int64_t>(), isl + osl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false);
+    if (p.scenario.at("precision") == "fp8")
+      EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "fp8") << p.measured.id;
+    else  // the INT4 weight-only point keeps the checkpoint's
+      EXPECT_FALSE(p.scenario.contains("kv_cache_dtype")) << p.measured.id;
     ++checked;
   }
   EXPECT_GT(checked, 0);
@@ -346,13 +351,15 @@ TEST(Validate, HarnessEngineFlags) {
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_FALSE(p.scenario.contains("engine") && p.scenario["engine"].contains("max_num_batched_tokens"));
+      EXPECT_FALSE(p.scenario.contains("kv_cache_dtype"));
     }
   }
   o.harness = "aic";
-  o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}};
+  o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}, {"kv_cache_dtype", "bf16"}};
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens"), 4096);
+      EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "bf16") << p.measured.id;
     }
   }
 }
