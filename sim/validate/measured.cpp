@@ -215,12 +215,21 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     p.decode_pp = num("decode_pp_size");
     p.decode_dp = num("decode_attention_dp_size");
     p.decode_moe_ep = num("decode_moe_ep_size");
-    if (int itp = 0, iep = 0; p.mode == "agg" && p.attention_dp > 1 && parse_id_layout(p.id, &itp, &iep) && itp == p.tp &&
-                              iep != p.moe_ep) {
-      p.layout_note = "id names TP" + std::to_string(itp) + " EP" + std::to_string(iep) + "; columns TP" + std::to_string(p.tp) +
-                      " DP" + std::to_string(p.attention_dp) + " EP" + std::to_string(p.moe_ep) + ": the id's layout is run";
+    int itp = 0, iep = 0;
+    const bool id_layout = parse_id_layout(p.id, &itp, &iep);
+    const std::string columns =
+        "columns TP" + std::to_string(p.tp) + " DP" + std::to_string(p.attention_dp) + " EP" + std::to_string(p.moe_ep);
+    if (p.mode == "agg" && p.attention_dp > 1 && id_layout && itp == p.tp && iep != p.moe_ep) {
+      p.layout_note = "id names TP" + std::to_string(itp) + " EP" + std::to_string(iep) + "; " + columns + ": the id's layout is run";
       p.attention_dp = 1;
       p.moe_ep = iep;
+      p.layout_rewrite = LayoutRewrite::from_id;
+    } else if (p.mode == "agg" && !id_layout && p.attention_dp > 1 && p.attention_dp == p.tp && p.moe_ep == p.tp * p.attention_dp) {
+      p.layout_note = columns + ", the pattern of the rows whose id names TP" + std::to_string(p.tp) + " EP" + std::to_string(p.tp) +
+                      ": TP" + std::to_string(p.tp) + " EP" + std::to_string(p.tp) + " is run";
+      p.attention_dp = 1;
+      p.moe_ep = p.tp;
+      p.layout_rewrite = LayoutRewrite::from_pattern;
     }
     a.ttft.push_back(ttft);
     a.tpot.push_back(tpot);
@@ -242,7 +251,8 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
       p.output_tps = double(p.concurrency) * double(p.osl) / ((p.ttft_ms + double(p.osl - 1) * p.tpot_ms) / 1e3);
       p.output_tps_derived = true;
     }
-    st.layout_from_id += p.layout_note.empty() ? 0 : 1;
+    st.layout_from_id += p.layout_rewrite == LayoutRewrite::from_id ? 1 : 0;
+    st.layout_from_pattern += p.layout_rewrite == LayoutRewrite::from_pattern ? 1 : 0;
     if (p.merged > 1) {
       ++st.merged_points;
       st.merged_rows += p.merged - 1;

@@ -463,7 +463,8 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
-                {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id}};
+                {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id},
+                {"layout_from_pattern", r.csv.layout_from_pattern}};
   auto group_json = [](const Group& g, const std::vector<std::string>& names) {
     nlohmann::json x;
     for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
@@ -561,6 +562,10 @@ std::string to_text(const Report& r, const Options& o) {
     out += std::to_string(r.csv.layout_from_id) +
            " points run the TP x EP layout their id names (_tp<N>_ep<M>_) instead of their columns' attention-DP one: "
            "those rows measure the same TPOT, to 1 %, as the same model's TP x EP rows (field layout_note)\n";
+  if (r.csv.layout_from_pattern > 0)
+    out += std::to_string(r.csv.layout_from_pattern) +
+           " points without a layout in their id, whose columns have the same pattern (TP t, DP t, EP t x t), run TP t EP t "
+           "too: their measurements are TP t EP t's, not those of t times the GPUs (field layout_note)\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +

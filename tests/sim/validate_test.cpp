@@ -106,16 +106,31 @@ TEST(Validate, CsvIdLayoutOverridesAttentionDpColumns) {
   v::CsvReadStats st;
   const auto ps = v::read_silicon_csv(f, &st);
   EXPECT_EQ(st.layout_from_id, 1);
+  EXPECT_EQ(st.layout_from_pattern, 1);
   const auto& a = by_id(ps, "x_agg_1024x1024_c4_tp4_ep4_1357");
   EXPECT_EQ(a.tp, 4);
   EXPECT_EQ(a.attention_dp, 1);
   EXPECT_EQ(a.moe_ep, 4);
   EXPECT_NE(a.layout_note.find("id names TP4 EP4; columns TP4 DP4 EP16"), std::string::npos) << a.layout_note;
+  // No layout in the id, the columns' pattern (TP t, DP t, EP t x t): run as TP t EP t too.
   const auto& b = by_id(ps, "x_agg_8192x1024_c4_cfg691");
-  EXPECT_EQ(b.attention_dp, 4);
-  EXPECT_EQ(b.moe_ep, 16);
-  EXPECT_TRUE(b.layout_note.empty());
+  EXPECT_EQ(b.attention_dp, 1);
+  EXPECT_EQ(b.moe_ep, 4);
+  EXPECT_NE(b.layout_note.find("columns TP4 DP4 EP16, the pattern of the rows whose id names TP4 EP4"), std::string::npos)
+      << b.layout_note;
   EXPECT_TRUE(by_id(ps, "x_agg_1024x1024_c8_tp4_ep4_1344").layout_note.empty());  // columns agree
+  // Attention DP of another shape (DP 8 over TP 1, EP 8: DeepSeek-style) is run as the columns say.
+  const auto g = (dir / "dep.csv").string();
+  std::ofstream(g) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_ep_size,"
+                      "silicon_ttft_ms,silicon_tpot_ms\n"
+                      "x_agg_1024x1024_c64_cfg9,silicon_concurrency=64,vllm,m,h100_sxm,agg,1024,1024,1,8,8,120,20\n"
+                      "x_agg_1024x1024_c64_cfg10,silicon_concurrency=64,vllm,m,h100_sxm,agg,1024,1024,2,2,8,120,20\n";
+  v::CsvReadStats st2;
+  for (const auto& p : v::read_silicon_csv(g, &st2)) {
+    EXPECT_GT(p.attention_dp, 1) << p.id;
+    EXPECT_TRUE(p.layout_note.empty()) << p.id;
+  }
+  EXPECT_EQ(st2.layout_from_pattern, 0);
 }
 
 TEST(Validate, CsvErrorsNameTheLine) {
