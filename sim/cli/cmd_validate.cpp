@@ -179,7 +179,7 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   c->add_option("--harness", o->harness,
                 "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "
-                "max_num_batched_tokens = batch + ISL + 1500, and an FP8 KV cache for FP8 deployments) or serve (vllm "
+                "max_num_batched_tokens = batch + ISL + 1500, and an FP8 KV cache for FP8 deployments on Blackwell) or serve (vllm "
                 "serve's defaults)");
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");

@@ -238,12 +238,16 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     set("max_cudagraph_capture_size", per);
     set("enable_prefix_caching", false);
   }
-  // The KV cache of an FP8 deployment under the measured harness: FP8. A BF16 cache (vLLM's "auto"
-  // for a block-FP8 checkpoint such as MiniMax-M2.5's) cannot hold what the measured FP8 runs
-  // served without queueing: MiniMax-M2.5 on one B300 holds 106k tokens in BF16 (16 clients of
-  // 8192 + 1024 tokens need 147k) and measured a 524 ms TTFT there, 412 ms at 8 clients; with BF16
-  // servesim predicted 8.8 s. FP8 and NVFP4 ModelOpt checkpoints have an FP8 cache already.
-  if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block"))
+  // The KV cache of an FP8 deployment on Blackwell under the measured harness: FP8. vLLM's "auto"
+  // keeps BF16 for a block-FP8 checkpoint (MiniMax-M2.5's), which cannot hold what the measured
+  // Blackwell FP8 runs served without queueing: on one B300 it holds 106k tokens, 16 clients of
+  // 8192 + 1024 need 147k, and the run measured 524 ms (412 ms at 8 clients) where BF16 predicts
+  // 8.8 s and FP8 0.76 s; 12 of the 14 Blackwell points whose prediction depends on it fit FP8.
+  // The H100 runs queue as a BF16 cache does (TP4 EP4, 64 clients of 8192 + 1024: 30.6 s measured,
+  // 34.0 s with BF16, 3.5 s with FP8; 6 of its 8 such points fit BF16), so Hopper keeps "auto".
+  // FP8 and NVFP4 ModelOpt checkpoints have an FP8 cache either way.
+  if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block") &&
+      hw::Catalog::global().gpu(gpu).arch.starts_with("blackwell"))
     s["kv_cache_dtype"] = "fp8";
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
@@ -573,7 +577,7 @@ std::string to_text(const Report& r, const Options& o) {
   if (r.csv.rows > 0 && o.harness == "aic")
     out += "Engine flags (--harness aic): AIConfigurator's generated vllm serve flags (max_num_batched_tokens = batch + ISL "
            "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs up to the batch, no prefix caching), and an FP8 KV cache "
-           "for FP8 deployments\n";
+           "for FP8 deployments on Blackwell\n";
   const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
                                                    : std::string("fixed ISL/OSL");
   out += "Each point: closed loop at its concurrency C, " + lengths + ", C x " + std::to_string(o.requests_per_client) +

@@ -102,7 +102,7 @@ struct Options {
   std::uint64_t seed = 1;
   // Engine flags of CSV points: "aic" = those AIConfigurator's benchmark harness generates for
   // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...) and an FP8 KV cache
-  // for FP8 deployments; "serve" = `vllm serve`'s defaults (the engine profile's, KV "auto").
+  // for FP8 deployments on Blackwell; "serve" = `vllm serve`'s defaults (the engine profile's, KV "auto").
   std::string harness = "aic";
   // Output-length spread of CSV points, % of their OSL (normal, as aiperf's --osl-stddev). The
   // measured harness fixes the length (0, the default); a spread desynchronises the closed loop's

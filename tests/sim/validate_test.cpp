@@ -343,11 +343,12 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
 
 // CSV points run with the engine flags of the harness that generated them (--harness aic):
 // max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500, and an FP8
-// KV cache for FP8 deployments; --harness serve leaves vllm serve's defaults (KV "auto"); a
+// KV cache for FP8 deployments on Blackwell; --harness serve leaves vllm serve's defaults (KV "auto"); a
 // --scenario knob wins over the harness.
 TEST(Validate, HarnessEngineFlags) {
   v::Options o = h200_agg();
-  int checked = 0;
+  o.gpus.push_back("b200");
+  int checked = 0, blackwell = 0;
   for (const auto& p : run_sample(o)) {
     if (!p.unmodellable.empty()) continue;
     const auto& e = p.scenario.at("engine");
@@ -355,13 +356,15 @@ TEST(Validate, HarnessEngineFlags) {
     EXPECT_EQ(e.at("max_num_batched_tokens").get<std::int64_t>(), c + isl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("max_model_len").get<std::int64_t>(), isl + osl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false);
-    if (p.scenario.at("precision") == "fp8")
+    if (p.scenario.at("precision") == "fp8" && p.scenario.at("gpu") == "b200")
       EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "fp8") << p.measured.id;
-    else  // the INT4 weight-only point keeps the checkpoint's
+    else  // H200 (Hopper: vLLM's "auto") and the INT4 weight-only point keep the checkpoint's
       EXPECT_FALSE(p.scenario.contains("kv_cache_dtype")) << p.measured.id;
+    blackwell += p.scenario.at("gpu") == "b200";
     ++checked;
   }
   EXPECT_GT(checked, 0);
+  EXPECT_EQ(blackwell, 1);  // the B200 row (its columns' TP2 DP2 EP4 pattern runs TP2 EP2)
   o.harness = "serve";
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
