@@ -232,7 +232,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
   r.opt("model", a.model).opt("model_file", a.model_file).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
       .csv("pp", a.pp).csv("dp", a.dp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
-      .opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
+      .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads)

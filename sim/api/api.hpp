@@ -127,6 +127,7 @@ struct SearchArgs {
                                                    // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", dp = "1,2,4,8", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
+  std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default
   bool expert_parallel = true, mixed_gpus = true, prune = true;

@@ -117,6 +117,11 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sp.max_num_batched_tokens = a.max_num_batched_tokens.empty()
                                   ? std::vector<std::int64_t>{defaults.max_num_batched_tokens}
                                   : int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
+  sp.kv_cache_dtypes = text::split_csv(text::lower(a.kv_cache_dtypes));
+  if (sp.kv_cache_dtypes.empty()) throw Error("--kv-cache-dtype", "", "is empty; give auto, bf16 or fp8 (comma-separated)");
+  for (const auto& k : sp.kv_cache_dtypes)
+    if (k != "auto" && k != "bf16" && k != "fp8")
+      throw Error("--kv-cache-dtype", "", "unknown KV-cache dtype '" + k + "'; known: auto (the checkpoint's), bf16, fp8");
   sp.gpu_memory_utilization = a.gpu_memory_utilization;
   if (!a.router.empty()) sp.router = sim::parse_router(a.router, "--router");
 
@@ -225,7 +230,7 @@ nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->
 nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
                       {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
-                      {"max_num_batched_tokens", a.max_num_batched_tokens}, {"concurrency", a.concurrency},
+                      {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
                       {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},

@@ -45,7 +45,7 @@ std::string configurations_csv(const nlohmann::json& j) {
     }
     return v.dump();
   };
-  const char* cfg_cols[] = {"index", "label", "family", "kind", "gpu", "decode_gpu", "instance", "decode_instance", "precision",
+  const char* cfg_cols[] = {"index", "label", "family", "kind", "gpu", "decode_gpu", "instance", "decode_instance", "precision", "kv_cache_dtype",
                             "tp", "pp", "ep", "dp", "prefill_workers", "prefill_tp", "prefill_ep", "decode_workers", "decode_tp",
                             "decode_ep", "max_num_seqs", "max_num_batched_tokens", "gpus", "status"};
   const char* bound_cols[] = {"ttft_lb_ms", "itl_lb_ms", "tps_ub_slo", "reason"};
@@ -100,18 +100,22 @@ std::string search_table(const nlohmann::json& j) {
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 str(j["objective"]["kind"]).c_str());
   out += line;
-  // The resolved space: GPU types (with the instance each stands for), precisions, and the one KV
-  // rule every candidate uses (models::checkpoint_kv_dtype).
-  std::vector<std::string> gpus, precisions;
+  // The resolved space: GPU types (with the instance each stands for), precisions, and the KV
+  // dtypes: the checkpoint's (models::checkpoint_kv_dtype) unless --kv-cache-dtype adds others.
+  std::vector<std::string> gpus, precisions, kvs;
+  bool kv_searched = false;  // a candidate whose KV dtype is not its checkpoint's (--kv-cache-dtype)
   auto add_once = [](std::vector<std::string>& v, const std::string& x) {
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   };
   for (const auto& c : j["configurations"]) {
     add_once(gpus, str(c["gpu"]) + " (" + str(c["instance"]) + ")");
     add_once(precisions, str(c["precision"]));
+    add_once(kvs, str(c["kv_cache_dtype"]));
+    kv_searched |= str(c["label"]).find(" kv ") != std::string::npos;
   }
   out += "Space: " + text::join(gpus, ", ") + "; precisions " + text::join(precisions, ", ") +
-         "; KV cache the checkpoint's (fp8 for fp8/nvfp4 weights, else bf16)\n";
+         (kv_searched ? "; KV cache " + text::join(kvs, ", ") + " (--kv-cache-dtype; labels name a KV dtype other than the checkpoint's)\n"
+                      : std::string("; KV cache the checkpoint's (fp8 for fp8/nvfp4 weights, else bf16)\n"));
   std::snprintf(line, sizeof line,
                 "%d configurations: %d simulated (%d points), %d do not fit, %d cannot meet the SLO, %d cannot win%s\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["points_simulated"].get<int>(),
@@ -349,6 +353,9 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");
   c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default: the engine default)");
   c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default: the engine default)");
+  c.add_option("--kv-cache-dtype", a.kv_cache_dtypes,
+               "KV-cache dtypes to try: auto (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16), "
+               "bf16, fp8; comma-separated (default auto)");
   c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "vLLM gpu_memory_utilization (default 0.9)");
   c.add_option("--isl", a.isl, "Input text tokens per request");
   c.add_option("--osl", a.osl, "Output tokens per request");

@@ -107,6 +107,7 @@ nlohmann::json SearchConfig::to_json() const {
   j["family"] = family;
   j["kind"] = disaggregated() ? "disaggregated" : "aggregated";
   j["precision"] = std::string(hw::to_string(precision));
+  j["kv_cache_dtype"] = std::string(hw::to_string(kv_dtype));
   j["max_num_seqs"] = max_num_seqs;
   j["max_num_batched_tokens"] = max_num_batched_tokens;
   j["gpus"] = gpus;
@@ -246,15 +247,26 @@ void Search::enumerate() {
     configs_.push_back(std::move(c));
   };
   auto knobs = [&](SearchConfig base, const std::string& label) {
-    for (int s : space_.max_num_seqs)
-      for (auto b : space_.max_num_batched_tokens) {
-        SearchConfig c = base;
-        c.max_num_seqs = s;
-        c.max_num_batched_tokens = b;
-        c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) + " seqs " + std::to_string(s) +
-                  " tokens " + std::to_string(b);
-        add(std::move(c));
-      }
+    // The KV dtypes this precision resolves the requested ones to, each once; a dtype other than
+    // the checkpoint's is named in the label.
+    std::vector<hw::Precision> kvs;
+    for (const auto& k : space_.kv_cache_dtypes) {
+      const hw::Precision kv = models::resolve_kv_cache_dtype(k, base.precision, "--kv-cache-dtype");
+      if (std::find(kvs.begin(), kvs.end(), kv) == kvs.end()) kvs.push_back(kv);
+    }
+    const hw::Precision own = models::checkpoint_kv_dtype(base.precision);
+    for (hw::Precision kv : kvs)
+      for (int s : space_.max_num_seqs)
+        for (auto b : space_.max_num_batched_tokens) {
+          SearchConfig c = base;
+          c.kv_dtype = kv;
+          c.max_num_seqs = s;
+          c.max_num_batched_tokens = b;
+          c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) +
+                    (kv != own ? " kv " + text::lower(std::string(hw::to_string(kv))) : std::string()) + " seqs " +
+                    std::to_string(s) + " tokens " + std::to_string(b);
+          add(std::move(c));
+        }
   };
   auto disagg = [&](const hw::InstanceSpec* pi, const hw::InstanceSpec* di, hw::Precision prec) {
     const bool mixed = pi != di;
@@ -345,12 +357,14 @@ EngineConfig Search::engine_of(const SearchConfig& c) const {
   return e;
 }
 
-const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, const models::Parallelism& par) {
-  const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::to_string(par.tp) + "|" +
+const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv,
+                                          const models::Parallelism& par) {
+  const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
+                          std::to_string(par.tp) + "|" +
                           std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp);
   auto it = costs_.find(key);
   if (it == costs_.end())
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, models::checkpoint_kv_dtype(p))).first;
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv)).first;
   return *it->second;
 }
 
@@ -361,7 +375,7 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const hw::GpuSpec& pg = cat.gpu(c.instance->gpu);
   const hw::GpuSpec& dg = cat.gpu(c.decode_instance->gpu);
   const EngineConfig e = engine_of(c);
-  const hw::Precision kv = models::checkpoint_kv_dtype(c.precision);
+  const hw::Precision kv = c.kv_dtype;
   const std::int64_t prompt = prompt_tokens();
   const std::int64_t seq_tokens = prompt + traffic_.osl;
   const int tiles = vision_tiles();
@@ -392,8 +406,8 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   if (c.disaggregated() && !plan_of(pg, ppar, "prefill")) return b;
   b.fits = true;
 
-  const models::StepCostModel& dcm = cost(dg, c.precision, dpar);
-  const models::StepCostModel& pcm = cost(pg, c.precision, ppar);
+  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar);
+  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar);
   auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
   const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
   const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
@@ -616,7 +630,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.instance = c.instance;
   d.gpu = &cat.gpu(c.instance->gpu);
   d.weights = c.precision;
-  d.kv_dtype = models::checkpoint_kv_dtype(c.precision);
+  d.kv_dtype = c.kv_dtype;
   d.engine = engine_of(c);
   d.router = space_.router;
   d.seed = traffic_.seed;
@@ -687,7 +701,7 @@ nlohmann::json Search::deployment(int index) const {
   d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
   d["model"] = space_.model->name;
   d["precision"] = text::lower(std::string(hw::to_string(c.precision)));
-  d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(models::checkpoint_kv_dtype(c.precision))));
+  d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(c.kv_dtype)));
   d["max_model_len"] = e.max_model_len;
   d["max_num_seqs"] = e.max_num_seqs;
   d["max_num_batched_tokens"] = e.max_num_batched_tokens;

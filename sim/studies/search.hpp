@@ -43,6 +43,9 @@ struct SearchSpace {
   std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode
   std::vector<int> max_num_seqs = {EngineConfig{}.max_num_seqs};
   std::vector<std::int64_t> max_num_batched_tokens = {EngineConfig{}.max_num_batched_tokens};
+  // KV-cache dtypes: "auto" (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16),
+  // "bf16", "fp8"; each resolved per precision, the same dtype tried once.
+  std::vector<std::string> kv_cache_dtypes = {"auto"};
   double gpu_memory_utilization = 0.9;
   RouterPolicy router = RouterPolicy::least_outstanding;
 };
@@ -77,6 +80,7 @@ struct SearchConfig {
   const hw::InstanceSpec* instance = nullptr;        // aggregated, or prefill (+encode) workers
   const hw::InstanceSpec* decode_instance = nullptr; // decode workers (== instance unless mixed)
   hw::Precision precision = hw::Precision::bf16;
+  hw::Precision kv_dtype = hw::Precision::bf16;      // the KV cache's element type
   int max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 8192;
   int gpus = 0;                                      // one copy
@@ -165,7 +169,7 @@ class Search {
   EngineConfig engine_of(const SearchConfig& c) const;
   std::int64_t prompt_tokens() const;
   int vision_tiles() const;
-  const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, const models::Parallelism& par);
+  const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv, const models::Parallelism& par);
   std::string group_of(int index) const;
 
   SearchSpace space_;

@@ -178,3 +178,18 @@ def test_data_parallel_attention_is_searched_and_emitted(tmp_path):
     d = servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200,
                         concurrency=[8], requests=16, tp=[1], topology="agg", precision="fp8")
     assert not [c for c in d["configurations"] if "DP" in c["label"]]
+
+
+def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
+    # Llama-3.1-8B BF16 on one H200: "auto" is its BF16 cache, "fp8" adds a candidate whose label,
+    # configuration and emitted vllm serve line carry the FP8 cache.
+    r = servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200,
+                        precision="bf16", tp=[1], topology="agg", concurrency=[1, 8], requests=16, threads=2,
+                        kv_cache_dtype=["auto", "fp8"])
+    kv = {c["kv_cache_dtype"]: c["label"] for c in r["configurations"]}
+    assert set(kv) == {"bf16", "fp8"}
+    assert " kv " not in kv["bf16"] and " kv fp8 " in kv["fp8"]
+    files = servesim.emit(r["best"], str(tmp_path))
+    serve = open(os.path.join(str(tmp_path), "vllm-serve.sh")).read()
+    assert ("--kv-cache-dtype fp8" in serve) == (r["best"]["kv_cache_dtype"] == "fp8")
+    assert files
