@@ -204,7 +204,6 @@ FamilyFit::FamilyFit(const std::vector<Sample>& measured, FitMethod method, doub
   }
 }
 
-
 void FamilyFit::mark_spikes(const std::vector<Sample>& samples) {
   // Along every grid line through a point (the measured shapes of its series that differ from it in
   // one coordinate only), its nearest neighbours on either side; the point is a glitch when it is

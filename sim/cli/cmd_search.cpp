@@ -15,6 +15,8 @@
 #include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
@@ -103,7 +105,7 @@ std::string search_table(const nlohmann::json& j) {
   // The resolved space: GPU types (with the instance each stands for), precisions, and the KV
   // dtypes: the checkpoint's (models::checkpoint_kv_dtype) unless --kv-cache-dtype adds others.
   std::vector<std::string> gpus, precisions, kvs;
-  bool kv_searched = false;  // a candidate whose KV dtype is not its checkpoint's (--kv-cache-dtype)
+  bool kv_searched = false;  // a candidate whose KV dtype is not its precision's checkpoint one (--kv-cache-dtype)
   auto add_once = [](std::vector<std::string>& v, const std::string& x) {
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   };
@@ -111,7 +113,8 @@ std::string search_table(const nlohmann::json& j) {
     add_once(gpus, str(c["gpu"]) + " (" + str(c["instance"]) + ")");
     add_once(precisions, str(c["precision"]));
     add_once(kvs, str(c["kv_cache_dtype"]));
-    kv_searched |= str(c["label"]).find(" kv ") != std::string::npos;
+    kv_searched |= str(c["kv_cache_dtype"]) !=
+                   hw::to_string(models::checkpoint_kv_dtype(hw::parse_precision(str(c["precision"]), "precision")));
   }
   out += "Space: " + text::join(gpus, ", ") + "; precisions " + text::join(precisions, ", ") +
          (kv_searched ? "; KV cache " + text::join(kvs, ", ") + " (--kv-cache-dtype; labels name a KV dtype other than the checkpoint's)\n"
