@@ -238,6 +238,8 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
       r.prompts += ws.prompts;
       r.prompts_behind_prefill += ws.prompts_behind_prefill;
       r.prefill_step_s += ws.prefill_step_s;
+      r.prompt_tokens += ws.prompt_tokens;
+      r.prompt_tokens_cached += ws.prompt_tokens_cached;
     }
     r.engine = p.engine;
     r.transfers = pr.transfers;
@@ -272,6 +274,8 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     r.prompts += worker.stats().prompts;
     r.prompts_behind_prefill += worker.stats().prompts_behind_prefill;
     r.prefill_step_s += worker.stats().prefill_step_s;
+    r.prompt_tokens += worker.stats().prompt_tokens;
+    r.prompt_tokens_cached += worker.stats().prompt_tokens_cached;
   }
   r.engine = p.engine;
   r.summary = r.metrics.summary();
@@ -305,6 +309,9 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
                   {"behind_prefill_fraction", r.behind_prefill_fraction()},
                   {"prefill_duty", r.prefill_duty()},
                   {"prefill_train", r.prefill_train()}};
+  j["prefix_cache"] = {{"prompt_tokens", r.prompt_tokens},
+                       {"cached_tokens", r.prompt_tokens_cached},
+                       {"hit_fraction", r.prefix_hit_fraction()}};
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;

@@ -69,6 +69,8 @@ struct SimResult {
   // another's prefill) when at least half the prompts waited and at least twice as many as chance.
   std::int64_t prompts = 0, prompts_behind_prefill = 0;
   double prefill_step_s = 0;     // summed over replicas
+  std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;   // admitted prompts (warm-up included); prefix-cache hits
+  double prefix_hit_fraction() const { return prompt_tokens > 0 ? double(prompt_tokens_cached) / double(prompt_tokens) : 0.0; }
   double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }
   double prefill_duty() const {   // over the workers that prefill (a disaggregated decode worker does not)
     const auto n = std::count_if(workers.begin(), workers.end(), [](const WorkerStats& w) { return w.prefill_step_s > 0; });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
@@ -20,7 +21,7 @@ class Generator final : public Workload {
  public:
   explicit Generator(const WorkloadConfig& c)
       : c_(c), lengths_rng_(splitmix64(c.seed ^ 0x6c656e67ULL)), arrival_rng_(splitmix64(c.seed ^ 0x61727276ULL)),
-        vision_(vision_work(c.multimodal)) {
+        dataset_rng_(splitmix64(c.seed ^ 0x64617461ULL)), vision_(vision_work(c.multimodal)) {
     if (c_.arrival == Arrival::schedule) build_schedule();
     total_ = c_.arrival == Arrival::schedule ? static_cast<std::int64_t>(order_.size())
                                              : c_.warmup_requests + c_.requests;
@@ -38,8 +39,9 @@ class Generator final : public Workload {
       const std::int64_t k = c_.arrival == Arrival::schedule && !c_.schedule_ms ? order_[static_cast<size_t>(i_)] : i_ % n;
       e = &(*c_.trace)[static_cast<size_t>(k)];
     }
-    r.input_tokens = e ? e->input_length : c_.isl.sample(lengths_rng_);
-    r.output_tokens = e && e->output_length > 0 ? e->output_length : c_.osl.sample(lengths_rng_);
+    const Entry* d = e || c_.dataset.entries <= 0 ? nullptr : &dataset_entry();
+    r.input_tokens = e ? e->input_length : d ? d->isl : c_.isl.sample(lengths_rng_);
+    r.output_tokens = e && e->output_length > 0 ? e->output_length : d ? d->osl : c_.osl.sample(lengths_rng_);
     if (e) r.trace_line = e->line;
     if (e && !e->hash_ids.empty()) {
       r.prefix_hashes = e->hash_ids;
@@ -48,6 +50,13 @@ class Generator final : public Workload {
     r.vision_tokens = vision_.tokens;
     r.vision_tiles = vision_.tiles;
     r.input_tokens += vision_.tokens;
+    if (d) {   // the entry's content: one hash per 512-token block, distinct between entries
+      const std::int64_t blocks = (r.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+      r.prefix_hashes.reserve(static_cast<std::size_t>(blocks));
+      for (std::int64_t j = 0; j < blocks; ++j)
+        r.prefix_hashes.push_back(splitmix64(d->salt + static_cast<std::uint64_t>(j)));
+      r.hash_block_tokens = kMooncakeBlockTokens;
+    }
     ++i_;
     return r;
   }
@@ -90,8 +99,41 @@ class Generator final : public Workload {
     for (auto k : order_) times_s_.push_back((ms[static_cast<size_t>(k)] - t0) * 1e-3 * c_.time_scale);
   }
 
+  struct Entry {
+    std::int64_t isl = 0, osl = 0;
+    std::uint64_t salt = 0;
+  };
+  // The dataset entry request i_ sends; an entry's lengths are drawn when it is first used (as
+  // aiperf synthesises each entry once), from the lengths stream.
+  const Entry& dataset_entry() {
+    const std::int64_t n = c_.dataset.entries;
+    std::int64_t k = 0;
+    switch (c_.dataset.sampling) {
+      case DatasetSampling::sequential: k = i_ % n; break;
+      case DatasetSampling::random: k = dataset_rng_.uniform_int(0, n - 1); break;
+      case DatasetSampling::shuffle:
+        if (i_ % n == 0) {   // a new pass: Fisher-Yates over the entries
+          pass_order_.resize(static_cast<std::size_t>(n));
+          std::iota(pass_order_.begin(), pass_order_.end(), 0);
+          for (std::int64_t a = n - 1; a > 0; --a)
+            std::swap(pass_order_[static_cast<std::size_t>(a)], pass_order_[static_cast<std::size_t>(dataset_rng_.uniform_int(0, a))]);
+        }
+        k = pass_order_[static_cast<std::size_t>(i_ % n)];
+        break;
+    }
+    auto [it, fresh] = entries_.try_emplace(k);
+    if (fresh) {
+      it->second.isl = c_.isl.sample(lengths_rng_);
+      it->second.osl = c_.osl.sample(lengths_rng_);
+      it->second.salt = splitmix64(c_.seed ^ splitmix64(static_cast<std::uint64_t>(k) + 0x656e747279ULL)) << 20;
+    }
+    return it->second;
+  }
+
   WorkloadConfig c_;
-  Rng lengths_rng_, arrival_rng_;
+  Rng lengths_rng_, arrival_rng_, dataset_rng_;
+  std::unordered_map<std::int64_t, Entry> entries_;
+  std::vector<std::int64_t> pass_order_;   // shuffle: this pass's order of the entries
   VisionWork vision_;
   std::int64_t i_ = 0, total_ = 0;
   double t_ = 0;
@@ -102,7 +144,7 @@ class Generator final : public Workload {
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> k = {
       "concurrency", "request_rate", "arrival", "burstiness", "fixed_schedule", "schedule_file", "time_scale",
-      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal"};
+      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset"};
   return k;
 }
 
@@ -144,6 +186,15 @@ MultimodalConfig parse_multimodal(const JsonReader& m) {
 }
 
 }  // namespace
+
+const char* sampling_name(DatasetSampling s) {
+  switch (s) {
+    case DatasetSampling::sequential: return "sequential";
+    case DatasetSampling::random: return "random";
+    case DatasetSampling::shuffle: return "shuffle";
+  }
+  return "?";
+}
 
 const char* arrival_name(Arrival a) {
   switch (a) {
@@ -225,6 +276,16 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   if (seed < 0) j.fail("seed", "must be >= 0");
   c.seed = static_cast<std::uint64_t>(seed);
   if (j.has("multimodal")) c.multimodal = parse_multimodal(j.object("multimodal"));
+  if (j.has("dataset")) {
+    const JsonReader ds = j.object("dataset");
+    check_keys(ds, {"entries", "sampling"});
+    c.dataset.entries = ds.integer("entries");
+    const std::string how = text::lower(ds.string_or("sampling", "sequential"));
+    if (how == "sequential") c.dataset.sampling = DatasetSampling::sequential;
+    else if (how == "random") c.dataset.sampling = DatasetSampling::random;
+    else if (how == "shuffle") c.dataset.sampling = DatasetSampling::shuffle;
+    else ds.fail("sampling", "unknown sampling '" + how + "'; known: sequential, random, shuffle");
+  }
   validate(c, j.file(), j.field(""));
   return c;
 }
@@ -272,6 +333,11 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
   check_len(c.isl, "isl");
   check_len(c.osl, "osl");
   if (c.hash_block_tokens < 1) fail("trace.block_tokens", "must be >= 1");
+  if (c.dataset.entries < 0 || c.dataset.entries > 1'000'000)
+    fail("dataset.entries", "must be 0..10^6 prompts (0: every request a distinct prompt), got " +
+                                std::to_string(c.dataset.entries));
+  if (c.dataset.entries > 0 && c.trace)
+    fail("dataset", "applies to synthetic prompts (isl/osl); a trace's hash_ids already say which prompts repeat");
   const auto& t = c.multimodal.tiling;
   if (t.min_tiles < 1 || t.max_tiles < t.min_tiles || t.max_tiles > 256)
     fail("multimodal.max_tiles", "need 1 <= min_tiles <= max_tiles <= 256");

@@ -35,6 +35,22 @@ enum class Arrival {
 };
 const char* arrival_name(Arrival a);
 
+// aiperf's synthetic dataset: the prompts a client draws from. aiperf synthesises
+// --num-dataset-entries prompts (100 by default) and cycles through them, so a run of more
+// requests than entries re-sends identical prompts, which vLLM's prefix cache (on by default)
+// serves without prefilling them again. entries = 0: every request is a distinct prompt (real
+// traffic; servesim's default).
+enum class DatasetSampling {
+  sequential,    // entry i mod N
+  random,        // uniform, with replacement
+  shuffle,       // a fresh random order of the N entries in every pass
+};
+const char* sampling_name(DatasetSampling s);
+struct DatasetConfig {
+  std::int64_t entries = 0;
+  DatasetSampling sampling = DatasetSampling::sequential;
+};
+
 struct WorkloadConfig {
   Arrival arrival = Arrival::concurrency;
   int concurrency = 1;                 // Arrival::concurrency
@@ -55,6 +71,9 @@ struct WorkloadConfig {
   std::shared_ptr<const std::vector<double>> schedule_ms;
   std::string schedule_file;
   MultimodalConfig multimodal;         // vision tokens are added to the prompt
+  // Synthetic prompts drawn from a finite dataset: an entry keeps its lengths and content
+  // (prefix hashes, one per 512-token block), so repeats can hit the prefix cache.
+  DatasetConfig dataset;
 };
 
 // Validates the scenario "workload" object (schema in workloads/README.md); trace, schedule and

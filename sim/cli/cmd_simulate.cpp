@@ -36,6 +36,8 @@ namespace {
 struct SimOpts {
   std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
   std::optional<int> gpus, tp, pp, ep, dp, max_num_seqs, block_size;
+  std::optional<std::int64_t> dataset_entries;
+  std::string dataset_sampling;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
   bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false;
@@ -78,6 +80,10 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--burstiness", o.burstiness, "Gamma arrivals' shape (1 = Poisson)");
   c.add_option("--requests", o.requests, "Measured requests (per point)");
   c.add_option("--warmup-requests", o.warmup, "Requests sent first and left out of the metrics");
+  c.add_option("--dataset-entries", o.dataset_entries,
+               "Distinct prompts the client cycles through (aiperf --num-dataset-entries, 100 there); repeats hit the "
+               "prefix cache when it is on. Default 0: every request a distinct prompt");
+  c.add_option("--dataset-sampling", o.dataset_sampling, "Order of the dataset entries: sequential (default), random, shuffle");
   c.add_option("--seed", o.seed, "Random seed")->check(int64_range());
   c.add_option("--router", o.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--max-num-seqs", o.max_num_seqs, "vLLM max_num_seqs");
@@ -316,6 +322,12 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.requests) w["requests"] = *o.requests;
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
+  if (o.dataset_entries) w["dataset"]["entries"] = *o.dataset_entries;
+  if (!o.dataset_sampling.empty()) {
+    if (!w.contains("dataset") || !w["dataset"].contains("entries"))
+      throw Error("--dataset-sampling", "", "needs --dataset-entries N (or a scenario workload.dataset): without a dataset every prompt is distinct");
+    w["dataset"]["sampling"] = o.dataset_sampling;
+  }
   // The embedded scenario's 32 clients with a smaller --requests: fewer clients, and the header
   // says so (a --concurrency the user gave is checked by the parser instead).
   if (o.scenario.empty() && o.concurrency.empty() && o.request_rate.empty() && o.requests && w.contains("concurrency") &&
@@ -422,6 +434,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (r.prefill_train() && !r.cohort_locked() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
                                 "closed loops at light load often wait less, see README)"
                               : "") + "\n";
+  if (r.prompt_tokens_cached > 0)
+    out += std::string("prefix cache             ") + fixed(100 * r.prefix_hit_fraction(), 1) +
+           "% of admitted prompt tokens were served from the prefix cache\n";
   out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
   for (std::size_t i = 0; i < m.replicas.size(); ++i) {

@@ -33,6 +33,8 @@ struct WorkerStats {
   // prompt's prefill ran (a "train" when most do: each round's prompts queue one behind another).
   std::int64_t prompts = 0, prompts_behind_prefill = 0;
   double prefill_step_s = 0;                // time inside steps that carry prefill tokens
+  // Prompt tokens of admitted requests (warm-up included), and those the prefix cache served.
+  std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;
 };
 
 class Worker {

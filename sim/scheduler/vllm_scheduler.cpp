@@ -297,7 +297,11 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   r.cached_tokens = computed;
   r.phase = Phase::running;
   const bool first = std::isnan(r.scheduled_s);
-  if (first) r.scheduled_s = now_s;
+  if (first) {
+    r.scheduled_s = now_s;
+    prompt_tokens_admitted_ += r.num_tokens();
+    prompt_tokens_cached_ += computed;
+  }
   waiting_tokens_ -= r.num_tokens();
   running_.push_back(running_entry(r, slot));
   running_.back().step = static_cast<std::int32_t>(n);

@@ -77,11 +77,15 @@ class VllmScheduler {
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
   int num_scheduled() const { return scheduled_; }
+  // Prompt tokens at requests' first admission, and those served from the prefix cache.
+  std::int64_t prompt_tokens_admitted() const { return prompt_tokens_admitted_; }
+  std::int64_t prompt_tokens_cached() const { return prompt_tokens_cached_; }
   std::int64_t waiting_tokens() const { return waiting_tokens_; }   // prompt tokens queued, not yet admitted
   std::int64_t preemptions() const { return preemptions_; }
   const EngineConfig& config() const { return cfg_; }
 
  private:
+  std::int64_t prompt_tokens_admitted_ = 0, prompt_tokens_cached_ = 0;
   std::int32_t new_slot();
   std::int32_t init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
   // Blocks a request holds once `end` tokens have slots (K lookahead added here) and `computed`

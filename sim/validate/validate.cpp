@@ -251,6 +251,9 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     s["kv_cache_dtype"] = "fp8";
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  // The client's dataset (aiperf --num-dataset-entries) is the harness's, as its engine flags are.
+  if (o.base.is_object() && o.base.contains("workload") && o.base["workload"].is_object() && o.base["workload"].contains("dataset"))
+    s["workload"]["dataset"] = o.base["workload"]["dataset"];
   if (o.osl_spread_pct > 0)
     s["workload"]["osl"] = {{"kind", "normal"}, {"mean", p.osl}, {"stddev", o.osl_spread_pct / 100 * double(p.osl)}};
   return s;

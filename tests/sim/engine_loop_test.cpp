@@ -345,5 +345,28 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   EXPECT_FALSE(poisson.prefill_train());
 }
 
+
+TEST(ClosedLoop, DatasetRepeatsHitThePrefixCache) {
+  // aiperf's dataset of 4 prompts, 12 requests from 2 clients: requests 4..11 re-send a prompt
+  // whose blocks a finished request left in the cache. vLLM never takes a full hit (the last
+  // token is recomputed to sample from it), so each repeat of 1000 tokens hits
+  // floor(999 / 16) = 62 blocks of 16 = 992 tokens: 8 x 992 of 12 x 1000 prompt tokens.
+  auto scenario = [](bool dataset) {
+    nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
+                        {"engine_profile", "vllm-0.19"}, {"engine", {{"enable_prefix_caching", true}}},
+                        {"workload", {{"concurrency", 2}, {"requests", 12}, {"isl", 1000}, {"osl", 8}, {"seed", 1}}}};
+    if (dataset) j["workload"]["dataset"] = {{"entries", 4}};
+    return parse_scenario(j.dump(), "test");
+  };
+  const SimResult reuse = simulate(scenario(true));
+  EXPECT_EQ(reuse.prompt_tokens, 12 * 1000);
+  EXPECT_EQ(reuse.prompt_tokens_cached, 8 * 992);
+  EXPECT_NEAR(reuse.prefix_hit_fraction(), 8.0 * 992 / 12000, 1e-12);
+  // Distinct prompts (no dataset): nothing to hit, and every prompt pays its prefill.
+  const SimResult fresh = simulate(scenario(false));
+  EXPECT_EQ(fresh.prompt_tokens_cached, 0);
+  EXPECT_LT(reuse.summary.ttft_ms.avg, fresh.summary.ttft_ms.avg);
+}
+
 }  // namespace
 }  // namespace servesim::sim

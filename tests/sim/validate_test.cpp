@@ -373,10 +373,15 @@ TEST(Validate, HarnessEngineFlags) {
     }
   }
   o.harness = "aic";
-  o.base = {{"engine", {{"max_num_batched_tokens", 4096}}}, {"kv_cache_dtype", "bf16"}};
+  // A harness with prefix caching and aiperf's 100-prompt dataset: both reach every point.
+  o.base = {{"engine", {{"max_num_batched_tokens", 4096}, {"enable_prefix_caching", true}}},
+            {"kv_cache_dtype", "bf16"},
+            {"workload", {{"dataset", {{"entries", 100}}}}}};
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens"), 4096);
+      EXPECT_EQ(p.scenario.at("engine").at("enable_prefix_caching"), true);
+      EXPECT_EQ(p.scenario.at("workload").at("dataset").at("entries"), 100);
       EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "bf16") << p.measured.id;
     }
   }

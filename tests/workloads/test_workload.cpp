@@ -1,5 +1,7 @@
 // Closed-loop semantics, trace replay, files and bad input.
+#include <algorithm>
 #include <queue>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -201,5 +203,57 @@ TEST(Workload, BadScenariosGiveOneClearError) {
   EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/nonexistent.jsonl"})").find("/nonexistent.jsonl: cannot open file"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"concurrency": 1, "trace": "/dev/zero"})").find("give a regular file"),
+            std::string::npos);
+}
+
+TEST(Workload, DatasetEntriesRepeatTheirPromptAndLengths) {
+  // Three entries, sequential (aiperf cycles through its dataset): request i sends entry i mod 3,
+  // with that entry's lengths (drawn once) and content (one hash per 512-token block).
+  const auto seq = materialize(parse(R"({"concurrency": 2, "requests": 7, "isl": {"kind": "normal", "mean": 1200, "stddev": 300},
+      "osl": {"kind": "uniform", "min": 5, "max": 500}, "dataset": {"entries": 3}})"));
+  ASSERT_EQ(seq.size(), 7u);
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const auto& a = seq[i];
+    ASSERT_EQ(a.hash_block_tokens, 512);
+    EXPECT_EQ(static_cast<std::int64_t>(a.prefix_hashes.size()), (a.input_tokens + 511) / 512);
+    for (std::size_t j = 0; j < seq.size(); ++j) {
+      const bool same = i % 3 == j % 3;
+      EXPECT_EQ(seq[j].prefix_hashes == a.prefix_hashes, same) << i << " " << j;
+      if (same) EXPECT_EQ(seq[j].output_tokens, a.output_tokens);
+      if (!same) EXPECT_NE(seq[j].prefix_hashes[0], a.prefix_hashes[0]);
+    }
+  }
+  // Shuffle: every pass of 4 sends each entry once, in a new order.
+  const auto sh = materialize(parse(R"({"concurrency": 1, "requests": 12, "isl": 600, "osl": 4,
+      "dataset": {"entries": 4, "sampling": "shuffle"}})"));
+  std::vector<std::uint64_t> first;
+  for (const auto& r : sh) first.push_back(r.prefix_hashes[0]);
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<std::uint64_t> p(first.begin() + 4 * pass, first.begin() + 4 * pass + 4);
+    std::sort(p.begin(), p.end());
+    EXPECT_EQ(std::unique(p.begin(), p.end()), p.end()) << "pass " << pass;
+    std::vector<std::uint64_t> p0(first.begin(), first.begin() + 4);
+    std::sort(p0.begin(), p0.end());
+    EXPECT_EQ(p, p0);
+  }
+  // Random: with replacement, only 2 distinct prompts among many requests.
+  const auto rnd = materialize(parse(R"({"concurrency": 1, "requests": 50, "isl": 100, "osl": 4,
+      "dataset": {"entries": 2, "sampling": "random"}})"));
+  std::set<std::uint64_t> distinct;
+  for (const auto& r : rnd) distinct.insert(r.prefix_hashes[0]);
+  EXPECT_EQ(distinct.size(), 2u);
+  // No dataset: no prefix identity (every prompt distinct), and the same lengths as before.
+  const auto plain = materialize(parse(R"({"concurrency": 1, "requests": 3, "isl": 100, "osl": 4})"));
+  EXPECT_TRUE(plain[0].prefix_hashes.empty());
+  EXPECT_EQ(plain[0].hash_block_tokens, 0);
+}
+
+TEST(Workload, BadDatasetGivesOneClearError) {
+  EXPECT_EQ(error_of(R"({"concurrency": 1, "isl": 10, "osl": 1, "dataset": {"entries": -1}})"),
+            "<test>: workload.dataset.entries: must be 0..10^6 prompts (0: every request a distinct prompt), got -1");
+  EXPECT_EQ(error_of(R"({"concurrency": 1, "isl": 10, "osl": 1, "dataset": {"entries": 5, "sampling": "zigzag"}})"),
+            "<test>: workload.dataset.sampling: unknown sampling 'zigzag'; known: sequential, random, shuffle");
+  EXPECT_NE(error_of(R"({"concurrency": 1, "trace": ")" + data("mooncake_small.jsonl") + R"(", "osl": 1, "dataset": {"entries": 5}})")
+                .find("workload.dataset: applies to synthetic prompts"),
             std::string::npos);
 }
