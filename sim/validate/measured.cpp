@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -244,6 +245,19 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     MeasuredPoint p = std::move(a.p);
     p.ttft_ms = median(a.ttft);
     p.tpot_ms = median(a.tpot);
+    std::set<std::pair<double, double>> runs;
+    for (std::size_t i = 0; i < a.ttft.size(); ++i) runs.emplace(a.ttft[i], a.tpot[i]);
+    p.runs = static_cast<int>(runs.size());
+    if (p.runs > 1) {
+      std::vector<double> t, d;
+      for (const auto& [x, y] : runs) {
+        t.push_back(x);
+        d.push_back(y);
+      }
+      auto spread = [](std::vector<double> v) { return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / median(v); };
+      p.ttft_rerun_spread = spread(t);
+      p.tpot_rerun_spread = spread(d);
+    }
     // The CSV records no throughput. In a closed loop each of C clients finishes one request of
     // OSL tokens every TTFT + (OSL - 1) x TPOT (aiperf's ITL definition), so by Little's law the
     // output throughput is C x OSL / that latency.

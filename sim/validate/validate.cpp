@@ -396,6 +396,30 @@ namespace {
 nlohmann::json num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 nlohmann::json pct(double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); }
 
+// Points of the run measured in 2+ runs with different figures: the spread between runs (the
+// measurement's own repeatability) and servesim's error on the same points.
+struct Reruns {
+  int points = 0;
+  ErrorStats ttft_spread, tpot_spread, ttft_err, tpot_err;
+};
+Reruns reruns_of(const Report& r) {
+  Reruns x;
+  std::vector<double> ts, ps, te, pe;
+  for (const auto& p : r.points)
+    if (p.unmodellable.empty() && p.measured.runs > 1) {
+      ts.push_back(p.measured.ttft_rerun_spread);
+      ps.push_back(p.measured.tpot_rerun_spread);
+      te.push_back(p.ttft_err);
+      pe.push_back(p.itl_err);
+    }
+  x.points = static_cast<int>(ts.size());
+  x.ttft_spread = error_stats(ts);
+  x.tpot_spread = error_stats(ps);
+  x.ttft_err = error_stats(te);
+  x.tpot_err = error_stats(pe);
+  return x;
+}
+
 nlohmann::json stats_json(const ErrorStats& s) {
   return {{"n", s.n}, {"median_signed_pct", pct(s.median_signed)}, {"median_abs_pct", pct(s.median_abs)},
           {"p90_abs_pct", pct(s.p90_abs)}};
@@ -498,6 +522,8 @@ nlohmann::json to_json(const Report& r, const Options& o) {
                         {"measured", {{"ttft_ms", num(m.ttft_ms)}, {"tpot_ms", num(m.tpot_ms)}, {"output_tps", num(m.output_tps)},
                                       {"output_tps_derived", m.output_tps_derived}}}};
     if (!m.layout_note.empty()) x["layout_note"] = m.layout_note;
+    if (m.runs > 1)
+      x["reruns"] = {{"runs", m.runs}, {"ttft_spread_pct", pct(m.ttft_rerun_spread)}, {"tpot_spread_pct", pct(m.tpot_rerun_spread)}};
     if (m.mode == "disagg")
       x["disagg"] = {{"prefill_workers", m.prefill_workers}, {"prefill_tp", m.prefill_tp},
                      {"decode_workers", m.decode_workers}, {"decode_tp", m.decode_tp}};
@@ -518,6 +544,11 @@ nlohmann::json to_json(const Report& r, const Options& o) {
     pts.push_back(std::move(x));
   }
   j["points"] = std::move(pts);
+  if (const Reruns rr = reruns_of(r); rr.points > 0)
+    j["reruns"] = {{"points", rr.points},
+                   {"ttft_spread", {{"median_pct", pct(rr.ttft_spread.median_abs)}, {"p90_pct", pct(rr.ttft_spread.p90_abs)}}},
+                   {"tpot_spread", {{"median_pct", pct(rr.tpot_spread.median_abs)}, {"p90_pct", pct(rr.tpot_spread.p90_abs)}}},
+                   {"ttft_error", stats_json(rr.ttft_err)}, {"tpot_error", stats_json(rr.tpot_err)}};
   return j;
 }
 
@@ -625,6 +656,15 @@ std::string to_text(const Report& r, const Options& o) {
              "left out of --write-bands, and without them:\n" +
              table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     }
+  }
+  if (const Reruns rr = reruns_of(r); rr.points > 0) {
+    auto pc = [](double f) { return fixed(100 * f, 1) + " %"; };
+    out += "Reruns: " + std::to_string(rr.points) + (rr.points == 1 ? " simulated point was" : " simulated points were") +
+           " measured in 2+ runs with different figures (same engine version, layout and load). "
+           "Between runs, TTFT differs by a median " + pc(rr.ttft_spread.median_abs) + " of the point (p90 " +
+           pc(rr.ttft_spread.p90_abs) + "), TPOT by " + pc(rr.tpot_spread.median_abs) + " (p90 " + pc(rr.tpot_spread.p90_abs) +
+           "): the measurement's repeatability. servesim's error on those points: TTFT median |" +
+           pc(rr.ttft_err.median_abs) + "|, TPOT |" + pc(rr.tpot_err.median_abs) + "| (field reruns)\n\n";
   }
   if (unmod > 0) {
     std::map<std::vector<std::string>, int> why;

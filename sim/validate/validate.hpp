@@ -26,6 +26,10 @@ struct MeasuredPoint {
   std::string id;              // CSV: the first merged row's id; aiperf: the folder
   std::string source;          // "FILE:LINE" of the first row, or the folder
   int merged = 1;              // measurements merged (each metric is their median)
+  // Merged rows with differing figures are reruns (rows equal in both figures are one run copied
+  // into several dumps): how many distinct runs, and (max - min) / median of each metric over them.
+  int runs = 1;
+  double ttft_rerun_spread = NAN, tpot_rerun_spread = NAN;
   std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
   std::int64_t isl = 0, osl = 0;
   int concurrency = 0;         // 0: not recorded

@@ -69,12 +69,18 @@ TEST(Validate, CsvMergesRepeatsIntoMedians) {
   EXPECT_EQ(m.concurrency, 64);
   EXPECT_DOUBLE_EQ(m.ttft_ms, 121.73);   // median of 121.73, 130.00, 100.00
   EXPECT_DOUBLE_EQ(m.tpot_ms, 9.74);     // median of 9.74, 10.00, 9.00
+  // Three different runs: between them TTFT spans (130 - 100) / 121.73, TPOT (10 - 9) / 9.74.
+  EXPECT_EQ(m.runs, 3);
+  EXPECT_DOUBLE_EQ(m.ttft_rerun_spread, 30.0 / 121.73);
+  EXPECT_DOUBLE_EQ(m.tpot_rerun_spread, 1.0 / 9.74);
   // Little's law: 64 clients x 100 tokens every 121.73 + 99 x 9.74 = 1085.99 ms.
   EXPECT_NEAR(m.output_tps, 6400 / 1.08599, 1e-9);
   EXPECT_TRUE(m.output_tps_derived);
   EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_2000x100_c128_tp4_a").concurrency, 128);   // from the id only
   EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_2000x100_c_tp4_x").concurrency, 0);
   EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a").merged, 1);
+  EXPECT_EQ(by_id(ps, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a").runs, 1);
+  EXPECT_TRUE(std::isnan(by_id(ps, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a").ttft_rerun_spread));
 }
 
 TEST(Validate, IdLayoutParse) {
@@ -227,6 +233,13 @@ TEST(Validate, ErrorsAreSignedRelativeToTheMeasurement) {
   // Decode of 64 sequences of an 8B model on one H200 takes milliseconds per token, not seconds.
   EXPECT_GT(p.itl_ms, 2);
   EXPECT_LT(p.itl_ms, 60);
+  // The one rerun point: its spread between runs beside servesim's error on it.
+  const nlohmann::json j = v::to_json(r, o);
+  ASSERT_TRUE(j.contains("reruns"));
+  EXPECT_EQ(j["reruns"]["points"], 1);
+  EXPECT_NEAR(j["reruns"]["ttft_spread"]["median_pct"].get<double>(), 100 * 30.0 / 121.73, 1e-9);
+  EXPECT_NEAR(j["reruns"]["ttft_error"]["median_abs_pct"].get<double>(), 100 * std::abs(p.ttft_err), 1e-9);
+  EXPECT_NE(v::to_text(r, o).find("Reruns: 1 simulated point was measured in 2+ runs"), std::string::npos);
 
   // Identical at any thread count.
   o.threads = 3;
