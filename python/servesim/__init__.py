@@ -115,7 +115,7 @@ _TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpu
 _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
            "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms"]
 _WORKLOAD = ["isl", "osl", "isl_stddev", "osl_stddev", "concurrency", "request_rate", "arrival", "burstiness",
-             "requests", "warmup_requests"]
+             "requests", "warmup_requests", "dataset_entries", "dataset_sampling"]
 
 
 def _as_dict(s):
@@ -139,7 +139,8 @@ def scenario(base=None, **flags):
     """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
     with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, dp, precision, kv_cache_dtype,
     router, seed; the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
-    request_rate, arrival, burstiness, requests, warmup_requests."""
+    request_rate, arrival, burstiness, requests, warmup_requests; dataset_entries and dataset_sampling (aiperf's
+    prompt dataset: repeats of an entry hit the prefix cache, see workloads/README.md)."""
     s = _as_dict(base)
     known = sorted(set(_TOP) | set(_ENGINE) | set(_WORKLOAD))
     for k in flags:
@@ -182,6 +183,12 @@ def scenario(base=None, **flags):
     for k in ("arrival", "burstiness", "requests", "warmup_requests"):
         if k in f:
             w[k] = f[k]
+    if "dataset_entries" in f:
+        w.setdefault("dataset", {})["entries"] = f["dataset_entries"]
+    if "dataset_sampling" in f:
+        if "entries" not in w.get("dataset", {}):
+            raise Error("scenario(): dataset_sampling: needs dataset_entries (without a dataset every prompt is distinct)")
+        w["dataset"]["sampling"] = f["dataset_sampling"]
     return s
 
 

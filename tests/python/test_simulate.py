@@ -82,3 +82,17 @@ def test_simulate_releases_the_gil():
     # start); a loaded CI machine may schedule the ticker rarely, so ask only for a few.
     assert t1 - t0 > 0.02
     assert len(during) >= 3
+
+
+def test_dataset_repeats_hit_the_prefix_cache():
+    # 4 prompts, 12 requests: the 8 repeats each hit floor(999 / 16) x 16 = 992 of their 1000 tokens.
+    args = dict(model="llama-3.1-8b", gpu="h200", gpus=1, tp=1, precision="fp8", isl=1000, osl=8, concurrency=2,
+                requests=12, warmup_requests=0, enable_prefix_caching=True, seed=1)
+    pc = servesim.simulate(dataset_entries=4, **args)["prefix_cache"]
+    assert pc["prompt_tokens"] == 12 * 1000
+    assert pc["cached_tokens"] == 8 * 992
+    assert servesim.simulate(**args)["prefix_cache"]["cached_tokens"] == 0
+    with pytest.raises(servesim.Error, match="dataset_sampling: needs dataset_entries"):
+        servesim.scenario(dataset_sampling="random")
+    with pytest.raises(servesim.Error, match="unknown sampling 'zigzag'"):
+        servesim.simulate(dataset_entries=4, dataset_sampling="zigzag", **args)
