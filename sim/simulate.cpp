@@ -216,6 +216,18 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
 }
 
 namespace {
+// One worker's counters: kept per worker and summed into the run's closed-loop and cache figures.
+void add_worker(SimResult& r, const WorkerStats& ws) {
+  r.workers.push_back(ws);
+  r.prefill_tokens += ws.prefill_tokens;
+  r.cohort_prefill_tokens += ws.cohort_prefill_tokens;
+  r.prompts += ws.prompts;
+  r.prompts_behind_prefill += ws.prompts_behind_prefill;
+  r.prefill_step_s += ws.prefill_step_s;
+  r.prompt_tokens += ws.prompt_tokens;
+  r.prompt_tokens_cached += ws.prompt_tokens_cached;
+}
+
 SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
                        const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -231,16 +243,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
       if (!d.disaggregated() || w.name.rfind("encode", 0) != 0) r.metrics.add_replica(w.name);
     const PointResult pr = d.run(w, r.metrics);
     r.summary = pr.summary;
-    r.workers = pr.workers;
-    for (const auto& ws : pr.workers) {
-      r.prefill_tokens += ws.prefill_tokens;
-      r.cohort_prefill_tokens += ws.cohort_prefill_tokens;
-      r.prompts += ws.prompts;
-      r.prompts_behind_prefill += ws.prompts_behind_prefill;
-      r.prefill_step_s += ws.prefill_step_s;
-      r.prompt_tokens += ws.prompt_tokens;
-      r.prompt_tokens_cached += ws.prompt_tokens_cached;
-    }
+    for (const auto& ws : pr.workers) add_worker(r, ws);
     r.engine = p.engine;
     r.transfers = pr.transfers;
     r.end_s = pr.end_s;
@@ -267,16 +270,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   r.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;
   r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
-  for (const Worker& worker : cluster.workers()) {
-    r.workers.push_back(worker.stats());
-    r.prefill_tokens += worker.stats().prefill_tokens;
-    r.cohort_prefill_tokens += worker.stats().cohort_prefill_tokens;
-    r.prompts += worker.stats().prompts;
-    r.prompts_behind_prefill += worker.stats().prompts_behind_prefill;
-    r.prefill_step_s += worker.stats().prefill_step_s;
-    r.prompt_tokens += worker.stats().prompt_tokens;
-    r.prompt_tokens_cached += worker.stats().prompt_tokens_cached;
-  }
+  for (const Worker& worker : cluster.workers()) add_worker(r, worker.stats());
   r.engine = p.engine;
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -106,8 +106,6 @@ double Worker::start_step(double now_s) {
   stats_.batched_tokens += tokens;
   stats_.kv_block_seconds += double(sched_.pool().used()) * seconds;
   stats_.peak_kv_blocks = std::max(stats_.peak_kv_blocks, sched_.pool().used());
-  stats_.prompt_tokens = sched_.prompt_tokens_admitted();
-  stats_.prompt_tokens_cached = sched_.prompt_tokens_cached();
   // Prefill tokens of requests whose clients were released by the same event as another request's
   // in this step: the closed loop's cohorts.
   const auto& parts = sched_.prefill_parts();

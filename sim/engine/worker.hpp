@@ -59,7 +59,13 @@ class Worker {
   // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
   std::int64_t padded_tokens(std::int64_t tokens) const;
 
-  const WorkerStats& stats() const { return stats_; }
+  // The step loop's counters, with the scheduler's prompt-token counts filled in.
+  WorkerStats stats() const {
+    WorkerStats s = stats_;
+    s.prompt_tokens = sched_.prompt_tokens_admitted();
+    s.prompt_tokens_cached = sched_.prompt_tokens_cached();
+    return s;
+  }
   std::int64_t outstanding() const { return sched_.num_running() + sched_.num_waiting(); }
   // Fraction of KV blocks held plus those queued prompts will need: the router's "KV load".
   double kv_load() const;
