@@ -524,6 +524,7 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
     m.attention_sinks = true;  // a learned sink logit per head (vLLM gpt_oss.py)
     read_moe(m, j, "num_local_experts", "intermediate_size");
     m.moe_bias = true;  // gate_up_proj and down_proj biases
+    m.response = {"harmony", 3};  // <|channel|>analysis<|message|> before the first text
     const int n = layers_n();
     auto mixers = j.has("layer_types") ? parse_layer_types(j, n) : all_full(n);
     if (std::count(mixers.begin(), mixers.end(), LayerKind::sliding_attention) > 0) m.sliding_window = positive64(j, "sliding_window");

@@ -92,6 +92,14 @@ struct ModelSpec {
     double top_p = 1.0;  // 1: off
     std::string source;  // the generation_config.json the values come from ("" : vLLM's defaults)
   } sampling;
+  // What a streaming client sees of an answer: the tokens the model emits before its first
+  // visible text. gpt-oss answers in OpenAI's harmony format: the assistant turn opens with the
+  // header <|channel|>analysis<|message|> (3 tokens), which vLLM's harmony parser turns into no
+  // text, so a client's first token (aiperf's TTFT: the first chunk with text) is the 4th sampled.
+  struct ResponseFormat {
+    std::string name = "plain";
+    int preamble_tokens = 0;
+  } response;
   bool tied_embeddings = false;
   std::int64_t max_context = 0;     // max_position_embeddings
   std::int64_t advertised_context = 0;  // what the model card advertises (0: max_context)

@@ -65,6 +65,9 @@ EngineConfig parse_engine(const JsonReader& e) {
   if (!(c.step_overhead_s >= 0 && c.step_overhead_s < 10)) e.fail("step_overhead_ms", "must be between 0 and 10000 ms");
   if (!(c.eager_overhead_s >= 0 && c.eager_overhead_s < 10)) e.fail("eager_overhead_ms", "must be between 0 and 10000 ms");
   c.num_speculative_tokens = static_cast<int>(int_in(e, "num_speculative_tokens", 0, 0, 16));
+  c.closed_loop_osl_spread_tokens = e.number_or("closed_loop_osl_spread_tokens", 0);
+  if (!(c.closed_loop_osl_spread_tokens >= 0 && c.closed_loop_osl_spread_tokens <= 1000))
+    e.fail("closed_loop_osl_spread_tokens", "must be between 0 and 1000 tokens");
   if (e.has("acceptance_rate")) {
     std::vector<double> a = e.numbers("acceptance_rate");
     for (double p : a)
@@ -131,7 +134,8 @@ const std::vector<std::string>& engine_keys() {
                                           "block_size", "enable_prefix_caching", "enable_chunked_prefill",
                                           "long_prefill_token_threshold", "max_model_len", "enforce_eager", "max_cudagraph_capture_size",
                                           "step_overhead_ms", "step_overhead_us_per_seq", "eager_overhead_ms",
-                                          "num_speculative_tokens", "acceptance_rate", "async_scheduling", "cudagraph_mode"};
+                                          "num_speculative_tokens", "acceptance_rate", "async_scheduling", "cudagraph_mode",
+                                          "closed_loop_osl_spread_tokens"};
   return k;
 }
 

@@ -120,6 +120,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   EngineConfig e = s.engine;
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
   apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e);
+  e.response_preamble_tokens = m.response.preamble_tokens;
   return e;
 }
 
@@ -198,6 +199,11 @@ Prepared prepare(const Scenario& s) {
   return p;
 }
 
+bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e) {
+  return w.arrival == workloads::Arrival::concurrency && w.concurrency > 1 && !w.trace &&
+         w.osl.kind == workloads::LengthDist::Kind::fixed && e.closed_loop_osl_spread_tokens > 0;
+}
+
 namespace {
 SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
                        const Progress& progress);
@@ -228,8 +234,18 @@ void add_worker(SimResult& r, const WorkerStats& ws) {
   r.prompt_tokens_cached += ws.prompt_tokens_cached;
 }
 
-SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
+// The workload a run really draws: see spreads_closed_loop.
+workloads::WorkloadConfig closed_loop_lengths(const workloads::WorkloadConfig& w, const EngineConfig& e) {
+  if (!spreads_closed_loop(w, e))
+    return w;
+  workloads::WorkloadConfig x = w;
+  x.osl = workloads::LengthDist::normal_of(w.osl.mean, e.closed_loop_osl_spread_tokens);
+  return x;
+}
+
+SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& given, bool keep_records,
                        const Progress& progress) {
+  const workloads::WorkloadConfig w = closed_loop_lengths(given, p.engine);
   const auto t0 = std::chrono::steady_clock::now();
   SimResult r{MetricsCollector(keep_records)};
   if (progress) {

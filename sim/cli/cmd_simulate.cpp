@@ -39,7 +39,7 @@ struct SimOpts {
   std::optional<std::int64_t> dataset_entries;
   std::string dataset_sampling;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
-  std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness;
+  std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness, closed_loop_spread;
   bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false;
   std::string engine, async_scheduling;
   std::optional<double> overhead_us_per_seq;
@@ -96,6 +96,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--max-model-len", o.max_model_len, "vLLM max_model_len");
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
   c.add_option("--step-overhead-ms", o.overhead_ms, "Engine-core CPU time per step (default: the engine profile's)");
+  c.add_option("--closed-loop-osl-spread", o.closed_loop_spread,
+               "Closed loops of a fixed OSL: sd in tokens of each answer's length (default: the engine profile's, 8 on "
+               "vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
   c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
   c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
@@ -176,6 +179,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   finite(o.osl_stddev, "--osl-stddev", true);
   finite(o.util, "--gpu-memory-utilization", false);
   finite(o.overhead_ms, "--step-overhead-ms", false);
+  finite(o.closed_loop_spread, "--closed-loop-osl-spread", true);
   finite(o.burstiness, "--burstiness", false);
   nlohmann::json j = o.scenario.empty() ? sim::default_scenario_json() : sim::read_scenario_file(o.scenario);
   if (!j.is_object()) throw Error(o.scenario, "", "expected a JSON object");
@@ -238,6 +242,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.max_model_len) e["max_model_len"] = *o.max_model_len;
   if (o.eager) e["enforce_eager"] = true;
   if (o.overhead_ms) e["step_overhead_ms"] = *o.overhead_ms;
+  if (o.closed_loop_spread) e["closed_loop_osl_spread_tokens"] = *o.closed_loop_spread;
   if (o.overhead_us_per_seq) e["step_overhead_us_per_seq"] = *o.overhead_us_per_seq;
   if (!o.async_scheduling.empty()) {
     const std::string a = text::lower(o.async_scheduling);
@@ -402,6 +407,15 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            std::to_string(e.max_num_batched_tokens) + ", CUDA graphs " +
            (e.enforce_eager ? std::string("off (enforce_eager)") : e.cudagraph_mode + " to " + std::to_string(e.max_cudagraph_capture_size) + " tokens") +
            ", prefix caching " + (e.enable_prefix_caching ? "on" : "off") + "\n";
+    if (e.response_preamble_tokens > 0)
+      out += "answers stream " + std::to_string(e.response_preamble_tokens) +
+             " format tokens before any text (gpt-oss harmony: <|channel|>analysis<|message|>): TTFT is the first "
+             "visible token's, output lengths count visible tokens\n";
+    if (sim::spreads_closed_loop(s.workload, e))
+      out += "closed loop: fixed answer lengths spread by " + fixed(e.closed_loop_osl_spread_tokens, 0) +
+             " tokens (sd), the " + e.engine_profile +
+             " profile's stand-in for what keeps measured clients out of lockstep (engine.closed_loop_osl_spread_tokens 0: "
+             "fixed)\n";
   }
   out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(r.plan.block_size) +
          " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +

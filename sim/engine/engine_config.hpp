@@ -58,6 +58,12 @@ struct EngineConfig {
   int num_speculative_tokens = 0;
   std::vector<double> acceptance_per_position;
   WorkerRole role = WorkerRole::aggregated;
+  // Tokens the model samples before its first visible text (the model's response format, e.g.
+  // gpt-oss's harmony header): the client's first and second tokens are the (K+1)-th and (K+2)-th.
+  int response_preamble_tokens = 0;
+  // Closed loops with a fixed answer length: each answer's length gets a normal spread of this
+  // many tokens (sd), the engine profile's stand-in for what desynchronises measured clients.
+  double closed_loop_osl_spread_tokens = 0;
 
   double overhead_per_step_s() const { return step_overhead_s + (enforce_eager ? eager_overhead_s : 0.0); }
   // The knobs the memory planner reads, with the replica's KV cache dtype.

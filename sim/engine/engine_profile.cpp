@@ -68,6 +68,12 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.prefix_caching_hybrid = pc.boolean_or("hybrid", false);
   p.async_scheduling = d.boolean_or("async_scheduling", false);
   p.batch_queue_depth = static_cast<int>(j.object("engine_core").integer_or("batch_queue_depth", 2));
+  if (j.has("closed_loop")) {
+    const JsonReader cl = j.object("closed_loop");
+    p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
+    if (!(p.closed_loop_osl_spread_tokens >= 0 && p.closed_loop_osl_spread_tokens <= 1000))
+      cl.fail("osl_spread_tokens", "must be between 0 and 1000 tokens");
+  }
   const JsonReader g = j.object("cuda_graphs");
   p.graphs.mode = g.string("mode");
   p.graphs.max_capture_tokens_per_seq = static_cast<int>(g.integer("max_capture_tokens_per_seq"));
@@ -281,6 +287,7 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
     cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : windows ? false : p.prefix_caching_decoder;
   if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
+  if (unset("closed_loop_osl_spread_tokens")) cfg.closed_loop_osl_spread_tokens = p.closed_loop_osl_spread_tokens;
   if (unset("step_overhead_ms")) cfg.step_overhead_s = p.host.step_cpu_s;
   if (unset("step_overhead_us_per_seq")) cfg.step_overhead_per_seq_s = p.host.step_cpu_per_seq_s;
   cfg.launch_per_kernel_s = p.host.launch_per_kernel_s;

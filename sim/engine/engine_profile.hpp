@@ -70,6 +70,10 @@ struct EngineProfile {
   bool prefix_caching_decoder = true, prefix_caching_hybrid = false;
   bool async_scheduling = false;
   int batch_queue_depth = 2;
+  // Closed loops of fixed lengths do not stay in lockstep in this engine's measured runs: a
+  // normal spread of this many tokens (sd) in each answer's length stands for what moves the
+  // clients apart (sim/README.md, "Closed-loop desynchronisation"). 0: fixed lengths stay fixed.
+  double closed_loop_osl_spread_tokens = 0;
   CudaGraphPolicy graphs;
   AllReducePolicy all_reduce;
   HostCosts host;

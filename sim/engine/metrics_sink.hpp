@@ -1,6 +1,9 @@
-// The RequestSink that feeds a MetricsCollector: each finished request as the client saw it,
-// worker samples counted from the first measured (non-warm-up) request on.
+// The RequestSink that feeds a MetricsCollector: each finished request as the client saw it
+// (its visible output: the tokens after the model's response preamble, as a client counts them
+// in the text), worker samples counted from the first measured (non-warm-up) request on.
 #pragma once
+#include <algorithm>
+
 #include "sim/engine/cluster.hpp"
 #include "sim/metrics.hpp"
 
@@ -17,7 +20,7 @@ class MetricsSink : public RequestSink {
     rec.second_token_s = r.second_token_s;
     rec.finish_s = r.finish_s;
     rec.input_tokens = r.input_tokens;
-    rec.output_tokens = r.output_tokens;
+    rec.output_tokens = std::max<std::int64_t>(0, r.output_tokens - r.preamble_tokens);
     rec.warmup = r.warmup;
     if (!r.warmup && !measuring_) {
       measuring_ = true;

@@ -36,6 +36,7 @@ struct Request {
   std::int64_t keyed_blocks = 0;        // prompt blocks already offered to the prefix cache
   int vision_tiles = 0;
   int preemptions = 0;
+  std::int32_t preamble_tokens = 0;     // sampled before the first visible text (EngineConfig)
   int client = -1;                      // owner's tag (closed-loop client, topology handle)
   std::int64_t cohort = -1;             // closed loop: the event that released its client (-1: none)
   bool warmup = false;

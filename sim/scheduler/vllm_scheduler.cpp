@@ -86,6 +86,7 @@ std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_
   r.vision_tiles = spec.vision_tiles;
   r.client = client;
   r.warmup = warmup;
+  r.preamble_tokens = cfg_.response_preamble_tokens;
   if (pool_.prefix_caching())
     block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.input_tokens, cfg_.block_size, r.block_keys);
   return slot;
@@ -327,6 +328,11 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
   std::size_t kept = 0;
   const bool spec = cfg_.num_speculative_tokens > 0;
   const bool prefill_only = cfg_.role == WorkerRole::prefill_only;
+  // The client's first and second visible tokens are sampled tokens K+1 and K+2 (K: the model's
+  // response preamble); a decode-only worker's client tokens are timed by its topology.
+  const std::int64_t preamble = cfg_.response_preamble_tokens;
+  const std::int64_t timed_tokens = 3 + preamble;
+  const bool time_visible = cfg_.role != WorkerRole::decode_only;
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Running h = running_[i];
     const std::int64_t n = h.step;
@@ -335,9 +341,10 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
       continue;
     }
     h.step = 0;
-    // Steady decode: a plain token after the third, not the last. Only the running list's
-    // counters move; the Request's generated/computed catch up when the request leaves it.
-    if (!spec && h.tokens - h.computed == 1 && h.tokens - h.input >= 3 && h.left > 1) {
+    // Steady decode: a plain token after the client's first two (the third sampled, after any
+    // response preamble), not the last. Only the running list's counters move; the Request's
+    // generated/computed catch up when the request leaves it.
+    if (!spec && h.tokens - h.computed == 1 && h.tokens - h.input >= timed_tokens && h.left > 1) {
       ++h.computed;
       ++h.tokens;
       --h.left;
@@ -365,21 +372,24 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
     h.computed = h.tokens - 1;  // the newest sampled token is not in the KV cache yet
     r.generated = h.tokens - h.input;
     r.computed = h.computed;
-    if (r.generated == emitted) {  // the first and second tokens are timed; the rest only counted
-      r.first_token_s = emit_s;
-      if (emitted >= 2) r.second_token_s = emit_s;
+    const std::int64_t prev = r.generated - emitted;
+    if (prev == 0) {  // the first sampled token
       outputs_.push_back({Output::first_token, h.slot});
       if (prefill_only) {
+        r.first_token_s = emit_s;
         r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
         outputs_.push_back({Output::handoff, h.slot});
         continue;
       }
-    } else if (std::isnan(r.second_token_s)) {
-      r.second_token_s = emit_s;
+    }
+    if (time_visible) {  // the client's first two visible tokens are timed; the rest only counted
+      if (prev <= preamble && r.generated > preamble) r.first_token_s = emit_s;
+      if (prev <= preamble + 1 && r.generated > preamble + 1) r.second_token_s = emit_s;
     }
     if (h.left == 0) {
       r.phase = Phase::finished;
       r.finish_s = emit_s;
+      if (std::isnan(r.first_token_s)) r.first_token_s = emit_s;  // all preamble: seen at the end
       if (defer_release_) {
         r.release_pending = true;
         deferred_.push_back(h.slot);

@@ -196,13 +196,15 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
     return;
   }
   const int d = w - shape_.prefill.count;
-  // Client-visible tokens: decode worker's generated count minus the prefill's sample.
+  // Client-visible tokens: decode worker's generated count minus the prefill's sample and the
+  // model's response preamble.
+  const std::int64_t preamble = shape_.decode.engine.response_preamble_tokens;
   auto& watch = watch_[static_cast<std::size_t>(d)];
   std::size_t kept = 0;
   for (std::int32_t h : watch) {
     Handle& x = handles_[static_cast<std::size_t>(h)];
     const Request& r = sched.request(x.dslot);
-    const std::int64_t visible = r.generated - 1;
+    const std::int64_t visible = r.generated - 1 - preamble;
     if (visible >= 1 && std::isnan(x.first_s)) x.first_s = now_s;
     if (visible >= 2 && std::isnan(x.second_s)) x.second_s = now_s;
     if (visible < 2 && r.phase != Phase::finished) watch[kept++] = h;
@@ -241,12 +243,12 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
   RequestRecord rec;
   rec.id = x.spec.id;
   rec.arrival_s = x.sent_s;
+  rec.output_tokens = std::max<std::int64_t>(0, x.spec.output_tokens - shape_.decode.engine.response_preamble_tokens);
   rec.first_token_s = std::isnan(x.first_s) ? now_s : x.first_s;
-  rec.second_token_s = x.spec.output_tokens >= 2 ? (std::isnan(x.second_s) ? now_s : x.second_s)
+  rec.second_token_s = rec.output_tokens >= 2 ? (std::isnan(x.second_s) ? now_s : x.second_s)
                                                  : std::numeric_limits<double>::quiet_NaN();
   rec.finish_s = now_s;
   rec.input_tokens = x.spec.input_tokens;
-  rec.output_tokens = x.spec.output_tokens;
   rec.warmup = x.warmup;
   if (!x.warmup && !measuring_) {   // worker samples count from the first measured request on
     measuring_ = true;

@@ -613,7 +613,8 @@ std::string to_text(const Report& r, const Options& o) {
            "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs up to the batch, no prefix caching), and an FP8 KV cache "
            "for FP8 deployments on Blackwell\n";
   const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
-                                                   : std::string("fixed ISL/OSL");
+                                                   : std::string("fixed ISL/OSL (OSL with the closed-loop spread of the "
+                                                                 "point's engine profile, if any: sim/README.md)");
   out += "Each point: closed loop at its concurrency C, " + lengths + ", C x " + std::to_string(o.requests_per_client) +
          " measured requests after C x " + std::to_string(o.warmup_per_client) + " warm-up; compared: simulated " +
          o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n"

@@ -14,9 +14,15 @@ set_tests_properties(cli_simulate_flags PROPERTIES PASS_REGULAR_EXPRESSION "\"ou
 # Four clients with fixed lengths queue in a train (3 of 4 prompts wait behind the one before):
 # the text report names it; it is no cohort lock.
 add_test(NAME cli_simulate_prefill_train COMMAND ${SS} simulate --model llama-3.1-70b --gpu h200 --gpus 8 --tp 8
-         --precision fp8 --isl 8192 --osl 256 --concurrency 4 --requests 40 --engine vllm-0.19 -q)
+         --precision fp8 --isl 8192 --osl 256 --concurrency 4 --requests 40 --engine vllm-0.19 --closed-loop-osl-spread 0 -q)
 set_tests_properties(cli_simulate_prefill_train PROPERTIES PASS_REGULAR_EXPRESSION
   "cohorts +[0-9.]+% of prefill tokens[^\n:]*\nprefill queue +75\.0% of prompts waited[^\n]*: PREFILL TRAIN")
+# The profile's own spread of the answer lengths (8 tokens on vLLM 0.19) is said, and breaks the train.
+add_test(NAME cli_simulate_closed_loop_spread COMMAND ${SS} simulate --model llama-3.1-70b --gpu h200 --gpus 8 --tp 8
+         --precision fp8 --isl 8192 --osl 256 --concurrency 4 --requests 40 --engine vllm-0.19 -q)
+set_tests_properties(cli_simulate_closed_loop_spread PROPERTIES PASS_REGULAR_EXPRESSION
+  "closed loop: fixed answer lengths spread by 8 tokens \\(sd\\), the vllm-0.19 profile"
+  FAIL_REGULAR_EXPRESSION "PREFILL TRAIN")
 add_test(NAME cli_sweep_csv COMMAND ${SS} sweep --concurrency 1,2,4 --requests 20 --isl 500 --osl 20 --format csv --threads 2)
 set_tests_properties(cli_sweep_csv PROPERTIES PASS_REGULAR_EXPRESSION "^concurrency,request_count.*\n1,20,.*\n2,20,.*\n4,20,")
 add_test(NAME cli_sweep_rate_json COMMAND ${SS} sweep --request-rate 0.5,1 --requests 10 --isl 200 --osl 10 --format json)

@@ -12,7 +12,8 @@ SMALL = dict(model="nemotron-3-super", gpu="h200", gpus=8, tp=8, precision="fp8"
 
 
 def test_closed_loop_littles_law():
-    r = servesim.simulate(concurrency=16, warmup_requests=16, **SMALL)
+    # Fixed answer lengths (no closed-loop spread), so every request's OSL is exactly 200.
+    r = servesim.simulate(concurrency=16, warmup_requests=16, closed_loop_osl_spread_tokens=0, **SMALL)
     s = r["summary"]
     assert s["request_count"] == 300
     lat = r["records"]["request_latency"]
@@ -96,3 +97,15 @@ def test_dataset_repeats_hit_the_prefix_cache():
         servesim.scenario(dataset_sampling="random")
     with pytest.raises(servesim.Error, match="unknown sampling 'zigzag'"):
         servesim.simulate(dataset_entries=4, dataset_sampling="zigzag", **args)
+
+
+def test_closed_loop_osl_spread_matches_the_engine_profile():
+    # vLLM >= 0.14 profiles spread a closed loop's fixed answer lengths (sd 8 tokens); 0 keeps them.
+    args = dict(model="llama-3.1-8b", gpu="h200", gpus=1, tp=1, precision="fp8", isl=128, osl=256, concurrency=4,
+                requests=400, warmup_requests=0, seed=3)
+    osl = servesim.simulate(**args)["records"]["output_sequence_length"]
+    assert abs(osl["avg"] - 256) < 1.6 and abs(osl["std"] - 8) < 1.2
+    fixed = servesim.simulate(closed_loop_osl_spread_tokens=0, **args)["records"]["output_sequence_length"]
+    assert fixed["min"] == fixed["max"] == 256
+    with pytest.raises(servesim.Error, match="closed_loop_osl_spread_tokens"):
+        servesim.simulate(closed_loop_osl_spread_tokens=-1, **args)

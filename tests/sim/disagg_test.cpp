@@ -70,6 +70,22 @@ TEST(Disagg, LoneRequestTtftIsPrefillPlusTransferPlusOneDecodeStep) {
   // After the first token the decode worker emits one token per step: ITL = decode step time.
   EXPECT_GT(r.summary.itl_ms.p50, (cost->seconds(decode) + overhead) * 1e3 * 0.99);
   EXPECT_LT(r.summary.itl_ms.p50, (cost->seconds(decode) + overhead) * 1e3 * 1.05);
+  EXPECT_EQ(r.summary.total_output_tokens, 50);
+  // A response preamble of 3 tokens (gpt-oss's harmony header): the client's first text is the
+  // decode worker's 4th token, three decode steps later (contexts isl + 2 .. isl + 4), and it
+  // counts 47 visible tokens.
+  DeploymentSpec hs = spec;
+  hs.engine.response_preamble_tokens = 3;
+  const auto h = Deployment(one_p_one_d(), hs).run(closed(1, isl, 50, 1));
+  double later = 0;
+  for (int k = 2; k <= 4; ++k) {
+    models::StepBatch step;
+    step.decode_seqs = 1;
+    step.decode_context_tokens = isl + k;
+    later += cost->seconds(step) + overhead;
+  }
+  EXPECT_NEAR(h.summary.ttft_ms.p50, (ttft + later) * 1e3, 1e-6);
+  EXPECT_EQ(h.summary.total_output_tokens, 47);
 }
 
 TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {

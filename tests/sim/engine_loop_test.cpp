@@ -1,7 +1,8 @@
 // Engine profiles and the engine-core loop against hand-checkable facts: vLLM's capture-size
 // list, defaults by GPU class, all-reduce switch points, the one-step delay of async scheduling,
 // the seat a finished request holds one step longer, aiperf's warm-up barrier and exclusion count,
-// Little's law through the API-server path, and the closed-loop cohort detector.
+// Little's law through the API-server path, the closed-loop cohort detector, the first visible
+// token after a response preamble, and the profile's spread of fixed answer lengths.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/metrics.hpp"
+#include "sim/engine/metrics_sink.hpp"
 #include "sim/simulate.hpp"
 #include "workloads/workload.hpp"
 
@@ -220,6 +222,50 @@ TEST(EngineLoop, AsyncFinishedRequestHoldsItsSeatOneStepLonger) {
   EXPECT_NEAR(run(true), 0.042, 1e-12);
 }
 
+// gpt-oss answers in the harmony format: <|channel|>analysis<|message|> (3 tokens) stream no
+// text, so a client's first token is the 4th sampled. One request of 10 + 100 tokens on 10 ms
+// steps with async scheduling (1 ms of host hidden after the first step): tokens at 11, 21, 31,
+// 41, 51 ... 1001 ms; the client sees its first text at 41 ms and its second at 51, counts the 97
+// visible tokens, and its ITL is (1001 - 41) / 96 = 10 ms, the step.
+TEST(EngineLoop, ResponsePreambleDelaysTheFirstVisibleToken) {
+  EXPECT_EQ(models::model("gpt-oss-120b").response.preamble_tokens, 3);
+  EXPECT_EQ(models::model("gpt-oss-120b").response.name, "harmony");
+  EXPECT_EQ(models::model("llama-3.1-70b").response.preamble_tokens, 0);
+  auto run = [](int preamble) {
+    FlatCost cost;
+    ClusterShape shape;
+    shape.kv_blocks = 10000;
+    EngineConfig cfg = engine(true);
+    cfg.response_preamble_tokens = preamble;
+    AggregatedCluster c(shape, cfg, cost);
+    workloads::WorkloadConfig w;
+    w.arrival = workloads::Arrival::schedule;
+    w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>{0.0});
+    w.requests = 0;
+    w.isl = workloads::LengthDist::fixed_at(10);
+    w.osl = workloads::LengthDist::fixed_at(100);
+    auto workload = workloads::make_workload(w);
+    MetricsCollector m;
+    MetricsSink sink(m);
+    c.run(*workload, sink);
+    return m.summary();
+  };
+  const Summary harmony = run(3);
+  EXPECT_NEAR(harmony.ttft_ms.avg, 41.0, 1e-9);
+  EXPECT_NEAR(harmony.ttst_ms.avg, 10.0, 1e-9);
+  EXPECT_NEAR(harmony.itl_ms.avg, 10.0, 1e-9);
+  EXPECT_EQ(harmony.total_output_tokens, 97);
+  EXPECT_NEAR(harmony.request_latency_ms.avg, 1001.0, 1e-9);
+  const Summary plain = run(0);
+  EXPECT_NEAR(plain.ttft_ms.avg, 11.0, 1e-9);
+  EXPECT_EQ(plain.total_output_tokens, 100);
+  EXPECT_NEAR(plain.request_latency_ms.avg, 1001.0, 1e-9);
+  // The scenario path takes it from the model.
+  nlohmann::json j = {{"model", "gpt-oss-120b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1},
+                      {"workload", {{"concurrency", 1}, {"requests", 2}, {"isl", 100}, {"osl", 20}}}};
+  EXPECT_EQ(prepare(parse_scenario(j.dump(), "test")).engine.response_preamble_tokens, 3);
+}
+
 workloads::WorkloadConfig closed(int clients, std::int64_t requests, std::int64_t warmup) {
   workloads::WorkloadConfig w;
   w.arrival = workloads::Arrival::concurrency;
@@ -296,13 +342,14 @@ TEST(ClosedLoop, CohortDetectorSeesTheLockAndItsBreakup) {
   EXPECT_LT(real.summary.ttft_ms.min, 0.5 * locked.summary.ttft_ms.min);
 }
 
-Scenario train_scenario(double osl_stddev) {
-  nlohmann::json osl = 256;
-  if (osl_stddev > 0) osl = {{"kind", "normal"}, {"mean", 256}, {"stddev", osl_stddev}};
+// Fixed lengths on vLLM 0.19 (`spread`: the profile's own spread of the answer lengths; else
+// engine.closed_loop_osl_spread_tokens 0 keeps them fixed).
+Scenario train_scenario(bool spread) {
   nlohmann::json j = {{"model", "llama-3.1-70b"}, {"gpu", "h200"}, {"gpus", 8}, {"tp", 8}, {"precision", "fp8"},
                       {"engine_profile", "vllm-0.19"},
-                      {"workload", {{"concurrency", 4}, {"requests", 80}, {"warmup_requests", 8}, {"isl", 8192}, {"osl", osl},
+                      {"workload", {{"concurrency", 4}, {"requests", 80}, {"warmup_requests", 8}, {"isl", 8192}, {"osl", 256},
                                     {"seed", 1}}}};
+  if (!spread) j["engine"] = {{"closed_loop_osl_spread_tokens", 0}};
   return parse_scenario(j.dump(), "test");
 }
 
@@ -312,7 +359,7 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   // prompt queues behind the previous one's 8192-token prefill, round after round (a "train").
   // With async scheduling an arrival also waits for the step already scheduled, so the mean TTFT
   // is own prefill + about 1.5 others' (C - 1 = 3 others, half of them ahead on average): > 2.2 P.
-  const Scenario fixed = train_scenario(0);
+  const Scenario fixed = train_scenario(false);
   const Prepared prep = prepare(fixed);
   models::StepBatch one;
   one.prefill_seqs = 1;
@@ -328,9 +375,12 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   EXPECT_LT(train.prefill_duty(), 0.375);
   EXPECT_TRUE(train.prefill_train());
   EXPECT_FALSE(train.cohort_locked());
-  // Output lengths that differ by a few tokens (sd 5 of 256) move the re-sends by a few decode
-  // steps each round: prompts mostly prefill alone, and the mean TTFT falls under 2 P.
-  const SimResult spread = simulate(train_scenario(5));
+  // Output lengths that differ by a few tokens (the vllm-0.19 profile's sd of 8, of 256) move the
+  // re-sends by a few decode steps each round: prompts mostly prefill alone, and the mean TTFT
+  // falls under 2 P.
+  const SimResult spread = simulate(train_scenario(true));
+  EXPECT_NEAR(spread.summary.output_sequence_length.avg, 256, 3);
+  EXPECT_GT(spread.summary.output_sequence_length.std, 4);
   EXPECT_LT(spread.summary.ttft_ms.avg, 2.0 * P_ms);
   EXPECT_GT(spread.summary.ttft_ms.avg, P_ms);   // never below its own prefill
   EXPECT_LT(spread.behind_prefill_fraction(), 0.5);
@@ -353,7 +403,8 @@ TEST(ClosedLoop, DatasetRepeatsHitThePrefixCache) {
   // floor(999 / 16) = 62 blocks of 16 = 992 tokens: 8 x 992 of 12 x 1000 prompt tokens.
   auto scenario = [](bool dataset) {
     nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
-                        {"engine_profile", "vllm-0.19"}, {"engine", {{"enable_prefix_caching", true}}},
+                        {"engine_profile", "vllm-0.19"},
+                        {"engine", {{"enable_prefix_caching", true}, {"closed_loop_osl_spread_tokens", 0}}},
                         {"workload", {{"concurrency", 2}, {"requests", 12}, {"isl", 1000}, {"osl", 8}, {"seed", 1}}}};
     if (dataset) j["workload"]["dataset"] = {{"entries", 4}};
     return parse_scenario(j.dump(), "test");
@@ -366,6 +417,38 @@ TEST(ClosedLoop, DatasetRepeatsHitThePrefixCache) {
   const SimResult fresh = simulate(scenario(false));
   EXPECT_EQ(fresh.prompt_tokens_cached, 0);
   EXPECT_LT(reuse.summary.ttft_ms.avg, fresh.summary.ttft_ms.avg);
+}
+
+// The vLLM 0.14 and 0.19 profiles give fixed answer lengths of a closed loop a normal spread of
+// 8 tokens (sd); the synchronous 0.12 profile, an explicit 0, open loops and traces keep them.
+TEST(ClosedLoop, EngineProfileSpreadsFixedAnswerLengths) {
+  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.19").closed_loop_osl_spread_tokens, 8);
+  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.14").closed_loop_osl_spread_tokens, 8);
+  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.12").closed_loop_osl_spread_tokens, 0);
+  auto run = [](const char* profile, nlohmann::json engine, bool open) {
+    nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
+                        {"engine_profile", profile},
+                        {"workload", {{"concurrency", 4}, {"requests", 400}, {"isl", 128}, {"osl", 256}, {"seed", 3}}}};
+    if (!engine.is_null()) j["engine"] = engine;
+    if (open) {
+      j["workload"].erase("concurrency");
+      j["workload"]["request_rate"] = 5.0;
+    }
+    return simulate(parse_scenario(j.dump(), "test")).summary.output_sequence_length;
+  };
+  // 400 draws of N(256, 8): the sample mean within 4 standard errors (0.4 each), the sample sd
+  // within 4 of its standard errors (8 / sqrt(800) = 0.28).
+  const Stats spread = run("vllm-0.19", nullptr, false);
+  EXPECT_NEAR(spread.avg, 256, 1.6);
+  EXPECT_NEAR(spread.std, 8, 1.2);
+  for (const Stats& fixed : {run("vllm-0.12", nullptr, false), run("vllm-0.19", {{"closed_loop_osl_spread_tokens", 0}}, false),
+                             run("vllm-0.19", nullptr, true)}) {
+    EXPECT_EQ(fixed.min, 256);
+    EXPECT_EQ(fixed.max, 256);
+  }
+  nlohmann::json bad = {{"model", "llama-3.1-8b"}, {"engine", {{"closed_loop_osl_spread_tokens", -1}}},
+                        {"workload", {{"concurrency", 1}, {"isl", 1}, {"osl", 1}}}};
+  EXPECT_THROW(parse_scenario(bad.dump(), "test"), Error);
 }
 
 }  // namespace
