@@ -64,6 +64,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.weights = s.precision;
   d.kv_dtype = s.kv_cache_dtype;
   d.engine = resolved_engine(s, m, *d.gpu);
+  d.frontend = resolved_frontend(s);
   d.mtp = mtp_of(s, m);
   d.router = s.router;
   d.seed = s.workload.seed;
@@ -120,14 +121,11 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   EngineConfig e = s.engine;
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
   apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e);
-  e.response_preamble_tokens = m.response.preamble_tokens;
   return e;
 }
 
 workloads::FrontendConfig resolved_frontend(const Scenario& s) {
-  const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
-  workloads::FrontendConfig f;
-  f.api = workloads::parse_api_server(JsonReader(prof.api_server, prof.name, "api_server"), f.api);
+  workloads::FrontendConfig f = profile_frontend(engine_profile(s.engine_profile, s.source, "engine_profile"));
   if (s.frontend_json.is_object()) f = workloads::parse_frontend(JsonReader(s.frontend_json, s.source, "frontend"), f);
   return f;
 }
@@ -199,11 +197,6 @@ Prepared prepare(const Scenario& s) {
   return p;
 }
 
-bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e) {
-  return w.arrival == workloads::Arrival::concurrency && w.concurrency > 1 && !w.trace &&
-         w.osl.kind == workloads::LengthDist::Kind::fixed && e.closed_loop_osl_spread_tokens > 0;
-}
-
 namespace {
 SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
                        const Progress& progress);
@@ -232,15 +225,6 @@ void add_worker(SimResult& r, const WorkerStats& ws) {
   r.prefill_step_s += ws.prefill_step_s;
   r.prompt_tokens += ws.prompt_tokens;
   r.prompt_tokens_cached += ws.prompt_tokens_cached;
-}
-
-// The workload a run really draws: see spreads_closed_loop.
-workloads::WorkloadConfig closed_loop_lengths(const workloads::WorkloadConfig& w, const EngineConfig& e) {
-  if (!spreads_closed_loop(w, e))
-    return w;
-  workloads::WorkloadConfig x = w;
-  x.osl = workloads::LengthDist::normal_of(w.osl.mean, e.closed_loop_osl_spread_tokens);
-  return x;
 }
 
 SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& given, bool keep_records,

@@ -40,11 +40,6 @@ struct Prepared {
 Prepared prepare(const Scenario& s);
 // The scenario's engine knobs with its engine profile's defaults for this model and GPU filled in.
 EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu);
-// Whether a run draws its fixed answer lengths with the engine's closed-loop spread (measured
-// closed loops do not stay in lockstep: sim/README.md, "Closed-loop desynchronisation"): a closed
-// loop of two or more clients, a fixed OSL, no trace, and closed_loop_osl_spread_tokens > 0; each
-// answer's length is then drawn from a normal of that sd around the asked length.
-bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e);
 // The frontend: the profile's API-server priors, then the scenario's "frontend" object.
 workloads::FrontendConfig resolved_frontend(const Scenario& s);
 

@@ -15,6 +15,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 #include "sim/parallel.hpp"
 #include "sim/studies/plan.hpp"
@@ -98,9 +99,16 @@ struct Study {
       notes.push_back("KV " + std::string(hw::to_string(spec.kv_dtype)) + " (the checkpoint's)");
     spec.seed = static_cast<std::uint64_t>(o.seed);
     spec.router = sim::parse_router(o.router, "--router");
-    if (o.max_num_seqs) spec.engine.max_num_seqs = *o.max_num_seqs;
-    if (o.max_num_batched_tokens) spec.engine.max_num_batched_tokens = *o.max_num_batched_tokens;
-    if (o.gpu_memory_utilization) spec.engine.gpu_memory_utilization = *o.gpu_memory_utilization;
+    // The engine `simulate` runs: the newest vLLM profile's defaults for this model and GPU (async
+    // scheduling, host costs, graphs, the closed-loop spread), the knobs given here on top, and its
+    // API-server path for aggregated deployments.
+    nlohmann::json given = nlohmann::json::object();
+    if (o.max_num_seqs) given["max_num_seqs"] = spec.engine.max_num_seqs = *o.max_num_seqs;
+    if (o.max_num_batched_tokens) given["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens = *o.max_num_batched_tokens;
+    if (o.gpu_memory_utilization) given["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization = *o.gpu_memory_utilization;
+    const sim::EngineProfile& profile = sim::engine_profile("vllm");
+    sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
+    spec.frontend = sim::profile_frontend(profile);
     if (o.num_speculative_tokens && *o.num_speculative_tokens > 0) {
       spec.mtp.draft_tokens = *o.num_speculative_tokens;
       for (const auto& s : text::split_csv(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance)) {

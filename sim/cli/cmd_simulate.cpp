@@ -27,6 +27,7 @@
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
 #include "sim/validate/run_bands.hpp"
 

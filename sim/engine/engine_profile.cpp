@@ -288,6 +288,7 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
   if (unset("closed_loop_osl_spread_tokens")) cfg.closed_loop_osl_spread_tokens = p.closed_loop_osl_spread_tokens;
+  cfg.response_preamble_tokens = m.response.preamble_tokens;   // the model's, whatever the profile
   if (unset("step_overhead_ms")) cfg.step_overhead_s = p.host.step_cpu_s;
   if (unset("step_overhead_us_per_seq")) cfg.step_overhead_per_seq_s = p.host.step_cpu_per_seq_s;
   cfg.launch_per_kernel_s = p.host.launch_per_kernel_s;
@@ -302,6 +303,29 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   // The list itself: the profile's steps up to the (possibly user-set) largest size.
   if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") cfg.cudagraph_capture_sizes.clear();
   else cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+}
+
+workloads::FrontendConfig profile_frontend(const EngineProfile& p) {
+  workloads::FrontendConfig f;
+  f.api = workloads::parse_api_server(JsonReader(p.api_server, p.name, "api_server"), f.api);
+  return f;
+}
+
+bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e) {
+  if (w.arrival != workloads::Arrival::concurrency || w.concurrency < 2 || w.trace ||
+      w.osl.kind != workloads::LengthDist::Kind::fixed || !(e.closed_loop_osl_spread_tokens > 0))
+    return false;
+  // A max_model_len that the fixed prompt + answer fill leaves the spread no room (6 sd).
+  const bool room = e.max_model_len <= 0 || w.isl.kind != workloads::LengthDist::Kind::fixed ||
+                    w.isl.mean + w.osl.mean + 6 * e.closed_loop_osl_spread_tokens <= double(e.max_model_len);
+  return room;
+}
+
+workloads::WorkloadConfig closed_loop_lengths(const workloads::WorkloadConfig& w, const EngineConfig& e) {
+  if (!spreads_closed_loop(w, e)) return w;
+  workloads::WorkloadConfig x = w;
+  x.osl = workloads::LengthDist::normal_of(w.osl.mean, e.closed_loop_osl_spread_tokens);
+  return x;
 }
 
 }  // namespace servesim::sim

@@ -14,6 +14,8 @@
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
 #include "sim/engine/engine_config.hpp"
+#include "workloads/frontend.hpp"
+#include "workloads/workload.hpp"
 
 namespace servesim::sim {
 
@@ -106,5 +108,18 @@ std::string compute_capability(const hw::GpuSpec& gpu);
 // from the profile, for this model and GPU; then derives the capture sizes.
 void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu,
                    const nlohmann::json& given, EngineConfig& cfg);
+
+// The profile's API-server priors as a frontend (client terms at their priors); a scenario's
+// "frontend" object goes on top of it (sim::resolved_frontend).
+workloads::FrontendConfig profile_frontend(const EngineProfile& p);
+
+// Whether a run draws its fixed answer lengths with the engine's closed-loop spread (measured
+// closed loops do not stay in lockstep: sim/README.md, "Closed-loop desynchronisation"): a closed
+// loop of two or more clients, a fixed OSL, no trace, closed_loop_osl_spread_tokens > 0, and
+// room for 6 sd under max_model_len (with a fixed ISL).
+bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e);
+// The workload a run really draws: with the spread, each answer's length from a normal of that sd
+// around the asked length; otherwise `w` unchanged.
+workloads::WorkloadConfig closed_loop_lengths(const workloads::WorkloadConfig& w, const EngineConfig& e);
 
 }  // namespace servesim::sim

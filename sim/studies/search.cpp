@@ -10,6 +10,7 @@
 #include "hwmodels/kernel_model.hpp"
 #include "models/memory.hpp"
 #include "models/min_gpus.hpp"
+#include "sim/engine/engine_profile.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -631,7 +632,18 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.gpu = &cat.gpu(c.instance->gpu);
   d.weights = c.precision;
   d.kv_dtype = c.kv_dtype;
+  // The engine `simulate` runs: the newest vLLM profile for this model and GPU under the knobs the
+  // configuration sets, and its API-server path for aggregated deployments.
   d.engine = engine_of(c);
+  const nlohmann::json given = {{"max_num_seqs", d.engine.max_num_seqs},
+                                {"max_num_batched_tokens", d.engine.max_num_batched_tokens},
+                                {"gpu_memory_utilization", d.engine.gpu_memory_utilization}};
+  const EngineProfile& profile = engine_profile("vllm");
+  apply_profile(profile, *space_.model, *d.gpu, given, d.engine);
+  // Room for the closed-loop spread of the answer lengths (6 sd), which stands for the clients'
+  // desynchronisation: the traffic's real requests need prompt + OSL (the deployment file's).
+  d.engine.max_model_len += static_cast<std::int64_t>(std::ceil(6 * d.engine.closed_loop_osl_spread_tokens));
+  d.frontend = profile_frontend(profile);
   d.router = space_.router;
   d.seed = traffic_.seed;
   if (c.disaggregated() && c.instance != c.decode_instance) {

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
 
 namespace servesim::sim {
@@ -166,7 +167,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
   return run(wc, metrics);
 }
 
-PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollector& metrics) const {
+PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsCollector& metrics) const {
+  const workloads::WorkloadConfig wc = closed_loop_lengths(given, spec_.engine);
   auto workload = workloads::make_workload(wc);
   PointResult out;
   if (topo_.kind == TopologyChoice::Kind::aggregated) {
@@ -176,7 +178,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc, MetricsCollecto
     shape.kv_demand = agg_.plan.kv.demand;
     shape.router = spec_.router;
     shape.seed = spec_.seed;
-    AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost);
+    AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
+                              spec_.frontend ? &*spec_.frontend : nullptr);
     MetricsSink sink(metrics);
     out.end_s = cluster.run(*workload, sink);
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());

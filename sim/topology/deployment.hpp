@@ -4,6 +4,7 @@
 // and step-cost models once and runs workloads on it.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "models/step_cost.hpp"
 #include "sim/decoding/mtp.hpp"
 #include "sim/engine/engine_config.hpp"
+#include "workloads/frontend.hpp"
 #include "sim/links/placement.hpp"
 #include "sim/metrics.hpp"
 #include "sim/router/router.hpp"
@@ -44,6 +46,9 @@ struct DeploymentSpec {
   hw::Precision weights = hw::Precision::bf16;
   hw::Precision kv_dtype = hw::Precision::bf16;
   EngineConfig engine;                    // vLLM knobs shared by every worker (role set per worker)
+  // Client + API-server path of aggregated deployments (sim::profile_frontend); nullopt: requests
+  // reach the engine the instant they are sent (disaggregated deployments always do).
+  std::optional<workloads::FrontendConfig> frontend;
   MtpConfig mtp;                          // speculative decoding on decode-carrying workers
   RouterPolicy router = RouterPolicy::least_outstanding;
   std::uint64_t seed = 0;

@@ -1,7 +1,9 @@
-// The SLO capacity planner on a sweep built by hand.
+// The SLO capacity planner on a sweep built by hand, and its points against `simulate`.
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
+#include "sim/api/api.hpp"
+#include "sim/simulate.hpp"
 #include "sim/studies/plan.hpp"
 
 namespace servesim::sim {
@@ -104,6 +106,42 @@ TEST(Plan, SweepColumnsCarryWhatThePlotReads) {
     ASSERT_TRUE(c.contains(k)) << k;
     EXPECT_EQ(c[k].size(), 6u) << k;
   }
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+// `plan` runs the engine `simulate` runs (the newest vLLM profile: async scheduling, host costs,
+// the API-server path, the closed-loop spread): one of its sweep points equals `simulate` of the
+// same deployment, router, seed and request counts (max(200, 8 C) measured after C warm-up).
+namespace servesim::sim {
+namespace {
+
+TEST(Plan, PointEqualsSimulateOfTheSameDeployment) {
+  api::PlanArgs a;
+  a.model = "llama-3.1-8b";
+  a.instance = "p5en.48xlarge";
+  a.nodes = 1;
+  a.precision = "fp8";
+  a.tp = 1;
+  a.topology = "agg";
+  a.concurrency = "16";
+  a.isl = 1000;
+  a.osl = 100;
+  a.ttft_ms = 600;
+  a.itl_ms = 100;
+  a.target_tps = 1000;
+  const nlohmann::json row = api::plan_point(a, 0);
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 8}, {"tp", 1}, {"precision", "fp8"},
+                      {"router", "least_outstanding"}, {"seed", 0},
+                      {"topology", {{"kind", "agg"}, {"instance", "p5en.48xlarge"}, {"nodes", 1}}},
+                      {"workload", {{"concurrency", 16}, {"requests", 200}, {"warmup_requests", 16}, {"isl", 1000}, {"osl", 100}}}};
+  const SimResult r = simulate(parse_scenario(j.dump(), "test"));
+  EXPECT_DOUBLE_EQ(row["ttft_ms"][0].get<double>(), r.summary.ttft_ms.p50);
+  EXPECT_DOUBLE_EQ(row["itl_ms"][0].get<double>(), r.summary.itl_ms.p50);
+  EXPECT_DOUBLE_EQ(row["output_tps"].get<double>(), r.summary.output_token_throughput_per_s);
+  EXPECT_TRUE(r.engine.async_scheduling);
+  EXPECT_GT(r.engine.closed_loop_osl_spread_tokens, 0);
 }
 
 }  // namespace
