@@ -97,13 +97,14 @@ void show_model(const std::string& name, const std::string& file, Format f) {
 void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
-  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "defaults by GPU class", "aliases"});
+  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "closed-loop OSL sd", "defaults by GPU class", "aliases"});
   const auto names = sim::engine_profile_names();
   for (const auto& n : names) {
     const auto& p = sim::engine_profile(n);
     nlohmann::json e = {{"name", p.name}, {"engine", p.engine}, {"version", p.version}, {"description", p.description},
                         {"async_scheduling", p.async_scheduling}, {"cudagraph_mode", p.graphs.mode},
                         {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
+                        {"closed_loop_osl_spread_tokens", p.closed_loop_osl_spread_tokens},
                         {"sources", p.sources}, {"unverified", p.unverified}, {"newest", n == sim::engine_profile("vllm").name}};
     std::string classes;
     for (const auto& c : p.gpu_classes) {
@@ -126,7 +127,7 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
     }
     const bool newest = n == sim::engine_profile("vllm").name;
     t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, fixed(p.gpu_memory_utilization, 2),
-               std::to_string(p.block_size), classes, newest ? "vllm" : "-"});
+               std::to_string(p.block_size), fixed(p.closed_loop_osl_spread_tokens, 0), classes, newest ? "vllm" : "-"});
     j.push_back(e);
   }
   std::string text = t.render();

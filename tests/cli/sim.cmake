@@ -83,3 +83,8 @@ add_test(NAME cli_simulate_data_parallel COMMAND ${SS} simulate --model mixtral-
 set_tests_properties(cli_simulate_data_parallel PROPERTIES PASS_REGULAR_EXPRESSION "on 2 x h200 \\(1 replica\\(s\\) of TP1 DP2 EP2")
 add_test(NAME cli_simulate_data_parallel_dense COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --tp 1 --dp 2 --requests 5)
 set_tests_properties(cli_simulate_data_parallel_dense PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: .*data_parallel_size.*has none[^\n]*\n$")
+# The engine profiles list their closed-loop spread of fixed answer lengths: 8 tokens on vLLM 0.19,
+# none on the synchronous 0.12.
+add_test(NAME cli_list_engines_closed_loop COMMAND ${SS} list engines)
+set_tests_properties(cli_list_engines_closed_loop PROPERTIES PASS_REGULAR_EXPRESSION
+  "vllm-0.12 +off .* 0 +[^\n]*\n.*vllm-0.19 +on .* 8 +")
