@@ -108,7 +108,8 @@ The mechanisms; the figures that go with them are printed below from this run, s
 true when the cost models are recalibrated.
 
 * **TTFT.** The aggregated deployment has two replicas, and each runs prefills for its own
-  clients, chunked into the decode batch; its TTFT barely moves with load. The 1P1D deployment
+  clients, chunked into the decode batch; its TTFT grows with load (prompts wait behind other
+  prompts' prefill chunks) but stays under the 600 ms line through 256 clients. The 1P1D deployment
   sends every prompt through its single prefill worker (plus the KV + Mamba state transfer from
   node 0 to node 1 over EFA): once that worker saturates, prompts queue and TTFT shoots past the
   600 ms line. That is the side that limits 1P1D here — more prefill workers (xP1D) would move it.
