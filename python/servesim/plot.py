@@ -157,7 +157,8 @@ def latency_figure(sweep, plan=None, statistic="p50", title=None):
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
         ax.set_xscale("log", base=2)
         swept = sorted(set(cols["_x"]))
-        if len(swept) <= 12:   # label every swept concurrency, not just every other power of two
+        spaced = all(b >= 1.7 * a for a, b in zip(swept, swept[1:]))   # labels that do not touch
+        if len(swept) <= 12 and spaced:   # label every swept concurrency, not just every other power of two
             ax.set_xticks(swept)
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         elif len(swept) <= 24:  # the powers of two (and the last point) labelled, the others ticked

@@ -79,3 +79,23 @@ def test_plot_reads_a_plain_sweep_and_names_missing_columns(tmp_path, capsys):
     assert plot.main([str(bad), "-o", str(tmp_path / "b.png")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no column ttft_p50_ms" in err[0]
+
+
+def test_concurrency_labels_do_not_touch():
+    # 1 ... 256 then 384, 512, 768 (plan's extension): neighbours closer than 1.7x would print into
+    # each other, so only the powers of two are labelled and 384 / 768 are ticked; a sweep of powers
+    # of two labels every point.
+    from servesim import plot
+    import matplotlib.pyplot as plt
+
+    def labelled(xs):
+        n = len(xs)
+        cols = {"concurrency": xs, "ttft_p50_ms": [10.0] * n, "itl_p50_ms": [5.0] * n,
+                "output_tps_per_gpu": [1.0] * n, "output_tps_per_user": [1.0] * n}
+        fig = plot.latency_figure(cols)
+        ticks = [t for t in fig.axes[0].get_xticks() if xs[0] <= t <= xs[-1]]
+        plt.close(fig)
+        return ticks
+
+    assert labelled([1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768]) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert labelled([1, 2, 4, 8, 16]) == [1, 2, 4, 8, 16]
