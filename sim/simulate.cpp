@@ -227,9 +227,8 @@ void add_worker(SimResult& r, const WorkerStats& ws) {
   r.prompt_tokens_cached += ws.prompt_tokens_cached;
 }
 
-SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& given, bool keep_records,
+SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::WorkloadConfig& w, bool keep_records,
                        const Progress& progress) {
-  const workloads::WorkloadConfig w = closed_loop_lengths(given, p.engine);
   const auto t0 = std::chrono::steady_clock::now();
   SimResult r{MetricsCollector(keep_records)};
   if (progress) {
@@ -263,7 +262,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   shape.router = s.router;
   shape.seed = w.seed;
   AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
-  auto workload = workloads::make_workload(w);
+  auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
   MetricsSink sink(r.metrics);
   r.end_s = cluster.run(*workload, sink);
   r.events = cluster.events_processed();
