@@ -28,7 +28,7 @@ double kv_heads_per_gpu(const ModelSpec& m, int tp) {
 // NVFP4 checkpoints of the hybrid Nemotron models keep the attention projections and the Mamba
 // mixer just before each attention layer in BF16 (Nano NVFP4 hf_quant_config exclude_modules).
 bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
-  if (m.quantized_experts_only && p != hw::Precision::bf16) return m.layers[i] != LayerKind::moe;
+  if (quantizes_experts_only(m, p)) return m.layers[i] != LayerKind::moe;
   if (p != hw::Precision::nvfp4 || m.hf_model_type != "nemotron_h") return false;
   if (m.layers[i] == LayerKind::attention) return true;
   if (m.layers[i] == LayerKind::mamba) {
@@ -130,6 +130,14 @@ hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested) {
 hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requested, const std::string& where) {
   if (requested.empty() || text::iequals(requested, "auto")) return checkpoint_weight_precision(m);
   return checkpoint_format(m, hw::parse_precision(requested, where));
+}
+
+bool quantizes_experts_only(const ModelSpec& m, hw::Precision p) {
+  if (p == hw::Precision::bf16) return false;
+  if (m.quantized_experts_only) return true;
+  for (const auto& [fmt, source] : m.experts_only_checkpoints)
+    if (hw::parse_precision(fmt, "experts_only_checkpoints") == p) return true;
+  return false;
 }
 
 std::string checkpoint_format_label(const ModelSpec& m) {
@@ -297,7 +305,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
       auto [lin, small] = block_weights(m, m.layers[i], par);
       if (kept_high_precision(m, std::size_t(i), wp)) {
         w.high_precision += (lin + small) * 2;
-      } else if (m.quantized_experts_only && m.layers[i] == LayerKind::moe) {
+      } else if (quantizes_experts_only(m, wp) && m.layers[i] == LayerKind::moe) {
         // Only the routed experts are quantised (gpt-oss, Kimi-K2.5): shared expert, latent
         // projections and router stay BF16.
         const double routed = routed_expert_params(m, par);

@@ -43,6 +43,10 @@ hw::Precision checkpoint_format(const ModelSpec& m, hw::Precision requested);
 // The one weight-precision rule of every subcommand, scenario and Python call: `requested` ("" or
 // "auto": the checkpoint's) in the checkpoint's format; `where` names the flag or field in errors.
 hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requested, const std::string& where);
+// Whether weights in precision `p` quantise only the routed experts (attention, dense MLPs, shared
+// experts and the router in BF16): the checkpoint says so (quantized_experts_only: gpt-oss, Kimi-K2.5)
+// or `p` is a published format that does (experts_only_checkpoints: MiniMax-M2.5's NVFP4).
+bool quantizes_experts_only(const ModelSpec& m, hw::Precision p);
 // The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
 std::string checkpoint_format_label(const ModelSpec& m);
 

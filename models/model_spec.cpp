@@ -372,8 +372,10 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
     if (fmt == "w4a16" || fmt == "int4_awq") fmt = "int4";
     if (!fmt.empty()) m.checkpoint_precision = fmt;
     // gpt-oss keeps attention and the router in BF16 (modules_to_not_convert); Kimi-K2.5's INT4
-    // ignores self_attn, shared experts and dense MLPs: only routed experts are 4-bit.
-    if ((fmt == "mxfp4" || fmt == "int4") &&
+    // ignores self_attn, shared experts and dense MLPs: only routed experts are 4-bit. NVIDIA's
+    // NVFP4 checkpoints of MoE models (MiniMax-M2.5, Kimi-K2.x, GLM-5.x, Qwen3.5) ignore self_attn
+    // too (with the routers, shared experts and dense layers).
+    if ((fmt == "mxfp4" || fmt == "int4" || (fmt == "nvfp4" && m.count(LayerKind::moe) > 0)) &&
         (ignores(*q, "modules_to_not_convert", "self_attn") || ignores(*q, "ignore", "self_attn")))
       m.quantized_experts_only = true;
   }
@@ -401,6 +403,8 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
       else if (algo == "w4a16_awq" || algo == "int4_awq") m.checkpoint_precision = "int4";
       else if (!algo.empty()) unsupported(qq, "quant_algo", "\"" + algo + "\" (supported: NVFP4, FP8, W4A16_AWQ)");
       if (text::lower(qq.string_or("kv_cache_quant_algo", "")) == "fp8") m.checkpoint_kv_precision = "fp8";
+      if (m.checkpoint_precision == "nvfp4" && m.count(LayerKind::moe) > 0 && ignores(qq, "exclude_modules", "self_attn"))
+        m.quantized_experts_only = true;
     }
   }
 }
@@ -722,6 +726,16 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file) 
   }
   m.hf_ids = strings("hf_ids");
   m.checkpoint_precisions = strings("checkpoint_precisions");
+  if (j.has("experts_only_checkpoints")) {
+    const auto e = j.object("experts_only_checkpoints");
+    for (const auto& [fmt, src] : e.json().items()) {
+      if (!src.is_string() || src.get<std::string>().empty())
+        e.fail(fmt, "expected the source that shows the format quantises only the routed experts (a non-empty string)");
+      if (std::find(m.checkpoint_precisions.begin(), m.checkpoint_precisions.end(), fmt) == m.checkpoint_precisions.end())
+        e.fail(fmt, "not one of checkpoint_precisions");
+      m.experts_only_checkpoints.emplace_back(fmt, src.get<std::string>());
+    }
+  }
   if (j.has("vision")) {
     const auto v = j.object("vision");
     m.has_vision = true;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace servesim::models {
@@ -124,6 +125,10 @@ struct ModelSpec {
   // Only the routed experts are quantised (gpt-oss MXFP4, Kimi-K2.5 INT4): attention, dense MLPs,
   // shared experts, router, embeddings stay BF16.
   bool quantized_experts_only = false;
+  // Published checkpoints in another format that quantise only the routed experts, with the file
+  // that says so (NVIDIA's NVFP4 of MiniMax-M2.5: hf_quant_config.json excludes every self_attn and
+  // router): format ("nvfp4") -> source.
+  std::vector<std::pair<std::string, std::string>> experts_only_checkpoints;
   std::string checkpoint_kv_precision;   // "fp8" when hf_quant_config declares FP8 KV, else ""
   std::vector<std::string> checkpoint_precisions;  // catalogue: the published checkpoints' formats
   std::vector<std::string> hf_ids;       // Hugging Face repository ids that name this model

@@ -101,7 +101,7 @@ class Model final : public StepCostModel {
  public:
   Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
       : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp),
-        dp_(m.quantized_experts_only ? hw::Precision::bf16 : wp), par_(par), kv_(kv), dp_group_(dp_group(gpu, par)) {
+        dp_(quantizes_experts_only(m, wp) ? hw::Precision::bf16 : wp), par_(par), kv_(kv), dp_group_(dp_group(gpu, par)) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
     n_full_ = m.count(LayerKind::attention);
@@ -514,7 +514,7 @@ class Model final : public StepCostModel {
   const hw::GpuSpec& gpu_;
   const KernelModel& km_;
   hw::Precision wp_;  // routed experts
-  hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5)
+  hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5, MiniMax-M2.5 NVFP4)
   Parallelism par_;
   hw::Precision kv_;
   hw::CommGroup dp_group_;  // the GPUs holding one TP rank's slot in every DP rank

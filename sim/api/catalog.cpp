@@ -83,6 +83,11 @@ nlohmann::json model(const models::ModelSpec& m) {
             {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_precisions", m.checkpoint_precisions},
             {"checkpoint_format", models::checkpoint_format_label(m)}, {"checkpoint_group_size", m.checkpoint_group_size},
             {"checkpoint_kv_precision", m.checkpoint_kv_precision}, {"quantized_experts_only", m.quantized_experts_only},
+            {"experts_only_checkpoints", [&] {
+               nlohmann::json e = nlohmann::json::object();
+               for (const auto& [fmt, src] : m.experts_only_checkpoints) e[fmt] = src;
+               return e;
+             }()},
             {"hf_ids", m.hf_ids}});
   if (m.has_vision) {
     const auto& v = m.vision;

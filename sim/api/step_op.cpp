@@ -249,6 +249,7 @@ nlohmann::json step(const StepArgs& a) {
   pre.vision_tiles = a.vision_tiles;
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
           {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m)},
+          {"quantized_experts_only", models::quantizes_experts_only(m, wp)},
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep}, {"dp", a.dp},
           {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},

@@ -28,7 +28,9 @@ void run(const api::StepArgs& a, Format format) {
   const std::string b = std::to_string(a.batch);
   std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", TP" +
                      std::to_string(j["tp"].get<int>()) + (j["pp"].get<int>() > 1 ? " x PP" + std::to_string(j["pp"].get<int>()) : std::string()) +
-                     ", " + j["precision"].get<std::string>() + " weights (checkpoint: " + j["checkpoint_format"].get<std::string>() +
+                     ", " + j["precision"].get<std::string>() + " weights" +
+                     (j.value("quantized_experts_only", false) ? std::string(" on the routed experts, the rest BF16") : std::string()) +
+                     " (checkpoint: " + j["checkpoint_format"].get<std::string>() +
                      "), KV " + j["kv_cache_dtype"].get<std::string>() + "\n" + defaults_line(j["defaults"]) +
                      "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/embedded.hpp"
+#include "common/error.hpp"
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/work.hpp"
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -69,4 +72,67 @@ TEST(CheckpointFormats, Int4RoutedExpertsWeighFourAndAHalfBits) {
   const double routed = double(k.count(LayerKind::moe)) * k.experts * 3.0 * 7168 * 2048 / 8;
   EXPECT_NEAR(p.weights.quantized, routed * 0.5625, 1);
   EXPECT_NE(p.weight_note.find("Marlin W4A16"), std::string::npos);
+}
+
+// NVIDIA's NVFP4 checkpoint of MiniMax-M2.5 quantises the routed experts only (hf_quant_config.json
+// exclude_modules: every self_attn and router): its attention projections are costed and weighed as
+// BF16. Per layer they hold q 3072x6144 + k, v 3072x1024 each + o 6144x3072 = 44,040,192 parameters.
+TEST(CheckpointFormats, MiniMaxNvfp4KeepsItsAttentionInBf16) {
+  const auto& m = model("minimax-m2.5");
+  EXPECT_TRUE(quantizes_experts_only(m, hw::Precision::nvfp4));
+  EXPECT_FALSE(quantizes_experts_only(m, hw::Precision::fp8_block));
+  EXPECT_FALSE(quantizes_experts_only(m, hw::Precision::bf16));
+  const auto& gpu = hw::Catalog::global().gpu("b200");
+  // At TP4 each GPU holds a quarter of them (12 query and 2 KV heads per GPU).
+  const double attn = 62.0 * (3072.0 * 6144 * 2 + 3072.0 * 1024 * 2) / 4;
+  const auto fp4 = plan_memory(m, gpu, hw::Precision::nvfp4, {4, 1, 1}, {});
+  const auto bf16 = plan_memory(m, gpu, hw::Precision::bf16, {4, 1, 1}, {});
+  // The NVFP4 checkpoint keeps the attention projections in BF16 on top of what BF16 weights keep
+  // there anyway (embeddings, LM head, router, norms).
+  EXPECT_NEAR(fp4.weights.high_precision - bf16.weights.high_precision, attn * 2, 1);
+  // One prefill step of 4096 tokens: the attention GEMMs take as long as at BF16, the experts do not.
+  StepBatch b;
+  b.prefill_seqs = 1;
+  b.prefill_tokens = 4096;
+  b.prefill_attention_pairs = 4096.0 * 4097 / 2;
+  const auto c4 = make_step_cost(m, gpu, hw::Precision::nvfp4, {4, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  const auto c16 = make_step_cost(m, gpu, hw::Precision::bf16, {4, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  auto part = [](const StepTime& t, const std::string& op) {
+    for (const auto& p : t.parts)
+      if (p.op == op) return p.seconds;
+    return 0.0;
+  };
+  EXPECT_GT(part(c4, "QKV + O GEMM"), 0);
+  EXPECT_DOUBLE_EQ(part(c4, "QKV + O GEMM"), part(c16, "QKV + O GEMM"));
+  EXPECT_LT(part(c4, "routed experts (fused MoE)"), part(c16, "routed experts (fused MoE)"));
+}
+
+// The same from a Hugging Face config: a ModelOpt NVFP4 MoE checkpoint that ignores self_attn
+// quantises its routed experts only; a dense one keeps the rule off (its MLPs are NVFP4).
+TEST(CheckpointFormats, Nvfp4MoeCheckpointIgnoringSelfAttnQuantisesExpertsOnly) {
+  const nlohmann::json nvfp4 = {
+      {"quant_method", "modelopt"}, {"quant_algo", "NVFP4"},
+      {"ignore", {"lm_head", "model.layers.0.self_attn*", "model.layers.0.mlp.gate"}},
+      {"config_groups", {{"group_0", {{"weights", {{"num_bits", 4}, {"type", "float"}, {"group_size", 16}}}}}}}};
+  const ModelSpec q = with_quant(nvfp4);
+  EXPECT_EQ(q.checkpoint_precision, "nvfp4");
+  EXPECT_TRUE(q.quantized_experts_only);
+  nlohmann::json all = nvfp4;
+  all["ignore"] = {"lm_head"};
+  EXPECT_FALSE(with_quant(all).quantized_experts_only);
+}
+
+// A catalogue entry's experts-only format must be one of its published checkpoints.
+TEST(CheckpointFormats, ExpertsOnlyCheckpointMustBePublished) {
+  nlohmann::json j = nlohmann::json::parse(servesim::data::get("models/data/minimax-m2.5.json"));
+  j["experts_only_checkpoints"] = {{"int4", "a source"}};
+  try {
+    parse_model_json(j.dump(), "bad.json");
+    FAIL() << "accepted an unpublished format";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("bad.json"), std::string::npos) << w;
+    EXPECT_NE(w.find("experts_only_checkpoints"), std::string::npos) << w;
+    EXPECT_NE(w.find("not one of checkpoint_precisions"), std::string::npos) << w;
+  }
 }
