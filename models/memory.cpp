@@ -25,21 +25,6 @@ double kv_heads_per_gpu(const ModelSpec& m, int tp) {
   return std::max(1.0, double(m.kv_heads) / tp);  // replicated when kv_heads < tp
 }
 
-// NVFP4 checkpoints of the hybrid Nemotron models keep the attention projections and the Mamba
-// mixer just before each attention layer in BF16 (Nano NVFP4 hf_quant_config exclude_modules).
-bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
-  if (quantizes_experts_only(m, p)) return m.layers[i] != LayerKind::moe;
-  if (p != hw::Precision::nvfp4 || m.hf_model_type != "nemotron_h") return false;
-  if (m.layers[i] == LayerKind::attention) return true;
-  if (m.layers[i] == LayerKind::mamba) {
-    for (std::size_t j = i + 1; j < m.layers.size(); ++j) {
-      if (m.layers[j] == LayerKind::attention) return j == i + 1 || (j == i + 2 && m.layers[i + 1] != LayerKind::mamba);
-      if (m.layers[j] == LayerKind::mamba) return false;
-    }
-  }
-  return false;
-}
-
 // Routed-expert weights of one MoE block on one GPU (experts split over EP, or sharded over TP).
 double routed_expert_params(const ModelSpec& m, const Parallelism& par) {
   const double split = par.ep > 1 ? par.ep : par.moe_group();
@@ -93,6 +78,21 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
 }
 
 }  // namespace
+
+// NVFP4 checkpoints of the hybrid Nemotron models keep the attention projections and the Mamba
+// mixer just before each attention layer in BF16 (Nano NVFP4 hf_quant_config exclude_modules).
+bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
+  if (quantizes_experts_only(m, p)) return m.layers[i] != LayerKind::moe;
+  if (p != hw::Precision::nvfp4 || m.hf_model_type != "nemotron_h") return false;
+  if (m.layers[i] == LayerKind::attention) return true;
+  if (m.layers[i] == LayerKind::mamba) {
+    for (std::size_t j = i + 1; j < m.layers.size(); ++j) {
+      if (m.layers[j] == LayerKind::attention) return j == i + 1 || (j == i + 2 && m.layers[i + 1] != LayerKind::mamba);
+      if (m.layers[j] == LayerKind::mamba) return false;
+    }
+  }
+  return false;
+}
 
 int serve_max_num_seqs(const hw::GpuSpec& gpu) {
   const bool big = gpu.hbm_usable_bytes >= 70.0 * kGiB && text::lower(gpu.name).find("a100") == std::string::npos;

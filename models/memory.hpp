@@ -47,6 +47,12 @@ hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requ
 // experts and the router in BF16): the checkpoint says so (quantized_experts_only: gpt-oss, Kimi-K2.5)
 // or `p` is a published format that does (experts_only_checkpoints: MiniMax-M2.5's NVFP4).
 bool quantizes_experts_only(const ModelSpec& m, hw::Precision p);
+// Whether layer i's linear weights (its MoE layer's router and shared expert aside) stay BF16 at
+// weight precision p: every non-MoE layer of a routed-experts-only checkpoint, and in the NVFP4
+// checkpoints of the hybrid Nemotron models the attention projections and the Mamba mixer just
+// before each attention layer (Nano NVFP4 hf_quant_config exclude_modules). Memory and step cost
+// both follow it.
+bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p);
 // The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
 std::string checkpoint_format_label(const ModelSpec& m);
 

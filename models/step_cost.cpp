@@ -125,6 +125,15 @@ class Model final : public StepCostModel {
     }
     const std::int64_t H = m.hidden;
     auto gemm = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, dp_).seconds; };
+    auto gemm16 = [&](std::int64_t M, std::int64_t n, std::int64_t k) { return km_.gemm(M, n, k, hw::Precision::bf16).seconds; };
+    // Layers whose projections the checkpoint keeps in BF16 while the rest run at dp_ (the hybrid
+    // Nemotron NVFP4 checkpoints: attention and the Mamba mixer before it), as the memory plan weighs them.
+    if (dp_ != hw::Precision::bf16)
+      for (std::size_t i = 0; i < m.layers.size(); ++i) {
+        if (!kept_high_precision(m, i, wp)) continue;
+        if (m.layers[i] == LayerKind::mamba) ++n_mamba_hp_;
+        if (m.layers[i] == LayerKind::attention || m.layers[i] == LayerKind::sliding_attention) ++n_attn_hp_;
+      }
     if (n_mamba_) {
       const std::int64_t di = m.mamba_d_inner() / tp, g = std::max(1, m.groups / tp);
       const std::int64_t in_n = 2 * di + 2 * g * m.d_state + m.mamba_heads / tp;
@@ -133,6 +142,7 @@ class Model final : public StepCostModel {
       mheads_ = m.mamba_heads / tp;
       mgroups_ = int(g);
       mamba_lin_.fill([&](std::int64_t M) { return gemm(M, in_n, H) + gemm(M, H, di); });
+      if (n_mamba_hp_) mamba_lin_hp_.fill([&](std::int64_t M) { return gemm16(M, in_n, H) + gemm16(M, H, di); });
       mamba_step_.fill([&](std::int64_t B) {
         return km_.mamba_step(int(B), mheads_, m.mamba_head_dim, m.d_state, mgroups_).seconds +
                km_.conv1d(B, conv_ch_, m.conv_kernel, true).seconds;
@@ -149,6 +159,11 @@ class Model final : public StepCostModel {
         return gemm(M, std::int64_t(aheads_ * (m.attn_output_gate ? 2 : 1) + 2 * akv_) * m.head_dim, H) +
                gemm(M, H, std::int64_t(aheads_) * m.head_dim);
       });
+      if (n_attn_hp_)
+        attn_lin_hp_.fill([&](std::int64_t M) {
+          return gemm16(M, std::int64_t(aheads_ * (m.attn_output_gate ? 2 : 1) + 2 * akv_) * m.head_dim, H) +
+                 gemm16(M, H, std::int64_t(aheads_) * m.head_dim);
+        });
       if (m.qk_norm || m.attn_output_gate) {
         // Per-head RMSNorm of q and k (read + write, bf16) and the sigmoid output gate (read q-wide
         // gate and output, write output).
@@ -326,7 +341,8 @@ class Model final : public StepCostModel {
     const auto Mi = std::int64_t(std::max(1.0, M));
     const std::int64_t H = m_.hidden;
     if (n_mamba_) {
-      add("mamba", "in_proj + out_proj GEMM", n_mamba_ * mamba_lin_(M), n_mamba_, [&] {
+      const double lin = (n_mamba_ - n_mamba_hp_) * mamba_lin_(M) + (n_mamba_hp_ ? n_mamba_hp_ * mamba_lin_hp_(M) : 0.0);
+      add("mamba", "in_proj + out_proj GEMM", lin, n_mamba_, [&] {
         return sum({km_.gemm(Mi, mamba_in_n_, H, dp_), km_.gemm(Mi, H, m_.mamba_d_inner() / par_.tp, dp_)});
       });
       if (b.decode_seqs > 0)
@@ -343,10 +359,11 @@ class Model final : public StepCostModel {
             });
     }
     if (n_attn_) {
-      add("attention", "QKV + O GEMM", n_attn_ * attn_lin_(M), n_attn_,
+      add("attention", "QKV + O GEMM", (n_attn_ - n_attn_hp_) * attn_lin_(M) + (n_attn_hp_ ? n_attn_hp_ * attn_lin_hp_(M) : 0.0), n_attn_,
           [&] {
-            return sum({km_.gemm(Mi, std::int64_t(aheads_ * (m_.attn_output_gate ? 2 : 1) + 2 * akv_) * m_.head_dim, H, dp_),
-                        km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, dp_)});
+            const hw::Precision p = n_attn_hp_ == n_attn_ ? hw::Precision::bf16 : dp_;
+            return sum({km_.gemm(Mi, std::int64_t(aheads_ * (m_.attn_output_gate ? 2 : 1) + 2 * akv_) * m_.head_dim, H, p),
+                        km_.gemm(Mi, H, std::int64_t(aheads_) * m_.head_dim, p)});
           });
       if (attn_elt_active())
         add("attention",
@@ -548,6 +565,8 @@ class Model final : public StepCostModel {
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
   std::int64_t conv_ch_ = 0, mamba_in_n_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
+  int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
+  Curve mamba_lin_hp_, attn_lin_hp_;
   Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,
       moe_a2a_, lm_head_, sampler_, norms_, allreduce_, p2p_, vision_;
   hw::SamplingMode sampling_ = hw::SamplingMode::random;  // the model's generation_config defaults

@@ -136,3 +136,38 @@ TEST(CheckpointFormats, ExpertsOnlyCheckpointMustBePublished) {
     EXPECT_NE(w.find("not one of checkpoint_precisions"), std::string::npos) << w;
   }
 }
+
+// The hybrid Nemotron NVFP4 checkpoints keep the attention projections and the Mamba mixer just
+// before each attention layer in BF16; the step cost runs those GEMMs at BF16 as the memory plan
+// weighs them: the attention row equals BF16's, and the Mamba row is the k kept layers at BF16 plus
+// the other n - k at NVFP4 (the same model with the rule off: every projection NVFP4).
+TEST(CheckpointFormats, NemotronNvfp4KeepsAttentionAndItsMambaNeighbourInBf16) {
+  const auto& m = model("nemotron-3-nano");
+  ModelSpec all4 = m;
+  all4.hf_model_type = "nemotron_h_all_nvfp4";  // no exclusions
+  int n = 0, k = 0;
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    if (m.layers[i] != LayerKind::mamba) continue;
+    ++n;
+    if (kept_high_precision(m, i, hw::Precision::nvfp4)) ++k;
+  }
+  ASSERT_GT(k, 0);
+  ASSERT_LT(k, n);
+  const auto& gpu = hw::Catalog::global().gpu("b200");
+  StepBatch b;
+  b.prefill_seqs = 1;
+  b.prefill_tokens = 2048;
+  b.prefill_attention_pairs = 2048.0 * 2049 / 2;
+  auto part = [](const StepTime& t, const std::string& op) {
+    for (const auto& p : t.parts)
+      if (p.op == op) return p.seconds;
+    return 0.0;
+  };
+  const auto mixed = make_step_cost(m, gpu, hw::Precision::nvfp4, {1, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  const auto fp4 = make_step_cost(all4, gpu, hw::Precision::nvfp4, {1, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  const auto bf16 = make_step_cost(m, gpu, hw::Precision::bf16, {1, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  EXPECT_DOUBLE_EQ(part(mixed, "QKV + O GEMM"), part(bf16, "QKV + O GEMM"));
+  EXPECT_LT(part(fp4, "QKV + O GEMM"), part(bf16, "QKV + O GEMM"));
+  const double want = part(fp4, "in_proj + out_proj GEMM") * (n - k) / n + part(bf16, "in_proj + out_proj GEMM") * k / n;
+  EXPECT_NEAR(part(mixed, "in_proj + out_proj GEMM"), want, want * 1e-12);
+}
