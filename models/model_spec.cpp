@@ -355,6 +355,24 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
       if (e.is_string() && e.get<std::string>().find(needle) != std::string::npos) return true;
     return false;
   };
+  // An NVFP4 MoE checkpoint that keeps whole attention blocks out of quantisation ("...self_attn*",
+  // not single projections as DeepSeek-V3.1's NVFP4 does) and, where the model has shared experts,
+  // those too: NVIDIA's MiniMax-M2.5, Kimi-K2.x, GLM-5.1, Qwen3.5 NVFP4 (routed experts only).
+  auto experts_only_nvfp4 = [&](const JsonReader& qc, const char* key) {
+    if (m.count(LayerKind::moe) == 0 || !qc.has(key) || !qc.json().at(key).is_array()) return false;
+    bool attention = false, shared = m.shared_experts == 0 && m.shared_intermediate == 0;
+    for (const auto& e : qc.json().at(key)) {
+      if (!e.is_string()) continue;
+      const std::string x = e.get<std::string>();
+      const auto at = x.find("self_attn");
+      if (at != std::string::npos) {
+        const std::string rest = x.substr(at + 9);
+        if (rest.empty() || rest == "*" || rest == ".*" || rest == ".*.*") attention = true;
+      }
+      if (x.find("shared_expert") != std::string::npos) shared = true;
+    }
+    return attention && shared;
+  };
   if (q) {
     const std::string method = text::lower(q->string_or("quant_method", ""));
     std::string fmt;
@@ -372,12 +390,11 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
     if (fmt == "w4a16" || fmt == "int4_awq") fmt = "int4";
     if (!fmt.empty()) m.checkpoint_precision = fmt;
     // gpt-oss keeps attention and the router in BF16 (modules_to_not_convert); Kimi-K2.5's INT4
-    // ignores self_attn, shared experts and dense MLPs: only routed experts are 4-bit. NVIDIA's
-    // NVFP4 checkpoints of MoE models (MiniMax-M2.5, Kimi-K2.x, GLM-5.x, Qwen3.5) ignore self_attn
-    // too (with the routers, shared experts and dense layers).
-    if ((fmt == "mxfp4" || fmt == "int4" || (fmt == "nvfp4" && m.count(LayerKind::moe) > 0)) &&
+    // ignores self_attn, shared experts and dense MLPs: only routed experts are 4-bit.
+    if ((fmt == "mxfp4" || fmt == "int4") &&
         (ignores(*q, "modules_to_not_convert", "self_attn") || ignores(*q, "ignore", "self_attn")))
       m.quantized_experts_only = true;
+    if (fmt == "nvfp4" && experts_only_nvfp4(*q, "ignore")) m.quantized_experts_only = true;
   }
   if (!hf_quant_json.empty()) {
     const auto doc = parse_json(hf_quant_json, file + " (hf_quant_config.json)");
@@ -403,8 +420,7 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
       else if (algo == "w4a16_awq" || algo == "int4_awq") m.checkpoint_precision = "int4";
       else if (!algo.empty()) unsupported(qq, "quant_algo", "\"" + algo + "\" (supported: NVFP4, FP8, W4A16_AWQ)");
       if (text::lower(qq.string_or("kv_cache_quant_algo", "")) == "fp8") m.checkpoint_kv_precision = "fp8";
-      if (m.checkpoint_precision == "nvfp4" && m.count(LayerKind::moe) > 0 && ignores(qq, "exclude_modules", "self_attn"))
-        m.quantized_experts_only = true;
+      if (m.checkpoint_precision == "nvfp4" && experts_only_nvfp4(qq, "exclude_modules")) m.quantized_experts_only = true;
     }
   }
 }

@@ -78,6 +78,11 @@ void show_model(const std::string& name, const std::string& file, Format f) {
                                 m.published_active_counts + "; ours so counted " + B(models::active_params_as_published(m)) + ")"});
   t.add_row({"checkpoint", m.checkpoint_precision + " (" + models::checkpoint_format_label(m) + ")" +
                                (m.checkpoint_kv_precision.empty() ? "" : ", KV " + m.checkpoint_kv_precision)});
+  for (const auto& fmt : m.checkpoint_precisions) {
+    if (fmt == m.checkpoint_precision) continue;
+    const bool experts = models::quantizes_experts_only(m, hw::parse_precision(fmt, "checkpoint_precisions"));
+    t.add_row({"also published", fmt + (experts ? " (routed experts only; attention, router and the rest BF16)" : "")});
+  }
   t.add_row({"KV per token (bf16)", human_bytes(models::kv_bytes_per_token(m, hw::Precision::bf16)) +
                                         (m.sliding_window > 0 ? " + window " + std::to_string(m.sliding_window) + " tokens on " +
                                                                     std::to_string(m.count(models::LayerKind::sliding_attention)) + " layers"

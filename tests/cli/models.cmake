@@ -8,6 +8,12 @@ add_test(NAME cli_memory_breakdown COMMAND $<TARGET_FILE:servesim> memory --mode
 set_tests_properties(cli_memory_breakdown PROPERTIES PASS_REGULAR_EXPRESSION "KV per token \\(bf16\\) +4.00 KiB")
 add_test(NAME cli_step COMMAND $<TARGET_FILE:servesim> step --model nemotron-3-super --gpu H200 --tp 4 --batch 8 --context 2048)
 set_tests_properties(cli_step PROPERTIES PASS_REGULAR_EXPRESSION "decode +moe")
+# NVIDIA's NVFP4 MiniMax-M2.5 keeps attention in BF16: `model` says so, `step` costs it so.
+add_test(NAME cli_model_experts_only_checkpoint COMMAND $<TARGET_FILE:servesim> model --model minimax-m2.5)
+set_tests_properties(cli_model_experts_only_checkpoint PROPERTIES PASS_REGULAR_EXPRESSION "also published +nvfp4 \\(routed experts only")
+add_test(NAME cli_step_experts_only_checkpoint COMMAND $<TARGET_FILE:servesim> step --model minimax-m2.5 --gpu b200 --tp 2 --precision nvfp4 --batch 4 --context 1024)
+set_tests_properties(cli_step_experts_only_checkpoint PROPERTIES PASS_REGULAR_EXPRESSION
+  "nvfp4 weights on the routed experts, the rest BF16.*decode +attention +QKV \\+ O GEMM [^\n]*torch.nn.functional.linear")
 add_test(NAME cli_unknown_model COMMAND $<TARGET_FILE:servesim> memory --model nope --gpu h200)
 set_tests_properties(cli_unknown_model PROPERTIES WILL_FAIL TRUE)
 add_test(NAME cli_unknown_model_lists COMMAND $<TARGET_FILE:servesim> min-gpus --model nope)

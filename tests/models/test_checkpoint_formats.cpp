@@ -107,8 +107,8 @@ TEST(CheckpointFormats, MiniMaxNvfp4KeepsItsAttentionInBf16) {
   EXPECT_LT(part(c4, "routed experts (fused MoE)"), part(c16, "routed experts (fused MoE)"));
 }
 
-// The same from a Hugging Face config: a ModelOpt NVFP4 MoE checkpoint that ignores self_attn
-// quantises its routed experts only; a dense one keeps the rule off (its MLPs are NVFP4).
+// The same from a Hugging Face config: a ModelOpt NVFP4 MoE checkpoint that ignores whole self_attn
+// blocks quantises its routed experts only; one that ignores only lm_head or single projections does not.
 TEST(CheckpointFormats, Nvfp4MoeCheckpointIgnoringSelfAttnQuantisesExpertsOnly) {
   const nlohmann::json nvfp4 = {
       {"quant_method", "modelopt"}, {"quant_algo", "NVFP4"},
@@ -120,6 +120,11 @@ TEST(CheckpointFormats, Nvfp4MoeCheckpointIgnoringSelfAttnQuantisesExpertsOnly) 
   nlohmann::json all = nvfp4;
   all["ignore"] = {"lm_head"};
   EXPECT_FALSE(with_quant(all).quantized_experts_only);
+  // Single projections left out (DeepSeek-V3.1's NVFP4: q_a / q_b / kv_a / kv_b, o_proj quantised)
+  // are not a routed-experts-only checkpoint.
+  nlohmann::json some = nvfp4;
+  some["ignore"] = {"lm_head", "model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj"};
+  EXPECT_FALSE(with_quant(some).quantized_experts_only);
 }
 
 // A catalogue entry's experts-only format must be one of its published checkpoints.
