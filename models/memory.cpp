@@ -136,7 +136,7 @@ bool quantizes_experts_only(const ModelSpec& m, hw::Precision p) {
   if (p == hw::Precision::bf16) return false;
   if (m.quantized_experts_only) return true;
   for (const auto& [fmt, source] : m.experts_only_checkpoints)
-    if (hw::parse_precision(fmt, "experts_only_checkpoints") == p) return true;
+    if (text::iequals(fmt, hw::to_string(p))) return true;   // an unknown format name matches nothing
   return false;
 }
 
