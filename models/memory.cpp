@@ -132,13 +132,15 @@ hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requ
   return checkpoint_format(m, hw::parse_precision(requested, where));
 }
 
-bool quantizes_experts_only(const ModelSpec& m, hw::Precision p) {
-  if (p == hw::Precision::bf16) return false;
+bool quantizes_experts_only(const ModelSpec& m, std::string_view format) {
+  if (text::iequals(format, "bf16")) return false;
   if (m.quantized_experts_only) return true;
   for (const auto& [fmt, source] : m.experts_only_checkpoints)
-    if (text::iequals(fmt, hw::to_string(p))) return true;   // an unknown format name matches nothing
+    if (text::iequals(fmt, format)) return true;
   return false;
 }
+
+bool quantizes_experts_only(const ModelSpec& m, hw::Precision p) { return quantizes_experts_only(m, hw::to_string(p)); }
 
 std::string checkpoint_format_label(const ModelSpec& m) {
   const std::string& c = m.checkpoint_precision;

@@ -47,6 +47,8 @@ hw::Precision resolve_weight_precision(const ModelSpec& m, std::string_view requ
 // experts and the router in BF16): the checkpoint says so (quantized_experts_only: gpt-oss, Kimi-K2.5)
 // or `p` is a published format that does (experts_only_checkpoints: MiniMax-M2.5's NVFP4).
 bool quantizes_experts_only(const ModelSpec& m, hw::Precision p);
+// The same for a format named as in checkpoint_precisions ("nvfp4"); an unknown name matches nothing.
+bool quantizes_experts_only(const ModelSpec& m, std::string_view format);
 // Whether layer i's linear weights (its MoE layer's router and shared expert aside) stay BF16 at
 // weight precision p: every non-MoE layer of a routed-experts-only checkpoint, and in the NVFP4
 // checkpoints of the hybrid Nemotron models the attention projections and the Mamba mixer just

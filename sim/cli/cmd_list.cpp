@@ -80,7 +80,7 @@ void show_model(const std::string& name, const std::string& file, Format f) {
                                (m.checkpoint_kv_precision.empty() ? "" : ", KV " + m.checkpoint_kv_precision)});
   for (const auto& fmt : m.checkpoint_precisions) {
     if (fmt == m.checkpoint_precision) continue;
-    const bool experts = models::quantizes_experts_only(m, hw::parse_precision(fmt, "checkpoint_precisions"));
+    const bool experts = models::quantizes_experts_only(m, std::string_view(fmt));
     t.add_row({"also published", fmt + (experts ? " (routed experts only; attention, router and the rest BF16)" : "")});
   }
   t.add_row({"KV per token (bf16)", human_bytes(models::kv_bytes_per_token(m, hw::Precision::bf16)) +

@@ -29,7 +29,7 @@ void run(const api::StepArgs& a, Format format) {
   std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", TP" +
                      std::to_string(j["tp"].get<int>()) + (j["pp"].get<int>() > 1 ? " x PP" + std::to_string(j["pp"].get<int>()) : std::string()) +
                      ", " + j["precision"].get<std::string>() + " weights" +
-                     (j.value("quantized_experts_only", false) ? std::string(" on the routed experts, the rest BF16") : std::string()) +
+                     (j["quantized_experts_only"].get<bool>() ? std::string(" on the routed experts, the rest BF16") : std::string()) +
                      " (checkpoint: " + j["checkpoint_format"].get<std::string>() +
                      "), KV " + j["kv_cache_dtype"].get<std::string>() + "\n" + defaults_line(j["defaults"]) +
                      "decode: " + b + " seqs at context " + std::to_string(a.context) + "; prefill: " + b + " x " +
