@@ -142,12 +142,26 @@ bool quantizes_experts_only(const ModelSpec& m, std::string_view format) {
 
 bool quantizes_experts_only(const ModelSpec& m, hw::Precision p) { return quantizes_experts_only(m, hw::to_string(p)); }
 
+namespace {
+std::string format_words(const std::string& c, int group) {
+  if (c == "int4") return "INT4 weight-only (W4A16), group " + std::to_string(group > 0 ? group : 32);
+  return c == "fp8" ? "FP8 per-tensor" : c == "fp8_block" ? "FP8 128x128 block" : c == "nvfp4" ? "NVFP4"
+       : c == "mxfp4" ? "MXFP4" : c == "int8" ? "INT8" : c == "bf16" ? "BF16" : c;
+}
+}  // namespace
+
 std::string checkpoint_format_label(const ModelSpec& m) {
-  const std::string& c = m.checkpoint_precision;
-  std::string s = c == "fp8" ? "FP8 per-tensor" : c == "fp8_block" ? "FP8 128x128 block" : c == "nvfp4" ? "NVFP4"
-                : c == "mxfp4" ? "MXFP4" : c == "int8" ? "INT8" : c == "bf16" ? "BF16" : c;
-  if (c == "int4") s = "INT4 weight-only (W4A16), group " + std::to_string(m.checkpoint_group_size > 0 ? m.checkpoint_group_size : 32);
-  return s + (m.quantized_experts_only ? ", routed experts only" : "");
+  return format_words(m.checkpoint_precision, m.checkpoint_group_size) + (m.quantized_experts_only ? ", routed experts only" : "");
+}
+
+std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p) {
+  const std::string f(hw::to_string(p));
+  if (m.checkpoint_precision.empty() || text::iequals(f, m.checkpoint_precision)) return checkpoint_format_label(m);
+  for (const auto& c : m.checkpoint_precisions)
+    if (text::iequals(c, f))
+      return "the published " + format_words(c, 0) + " one" + (quantizes_experts_only(m, f) ? ", routed experts only" : "");
+  if (m.checkpoint_precisions.empty()) return checkpoint_format_label(m) + ", run as " + f;
+  return checkpoint_format_label(m) + ", run as " + f + ", a format not among the published " + text::join(m.checkpoint_precisions);
 }
 
 double weight_bytes_per_param(hw::Precision p, int group) {

@@ -57,6 +57,10 @@ bool quantizes_experts_only(const ModelSpec& m, std::string_view format);
 bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p);
 // The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
 std::string checkpoint_format_label(const ModelSpec& m);
+// The checkpoint a run at weight precision p loads, in words: the catalogue's when p is its format,
+// "the published NVFP4 one, routed experts only" when p names another published checkpoint, else
+// the catalogue's, "run as nvfp4" (a what-if conversion).
+std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p);
 
 // Bytes per weight element as stored in the checkpoint (NVFP4: 4 bit + one FP8 scale per 16).
 // Bytes per weight, scales included; `group`: an INT4 checkpoint's scale group (0 = 32).

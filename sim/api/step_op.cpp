@@ -248,7 +248,7 @@ nlohmann::json step(const StepArgs& a) {
   pre.prefill_attention_pairs = a.batch * (double(c) * prior + double(c) * (c + 1) / 2.0);
   pre.vision_tiles = a.vision_tiles;
   return {{"model", m.name}, {"gpu", gpu.name}, {"precision", std::string(hw::to_string(wp))},
-          {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m)},
+          {"checkpoint_precision", m.checkpoint_precision}, {"checkpoint_format", models::checkpoint_format_label(m, wp)},
           {"quantized_experts_only", models::quantizes_experts_only(m, wp)},
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep}, {"dp", a.dp},
           {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},

@@ -47,6 +47,11 @@ TEST(CheckpointFormats, ReadFromQuantizationConfig) {
   EXPECT_EQ(model("kimi-k2.5").checkpoint_group_size, 32);
   EXPECT_EQ(checkpoint_format_label(model("kimi-k2.5")), "INT4 weight-only (W4A16), group 32, routed experts only");
   EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5")), "FP8 128x128 block");
+  // A run names the checkpoint it loads: the catalogue's, another published one, or a what-if.
+  EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5"), hw::Precision::fp8_block), "FP8 128x128 block");
+  EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5"), hw::Precision::nvfp4), "the published NVFP4 one, routed experts only");
+  EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5"), hw::Precision::bf16),
+            "FP8 128x128 block, run as bf16, a format not among the published fp8_block, nvfp4");
 }
 
 // "fp8" asked of a block-FP8 checkpoint runs that checkpoint; a per-tensor FP8 model stays per tensor.
