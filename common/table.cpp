@@ -50,6 +50,12 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+std::string compact(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -18,6 +18,8 @@ class Table {
 
 // Fixed-point number with `digits` decimals ("12.35").
 std::string fixed(double v, int digits);
+// Shortest plain number: no trailing zeros ("6", "0.25", "1024").
+std::string compact(double v);
 // Human-readable bytes in GiB/MiB/KiB ("1.50 GiB").
 std::string human_bytes(double bytes);
 

@@ -114,7 +114,7 @@ _TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpu
         "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed"}
 _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
            "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms",
-           "closed_loop_osl_spread_tokens"]
+           "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent", "closed_loop_osl_spread_length_exponent"]
 _WORKLOAD = ["isl", "osl", "isl_stddev", "osl_stddev", "concurrency", "request_rate", "arrival", "burstiness",
              "requests", "warmup_requests", "dataset_entries", "dataset_sampling"]
 

@@ -99,10 +99,20 @@ void show_model(const std::string& name, const std::string& file, Format f) {
 
 // Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
 // capture sizes, all-reduce switch points).
+// "6 x (C/16)^0.25 x (OSL/1024)^0.25", "8", or "0".
+std::string spread_law(const sim::EngineProfile& p) {
+  std::string s = compact(p.closed_loop_osl_spread_tokens);
+  if (!(p.closed_loop_osl_spread_tokens > 0)) return s;
+  if (p.closed_loop_osl_spread_load_exponent > 0) s += " x (C/16)^" + compact(p.closed_loop_osl_spread_load_exponent);
+  if (p.closed_loop_osl_spread_length_exponent > 0) s += " x (OSL/1024)^" + compact(p.closed_loop_osl_spread_length_exponent);
+  return s;
+}
+
 void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
-  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "closed-loop OSL sd", "defaults by GPU class", "aliases"});
+  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "closed-loop OSL sd (tokens)",
+           "defaults by GPU class", "aliases"});
   const auto names = sim::engine_profile_names();
   for (const auto& n : names) {
     const auto& p = sim::engine_profile(n);
@@ -110,6 +120,8 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
                         {"async_scheduling", p.async_scheduling}, {"cudagraph_mode", p.graphs.mode},
                         {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
                         {"closed_loop_osl_spread_tokens", p.closed_loop_osl_spread_tokens},
+                        {"closed_loop_osl_spread_load_exponent", p.closed_loop_osl_spread_load_exponent},
+                        {"closed_loop_osl_spread_length_exponent", p.closed_loop_osl_spread_length_exponent},
                         {"sources", p.sources}, {"unverified", p.unverified}, {"newest", n == sim::engine_profile("vllm").name}};
     std::string classes;
     for (const auto& c : p.gpu_classes) {
@@ -132,7 +144,7 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
     }
     const bool newest = n == sim::engine_profile("vllm").name;
     t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, fixed(p.gpu_memory_utilization, 2),
-               std::to_string(p.block_size), fixed(p.closed_loop_osl_spread_tokens, 0), classes, newest ? "vllm" : "-"});
+               std::to_string(p.block_size), spread_law(p), classes, newest ? "vllm" : "-"});
     j.push_back(e);
   }
   std::string text = t.render();

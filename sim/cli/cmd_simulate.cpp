@@ -98,8 +98,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
   c.add_option("--step-overhead-ms", o.overhead_ms, "Engine-core CPU time per step (default: the engine profile's)");
   c.add_option("--closed-loop-osl-spread", o.closed_loop_spread,
-               "Closed loops of a fixed OSL: sd in tokens of each answer's length (default: the engine profile's, 8 on "
-               "vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
+               "Closed loops of a fixed OSL: sd in tokens of each answer's length at 16 clients and 1024-token answers, "
+               "scaled by the profile's (C/16) and (OSL/1024) exponents (default: the engine profile's, 6 x (C/16)^0.25 x "
+               "(OSL/1024)^0.25 on vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
   c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
   c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
@@ -413,8 +414,15 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              " format tokens before any text (gpt-oss harmony: <|channel|>analysis<|message|>): TTFT is the first "
              "visible token's, output lengths count visible tokens\n";
     if (sim::spreads_closed_loop(s.workload, e))
-      out += "closed loop: fixed answer lengths spread by " + fixed(e.closed_loop_osl_spread_tokens, 0) +
-             " tokens (sd), the " + e.engine_profile +
+      out += "closed loop: fixed answer lengths spread by " +
+             fixed(sim::closed_loop_osl_sd(e, s.workload.concurrency, s.workload.osl.mean), 1) + " tokens (sd" +
+             (e.closed_loop_osl_spread_load_exponent > 0 || e.closed_loop_osl_spread_length_exponent > 0
+                  ? " = " + compact(e.closed_loop_osl_spread_tokens) + " x (" + std::to_string(s.workload.concurrency) +
+                        "/16)^" + compact(e.closed_loop_osl_spread_load_exponent) + " x (" +
+                        compact(s.workload.osl.mean) + "/1024)^" +
+                        compact(e.closed_loop_osl_spread_length_exponent)
+                  : std::string()) +
+             "), the " + e.engine_profile +
              " profile's stand-in for what keeps measured clients out of lockstep (engine.closed_loop_osl_spread_tokens 0: "
              "fixed)\n";
   }

@@ -64,6 +64,8 @@ struct EngineConfig {
   // Closed loops with a fixed answer length: each answer's length gets a normal spread of this
   // many tokens (sd), the engine profile's stand-in for what desynchronises measured clients.
   double closed_loop_osl_spread_tokens = 0;
+  // ... at 16 clients and 1,024-token answers; the sd scales as (C / 16)^load x (OSL / 1024)^length.
+  double closed_loop_osl_spread_load_exponent = 0, closed_loop_osl_spread_length_exponent = 0;
 
   double overhead_per_step_s() const { return step_overhead_s + (enforce_eager ? eager_overhead_s : 0.0); }
   // The knobs the memory planner reads, with the replica's KV cache dtype.

@@ -73,6 +73,10 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
     if (!(p.closed_loop_osl_spread_tokens >= 0 && p.closed_loop_osl_spread_tokens <= 1000))
       cl.fail("osl_spread_tokens", "must be between 0 and 1000 tokens");
+    p.closed_loop_osl_spread_load_exponent = cl.number_or("osl_spread_load_exponent", 0);
+    p.closed_loop_osl_spread_length_exponent = cl.number_or("osl_spread_length_exponent", 0);
+    for (const char* k : {"osl_spread_load_exponent", "osl_spread_length_exponent"})
+      if (!(cl.number_or(k, 0) >= 0 && cl.number_or(k, 0) <= 2)) cl.fail(k, "must be between 0 and 2");
   }
   const JsonReader g = j.object("cuda_graphs");
   p.graphs.mode = g.string("mode");
@@ -288,6 +292,10 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
   if (unset("closed_loop_osl_spread_tokens")) cfg.closed_loop_osl_spread_tokens = p.closed_loop_osl_spread_tokens;
+  if (unset("closed_loop_osl_spread_load_exponent"))
+    cfg.closed_loop_osl_spread_load_exponent = p.closed_loop_osl_spread_load_exponent;
+  if (unset("closed_loop_osl_spread_length_exponent"))
+    cfg.closed_loop_osl_spread_length_exponent = p.closed_loop_osl_spread_length_exponent;
   cfg.response_preamble_tokens = m.response.preamble_tokens;   // the model's, whatever the profile
   if (unset("step_overhead_ms")) cfg.step_overhead_s = p.host.step_cpu_s;
   if (unset("step_overhead_us_per_seq")) cfg.step_overhead_per_seq_s = p.host.step_cpu_per_seq_s;
@@ -311,20 +319,26 @@ workloads::FrontendConfig profile_frontend(const EngineProfile& p) {
   return f;
 }
 
+double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl) {
+  if (!(e.closed_loop_osl_spread_tokens > 0) || !(concurrency > 0) || !(osl > 0)) return 0;
+  return e.closed_loop_osl_spread_tokens * std::pow(concurrency / kSpreadReferenceConcurrency, e.closed_loop_osl_spread_load_exponent) *
+         std::pow(osl / kSpreadReferenceOsl, e.closed_loop_osl_spread_length_exponent);
+}
+
 bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e) {
   if (w.arrival != workloads::Arrival::concurrency || w.concurrency < 2 || w.trace ||
       w.osl.kind != workloads::LengthDist::Kind::fixed || !(e.closed_loop_osl_spread_tokens > 0))
     return false;
   // A max_model_len that the fixed prompt + answer fill leaves the spread no room (6 sd).
   const bool room = e.max_model_len <= 0 || w.isl.kind != workloads::LengthDist::Kind::fixed ||
-                    w.isl.mean + w.osl.mean + 6 * e.closed_loop_osl_spread_tokens <= double(e.max_model_len);
+                    w.isl.mean + w.osl.mean + 6 * closed_loop_osl_sd(e, w.concurrency, w.osl.mean) <= double(e.max_model_len);
   return room;
 }
 
 workloads::WorkloadConfig closed_loop_lengths(const workloads::WorkloadConfig& w, const EngineConfig& e) {
   if (!spreads_closed_loop(w, e)) return w;
   workloads::WorkloadConfig x = w;
-  x.osl = workloads::LengthDist::normal_of(w.osl.mean, e.closed_loop_osl_spread_tokens);
+  x.osl = workloads::LengthDist::normal_of(w.osl.mean, closed_loop_osl_sd(e, w.concurrency, w.osl.mean));
   return x;
 }
 

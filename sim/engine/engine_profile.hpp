@@ -76,6 +76,8 @@ struct EngineProfile {
   // normal spread of this many tokens (sd) in each answer's length stands for what moves the
   // clients apart (sim/README.md, "Closed-loop desynchronisation"). 0: fixed lengths stay fixed.
   double closed_loop_osl_spread_tokens = 0;
+  // The sd grows as (clients / 16)^load_exponent x (OSL / 1024)^length_exponent (0: constant).
+  double closed_loop_osl_spread_load_exponent = 0, closed_loop_osl_spread_length_exponent = 0;
   CudaGraphPolicy graphs;
   AllReducePolicy all_reduce;
   HostCosts host;
@@ -113,6 +115,10 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
 // "frontend" object goes on top of it (sim::resolved_frontend).
 workloads::FrontendConfig profile_frontend(const EngineProfile& p);
 
+// The closed-loop spread's sd (tokens) of a run of `concurrency` clients asking `osl`-token answers:
+// closed_loop_osl_spread_tokens at 16 clients and 1,024 tokens, scaled by the two exponents; 0 when off.
+inline constexpr double kSpreadReferenceConcurrency = 16, kSpreadReferenceOsl = 1024;
+double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl);
 // Whether a run draws its fixed answer lengths with the engine's closed-loop spread (measured
 // closed loops do not stay in lockstep: sim/README.md, "Closed-loop desynchronisation"): a closed
 // loop of two or more clients, a fixed OSL, no trace, closed_loop_osl_spread_tokens > 0, and

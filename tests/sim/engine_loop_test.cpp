@@ -375,12 +375,12 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   EXPECT_LT(train.prefill_duty(), 0.375);
   EXPECT_TRUE(train.prefill_train());
   EXPECT_FALSE(train.cohort_locked());
-  // Output lengths that differ by a few tokens (the vllm-0.19 profile's sd of 8, of 256) move the
-  // re-sends by a few decode steps each round: prompts mostly prefill alone, and the mean TTFT
-  // falls under 2 P.
+  // Output lengths that differ by a few tokens (the vllm-0.19 profile's sd: 6 x (4/16)^0.25 x
+  // (256/1024)^0.25 = 3, of 256) move the re-sends by a few decode steps each round: prompts mostly
+  // prefill alone, and the mean TTFT falls under 2 P.
   const SimResult spread = simulate(train_scenario(true));
   EXPECT_NEAR(spread.summary.output_sequence_length.avg, 256, 3);
-  EXPECT_GT(spread.summary.output_sequence_length.std, 4);
+  EXPECT_NEAR(spread.summary.output_sequence_length.std, 3, 1.0);   // 80 draws: 4 standard errors
   EXPECT_LT(spread.summary.ttft_ms.avg, 2.0 * P_ms);
   EXPECT_GT(spread.summary.ttft_ms.avg, P_ms);   // never below its own prefill
   EXPECT_LT(spread.behind_prefill_fraction(), 0.5);
@@ -420,11 +420,24 @@ TEST(ClosedLoop, DatasetRepeatsHitThePrefixCache) {
 }
 
 // The vLLM 0.14 and 0.19 profiles give fixed answer lengths of a closed loop a normal spread of
-// 8 tokens (sd); the synchronous 0.12 profile, an explicit 0, open loops and traces keep them.
+// 6 x (C/16)^0.25 x (OSL/1024)^0.25 tokens (sd); the synchronous 0.12 profile, an explicit 0, open
+// loops and traces keep them.
 TEST(ClosedLoop, EngineProfileSpreadsFixedAnswerLengths) {
-  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.19").closed_loop_osl_spread_tokens, 8);
-  EXPECT_DOUBLE_EQ(engine_profile("vllm-0.14").closed_loop_osl_spread_tokens, 8);
+  for (const char* v : {"vllm-0.19", "vllm-0.14"}) {
+    EXPECT_DOUBLE_EQ(engine_profile(v).closed_loop_osl_spread_tokens, 6);
+    EXPECT_DOUBLE_EQ(engine_profile(v).closed_loop_osl_spread_load_exponent, 0.25);
+    EXPECT_DOUBLE_EQ(engine_profile(v).closed_loop_osl_spread_length_exponent, 0.25);
+  }
   EXPECT_DOUBLE_EQ(engine_profile("vllm-0.12").closed_loop_osl_spread_tokens, 0);
+  // The law by hand: 4x the clients and 4x the answer each scale the sd by 4^0.25 = sqrt(2).
+  EngineConfig law;
+  law.closed_loop_osl_spread_tokens = 6;
+  law.closed_loop_osl_spread_load_exponent = law.closed_loop_osl_spread_length_exponent = 0.25;
+  EXPECT_NEAR(closed_loop_osl_sd(law, 16, 1024), 6, 1e-12);
+  EXPECT_NEAR(closed_loop_osl_sd(law, 64, 4096), 12, 1e-12);
+  EXPECT_NEAR(closed_loop_osl_sd(law, 4, 256), 3, 1e-12);
+  law.closed_loop_osl_spread_tokens = 0;
+  EXPECT_EQ(closed_loop_osl_sd(law, 64, 4096), 0);
   auto run = [](const char* profile, nlohmann::json engine, bool open) {
     nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
                         {"engine_profile", profile},
@@ -436,11 +449,16 @@ TEST(ClosedLoop, EngineProfileSpreadsFixedAnswerLengths) {
     }
     return simulate(parse_scenario(j.dump(), "test")).summary.output_sequence_length;
   };
-  // 400 draws of N(256, 8): the sample mean within 4 standard errors (0.4 each), the sample sd
-  // within 4 of its standard errors (8 / sqrt(800) = 0.28).
+  // 4 clients, 256-token answers: sd 6 x (1/4)^0.25 x (1/4)^0.25 = 3. 400 draws of N(256, 3): the
+  // sample mean within 4 standard errors (0.15 each), the sample sd within 4 of its standard errors
+  // (3 / sqrt(800) = 0.11; whole-token lengths add 1/12 to the variance).
   const Stats spread = run("vllm-0.19", nullptr, false);
-  EXPECT_NEAR(spread.avg, 256, 1.6);
-  EXPECT_NEAR(spread.std, 8, 1.2);
+  EXPECT_NEAR(spread.avg, 256, 0.6);
+  EXPECT_NEAR(spread.std, 3, 0.45);
+  // A scenario's constant sd: no exponents, 8 tokens at any load.
+  const Stats constant = run("vllm-0.19", {{"closed_loop_osl_spread_tokens", 8}, {"closed_loop_osl_spread_load_exponent", 0},
+                                           {"closed_loop_osl_spread_length_exponent", 0}}, false);
+  EXPECT_NEAR(constant.std, 8, 1.2);
   for (const Stats& fixed : {run("vllm-0.12", nullptr, false), run("vllm-0.19", {{"closed_loop_osl_spread_tokens", 0}}, false),
                              run("vllm-0.19", nullptr, true)}) {
     EXPECT_EQ(fixed.min, 256);
@@ -448,6 +466,8 @@ TEST(ClosedLoop, EngineProfileSpreadsFixedAnswerLengths) {
   }
   nlohmann::json bad = {{"model", "llama-3.1-8b"}, {"engine", {{"closed_loop_osl_spread_tokens", -1}}},
                         {"workload", {{"concurrency", 1}, {"isl", 1}, {"osl", 1}}}};
+  EXPECT_THROW(parse_scenario(bad.dump(), "test"), Error);
+  bad["engine"] = {{"closed_loop_osl_spread_load_exponent", 3}};
   EXPECT_THROW(parse_scenario(bad.dump(), "test"), Error);
 }
 
