@@ -97,9 +97,7 @@ void show_model(const std::string& name, const std::string& file, Format f) {
   emit(f, j, out);
 }
 
-// Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
-// capture sizes, all-reduce switch points).
-// "6 x (C/16)^0.25 x (OSL/1024)^0.25", "8", or "0".
+// A profile's closed-loop spread in words: "6 x (C/16)^0.25 x (OSL/1024)^0.25", "8", or "0".
 std::string spread_law(const sim::EngineProfile& p) {
   std::string s = compact(p.closed_loop_osl_spread_tokens);
   if (!(p.closed_loop_osl_spread_tokens > 0)) return s;
@@ -108,6 +106,8 @@ std::string spread_law(const sim::EngineProfile& p) {
   return s;
 }
 
+// Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
+// capture sizes, all-reduce switch points).
 void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
