@@ -184,7 +184,8 @@ void add_validate_command(CLI::App& app) {
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
   c->add_option("--osl-spread", o->osl_spread_pct,
-                "Normal spread of each CSV point's output length, % of its OSL (default 0: fixed, as the measured harness); "
+                "Normal spread of each CSV point's output length, % of its OSL, in place of the engine profile's "
+                "closed-loop spread (default 0: the harness's fixed OSL, which the profile's spread then varies); "
                 "shows where a run sits between the clients' lockstep and spread-out orbits");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
   c->add_option("--seed", o->seed, "Random seed of every run")->check(int64_range());
