@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/table.hpp"
 
 namespace servesim {
 
@@ -153,6 +154,12 @@ double JsonReader::number(std::string_view key) const {
 
 double JsonReader::number_or(std::string_view key, double fallback) const {
   return has(key) ? number(key) : fallback;
+}
+
+double JsonReader::number_in(std::string_view key, double fallback, double lo, double hi) const {
+  const double v = number_or(key, fallback);
+  if (!(v >= lo && v <= hi)) fail(key, "must be between " + compact(lo) + " and " + compact(hi));
+  return v;
 }
 
 std::int64_t JsonReader::integer(std::string_view key) const {

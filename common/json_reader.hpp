@@ -31,6 +31,8 @@ class JsonReader {
   bool has(std::string_view key) const;
   double number(std::string_view key) const;
   double number_or(std::string_view key, double fallback) const;
+  // number_or, failing with "must be between lo and hi" outside [lo, hi].
+  double number_in(std::string_view key, double fallback, double lo, double hi) const;
   std::int64_t integer(std::string_view key) const;
   std::int64_t integer_or(std::string_view key, std::int64_t fallback) const;
   std::string string(std::string_view key) const;

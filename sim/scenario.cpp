@@ -68,10 +68,8 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.closed_loop_osl_spread_tokens = e.number_or("closed_loop_osl_spread_tokens", 0);
   if (!(c.closed_loop_osl_spread_tokens >= 0 && c.closed_loop_osl_spread_tokens <= 1000))
     e.fail("closed_loop_osl_spread_tokens", "must be between 0 and 1000 tokens");
-  c.closed_loop_osl_spread_load_exponent = e.number_or("closed_loop_osl_spread_load_exponent", 0);
-  c.closed_loop_osl_spread_length_exponent = e.number_or("closed_loop_osl_spread_length_exponent", 0);
-  for (const char* k : {"closed_loop_osl_spread_load_exponent", "closed_loop_osl_spread_length_exponent"})
-    if (!(e.number_or(k, 0) >= 0 && e.number_or(k, 0) <= 2)) e.fail(k, "must be between 0 and 2");
+  c.closed_loop_osl_spread_load_exponent = e.number_in("closed_loop_osl_spread_load_exponent", 0, 0, 2);
+  c.closed_loop_osl_spread_length_exponent = e.number_in("closed_loop_osl_spread_length_exponent", 0, 0, 2);
   if (e.has("acceptance_rate")) {
     std::vector<double> a = e.numbers("acceptance_rate");
     for (double p : a)

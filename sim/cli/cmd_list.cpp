@@ -97,15 +97,6 @@ void show_model(const std::string& name, const std::string& file, Format f) {
   emit(f, j, out);
 }
 
-// A profile's closed-loop spread in words: "6 x (C/16)^0.25 x (OSL/1024)^0.25", "8", or "0".
-std::string spread_law(const sim::EngineProfile& p) {
-  std::string s = compact(p.closed_loop_osl_spread_tokens);
-  if (!(p.closed_loop_osl_spread_tokens > 0)) return s;
-  if (p.closed_loop_osl_spread_load_exponent > 0) s += " x (C/16)^" + compact(p.closed_loop_osl_spread_load_exponent);
-  if (p.closed_loop_osl_spread_length_exponent > 0) s += " x (OSL/1024)^" + compact(p.closed_loop_osl_spread_length_exponent);
-  return s;
-}
-
 // Engine profiles; with --gpu/--tp also what each resolves to on that GPU (defaults of its class,
 // capture sizes, all-reduce switch points).
 void list_engines(Format f, const std::string& gpu_name, int tp) {
@@ -144,7 +135,12 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
     }
     const bool newest = n == sim::engine_profile("vllm").name;
     t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, fixed(p.gpu_memory_utilization, 2),
-               std::to_string(p.block_size), spread_law(p), classes, newest ? "vllm" : "-"});
+               std::to_string(p.block_size),
+               p.closed_loop_osl_spread_tokens > 0
+                   ? sim::closed_loop_osl_sd_formula(p.closed_loop_osl_spread_tokens, p.closed_loop_osl_spread_load_exponent,
+                                                     p.closed_loop_osl_spread_length_exponent, "C", "OSL")
+                   : "0",
+               classes, newest ? "vllm" : "-"});
     j.push_back(e);
   }
   std::string text = t.render();

@@ -417,10 +417,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
       out += "closed loop: fixed answer lengths spread by " +
              fixed(sim::closed_loop_osl_sd(e, s.workload.concurrency, s.workload.osl.mean), 1) + " tokens (sd" +
              (e.closed_loop_osl_spread_load_exponent > 0 || e.closed_loop_osl_spread_length_exponent > 0
-                  ? " = " + compact(e.closed_loop_osl_spread_tokens) + " x (" + std::to_string(s.workload.concurrency) +
-                        "/16)^" + compact(e.closed_loop_osl_spread_load_exponent) + " x (" +
-                        compact(s.workload.osl.mean) + "/1024)^" +
-                        compact(e.closed_loop_osl_spread_length_exponent)
+                  ? " = " + sim::closed_loop_osl_sd_formula(e.closed_loop_osl_spread_tokens, e.closed_loop_osl_spread_load_exponent,
+                                                            e.closed_loop_osl_spread_length_exponent,
+                                                            std::to_string(s.workload.concurrency), compact(s.workload.osl.mean))
                   : std::string()) +
              "), the " + e.engine_profile +
              " profile's stand-in for what keeps measured clients out of lockstep (engine.closed_loop_osl_spread_tokens 0: "

@@ -8,6 +8,7 @@
 #include "common/embedded.hpp"
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/table.hpp"
 #include "common/text.hpp"
 
 namespace servesim::sim {
@@ -73,10 +74,8 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
     if (!(p.closed_loop_osl_spread_tokens >= 0 && p.closed_loop_osl_spread_tokens <= 1000))
       cl.fail("osl_spread_tokens", "must be between 0 and 1000 tokens");
-    p.closed_loop_osl_spread_load_exponent = cl.number_or("osl_spread_load_exponent", 0);
-    p.closed_loop_osl_spread_length_exponent = cl.number_or("osl_spread_length_exponent", 0);
-    for (const char* k : {"osl_spread_load_exponent", "osl_spread_length_exponent"})
-      if (!(cl.number_or(k, 0) >= 0 && cl.number_or(k, 0) <= 2)) cl.fail(k, "must be between 0 and 2");
+    p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, 0, 2);
+    p.closed_loop_osl_spread_length_exponent = cl.number_in("osl_spread_length_exponent", 0, 0, 2);
   }
   const JsonReader g = j.object("cuda_graphs");
   p.graphs.mode = g.string("mode");
@@ -323,6 +322,14 @@ double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl)
   if (!(e.closed_loop_osl_spread_tokens > 0) || !(concurrency > 0) || !(osl > 0)) return 0;
   return e.closed_loop_osl_spread_tokens * std::pow(concurrency / kSpreadReferenceConcurrency, e.closed_loop_osl_spread_load_exponent) *
          std::pow(osl / kSpreadReferenceOsl, e.closed_loop_osl_spread_length_exponent);
+}
+
+std::string closed_loop_osl_sd_formula(double tokens, double load_exponent, double length_exponent,
+                                       const std::string& clients, const std::string& osl) {
+  std::string s = compact(tokens);
+  if (load_exponent > 0) s += " x (" + clients + "/16)^" + compact(load_exponent);
+  if (length_exponent > 0) s += " x (" + osl + "/1024)^" + compact(length_exponent);
+  return s;
 }
 
 bool spreads_closed_loop(const workloads::WorkloadConfig& w, const EngineConfig& e) {

@@ -119,6 +119,10 @@ workloads::FrontendConfig profile_frontend(const EngineProfile& p);
 // closed_loop_osl_spread_tokens at 16 clients and 1,024 tokens, scaled by the two exponents; 0 when off.
 inline constexpr double kSpreadReferenceConcurrency = 16, kSpreadReferenceOsl = 1024;
 double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl);
+// The law in words, with `clients` and `osl` as given ("C", "OSL" or figures): "6 x (C/16)^0.25 x
+// (OSL/1024)^0.25"; a constant sd alone when both exponents are 0.
+std::string closed_loop_osl_sd_formula(double tokens, double load_exponent, double length_exponent,
+                                       const std::string& clients, const std::string& osl);
 // Whether a run draws its fixed answer lengths with the engine's closed-loop spread (measured
 // closed loops do not stay in lockstep: sim/README.md, "Closed-loop desynchronisation"): a closed
 // loop of two or more clients, a fixed OSL, no trace, closed_loop_osl_spread_tokens > 0, and
