@@ -219,8 +219,11 @@ TEST(Workload, DatasetEntriesRepeatTheirPromptAndLengths) {
     for (std::size_t j = 0; j < seq.size(); ++j) {
       const bool same = i % 3 == j % 3;
       EXPECT_EQ(seq[j].prefix_hashes == a.prefix_hashes, same) << i << " " << j;
-      if (same) EXPECT_EQ(seq[j].output_tokens, a.output_tokens);
-      if (!same) EXPECT_NE(seq[j].prefix_hashes[0], a.prefix_hashes[0]);
+      if (same) {
+        EXPECT_EQ(seq[j].output_tokens, a.output_tokens);
+      } else {
+        EXPECT_NE(seq[j].prefix_hashes[0], a.prefix_hashes[0]);
+      }
     }
   }
   // Shuffle: every pass of 4 sends each entry once, in a new order.
