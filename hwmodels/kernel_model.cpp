@@ -56,6 +56,18 @@ Collective parse_collective(std::string_view s, const std::string& where) {
                              "' (known: all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)");
 }
 
+double cold_weights_seconds(std::string_view family, std::string_view origin, double bytes,
+                            double table_l2_bytes, double hbm_bw_bytes_per_s) {
+  constexpr double kResidentFraction = 0.75, kGemmS = 0.54e-6, kGemmSPerByteH200 = 0.093e-6 / 1e6,
+                   kMoeS = 1.74e-6, kH200HbmBw = 4.8e12;
+  if (origin != "vllm" || table_l2_bytes <= 0 || !(bytes > 0)) return 0;
+  const bool moe = family.starts_with("moe");
+  if (!moe && !family.starts_with("gemm_")) return 0;
+  const double copies = moe || family == "gemm_nvfp4" || family == "gemm_fp8_block" ? 1 : 6;
+  if (copies * bytes > kResidentFraction * table_l2_bytes) return 0;
+  return moe ? kMoeS : kGemmS + bytes * kGemmSPerByteH200 * kH200HbmBw / hbm_bw_bytes_per_s;
+}
+
 namespace {
 
 // Fixed per-op latency of the roofline prior where no measurement exists: NVIDIA's
@@ -490,6 +502,9 @@ class Model final : public KernelModel {
     bool moved = !f.own || substitute;
     const double d = q.dispatch_bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
     t.seconds = moved ? t_ref * fit.roofline_fit(c, m, 1, d) / fit.roofline_fit(c_ref, m_ref, 1, d_ref) : t_ref;
+    t.cold_weights_s = cold_weights_seconds(f.cal->family, f.cal->origin, q.work.bytes, mg.l2_bytes,
+                                            gpu_.hbm_bw_bytes_per_s);
+    t.seconds += t.cold_weights_s;
     RooflineSplit r = split_roofline(c, m);
     t.bound = bound_of(fit.launch_s(), r.compute / std::max(fit.compute_efficiency(), 1e-9) * (fit.compute_efficiency() > 0),
                        r.memory / std::max(fit.memory_efficiency(), 1e-9) * (fit.memory_efficiency() > 0));

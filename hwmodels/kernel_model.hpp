@@ -25,7 +25,25 @@ struct OpTime {
   double flops = 0;  // useful FLOPs of the op (0 for pure data movement)
   double bytes = 0;  // HBM bytes it must move; for collectives the bytes as nccl-tests counts them
   std::string_view kernel;  // the kernel vLLM runs for it (from the measurement nearest the query); "" unknown
+  // Part of `seconds`: what reading the weights cold adds to a table that timed them resident in
+  // L2 (cold_weights_seconds). A serving step meets every layer's weights cold.
+  double cold_weights_s = 0;
 };
+
+// Weights a kernel table's method left in L2, paid back. AIConfigurator's collectors (the "vllm"
+// tables) replay each op on 6 weight copies (dense GEMMs) or on one (fused MoE, NVFP4 and block-FP8
+// GEMMs); copies x bytes within 3/4 of the measuring GPU's L2 stay resident between replays. In a
+// serving step the same layer's weights return only after the whole model has streamed through HBM.
+// Measured on the H200 (hwmodels/measure/measure_l2_reuse.py, results/h200_l2_reuse.json: cold
+// minus resident, CUDA-graph replay): a dense GEMM pays 0.54 us + 0.093 us per MB of weights (52
+// points, 1-47 MB, m 1-64, residual sd 0.44 us), an MoE layer's expert GEMMs 1.74 us (6 points,
+// 14-44 MB); nothing once copies x bytes pass 3/4 of the L2 (112 points: median 0.01 us). The
+// per-MB term scales with HBM bandwidth (H200 4.8 TB/s) to other GPUs.
+// `family`/`origin`: the calibration family that timed the op (this project's own runs rotate their
+// operands past L2: 0); `bytes`: the op's HBM bytes (weights and activations); `table_l2_bytes`: the
+// L2 of the GPU that measured it (0 = unknown: 0).
+double cold_weights_seconds(std::string_view family, std::string_view origin, double bytes,
+                            double table_l2_bytes, double hbm_bw_bytes_per_s);
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 std::string_view to_string(Collective c);
