@@ -56,16 +56,16 @@ Collective parse_collective(std::string_view s, const std::string& where) {
                              "' (known: all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)");
 }
 
-double cold_weights_seconds(std::string_view family, std::string_view origin, double bytes,
-                            double table_l2_bytes, double hbm_bw_bytes_per_s) {
-  constexpr double kResidentFraction = 0.75, kGemmS = 0.54e-6, kGemmSPerByteH200 = 0.093e-6 / 1e6,
+ColdWeights cold_weights(std::string_view family, std::string_view origin, double table_l2_bytes,
+                         double hbm_bw_bytes_per_s) {
+  constexpr double kResidentFraction = 0.75, kStreamS = 0.54e-6, kStreamSPerByteH200 = 0.093e-6 / 1e6,
                    kMoeS = 1.74e-6, kH200HbmBw = 4.8e12;
-  if (origin != "vllm" || table_l2_bytes <= 0 || !(bytes > 0)) return 0;
-  const bool moe = family.starts_with("moe");
-  if (!moe && !family.starts_with("gemm_")) return 0;
-  const double copies = moe || family == "gemm_nvfp4" || family == "gemm_fp8_block" ? 1 : 6;
-  if (copies * bytes > kResidentFraction * table_l2_bytes) return 0;
-  return moe ? kMoeS : kGemmS + bytes * kGemmSPerByteH200 * kH200HbmBw / hbm_bw_bytes_per_s;
+  const bool moe = family.starts_with("moe"), gemm = family.starts_with("gemm_");
+  if (origin != "vllm" || table_l2_bytes <= 0 || !(moe || gemm || family == "attention_decode")) return {};
+  const double copies = gemm && family != "gemm_nvfp4" && family != "gemm_fp8_block" ? 6 : 1;
+  const double max_bytes = kResidentFraction * table_l2_bytes / copies;
+  if (moe) return {kMoeS, 0, max_bytes};
+  return {kStreamS, kStreamSPerByteH200 * kH200HbmBw / hbm_bw_bytes_per_s, max_bytes};
 }
 
 namespace {
@@ -245,6 +245,12 @@ class Model final : public KernelModel {
     // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it.
     if (*fam == rule.families.front() || substitute) q.label = rule.kernel;
     return eval(q, substitute);
+  }
+
+  ColdWeights cold_weights(std::string_view family) const override {
+    Found f = find(family);
+    if (!f.cal) return {};
+    return hw::cold_weights(f.cal->family, f.cal->origin, (f.own ? gpu_ : ref_->gpu()).l2_bytes, gpu_.hbm_bw_bytes_per_s);
   }
 
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k, int head_v) const override {
@@ -502,8 +508,7 @@ class Model final : public KernelModel {
     bool moved = !f.own || substitute;
     const double d = q.dispatch_bytes / gpu_.hbm_bw_bytes_per_s * mg.priors.memory / gpu_.priors.memory;
     t.seconds = moved ? t_ref * fit.roofline_fit(c, m, 1, d) / fit.roofline_fit(c_ref, m_ref, 1, d_ref) : t_ref;
-    t.cold_weights_s = cold_weights_seconds(f.cal->family, f.cal->origin, q.work.bytes, mg.l2_bytes,
-                                            gpu_.hbm_bw_bytes_per_s);
+    t.cold_weights_s = hw::cold_weights(f.cal->family, f.cal->origin, mg.l2_bytes, gpu_.hbm_bw_bytes_per_s).seconds(q.work.bytes);
     t.seconds += t.cold_weights_s;
     RooflineSplit r = split_roofline(c, m);
     t.bound = bound_of(fit.launch_s(), r.compute / std::max(fit.compute_efficiency(), 1e-9) * (fit.compute_efficiency() > 0),

@@ -26,24 +26,32 @@ struct OpTime {
   double bytes = 0;  // HBM bytes it must move; for collectives the bytes as nccl-tests counts them
   std::string_view kernel;  // the kernel vLLM runs for it (from the measurement nearest the query); "" unknown
   // Part of `seconds`: what reading the weights cold adds to a table that timed them resident in
-  // L2 (cold_weights_seconds). A serving step meets every layer's weights cold.
+  // L2 (cold_weights). A serving step meets every layer's weights cold.
   double cold_weights_s = 0;
 };
 
 // Weights a kernel table's method left in L2, paid back. AIConfigurator's collectors (the "vllm"
 // tables) replay each op on 6 weight copies (dense GEMMs) or on one (fused MoE, NVFP4 and block-FP8
-// GEMMs); copies x bytes within 3/4 of the measuring GPU's L2 stay resident between replays. In a
-// serving step the same layer's weights return only after the whole model has streamed through HBM.
-// Measured on the H200 (hwmodels/measure/measure_l2_reuse.py, results/h200_l2_reuse.json: cold
+// GEMMs; decode attention's one paged KV cache); copies x bytes within 3/4 of the measuring GPU's
+// L2 stay resident between replays. In a serving step the same layer's weights (and a sequence's
+// KV) return only after the whole model has streamed through HBM.
+// Measured on the H200 (hwmodels/measure/measure_l2_reuse.py, results/h200_l2_reuse*.json: cold
 // minus resident, CUDA-graph replay): a dense GEMM pays 0.54 us + 0.093 us per MB of weights (52
-// points, 1-47 MB, m 1-64, residual sd 0.44 us), an MoE layer's expert GEMMs 1.74 us (6 points,
-// 14-44 MB); nothing once copies x bytes pass 3/4 of the L2 (112 points: median 0.01 us). The
-// per-MB term scales with HBM bandwidth (H200 4.8 TB/s) to other GPUs.
+// points, 1-47 MB, m 1-64, residual sd 0.44 us), decode attention the same within 0.47 us (37
+// points of 0.1-34 MB of KV; its own fit 0.74 + 0.077 us per MB), an MoE layer's expert GEMMs
+// 1.74 us (6 points, 14-44 MB); nothing once copies x bytes pass 3/4 of the L2 (112 + 26 points:
+// medians 0.01 and 0.00 us). The per-MB term scales with HBM bandwidth (H200 4.8 TB/s).
+// One table's term: fixed + per-byte x the op's HBM bytes (weights and activations, or KV) while
+// they fit (bytes <= max_bytes: copies x bytes within 3/4 of the L2), else nothing.
+struct ColdWeights {
+  double fixed_s = 0, per_byte_s = 0, max_bytes = 0;
+  double seconds(double bytes) const { return bytes > 0 && bytes <= max_bytes ? fixed_s + per_byte_s * bytes : 0; }
+};
 // `family`/`origin`: the calibration family that timed the op (this project's own runs rotate their
-// operands past L2: 0); `bytes`: the op's HBM bytes (weights and activations); `table_l2_bytes`: the
-// L2 of the GPU that measured it (0 = unknown: 0).
-double cold_weights_seconds(std::string_view family, std::string_view origin, double bytes,
-                            double table_l2_bytes, double hbm_bw_bytes_per_s);
+// operands past L2: nothing); `table_l2_bytes`: the L2 of the GPU that measured it (0 = unknown:
+// nothing); `hbm_bw_bytes_per_s`: the GPU the op runs on.
+ColdWeights cold_weights(std::string_view family, std::string_view origin, double table_l2_bytes,
+                         double hbm_bw_bytes_per_s);
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 std::string_view to_string(Collective c);
@@ -78,6 +86,9 @@ class KernelModel {
   // One fused MoE layer (routing + expert GEMMs + activation + combine) on one GPU, weights in `p`
   // (vLLM's kernel for that precision on this GPU; NVFP4 on Hopper = Marlin W4A16).
   virtual OpTime moe(const MoeShape& shape, Precision p) const = 0;
+  // hw::cold_weights of this GPU's table of `family` (its origin and measuring GPU's L2); nothing
+  // for a family measured nowhere.
+  virtual ColdWeights cold_weights(std::string_view family) const = 0;
   // Gated DeltaNet core of one layer (prefill: chunked; decode: one recurrent step per sequence),
   // TP-local heads, without conv1d and projections.
   virtual OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim,

@@ -183,6 +183,10 @@ class Model final : public StepCostModel {
       attn_dec_base_ = t_small;
       attn_dec_per_token_ = std::max(0.0, (t_big - t_small) / (64.0 * 8192.0));
       attn_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, aheads_, akv_, m.head_dim, kv_).seconds; });
+      // The table timed each KV resident in L2 when it fits (hw::cold_weights); a step reads it cold.
+      // The per-sequence part above carries the term at one token per sequence; decode_cold_s tops
+      // it up to the step's real KV bytes.
+      attn_cold_ = km_.cold_weights("attention_decode");
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
     }
@@ -379,8 +383,8 @@ class Model final : public StepCostModel {
         // sinks add one logit per head and query.
         const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq + (m_.attention_sinks ? dec_tokens : 0);
         const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
-        const double t = n_full_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads) +
-                         n_swa_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * swa_reads);
+        const double t = n_full_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads + decode_cold_s(dec_tokens, ctx_reads)) +
+                         n_swa_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * swa_reads + decode_cold_s(dec_tokens, swa_reads));
         add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
             t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
@@ -565,6 +569,14 @@ class Model final : public StepCostModel {
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;
   std::int64_t conv_ch_ = 0, mamba_in_n_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
+  hw::ColdWeights attn_cold_;
+  // One decode-attention layer's cold-KV term at `reads` KV tokens for `seqs` query tokens, less
+  // what the per-sequence table (one KV token each) already holds.
+  double decode_cold_s(double seqs, double reads) const {
+    if (attn_cold_.max_bytes <= 0) return 0;
+    const double kv = (kv_ == hw::Precision::bf16 ? 2.0 : 1.0) * 2 * akv_ * m_.head_dim, q = 2.0 * 2 * aheads_ * m_.head_dim * seqs;
+    return attn_cold_.seconds(kv * reads + q) - attn_cold_.seconds(kv * seqs + q);
+  }
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;
   Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,

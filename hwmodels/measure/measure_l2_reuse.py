@@ -14,11 +14,13 @@ HBM: they are always cold. This script times the same calls both ways:
 for (1) an MoE layer's expert GEMMs at decode sizes, gate_up then down over the experts a batch
 touches (torch._grouped_mm bf16, torch._scaled_grouped_mm fp8 row-wise), at the expert shapes of
 gpt-oss-120b, MiniMax-M2.5 and Kimi-K2.5 at TP 1, 2, 4 and 8 and 1-64 tokens, and (2) dense
-GEMMs (torch.mm bf16) of 1-256 MB of weights at m = 1-64.
+GEMMs (torch.mm bf16) of 1-256 MB of weights at m = 1-64; with --ops attention, (3) decode
+attention (torch SDPA, GQA; the KV history is the operand) of gpt-oss-120b and MiniMax-M2.5 heads.
 Each point: ms = median of CUDA-graph replay (triton do_bench_cudagraph; the graph holds one pass
 over the copies, >= 20 calls), ms_eager = triton do_bench median (launches included).
 
     PYTHONUNBUFFERED=1 python3 measure_l2_reuse.py --out DIR      # writes DIR/h200_l2_reuse.json
+    PYTHONUNBUFFERED=1 python3 measure_l2_reuse.py --out DIR --ops attention   # DIR/h200_l2_reuse_attention.json
 """
 import argparse
 import json
@@ -39,12 +41,18 @@ TPS = [1, 2, 4, 8]
 TOKENS = [1, 4, 16, 64]
 DENSE_MB = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256]
 DENSE_M = [1, 4, 16, 64]
+# (batch, context, heads, kv heads, head_dim): decode attention of gpt-oss-120b (64 / 8 heads of 64)
+# at TP 1 and 8 and of MiniMax-M2.5 (48 / 8 of 128) at TP 1 and 4, 1-64 sequences of 512-16k tokens
+ATTENTION = [(b, c, h, kv, d) for (h, kv, d) in [(64, 8, 64), (8, 1, 64), (48, 8, 128), (12, 2, 128)]
+             for b in (1, 4, 16, 64) for c in (512, 1536, 4096, 16384)]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--ops", default="moe,dense", help="comma-separated: moe, dense, attention (default moe,dense)")
     args = ap.parse_args()
+    ops = set(args.ops.split(","))
     os.makedirs(args.out, exist_ok=True)
     import torch
     import triton
@@ -78,7 +86,7 @@ def main():
 
     points = []
     t0 = time.time()
-    for name, hidden, inter, topk, experts in MOE:
+    for name, hidden, inter, topk, experts in (MOE if "moe" in ops else []):
         for tp in TPS:
             ii = inter // tp
             for m in TOKENS:
@@ -121,7 +129,26 @@ def main():
                         print(json.dumps(points[-1]), flush=True)
                         del ws
                     torch.cuda.empty_cache()
-    for mb in DENSE_MB:
+    for b, ctx, heads, kvh, d in (ATTENTION if "attention" in ops else []):
+        # Decode attention: one query token per sequence against its KV history (torch SDPA, GQA),
+        # the KV the only large operand.
+        kvbytes = 2 * 2 * b * kvh * ctx * d
+        if kvbytes > MAX_WEIGHT_BYTES:
+            continue
+        q = torch.randn(b, heads, 1, d, device="cuda", dtype=torch.bfloat16)
+        for mode in ("warm", "cold"):
+            n = copies_for(mode, kvbytes)
+            kvs = [(torch.randn(b, kvh, ctx, d, device="cuda", dtype=torch.bfloat16),
+                    torch.randn(b, kvh, ctx, d, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
+            f = lambda k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # noqa: E731
+            ms, ms_eager = bench([(lambda k=k, v=v: f(k, v)) for k, v in kvs])
+            points.append({"op": "attention_decode", "batch": b, "context": ctx, "heads": heads, "kv_heads": kvh,
+                           "head_dim": d, "dtype": "bf16", "weight_bytes": kvbytes, "mode": mode, "copies": n,
+                           "ms": round(ms, 6), "ms_eager": round(ms_eager, 6)})
+            print(json.dumps(points[-1]), flush=True)
+            del kvs
+        torch.cuda.empty_cache()
+    for mb in (DENSE_MB if "dense" in ops else []):
         k = 4096 if mb >= 8 else 2048
         n = max(256, int(mb * 1e6 / 2 / k) // 128 * 128)
         wbytes = 2 * n * k
@@ -138,7 +165,8 @@ def main():
             torch.cuda.empty_cache()
     out = {"about": __doc__.strip().split("\n\n    PYTHONUNBUFFERED")[0], "env": env,
            "seconds": round(time.time() - t0, 1), "points": points}
-    with open(os.path.join(args.out, "h200_l2_reuse.json"), "w") as f:
+    name = "h200_l2_reuse.json" if ops == {"moe", "dense"} else "h200_l2_reuse_" + "_".join(sorted(ops)) + ".json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump(out, f, indent=1)
     print(f"done: {len(points)} points in {time.time() - t0:.0f} s", flush=True)
 

@@ -66,6 +66,7 @@ nlohmann::json op_json(const std::string& what, const hw::GpuSpec& gpu, const hw
           {"gpu", gpu.name},
           {"shape", std::move(shape)},
           {"seconds", t.seconds},
+          {"cold_weights_seconds", t.cold_weights_s},
           {"source", hw::to_string(t.source)},
           {"bound", hw::to_string(t.bound)},
           {"flops", t.flops},

@@ -26,7 +26,11 @@ void run_op(const std::string& kind, const OpOpts& o) {
   tab.add_row({kind, j["gpu"].get<std::string>(), fixed(s * 1e6, 2), j["bound"].get<std::string>(),
                j["source"].get<std::string>(), fixed(s > 0 ? j["flops"].get<double>() / s / 1e12 : 0, 1),
                fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string())});
-  emit(o.format, j, defaults_line(j["defaults"]) + tab.render() + "provenance: " + j["provenance"].get<std::string>() + "\n");
+  std::string cold;
+  if (const double c = j.value("cold_weights_seconds", 0.0); c > 0)
+    cold = "includes " + fixed(c * 1e6, 2) + " us to read the weights cold: the kernel table timed them resident in L2 "
+           "(hwmodels/README.md, Cold weights)\n";
+  emit(o.format, j, defaults_line(j["defaults"]) + tab.render() + cold + "provenance: " + j["provenance"].get<std::string>() + "\n");
 }
 
 // One subcommand: `flags` are (flag name without dashes, help, required?); a flag `x-y` is the

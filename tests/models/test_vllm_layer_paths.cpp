@@ -75,3 +75,27 @@ TEST(VllmLayerPaths, PerLayerQkNormAllReducesItsVarianceAcrossTp) {
     EXPECT_EQ(has_part_containing(t, "all-reduce of its variance"), tp > 1) << "tp " << tp;
   }
 }
+
+// Decode attention reads each sequence's KV cold; AIC's table read one KV cache, resident in L2
+// while it fits (hw::cold_weights: 0.54 us + 0.093 us per MB on the H200, up to 3/4 of its 60 MiB).
+// Llama-3.1-8B, TP1, BF16 KV (8 KV heads x 128 x 2 x 2 bytes = 4 KiB per token per layer), one
+// sequence: from 1,000 to 3,000 tokens (4.1 and 12.3 MB per layer, both resident in the table)
+// the 32 layers' row grows by the table's per-token slope plus 0.093 us per MB of the extra KV.
+TEST(VllmLayerPaths, DecodeAttentionReadsItsKvCold) {
+  const ModelSpec& m = model("llama-3.1-8b");
+  const auto& h200 = gpu("h200");
+  const auto& km = hw::kernel_model(h200);
+  const auto cost = make_step_cost(m, h200, hw::Precision::bf16, {1, 1, 1, 1}, hw::Precision::bf16);
+  const std::string row = "decode attention (KV read)";
+  const double grow = part(cost->breakdown(decode(1, 3000)), row) - part(cost->breakdown(decode(1, 1000)), row);
+  const double slope = (km.attention_decode(64, 8192, 32, 8, 128, hw::Precision::bf16).seconds -
+                        km.attention_decode(1, 1, 32, 8, 128, hw::Precision::bf16).seconds) / (64.0 * 8192.0);
+  const double kv_per_token = 8 * 128 * 2 * 2.0;
+  ASSERT_NEAR(km.cold_weights("attention_decode").seconds(kv_per_token * 3000), 0.54e-6 + 0.093e-6 * kv_per_token * 3000 / 1e6, 1e-15);
+  EXPECT_NEAR(grow, 32 * (slope * 2000 + 0.093e-6 * kv_per_token * 2000 / 1e6), 1e-10);
+  // Past 3/4 of the L2 (64 sequences of 3,000 tokens: 786 MB a layer) nothing is added, and the
+  // one-token-per-sequence part's fixed 0.54 us comes off again.
+  const double big = part(cost->breakdown(decode(64, 3000)), row);
+  const double table = 32 * (km.attention_decode(64, 1, 32, 8, 128, hw::Precision::bf16).seconds + slope * 64 * 3000);
+  EXPECT_NEAR(big, table - 32 * km.cold_weights("attention_decode").seconds(64 * (kv_per_token + 2 * 2 * 32 * 128)), 1e-10);
+}
