@@ -39,7 +39,7 @@ struct OpTime {
 // minus resident, CUDA-graph replay): a dense GEMM pays 0.54 us + 0.093 us per MB of weights (52
 // points, 1-47 MB, m 1-64, residual sd 0.44 us), decode attention the same within 0.47 us (37
 // points of 0.1-34 MB of KV; its own fit 0.74 + 0.077 us per MB), an MoE layer's expert GEMMs
-// 1.74 us (6 points, 14-44 MB); nothing once copies x bytes pass 3/4 of the L2 (112 + 26 points:
+// 1.74 us (6 points, 14-44 MB); nothing once copies x bytes pass 3/4 of the L2 (117 + 26 points:
 // medians 0.01 and 0.00 us). The per-MB term scales with HBM bandwidth (H200 4.8 TB/s).
 // One table's term: fixed + per-byte x the op's HBM bytes (weights and activations, or KV) while
 // they fit (bytes <= max_bytes: copies x bytes within 3/4 of the L2), else nothing.

@@ -28,8 +28,8 @@ void run_op(const std::string& kind, const OpOpts& o) {
                fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string())});
   std::string cold;
   if (const double c = j.value("cold_weights_seconds", 0.0); c > 0)
-    cold = "includes " + fixed(c * 1e6, 2) + " us to read the weights cold: the kernel table timed them resident in L2 "
-           "(hwmodels/README.md, Cold weights)\n";
+    cold = "includes " + fixed(c * 1e6, 2) + " us to read its weights (or KV) cold: the kernel table timed them resident "
+           "in L2 (hwmodels/README.md, Cold weights)\n";
   emit(o.format, j, defaults_line(j["defaults"]) + tab.render() + cold + "provenance: " + j["provenance"].get<std::string>() + "\n");
 }
 
