@@ -86,9 +86,11 @@ def min_gpus(model=None, precisions=None, policy="headroom", gpus=None, concurre
                             concurrency=concurrency, context=context))
 
 
-def op_time(op, gpu="h200", /, **shape):
+def op_time(op, /, gpu="h200", **shape):
     """Predicted GPU time of one kernel or collective (``servesim op OP``): a dict with ``seconds``,
-    ``source`` (measured / interpolated / transferred / roofline), ``bound``, ``flops``, ``bytes``.
+    ``source`` (measured / interpolated / transferred / roofline), ``bound``, ``flops``, ``bytes``,
+    ``cold_weights_seconds`` (the part of ``seconds`` that reads weights or KV a kernel table timed
+    resident in L2: hwmodels/README.md, Cold weights).
     ``op`` is one of ``servesim.op_kinds``; ``shape`` the CLI flags, e.g. m=, n=, k=, dtype= for gemm;
     op=, gpus=, bytes=, nodes=, instance= for a collective."""
     return _c.op_time(op, dict(gpu=gpu, **shape))

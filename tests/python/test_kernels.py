@@ -20,6 +20,17 @@ def test_gemm_never_beats_peak_compute_or_bandwidth(name):
     assert servesim.op_time("gemm", name, m=1, n=8192, k=8192)["bound"] in ("memory", "launch")
 
 
+def test_cold_weights_part_by_hand():
+    # gpt-oss-120b's TP8 QKV GEMM at 4 tokens: 3.71 MB of bf16 whose 6 table copies fit in the
+    # H200's L2: 0.54 us + 0.093 us per MB to read them cold (hwmodels/README.md, Cold weights).
+    nbytes = 2 * (4 * 2880 + 640 * 2880 + 4 * 640)
+    t = servesim.op_time("gemm", gpu="h200", m=4, n=640, k=2880)
+    assert t["cold_weights_seconds"] == pytest.approx(0.54e-6 + 0.093e-6 * nbytes / 1e6)
+    assert t["seconds"] > t["cold_weights_seconds"]
+    # 128 MB of weights: far past the L2, nothing to pay back.
+    assert servesim.op_time("gemm", "h200", m=4, n=16384, k=4096)["cold_weights_seconds"] == 0
+
+
 def test_gemm_is_measured_on_every_gpu_and_mamba_transferred(cli):
     h = servesim.op_time("gemm", "h200", m=4096, n=4096, k=4096, dtype="bf16")
     assert h["source"] in ("measured", "interpolated")
