@@ -187,6 +187,8 @@ class Model final : public StepCostModel {
       // The per-sequence part above carries the term at one token per sequence; decode_cold_s tops
       // it up to the step's real KV bytes.
       attn_cold_ = km_.cold_weights("attention_decode");
+      attn_kv_bytes_per_token_ = (kv_ == hw::Precision::bf16 ? 2.0 : 1.0) * 2 * akv_ * m.head_dim;
+      attn_q_bytes_per_seq_ = 2.0 * 2 * aheads_ * m.head_dim;
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
     }
@@ -570,12 +572,13 @@ class Model final : public StepCostModel {
   std::int64_t conv_ch_ = 0, mamba_in_n_ = 0;
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
   hw::ColdWeights attn_cold_;
+  double attn_kv_bytes_per_token_ = 0, attn_q_bytes_per_seq_ = 0;  // K + V at the KV dtype; q in + out, BF16
   // One decode-attention layer's cold-KV term at `reads` KV tokens for `seqs` query tokens, less
   // what the per-sequence table (one KV token each) already holds.
   double decode_cold_s(double seqs, double reads) const {
     if (attn_cold_.max_bytes <= 0) return 0;
-    const double kv = (kv_ == hw::Precision::bf16 ? 2.0 : 1.0) * 2 * akv_ * m_.head_dim, q = 2.0 * 2 * aheads_ * m_.head_dim * seqs;
-    return attn_cold_.seconds(kv * reads + q) - attn_cold_.seconds(kv * seqs + q);
+    const double q = attn_q_bytes_per_seq_ * seqs;
+    return attn_cold_.seconds(attn_kv_bytes_per_token_ * reads + q) - attn_cold_.seconds(attn_kv_bytes_per_token_ * seqs + q);
   }
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;

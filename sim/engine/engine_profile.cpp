@@ -327,8 +327,8 @@ double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl)
 std::string closed_loop_osl_sd_formula(double tokens, double load_exponent, double length_exponent,
                                        const std::string& clients, const std::string& osl) {
   std::string s = compact(tokens);
-  if (load_exponent > 0) s += " x (" + clients + "/16)^" + compact(load_exponent);
-  if (length_exponent > 0) s += " x (" + osl + "/1024)^" + compact(length_exponent);
+  if (load_exponent > 0) s += " x (" + clients + "/" + compact(kSpreadReferenceConcurrency) + ")^" + compact(load_exponent);
+  if (length_exponent > 0) s += " x (" + osl + "/" + compact(kSpreadReferenceOsl) + ")^" + compact(length_exponent);
   return s;
 }
 

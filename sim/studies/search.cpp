@@ -642,7 +642,9 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   apply_profile(profile, *space_.model, *d.gpu, given, d.engine);
   // Room for the closed-loop spread of the answer lengths (6 sd), which stands for the clients'
   // desynchronisation: the traffic's real requests need prompt + OSL (the deployment file's).
-  const int most_clients = traffic_.concurrency.empty() ? 1 : traffic_.concurrency.back();
+  // at the most clients a run of this configuration simulates (the list need not be sorted).
+  const int most_clients =
+      traffic_.concurrency.empty() ? 1 : c.clients(*std::max_element(traffic_.concurrency.begin(), traffic_.concurrency.end()));
   d.engine.max_model_len +=
       static_cast<std::int64_t>(std::ceil(6 * closed_loop_osl_sd(d.engine, most_clients, double(traffic_.osl))));
   d.frontend = profile_frontend(profile);
