@@ -523,6 +523,10 @@ bool FamilyFit::has_series(std::uint64_t key) const {
   return std::find(pkey_.begin(), pkey_.end(), key) != pkey_.end();
 }
 
+bool FamilyFit::has_group(std::uint64_t group) const {
+  return std::find(pgroup_.begin(), pgroup_.end(), group) != pgroup_.end();
+}
+
 bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == offset; }
 
 CrossValidation cross_validate(const std::vector<Sample>& samples, FitMethod method, double prior_compute,

@@ -86,6 +86,8 @@ class FamilyFit {
 
   // True when measured points of this shape series were fitted.
   bool has_series(std::uint64_t key) const;
+  // True when measured points of this group (any series) were fitted.
+  bool has_group(std::uint64_t group) const;
   // local_linear_series: log(measured / roofline) of the query's series interpolated linearly in
   // feature 0 between its nearest fitted points on either side (timed by `kernel` when >= 0; glitches
   // and the query's own shape skipped); NaN when the series does not bracket the query.

@@ -181,6 +181,14 @@ class Model final : public KernelModel {
                            int window) const override {
     check_positive({double(batch), double(seq), double(heads), double(kv_heads), double(head_dim)}, "attention_prefill");
     const double kvb = kv == Precision::bf16 ? 2 : 1;
+    if (window > 0 && !window_measured("attention_prefill", kvb, window)) {
+      // A window no table timed: full attention over the single sequence with as many causal
+      // query-key pairs (the tables' work counts pairs), not a full-attention row at the same length.
+      const double s = double(seq), w = double(window);
+      const double pairs = w < s ? s * w - 0.5 * w * w : 0.5 * s * s;
+      const auto equal = std::int64_t(std::max(1.0, std::round(std::sqrt(2 * pairs))));
+      return attention_prefill(batch, std::min(seq, equal), heads, kv_heads, head_dim, kv, 0);
+    }
     return eval({"attention_prefill",
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
                  attention_prefill_work(batch, seq, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
@@ -192,6 +200,8 @@ class Model final : public KernelModel {
                           int window) const override {
     check_positive({double(batch), double(context), double(heads), double(kv_heads), double(head_dim)}, "attention_decode");
     const double kvb = kv == Precision::bf16 ? 2 : 1;
+    if (window > 0 && !window_measured("attention_decode", kvb, window))  // reads at most the window
+      return attention_decode(batch, std::min<std::int64_t>(context, window), heads, kv_heads, head_dim, kv, 0);
     return eval({"attention_decode",
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
                  attention_decode_work(batch, context, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
@@ -455,6 +465,13 @@ class Model final : public KernelModel {
     if (ref_)
       if (const auto* f = ref_->family(family); f && f->rejected.empty()) return {f, false};
     return {};
+  }
+
+  // Whether the family's tables timed this sliding window (at any shape): a query at an unmeasured
+  // window would otherwise borrow full-attention rows of the same shape, window ignored.
+  bool window_measured(std::string_view family, double kv_bytes, int window) const {
+    const Found f = find(family);
+    return !f.cal || f.cal->fit.has_group(attention_group(kv_bytes, window));
   }
 
   static void check_positive(std::initializer_list<double> v, const char* op) {

@@ -191,6 +191,15 @@ class Model final : public StepCostModel {
       attn_q_bytes_per_seq_ = 2.0 * 2 * aheads_ * m.head_dim;
       // Prefill attention against causal query-key pairs: one sequence of S tokens has S(S+1)/2.
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
+      // Sliding layers: one sequence of S tokens under the window (the tables time windows; a
+      // windowed kernel does not run as fast as full attention over the same number of pairs).
+      // Chunked local attention (Llama-4) runs full attention within each chunk: the pairs rule.
+      if (n_swa_ && !m.chunked_attention)
+        attn_pre_swa_.fill([&](std::int64_t S) {
+          return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_, int(m.sliding_window)).seconds;
+        });
+      else
+        attn_pre_swa_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
     }
     if (n_mla_) {
       // Multi-head latent attention (vLLM MLACommonImpl): q_a/kv_a projections replicated, q_b and
@@ -390,7 +399,14 @@ class Model final : public StepCostModel {
         add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
             t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
-              return km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
+              OpTime f = km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
+              if (n_swa_) {  // the row's bytes: sliding layers read at most the window
+                const OpTime w = km_.attention_decode(b.decode_seqs, std::min<std::int64_t>(avg, m_.sliding_window), aheads_,
+                                                      akv_, m_.head_dim, kv_);
+                f.flops = (n_full_ * f.flops + n_swa_ * w.flops) / n_attn_;
+                f.bytes = (n_full_ * f.bytes + n_swa_ * w.bytes) / n_attn_;
+              }
+              return f;
             });
       }
       if (b.prefill_tokens > 0) {
@@ -398,9 +414,18 @@ class Model final : public StepCostModel {
         // query sees at most `window` keys.
         const double pairs = std::max(0.0, b.prefill_attention_pairs);
         const double S = pair_length(pairs);
-        const double Sw = pair_length(std::min(pairs, double(b.prefill_tokens) * double(m_.sliding_window)));
-        add("attention", "prefill attention (flash)", n_full_ * attn_pre_(S) + n_swa_ * attn_pre_(Sw), n_attn_,
-            [&] { return km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_); });
+        const double pairs_w = std::min(pairs, double(b.prefill_tokens) * double(m_.sliding_window));
+        const double Sw = !n_swa_ ? 0 : m_.chunked_attention ? pair_length(pairs_w) : window_length(pairs_w);
+        add("attention", "prefill attention (flash)", n_full_ * attn_pre_(S) + n_swa_ * attn_pre_swa_(Sw), n_attn_, [&] {
+          OpTime t = km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_);
+          if (n_swa_) {  // the row's bytes: full layers' and sliding layers' apart
+            const OpTime w = km_.attention_prefill(1, std::int64_t(std::max(1.0, Sw)), aheads_, akv_, m_.head_dim, kv_,
+                                                   m_.chunked_attention ? 0 : int(m_.sliding_window));
+            t.flops = (n_full_ * t.flops + n_swa_ * w.flops) / n_attn_;
+            t.bytes = (n_full_ * t.bytes + n_swa_ * w.bytes) / n_attn_;
+          }
+          return t;
+        });
       }
     }
     if (n_mla_) {
@@ -543,6 +568,12 @@ class Model final : public StepCostModel {
   hw::CommGroup dp_group_;  // the GPUs holding one TP rank's slot in every DP rank
   // Causal-pair count -> the single-sequence length with as many pairs.
   static double pair_length(double pairs) { return (std::sqrt(1 + 8 * std::max(0.0, pairs)) - 1) / 2; }
+  // The single sequence with as many query-key pairs under the sliding window: S(S+1)/2 up to the
+  // window, then S x window - window(window-1)/2 (each later query sees `window` keys).
+  double window_length(double pairs) const {
+    const double w = double(m_.sliding_window), full = w * (w + 1) / 2;
+    return pairs <= full ? pair_length(pairs) : w + (pairs - full) / w;
+  }
   bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }
   // MiniMax-M2's per_layer QK-norm (vLLM MiniMaxText01RMSNormTP): q and k are each normalised over
   // the whole projection in FP32, so under TP the sum of squares is all-reduced across the ranks
@@ -582,7 +613,7 @@ class Model final : public StepCostModel {
   }
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;
-  Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, mlp_, moe_routed_, moe_dense_,
+  Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, attn_pre_swa_, mlp_, moe_routed_, moe_dense_,
       moe_a2a_, lm_head_, sampler_, norms_, allreduce_, p2p_, vision_;
   hw::SamplingMode sampling_ = hw::SamplingMode::random;  // the model's generation_config defaults
 };

@@ -267,6 +267,28 @@ TEST(KernelModel, Nvfp4FallbackOnHopperReadsFourBitWeights) {
   EXPECT_NEAR(big4 / big16, 1.0, 0.1);
 }
 
+// Sliding windows the tables timed (AIC: 128 on every GPU) use those rows; a window they did not
+// time runs as full attention over one sequence with as many causal query-key pairs (prefill) or
+// over the window's tokens (decode), not as a full-attention row of the same length.
+TEST(KernelModel, UnmeasuredSlidingWindowCountsItsPairs) {
+  const auto& km = kernel_model(gpu("H200"));
+  const auto bf16 = Precision::bf16;
+  const double full = km.attention_prefill(1, 8192, 64, 8, 64, bf16, 0).seconds;
+  const double w128 = km.attention_prefill(1, 8192, 64, 8, 64, bf16, 128).seconds;
+  EXPECT_LT(w128, 0.25 * full);
+  // 1,024 is not timed for this shape: 8192 x 1024 - 1024^2 / 2 pairs = one 3,966-token sequence.
+  const double pairs = 8192.0 * 1024 - 0.5 * 1024 * 1024;
+  const auto equal = std::int64_t(std::round(std::sqrt(2 * pairs)));
+  ASSERT_EQ(equal, 3966);
+  EXPECT_DOUBLE_EQ(km.attention_prefill(1, 8192, 64, 8, 64, bf16, 1024).seconds,
+                   km.attention_prefill(1, equal, 64, 8, 64, bf16, 0).seconds);
+  // A window longer than the prompt changes nothing.
+  EXPECT_DOUBLE_EQ(km.attention_prefill(1, 2000, 64, 8, 64, bf16, 4096).seconds,
+                   km.attention_prefill(1, 2000, 64, 8, 64, bf16, 0).seconds);
+  EXPECT_DOUBLE_EQ(km.attention_decode(64, 8192, 64, 8, 64, bf16, 4096).seconds,
+                   km.attention_decode(64, 4096, 64, 8, 64, bf16, 0).seconds);
+}
+
 TEST(KernelModel, LaunchOverheadMeasured) {
   LaunchOverhead h = launch_overhead(gpu("H200"));
   EXPECT_GT(h.eager_per_kernel_s, h.graph_per_kernel_s);

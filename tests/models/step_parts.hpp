@@ -1,4 +1,4 @@
-// Test helpers for step-cost breakdowns: a decode-only batch and the seconds of named rows.
+// Test helpers for step-cost breakdowns: decode-only and prefill-only batches, the seconds of named rows.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,15 @@ inline StepBatch decode(int seqs, std::int64_t context) {
   StepBatch b;
   b.decode_seqs = seqs;
   b.decode_context_tokens = seqs * context;
+  return b;
+}
+
+// `seqs` fresh prompts of `tokens` tokens each, prefilled whole in one step.
+inline StepBatch prefill(int seqs, std::int64_t tokens) {
+  StepBatch b;
+  b.prefill_seqs = seqs;
+  b.prefill_tokens = seqs * tokens;
+  b.prefill_attention_pairs = seqs * (double(tokens) * double(tokens + 1) / 2);
   return b;
 }
 

@@ -1,6 +1,7 @@
 // Layer code paths that vLLM runs differently from the textbook layer, checked against the kernel
-// model by hand: expert parallelism inside one TP group (no exchange of its own) and MiniMax-M2's
-// per_layer QK-norm (a variance all-reduce across the TP ranks).
+// model by hand: expert parallelism inside one TP group (no exchange of its own), MiniMax-M2's
+// per_layer QK-norm (a variance all-reduce across the TP ranks), cold KV reads and gpt-oss's
+// sliding-window layers.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,6 +15,7 @@
 using namespace servesim;
 using namespace servesim::models;
 using servesim::models::test_util::decode;
+using servesim::models::test_util::prefill;
 using servesim::models::test_util::part;
 
 namespace {
@@ -98,4 +100,33 @@ TEST(VllmLayerPaths, DecodeAttentionReadsItsKvCold) {
   const double big = part(cost->breakdown(decode(64, 3000)), row);
   const double table = 32 * (km.attention_decode(64, 1, 32, 8, 128, hw::Precision::bf16).seconds + slope * 64 * 3000);
   EXPECT_NEAR(big, table - 32 * km.cold_weights("attention_decode").seconds(64 * (kv_per_token + 2 * 2 * 32 * 128)), 1e-10);
+}
+
+// gpt-oss-120b alternates full and 128-token sliding-window attention (18 + 18 layers of 64 query
+// and 8 KV heads of 64). A fresh 8,192-token prompt: the full layers run the full-attention row at
+// 8,192 tokens, the sliding layers the table's windowed kernel at the length with the step's
+// windowed pairs (8,192 x 128, as a chunk's tokens each see 128 keys: 128 + (8,192 x 128 - 128 x
+// 129 / 2) / 128 = 8,255.5 tokens, between the curve's points at 8,192 and 16,384). Decode: the
+// sliding layers read at most 128 tokens a sequence, and the row's bytes say so.
+TEST(VllmLayerPaths, SlidingLayersRunTheWindowedKernel) {
+  const ModelSpec& m = model("gpt-oss-120b");
+  ASSERT_EQ(m.sliding_window, 128);
+  ASSERT_EQ(m.count(LayerKind::sliding_attention), 18);
+  const auto& h200 = gpu("h200");
+  const auto& km = hw::kernel_model(h200);
+  const auto bf16 = hw::Precision::bf16;
+  const auto cost = make_step_cost(m, h200, hw::Precision::mxfp4, {1, 1, 1, 1}, bf16);
+  const StepTime t = cost->breakdown(prefill(1, 8192));
+  const double sw = 128 + (8192.0 * 128 - 128.0 * 129 / 2) / 128;
+  const double w0 = km.attention_prefill(1, 8192, 64, 8, 64, bf16, 128).seconds;
+  const double w1 = km.attention_prefill(1, 16384, 64, 8, 64, bf16, 128).seconds;
+  const double want = 18 * km.attention_prefill(1, 8192, 64, 8, 64, bf16).seconds + 18 * (w0 + (w1 - w0) * (sw - 8192) / 8192);
+  EXPECT_NEAR(part(t, "prefill attention (flash)"), want, 1e-12);
+  // Decode, 64 sequences at 5,000 tokens: 18 layers read 5,000 tokens, 18 read 128 (2 KiB a token).
+  const StepTime d = cost->breakdown(decode(64, 5000));
+  for (const auto& p : d.parts)
+    if (p.op.rfind("decode attention", 0) == 0) {
+      const double kv = 8 * 64 * 2 * 2.0, q = 64 * 64 * 2 * 2.0;  // K+V per token, q in + out per sequence
+      EXPECT_NEAR(p.hbm_bytes, 18 * 64 * (5000 * kv + q) + 18 * 64 * (128 * kv + q), 0.01 * 18 * 64 * 5000 * kv);
+    }
 }
