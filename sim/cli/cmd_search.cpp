@@ -155,7 +155,7 @@ namespace {
 // The search on a Dask cluster (--dask ADDRESS): python/servesim/dask_search.py connects to the
 // scheduler and runs the same C++ rounds with the candidates simulated on the workers; the report
 // comes back as JSON and is printed, written and emitted here exactly as a local one.
-nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const std::string& address) {
+nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const std::string& address, double timeout_s) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = fs::temp_directory_path(ec);
@@ -172,7 +172,9 @@ nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const st
   } cleanup{dir};
   const std::string args_file = (dir / "args.json").string(), report_file = (dir / "report.json").string();
   write_atomically(args_file, api::search_args_json(a).dump());
-  std::vector<std::string> argv{"--scheduler", address, "--args", args_file, "-o", report_file};
+  std::ostringstream t;
+  t << timeout_s;
+  std::vector<std::string> argv{"--scheduler", address, "--timeout", t.str(), "--args", args_file, "-o", report_file};
   if (recommend) argv.push_back("--recommend");
   run_python_module("servesim.dask_search", argv, "--dask");
   std::ifstream in(report_file);
@@ -186,6 +188,7 @@ nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const st
 struct SearchOpts {
   api::SearchArgs args;
   std::string output, plot, emit, dask;
+  double dask_timeout_s = 10;
   Format format = Format::table;
   bool no_prune = false, no_ep = false, same_gpu = false;
 };
@@ -196,7 +199,7 @@ void run_search(SearchOpts& o) {
   o.args.mixed_gpus = !o.same_gpu;
   nlohmann::json j;
   if (!o.dask.empty()) {
-    j = search_on_dask(o.args, false, o.dask);
+    j = search_on_dask(o.args, false, o.dask, o.dask_timeout_s);
   } else {
     SearchBar bar;
     j = api::search(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
@@ -270,6 +273,7 @@ std::string recommend_text(const nlohmann::json& j) {
 struct RecommendOpts {
   api::SearchArgs args;
   std::string output, plot, emit, dask;
+  double dask_timeout_s = 10;
   Format format = Format::table;
   bool no_prune = false, no_ep = false, same_gpu = false;
 };
@@ -280,7 +284,7 @@ void run_recommend(RecommendOpts& o) {
   o.args.mixed_gpus = !o.same_gpu;
   nlohmann::json j;
   if (!o.dask.empty()) {
-    j = search_on_dask(o.args, true, o.dask);
+    j = search_on_dask(o.args, true, o.dask, o.dask_timeout_s);
   } else {
     SearchBar bar;
     j = api::recommend(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
@@ -389,6 +393,8 @@ void add_search_command(CLI::App& app) {
   c->add_option("--emit", o->emit, "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
   c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
                                   "same result as the local run");
+  c->add_option("--dask-timeout", o->dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
   add_format_option(*c, o->format);
   c->callback([o] { run_search(*o); });
 }
@@ -406,6 +412,8 @@ void add_recommend_command(CLI::App& app) {
   c->add_option("--emit", o->emit, "Write each recommendation's deployment files to DIR/<instance>/");
   c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
                                   "same result as the local run");
+  c->add_option("--dask-timeout", o->dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
   add_format_option(*c, o->format);
   c->callback([o] { run_recommend(*o); });
 }

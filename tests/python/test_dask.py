@@ -78,7 +78,8 @@ def test_cli_search_and_recommend_on_dask_equal_local(client, tmp_path):
 
 @pytest.mark.skipif("SERVESIM_BIN" not in os.environ, reason="needs the servesim binary (ctest sets SERVESIM_BIN)")
 def test_cli_dask_unreachable_scheduler_is_one_line():
-    r = _cli("search", *CLI_SEARCH, "--dask", "tcp://127.0.0.1:9")
+    r = _cli("search", *CLI_SEARCH, "--dask", "tcp://127.0.0.1:9", "--dask-timeout", "1")
     assert r.returncode != 0
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("servesim: error: --dask: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert "within 1 s" in lines[0]
