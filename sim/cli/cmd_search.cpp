@@ -185,6 +185,7 @@ nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const st
   return j;
 }
 
+// Options of `search` and `recommend` beyond the search arguments.
 struct SearchOpts {
   api::SearchArgs args;
   std::string output, plot, emit, dask;
@@ -193,34 +194,40 @@ struct SearchOpts {
   bool no_prune = false, no_ep = false, same_gpu = false;
 };
 
-void run_search(SearchOpts& o) {
+// The search's rounds, on the Dask cluster of --dask or here (with a progress bar).
+nlohmann::json run_rounds(SearchOpts& o, bool recommend) {
   o.args.prune = !o.no_prune;
   o.args.expert_parallel = !o.no_ep;
   o.args.mixed_gpus = !o.same_gpu;
-  nlohmann::json j;
-  if (!o.dask.empty()) {
-    j = search_on_dask(o.args, false, o.dask, o.dask_timeout_s);
-  } else {
-    SearchBar bar;
-    j = api::search(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
+  if (!o.dask.empty()) return search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
+  SearchBar bar;
+  auto progress = [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); };
+  return recommend ? api::recommend(o.args, progress) : api::search(o.args, progress);
+}
+
+// --plot: the Pareto chart from the result (its data file removed whatever happens).
+void write_chart(const SearchOpts& o, nlohmann::json& j) {
+  if (o.plot.empty()) return;
+  const std::string data = o.plot + ".search.json";
+  write_atomically(data, j.dump());
+  try {
+    run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
+  } catch (...) {
+    std::remove(data.c_str());
+    throw;
   }
+  std::remove(data.c_str());
+  j["plot"] = o.plot;
+}
+
+void run_search(SearchOpts& o) {
+  nlohmann::json j = run_rounds(o, false);
   if (!o.output.empty()) {
     const bool csv = text::lower(o.output).size() > 4 && text::lower(o.output).substr(o.output.size() - 4) == ".csv";
     write_atomically(o.output, csv ? configurations_csv(j) : j.dump(2) + "\n");
     j["output"] = o.output;
   }
-  if (!o.plot.empty()) {
-    const std::string data = o.plot + ".search.json";
-    write_atomically(data, j.dump());
-    try {
-      run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
-    } catch (...) {
-      std::remove(data.c_str());
-      throw;
-    }
-    std::remove(data.c_str());
-    j["plot"] = o.plot;
-  }
+  write_chart(o, j);
   if (!o.emit.empty()) {
     if (j["best"].is_null()) throw Error("--emit", "", "no configuration meets the SLO: nothing to emit");
     j["emitted"] = api::emit_deployment(j["best"]["deployment"], o.emit);
@@ -270,25 +277,8 @@ std::string recommend_text(const nlohmann::json& j) {
   return out;
 }
 
-struct RecommendOpts {
-  api::SearchArgs args;
-  std::string output, plot, emit, dask;
-  double dask_timeout_s = 10;
-  Format format = Format::table;
-  bool no_prune = false, no_ep = false, same_gpu = false;
-};
-
-void run_recommend(RecommendOpts& o) {
-  o.args.prune = !o.no_prune;
-  o.args.expert_parallel = !o.no_ep;
-  o.args.mixed_gpus = !o.same_gpu;
-  nlohmann::json j;
-  if (!o.dask.empty()) {
-    j = search_on_dask(o.args, true, o.dask, o.dask_timeout_s);
-  } else {
-    SearchBar bar;
-    j = api::recommend(o.args, [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); });
-  }
+void run_recommend(SearchOpts& o) {
+  nlohmann::json j = run_rounds(o, true);
   if (!o.output.empty()) {
     const std::string low = text::lower(o.output);
     if (low.size() > 4 && low.substr(low.size() - 4) == ".csv") {
@@ -322,17 +312,7 @@ void run_recommend(RecommendOpts& o) {
       write_atomically(o.output, j.dump(2) + "\n");
     }
   }
-  if (!o.plot.empty()) {
-    const std::string data = o.plot + ".search.json";
-    write_atomically(data, j.dump());
-    try {
-      run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
-    } catch (...) {
-      std::remove(data.c_str());
-      throw;
-    }
-    std::remove(data.c_str());
-  }
+  write_chart(o, j);
   if (!o.emit.empty()) {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& r : j["recommendations"])
@@ -380,41 +360,40 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
 }
 
+namespace {
+// The options `search` and `recommend` share beyond the search arguments; `output` and `emit` are
+// the command's own help texts.
+void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char* emit) {
+  add_search_options(c, o.args);
+  c.add_flag("--no-prune", o.no_prune, "Simulate every configuration that fits (no analytic pruning)");
+  c.add_flag("--no-expert-parallel", o.no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
+  c.add_flag("--same-gpu", o.same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
+  c.add_option("--output", o.output, output);
+  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png");
+  c.add_option("--emit", o.emit, emit);
+  c.add_option("--dask", o.dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+                                 "same result as the local run");
+  c.add_option("--dask-timeout", o.dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  add_format_option(c, o.format);
+}
+}  // namespace
+
 void add_search_command(CLI::App& app) {
   auto o = std::make_shared<SearchOpts>();
   auto* c = app.add_subcommand("search", "Search GPUs, precisions, parallel layouts, agg/disagg splits and engine knobs: "
                                          "Pareto frontiers and the best configuration under TTFT/ITL SLOs");
-  add_search_options(*c, o->args);
-  c->add_flag("--no-prune", o->no_prune, "Simulate every configuration that fits (no analytic pruning)");
-  c->add_flag("--no-expert-parallel", o->no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
-  c->add_flag("--same-gpu", o->same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
-  c->add_option("--output", o->output, "Write the result: FILE.csv (one row per configuration) or FILE.json");
-  c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
-  c->add_option("--emit", o->emit, "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
-  c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
-                                  "same result as the local run");
-  c->add_option("--dask-timeout", o->dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
-  add_format_option(*c, o->format);
+  add_run_options(*c, *o, "Write the result: FILE.csv (one row per configuration) or FILE.json",
+                  "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
   c->callback([o] { run_search(*o); });
 }
 
 void add_recommend_command(CLI::App& app) {
-  auto o = std::make_shared<RecommendOpts>();
+  auto o = std::make_shared<SearchOpts>();
   auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
                                             "type and instance ($/hour, $/M tokens, power, headroom)");
-  add_search_options(*c, o->args);
-  c->add_flag("--no-prune", o->no_prune, "Simulate every configuration that fits (no analytic pruning)");
-  c->add_flag("--no-expert-parallel", o->no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
-  c->add_flag("--same-gpu", o->same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
-  c->add_option("--output", o->output, "Write the table: FILE.csv or FILE.json (the whole result)");
-  c->add_option("--plot", o->plot, "Write the Pareto chart (SLO marked) to FILE.png");
-  c->add_option("--emit", o->emit, "Write each recommendation's deployment files to DIR/<instance>/");
-  c->add_option("--dask", o->dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
-                                  "same result as the local run");
-  c->add_option("--dask-timeout", o->dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
-  add_format_option(*c, o->format);
+  add_run_options(*c, *o, "Write the table: FILE.csv or FILE.json (the whole result)",
+                  "Write each recommendation's deployment files to DIR/<instance>/");
   c->callback([o] { run_recommend(*o); });
 }
 
