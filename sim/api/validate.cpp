@@ -32,7 +32,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file", "harness", "osl_spread_pct"};
+                                              "model_file", "harness", "osl_spread_pct", "seeds"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -65,10 +65,13 @@ nlohmann::json validate(const nlohmann::json& args) {
   const std::string path = r.string("path");
   v::CsvReadStats csv;
   auto points = v::read_points(path, o.statistic, &csv);
-  v::Report rep = v::run(std::move(points), o);
+  const auto seeds = r.integer_or("seeds", 1);
+  if (seeds < 1 || seeds > 100) r.fail("seeds", "must be 1..100 runs");
+  v::Report rep = v::run(seeds > 1 ? points : std::move(points), o);
   rep.csv = csv;
   nlohmann::json j = v::to_json(rep, o);
   j["source"] = path;
+  if (seeds > 1) j["across_seeds"] = v::across_seeds(points, o, int(seeds), j["by_gpu"]);
   return j;
 }
 

@@ -35,7 +35,7 @@ struct ValidateOpts {
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
   bool engine_any = false;
-  int requests_per_client = 10, warmup_per_client = 2, threads = 0;
+  int requests_per_client = 10, warmup_per_client = 2, threads = 0, seeds = 1;
   std::uint64_t seed = 1;
   Format format = Format::table;
 };
@@ -102,10 +102,16 @@ void run_validate(const ValidateOpts& o) {
   for (const auto& f : o.model_files) models::add_model_file(f);
   v::CsvReadStats csv;
   std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
-  v::Report rep = v::run(std::move(points), opt);
+  if (o.seeds < 1 || o.seeds > 100) throw Error("--seeds", "", "must be 1..100 runs");
+  v::Report rep = v::run(o.seeds > 1 ? points : std::move(points), opt);
   rep.csv = csv;
   nlohmann::json j = v::to_json(rep, opt);
   j["source"] = o.path;
+  std::string across;
+  if (o.seeds > 1) {
+    j["across_seeds"] = v::across_seeds(points, opt, o.seeds, j["by_gpu"]);
+    across = v::across_seeds_text(j["across_seeds"]);
+  }
 
   std::string extra;
   if (!o.output.empty()) {
@@ -156,7 +162,7 @@ void run_validate(const ValidateOpts& o) {
     extra += "Bands: " + o.write_bands + " (" + std::to_string(table.cells.size()) + " cells from " + std::to_string(ran) +
              " points; embed it as sim/data/prediction_bands.json)\n";
   }
-  emit(o.format, j, "servesim validate " + o.path + "\n" + v::to_text(rep, opt) + extra);
+  emit(o.format, j, "servesim validate " + o.path + "\n" + v::to_text(rep, opt) + across + extra);
 }
 
 }  // namespace
@@ -189,6 +195,10 @@ void add_validate_command(CLI::App& app) {
                 "shows where a run sits between the clients' lockstep and spread-out orbits");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
   c->add_option("--seed", o->seed, "Random seed of every run")->check(int64_range());
+  c->add_option("--seeds", o->seeds,
+                "Run every point at N seeds (--seed, --seed + 1, ...) and add the per-GPU median |error| of each metric at "
+                "each seed, with their min / median / max; tables, --output, --plot and --write-bands stay the first seed's "
+                "(default 1)");
   c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
   c->add_option("--output", o->output, "Write every point (measured, predicted, errors, reasons) to FILE.csv or FILE.json");
   c->add_option("--plot", o->plot, "Write the predicted-vs-measured chart to FILE.png");

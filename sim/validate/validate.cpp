@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -586,6 +587,69 @@ BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
     res.push_back({p.gpu, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
   }
   return make_bands(res, min_points, std::move(meta));
+}
+
+namespace {
+// Adds one seed's by_gpu medians to the across-seeds summary.
+void add_seed(nlohmann::json& a, std::uint64_t seed, const nlohmann::json& by_gpu) {
+  const size_t before = a["seeds"].size();
+  a["seeds"].push_back(seed);
+  for (const auto& g : by_gpu) {
+    nlohmann::json* row = nullptr;
+    for (auto& r : a["by_gpu"])
+      if (r["engine"] == g["engine"] && r["gpu"] == g["gpu"] && r["mode"] == g["mode"]) row = &r;
+    if (!row) {
+      a["by_gpu"].push_back({{"engine", g["engine"]}, {"gpu", g["gpu"]}, {"mode", g["mode"]}});
+      row = &a["by_gpu"].back();
+      for (const char* m : {"ttft", "itl", "output_tps"})   // absent at the earlier seeds
+        (*row)[m] = nlohmann::json(std::vector<nlohmann::json>(before, nullptr));
+    }
+    for (const char* m : {"ttft", "itl", "output_tps"}) {
+      const auto& v = g[m]["median_abs_pct"];
+      (*row)[m].push_back(v.is_number() ? v : nlohmann::json());
+    }
+  }
+  for (auto& r : a["by_gpu"])   // a group absent at this seed
+    for (const char* m : {"ttft", "itl", "output_tps"})
+      while (r[m].size() < a["seeds"].size()) r[m].push_back(nullptr);
+}
+}  // namespace
+
+nlohmann::json across_seeds(const std::vector<MeasuredPoint>& points, const Options& o, int seeds,
+                            const nlohmann::json& first_by_gpu) {
+  if (seeds < 1 || seeds > 100) throw Error("validate", "seeds", "must be 1..100 runs");
+  nlohmann::json a = {{"seeds", nlohmann::json::array()}, {"by_gpu", nlohmann::json::array()}};
+  add_seed(a, o.seed, first_by_gpu);
+  for (int k = 1; k < seeds; ++k) {
+    Options ok = o;
+    ok.seed = o.seed + std::uint64_t(k);
+    add_seed(a, ok.seed, to_json(run(points, ok), ok)["by_gpu"]);
+  }
+  return a;
+}
+
+std::string across_seeds_text(const nlohmann::json& a) {
+  std::vector<std::string> head{"engine", "GPU", "mode", "metric"};
+  for (const auto& sd : a["seeds"]) head.push_back("seed " + std::to_string(sd.get<std::uint64_t>()));
+  head.insert(head.end(), {"min", "median", "max"});
+  Table t(head);
+  for (const auto& r : a["by_gpu"])
+    for (const auto& [m, label] : {std::pair<const char*, const char*>{"ttft", "TTFT |med|"}, {"itl", "TPOT |med|"},
+                                   {"output_tps", "tok/s |med|"}}) {
+      std::vector<std::string> row{r["engine"].get<std::string>(), r["gpu"].get<std::string>(), r["mode"].get<std::string>(), label};
+      std::vector<double> v;
+      for (const auto& x : r[m]) {
+        row.push_back(x.is_number() ? fixed(x.get<double>(), 1) + "%" : "-");
+        if (x.is_number()) v.push_back(x.get<double>());
+      }
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      const double med = n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+      for (double x : {n ? v.front() : NAN, med, n ? v.back() : NAN}) row.push_back(std::isfinite(x) ? fixed(x, 1) + "%" : "-");
+      t.add_row(row);
+    }
+  return "\nAcross seeds (median |error| per engine x GPU x mode at each seed; the tables above are seed " +
+         std::to_string(a["seeds"].front().get<std::uint64_t>()) + "'s)\n" + t.render();
 }
 
 std::string to_text(const Report& r, const Options& o) {

@@ -171,6 +171,16 @@ std::string to_csv(const Report& r);
 // floor, see PointResult, are left out) (per GPU, metric and load regime).
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta);
 
+// The per-GPU median |error| of each metric across seeds, so whether a figure meets a target is read
+// across seeds, not at one: `points` run again at seeds o.seed + 1 ... o.seed + seeds - 1, after
+// `first_by_gpu` (to_json's "by_gpu" of the o.seed run). {"seeds": [...], "by_gpu": [{"engine",
+// "gpu", "mode", "ttft" | "itl" | "output_tps": [median |error| % per seed, null where the group
+// has no figure]}]}.
+nlohmann::json across_seeds(const std::vector<MeasuredPoint>& points, const Options& o, int seeds,
+                            const nlohmann::json& first_by_gpu);
+// Its table: one row per group and metric, a column per seed, then min / median / max.
+std::string across_seeds_text(const nlohmann::json& across);
+
 // Readable report: per-group error table, per-GPU totals, the unmodellable points with reasons.
 std::string to_text(const Report& r, const Options& o);
 

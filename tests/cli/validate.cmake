@@ -23,7 +23,7 @@ set_tests_properties(cli_validate_aiperf_roundtrip PROPERTIES PASS_REGULAR_EXPRE
 set(i 0)
 foreach(bad IN ITEMS "/nonexistent.csv" "${VDATA}/llama-3.1-8b.json" "${PROJECT_SOURCE_DIR}/tests"
                      "${VDATA}/validate_sample.csv;--statistic;p99" "${VDATA}/validate_sample.csv;--output;x.txt"
-                     "${VDATA}/validate_sample.csv;--harness;trtllm")
+                     "${VDATA}/validate_sample.csv;--harness;trtllm" "${VDATA}/validate_sample.csv;--seeds;0")
   math(EXPR i "${i} + 1")
   add_test(NAME cli_validate_error_${i} COMMAND ${SS} validate ${bad})
   set_tests_properties(cli_validate_error_${i} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: [^\n]+\n$")

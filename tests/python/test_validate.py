@@ -53,3 +53,21 @@ def test_validate_osl_spread_matches_cli(cli):
             "--format", "json")
     assert r["osl_spread_pct"] == c["osl_spread_pct"] == 0.5
     assert [p.get("predicted") for p in r["points"]] == [p.get("predicted") for p in c["points"]]
+
+
+def test_validate_across_seeds_are_the_single_seed_runs(cli):
+    """--seeds 3: the per-GPU median |error| at seeds 1, 2 and 3 are those of three --seed runs;
+    the main tables stay seed 1's."""
+    args = ("validate", CSV, "--gpu", "h200", "--mode", "agg", "--model-file", MODEL, "--format", "json")
+    many = cli(*args, "--seeds", "3")
+    one = [cli(*args, "--seed", str(s)) for s in (1, 2, 3)]
+    assert many["by_gpu"] == one[0]["by_gpu"]
+    across = many["across_seeds"]
+    assert across["seeds"] == [1, 2, 3]
+    py = servesim.validate(CSV, gpu="h200", mode="agg", model_file=MODEL, seeds=3)
+    assert py["across_seeds"] == across
+    for row in across["by_gpu"]:
+        for k, run in enumerate(one):
+            g = next(x for x in run["by_gpu"] if (x["engine"], x["gpu"], x["mode"]) == (row["engine"], row["gpu"], row["mode"]))
+            for m in ("ttft", "itl", "output_tps"):
+                assert row[m][k] == pytest.approx(g[m]["median_abs_pct"])
