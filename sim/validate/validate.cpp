@@ -272,6 +272,19 @@ double prefill_floor_per_token_s(const Prepared& p, const Scenario& s) {
   b.prefill_attention_pairs = 64 * (256.0 * 257.0 / 2);
   return p.cost->seconds(b) / double(b.prefill_tokens) / double(std::max(1, s.par.pp));
 }
+
+// The HBM time of one decode step of `seqs` sequences at `context` tokens on one aggregated
+// replica (its rows' bytes at the datasheet bandwidth: no step moves them faster). NaN for
+// topologies, pipeline stages and speculative decoding (several tokens a step).
+double decode_floor_s(const Prepared& p, const Scenario& s, int seqs, std::int64_t context) {
+  if (p.deployment || !p.cost || !p.gpu || s.par.pp > 1 || p.engine.num_speculative_tokens > 0 || seqs < 1) return NAN;
+  models::StepBatch b;
+  b.decode_seqs = seqs;
+  b.decode_context_tokens = std::int64_t(seqs) * context;
+  double bytes = 0;
+  for (const auto& part : p.cost->breakdown(b).parts) bytes += part.hbm_bytes;
+  return bytes / p.gpu->hbm_bw_bytes_per_s;
+}
 }  // namespace
 
 Report run(std::vector<MeasuredPoint> points, const Options& o) {
@@ -376,6 +389,12 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       if (std::isfinite(floor_per_token[k]) && r.replica_concurrency > 0 && r.measured.osl > 0) {
         r.prefill_floor_s = double(r.replica_concurrency) * double(r.measured.isl) * floor_per_token[k];
         r.measured_cycle_s = (r.measured.ttft_ms + double(r.measured.osl - 1) * r.measured.tpot_ms) / 1e3;
+        const double decode_s = double(r.measured.osl - 1) * r.measured.tpot_ms / 1e3;
+        if (r.measured.osl > 1 && r.measured_cycle_s > 0 && decode_s > 0) {
+          const double in_decode = double(r.replica_concurrency) * decode_s / r.measured_cycle_s;
+          r.decoding = std::min(std::max(1, int(std::floor(in_decode))), std::max(1, prepared[k]->engine.max_num_seqs));
+          r.decode_floor_s = decode_floor_s(*prepared[k], s, r.decoding, std::max<std::int64_t>(1, r.measured.isl));
+        }
       }
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
@@ -503,6 +522,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
     const Triple t = triple(g);
     x["points"] = g.points.size();
     x["below_prefill_floor"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_floor(); });
+    x["below_decode_floor"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_decode_floor(); });
     x["ttft"] = stats_json(t.ttft);
     x["itl"] = stats_json(t.itl);
     x["output_tps"] = stats_json(t.tps);
@@ -535,6 +555,9 @@ nlohmann::json to_json(const Report& r, const Options& o) {
       x["prefill_floor_s"] = num(p.prefill_floor_s);
       x["measured_cycle_s"] = num(p.measured_cycle_s);
       x["below_prefill_floor"] = p.below_floor();
+      x["decode_floor_ms"] = num(p.decode_floor_s * 1e3);
+      x["decoding_sequences"] = p.decoding;
+      x["below_decode_floor"] = p.below_decode_floor();
       x["behind_prefill_fraction"] = num(p.behind_prefill);
       x["replica_concurrency"] = p.replica_concurrency;
       x["max_num_seqs"] = p.max_num_seqs;
@@ -558,8 +581,8 @@ std::string to_csv(const Report& r) {
       "id,source,merged,backend,backend_version,model_path,model,system,gpu,precision,mode,isl,osl,concurrency,tp,pp,"
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
-      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,behind_prefill_fraction,"
-      "unmodellable,layout_note\n";
+      "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,decode_floor_ms,"
+      "decoding_sequences,below_decode_floor,behind_prefill_fraction,unmodellable,layout_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -571,7 +594,8 @@ std::string to_csv(const Report& r) {
                                m.output_tps_derived ? "1" : "0", csv_num(p.ttft_ms), csv_num(p.itl_ms),
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
                                csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
-                               p.below_floor() ? "1" : "0", csv_num(p.behind_prefill), p.unmodellable, m.layout_note};
+                               p.below_floor() ? "1" : "0", csv_num(p.decode_floor_s * 1e3), std::to_string(p.decoding),
+                               p.below_decode_floor() ? "1" : "0", csv_num(p.behind_prefill), p.unmodellable, m.layout_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }
@@ -581,7 +605,7 @@ std::string to_csv(const Report& r) {
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
-    if (!p.unmodellable.empty() || p.below_floor()) continue;
+    if (!p.unmodellable.empty() || p.inconsistent()) continue;
     res.push_back({p.gpu, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
     res.push_back({p.gpu, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
     res.push_back({p.gpu, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
@@ -694,7 +718,7 @@ std::string to_text(const Report& r, const Options& o) {
     for (const auto& g : groups) {
       std::vector<std::string> row = g.key;
       row.push_back(std::to_string(g.points.size()));
-      row.push_back(std::to_string(std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_floor(); })));
+      row.push_back(std::to_string(std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->inconsistent(); })));
       const Triple tr = triple(g);
       for (const ErrorStats* s : {&tr.ttft, &tr.itl, &tr.tps}) {
         row.push_back(pct_text(s->median_signed, true));
@@ -709,16 +733,23 @@ std::string to_text(const Report& r, const Options& o) {
   if (!groups.empty()) {
     out += "Per engine x model x GPU x mode\n" + table(groups, {"engine", "model", "GPU", "mode"}) + "\n";
     out += "Per engine x GPU x mode (all models)\n" + table(groups_of(r, gpu_key), {"engine", "GPU", "mode"}) + "\n";
-    const auto below = std::count_if(r.points.begin(), r.points.end(), [](const PointResult& p) { return p.unmodellable.empty() && p.below_floor(); });
+    const auto count = [&r](bool (PointResult::*f)() const) {
+      return std::count_if(r.points.begin(), r.points.end(), [f](const PointResult& p) { return p.unmodellable.empty() && (p.*f)(); });
+    };
+    const auto below = count(&PointResult::inconsistent), pre = count(&PointResult::below_floor),
+               dec = count(&PointResult::below_decode_floor);
     if (below > 0) {
       Report kept;
       for (const auto& p : r.points)
-        if (p.unmodellable.empty() && !p.below_floor()) kept.points.push_back(p);
-      out += "<floor: " + std::to_string(below) +
-             " measured points finished their closed-loop cycles (TTFT + (OSL-1) x TPOT) faster than the GPU can prefill "
-             "every prompt of the cycle at servesim's cheapest measured prefill cost per token (C x ISL x floor): they cannot "
-             "have prefilled every prompt token (prefix-cache hits or shorter prompts). They stay in the tables above, are "
-             "left out of --write-bands, and without them:\n" +
+        if (p.unmodellable.empty() && !p.inconsistent()) kept.points.push_back(p);
+      out += "<floor: " + std::to_string(below) + " measured points cannot be what their rows say. " + std::to_string(pre) +
+             " finished their closed-loop cycles (TTFT + (OSL-1) x TPOT) faster than the GPU can prefill every prompt of the "
+             "cycle at servesim's cheapest measured prefill cost per token (C x ISL x floor): they cannot have prefilled every "
+             "prompt token (prefix-cache hits or shorter prompts). " + std::to_string(dec) +
+             " measured a TPOT under the HBM time of one decode step of the sequences Little's law puts in decode "
+             "(C x (OSL-1) x TPOT / cycle, at the prompt's context, weights and KV at the datasheet bandwidth): they cannot "
+             "have decoded that many a step (failed or shortened requests). They stay in the tables above, are left out of "
+             "--write-bands, and without them:\n" +
              table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     }
   }

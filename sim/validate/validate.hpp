@@ -136,6 +136,16 @@ struct PointResult {
   double behind_prefill = NAN;   // share of the run's prompts that waited while another's prefill ran
   double measured_cycle_s = NAN;
   bool below_floor() const { return prefill_floor_s > measured_cycle_s; }
+  // The same for decode (aggregated points, PP 1, no speculative tokens): by Little's law
+  // C/R x (OSL-1) x TPOT / cycle of a replica's clients are decoding at any time; one decode step
+  // of that many sequences (rounded down) at the prompt's context moves at least its HBM bytes
+  // (weights touched, KV) at the datasheet bandwidth, `decode_floor_s`. A measured TPOT under it
+  // cannot have decoded that many sequences a step (failed or shortened requests).
+  double decode_floor_s = NAN;
+  int decoding = 0;              // that many sequences
+  bool below_decode_floor() const { return decode_floor_s > measured.tpot_ms / 1e3; }
+  // Either floor: a measurement that cannot be what its row says.
+  bool inconsistent() const { return below_floor() || below_decode_floor(); }
 };
 
 // Load regime of a closed-loop point with `clients_per_replica` clients on each replica:

@@ -346,12 +346,55 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
   EXPECT_TRUE(p.below_floor());
   EXPECT_FALSE(p.ttft_err != p.ttft_err);             // still compared (not dropped)
   int kept = 0;
-  for (const auto& pt : r.points) kept += pt.unmodellable.empty() && !pt.below_floor();
+  for (const auto& pt : r.points) kept += pt.unmodellable.empty() && !pt.inconsistent();
   const v::BandTable b = v::bands_of(r, 1, nlohmann::json::object());
   for (const auto& c : b.cells)
     if (c.regime == "all" && c.metric == "itl") {
       EXPECT_EQ(c.n, kept);   // one H200 cell: flagged points left out
     }
+}
+
+// Decode has a floor too: Little's law puts C x (OSL-1) x TPOT / cycle of the clients in decode,
+// and a step of that many sequences streams at least the weights once. A made-up Llama-3.1-8B FP8
+// point on one H200 at 64 clients, 1024 + 1024 tokens, TTFT 50 ms and TPOT 1 ms: 64 x 1.023 /
+// 1.073 = 61.0 -> 61 sequences decode a step, which streams at least the FP8 weights and the KV
+// once (2.31 ms at 4.8 TB/s, below): the 1 ms TPOT is flagged, kept in the tables, left out of the
+// bands. The real 2000/100 point above decodes at a TPOT over its floor.
+TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
+  add_llama();
+  const std::string csv = ::testing::TempDir() + "decode_floor.csv";
+  {
+    std::ifstream in(data("validate_sample.csv"));
+    std::string header;
+    std::getline(in, header);
+    std::ofstream out(csv);
+    out << header << "\n"
+        << "llama8b_h200_fast,source_file=made-up.csv; silicon_concurrency=64,vllm,0.12.0,nvidia/Llama-3.1-8B-Instruct-FP8,"
+           "h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,1,1,,1,1,,,,,,,,,,,,,,,50,1\n";
+  }
+  v::Options o;
+  o.threads = 1;
+  const v::Report r = v::run(v::read_silicon_csv(csv), o);
+  const auto& p = result(r, "llama8b_h200_fast");
+  ASSERT_EQ(p.unmodellable, "");
+  EXPECT_EQ(p.decoding, 61);
+  // At least the 6.98e9 matmul weights (FP8, 1 byte) and the FP8 KV of 61 x 1,024 tokens (32 layers x
+  // 8 KV heads x 128 x K and V = 64 KiB a token) at the datasheet 4.8 TB/s: 2.31 ms; the LM head in
+  // BF16, norms and activations add the rest.
+  const double by_hand = (6.98e9 + 61.0 * 1024 * 65536) / 4.8e12;
+  EXPECT_GT(p.decode_floor_s, by_hand);
+  EXPECT_LT(p.decode_floor_s, 1.2 * by_hand);
+  EXPECT_TRUE(p.below_decode_floor());
+  EXPECT_TRUE(p.inconsistent());
+  EXPECT_FALSE(p.below_floor());
+  EXPECT_TRUE(v::bands_of(r, 1, nlohmann::json::object()).cells.empty());   // its only point left out
+  // The fixture's real 2000/100 point at 64 clients measured 9.74 ms, well over its floor.
+  o.models = {"llama"};
+  o.gpus = {"h200"};
+  const v::Report real = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  const auto& q = result(real, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
+  EXPECT_LT(q.decode_floor_s, 9.74e-3);
+  EXPECT_FALSE(q.below_decode_floor());
 }
 
 // CSV points run with the engine flags of the harness that generated them (--harness aic):
