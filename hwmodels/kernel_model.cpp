@@ -187,7 +187,7 @@ class Model final : public KernelModel {
       const double s = double(seq), w = double(window);
       const double pairs = w < s ? s * w - 0.5 * w * w : 0.5 * s * s;
       const auto equal = std::int64_t(std::max(1.0, std::round(std::sqrt(2 * pairs))));
-      return attention_prefill(batch, std::min(seq, equal), heads, kv_heads, head_dim, kv, 0);
+      return not_measured(attention_prefill(batch, std::min(seq, equal), heads, kv_heads, head_dim, kv, 0));
     }
     return eval({"attention_prefill",
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
@@ -201,7 +201,7 @@ class Model final : public KernelModel {
     check_positive({double(batch), double(context), double(heads), double(kv_heads), double(head_dim)}, "attention_decode");
     const double kvb = kv == Precision::bf16 ? 2 : 1;
     if (window > 0 && !window_measured("attention_decode", kvb, window))  // reads at most the window
-      return attention_decode(batch, std::min<std::int64_t>(context, window), heads, kv_heads, head_dim, kv, 0);
+      return not_measured(attention_decode(batch, std::min<std::int64_t>(context, window), heads, kv_heads, head_dim, kv, 0));
     return eval({"attention_decode",
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
                  attention_decode_work(batch, context, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
@@ -472,6 +472,12 @@ class Model final : public KernelModel {
   bool window_measured(std::string_view family, double kv_bytes, int window) const {
     const Found f = find(family);
     return !f.cal || f.cal->fit.has_group(attention_group(kv_bytes, window));
+  }
+
+  // A stand-in for a shape no table timed is never reported as measured.
+  static OpTime not_measured(OpTime t) {
+    if (t.source == Source::measured) t.source = Source::interpolated;
+    return t;
   }
 
   static void check_positive(std::initializer_list<double> v, const char* op) {

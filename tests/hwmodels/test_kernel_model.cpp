@@ -287,6 +287,9 @@ TEST(KernelModel, UnmeasuredSlidingWindowCountsItsPairs) {
                    km.attention_prefill(1, 2000, 64, 8, 64, bf16, 0).seconds);
   EXPECT_DOUBLE_EQ(km.attention_decode(64, 8192, 64, 8, 64, bf16, 4096).seconds,
                    km.attention_decode(64, 4096, 64, 8, 64, bf16, 0).seconds);
+  // A stand-in is never reported as measured, even where the row it borrows was.
+  ASSERT_EQ(km.attention_decode(64, 4096, 64, 8, 64, bf16, 0).source, Source::measured);
+  EXPECT_EQ(km.attention_decode(64, 8192, 64, 8, 64, bf16, 4096).source, Source::interpolated);
 }
 
 TEST(KernelModel, LaunchOverheadMeasured) {
