@@ -295,7 +295,8 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     osl_spread_pct (a normal spread of each CSV point's output length, % of its OSL, in place of
     the engine profile's closed-loop spread; 0, the default, keeps the harness's fixed OSL, which
     the profile's spread then varies), seeds (run every point at that many seeds from ``seed``: the
-    result's ``across_seeds`` gives each group's median |error| per seed). Returns a dict:
+    result's ``across_seeds`` gives each group's median |error| per seed), lock_fraction (also run each
+    closed-loop point in the clients' train and spread out: each point's ``lock_fraction``). Returns a dict:
     ``points`` (one per measured point: measured, predicted, error_pct, or its ``unmodellable``
     reason), ``groups`` and ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
     ``csv``; :func:`frame` turns it into one DataFrame row per point. The GIL is released while

@@ -32,7 +32,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file", "harness", "osl_spread_pct", "seeds"};
+                                              "model_file", "harness", "osl_spread_pct", "seeds", "lock_fraction"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -44,6 +44,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   o.gpus = names(args, "gpu");
   o.models = names(args, "model");
   o.engine_any = r.boolean_or("engine_any", false);
+  o.lock_fraction = r.boolean_or("lock_fraction", false);
   if (args.contains("scenario") && !args["scenario"].is_null()) {
     if (!args["scenario"].is_object()) r.fail("scenario", "expected a dict in the scenario layout");
     o.base = args["scenario"];

@@ -34,7 +34,7 @@ struct ValidateOpts {
   double osl_spread_pct = 0;
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
-  bool engine_any = false;
+  bool engine_any = false, lock_fraction = false;
   int requests_per_client = 10, warmup_per_client = 2, threads = 0, seeds = 1;
   std::uint64_t seed = 1;
   Format format = Format::table;
@@ -81,6 +81,7 @@ void run_validate(const ValidateOpts& o) {
   opt.gpus = text::split_csv(o.gpus);
   opt.models = text::split_csv(o.models);
   opt.engine_any = o.engine_any;
+  opt.lock_fraction = o.lock_fraction;
   opt.requests_per_client = o.requests_per_client;
   opt.warmup_per_client = o.warmup_per_client;
   opt.statistic = text::lower(o.statistic);
@@ -193,6 +194,9 @@ void add_validate_command(CLI::App& app) {
                 "Normal spread of each CSV point's output length, % of its OSL, in place of the engine profile's "
                 "closed-loop spread (default 0: the harness's fixed OSL, which the profile's spread then varies); "
                 "shows where a run sits between the clients' lockstep and spread-out orbits");
+  c->add_flag("--lock-fraction", o->lock_fraction,
+              "Also run every closed-loop point with fixed answer lengths (the clients' train) and with a 200-token spread "
+              "(spread out), and print where the measured and predicted TTFT sit between the two (3 runs a point)");
   c->add_option("--statistic", o->statistic, "Simulated statistic compared with the measurement: avg (default) or p50");
   c->add_option("--seed", o->seed, "Random seed of every run")->check(int64_range());
   c->add_option("--seeds", o->seeds,

@@ -399,6 +399,23 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
       r.tps_err = signed_error(r.output_tps, r.measured.output_tps);
+      if (o.lock_fraction && !prepared[k]->deployment && s.workload.arrival == workloads::Arrival::concurrency &&
+          s.workload.concurrency > 1 && !s.workload.trace && s.workload.osl.kind == workloads::LengthDist::Kind::fixed) {
+        // The same point in both orbits: fixed answer lengths (the train) and a wide spread.
+        auto orbit_ttft = [&](double sd) {
+          Prepared q = *prepared[k];
+          q.engine.closed_loop_osl_spread_tokens = sd;
+          q.engine.closed_loop_osl_spread_load_exponent = q.engine.closed_loop_osl_spread_length_exponent = 0;
+          return pick(simulate(q, s, s.workload).summary.ttft_ms, o.statistic);
+        };
+        r.ttft_train_ms = orbit_ttft(0);
+        r.ttft_spread_out_ms = orbit_ttft(kLockSpreadTokens);
+        const double gap = r.ttft_train_ms - r.ttft_spread_out_ms;
+        if (std::isfinite(gap) && gap > kLockMinGap * r.ttft_spread_out_ms) {
+          r.lock_measured = (r.measured.ttft_ms - r.ttft_spread_out_ms) / gap;
+          r.lock_predicted = (r.ttft_ms - r.ttft_spread_out_ms) / gap;
+        }
+      }
     } catch (const Error& e) {
       r.unmodellable = "simulation failed: " + e.reason();
     } catch (const std::exception& e) {
@@ -559,6 +576,9 @@ nlohmann::json to_json(const Report& r, const Options& o) {
       x["decoding_sequences"] = p.decoding;
       x["below_decode_floor"] = p.below_decode_floor();
       x["behind_prefill_fraction"] = num(p.behind_prefill);
+      if (std::isfinite(p.ttft_train_ms))
+        x["lock_fraction"] = {{"ttft_train_ms", num(p.ttft_train_ms)}, {"ttft_spread_out_ms", num(p.ttft_spread_out_ms)},
+                              {"measured", num(p.lock_measured)}, {"predicted", num(p.lock_predicted)}};
       x["replica_concurrency"] = p.replica_concurrency;
       x["max_num_seqs"] = p.max_num_seqs;
       x["scenario"] = p.scenario;
@@ -582,7 +602,8 @@ std::string to_csv(const Report& r) {
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
       "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,decode_floor_ms,"
-      "decoding_sequences,below_decode_floor,behind_prefill_fraction,unmodellable,layout_note\n";
+      "decoding_sequences,below_decode_floor,behind_prefill_fraction,ttft_train_ms,ttft_spread_out_ms,lock_measured,"
+      "lock_predicted,unmodellable,layout_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -595,7 +616,9 @@ std::string to_csv(const Report& r) {
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
                                csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
                                p.below_floor() ? "1" : "0", csv_num(p.decode_floor_s * 1e3), std::to_string(p.decoding),
-                               p.below_decode_floor() ? "1" : "0", csv_num(p.behind_prefill), p.unmodellable, m.layout_note};
+                               p.below_decode_floor() ? "1" : "0", csv_num(p.behind_prefill), csv_num(p.ttft_train_ms),
+                               csv_num(p.ttft_spread_out_ms), csv_num(p.lock_measured), csv_num(p.lock_predicted),
+                               p.unmodellable, m.layout_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }
@@ -676,6 +699,43 @@ std::string across_seeds_text(const nlohmann::json& a) {
          std::to_string(a["seeds"].front().get<std::uint64_t>()) + "'s)\n" + t.render();
 }
 
+namespace {
+// Options::lock_fraction: per GPU and clients per replica, the points whose orbits differ, the
+// measured lock fraction's median and quartiles, and the predicted one's median.
+std::string lock_text(const Report& r) {
+  std::map<std::pair<std::string, int>, std::pair<std::vector<double>, std::vector<double>>> cells;
+  int ran = 0;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty() || !std::isfinite(p.ttft_train_ms)) continue;
+    ++ran;
+    if (!std::isfinite(p.lock_measured)) continue;
+    auto& c = cells[{p.gpu, p.replica_concurrency}];
+    c.first.push_back(p.lock_measured);
+    c.second.push_back(p.lock_predicted);
+  }
+  if (ran == 0) return "";
+  auto q = [](std::vector<double> v, double f) {
+    std::sort(v.begin(), v.end());
+    const double x = f * double(v.size() - 1);
+    const auto i = std::size_t(x);
+    return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (x - double(i)) : v.back();
+  };
+  Table t({"GPU", "clients", "points", "measured f: median (quartiles)", "predicted f: median"});
+  int n = 0;
+  for (const auto& [k, c] : cells) {
+    n += int(c.first.size());
+    t.add_row({k.first, std::to_string(k.second), std::to_string(c.first.size()),
+               fixed(q(c.first, 0.5), 2) + " (" + fixed(q(c.first, 0.25), 2) + "-" + fixed(q(c.first, 0.75), 2) + ")",
+               fixed(q(c.second, 0.5), 2)});
+  }
+  return "Lock fraction (--lock-fraction): each closed-loop point also run with fixed answer lengths (the clients' train, "
+         "f = 1) and with a " + fixed(kLockSpreadTokens, 0) + "-token spread (spread out, f = 0); f = (TTFT - spread out) / "
+         "(train - spread out) for the " + std::to_string(n) + " of " + std::to_string(ran) +
+         " points whose orbits differ by more than " + fixed(100 * kLockMinGap, 0) + " % (fields lock_fraction)\n" +
+         (n > 0 ? t.render() : std::string("(none)\n")) + "\n";
+}
+}  // namespace
+
 std::string to_text(const Report& r, const Options& o) {
   std::string out;
   int ran = 0, unmod = 0;
@@ -753,6 +813,7 @@ std::string to_text(const Report& r, const Options& o) {
              table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     }
   }
+  out += lock_text(r);
   if (const Reruns rr = reruns_of(r); rr.points > 0) {
     auto pc = [](double f) { return fixed(100 * f, 1) + " %"; };
     out += "Reruns: " + std::to_string(rr.points) + (rr.points == 1 ? " simulated point was" : " simulated points were") +

@@ -98,6 +98,10 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
 struct Options {
   std::vector<std::string> backends, modes, gpus, models;   // filters (case-insensitive; empty = all)
   bool engine_any = false;       // run trtllm/sglang points with servesim's vLLM engine
+  // Also run every aggregated closed-loop point of a fixed OSL in both orbits, the clients' train
+  // (fixed lengths) and spread out (a kLockSpreadTokens-token sd), to place the measured and the
+  // predicted TTFT between them (PointResult::lock_measured / lock_predicted). Three runs a point.
+  bool lock_fraction = false;
   nlohmann::json base;           // scenario fields applied to every CSV point (engine knobs, router, seed)
   int requests_per_client = 10;  // measured requests = concurrency x this (CSV points)
   int warmup_per_client = 2;     // warm-up requests = concurrency x this (aiperf's C x 2)
@@ -124,6 +128,10 @@ struct PointResult {
   int replica_concurrency = 0;   // concurrency per serving replica (agg) or decode worker (disagg)
   int max_num_seqs = 0;
   double ttft_ms = NAN, itl_ms = NAN, output_tps = NAN;   // predicted
+  // Options::lock_fraction: the TTFT of the train and of the spread-out orbit, and where the
+  // measured and predicted TTFT sit between them, (TTFT - spread out) / (train - spread out): 0
+  // spread out, 1 the train; NaN where the orbits are within kLockMinGap of each other.
+  double ttft_train_ms = NAN, ttft_spread_out_ms = NAN, lock_measured = NAN, lock_predicted = NAN;
   double ttft_err = NAN, itl_err = NAN, tps_err = NAN;    // signed relative errors (pred - meas) / meas
   std::string regime;            // load regime of the point (see load_regime)
   double wall_s = 0;             // host time of the run
@@ -147,6 +155,10 @@ struct PointResult {
   // Either floor: a measurement that cannot be what its row says.
   bool inconsistent() const { return below_floor() || below_decode_floor(); }
 };
+
+// The spread-out orbit's answer-length sd (tokens, constant over loads) and the least gap between
+// the two orbits' TTFT (a fraction of the spread-out one) for a lock fraction to be read.
+inline constexpr double kLockSpreadTokens = 200, kLockMinGap = 0.15;
 
 // Load regime of a closed-loop point with `clients_per_replica` clients on each replica:
 // "saturated" beyond max_num_seqs (requests queue), else "light" up to 16, "medium" up to 128,

@@ -397,6 +397,45 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
   EXPECT_FALSE(q.below_decode_floor());
 }
 
+// --lock-fraction runs each closed-loop point twice more: with fixed answer lengths (the train) and
+// with a 200-token spread (spread out), and places the measured and predicted TTFT between the two.
+// The fixture's Llama-3.1-8B rows on vLLM 0.12 run a profile that keeps fixed lengths: their
+// prediction is the train itself (f = 1) wherever the orbits differ; its 0.16 row spreads them.
+TEST(Validate, LockFractionPlacesTheRunBetweenTheOrbits) {
+  add_llama();
+  v::Options o;
+  o.models = {"llama"};
+  o.gpus = {"h200"};
+  o.threads = 1;
+  o.lock_fraction = true;
+  const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  int placed = 0;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty()) continue;
+    ASSERT_TRUE(std::isfinite(p.ttft_train_ms)) << p.measured.id;
+    const bool fixed_lengths = p.measured.backend_version == "0.12.0";
+    if (fixed_lengths) {
+      EXPECT_DOUBLE_EQ(p.ttft_ms, p.ttft_train_ms) << p.measured.id;
+    }
+    if (!std::isfinite(p.lock_measured)) {
+      EXPECT_LE(p.ttft_train_ms - p.ttft_spread_out_ms, v::kLockMinGap * p.ttft_spread_out_ms);
+      continue;
+    }
+    ++placed;
+    const double gap = p.ttft_train_ms - p.ttft_spread_out_ms;
+    EXPECT_NEAR(p.lock_measured, (p.measured.ttft_ms - p.ttft_spread_out_ms) / gap, 1e-12);
+    EXPECT_NEAR(p.lock_predicted, (p.ttft_ms - p.ttft_spread_out_ms) / gap, 1e-12);
+    if (fixed_lengths) {
+      EXPECT_DOUBLE_EQ(p.lock_predicted, 1.0);
+    }
+  }
+  EXPECT_GT(placed, 0);
+  // Without the option nothing more runs.
+  o.lock_fraction = false;
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
+    EXPECT_FALSE(std::isfinite(p.ttft_train_ms));
+}
+
 // CSV points run with the engine flags of the harness that generated them (--harness aic):
 // max_num_batched_tokens = per-rank batch + ISL + 1500, max_model_len = ISL + OSL + 1500, and an FP8
 // KV cache for FP8 deployments on Blackwell; --harness serve leaves vllm serve's defaults (KV "auto"); a
