@@ -46,6 +46,16 @@ const v::PointResult& result(const v::Report& r, const std::string& id) {
   throw std::runtime_error("no point " + id);
 }
 
+// The fixture's Llama-3.1-8B H200 rows, on one thread (the model file added).
+v::Options llama_h200() {
+  add_llama();
+  v::Options o;
+  o.models = {"llama"};
+  o.gpus = {"h200"};
+  o.threads = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST(Validate, ConcurrencyFromDataSourceThenId) {
@@ -212,11 +222,7 @@ TEST(Validate, EveryUnmodellablePointSaysWhy) {
 }
 
 TEST(Validate, ErrorsAreSignedRelativeToTheMeasurement) {
-  add_llama();
-  v::Options o;
-  o.models = {"llama"};
-  o.gpus = {"h200"};
-  o.threads = 1;
+  v::Options o = llama_h200();
   const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   const auto& p = result(r, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
   ASSERT_EQ(p.unmodellable, "");
@@ -330,11 +336,7 @@ TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
 // PFLOP/s the H200's FP8 GEMMs reach at 16,384 tokens (hwmodels/measure/results/
 // h200_prefill_forward.json): the point is flagged, kept in the tables, left out of the bands.
 TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
-  add_llama();
-  v::Options o;
-  o.models = {"llama"};
-  o.gpus = {"h200"};
-  o.threads = 1;
+  v::Options o = llama_h200();
   const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   const auto& p = result(r, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
   ASSERT_EQ(p.unmodellable, "");
@@ -402,11 +404,7 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
 // The fixture's Llama-3.1-8B rows on vLLM 0.12 run a profile that keeps fixed lengths: their
 // prediction is the train itself (f = 1) wherever the orbits differ; its 0.16 row spreads them.
 TEST(Validate, LockFractionPlacesTheRunBetweenTheOrbits) {
-  add_llama();
-  v::Options o;
-  o.models = {"llama"};
-  o.gpus = {"h200"};
-  o.threads = 1;
+  v::Options o = llama_h200();
   o.lock_fraction = true;
   const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   int placed = 0;
