@@ -184,8 +184,7 @@ class Model final : public KernelModel {
     if (window > 0 && !window_measured("attention_prefill", kvb, window)) {
       // A window no table timed: full attention over the single sequence with as many causal
       // query-key pairs (the tables' work counts pairs), not a full-attention row at the same length.
-      const double s = double(seq), w = double(window);
-      const double pairs = w < s ? s * w - 0.5 * w * w : 0.5 * s * s;
+      const double pairs = causal_pairs(double(seq), double(window));
       const auto equal = std::int64_t(std::max(1.0, std::round(std::sqrt(2 * pairs))));
       return not_measured(attention_prefill(batch, std::min(seq, equal), heads, kv_heads, head_dim, kv, 0));
     }

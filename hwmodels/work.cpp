@@ -88,12 +88,14 @@ Work grouped_gemm_work(double active, double tokens, double n, double k, Precisi
   return {2 * tokens * n * k, active * k * n * element_bytes(weights) + tokens * (k * element_bytes(act) + n * kBf16)};
 }
 
+double causal_pairs(double seq, double window) {
+  return window > 0 && window < seq ? seq * window - 0.5 * window * window : 0.5 * seq * seq;
+}
+
 Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim, double kv_bytes,
                             double window) {
-  // Two matmuls of 2·d FLOPs per query-key pair and head; s² / 2 pairs under the causal mask, or
-  // about s·w - w² / 2 when each query sees at most w keys.
-  double pairs = window > 0 && window < seq ? seq * window - 0.5 * window * window : 0.5 * seq * seq;
-  return {4 * batch * heads * head_dim * pairs,
+  // Two matmuls of 2·d FLOPs per query-key pair and head.
+  return {4 * batch * heads * head_dim * causal_pairs(seq, window),
           batch * seq * head_dim * (kBf16 * 2 * heads + (kBf16 + kv_bytes) * 2 * kv_heads)};
 }
 

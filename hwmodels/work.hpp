@@ -33,6 +33,9 @@ struct Routing {
 Routing route(int experts, double tokens, double skew);
 // Weights of the `active` experts read once; activations in, outputs out.
 Work grouped_gemm_work(double active, double tokens, double n, double k, Precision weights, Precision act);
+// Query-key pairs of one sequence of `seq` new tokens under the causal mask: s² / 2, or about
+// s·w - w² / 2 when each query sees at most `window` keys (0: no window).
+double causal_pairs(double seq, double window);
 // Causal prefill: QK^T and PV over the lower triangle (capped at `window` keys per query when > 0);
 // K and V written to the cache at `kv_bytes` per element.
 Work attention_prefill_work(double batch, double seq, double heads, double kv_heads, double head_dim,

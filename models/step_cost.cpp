@@ -193,13 +193,11 @@ class Model final : public StepCostModel {
       attn_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
       // Sliding layers: one sequence of S tokens under the window (the tables time windows; a
       // windowed kernel does not run as fast as full attention over the same number of pairs).
-      // Chunked local attention (Llama-4) runs full attention within each chunk: the pairs rule.
+      // Chunked local attention (Llama-4) runs full attention within each chunk: attn_pre_ by pairs.
       if (n_swa_ && !m.chunked_attention)
         attn_pre_swa_.fill([&](std::int64_t S) {
           return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_, int(m.sliding_window)).seconds;
         });
-      else
-        attn_pre_swa_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, aheads_, akv_, m.head_dim, kv_).seconds; });
     }
     if (n_mla_) {
       // Multi-head latent attention (vLLM MLACommonImpl): q_a/kv_a projections replicated, q_b and
@@ -399,14 +397,10 @@ class Model final : public StepCostModel {
         add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
             t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
-              OpTime f = km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
-              if (n_swa_) {  // the row's bytes: sliding layers read at most the window
-                const OpTime w = km_.attention_decode(b.decode_seqs, std::min<std::int64_t>(avg, m_.sliding_window), aheads_,
-                                                      akv_, m_.head_dim, kv_);
-                f.flops = (n_full_ * f.flops + n_swa_ * w.flops) / n_attn_;
-                f.bytes = (n_full_ * f.bytes + n_swa_ * w.bytes) / n_attn_;
-              }
-              return f;
+              const OpTime f = km_.attention_decode(b.decode_seqs, avg, aheads_, akv_, m_.head_dim, kv_);
+              if (!n_swa_) return f;   // sliding layers read at most the window
+              return layer_mix(f, km_.attention_decode(b.decode_seqs, std::min<std::int64_t>(avg, m_.sliding_window), aheads_,
+                                                       akv_, m_.head_dim, kv_));
             });
       }
       if (b.prefill_tokens > 0) {
@@ -416,15 +410,12 @@ class Model final : public StepCostModel {
         const double S = pair_length(pairs);
         const double pairs_w = std::min(pairs, double(b.prefill_tokens) * double(m_.sliding_window));
         const double Sw = !n_swa_ ? 0 : m_.chunked_attention ? pair_length(pairs_w) : window_length(pairs_w);
-        add("attention", "prefill attention (flash)", n_full_ * attn_pre_(S) + n_swa_ * attn_pre_swa_(Sw), n_attn_, [&] {
-          OpTime t = km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_);
-          if (n_swa_) {  // the row's bytes: full layers' and sliding layers' apart
-            const OpTime w = km_.attention_prefill(1, std::int64_t(std::max(1.0, Sw)), aheads_, akv_, m_.head_dim, kv_,
-                                                   m_.chunked_attention ? 0 : int(m_.sliding_window));
-            t.flops = (n_full_ * t.flops + n_swa_ * w.flops) / n_attn_;
-            t.bytes = (n_full_ * t.bytes + n_swa_ * w.bytes) / n_attn_;
-          }
-          return t;
+        const double swa = !n_swa_ ? 0 : m_.chunked_attention ? attn_pre_(Sw) : attn_pre_swa_(Sw);
+        add("attention", "prefill attention (flash)", n_full_ * attn_pre_(S) + n_swa_ * swa, n_attn_, [&] {
+          const OpTime t = km_.attention_prefill(1, std::int64_t(std::max(1.0, S)), aheads_, akv_, m_.head_dim, kv_);
+          if (!n_swa_) return t;
+          return layer_mix(t, km_.attention_prefill(1, std::int64_t(std::max(1.0, Sw)), aheads_, akv_, m_.head_dim, kv_,
+                                                    m_.chunked_attention ? 0 : int(m_.sliding_window)));
         });
       }
     }
@@ -573,6 +564,13 @@ class Model final : public StepCostModel {
   double window_length(double pairs) const {
     const double w = double(m_.sliding_window), full = w * (w + 1) / 2;
     return pairs <= full ? pair_length(pairs) : w + (pairs - full) / w;
+  }
+  // A breakdown row's op over full and sliding layers: FLOPs and bytes per layer averaged over the
+  // n_full_ full and n_swa_ sliding ones (the row multiplies them by n_attn_).
+  OpTime layer_mix(OpTime full, const OpTime& sliding) const {
+    full.flops = (n_full_ * full.flops + n_swa_ * sliding.flops) / n_attn_;
+    full.bytes = (n_full_ * full.bytes + n_swa_ * sliding.bytes) / n_attn_;
+    return full;
   }
   bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }
   // MiniMax-M2's per_layer QK-norm (vLLM MiniMaxText01RMSNormTP): q and k are each normalised over
