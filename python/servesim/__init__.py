@@ -298,7 +298,8 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     result's ``across_seeds`` gives each group's median |error| per seed), lock_fraction (also run each
     closed-loop point in the clients' train and spread out: each point's ``lock_fraction``). Returns a dict:
     ``points`` (one per measured point: measured, predicted, error_pct, or its ``unmodellable``
-    reason), ``groups`` and ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
+    reason), ``groups``, ``by_release`` (per engine release the rows name x model x GPU x mode) and
+    ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
     ``csv``; :func:`frame` turns it into one DataFrame row per point. The GIL is released while
     the points run."""
     args = dict(path=str(path), backend=backend, mode=mode, gpu=gpu, model=model, **kw)

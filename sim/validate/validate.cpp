@@ -495,6 +495,11 @@ Triple triple(const Group& g) {
 
 std::vector<std::string> group_key(const PointResult& p) { return {p.engine, p.model, p.gpu, p.mode}; }
 std::vector<std::string> gpu_key(const PointResult& p) { return {p.engine, p.gpu, p.mode}; }
+// The engine release a row was measured on ("unlabelled" where the row names none).
+std::string release_of(const PointResult& p) {
+  return p.measured.backend_version.empty() ? "unlabelled" : p.measured.backend_version;
+}
+std::vector<std::string> release_key(const PointResult& p) { return {p.engine, release_of(p), p.model, p.gpu, p.mode}; }
 
 std::string pct_text(double x, bool sign) {
   if (!std::isfinite(x)) return "-";
@@ -549,6 +554,9 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   for (const auto& g : groups_of(r, group_key)) j["groups"].push_back(group_json(g, {"engine", "model", "gpu", "mode"}));
   j["by_gpu"] = nlohmann::json::array();
   for (const auto& g : groups_of(r, gpu_key)) j["by_gpu"].push_back(group_json(g, {"engine", "gpu", "mode"}));
+  j["by_release"] = nlohmann::json::array();
+  for (const auto& g : groups_of(r, release_key))
+    j["by_release"].push_back(group_json(g, {"engine", "release", "model", "gpu", "mode"}));
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
@@ -703,15 +711,18 @@ namespace {
 // Options::lock_fraction: per GPU and clients per replica, the points whose orbits differ, the
 // measured lock fraction's median and quartiles, and the predicted one's median.
 std::string lock_text(const Report& r) {
-  std::map<std::pair<std::string, int>, std::pair<std::vector<double>, std::vector<double>>> cells;
+  using Fractions = std::pair<std::vector<double>, std::vector<double>>;   // measured, predicted
+  std::map<std::pair<std::string, int>, Fractions> cells;
+  std::map<std::vector<std::string>, Fractions> builds;   // GPU, model, engine release
   int ran = 0;
   for (const auto& p : r.points) {
     if (!p.unmodellable.empty() || !std::isfinite(p.ttft_train_ms)) continue;
     ++ran;
     if (!std::isfinite(p.lock_measured)) continue;
-    auto& c = cells[{p.gpu, p.replica_concurrency}];
-    c.first.push_back(p.lock_measured);
-    c.second.push_back(p.lock_predicted);
+    for (auto* c : {&cells[{p.gpu, p.replica_concurrency}], &builds[{p.gpu, p.model, release_of(p)}]}) {
+      c->first.push_back(p.lock_measured);
+      c->second.push_back(p.lock_predicted);
+    }
   }
   if (ran == 0) return "";
   auto q = [](std::vector<double> v, double f) {
@@ -720,19 +731,24 @@ std::string lock_text(const Report& r) {
     const auto i = std::size_t(x);
     return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (x - double(i)) : v.back();
   };
+  auto spread = [&q](const std::vector<double>& v) {
+    return fixed(q(v, 0.5), 2) + " (" + fixed(q(v, 0.25), 2) + " to " + fixed(q(v, 0.75), 2) + ")";
+  };
   Table t({"GPU", "clients", "points", "measured f: median (quartiles)", "predicted f: median"});
   int n = 0;
   for (const auto& [k, c] : cells) {
     n += int(c.first.size());
-    t.add_row({k.first, std::to_string(k.second), std::to_string(c.first.size()),
-               fixed(q(c.first, 0.5), 2) + " (" + fixed(q(c.first, 0.25), 2) + "-" + fixed(q(c.first, 0.75), 2) + ")",
-               fixed(q(c.second, 0.5), 2)});
+    t.add_row({k.first, std::to_string(k.second), std::to_string(c.first.size()), spread(c.first), fixed(q(c.second, 0.5), 2)});
   }
+  Table b({"GPU", "model", "release", "points", "measured f: median (quartiles)", "predicted f: median"});
+  for (const auto& [k, c] : builds)
+    b.add_row({k[0], k[1], k[2], std::to_string(c.first.size()), spread(c.first), fixed(q(c.second, 0.5), 2)});
   return "Lock fraction (--lock-fraction): each closed-loop point also run with fixed answer lengths (the clients' train, "
          "f = 1) and with a " + fixed(kLockSpreadTokens, 0) + "-token spread (spread out, f = 0); f = (TTFT - spread out) / "
          "(train - spread out) for the " + std::to_string(n) + " of " + std::to_string(ran) +
          " points whose orbits differ by more than " + fixed(100 * kLockMinGap, 0) + " % (fields lock_fraction)\n" +
-         (n > 0 ? t.render() : std::string("(none)\n")) + "\n";
+         (n > 0 ? t.render() + "\nPer GPU x model x engine release (f above 1: slower than even the train)\n" + b.render()
+                : std::string("(none)\n")) + "\n";
 }
 }  // namespace
 
@@ -792,6 +808,8 @@ std::string to_text(const Report& r, const Options& o) {
   const auto groups = groups_of(r, group_key);
   if (!groups.empty()) {
     out += "Per engine x model x GPU x mode\n" + table(groups, {"engine", "model", "GPU", "mode"}) + "\n";
+    out += "Per engine release x model x GPU x mode (the release the rows name)\n" +
+           table(groups_of(r, release_key), {"engine", "release", "model", "GPU", "mode"}) + "\n";
     out += "Per engine x GPU x mode (all models)\n" + table(groups_of(r, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     const auto count = [&r](bool (PointResult::*f)() const) {
       return std::count_if(r.points.begin(), r.points.end(), [f](const PointResult& p) { return p.unmodellable.empty() && (p.*f)(); });

@@ -25,6 +25,8 @@ def test_validate_matches_cli_and_frames(cli):
         m, q, e = p["measured"], p["predicted"], p["error_pct"]
         assert e["ttft"] == pytest.approx(100 * (q["ttft_ms"] - m["ttft_ms"]) / m["ttft_ms"])
         assert e["itl"] == pytest.approx(100 * (q["itl_ms"] - m["tpot_ms"]) / m["tpot_ms"])
+    assert r["by_release"] == c["by_release"]
+    assert sorted((g["release"], g["points"]) for g in r["by_release"]) == [("0.12.0", 3), ("0.16.0", 1)]
     df = servesim.frame(r)
     assert len(df) == 9
     assert {"measured_ttft_ms", "predicted_itl_ms", "error_pct_ttft", "unmodellable"} <= set(df.columns)

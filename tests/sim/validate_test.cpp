@@ -399,6 +399,36 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
   EXPECT_FALSE(q.below_decode_floor());
 }
 
+// Errors per engine release: the fixture's Llama-3.1-8B H200 rows name vLLM 0.12.0 and 0.16.0, and each
+// release's group holds its own points, with the median |TTFT error| of those points (by hand: the
+// middle of the sorted list, or the mean of the middle two); a row without a version is "unlabelled".
+TEST(Validate, GroupsPerEngineRelease) {
+  v::Options o = llama_h200();
+  v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  std::map<std::string, std::vector<double>> by_hand;   // release -> |TTFT error| of its ran points
+  for (const auto& p : r.points)
+    if (p.unmodellable.empty()) by_hand[p.measured.backend_version].push_back(std::abs(p.ttft_err));
+  ASSERT_EQ(by_hand.size(), 2u);
+  const nlohmann::json j = v::to_json(r, o);
+  ASSERT_EQ(j["by_release"].size(), 2u);
+  for (const auto& g : j["by_release"]) {
+    EXPECT_EQ(g["engine"], "vllm");
+    EXPECT_EQ(g["model"], "llama-3.1-8b");
+    std::vector<double> e = by_hand.at(g["release"].get<std::string>());
+    std::sort(e.begin(), e.end());
+    const std::size_t n = e.size();
+    EXPECT_EQ(g["points"].get<std::size_t>(), n);
+    EXPECT_NEAR(g["ttft"]["median_abs_pct"].get<double>(), 100 * (n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2), 1e-9);
+  }
+  EXPECT_NE(v::to_text(r, o).find("Per engine release x model x GPU x mode"), std::string::npos);
+  for (auto& p : r.points)
+    if (p.unmodellable.empty() && p.measured.backend_version == "0.16.0") p.measured.backend_version.clear();
+  const nlohmann::json relabelled = v::to_json(r, o);
+  bool unlabelled = false;
+  for (const auto& g : relabelled["by_release"]) unlabelled = unlabelled || g["release"] == "unlabelled";
+  EXPECT_TRUE(unlabelled);
+}
+
 // --lock-fraction runs each closed-loop point twice more: with fixed answer lengths (the train) and
 // with a 200-token spread (spread out), and places the measured and predicted TTFT between the two.
 // The fixture's Llama-3.1-8B rows on vLLM 0.12 run a profile that keeps fixed lengths: their
@@ -428,6 +458,8 @@ TEST(Validate, LockFractionPlacesTheRunBetweenTheOrbits) {
     }
   }
   EXPECT_GT(placed, 0);
+  // The medians per GPU x model x release, in the text beside the per-clients table.
+  EXPECT_NE(v::to_text(r, o).find("Per GPU x model x engine release"), std::string::npos);
   // Without the option nothing more runs.
   o.lock_fraction = false;
   for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points)
