@@ -298,22 +298,25 @@ struct Study {
     namespace v = sim::validate;
     nlohmann::json& c = j["sweep"]["columns"];
     const std::string gpu = text::lower(spec.gpu->name);
-    std::vector<std::string> regimes;
+    std::vector<std::string> regimes, modes;
     for (const auto& r : rows) {
       int serving = 1;
+      std::string mode = "agg";
       for (const auto& d : deps)
         if (d->name() == r.topology) {
           int n = 0;
           for (const auto& w : d->placement().workers())
             n += w.name.rfind(d->disaggregated() ? "decode" : "replica", 0) == 0;
           serving = std::max(1, n);
+          if (d->disaggregated()) mode = "disagg";
         }
       regimes.push_back(v::load_regime(double(r.concurrency) / serving, spec.engine.max_num_seqs));
+      modes.push_back(mode);
     }
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        const v::Band b = v::band_for(gpu, metric, regimes[i], value(rows[i]));
+        const v::Band b = v::band_for(gpu, modes[i], metric, regimes[i], value(rows[i]));
         lo.push_back(b.present ? nlohmann::json(b.lo) : nlohmann::json(nullptr));
         hi.push_back(b.present ? nlohmann::json(b.hi) : nlohmann::json(nullptr));
       }

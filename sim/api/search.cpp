@@ -300,13 +300,14 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       const std::string dgpu = disagg ? b["decode_gpu"].get<std::string>() : pgpu;
       const double clients = s["slo_concurrency"].get<double>() / (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
       const int seqs = b["max_num_seqs"].get<int>();
-      const v::Band tb = v::point_band(pgpu, "ttft", clients, seqs, s["ttft_ms"].get<double>());
-      const v::Band ib = v::point_band(dgpu, "itl", clients, seqs, s["itl_ms"].get<double>());
-      const v::Band cb = v::point_band(dgpu, "output_tps", clients, seqs, r["capacity_tps"].get<double>());
+      const std::string mode = disagg ? "disagg" : "agg";
+      const v::Band tb = v::point_band(pgpu, mode, "ttft", clients, seqs, s["ttft_ms"].get<double>());
+      const v::Band ib = v::point_band(dgpu, mode, "itl", clients, seqs, s["itl_ms"].get<double>());
+      const v::Band cb = v::point_band(dgpu, mode, "output_tps", clients, seqs, r["capacity_tps"].get<double>());
       r["band"] = {{"ttft_ms", v::band_json(tb)}, {"itl_ms", v::band_json(ib)}, {"capacity_tps", v::band_json(cb)},
                    {"load_regime", v::load_regime(clients, seqs)}, {"clients_per_replica", clients}};
       r["band_note"] = "prediction band: the 10th-90th percentile of measured / predicted over validated runs of the "
-                       "point's kind (GPU, load regime), applied to the " + rep["statistic"].get<std::string>() +
+                       "point's kind (GPU, aggregated or disaggregated, load regime), applied to the " + rep["statistic"].get<std::string>() +
                        " figure; " + v::embedded_bands().meta.value("summary", std::string("no band table embedded"));
     }
     r["describe"] = b["describe"];

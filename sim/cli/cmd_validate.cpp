@@ -155,7 +155,8 @@ void run_validate(const ValidateOpts& o) {
         {"warmup_per_client", opt.warmup_per_client},
         {"osl_spread_pct", opt.osl_spread_pct},
         {"servesim_commit", commit},
-        {"method", "ratio measured / predicted per (GPU, metric, load regime) and per (GPU, metric) over all loads; "
+        {"method", "ratio measured / predicted per (GPU, agg or disagg, metric, load regime) and per (GPU, agg or disagg, "
+                   "metric) over all loads; "
                    "band = prediction x [10th, 90th percentile] of the ratio; cells under min_points residuals give no band"},
         {"command", "servesim validate " + file + filters + " --write-bands FILE"}};
     const auto table = v::bands_of(rep, o.band_min_points, meta);

@@ -24,6 +24,8 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file) {
     for (const auto& c : r.array("cells")) {
       BandCell x;
       x.gpu = text::lower(c.string("gpu"));
+      x.mode = c.string_or("mode", "agg");   // tables written before the split hold aggregated runs
+      if (x.mode != "agg" && x.mode != "disagg") c.fail("mode", "must be agg or disagg");
       x.metric = c.string("metric");
       x.regime = c.string("regime");
       x.n = static_cast<int>(c.integer("n"));
@@ -46,22 +48,25 @@ const BandTable& embedded_bands() {
   return t;
 }
 
-Band band_for(const BandTable& t, const std::string& gpu, const std::string& metric, const std::string& regime,
-              double predicted) {
+Band band_for(const BandTable& t, const std::string& gpu, const std::string& mode, const std::string& metric,
+              const std::string& regime, double predicted) {
   Band b;
   b.gpu = text::lower(gpu);
+  b.mode = mode;
   b.metric = metric;
   b.regime = regime;
   const BandCell* exact = nullptr;
   const BandCell* all = nullptr;
   for (const auto& c : t.cells) {
-    if (c.gpu != b.gpu || c.metric != metric || c.n < t.min_points) continue;
+    if (c.gpu != b.gpu || c.mode != mode || c.metric != metric || c.n < t.min_points) continue;
     if (c.regime == regime) exact = &c;
     if (c.regime == "all") all = &c;
   }
   const BandCell* c = exact ? exact : all;
   if (!c || !std::isfinite(predicted)) {
-    b.note = !std::isfinite(predicted) ? "no band: no prediction" : "no band: no measured runs of this kind";
+    b.note = !std::isfinite(predicted)  ? "no band: no prediction"
+             : mode == "disagg"          ? "no band: no measured disaggregated runs of this kind"
+                                         : "no band: no measured runs of this kind";
     return b;
   }
   b.present = true;
@@ -77,7 +82,7 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& met
 nlohmann::json band_json(const Band& b) {
   if (!b.present) return {{"note", b.note}};
   return {{"lo", b.lo}, {"hi", b.hi}, {"ratio_p10", b.ratio_lo}, {"ratio_p90", b.ratio_hi}, {"n", b.n},
-          {"gpu", b.gpu}, {"regime", b.regime}};
+          {"gpu", b.gpu}, {"mode", b.mode}, {"regime", b.regime}};
 }
 
 std::string band_text(const Band& b, int digits) {
@@ -88,12 +93,12 @@ std::string band_text(const Band& b, int digits) {
 }
 
 BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta) {
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ratios;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> ratios;
   for (const auto& r : residuals) {
     if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
     const double q = r.measured / r.predicted;
-    ratios[{text::lower(r.gpu), r.metric, r.regime}].push_back(q);
-    ratios[{text::lower(r.gpu), r.metric, "all"}].push_back(q);
+    ratios[{text::lower(r.gpu), r.mode, r.metric, r.regime}].push_back(q);
+    ratios[{text::lower(r.gpu), r.mode, r.metric, "all"}].push_back(q);
   }
   BandTable t;
   t.meta = std::move(meta);
@@ -101,7 +106,7 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
   for (auto& [k, v] : ratios) {
     std::sort(v.begin(), v.end());
     BandCell c;
-    std::tie(c.gpu, c.metric, c.regime) = k;
+    std::tie(c.gpu, c.mode, c.metric, c.regime) = k;
     c.n = static_cast<int>(v.size());
     c.ratio_lo = percentile_sorted(v, 10);
     c.ratio_hi = percentile_sorted(v, 90);
@@ -114,7 +119,7 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
 nlohmann::json to_json(const BandTable& t) {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : t.cells)
-    cells.push_back({{"gpu", c.gpu}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n}, {"ratio_p10", c.ratio_lo},
+    cells.push_back({{"gpu", c.gpu}, {"mode", c.mode}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n}, {"ratio_p10", c.ratio_lo},
                      {"ratio_median", c.ratio_median}, {"ratio_p90", c.ratio_hi}});
   return {{"meta", t.meta}, {"min_points", t.min_points}, {"cells", cells}};
 }

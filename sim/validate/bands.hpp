@@ -1,5 +1,5 @@
 // Prediction bands: how far measured serving runs fell from servesim's prediction, by kind of
-// point (GPU, metric, load regime). `servesim validate ... --write-bands FILE` computes them from
+// point (GPU, aggregated or disaggregated, metric, load regime). `servesim validate ... --write-bands FILE` computes them from
 // the residuals of a validation (ratio measured / predicted, its 10th and 90th percentiles); the
 // table in sim/data/prediction_bands.json is embedded in the binary and every TTFT, ITL and output
 // throughput that simulate, sweep and plan print carries its band: [predicted x p10, predicted x
@@ -22,13 +22,13 @@ struct Band {
   double lo = NAN, hi = NAN;           // the interval around a prediction (its unit)
   double ratio_lo = NAN, ratio_hi = NAN;   // measured / predicted: 10th and 90th percentiles
   int n = 0;                           // measured runs behind it
-  std::string gpu, metric, regime;     // regime "all" when the load regime's own cell is too thin
+  std::string gpu, mode, metric, regime;   // mode agg | disagg; regime "all" when the load regime's own cell is too thin
   std::string note;                    // why there is no band (when !present)
 };
 
 // One cell of the table.
 struct BandCell {
-  std::string gpu, metric, regime;     // regime: light, medium, heavy, saturated or all
+  std::string gpu, mode, metric, regime;   // mode: agg | disagg; regime: light, medium, heavy, saturated or all
   int n = 0;
   double ratio_lo = NAN, ratio_hi = NAN, ratio_median = NAN;
 };
@@ -44,12 +44,14 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file);
 // The embedded table (sim/data/prediction_bands.json); an empty table when none is embedded.
 const BandTable& embedded_bands();
 
-// The band of one predicted value: the cell of (gpu, metric, regime) when it holds min_points
-// residuals, else the GPU's "all" cell, else none ("no band: no measured runs of this kind").
-Band band_for(const BandTable& t, const std::string& gpu, const std::string& metric, const std::string& regime,
-              double predicted);
-inline Band band_for(const std::string& gpu, const std::string& metric, const std::string& regime, double predicted) {
-  return band_for(embedded_bands(), gpu, metric, regime, predicted);
+// The band of one predicted value: the cell of (gpu, mode, metric, regime) when it holds
+// min_points residuals, else the GPU and mode's "all" cell, else none ("no band: no measured runs of
+// this kind"; a disaggregated point never borrows the aggregated runs' band). mode: agg | disagg.
+Band band_for(const BandTable& t, const std::string& gpu, const std::string& mode, const std::string& metric,
+              const std::string& regime, double predicted);
+inline Band band_for(const std::string& gpu, const std::string& mode, const std::string& metric, const std::string& regime,
+                     double predicted) {
+  return band_for(embedded_bands(), gpu, mode, metric, regime, predicted);
 }
 
 // {"lo", "hi", "n", "gpu", "regime", ...} or {"note": "no band: ..."}.
@@ -57,9 +59,9 @@ nlohmann::json band_json(const Band& b);
 // "(band 95.1-160.2)" with `digits` decimals, or "(no band)".
 std::string band_text(const Band& b, int digits);
 
-// The band cells of residuals (measured, predicted) per (gpu, metric, regime) and per (gpu,
-// metric, "all"), in sorted order; `min_points` is recorded, thin cells are kept with their n.
-struct Residual { std::string gpu, metric, regime; double measured, predicted; };
+// The band cells of residuals (measured, predicted) per (gpu, mode, metric, regime) and per (gpu,
+// mode, metric, "all"), in sorted order; `min_points` is recorded, thin cells are kept with their n.
+struct Residual { std::string gpu, mode, metric, regime; double measured, predicted; };
 BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta);
 nlohmann::json to_json(const BandTable& t);
 

@@ -15,6 +15,7 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
   } catch (const std::exception&) {
     k.gpu = text::lower(s.gpu);
   }
+  k.mode = r.disaggregated ? "disagg" : "agg";
   k.max_num_seqs = s.engine.max_num_seqs;
   if (s.workload.arrival == workloads::Arrival::concurrency) {
     int replicas = s.replicas();
@@ -32,25 +33,25 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
   return k;
 }
 
-Band point_band(const std::string& gpu, const char* metric, double clients_per_replica, int max_num_seqs,
-                double predicted) {
-  return band_for(text::lower(gpu), metric, load_regime(clients_per_replica, max_num_seqs), predicted);
+Band point_band(const std::string& gpu, const std::string& mode, const char* metric, double clients_per_replica,
+                int max_num_seqs, double predicted) {
+  return band_for(text::lower(gpu), mode, metric, load_regime(clients_per_replica, max_num_seqs), predicted);
 }
 
 nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const RunKind k = run_kind(s, r);
   const Summary& m = r.summary;
   auto both = [&](const char* metric, const Stats& st) {
-    return nlohmann::json{{"avg", band_json(band_for(k.gpu, metric, k.regime, st.avg))},
-                          {"p50", band_json(band_for(k.gpu, metric, k.regime, st.p50))}};
+    return nlohmann::json{{"avg", band_json(band_for(k.gpu, k.mode, metric, k.regime, st.avg))},
+                          {"p50", band_json(band_for(k.gpu, k.mode, metric, k.regime, st.p50))}};
   };
   nlohmann::json j;
-  j["kind"] = {{"gpu", k.gpu}, {"regime", k.regime}, {"clients_per_replica", k.clients_per_replica},
+  j["kind"] = {{"gpu", k.gpu}, {"mode", k.mode}, {"regime", k.regime}, {"clients_per_replica", k.clients_per_replica},
                {"max_num_seqs", k.max_num_seqs}};
   j["source"] = embedded_bands().meta.is_object() ? embedded_bands().meta.value("summary", std::string()) : std::string();
   j["time_to_first_token"] = both("ttft", m.ttft_ms);
   j["inter_token_latency"] = both("itl", m.itl_ms);
-  j["output_token_throughput"] = band_json(band_for(k.gpu, "output_tps", k.regime, m.output_token_throughput_per_s));
+  j["output_token_throughput"] = band_json(band_for(k.gpu, k.mode, "output_tps", k.regime, m.output_token_throughput_per_s));
   return j;
 }
 

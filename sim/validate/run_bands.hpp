@@ -12,6 +12,7 @@ namespace servesim::sim::validate {
 
 struct RunKind {
   std::string gpu;                 // catalogue GPU, lower case
+  std::string mode;                // agg | disagg
   std::string regime;              // load_regime(clients_per_replica, max_num_seqs)
   double clients_per_replica = 0;  // closed loop: clients / serving replicas (disaggregated: decode workers);
                                    // open loop: the replicas' mean batch size
@@ -24,9 +25,9 @@ RunKind run_kind(const Scenario& s, const SimResult& r);
 nlohmann::json run_bands(const Scenario& s, const SimResult& r);
 
 // The band of one predicted figure of a closed-loop point known by its kind alone: the GPU
-// (catalogue name, any case), the clients per serving replica (aggregated) or per decode worker
-// (disaggregated) and max_num_seqs, which give the load regime, as run_kind() reads them.
-Band point_band(const std::string& gpu, const char* metric, double clients_per_replica, int max_num_seqs,
-                double predicted);
+// (catalogue name, any case), agg or disagg, the clients per serving replica (aggregated) or per
+// decode worker (disaggregated) and max_num_seqs, which give the load regime, as run_kind() reads them.
+Band point_band(const std::string& gpu, const std::string& mode, const char* metric, double clients_per_replica,
+                int max_num_seqs, double predicted);
 
 }  // namespace servesim::sim::validate

@@ -637,9 +637,9 @@ BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
     if (!p.unmodellable.empty() || p.inconsistent()) continue;
-    res.push_back({p.gpu, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
-    res.push_back({p.gpu, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
-    res.push_back({p.gpu, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
+    res.push_back({p.gpu, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
+    res.push_back({p.gpu, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
+    res.push_back({p.gpu, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
   }
   return make_bands(res, min_points, std::move(meta));
 }

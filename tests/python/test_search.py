@@ -44,12 +44,14 @@ def test_recommend_figures_by_hand():
         assert x["capacity_tps"] >= target
         assert x["ttft_headroom_pct"] >= 0 and x["itl_headroom_pct"] >= 0
         _check_bands(r, x)
-    # A GPU with measured runs in the embedded band table has bands; one without says why it has none.
+    # A GPU with measured runs of its mode (aggregated or disaggregated) in the embedded band table has
+    # bands; one without says why it has none: a disaggregated deployment never borrows aggregated runs'.
     cells, _ = _band_cells()
-    measured = {g for (g, _, _) in cells}
-    by_gpu = {x["gpu"]: x for x in rows}
-    for g, x in by_gpu.items():
-        if g.lower() in measured:
+    measured = {(g, m) for (g, m, _, _) in cells}
+    for x in rows:
+        cfg = r["configurations"][x["index"]]
+        kind = (x["gpu"].lower(), "disagg" if cfg["kind"] == "disaggregated" else "agg")
+        if kind in measured:
             assert "lo" in x["band"]["itl_ms"] and "lo" in x["band"]["capacity_tps"]
         else:
             assert "no band" in x["band"]["itl_ms"]["note"]
@@ -62,12 +64,12 @@ def test_recommend_figures_by_hand():
 def _band_cells():
     with open(os.path.join(os.environ["SERVESIM_SOURCE_DIR"], "sim", "data", "prediction_bands.json")) as f:
         t = json.load(f)
-    return {(c["gpu"], c["metric"], c["regime"]): c for c in t["cells"]}, t.get("min_points", 8)
+    return {(c["gpu"], c.get("mode", "agg"), c["metric"], c["regime"]): c for c in t["cells"]}, t.get("min_points", 8)
 
 
 def _check_bands(result, rec):
-    """Each figure's band is the figure x the 10th/90th percentile ratio of its kind's cell: the GPU and the
-    load regime of clients per replica (aggregated copy) or per decode worker (<= 16 light, <= 128 medium,
+    """Each figure's band is the figure x the 10th/90th percentile ratio of its kind's cell: the GPU, the
+    mode (aggregated or disaggregated) and the load regime of clients per replica (aggregated copy) or per decode worker (<= 16 light, <= 128 medium,
     above max_num_seqs saturated), falling back to the GPU's "all" cell when the regime's is thin."""
     cells, min_points = _band_cells()
     cfg = result["configurations"][rec["index"]]
@@ -78,9 +80,10 @@ def _check_bands(result, rec):
     for key, metric, value in (("ttft_ms", "ttft", rec["ttft_ms"]), ("itl_ms", "itl", rec["itl_ms"]),
                                ("capacity_tps", "output_tps", rec["capacity_tps"])):
         gpu = (cfg["decode_gpu"] or cfg["gpu"]) if metric != "ttft" else cfg["gpu"]
-        cell = cells.get((gpu.lower(), metric, regime))
+        mode = "disagg" if cfg["kind"] == "disaggregated" else "agg"
+        cell = cells.get((gpu.lower(), mode, metric, regime))
         if cell is None or cell["n"] < min_points:
-            cell = cells.get((gpu.lower(), metric, "all"))
+            cell = cells.get((gpu.lower(), mode, metric, "all"))
         b = rec["band"][key]
         if cell is None or cell["n"] < min_points:
             assert "lo" not in b and "no band" in b["note"]

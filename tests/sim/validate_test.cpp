@@ -301,32 +301,59 @@ TEST(Validate, AiperfFolderRoundTripIsExact) {
 }
 
 TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
-  // Residuals measured / predicted on one GPU: 10 medium-load ITL points with ratios 0.5..1.4.
+  // Residuals measured / predicted on one GPU: 10 medium-load aggregated ITL points with ratios
+  // 0.5..1.4, and 8 disaggregated ones measured at 3x the prediction.
   std::vector<v::Residual> res;
-  for (int i = 0; i < 10; ++i) res.push_back({"H200", "itl", "medium", 50.0 + 10.0 * i, 100.0});
-  res.push_back({"h200", "itl", "light", 90.0, 100.0});   // one light point: too thin alone
+  for (int i = 0; i < 10; ++i) res.push_back({"H200", "agg", "itl", "medium", 50.0 + 10.0 * i, 100.0});
+  res.push_back({"h200", "agg", "itl", "light", 90.0, 100.0});   // one light point: too thin alone
+  for (int i = 0; i < 8; ++i) res.push_back({"h200", "disagg", "itl", "medium", 300.0, 100.0});
   const v::BandTable t = v::make_bands(res, 8, {{"summary", "test"}});
-  ASSERT_EQ(t.cells.size(), 3u);   // h200 itl: all (11), light (1), medium (10)
+  ASSERT_EQ(t.cells.size(), 5u);   // h200 agg itl: all (11), light (1), medium (10); disagg: all, medium (8)
   // Ratios 0.5, 0.6, ..., 1.4: numpy percentile 10 = 0.5 + 0.9 x 0.1 = 0.59, 90 = 1.31.
-  const v::Band m = v::band_for(t, "h200", "itl", "medium", 20.0);
+  const v::Band m = v::band_for(t, "h200", "agg", "itl", "medium", 20.0);
   ASSERT_TRUE(m.present);
   EXPECT_EQ(m.regime, "medium");
   EXPECT_EQ(m.n, 10);
   EXPECT_NEAR(m.lo, 20.0 * 0.59, 1e-9);
   EXPECT_NEAR(m.hi, 20.0 * 1.31, 1e-9);
   EXPECT_EQ(v::band_text(m, 1), "(band 11.8-26.2)");
-  const v::Band l = v::band_for(t, "h200", "itl", "light", 20.0);   // thin: the GPU's band over all loads
+  const v::Band l = v::band_for(t, "h200", "agg", "itl", "light", 20.0);   // thin: the GPU's band over all loads
   ASSERT_TRUE(l.present);
   EXPECT_EQ(l.regime, "all");
   EXPECT_EQ(l.n, 11);
-  const v::Band none = v::band_for(t, "b300", "itl", "medium", 20.0);
+  const v::Band none = v::band_for(t, "b300", "agg", "itl", "medium", 20.0);
   EXPECT_FALSE(none.present);
   EXPECT_EQ(none.note, "no band: no measured runs of this kind");
-  EXPECT_FALSE(v::band_for(t, "h200", "ttft", "medium", 20.0).present);
-  // The table survives its JSON layout.
+  EXPECT_FALSE(v::band_for(t, "h200", "agg", "ttft", "medium", 20.0).present);
+  // A disaggregated point takes the disaggregated runs' band, 3x its prediction, never the
+  // aggregated one; where none were measured it has none.
+  const v::Band d = v::band_for(t, "h200", "disagg", "itl", "medium", 20.0);
+  ASSERT_TRUE(d.present);
+  EXPECT_EQ(d.n, 8);
+  EXPECT_NEAR(d.lo, 60.0, 1e-9);
+  EXPECT_NEAR(d.hi, 60.0, 1e-9);
+  const v::Band dl = v::band_for(t, "h200", "disagg", "itl", "light", 20.0);   // the disaggregated runs of all loads
+  ASSERT_TRUE(dl.present);
+  EXPECT_EQ(dl.regime, "all");
+  EXPECT_NEAR(dl.hi, 60.0, 1e-9);
+  const v::Band dn = v::band_for(t, "b300", "disagg", "itl", "medium", 20.0);
+  EXPECT_FALSE(dn.present);
+  EXPECT_EQ(dn.note, "no band: no measured disaggregated runs of this kind");
+  // The table survives its JSON layout; a table without modes (written before them) is aggregated.
   const v::BandTable back = v::parse_bands(v::to_json(t), "bands.json");
-  EXPECT_EQ(back.cells.size(), 3u);
-  EXPECT_NEAR(v::band_for(back, "h200", "itl", "medium", 20.0).hi, 20.0 * 1.31, 1e-9);
+  EXPECT_EQ(back.cells.size(), 5u);
+  EXPECT_NEAR(v::band_for(back, "h200", "agg", "itl", "medium", 20.0).hi, 20.0 * 1.31, 1e-9);
+  EXPECT_NEAR(v::band_for(back, "h200", "disagg", "itl", "medium", 20.0).hi, 60.0, 1e-9);
+  nlohmann::json old = v::to_json(t);
+  nlohmann::json agg_cells = nlohmann::json::array();
+  for (auto c : old["cells"])
+    if (c["mode"] == "agg") c.erase("mode"), agg_cells.push_back(c);
+  old["cells"] = agg_cells;
+  const v::BandTable legacy = v::parse_bands(old, "old.json");
+  EXPECT_NEAR(v::band_for(legacy, "h200", "agg", "itl", "medium", 20.0).hi, 20.0 * 1.31, 1e-9);
+  EXPECT_FALSE(v::band_for(legacy, "h200", "disagg", "itl", "medium", 20.0).present);
+  old["cells"][0]["mode"] = "both";
+  EXPECT_THROW(v::parse_bands(old, "bad.json"), servesim::Error);
 }
 
 // A closed loop of C clients must prefill C x ISL prompt tokens in every cycle of
