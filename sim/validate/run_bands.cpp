@@ -10,8 +10,11 @@ namespace servesim::sim::validate {
 
 RunKind run_kind(const Scenario& s, const SimResult& r) {
   RunKind k;
+  // A deployment on a named instance runs on that instance's GPU, whatever `gpu` says.
+  const auto& cat = hw::Catalog::global();
   try {
-    k.gpu = text::lower(hw::Catalog::global().gpu(s.gpu).name);
+    k.gpu = text::lower(s.topology.present && !s.topology.instance.empty() ? cat.instance(s.topology.instance).gpu
+                                                                          : cat.gpu(s.gpu).name);
   } catch (const std::exception&) {
     k.gpu = text::lower(s.gpu);
   }

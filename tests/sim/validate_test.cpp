@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "models/model_spec.hpp"
 #include "sim/simulate.hpp"
+#include "sim/validate/run_bands.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace v = servesim::sim::validate;
@@ -354,6 +355,22 @@ TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
   EXPECT_FALSE(v::band_for(legacy, "h200", "disagg", "itl", "medium", 20.0).present);
   old["cells"][0]["mode"] = "both";
   EXPECT_THROW(v::parse_bands(old, "bad.json"), servesim::Error);
+}
+
+// A run's kind of point: a deployment on a named instance is that instance's GPU (the scenario's
+// default "gpu" notwithstanding), disaggregated, with its clients per decode worker: 16 over 4 is light.
+TEST(ValidateBands, RunKindOfADisaggregatedDeploymentOnAnInstance) {
+  const servesim::sim::Scenario s = servesim::sim::parse_scenario(
+      R"({"model": "kimi-k2.5", "topology": {"kind": "disagg", "instance": "p6e-gb200.36xlarge", "prefill_workers": 1,
+          "decode_workers": 4}, "workload": {"concurrency": 16, "isl": 1024, "osl": 1024}})",
+      "kind.json");
+  servesim::sim::SimResult r;
+  r.disaggregated = true;
+  const v::RunKind k = v::run_kind(s, r);
+  EXPECT_EQ(k.gpu, "gb200");
+  EXPECT_EQ(k.mode, "disagg");
+  EXPECT_DOUBLE_EQ(k.clients_per_replica, 4.0);
+  EXPECT_EQ(k.regime, "light");
 }
 
 // A closed loop of C clients must prefill C x ISL prompt tokens in every cycle of
