@@ -86,7 +86,16 @@ nlohmann::json FrontendConfig::to_json() const {
             {"ipc_ms", api.ipc_s * 1e3},
             {"output_step_ms", api.output_step_s * 1e3},
             {"output_us_per_request", api.output_s_per_request * 1e6},
-            {"cv", api.cv}}}};
+            {"cv", api.cv}}},
+          {"disaggregation",
+           {{"handoff_ms", disagg.handoff.to_json_ms()}, {"pull_us_per_token", disagg.pull_s_per_token * 1e6}}}};
+}
+
+DisaggPathConfig parse_disagg_path(const JsonReader& j, DisaggPathConfig d) {
+  check_keys(j, {"handoff_ms", "pull_us_per_token", "sources"});
+  d.handoff = duration_ms(j, "handoff_ms", d.handoff);
+  d.pull_s_per_token = nonneg(j, "pull_us_per_token", d.pull_s_per_token, 1e-6, 1e-2);
+  return d;
 }
 
 ApiServerConfig parse_api_server(const JsonReader& j, ApiServerConfig a) {
@@ -105,7 +114,7 @@ ApiServerConfig parse_api_server(const JsonReader& j, ApiServerConfig a) {
 }
 
 FrontendConfig parse_frontend(const JsonReader& j, FrontendConfig f) {
-  check_keys(j, {"enabled", "client", "api_server"});
+  check_keys(j, {"enabled", "client", "api_server", "disaggregation"});
   f.enabled = j.boolean_or("enabled", f.enabled);
   if (j.has("client")) {
     const JsonReader c = j.object("client");
@@ -114,6 +123,7 @@ FrontendConfig parse_frontend(const JsonReader& j, FrontendConfig f) {
     f.client.warmup_barrier = c.boolean_or("warmup_barrier", f.client.warmup_barrier);
   }
   if (j.has("api_server")) f.api = parse_api_server(j.object("api_server"), f.api);
+  if (j.has("disaggregation")) f.disagg = parse_disagg_path(j.object("disaggregation"), f.disagg);
   return f;
 }
 

@@ -41,10 +41,20 @@ struct ApiServerConfig {                // vLLM's API-server process(es)
   double cv = 0.2;                      // lognormal spread of the tokenise / output costs
 };
 
+// Disaggregated serving (prefill and decode workers under a serving framework such as Dynamo): what
+// a request pays between the prefill worker's last step and its decode worker pulling the KV, beyond
+// the pull at link bandwidth. No prior: fitted on measured disaggregated runs (engine profile's
+// "disaggregation"), 0 where a profile has none.
+struct DisaggPathConfig {
+  Duration handoff{0, 0};               // prefill result back through the framework to the decode worker
+  double pull_s_per_token = 0;          // the KV pull's cost per prompt token on top of bytes / bandwidth
+};
+
 struct FrontendConfig {
   bool enabled = true;                  // false: requests reach the engine the instant they are sent
   ClientConfig client;
   ApiServerConfig api;
+  DisaggPathConfig disagg;
   // CPU time of one request's way in (before the queue) and of one step's output batch.
   double request_in_s(std::int64_t prompt_tokens, std::uint64_t& rng) const;
   double step_out_s(int requests, std::uint64_t& rng) const;
@@ -54,6 +64,9 @@ struct FrontendConfig {
 // Reads the API-server fields of a JSON object (an engine profile's "api_server", or a
 // scenario's "frontend.api_server") on top of `base`; errors name the file and field.
 ApiServerConfig parse_api_server(const JsonReader& j, ApiServerConfig base);
+// The disaggregated-path fields of a JSON object (an engine profile's "disaggregation", or a
+// scenario's "frontend.disaggregation") on top of `base`.
+DisaggPathConfig parse_disagg_path(const JsonReader& j, DisaggPathConfig base);
 // A scenario's "frontend" object on top of `base` (the engine profile's API-server priors).
 FrontendConfig parse_frontend(const JsonReader& j, FrontendConfig base);
 void validate(const FrontendConfig& f, const std::string& where);

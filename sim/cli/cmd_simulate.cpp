@@ -403,6 +403,12 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += "KV + state handoffs: " + std::to_string(t.handoffs) + ", " + human_bytes(t.bytes) + " in all, " +
            (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
            fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
+    const workloads::FrontendConfig f = sim::resolved_frontend(s);
+    if (f.enabled && (f.disagg.handoff.mean_s > 0 || f.disagg.pull_s_per_token > 0))
+      out += "prefill -> decode path: " + fixed(1e3 * f.disagg.handoff.mean_s, 1) + " ms (cv " + compact(f.disagg.handoff.cv) +
+             ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
+             " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
+             "(frontend.disaggregation; README, Validation)\n";
   }
   {
     const sim::EngineConfig& e = r.engine;

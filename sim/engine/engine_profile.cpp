@@ -315,6 +315,8 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
 workloads::FrontendConfig profile_frontend(const EngineProfile& p) {
   workloads::FrontendConfig f;
   f.api = workloads::parse_api_server(JsonReader(p.api_server, p.name, "api_server"), f.api);
+  if (p.json.contains("disaggregation"))
+    f.disagg = workloads::parse_disagg_path(JsonReader(p.json.at("disaggregation"), p.name, "disaggregation"), f.disagg);
   return f;
 }
 

@@ -15,6 +15,7 @@ enum class EventKind : std::uint32_t {
   custom,         // owned by a topology built on top of the engine
   api_arrival,    // a client's request reaches the API server (payload: pending request)
   engine_arrival, // the API server handed a request to a worker's engine core (target: worker)
+  handoff,        // disaggregated: a prefill's result reached its decode worker (target: decode index, payload: request)
 };
 
 struct Event {

@@ -197,6 +197,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     const models::ModelSpec* m = spec_.model;
     const hw::Precision kv = spec_.kv_dtype;
     shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
+    shape.frontend = spec_.frontend && spec_.frontend->enabled ? &*spec_.frontend : nullptr;
     shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
     shape.seed = spec_.seed;
     DisaggregatedCluster cluster(std::move(shape));

@@ -46,8 +46,10 @@ struct DeploymentSpec {
   hw::Precision weights = hw::Precision::bf16;
   hw::Precision kv_dtype = hw::Precision::bf16;
   EngineConfig engine;                    // vLLM knobs shared by every worker (role set per worker)
-  // Client + API-server path of aggregated deployments (sim::profile_frontend); nullopt: requests
-  // reach the engine the instant they are sent (disaggregated deployments always do).
+  // Client + API-server path of aggregated deployments and the prefill -> decode path of
+  // disaggregated ones (sim::profile_frontend); nullopt: requests reach the engine the instant they
+  // are sent, and a prefilled request its decode worker (disaggregated deployments have no client /
+  // API-server model).
   std::optional<workloads::FrontendConfig> frontend;
   MtpConfig mtp;                          // speculative decoding on decode-carrying workers
   RouterPolicy router = RouterPolicy::least_outstanding;

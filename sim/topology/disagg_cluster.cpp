@@ -31,6 +31,7 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
                           shape_.seed + 7919ULL * std::uint64_t(P + i));
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
+  rng_ = shape_.seed ^ 0x6a09e667f3bcc909ULL;
   // Each worker's lanes in each direction form one port per link kind: g GPUs × per-GPU bandwidth.
   if (!shape_.decode_gpu) shape_.decode_gpu = shape_.gpu;
   for (int k = 0; k < 2; ++k) {
@@ -146,12 +147,13 @@ void DisaggregatedCluster::encoder_end(int e, double now_s) {
   wake_encoder(e, now_s);
 }
 
-void DisaggregatedCluster::start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s) {
+void DisaggregatedCluster::start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s,
+                                          double extra_s) {
   const LaneSpec lane = shape_.placement->lane(from, to, gpu_of(from));
   const int k = lane.kind == LinkKind::nvlink ? 0 : 1;
   const TransferNetwork::PortId ports[2] = {out_port_[k][static_cast<std::size_t>(from)],
                                             in_port_[k][static_cast<std::size_t>(to)]};
-  net_.start(now_s, bytes, lane.latency_s, ports, tag);
+  net_.start(now_s, bytes, lane.latency_s + extra_s, ports, tag);
   tstats_.max_in_flight = std::max(tstats_.max_in_flight, net_.active());
 }
 
@@ -166,7 +168,8 @@ void DisaggregatedCluster::start_reserved_pulls(int d, double now_s) {
     x.pull_start_s = now_s;
     const double bytes = shape_.handoff_bytes(x.spec.input_tokens);
     tstats_.bytes += bytes;
-    start_transfer(x.prefill, w, bytes, std::uint64_t(h), now_s);
+    const double per_token = shape_.frontend ? shape_.frontend->disagg.pull_s_per_token : 0.0;
+    start_transfer(x.prefill, w, bytes, std::uint64_t(h), now_s, per_token * double(x.spec.input_tokens));
   }
 }
 
@@ -182,14 +185,10 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
       Handle& x = handles_[static_cast<std::size_t>(h)];
       const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
       x.decode = d;
-      // The decode worker generates the client's OSL tokens after the prefill's (discarded) one.
-      workloads::RequestSpec ds = x.spec;
-      ds.output_tokens = x.spec.output_tokens + 1;
-      ds.vision_tiles = 0;
-      VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
-      x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
-      start_reserved_pulls(d, now_s);
-      dsched.clear_outputs();
+      // The framework's way from the prefill's result to the decode worker (none: at once).
+      const double delay = shape_.frontend ? shape_.frontend->disagg.handoff.sample(rng_) : 0.0;
+      if (delay > 0) queue_.push(now_s + delay, EventKind::handoff, d, h);
+      else handoff(h, d, now_s);
     }
     sched.clear_outputs();
     wake(w, now_s);
@@ -215,6 +214,19 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
     if (o.kind == Output::finished) finish(sched.request(o.slot).client, now_s);
   sched.clear_outputs();
   wake(w, now_s);
+}
+
+// A prefilled request reaches decode worker d: it reserves the KV blocks and pulls the prompt's KV.
+void DisaggregatedCluster::handoff(std::int32_t h, int d, double now_s) {
+  Handle& x = handles_[static_cast<std::size_t>(h)];
+  // The decode worker generates the client's OSL tokens after the prefill's (discarded) one.
+  workloads::RequestSpec ds = x.spec;
+  ds.output_tokens = x.spec.output_tokens + 1;
+  ds.vision_tiles = 0;
+  VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
+  x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
+  start_reserved_pulls(d, now_s);
+  dsched.clear_outputs();
 }
 
 void DisaggregatedCluster::transfer_done(std::uint64_t tag, double now_s) {
@@ -304,6 +316,7 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
       }
       case EventKind::step_end: step_end(e.target, now_s); break;
       case EventKind::custom: encoder_end(e.target, now_s); break;
+      case EventKind::handoff: handoff(static_cast<std::int32_t>(e.payload), e.target, now_s); break;
       default: break;
     }
   }

@@ -21,6 +21,7 @@
 #include "sim/links/transfer_network.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scheduler/ring.hpp"
+#include "workloads/frontend.hpp"
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
@@ -42,6 +43,7 @@ struct DisaggShape {
   const hw::GpuSpec* gpu = nullptr;         // prefill and encode workers' GPU
   const hw::GpuSpec* decode_gpu = nullptr;  // decode workers' GPU (nullptr = gpu)
   std::function<double(std::int64_t)> handoff_bytes;   // KV + state bytes for a prompt of n tokens
+  const workloads::FrontendConfig* frontend = nullptr; // its disaggregated path (nullptr: none)
   double embedding_bytes_per_token = 0;     // encode -> prefill: vision tokens × hidden × 2 B
   std::uint64_t seed = 0;
 };
@@ -84,8 +86,9 @@ class DisaggregatedCluster {
   void step_end(int w, double now_s);
   void encoder_end(int e, double now_s);
   void start_reserved_pulls(int d, double now_s);
+  void handoff(std::int32_t h, int d, double now_s);
   void transfer_done(std::uint64_t tag, double now_s);
-  void start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s);
+  void start_transfer(int from, int to, double bytes, std::uint64_t tag, double now_s, double extra_s = 0);
   void finish(std::int32_t h, double now_s);
 
   DisaggShape shape_;
@@ -103,6 +106,7 @@ class DisaggregatedCluster {
   bool measuring_ = false;
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;
+  std::uint64_t rng_ = 0;                    // the disaggregated path's draws
 };
 
 }  // namespace servesim::sim

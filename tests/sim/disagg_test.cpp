@@ -86,6 +86,18 @@ TEST(Disagg, LoneRequestTtftIsPrefillPlusTransferPlusOneDecodeStep) {
   }
   EXPECT_NEAR(h.summary.ttft_ms.p50, (ttft + later) * 1e3, 1e-6);
   EXPECT_EQ(h.summary.total_output_tokens, 47);
+  // The serving framework's way from the prefill to the decode worker (a fixed 200 ms here) and a
+  // pull cost of 12 us per prompt token beyond the link's bandwidth come on top, nothing else; the
+  // transfer counts the per-token part.
+  DeploymentSpec fs = spec;
+  fs.frontend.emplace();
+  fs.frontend->disagg.handoff = {0.2, 0.0};
+  fs.frontend->disagg.pull_s_per_token = 12e-6;
+  const auto f = Deployment(one_p_one_d(), fs).run(closed(1, isl, 50, 1));
+  EXPECT_NEAR(f.summary.ttft_ms.p50, (ttft + 0.2 + 12e-6 * isl) * 1e3, 1e-6);
+  EXPECT_NEAR(f.transfers.seconds, transfer + 12e-6 * isl, 1e-12);
+  fs.frontend->enabled = false;   // --no-frontend: the prefill reaches its decode worker at once
+  EXPECT_NEAR(Deployment(one_p_one_d(), fs).run(closed(1, isl, 50, 1)).summary.ttft_ms.p50, ttft * 1e3, 1e-6);
 }
 
 TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {

@@ -320,6 +320,34 @@ TEST(ClosedLoop, LittlesLawThroughTheApiServer) {
   EXPECT_GT(s.ttft_ms.min, 2.0 + 0.1 + 0.1);
 }
 
+// The disaggregated path's terms come from the engine profile (vLLM 0.19: 200 ms, cv 0.2, and 12 us per
+// prompt token, fitted), a scenario's "frontend.disaggregation" overrides them, a profile without the
+// section has none, and an unknown field is refused with its name.
+TEST(ClosedLoop, DisaggregatedPathFromTheProfileOrTheScenario) {
+  nlohmann::json j = {{"model", "llama-3.1-70b"}, {"gpu", "h200"}, {"engine_profile", "vllm-0.19"},
+                      {"workload", {{"concurrency", 4}, {"isl", 1024}, {"osl", 128}}}};
+  const workloads::FrontendConfig p = resolved_frontend(parse_scenario(j.dump(), "test"));
+  EXPECT_DOUBLE_EQ(p.disagg.handoff.mean_s, 0.2);
+  EXPECT_DOUBLE_EQ(p.disagg.handoff.cv, 0.2);
+  EXPECT_DOUBLE_EQ(p.disagg.pull_s_per_token, 12e-6);
+  j["frontend"] = {{"disaggregation", {{"handoff_ms", 50}}}};
+  const workloads::FrontendConfig s = resolved_frontend(parse_scenario(j.dump(), "test"));
+  EXPECT_DOUBLE_EQ(s.disagg.handoff.mean_s, 0.05);
+  EXPECT_DOUBLE_EQ(s.disagg.handoff.cv, 0.0);
+  EXPECT_DOUBLE_EQ(s.disagg.pull_s_per_token, 12e-6);
+  j.erase("frontend");
+  j["engine_profile"] = "vllm-0.12";
+  EXPECT_DOUBLE_EQ(resolved_frontend(parse_scenario(j.dump(), "test")).disagg.handoff.mean_s, 0.0);
+  j["frontend"] = {{"disaggregation", {{"handoff", 50}}}};
+  try {
+    resolved_frontend(parse_scenario(j.dump(), "test"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("handoff"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown field"), std::string::npos) << e.what();
+  }
+}
+
 Scenario cohort_scenario(bool frontend) {
   nlohmann::json j = {{"model", "llama-3.1-70b"}, {"gpu", "h200"}, {"gpus", 8}, {"tp", 8}, {"precision", "fp8"},
                       {"engine_profile", "vllm-0.12"},
