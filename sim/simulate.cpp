@@ -399,7 +399,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
     for (const auto& w : r.workers) s += double(w.preemptions);
     return s;
   });
-  if (base) {   // prediction bands of each point's kind (GPU, load regime)
+  if (base) {   // prediction bands of each point's kind (GPU, aggregated or disaggregated, load regime)
     std::vector<validate::RunKind> kinds;
     for (std::size_t k = 0; k < results.size(); ++k) {
       Scenario sk = *base;

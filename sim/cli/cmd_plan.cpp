@@ -100,7 +100,7 @@ void run_plan(const PlanOpts& o) {
   }
   out += "\nSweep\n" + sw.render() +
          "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
-         "(GPU, load regime); none shown: no measured runs of this kind\n";
+         "(GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
   Table pt({"topology", "max concurrency", "tok/s per replica", "replicas", "GPUs", "instances", "$/hour", "limited by"});
   for (const auto& r : j["topologies"])
     pt.add_row({str(r["name"]), r["feasible"].get<bool>() ? num(r["max_concurrency"]) : "-",

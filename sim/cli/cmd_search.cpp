@@ -273,7 +273,7 @@ std::string recommend_text(const nlohmann::json& j) {
   if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
-         "(GPU, load regime), applied to the " + stat + " figure; none shown: no measured runs of this kind\n";
+         "(GPU, aggregated or disaggregated, load regime), applied to the " + stat + " figure; none shown: no measured runs of this kind\n";
   return out;
 }
 

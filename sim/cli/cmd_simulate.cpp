@@ -600,7 +600,7 @@ void run_sweep(const SimOpts& o) {
       t.add_row(row);
     }
     text = t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
-                        "point's kind (GPU, load regime); none shown: no measured runs of this kind\n";
+                        "point's kind (GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
   }
   if (o.output.empty()) {
     std::cout << text;

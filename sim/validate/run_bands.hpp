@@ -1,4 +1,4 @@
-// The prediction band of a simulated run: its kind (GPU, load regime) and the bands of its TTFT,
+// The prediction band of a simulated run: its kind (GPU, aggregated or disaggregated, load regime) and the bands of its TTFT,
 // ITL and output throughput from the embedded table (sim/validate/bands.hpp).
 #pragma once
 #include <string>
