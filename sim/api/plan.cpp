@@ -301,17 +301,17 @@ struct Study {
     std::vector<std::string> regimes, modes;
     for (const auto& r : rows) {
       int serving = 1;
-      std::string mode = "agg";
+      bool disaggregated = false;
       for (const auto& d : deps)
         if (d->name() == r.topology) {
           int n = 0;
           for (const auto& w : d->placement().workers())
             n += w.name.rfind(d->disaggregated() ? "decode" : "replica", 0) == 0;
           serving = std::max(1, n);
-          if (d->disaggregated()) mode = "disagg";
+          disaggregated = d->disaggregated();
         }
       regimes.push_back(v::load_regime(double(r.concurrency) / serving, spec.engine.max_num_seqs));
-      modes.push_back(mode);
+      modes.push_back(v::band_mode(disaggregated));
     }
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();

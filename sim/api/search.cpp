@@ -300,7 +300,7 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       const std::string dgpu = disagg ? b["decode_gpu"].get<std::string>() : pgpu;
       const double clients = s["slo_concurrency"].get<double>() / (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
       const int seqs = b["max_num_seqs"].get<int>();
-      const std::string mode = disagg ? "disagg" : "agg";
+      const std::string mode = v::band_mode(disagg);
       const v::Band tb = v::point_band(pgpu, mode, "ttft", clients, seqs, s["ttft_ms"].get<double>());
       const v::Band ib = v::point_band(dgpu, mode, "itl", clients, seqs, s["itl_ms"].get<double>());
       const v::Band cb = v::point_band(dgpu, mode, "output_tps", clients, seqs, r["capacity_tps"].get<double>());

@@ -14,6 +14,9 @@
 
 namespace servesim::sim::validate {
 
+// The mode of a kind of point, as the table and validate's points name it.
+inline const char* band_mode(bool disaggregated) { return disaggregated ? "disagg" : "agg"; }
+
 // Metrics a band exists for, by the names used in the table.
 inline constexpr const char* kBandMetrics[] = {"ttft", "itl", "output_tps"};
 

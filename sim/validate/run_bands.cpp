@@ -18,7 +18,7 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
   } catch (const std::exception&) {
     k.gpu = text::lower(s.gpu);
   }
-  k.mode = r.disaggregated ? "disagg" : "agg";
+  k.mode = band_mode(r.disaggregated);
   k.max_num_seqs = s.engine.max_num_seqs;
   if (s.workload.arrival == workloads::Arrival::concurrency) {
     int replicas = s.replicas();
