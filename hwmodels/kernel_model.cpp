@@ -620,6 +620,11 @@ const KernelModel& kernel_model(const GpuSpec& gpu) {
   return *cache.emplace(&gpu, std::move(m)).first->second;
 }
 
+const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
+  (void)tables;  // every engine and release is priced from the vLLM 0.24 tables for now
+  return kernel_model(gpu);
+}
+
 LaunchOverhead launch_overhead(const GpuSpec& gpu) {
   return static_cast<const Model&>(kernel_model(gpu)).launch();
 }

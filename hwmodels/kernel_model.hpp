@@ -124,6 +124,16 @@ LaunchOverhead launch_overhead(const GpuSpec& gpu);
 // exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.
 const KernelModel& kernel_model(const GpuSpec& gpu);
 
+// Whose kernel tables price the ops: an engine ("vllm", "sglang", "trtllm") and the release its
+// profile names ("0.24", "0.14", "0.5.14", "1.3.0rc20"). The model uses that engine's nearest
+// measured release on the GPU (provenance() says which).
+struct KernelTables {
+  std::string engine = "vllm";
+  std::string version = "0.24";
+  bool operator==(const KernelTables&) const = default;
+};
+const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);
+
 // Weight-only formats as vLLM runs them on `gpu`: 4-bit weights (+ scales) dequantised in the
 // kernel, BF16 activations and BF16 math — INT4 and MXFP4 everywhere (Marlin / W4A16), NVFP4
 // where the GPU has no FP4 tensor cores.

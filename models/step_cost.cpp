@@ -99,8 +99,9 @@ struct Part {  // a kind's figures for the breakdown
 
 class Model final : public StepCostModel {
  public:
-  Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv)
-      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu)), wp_(wp),
+  Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv,
+        const hw::KernelTables& tables)
+      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu, tables)), wp_(wp),
         dp_(quantizes_experts_only(m, wp) ? hw::Precision::bf16 : wp), par_(par), kv_(kv), dp_group_(dp_group(gpu, par)) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
@@ -619,7 +620,8 @@ class Model final : public StepCostModel {
 }  // namespace
 
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision weights,
-                                              const Parallelism& par, hw::Precision kv_cache_dtype) {
+                                              const Parallelism& par, hw::Precision kv_cache_dtype,
+                                              const hw::KernelTables& tables) {
   EngineMemoryConfig probe;  // validates the shape (divisibility) with the planner's checks
   (void)probe;
   // A TP group's all-reduces run over NVLink; wider groups span nodes, which vLLM serves with
@@ -627,7 +629,7 @@ std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuS
   if (par.tp > gpu.nvlink_domain)
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " exceeds the NVLink domain of " + gpu.name +
                                 " (" + std::to_string(gpu.nvlink_domain) + " GPUs); keep TP within it and span nodes with --pp");
-  return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype);
+  return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype, tables);
 }
 
 double handoff_bytes(const ModelSpec& m, std::int64_t context_tokens, hw::Precision kv_cache_dtype) {

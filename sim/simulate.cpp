@@ -190,7 +190,7 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
-  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype);
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);
   else p.cost = std::move(cost);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "hwmodels/kernel_model.hpp"
 #include "models/memory.hpp"
 
 namespace servesim::sim {
@@ -29,6 +30,7 @@ struct EngineConfig {
   std::int64_t max_num_batched_tokens = models::kServeMaxNumBatchedTokens;
   double gpu_memory_utilization = 0.9;
   int block_size = 16;
+  hw::KernelTables kernel_tables;                 // whose kernel tables price the steps (the profile's engine release)
   bool enable_prefix_caching = false;
   bool enable_chunked_prefill = true;
   std::int64_t long_prefill_token_threshold = 0;  // 0: off

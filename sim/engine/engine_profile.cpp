@@ -50,6 +50,11 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.engine = j.string("engine");
   p.version = j.string("version");
   p.description = j.string_or("description", "");
+  p.kernel_tables = {p.engine, p.version};
+  if (j.has("kernel_tables")) {
+    const JsonReader k = j.object("kernel_tables");
+    p.kernel_tables = {k.string("engine"), k.string("version")};
+  }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {
     GpuClassDefaults g;
@@ -275,6 +280,7 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   auto unset = [&](const char* key) { return !given.is_object() || !given.contains(key); };
   const GpuClassDefaults& g = p.gpu_class(gpu);
   cfg.engine_profile = p.name;
+  cfg.kernel_tables = p.kernel_tables;
   if (unset("max_num_batched_tokens")) cfg.max_num_batched_tokens = g.max_num_batched_tokens;
   if (unset("max_num_seqs")) cfg.max_num_seqs = static_cast<int>(std::min<std::int64_t>(g.max_num_seqs, cfg.max_num_batched_tokens));
   if (unset("gpu_memory_utilization")) cfg.gpu_memory_utilization = p.gpu_memory_utilization;

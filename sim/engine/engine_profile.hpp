@@ -65,6 +65,9 @@ struct HostCosts {                 // engine-level host-side costs (fitted or me
 
 struct EngineProfile {
   std::string name, engine, version, description;
+  // The engine release whose kernel tables price the steps ("kernel_tables" in the file; default
+  // this profile's engine and version).
+  hw::KernelTables kernel_tables;
   std::vector<GpuClassDefaults> gpu_classes;   // first match wins
   double gpu_memory_utilization = 0.9;
   int block_size = 16;
