@@ -82,6 +82,10 @@ std::string moe_kernel_library(std::string_view k) {
   if (has("flashinfer_trtllm")) return "trtllm";
   if (has("flashinfer_cutlass")) return "cutlass";
   if (has("triton")) return "triton";
+  // Other releases' names: vLLM 0.14-0.22 "vllm_fused_moe" (Triton fused_moe), TensorRT-LLM's
+  // "moe_torch_flow_cutlass" (its CUTLASS MoE).
+  if (has("fused_moe")) return "triton";
+  if (has("cutlass")) return "cutlass";
   return "";
 }
 

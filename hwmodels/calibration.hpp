@@ -115,8 +115,8 @@ MoeDtype moe_dtype(std::string_view name, const std::string& where);
 MoeDtype moe_family_dtype(std::string_view family);
 // The kernel library of a vLLM fused-MoE kernel_source name, the suffix of its calibration family
 // (moe_<dtype>_<library>): "oai_triton" (OpenAI triton_kernels), "marlin", "trtllm" (FlashInfer
-// TRTLLM-gen, monolithic and modular), "cutlass" (FlashInfer CUTLASS), "triton" (vLLM fused_moe);
-// "" for a name matching none.
+// TRTLLM-gen, monolithic and modular), "cutlass" (FlashInfer CUTLASS; TensorRT-LLM's CUTLASS MoE),
+// "triton" (vLLM fused_moe, SGLang fused_moe_triton); "" for a name matching none.
 std::string moe_kernel_library(std::string_view kernel_source);
 
 // Group key of an attention point: KV-cache bytes per element and sliding window (0 = full).

@@ -260,22 +260,18 @@ class Model final : public KernelModel {
     // it as recorded), else the first one measured here or on the reference GPU.
     const MoeKernelRule& rule = moe_kernel_rule(gpu_, p, m.ep);
     const std::string* fam = nullptr;
-    // A release table first (nearest first): of the families it timed the engine's kernel with —
-    // another engine's own kernels for this weight format, then the rule's — the one that measured
+    // A release table first (nearest first): of the families it timed — the release's own kernels
+    // for this weight format (what that release ran for it: vLLM 0.14-0.22 time per-tensor FP8 with
+    // Triton fused_moe, TensorRT-LLM with its CUTLASS MoE), then the rule's — the one that measured
     // this exact shape, else the first.
     std::vector<std::string> cands;
-    bool release_family = false, vllm_kernels = true;
+    bool vllm_kernels = true;
     for (const Layer& l : releases_) {
       cands.clear();
-      if (!l.vllm_kernels) {
-        std::vector<std::string> own_kernels;
-        for (auto& n : l.cal->family_names("moe_"))
-          if (moe_family_dtype(n).weights == p) own_kernels.push_back(std::move(n));
-        // Named kernel libraries before the bare dtype (a table's non-gated or unnamed kernel).
-        std::stable_partition(own_kernels.begin(), own_kernels.end(),
-                              [](const std::string& n) { return !bare_moe_family(n); });
-        cands = std::move(own_kernels);
-      }
+      for (auto& n : l.cal->family_names("moe_"))
+        if (moe_family_dtype(n).weights == p) cands.push_back(std::move(n));
+      // Named kernel libraries before the bare dtype (a table's non-gated or unnamed kernel).
+      std::stable_partition(cands.begin(), cands.end(), [](const std::string& n) { return !bare_moe_family(n); });
       for (const auto& n : rule.families)
         if (std::find(cands.begin(), cands.end(), n) == cands.end()) cands.push_back(n);
       std::erase_if(cands, [&](const std::string& n) { const auto* f = l.cal->family(n); return !f || !f->rejected.empty(); });
@@ -283,7 +279,7 @@ class Model final : public KernelModel {
       auto it = std::find_if(cands.begin(), cands.end(), [&](const std::string& n) { return l.cal->family(n)->fit.has_series(key); });
       cands.front() = it == cands.end() ? cands.front() : *it;
       fam = &cands.front();
-      release_family = true, vllm_kernels = l.vllm_kernels;
+      vllm_kernels = l.vllm_kernels;
       break;
     }
     if (!fam)
@@ -308,7 +304,6 @@ class Model final : public KernelModel {
     // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it;
     // another engine's table names its own kernel.
     if (vllm_kernels && (*fam == rule.families.front() || substitute)) q.label = rule.kernel;
-    (void)release_family;
     return eval(q, substitute);
   }
 
@@ -512,13 +507,13 @@ class Model final : public KernelModel {
     return "roofline priors only (no calibration data)";
   }
 
-  LaunchOverhead launch() const {
+  LaunchOverhead launch(bool graph_floor) const {
     if (!own_->empty()) {
-      LaunchOverhead o = own_->launch_overhead(false);
+      LaunchOverhead o = own_->launch_overhead(graph_floor);
       if (o.eager_per_kernel_s > 0) return o;
     }
     if (ref_) {
-      LaunchOverhead o = ref_->launch_overhead(false);
+      LaunchOverhead o = ref_->launch_overhead(graph_floor);
       o.source = "transferred: " + o.source + " (CPU launch cost assumed the same on " + gpu_.name + ")";
       return o;
     }
@@ -796,8 +791,8 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
   return *cache.emplace(key, std::move(m)).first->second;
 }
 
-LaunchOverhead launch_overhead(const GpuSpec& gpu) {
-  return static_cast<const Model&>(kernel_model(gpu)).launch();
+LaunchOverhead launch_overhead(const GpuSpec& gpu, bool graph_floor) {
+  return static_cast<const Model&>(kernel_model(gpu)).launch(graph_floor);
 }
 
 }  // namespace servesim::hw

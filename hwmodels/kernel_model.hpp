@@ -122,8 +122,9 @@ class KernelModel {
 
 // CPU-side cost of launching kernels, measured next to the kernels (eager minus CUDA-graph time).
 // sim/ adds eager_per_kernel_s per kernel for steps run eagerly; a graph replay costs about
-// graph_per_kernel_s per kernel on the GPU instead.
-LaunchOverhead launch_overhead(const GpuSpec& gpu);
+// graph_per_kernel_s per kernel on the GPU instead (the smallest measured time of any point:
+// `graph_floor` false leaves it 0 and reads only the family the eager cost comes from).
+LaunchOverhead launch_overhead(const GpuSpec& gpu, bool graph_floor = true);
 
 // The calibrated model for a GPU of the catalogue: measured surfaces when a calibration folder
 // exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.

@@ -120,7 +120,7 @@ class Model final : public StepCostModel {
       const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? (m.qk_norm_per_layer ? (tp > 1 ? 6 : 2) : 1) : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
                           n_gdn_ * 7 + n_mlp_ * 4 + n_moe_ * per_moe +
                           (tp > 1 ? blocks : 0) + (par.ep > 1 || par.dp > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
-      eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
+      eager_launch_s_ = kernels * hw::launch_overhead(gpu, false).eager_per_kernel_s;
       // MLA runs eagerly between piecewise graphs like attention, Gated DeltaNet like Mamba.
       launch_counts_ = {kernels, n_attn_ + n_mla_, n_mamba_ + n_gdn_};
     }
@@ -349,7 +349,8 @@ class Model final : public StepCostModel {
       if (parts && s > 0) {
         OpTime o = sample();
         parts->push_back({kind, op, s, std::string(hw::to_string(o.bound)), std::string(hw::to_string(o.source)), layers,
-                          std::string(o.kernel), o.bound == hw::Bound::communication ? 0.0 : o.bytes * layers});
+                          std::string(o.kernel), o.bound == hw::Bound::communication ? 0.0 : o.bytes * layers,
+                          std::string(o.table)});
       }
     };
     const auto Mi = std::int64_t(std::max(1.0, M));

@@ -33,6 +33,7 @@ struct StepPart {
   int layers = 0;        // how many layers contribute
   std::string kernel;    // the kernel vLLM runs for it on this GPU and precision ("" unknown)
   double hbm_bytes = 0;  // HBM bytes the row must move (weights touched, KV, state, activations), all layers; 0 for collectives
+  std::string table;     // the kernel table that timed it (hw::OpTime::table; "" roofline)
 };
 struct StepTime {
   double seconds = 0;
