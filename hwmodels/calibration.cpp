@@ -34,24 +34,31 @@ std::uint64_t shape_key(std::initializer_list<double> fields) {
   return h;
 }
 
+namespace {
+// Point `i`, a row of values under `cols`, as an object (null values left out).
+nlohmann::json row_object(nlohmann::json& row, const std::vector<std::string>& cols, const std::string& file, size_t i) {
+  if (!row.is_array() || row.size() != cols.size())
+    throw Error(file, "points[" + std::to_string(i) + "]",
+                "expected " + std::to_string(cols.size()) + " values (one per entry of 'columns'), got " +
+                    (row.is_array() ? std::to_string(row.size()) : std::string("no list")));
+  nlohmann::json obj = nlohmann::json::object();
+  for (size_t c = 0; c < row.size(); ++c)
+    if (!row[c].is_null()) obj[cols[c]] = std::move(row[c]);
+  return obj;
+}
+}  // namespace
+
 void expand_point_rows(nlohmann::json& doc, const std::string& file) {
   auto cols = doc.find("columns");
   auto pts = doc.find("points");
   if (cols == doc.end() || pts == doc.end() || !cols->is_array() || !pts->is_array()) return;
-  for (const auto& c : *cols)
+  std::vector<std::string> names;
+  for (const auto& c : *cols) {
     if (!c.is_string()) throw Error(file, "columns", "expected a list of field names");
-  for (size_t i = 0; i < pts->size(); ++i) {
-    auto& row = (*pts)[i];
-    if (!row.is_array()) continue;
-    if (row.size() != cols->size())
-      throw Error(file, "points[" + std::to_string(i) + "]",
-                  "expected " + std::to_string(cols->size()) + " values (one per entry of 'columns'), got " +
-                      std::to_string(row.size()));
-    nlohmann::json obj = nlohmann::json::object();
-    for (size_t c = 0; c < row.size(); ++c)
-      if (!row[c].is_null()) obj[(*cols)[c].get<std::string>()] = std::move(row[c]);
-    row = std::move(obj);
+    names.push_back(c.get<std::string>());
   }
+  for (size_t i = 0; i < pts->size(); ++i)
+    if (auto& row = (*pts)[i]; row.is_array()) row = row_object(row, names, file, i);
 }
 
 MoeDtype moe_dtype(std::string_view d, const std::string& where) {
@@ -491,9 +498,8 @@ struct Calibration::Lazy {
       const std::string where = "points[" + std::to_string(ref.index) + "]";
       nlohmann::json row;
       if (!d.columns.empty()) {
-        row = nlohmann::json::object({{"columns", d.columns}, {"points", {parse_json(d.rows[ref.index], d.file)}}});
-        expand_point_rows(row, d.file + " " + where);
-        row = std::move(row["points"][0]);
+        row = parse_json(d.rows[ref.index], d.file);
+        row = row_object(row, d.columns, d.file, ref.index);
       }
       JsonReader p(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where);
       Sample s;
@@ -583,12 +589,12 @@ const FamilyCalibration* Calibration::family(std::string_view name) const {
   return f;
 }
 
-std::vector<std::string> Calibration::family_names(std::string_view prefix) const {
+std::vector<std::string> Calibration::family_names(std::string_view prefix, bool usable_only) const {
   std::lock_guard<std::mutex> lock(lazy_->mu);
   lazy_->read_for(prefix);
   std::vector<std::string> out;
   for (auto it = lazy_->families.lower_bound(prefix); it != lazy_->families.end() && it->first.starts_with(prefix); ++it)
-    out.push_back(it->first);
+    if (!usable_only || it->second.rejected.empty()) out.push_back(it->first);
   return out;
 }
 

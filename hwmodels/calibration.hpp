@@ -75,8 +75,9 @@ class Calibration {
   const GpuSpec& gpu() const { return *gpu_; }
   bool empty() const;
   const FamilyCalibration* family(std::string_view name) const;  // nullptr when not measured
-  // Names of the families starting with `prefix`, without fitting them.
-  std::vector<std::string> family_names(std::string_view prefix) const;
+  // Names of the families starting with `prefix`, without fitting them; `usable_only`: leaving out
+  // those whose kernel the data rejects (FamilyCalibration::rejected).
+  std::vector<std::string> family_names(std::string_view prefix, bool usable_only = false) const;
   // Every family, each read and fitted.
   const std::map<std::string, FamilyCalibration, std::less<>>& families() const;
   // The engine's CPU launch cost per eager kernel (the Mamba state update's eager minus graph time

@@ -268,14 +268,17 @@ class Model final : public KernelModel {
     bool vllm_kernels = true;
     for (const Layer& l : releases_) {
       cands.clear();
-      for (auto& n : l.cal->family_names("moe_"))
-        if (moe_family_dtype(n).weights == p) cands.push_back(std::move(n));
+      const std::vector<std::string> usable = l.cal->family_names("moe_", true);  // named, not yet fitted
+      for (const auto& n : usable)
+        if (moe_family_dtype(n).weights == p) cands.push_back(n);
       // Named kernel libraries before the bare dtype (a table's non-gated or unnamed kernel).
       std::stable_partition(cands.begin(), cands.end(), [](const std::string& n) { return !bare_moe_family(n); });
       for (const auto& n : rule.families)
-        if (std::find(cands.begin(), cands.end(), n) == cands.end()) cands.push_back(n);
-      std::erase_if(cands, [&](const std::string& n) { const auto* f = l.cal->family(n); return !f || !f->rejected.empty(); });
+        if (std::find(cands.begin(), cands.end(), n) == cands.end() &&
+            std::find(usable.begin(), usable.end(), n) != usable.end())
+          cands.push_back(n);
       if (cands.empty()) continue;
+      // Fitted one at a time, in order, until one timed this shape series.
       auto it = std::find_if(cands.begin(), cands.end(), [&](const std::string& n) { return l.cal->family(n)->fit.has_series(key); });
       cands.front() = it == cands.end() ? cands.front() : *it;
       fam = &cands.front();
