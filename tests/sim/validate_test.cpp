@@ -415,7 +415,7 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
     std::getline(in, header);
     std::ofstream out(csv);
     out << header << "\n"
-        << "llama8b_h200_fast,source_file=made-up.csv; silicon_concurrency=64,vllm,0.12.0,nvidia/Llama-3.1-8B-Instruct-FP8,"
+        << "llama8b_h200_fast,source_file=made-up.csv; silicon_concurrency=64,vllm,0.19.0,nvidia/Llama-3.1-8B-Instruct-FP8,"
            "h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,1,1,,1,1,,,,,,,,,,,,,,,50,1\n";
   }
   v::Options o;
