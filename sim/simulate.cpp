@@ -414,7 +414,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
         std::size_t k = 0;
         col(name + (hi ? "_band_hi" : "_band_lo"), [&](const SimResult& r) {
           const auto& kind = kinds[k++];
-          const validate::Band b = validate::band_for(kind.gpu, kind.mode, metric, kind.regime, value(r));
+          const validate::Band b = validate::band_for(kind.gpu, kind.engine, kind.mode, metric, kind.regime, value(r));
           return hi ? b.hi : b.lo;
         });
       }

@@ -360,16 +360,17 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   const v::RunKind k = v::run_kind(s, r);
   const sim::Summary& m = r.summary;
   const std::string kind = k.gpu + (k.mode == "disagg" ? " disaggregated" : "");
-  const v::Band any = v::band_for(k.gpu, k.mode, "ttft", k.regime, m.ttft_ms.avg);
-  if (!any.present && !v::band_for(k.gpu, k.mode, "itl", k.regime, m.itl_ms.avg).present)
+  const v::Band any = v::band_for(k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
+  if (!any.present && !v::band_for(k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";
   std::string out = "prediction bands: " + kind + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
                     (k.mode == "disagg" ? " clients per decode worker" : " clients per replica") +
-                    "); the 10th-90th percentile of measured / predicted over validated runs of this kind\n";
+                    "); the " + compact(v::embedded_bands().lo_pct) + "th-" + compact(v::embedded_bands().hi_pct) +
+                    "th percentile of measured / predicted over validated runs of this kind\n";
   auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
     std::string l = std::string("  ") + label;
     for (const auto& [stat, value] : vals) {
-      const v::Band b = v::band_for(k.gpu, k.mode, metric, k.regime, value);
+      const v::Band b = v::band_for(k.gpu, k.engine, k.mode, metric, k.regime, value);
       if (!b.present) return out += l + ": " + b.note + "\n", void();
       l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)

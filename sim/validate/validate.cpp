@@ -250,6 +250,16 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block") &&
       hw::Catalog::global().gpu(gpu).arch.starts_with("blackwell"))
     s["kv_cache_dtype"] = "fp8";
+  for (const auto& [knob, factor] : o.engine_scale) {
+    auto& e = s["engine"];
+    if (!e.is_object()) e = nlohmann::json::object();
+    const EngineProfile& prof = engine_profile(s.value("engine_profile", std::string(kNewestEngine)));
+    double v = 0;
+    if (knob == "step_overhead_us_per_seq") v = e.value(knob, prof.host.step_cpu_per_seq_s * 1e6);
+    else if (knob == "closed_loop_osl_spread_tokens") v = e.value(knob, prof.closed_loop_osl_spread_tokens);
+    else throw Error("engine_scale", knob, "unknown knob; known: step_overhead_us_per_seq, closed_loop_osl_spread_tokens");
+    e[knob] = v * factor;
+  }
   s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
                    {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
   // The client's dataset (aiperf --num-dataset-entries) is the harness's, as its engine flags are.
@@ -637,9 +647,9 @@ BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
     if (!p.unmodellable.empty() || p.inconsistent()) continue;
-    res.push_back({p.gpu, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
-    res.push_back({p.gpu, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
-    res.push_back({p.gpu, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
+    res.push_back({p.gpu, p.engine, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
+    res.push_back({p.gpu, p.engine, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
+    res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
   }
   return make_bands(res, min_points, std::move(meta));
 }

@@ -117,6 +117,10 @@ struct Options {
   // clients, which shows where a measured run sits between the lockstep and the spread-out orbit
   // (README, "Where the TTFT error comes from").
   double osl_spread_pct = 0;
+  // Engine knobs scaled on every CSV point: the knob's value (the scenario's, else the point's engine
+  // profile's) times the factor. Knobs: step_overhead_us_per_seq, closed_loop_osl_spread_tokens.
+  // The leave-one-out fits (transfer.hpp) move them relative to each release's fitted value.
+  std::vector<std::pair<std::string, double>> engine_scale;
 };
 
 // A point's run: the scenario it was set up as, or why it cannot be modelled.
