@@ -56,6 +56,7 @@ StepBatch rank_share(const StepBatch& b, int dp) {
   auto share = [dp](int n) { return (n + dp - 1) / dp; };
   StepBatch r = b;
   r.decode_seqs = share(b.decode_seqs);
+  r.graph_padding_seqs = share(b.graph_padding_seqs);
   if (b.decode_seqs > 0)
     r.decode_context_tokens = std::int64_t(std::llround(double(b.decode_context_tokens) * r.decode_seqs / b.decode_seqs));
   r.prefill_seqs = share(b.prefill_seqs);
@@ -340,7 +341,10 @@ class Model final : public StepCostModel {
     const StepBatch b = rank_share(replica_batch, par_.dp);
     const double dec_tokens = double(b.decode_seqs) * b.tokens_per_decode_seq;
     const double M = dec_tokens + double(b.prefill_tokens);
-    const double M_moe = double(par_.dp) * M;
+    // The routed experts: every rank's tokens, CUDA-graph padding counted as one token (identical
+    // dummy tokens all take the same top-k experts).
+    const double pad = double(std::min(b.graph_padding_seqs, b.decode_seqs)) * b.tokens_per_decode_seq;
+    const double M_moe = double(par_.dp) * (M - pad + (pad > 0 ? b.tokens_per_decode_seq : 0));
     if (M <= 0 && b.vision_tiles == 0) return 0;
     const double logits = dec_tokens + b.prefill_seqs;
     double total = 0;

@@ -17,6 +17,10 @@ struct StepBatch {
   int decode_seqs = 0;                      // sequences generating this step
   std::int64_t decode_context_tokens = 0;   // sum of their context lengths (KV read by attention)
   int tokens_per_decode_seq = 1;            // 1 + speculative (MTP) tokens verified per sequence
+  // Of decode_seqs, the dummy sequences a CUDA-graph replay pads the batch with (up to the next
+  // capture size). Dense layers compute them; their tokens are identical, so a MoE layer's router
+  // sends them all to the same top-k experts: they add one token's experts, not their count's.
+  int graph_padding_seqs = 0;
   int prefill_seqs = 0;                     // sequences with a prefill chunk this step
   std::int64_t prefill_tokens = 0;          // sum of chunk lengths
   double prefill_attention_pairs = 0;       // sum over chunks of causal query-key pairs: c*p + c*(c+1)/2 (c chunk, p prior context)
