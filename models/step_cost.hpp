@@ -8,6 +8,7 @@
 
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/kernel_model.hpp"
+#include "hwmodels/scaled_kernel_model.hpp"
 #include "models/model_spec.hpp"
 
 namespace servesim::models {
@@ -61,10 +62,11 @@ class StepCostModel {
   virtual LaunchCounts launch_counts() const { return {}; }
 };
 
-// `tables`: the engine release whose kernel tables price the ops (hw::kernel_model).
+// `tables`: the engine release whose kernel tables price the ops (hw::kernel_model); `scales`: a
+// user calibration's factors on them (hw::scaled_kernel_model).
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,
                                               const Parallelism&, hw::Precision kv_cache_dtype = hw::Precision::bf16,
-                                              const hw::KernelTables& tables = {});
+                                              const hw::KernelTables& tables = {}, const hw::KernelScales& scales = {});
 // Bytes a prefill->decode handoff moves for one sequence of `context_tokens` (KV of attention layers
 // + Mamba conv/SSM state), for the whole replica.
 double handoff_bytes(const ModelSpec&, std::int64_t context_tokens, hw::Precision kv_cache_dtype);

@@ -24,6 +24,7 @@
 #include "models/model_spec.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
+#include "sim/calibration.hpp"
 #include "sim/validate/transfer.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -31,7 +32,7 @@ namespace servesim::cli {
 namespace {
 
 struct ValidateOpts {
-  std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic";
+  std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic", calibration;
   int band_min_points = 8;
   double osl_spread_pct = 0;
   std::string backends, modes, gpus, models;
@@ -102,6 +103,11 @@ void run_validate(const ValidateOpts& o) {
     if (!opt.base.is_object()) throw Error(o.scenario, "", "expected a JSON object (a scenario file)");
   }
 
+  if (!o.calibration.empty()) {
+    if (!opt.base.is_object()) opt.base = nlohmann::json::object();
+    opt.base["calibration"] = fs::absolute(o.calibration).string();
+    (void)sim::load_calibration(o.calibration);   // a bad profile fails once, here
+  }
   for (const auto& f : o.model_files) models::add_model_file(f);
   v::CsvReadStats csv;
   std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
@@ -202,6 +208,9 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
   c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, frontend, router, kv_cache_dtype, seed and workload.dataset apply to every CSV point")
+      ->check(CLI::ExistingFile);
+  c->add_option("--calibration", o->calibration,
+                "A calibration profile (servesim calibrate e2e --output) applied to every point where it transfers")
       ->check(CLI::ExistingFile);
   c->add_option("--harness", o->harness,
                 "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "

@@ -154,7 +154,8 @@ ErrorStats error_stats(std::vector<double> errors) {
 
 nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model) {
   if (!p.scenario.is_null()) return p.scenario;   // aiperf folder: the run's own setup
-  if (p.concurrency < 1) cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
+  if (p.concurrency < 1 && !(p.request_rate > 0))
+    cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
   const std::string backend = text::lower(p.backend);
   if (backend != "vllm" && !o.engine_any)
     cannot("engine " + (p.backend.empty() ? std::string("(blank)") : p.backend) +
@@ -163,7 +164,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
 
   // The layout first (it needs no catalogue), then the model and the GPU.
   nlohmann::json s = nlohmann::json::object();
-  for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed"})
+  for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed", "calibration"})
     if (o.base.is_object() && o.base.contains(k)) s[k] = o.base[k];
   if (!s.contains("seed")) s["seed"] = o.seed;
   const std::string mode = text::lower(p.mode);
@@ -260,8 +261,13 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     else throw Error("engine_scale", knob, "unknown knob; known: step_overhead_us_per_seq, closed_loop_osl_spread_tokens");
     e[knob] = v * factor;
   }
-  s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
-                   {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  if (c > 0)
+    s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
+                     {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  else   // an open-loop run: Poisson arrivals at its rate, a minute of them (at least 100 requests)
+    s["workload"] = {{"request_rate", p.request_rate}, {"arrival", "poisson"}, {"isl", p.isl}, {"osl", p.osl},
+                     {"requests", std::max<std::int64_t>(100, std::llround(p.request_rate * 60))},
+                     {"warmup_requests", std::max<std::int64_t>(10, std::llround(p.request_rate * 6))}};
   // The client's dataset (aiperf --num-dataset-entries) is the harness's, as its engine flags are.
   if (o.base.is_object() && o.base.contains("workload") && o.base["workload"].is_object() && o.base["workload"].contains("dataset"))
     s["workload"]["dataset"] = o.base["workload"]["dataset"];

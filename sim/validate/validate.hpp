@@ -33,6 +33,7 @@ struct MeasuredPoint {
   std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
   std::int64_t isl = 0, osl = 0;
   int concurrency = 0;         // 0: not recorded
+  double request_rate = 0;     // open-loop runs (Poisson arrivals, requests / s) when concurrency is 0
   // Aggregated: one serving replica's layout (0 = blank in the source).
   int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
   // Disaggregated roles: workers and each worker's layout (0 = blank).
