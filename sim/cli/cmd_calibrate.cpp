@@ -175,6 +175,7 @@ void add_calibrate_commands(CLI::App& app) {
     c.validate();
     emit(fo->format, report_json(c), report_table(c));
   });
+  add_calibrate_e2e_command(*cal);
 }
 
 }  // namespace servesim::cli
