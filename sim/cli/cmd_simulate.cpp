@@ -348,6 +348,17 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     }
   }
   (void)sweep;
+  // The embedded scenario's description names its own model and layout: once flags override
+  // them, the run's record (input_config, --export) describes what actually ran.
+  if (o.scenario.empty() && j.value("description", std::string()).rfind("Default servesim", 0) == 0) {
+    auto val = [&](const nlohmann::json& x, const char* k) {
+      return x.contains(k) ? (x[k].is_string() ? x[k].get<std::string>() : x[k].dump()) : std::string("?");
+    };
+    const nlohmann::json wl = j.value("workload", nlohmann::json::object());
+    j["description"] = "Default servesim scenario with command-line flags applied: " + val(j, "model") + " on " + val(j, "gpus") +
+                       " x " + val(j, "gpu") + ", " + val(wl, "concurrency") + " closed-loop clients, ISL " + val(wl, "isl") +
+                       ", OSL " + val(wl, "osl");
+  }
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
   return sim::parse_scenario(j.dump(), source);
 }
@@ -530,6 +541,7 @@ void run_simulate(const SimOpts& o) {
   if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
     throw Error(o.concurrency.find(',') != std::string::npos ? "--concurrency" : "--request-rate", "",
                 "simulate takes one value; use `servesim sweep` for a list");
+  memory_hint = "--requests, and the replicas or workers (each holds a KV block table of its GPUs' cache); give fewer";
   const sim::Scenario s = build_scenario(o, false);
   if (o.seeds) {
     if (!o.export_dir.empty()) throw Error("--seeds", "", "cannot be combined with --export");
