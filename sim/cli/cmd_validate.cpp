@@ -110,6 +110,11 @@ void run_validate(const ValidateOpts& o) {
   }
   if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
   if (!o.write_bands.empty()) check_writable_target(o.write_bands, "--write-bands");
+  for (const auto& [flag, out] : {std::pair<const char*, std::string>{"--output", o.output}, {"--write-bands", o.write_bands}}) {
+    std::error_code ec;
+    if (!out.empty() && fs::equivalent(out, o.path, ec))
+      throw Error(flag, "", out + " is the input; give another file");
+  }
 
   for (const auto& f : o.model_files) models::load_model_file(f);   // read now: a bad file fails before the run
   opt.model_files = o.model_files;

@@ -36,14 +36,6 @@ def probe(*ids):
     return lambda f: f
 
 
-@pytest.fixture(scope="module")
-def exe():
-    e = os.environ.get("SERVESIM_BIN")
-    if not e or not os.path.exists(e):
-        pytest.skip("SERVESIM_BIN is not set to the servesim executable")
-    return os.path.abspath(e)
-
-
 def run(exe, *args, cwd=None, timeout=120):
     return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           errors="replace")
@@ -591,7 +583,42 @@ def test_csv_fields_parse_decimal_digits_only(exe, tmp_path):
         one_error(run(exe, "validate", write_csv(tmp_path / f"b{i}.csv", r)), words)
 
 
+# ---- follow-up probes (P1-P5) ------------------------------------------------------------------
+
+@probe("P1", "P2", "P3", "P4", "P5")
+def test_follow_up_probes(exe, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):   # root ignores the mode: nothing to check here
+            pass
+        else:
+            one_error(run(exe, "search", *M8, *L8, "--emit", ro / "em"), "--emit", "cannot create the folder")
+            assert not list(ro.iterdir())
+    finally:
+        ro.chmod(0o755)
+    f = write_csv(tmp_path / "in.csv", row())
+    before = f.read_bytes()
+    one_error(run(exe, "validate", f, "--output", f.with_name("./in.csv")), "--output", "is the input")
+    assert f.read_bytes() == before
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "mine.txt").write_text("x")
+    t = time.time()
+    one_error(run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision",
+                  "bf16", "--isl", "500", "--osl", "20", "--ttft-ms", "500", "--itl-ms", "50", "--target-tps", "1000",
+                  "--concurrency", "1,2", "--requests", "10", "--topology", "agg", "--emit", tmp_path / "busy"),
+              "mine.txt", "servesim did not write")
+    assert time.time() - t < 5
+    (tmp_path / "adir.png").mkdir()
+    one_error(run(exe, "search", *M8, *L8, "--plot", tmp_path / "adir.png"), "--plot", "is a folder, not a file")
+    for kw in ({"seed": -1}, {"requests": 2**40}):
+        with pytest.raises(servesim.Error):
+            servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=600, itl_ms=50, **kw)
+
+
 def test_every_probe_case_is_exercised():
     want = {f"C{i}" for i in (1, 2)} | {f"S{i}" for i in range(1, 6)} | {f"H{i}" for i in (1, 3, 4)} | \
-           {f"D{i}" for i in range(1, 5)} | {f"W{i}" for i in range(1, 14)} | {f"B{i}" for i in range(1, 15)}
+           {f"D{i}" for i in range(1, 5)} | {f"W{i}" for i in range(1, 14)} | {f"B{i}" for i in range(1, 15)} | \
+           {f"P{i}" for i in range(1, 6)}
     assert want <= PROBED, sorted(want - PROBED)
