@@ -31,6 +31,7 @@
 #include "sim/resolve.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
+#include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
 namespace servesim::cli {
