@@ -103,7 +103,7 @@ double positive(const JsonReader& r, std::string_view key) {
   if (v <= 0) r.fail(key, "must be > 0");
   if (key == "ms" || key == "ms_eager") {
     if (!(v >= 1e-6 && v <= 1e7)) r.fail(key, "must be a time from 1e-06 ms (1 ns) to 1e+07 ms, got " + brief(r.json()[std::string(key)]));
-  } else if (!(v <= 1099511627776.0) || v != std::floor(v)) {
+  } else if (!(v <= 1099511627776.0) || (v != std::floor(v) && key != "bytes")) {   // a mean message size may be fractional
     r.fail(key, "must be a whole number from 1 to 2^40, got " + brief(r.json()[std::string(key)]));
   }
   return v;

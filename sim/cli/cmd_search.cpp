@@ -418,9 +418,11 @@ void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char*
   c.add_flag("--no-prune", o.no_prune, "Simulate every configuration that fits (no analytic pruning)");
   c.add_flag("--no-expert-parallel", o.no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
   c.add_flag("--same-gpu", o.same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
-  c.add_option("--output", o.output, output);
-  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png");
-  c.add_option("--emit", o.emit, emit);
+  // An empty name would read as "not given" and silently write nothing.
+  static const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("give a file or folder name") : ""; }, "PATH");
+  c.add_option("--output", o.output, output)->check(named);
+  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png")->check(named);
+  c.add_option("--emit", o.emit, emit)->check(named);
   c.add_option_function<std::string>("--dask", [&o](const std::string& v) { o.dask = v, o.dask_given = true; }, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
                                  "same result as the local run");
   c.add_option("--dask-timeout", o.dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")

@@ -599,7 +599,7 @@ def test_csv_fields_parse_decimal_digits_only(exe, tmp_path):
 
 # ---- follow-up probes (P1-P5) ------------------------------------------------------------------
 
-@probe("P1", "P2", "P3", "P4", "P5")
+@probe("P1", "P2", "P3", "P4", "P5", "P6")
 def test_follow_up_probes(exe, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -626,6 +626,8 @@ def test_follow_up_probes(exe, tmp_path):
     assert time.time() - t < 5
     (tmp_path / "adir.png").mkdir()
     one_error(run(exe, "search", *M8, *L8, "--plot", tmp_path / "adir.png"), "--plot", "is a folder, not a file")
+    for flag in ("--emit", "--output", "--plot"):
+        one_error(run(exe, "search", *M8, *L8, flag, ""), flag, "give a file or folder name")
     for kw in ({"seed": -1}, {"requests": 2**40}):
         with pytest.raises(servesim.Error):
             servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=600, itl_ms=50, **kw)
@@ -634,5 +636,5 @@ def test_follow_up_probes(exe, tmp_path):
 def test_every_probe_case_is_exercised():
     want = {f"C{i}" for i in (1, 2)} | {f"S{i}" for i in range(1, 6)} | {f"H{i}" for i in range(1, 5)} | \
            {f"D{i}" for i in range(1, 5)} | {f"W{i}" for i in range(1, 14)} | {f"B{i}" for i in range(1, 15)} | \
-           {f"P{i}" for i in range(1, 6)}
+           {f"P{i}" for i in range(1, 7)}
     assert want <= PROBED, sorted(want - PROBED)
