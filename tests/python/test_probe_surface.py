@@ -587,6 +587,31 @@ def test_dask_addresses(exe):
     one_error(run(exe, "search", *M8, *L8, "--dask", ""), "--dask", "give the Dask scheduler's address")
     out = run(exe, "search", *M8, *L8, "--dask", "-h", "--dask-timeout", "1")
     assert "expected one argument" not in out.stderr and out.returncode != 0
+    pytest.importorskip("distributed")
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def garbage():   # answers every connection with bytes that are not Dask's protocol
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                c.sendall(b"HTTP/1.0 400 garbage\r\n\r\n" * 50)
+            finally:
+                c.close()
+    threading.Thread(target=garbage, daemon=True).start()
+    try:
+        t = time.time()
+        out = run(exe, "search", *M8, *L8, "--dask", f"tcp://127.0.0.1:{srv.getsockname()[1]}", "--dask-timeout", "3")
+        one_error(out, "--dask", "does not speak the Dask protocol")
+        assert time.time() - t < 30
+    finally:
+        srv.close()
 
 
 @probe("B14")
