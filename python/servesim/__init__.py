@@ -348,7 +348,13 @@ def _search_args(kw):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = list(args[k])
     if isinstance(args.get("pd_ratios"), (list, tuple)):
-        args["pd_ratios"] = [r if isinstance(r, str) else f"{r[0]}:{r[1]}" for r in args["pd_ratios"]]
+        def ratio(r):
+            if isinstance(r, str):
+                return r
+            if isinstance(r, (list, tuple)) and len(r) == 2:
+                return f"{r[0]}:{r[1]}"
+            raise Error(f"search(): pd_ratios: {r!r} is not a (prefill, decode) pair or 'P:D', e.g. (1, 2) or '1:2'")
+        args["pd_ratios"] = [ratio(r) for r in args["pd_ratios"]]
     if isinstance(args.get("images"), (list, tuple)):
         args["images"] = [i if isinstance(i, str) else "x".join(str(v) for v in i[:2]) + (f":{i[2]}" if len(i) > 2 else "")
                           for i in args["images"]]
@@ -414,7 +420,7 @@ def recommend(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=Non
 def nccl(instance="p5en.48xlarge", nodes=1):
     """The NCCL all-reduce cluster check (``servesim nccl``): the nccl-tests command and the time,
     algbw and busbw servesim expects at each message size (``rows``)."""
-    return _c.nccl(instance, int(nodes))
+    return _c.nccl(instance, nodes)   # checked there: a whole number in 1..1024 (2.7 is no node count)
 
 
 def emit(deployment, directory):
@@ -425,7 +431,7 @@ def emit(deployment, directory):
         deployment = deployment["emit"]          # a plan topology
     elif isinstance(deployment, dict) and isinstance(deployment.get("deployment"), dict):
         deployment = deployment["deployment"]    # a search winner or a recommendation
-    return _c.emit(deployment, str(directory))
+    return _c.emit(deployment, directory)   # checked there: a str or path, never str(None) == "None"
 
 
 def frontier_frame(result):
