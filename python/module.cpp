@@ -320,6 +320,15 @@ PYBIND11_MODULE(_servesim, m) {
         }
         return to_py(r);
       }, py::arg("args"), "Predictions against measured runs (`servesim validate`)");
+  m.def("calibrate_e2e", [](py::dict kw) {
+        nlohmann::json args = to_json(kw, "calibrate_e2e()");
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          out = api::calibrate_e2e(args);
+        }
+        return to_py(out);
+      }, py::arg("args"), "calibrate e2e: fit a calibration profile on measured runs (see servesim.calibrate_e2e)");
   m.def("plan_points", [](py::dict kw) { return api::plan_points(plan_args(to_json(kw, "plan()"))); }, py::arg("args"),
         "Number of (topology, concurrency) points of a plan");
   m.def("plan_point", [](py::dict kw, int index) {

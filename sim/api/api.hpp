@@ -98,6 +98,10 @@ nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, cons
 // string or list, engine_any, scenario as a dict, requests_per_client, warmup_per_client,
 // statistic, threads, seed, model_file). The CLI's --format json document.
 nlohmann::json validate(const nlohmann::json& args);
+// `servesim calibrate e2e`: inputs (paths), output (profile file, optional), the bench results' setup
+// (model, gpu, tp, precision, engine), parameters, folds, train_fraction, threads, seed, harness.
+// Returns the report with the profile ("profile") and its text ("text").
+nlohmann::json calibrate_e2e(const nlohmann::json& args);
 
 // `servesim plan`: topology sweep on instances and the SLO capacity plan.
 struct PlanArgs {

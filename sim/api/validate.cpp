@@ -1,6 +1,7 @@
 // `servesim validate` for the bindings: measured runs read, simulated and compared
 // (sim/validate/), returned as the CLI's --format json prints it.
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -8,6 +9,8 @@
 #include "common/text.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/calibration.hpp"
+#include "sim/validate/transfer.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace servesim::api {
@@ -32,7 +35,8 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file", "harness", "osl_spread_pct", "seeds", "lock_fraction"};
+                                              "model_file", "harness", "osl_spread_pct", "seeds", "lock_fraction",
+                                              "calibration", "leave_one_out"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -68,6 +72,14 @@ nlohmann::json validate(const nlohmann::json& args) {
   o.osl_spread_pct = r.number_or("osl_spread_pct", 0.0);
   if (!std::isfinite(o.osl_spread_pct) || o.osl_spread_pct < 0 || o.osl_spread_pct > 50)
     r.fail("osl_spread_pct", "must be a percentage from 0 to 50");
+  if (r.has("calibration")) {   // a profile file applied to every point where it transfers
+    const std::string cal = r.string("calibration");
+    (void)sim::load_calibration(cal);
+    if (!o.base.is_object()) o.base = nlohmann::json::object();
+    o.base["calibration"] = cal;
+  }
+  std::optional<v::GroupBy> loo;
+  if (r.has("leave_one_out")) loo = v::parse_group_by(r.string("leave_one_out"), "validate(): leave_one_out");
   for (const auto& f : names(args, "model_file")) {
     models::load_model_file(f);   // read now: a bad file fails before the run
     o.model_files.push_back(f);
@@ -78,10 +90,14 @@ nlohmann::json validate(const nlohmann::json& args) {
   auto points = v::read_points(path, o.statistic, &csv);
   const auto seeds = r.integer_or("seeds", 1);
   if (seeds < 1 || seeds > 100) r.fail("seeds", "must be 1..100 runs");
-  v::Report rep = v::run(seeds > 1 ? points : std::move(points), o);
+  if (loo && (seeds > 1 || o.lock_fraction)) r.fail("leave_one_out", "not combined with seeds or lock_fraction");
+  std::optional<v::TransferReport> tr;
+  if (loo) tr = v::leave_one_out(points, o, *loo);
+  v::Report rep = tr ? tr->out_of_fit : v::run(seeds > 1 ? points : std::move(points), o);
   rep.csv = csv;
   nlohmann::json j = v::to_json(rep, o);
   j["source"] = path;
+  if (tr) j["transfer"] = v::to_json(*tr);
   if (seeds > 1) j["across_seeds"] = v::across_seeds(points, o, int(seeds), j["by_gpu"]);
   return j;
 }

@@ -29,6 +29,7 @@
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
 #include "sim/topology/deployment.hpp"
@@ -430,6 +431,10 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
              "(frontend.disaggregation; README, Validation)\n";
+  }
+  if (s.calibration) {
+    const auto k = sim::validate::run_kind(s, r);
+    out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
   }
   {
     const sim::EngineConfig& e = r.engine;
