@@ -12,7 +12,7 @@ namespace servesim::sim {
 
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale",
-                              "step_overhead_factor", "request_overhead_ms", "spread_factor"};
+                              "step_cpu_factor", "step_overhead_factor", "request_overhead_ms", "spread_factor"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
     if (n == k) return true;
@@ -42,7 +42,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     c.name = x.string("name");
     if (!known(c.name))
       x.fail("name", "unknown parameter '" + c.name + "'; known: gemm_scale, moe_scale, attention_scale, communication_scale, "
-                     "step_overhead_factor, request_overhead_ms, spread_factor");
+                     "step_cpu_factor, step_overhead_factor, request_overhead_ms, spread_factor");
     c.prior = x.number("prior");
     c.value = x.number("value");
     c.sd = x.number_or("sd", 0);
@@ -58,6 +58,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     return c ? c->value : d;
   };
   p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1)};
+  p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.request_overhead_ms = val("request_overhead_ms", 0);
   p.spread_factor = val("spread_factor", 1);
@@ -104,6 +105,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "moe_scale") a.kernels.moe = c.value;
     else if (c.name == "attention_scale") a.kernels.attention = c.value;
     else if (c.name == "communication_scale") a.kernels.communication = c.value;
+    else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
     else if (c.name == "spread_factor") a.spread_factor = c.value;

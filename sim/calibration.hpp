@@ -16,7 +16,8 @@
 namespace servesim::sim {
 
 struct CalibratedParameter {
-  std::string name;         // gemm_scale, moe_scale, attention_scale, step_overhead_factor, request_overhead_ms, spread_factor
+  std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, step_cpu_factor,
+                            // step_overhead_factor, request_overhead_ms, spread_factor
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"
   std::string scope;        // what it transfers to: "gpu+engine" (this GPU, its node, this engine build)
@@ -28,6 +29,7 @@ struct CalibrationProfile {
   int points = 0;                              // measured points it was fitted on
   std::vector<CalibratedParameter> parameters;
   hw::KernelScales kernels;                    // from the *_scale parameters
+  double step_cpu_factor = 1;                  // on the profile's engine-core time per step (fixed part)
   double step_overhead_factor = 1;             // on the profile's engine-core time per scheduled request
   double request_overhead_ms = 0;              // added to the API server's time per request
   double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
@@ -48,7 +50,7 @@ CalibrationProfile load_calibration(const std::string& path);
 struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
-  double step_overhead_factor = 1, request_overhead_ms = 0, spread_factor = 1;
+  double step_cpu_factor = 1, step_overhead_factor = 1, request_overhead_ms = 0, spread_factor = 1;
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header

@@ -126,6 +126,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
     const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name);
     e.kernel_scales = a.kernels;
+    e.step_overhead_s *= a.step_cpu_factor;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
     e.closed_loop_osl_spread_tokens *= a.spread_factor;
   }

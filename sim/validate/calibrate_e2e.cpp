@@ -44,7 +44,8 @@ struct Param {
 const Param kParams[] = {
     {"gemm_scale", 0, 0.20, 0.05, true, "gpu+engine"},        {"moe_scale", 0, 0.20, 0.05, true, "gpu+engine"},
     {"attention_scale", 0, 0.20, 0.05, true, "gpu+engine"},   {"communication_scale", 0, 0.25, 0.05, true, "gpu+engine"},
-    {"step_overhead_factor", 0, 0.30, 0.10, true, "gpu+engine"},  {"request_overhead_ms", 0, 10.0, 2.0, false, "gpu+engine"},
+    {"step_cpu_factor", 0, 0.70, 0.10, true, "gpu+engine"},   {"step_overhead_factor", 0, 0.30, 0.10, true, "gpu+engine"},
+    {"request_overhead_ms", 0, 10.0, 2.0, false, "gpu+engine"},
     {"spread_factor", 0, 0.30, 0.10, true, "gpu+engine"},
 };
 
@@ -263,7 +264,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
     if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
       throw Error(p.measured.source, "", "no TTFT or TPOT measured");
     gpus.insert(p.gpu), engines.insert(p.engine), models.insert(p.model);
-    const auto& m = models::model(p.model);
+    const auto& sc = p.scenario;
+    const auto& m = sc.is_object() && sc.contains("model_file") ? models::load_model_file(sc["model_file"].get<std::string>())
+                                                               : models::model(p.model);
     moe = moe || m.count(models::LayerKind::moe) > 0;
     tp = tp || p.measured.tp > 1 || p.measured.decode_tp > 1;
     closed = closed || p.measured.concurrency > 1;
@@ -290,7 +293,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
   for (const auto& n : e.only)
     if (std::none_of(ps.begin(), ps.end(), [&](const Param* p) { return n == p->name; }))
       throw Error("--parameters", "", "unknown parameter '" + n + "'; known: gemm_scale, moe_scale, attention_scale, "
-                                      "communication_scale, step_overhead_factor, request_overhead_ms, spread_factor");
+                                      "communication_scale, step_cpu_factor, step_overhead_factor, request_overhead_ms, spread_factor");
   CalibrationProfile base;
   base.gpu = *gpus.begin();
   base.engine = *engines.begin();
