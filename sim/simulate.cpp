@@ -120,7 +120,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
 EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu) {
   EngineConfig e = s.engine;
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
-  apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e);
+  apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e, s.par.tp);
   return e;
 }
 
@@ -183,10 +183,11 @@ Prepared prepare(const Scenario& s) {
   }
   p.engine.max_model_len = p.plan.max_model_len;
   p.engine.block_size = p.plan.block_size;
+  p.engine.max_num_seqs = p.plan.max_num_seqs;   // SGLang's planner caps the running requests by its token pool
   if (p.plan.num_kv_blocks < 1)
     throw Error(f, "gpu_memory_utilization", "no memory left for a single KV block of " + m.name + " on " +
                                                  std::to_string(s.gpus_per_replica()) + " x " + p.gpu->name);
-  if (!p.engine.enable_chunked_prefill && p.engine.max_num_batched_tokens < p.plan.max_model_len)
+  if (p.engine.kind == EngineKind::vllm && !p.engine.enable_chunked_prefill && p.engine.max_num_batched_tokens < p.plan.max_model_len)
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
