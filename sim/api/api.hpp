@@ -40,10 +40,14 @@ struct MemoryArgs {
   // gpu "": H200; precision "": the checkpoint's; tp 0: the smallest TP x PP that serves the
   // model (sim/resolve.hpp, the rule every subcommand shares); kv "" or "auto": the checkpoint's.
   std::string model, model_file, gpu, precision, kv_cache_dtype;
-  int tp = 0, pp = 1, ep = 1, dp = 1, num_speculative_tokens = 0, block_size = 16;
-  int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
-  std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
-  double gpu_memory_utilization = 0.9;
+  // engine: a profile name (servesim list engines); "" = vLLM's planner with `vllm serve`'s defaults.
+  // SGLang's and TRT-LLM's planners read the fraction as mem_fraction_static / free_gpu_memory_fraction.
+  std::string engine;
+  int tp = 0, pp = 1, ep = 1, dp = 1, num_speculative_tokens = 0;
+  int block_size = 0;                       // 0: the engine's (vLLM 16, SGLang 1 / 64 on Blackwell, TRT-LLM 32)
+  int max_num_seqs = 0;                     // 0: the engine's default for the GPU (vLLM: 1024 on >= 70 GiB)
+  std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: the engine's default
+  double gpu_memory_utilization = -1;       // < 0: the engine's (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free)
 };
 nlohmann::json memory(const MemoryArgs& a);
 
