@@ -235,7 +235,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
-      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads)
+      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
       .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus).finish();
   return a;
 }

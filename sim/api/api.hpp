@@ -130,6 +130,7 @@ struct SearchArgs {
   std::string model, model_file, gpus, precisions; // model_file: servesim JSON or HF config.json instead of model
                                                    // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", dp = "1,2,4,8", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
+  std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
@@ -137,7 +138,8 @@ struct SearchArgs {
   bool expert_parallel = true, mixed_gpus = true, prune = true;
   std::int64_t isl = 0, osl = 0, seed = 0;
   std::optional<std::int64_t> requests;
-  double ttft_ms = 0, itl_ms = 0, total_gpus = 0, target_tps = 0, target_rps = 0, gpu_memory_utilization = 0.9;
+  // gpu_memory_utilization < 0: each engine's default (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free memory)
+  double ttft_ms = 0, itl_ms = 0, total_gpus = 0, target_tps = 0, target_rps = 0, gpu_memory_utilization = -1;
   int threads = 0;
 };
 // progress(simulated, pending, pruned, total) between rounds (from the calling thread).
