@@ -102,7 +102,7 @@ void show_model(const std::string& name, const std::string& file, Format f) {
 void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
-  Table t({"engine", "scheduler", "async", "graphs", "capture", "KV memory", "block", "closed-loop OSL sd (tokens)",
+  Table t({"engine", "async", "graphs", "capture", "KV memory", "block", "closed-loop OSL sd (tokens)", "scheduler",
            "defaults by GPU class (tokens/seqs)", "aliases"});
   const auto names = sim::engine_profile_names();
   for (const auto& n : names) {
@@ -158,12 +158,12 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
         ar.push_back({{"below_bytes", std::isfinite(upto) ? nlohmann::json(upto) : nlohmann::json(nullptr)}, {"impl", sim::to_string(impl)}});
       e["on_gpu"]["all_reduce"] = ar;
     }
-    t.add_row({p.name, sim::scheduler_summary(p.kind), p.async_scheduling ? "on" : "off", p.graphs.mode, cap, memory, block,
+    t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, memory, block,
                p.closed_loop_osl_spread_tokens > 0
                    ? sim::closed_loop_osl_sd_formula(p.closed_loop_osl_spread_tokens, p.closed_loop_osl_spread_load_exponent,
                                                      p.closed_loop_osl_spread_length_exponent, "C", "OSL")
                    : "0",
-               classes, newest ? p.engine : "-"});
+               sim::scheduler_summary(p.kind), classes, newest ? p.engine : "-"});
     j.push_back(e);
   }
   std::string text = t.render();

@@ -70,9 +70,11 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   t.add_row({"max sequences at " + num(j["context_tokens"]) + (dp > 1 ? " (all ranks)" : ""),
              num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds; cache " + num(kv["max_seqs_by_cache"]) +
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
-  std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", " + str(j["engine"]) + ", TP" + num(j["tp"]) +
+  std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
                      (j["pp"].get<int>() > 1 ? " x PP" + num(j["pp"]) : std::string()) + ", " + str(j["precision"]) +
-                     " weights, KV " + str(j["kv_cache_dtype"]) + "\n" + defaults_line(j["defaults"]) + t.render();
+                     " weights, KV " + str(j["kv_cache_dtype"]) +
+                     (planner == "vllm" && str(j["engine"]) == "vllm serve defaults" ? std::string() : ", " + str(j["engine"])) +
+                     "\n" + defaults_line(j["defaults"]) + t.render();
   if (planner == "sglang")
     text += "note: SGLang caps running requests at " + num(j["max_num_seqs"]) +
             " (min(max(tokens / context x 512, 2048), 4096) request slots and tokens / 2).\n";
