@@ -289,7 +289,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   if (par.dp > 1 && par.ep > 1 && par.ep != par.moe_group())
     throw Error("--ep", "", "with attention data parallelism the expert parallel size must be 1 or tp x dp (" +
                                 std::to_string(par.moe_group()) + "), got " + std::to_string(par.ep));
-  if (!(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
+  const bool auto_fraction = cfg.planner == MemoryPlanner::sglang && cfg.gpu_memory_utilization == 0;
+  if (!auto_fraction && !(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
 
   MemoryPlan plan;
@@ -380,15 +381,43 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   plan.cuda_graph_bytes = cfg.cuda_graphs ? 2.5 * kGiB : 0;
 
   plan.gpu_total_bytes = gpu.hbm_usable_bytes;
-  plan.budget_bytes = cfg.gpu_memory_utilization * gpu.hbm_usable_bytes;
-  plan.cache_bytes = plan.budget_bytes - plan.weight_bytes - plan.activation_bytes - plan.reserve_bytes;
+  plan.planner = cfg.planner;
+  plan.memory_fraction = auto_fraction ? sglang_mem_fraction_static(gpu.hbm_usable_bytes, cfg.max_num_batched_tokens,
+                                                                    cfg.cuda_graph_max_bs, par.tp, par.pp,
+                                                                    cfg.num_speculative_tokens > 0)
+                                       : cfg.gpu_memory_utilization;
+  std::string charged;   // what the error names besides the weights
+  switch (cfg.planner) {
+    case MemoryPlanner::vllm:
+      plan.budget_bytes = plan.memory_fraction * gpu.hbm_usable_bytes;
+      plan.cache_bytes = plan.budget_bytes - plan.weight_bytes - plan.activation_bytes - plan.reserve_bytes;
+      charged = " + activations " + human_bytes(plan.activation_bytes) + " + reserve " + human_bytes(plan.reserve_bytes);
+      break;
+    case MemoryPlanner::sglang:
+      // profile_max_num_token: rest = free memory after loading - total x (1 - fraction); the
+      // free memory already lacks the CUDA context and the communicators' buffers.
+      plan.budget_bytes = plan.memory_fraction * gpu.hbm_usable_bytes;
+      plan.cache_bytes = plan.budget_bytes - plan.weight_bytes - plan.context_bytes - plan.reserve_bytes;
+      charged = " + CUDA context " + human_bytes(plan.context_bytes) + " + reserve " + human_bytes(plan.reserve_bytes);
+      break;
+    case MemoryPlanner::trtllm:
+      // KvCacheCreator._cal_max_memory: (total - peak) x free_gpu_memory_fraction, the peak measured
+      // by a warm-up forward of max_num_tokens with its CUDA graphs captured.
+      plan.peak_bytes = plan.weight_bytes + plan.activation_bytes + plan.cuda_graph_bytes + plan.context_bytes + plan.reserve_bytes;
+      plan.budget_bytes = gpu.hbm_usable_bytes - plan.peak_bytes;
+      plan.cache_bytes = plan.memory_fraction * plan.budget_bytes;
+      charged = " + activations " + human_bytes(plan.activation_bytes) + " + CUDA graphs " + human_bytes(plan.cuda_graph_bytes) +
+                " + CUDA context " + human_bytes(plan.context_bytes) + " + reserve " + human_bytes(plan.reserve_bytes);
+      break;
+  }
   if (plan.cache_bytes <= 0) {
-    const double short_by = -plan.cache_bytes;
+    const double short_by = cfg.planner == MemoryPlanner::trtllm ? -plan.budget_bytes : -plan.cache_bytes;
     throw Error(m.name, "", "does not fit on " + std::to_string(plan.gpus) + "x " + gpu.name + " at " +
                                 plan.weight_precision + " (tp " + std::to_string(par.tp) + ", pp " + std::to_string(par.pp) +
-                                "): per GPU weights " + human_bytes(plan.weight_bytes) + " + activations " +
-                                human_bytes(plan.activation_bytes) + " + reserve " + human_bytes(plan.reserve_bytes) +
-                                " exceed the budget " + human_bytes(plan.budget_bytes) + " by " + human_bytes(short_by));
+                                "): per GPU weights " + human_bytes(plan.weight_bytes) + charged + " exceed the " +
+                                (cfg.planner == MemoryPlanner::trtllm ? "GPU's " + human_bytes(gpu.hbm_usable_bytes)
+                                                                      : "budget " + human_bytes(plan.budget_bytes)) +
+                                " by " + human_bytes(short_by));
   }
   plan.kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, cfg.kv_cache_dtype, par);
   plan.conv_state_bytes_per_seq = conv_state_bytes_per_seq(m, par, cfg.num_speculative_tokens);
@@ -399,7 +428,36 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   plan.block_size = plan.kv.block_size;
   plan.num_kv_blocks = plan.kv.usable_blocks();
   plan.max_num_seqs = cfg.max_num_seqs;
+  if (cfg.planner == MemoryPlanner::sglang)
+    plan.max_num_seqs = int(std::min<std::int64_t>(
+        cfg.max_num_seqs, sglang_max_running_requests(plan.num_kv_blocks * plan.block_size, plan.max_model_len)));
   return plan;
+}
+
+std::string_view to_string(MemoryPlanner p) {
+  switch (p) {
+    case MemoryPlanner::vllm: return "vllm";
+    case MemoryPlanner::sglang: return "sglang";
+    case MemoryPlanner::trtllm: return "trtllm";
+  }
+  return "?";
+}
+
+double sglang_mem_fraction_static(double total_bytes, std::int64_t chunked_prefill_size, std::int64_t cuda_graph_max_bs,
+                                  int tp, int pp, bool speculative) {
+  const double mib = 1024.0 * 1024.0;
+  const double total = total_bytes / mib;
+  double reserved = 512 + double(std::max<std::int64_t>(chunked_prefill_size, 2048)) * 1.5 + double(cuda_graph_max_bs) * 2 +
+                    double(tp) * double(pp) / 8 * 1024;
+  if (speculative) reserved += 2 * 1024;
+  if (total > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
+  return std::round((total - reserved) / total * 1000) / 1000;
+}
+
+std::int64_t sglang_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len) {
+  const std::int64_t by_pool = std::min<std::int64_t>(
+      std::max<std::int64_t>(context_len > 0 ? std::int64_t(double(max_total_tokens) / double(context_len) * 512) : 4096, 2048), 4096);
+  return std::max<std::int64_t>(1, std::min(by_pool, max_total_tokens / 2));
 }
 
 }  // namespace servesim::models

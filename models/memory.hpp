@@ -19,12 +19,34 @@ inline constexpr std::int64_t kServeMaxNumBatchedTokens = 8192;
 int serve_max_num_seqs(const hw::GpuSpec& gpu);
 std::int64_t serve_max_num_batched_tokens(const hw::GpuSpec& gpu);
 
+// Whose memory plan sizes the KV pool (docs/engines.md):
+// - vllm: gpu_memory_utilization x total - (weights + activation peak + non-torch memory);
+// - sglang: mem_fraction_static x total - (weights + non-torch memory), mem_fraction_static by
+//   SGLang's heuristic (ServerArgs._handle_gpu_memory_settings) when gpu_memory_utilization is 0;
+//   the activation peak and the CUDA graphs live in the (1 - fraction) headroom;
+// - trtllm: free_gpu_memory_fraction (gpu_memory_utilization) x (total - the warm-up's peak:
+//   weights + activations of max_num_batched_tokens + CUDA graphs + non-torch memory).
+enum class MemoryPlanner : std::uint8_t { vllm, sglang, trtllm };
+std::string_view to_string(MemoryPlanner p);
+
 struct EngineMemoryConfig { double gpu_memory_utilization = 0.9; int max_num_seqs = kServeMaxNumSeqs;
   std::int64_t max_model_len = 0 /*0: model max*/; std::int64_t max_num_batched_tokens = kServeMaxNumBatchedTokens;
   hw::Precision kv_cache_dtype = hw::Precision::bf16; int block_size = 16;
   int num_speculative_tokens = 0;   // MTP draft tokens; > 0 loads the MTP weights, adds their KV and K state blocks
   bool cuda_graphs = true;          // vLLM default (not --enforce-eager)
+  MemoryPlanner planner = MemoryPlanner::vllm;
+  std::int64_t cuda_graph_max_bs = 0;  // SGLang's heuristic reserves 2 MiB per graph batch size
 };
+
+// SGLang's mem_fraction_static when not given (ServerArgs._handle_gpu_memory_settings): reserved
+// MiB = 512 + max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024
+// (+ 2 GiB with speculative decoding), at least 10 GiB on GPUs above 60 GiB; fraction =
+// round((total - reserved) / total, 3), total in MiB.
+double sglang_mem_fraction_static(double total_bytes, std::int64_t chunked_prefill_size, std::int64_t cuda_graph_max_bs,
+                                  int tp, int pp, bool speculative);
+// SGLang's request-slot pool (model_runner: max_num_reqs = min(max(tokens / context_len x 512, 2048),
+// 4096)) and the scheduler's cap max_total_tokens / 2.
+std::int64_t sglang_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len);
 
 // The one KV-cache dtype rule: the checkpoint's (BF16 checkpoints keep BF16; FP8 and NVFP4
 // checkpoints ship FP8 KV scales, so vLLM runs FP8 KV) unless `requested` names one. `requested`
@@ -107,6 +129,10 @@ struct MemoryPlan {                 // per GPU unless named total
                                     // pool and max_num_seqs; concurrency() counts the whole replica
   std::int64_t max_model_len = 0;   // resolved
   int block_size = 16;              // = kv.block_size (hybrid models: raised to match the state page)
+  MemoryPlanner planner = MemoryPlanner::vllm;
+  double memory_fraction = 0;       // the fraction applied: gpu_memory_utilization, SGLang's mem_fraction_static
+                                    // (its heuristic's when not given) or TRT-LLM's free_gpu_memory_fraction
+  double peak_bytes = 0;            // trtllm: the warm-up's peak the fraction applies to what is left of
   std::string weight_precision, kv_precision, weight_note;  // e.g. "NVFP4 dequantised to ... (Marlin W4A16)"
 };
 

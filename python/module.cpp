@@ -187,7 +187,7 @@ servesim::api::MemoryArgs memory_args(const json& j) {
       .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("dp", a.dp).opt("context", a.context)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("max_num_seqs", a.max_num_seqs)
       .opt("max_num_batched_tokens", a.max_num_batched_tokens).opt("num_speculative_tokens", a.num_speculative_tokens)
-      .opt("block_size", a.block_size).finish();
+      .opt("block_size", a.block_size).opt("engine", a.engine).finish();
   return a;
 }
 
@@ -235,7 +235,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
-      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads)
+      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
       .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus).finish();
   return a;
 }

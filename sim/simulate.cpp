@@ -122,7 +122,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   EngineConfig e = s.engine;
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
   const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
-  apply_profile(prof, m, gpu, given, e);
+  apply_profile(prof, m, gpu, given, e, s.par.tp);
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
     const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name);
     e.kernel_scales = a.kernels;
@@ -201,10 +201,11 @@ Prepared prepare(const Scenario& s) {
   }
   p.engine.max_model_len = p.plan.max_model_len;
   p.engine.block_size = p.plan.block_size;
+  p.engine.max_num_seqs = p.plan.max_num_seqs;   // SGLang's planner caps the running requests by its token pool
   if (p.plan.num_kv_blocks < 1)
     throw Error(f, "gpu_memory_utilization", "no memory left for a single KV block of " + m.name + " on " +
                                                  std::to_string(s.gpus_per_replica()) + " x " + p.gpu->name);
-  if (!p.engine.enable_chunked_prefill && p.engine.max_num_batched_tokens < p.plan.max_model_len)
+  if (p.engine.kind == EngineKind::vllm && !p.engine.enable_chunked_prefill && p.engine.max_num_batched_tokens < p.plan.max_model_len)
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();

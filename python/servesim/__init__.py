@@ -369,7 +369,7 @@ def _search_args(kw):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]
     for k in ("tp", "pp", "dp", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions",
-              "kv_cache_dtype"):
+              "kv_cache_dtype", "engine"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = list(args[k])
     if isinstance(args.get("pd_ratios"), (list, tuple)):
@@ -421,7 +421,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
-    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
+    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
     total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads.
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
     :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`

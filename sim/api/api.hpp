@@ -43,10 +43,14 @@ struct MemoryArgs {
   // gpu "": H200; precision "": the checkpoint's; tp 0: the smallest TP x PP that serves the
   // model (sim/resolve.hpp, the rule every subcommand shares); kv "" or "auto": the checkpoint's.
   std::string model, model_file, gpu, precision, kv_cache_dtype;
-  int tp = 0, pp = 1, ep = 1, dp = 1, num_speculative_tokens = 0, block_size = 16;
-  int max_num_seqs = 0;                     // 0: `vllm serve`'s default for the GPU (1024 on >= 70 GiB)
-  std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: vLLM serve's default
-  double gpu_memory_utilization = 0.9;
+  // engine: a profile name (servesim list engines); "" = vLLM's planner with `vllm serve`'s defaults.
+  // SGLang's and TRT-LLM's planners read the fraction as mem_fraction_static / free_gpu_memory_fraction.
+  std::string engine;
+  int tp = 0, pp = 1, ep = 1, dp = 1, num_speculative_tokens = 0;
+  int block_size = 0;                       // 0: the engine's (vLLM 16, SGLang 1 / 64 on Blackwell, TRT-LLM 32)
+  int max_num_seqs = 0;                     // 0: the engine's default for the GPU (vLLM: 1024 on >= 70 GiB)
+  std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: the engine's default
+  double gpu_memory_utilization = -1;       // < 0: the engine's (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free)
 };
 nlohmann::json memory(const MemoryArgs& a);
 
@@ -134,6 +138,7 @@ struct SearchArgs {
   std::string model, model_file, gpus, precisions; // model_file: servesim JSON or HF config.json instead of model
                                                    // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", dp = "1,2,4,8", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
+  std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
   std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
@@ -141,7 +146,8 @@ struct SearchArgs {
   bool expert_parallel = true, mixed_gpus = true, prune = true;
   std::int64_t isl = 0, osl = 0, seed = 0;
   std::optional<std::int64_t> requests;
-  double ttft_ms = 0, itl_ms = 0, gpu_memory_utilization = 0.9;
+  // gpu_memory_utilization NaN: not given, each engine's default (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free memory)
+  double ttft_ms = 0, itl_ms = 0, gpu_memory_utilization = std::numeric_limits<double>::quiet_NaN();
   // The objective's load: NaN = not given (0 or a negative value given is refused, never taken for "not given").
   double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
          target_rps = std::numeric_limits<double>::quiet_NaN();

@@ -170,9 +170,137 @@ std::string vllm_serve_script(const nlohmann::json& d) {
   return s;
 }
 
+// ---- SGLang and TensorRT-LLM workers (the deployment's "engine_kind") ---------------------------
+
+std::string engine_kind(const nlohmann::json& d) { return d.value("engine_kind", std::string("vllm")); }
+
+// `python -m sglang.launch_server` flags of one worker role.
+std::vector<std::string> sglang_args(const nlohmann::json& d, const nlohmann::json& w) {
+  std::vector<std::string> a = {"--served-model-name", d["model"].get<std::string>(), "--tp-size", std::to_string(w["tp"].get<int>())};
+  if (w.value("pp", 1) > 1) a.insert(a.end(), {"--pp-size", std::to_string(w["pp"].get<int>())});
+  if (w.value("dp", 1) > 1) a.insert(a.end(), {"--dp-size", std::to_string(w["dp"].get<int>()), "--enable-dp-attention"});
+  if (w.value("ep", 1) > 1) a.insert(a.end(), {"--ep-size", std::to_string(w["ep"].get<int>())});
+  a.insert(a.end(), {"--max-running-requests", std::to_string(d["max_num_seqs"].get<int>()),
+                     "--chunked-prefill-size", std::to_string(d["max_num_batched_tokens"].get<std::int64_t>()),
+                     "--context-length", std::to_string(d["max_model_len"].get<std::int64_t>())});
+  const double f = d["gpu_memory_utilization"].get<double>();
+  if (f > 0) a.insert(a.end(), {"--mem-fraction-static", fmt(f, 3)});   // 0: SGLang's own heuristic
+  if (d.value("cuda_graph_max_bs", 0) > 0) a.insert(a.end(), {"--cuda-graph-max-bs", std::to_string(d["cuda_graph_max_bs"].get<int>())});
+  if (d["kv_cache_dtype"] == "fp8") a.insert(a.end(), {"--kv-cache-dtype", "fp8_e4m3"});
+  const std::string role = w["role"];
+  if (role == "prefill" || role == "decode")
+    a.insert(a.end(), {"--disaggregation-mode", role, "--disaggregation-transfer-backend", "mooncake",
+                       "--disaggregation-bootstrap-port", "8998"});
+  a.push_back("--trust-remote-code");
+  return a;
+}
+
+// dynamo.trtllm / trtllm-serve flags of one worker role (the dynamo worker spells them with dashes).
+std::vector<std::string> trtllm_args(const nlohmann::json& d, const nlohmann::json& w, bool dynamo) {
+  auto flag = [&](std::string s) {
+    if (dynamo) std::replace(s.begin(), s.end(), '_', '-');
+    return s;
+  };
+  std::vector<std::string> a = {flag("--tp_size"), std::to_string(w["tp"].get<int>())};
+  if (dynamo) a = {"--served-model-name", d["model"].get<std::string>(), "--tensor-parallel-size", std::to_string(w["tp"].get<int>())};
+  if (w.value("pp", 1) > 1) a.insert(a.end(), {dynamo ? "--pipeline-parallel-size" : "--pp_size", std::to_string(w["pp"].get<int>())});
+  if (w.value("ep", 1) > 1) a.insert(a.end(), {dynamo ? "--expert-parallel-size" : "--ep_size", std::to_string(w["ep"].get<int>())});
+  a.insert(a.end(), {flag("--max_batch_size"), std::to_string(d["max_num_seqs"].get<int>()),
+                     flag("--max_num_tokens"), std::to_string(d["max_num_batched_tokens"].get<std::int64_t>()),
+                     flag("--max_seq_len"), std::to_string(d["max_model_len"].get<std::int64_t>()),
+                     dynamo ? "--free-gpu-memory-fraction" : "--kv_cache_free_gpu_memory_fraction",
+                     fmt(d["gpu_memory_utilization"].get<double>(), 2)});
+  const std::string role = w["role"];
+  const std::string options = "trtllm-" + role + ".yaml";
+  if (dynamo) {
+    a.insert(a.end(), {"--extra-engine-args", "/config/" + options});
+    if (role == "prefill" || role == "decode") a.insert(a.end(), {"--disaggregation-mode", role});
+  } else {
+    a.insert(a.end(), {"--backend", "pytorch", "--trust_remote_code", "--extra_llm_api_options", options});
+  }
+  return a;
+}
+
+// The LLM API options file of one TRT-LLM role (--extra_llm_api_options / --extra-engine-args).
+std::string trtllm_options(const nlohmann::json& d, const nlohmann::json& w) {
+  nlohmann::json o = nlohmann::json::object();
+  o["enable_chunked_prefill"] = d.value("enable_chunked_prefill", false);
+  if (d["kv_cache_dtype"] == "fp8") o["kv_cache_config"] = {{"dtype", "fp8"}};
+  if (w.value("dp", 1) > 1) o["enable_attention_dp"] = true;
+  if (d.value("cuda_graph_max_bs", 0) > 0) o["cuda_graph_config"] = {{"max_batch_size", d["cuda_graph_max_bs"]}, {"enable_padding", false}};
+  const std::string role = w["role"];
+  if (role == "prefill" || role == "decode") o["cache_transceiver_config"] = {{"backend", "DEFAULT"}};
+  std::ostringstream s;
+  s << "# TensorRT-LLM LLM API options of the " << role << " workers (" << d["describe"].get<std::string>() << ")\n";
+  yaml(s, o, 0);
+  return s.str();
+}
+
+std::string script_head(const nlohmann::json& d, const std::string& engine) {
+  return "#!/usr/bin/env bash\n# " + engine + " of every worker of the planned deployment (" + d["describe"].get<std::string>() +
+         ").\n# MODEL: the " + d["precision"].get<std::string>() + " checkpoint of " + d["model"].get<std::string>() +
+         " (e.g. on the shared FSx for Lustre volume).\nset -euo pipefail\nMODEL=${MODEL:-/fsx/models/" +
+         shell_quote(d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()) + "}\n";
+}
+
+std::string worker_comment(const nlohmann::json& w) {
+  const Pod p = pod_of(w);
+  return "\n# " + w["role"].get<std::string>() + ": " + std::to_string(w["count"].get<int>()) + " worker(s), each " +
+         std::to_string(p.gpus) + " x " + w["gpu"].get<std::string>() + " on " + w["instance"].get<std::string>() +
+         (p.nodes > 1 ? " (" + std::to_string(p.nodes) + " nodes)" : "") + "\n";
+}
+
+std::string sglang_launch_script(const nlohmann::json& d) {
+  std::string s = script_head(d, "SGLang server");
+  for (const auto& w : d["workers"]) {
+    s += worker_comment(w);
+    s += "python -m sglang.launch_server --model-path \"$MODEL\" " + join_args(sglang_args(d, w)) + "\n";
+  }
+  if (d["kind"] == "disaggregated")
+    s += "\n# Router: python -m sglang_router.launch_router --pd-disaggregation --prefill http://PREFILL:30000 8998 "
+         "--decode http://DECODE:30000 (one --prefill / --decode per worker)\n";
+  return s;
+}
+
+std::string trtllm_serve_script(const nlohmann::json& d) {
+  std::string s = script_head(d, "trtllm-serve");
+  for (const auto& w : d["workers"]) {
+    s += worker_comment(w);
+    s += "trtllm-serve \"$MODEL\" " + join_args(trtllm_args(d, w, false)) + "\n";
+  }
+  if (d["kind"] == "disaggregated")
+    s += "\n# Proxy: trtllm-serve disaggregated -c disagg.yaml, listing the context (prefill) and generation (decode)\n"
+         "# servers' URLs; it sends each request to a context server with max_tokens=1, then to a generation server.\n";
+  return s;
+}
+
+// What the Dynamo manifest runs for an engine: its runtime image, worker module, service names
+// and worker arguments.
+struct DynamoEngine {
+  std::string image, module, service;   // service: "Vllm" -> VllmWorker, VllmPrefillWorker, ...
+  std::vector<std::string> (*args)(const nlohmann::json&, const nlohmann::json&);
+};
+std::vector<std::string> dynamo_sglang_args(const nlohmann::json& d, const nlohmann::json& w) {
+  std::vector<std::string> a = {"--model-path", "/fsx/models/" + d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()};
+  for (const auto& x : sglang_args(d, w)) a.push_back(x);
+  return a;
+}
+std::vector<std::string> dynamo_trtllm_args(const nlohmann::json& d, const nlohmann::json& w) {
+  std::vector<std::string> a = {"--model-path", "/fsx/models/" + d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()};
+  for (const auto& x : trtllm_args(d, w, true)) a.push_back(x);
+  return a;
+}
+DynamoEngine dynamo_engine(const nlohmann::json& d) {
+  const std::string k = engine_kind(d);
+  if (k == "sglang") return {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.9.0", "dynamo.sglang", "SGLang", dynamo_sglang_args};
+  if (k == "trtllm") return {"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.9.0", "dynamo.trtllm", "Trtllm", dynamo_trtllm_args};
+  return {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "dynamo.vllm", "Vllm", nullptr};
+}
+
 std::string dynamo_manifest(const nlohmann::json& d) {
   const std::string name = dns_name(d["name"].get<std::string>());
-  const std::string image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0";
+  const DynamoEngine eng = dynamo_engine(d);
+  const std::string image = eng.image;
   nlohmann::json services = nlohmann::json::object();
   services["Frontend"] = {{"dynamoNamespace", name}, {"componentType", "frontend"}, {"replicas", 1},
                           {"extraPodSpec", {{"mainContainer", {{"image", image},
@@ -182,18 +310,20 @@ std::string dynamo_manifest(const nlohmann::json& d) {
     const std::string role = w["role"];
     const Pod p = pod_of(w);
     std::vector<std::string> args = {"--model", "/fsx/models/" + d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()};
-    for (const auto& x : engine_args(d, w)) args.push_back(x);
-    std::string svc = "VllmWorker";
+    if (eng.args) args = eng.args(d, w);   // SGLang / TRT-LLM: the role's flags are in their arguments
+    else
+      for (const auto& x : engine_args(d, w)) args.push_back(x);
+    std::string svc = eng.service + "Worker";
     nlohmann::json s = {{"dynamoNamespace", name}, {"componentType", "worker"}, {"replicas", w["count"]}};
     if (role == "prefill") {
-      svc = "VllmPrefillWorker";
+      svc = eng.service + "PrefillWorker";
       s["subComponentType"] = "prefill";
-      args.push_back("--is-prefill-worker");
+      if (!eng.args) args.push_back("--is-prefill-worker");
     } else if (role == "decode") {
-      svc = "VllmDecodeWorker";
+      svc = eng.service + "DecodeWorker";
       s["subComponentType"] = "decode";
     } else if (role == "encode") {
-      svc = "VllmEncodeWorker";
+      svc = eng.service + "EncodeWorker";
       args.push_back("--multimodal-encode-worker");
     }
     (void)disagg;
@@ -202,7 +332,7 @@ std::string dynamo_manifest(const nlohmann::json& d) {
     if (p.efa > 0) limits["vpc.amazonaws.com/efa"] = std::to_string(p.efa);
     s["resources"] = {{"limits", {{"gpu", std::to_string(p.gpus_per_node)}}}};
     if (p.nodes > 1) s["multinode"] = {{"nodeCount", p.nodes}};
-    nlohmann::json cmd = nlohmann::json::array({"python3", "-m", "dynamo.vllm"});
+    nlohmann::json cmd = nlohmann::json::array({"python3", "-m", eng.module});
     s["extraPodSpec"] = {{"nodeSelector", {{"node.kubernetes.io/instance-type", w["instance"]}}},
                          {"mainContainer", {{"image", image}, {"command", cmd}, {"args", args},
                                             {"resources", {{"limits", limits}, {"requests", limits}}}}}};
@@ -216,6 +346,9 @@ std::string dynamo_manifest(const nlohmann::json& d) {
   o << "# Dynamo deployment of the planned configuration: " << comment(d["describe"].get<std::string>()) << "\n";
   o << "# " << d["kind"].get<std::string>() << "; " << d["copies"].get<std::int64_t>() << " cop" << (d["copies"].get<std::int64_t>() == 1 ? "y" : "ies")
     << " of the topology; workers per role below are totals. Weights are read from /fsx/models (FSx for Lustre PVC).\n";
+  if (engine_kind(d) == "trtllm")
+    o << "# The TRT-LLM workers read their LLM API options from /config/trtllm-<role>.yaml: mount the emitted\n"
+      << "# trtllm-<role>.yaml files there (a ConfigMap).\n";
   if (d.value("vision", false) && !d.value("has_encode_workers", false))
     o << "# Vision model without encode workers: the " << (d["kind"] == "disaggregated" ? "prefill" : "aggregated")
       << " workers run the vision encoder.\n";
@@ -456,7 +589,15 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
     paths_.push_back(path);
     (void)tmp;
   };
-  put("vllm-serve.sh", vllm_serve_script(d), true);
+  const std::string kind = engine_kind(d);
+  if (kind == "sglang") {
+    put("sglang-launch.sh", sglang_launch_script(d), true);
+  } else if (kind == "trtllm") {
+    put("trtllm-serve.sh", trtllm_serve_script(d), true);
+    for (const auto& w : d["workers"]) put("trtllm-" + w["role"].get<std::string>() + ".yaml", trtllm_options(d, w));
+  } else {
+    put("vllm-serve.sh", vllm_serve_script(d), true);
+  }
   put("dynamo-deployment.yaml", dynamo_manifest(d));
   put("aiperf-sweep.sh", aiperf_script(d), true);
   put("predicted.csv", predicted_csv(d));

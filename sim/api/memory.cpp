@@ -5,6 +5,7 @@
 #include "models/memory.hpp"
 #include "models/min_gpus.hpp"
 #include "sim/api/api.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 
 namespace servesim::api {
@@ -67,22 +68,43 @@ nlohmann::json memory(const MemoryArgs& a) {
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
   models::EngineMemoryConfig cfg;
-  cfg.gpu_memory_utilization = a.gpu_memory_utilization;
-  if (a.max_num_seqs < 0) throw Error("--max-num-seqs", "", "must be >= 1 (0: vLLM serve's default for the GPU)");
-  if (a.max_num_batched_tokens < 0) throw Error("--max-num-batched-tokens", "", "must be >= 1 (0: vLLM serve's default)");
+  if (a.max_num_seqs < 0) throw Error("--max-num-seqs", "", "must be >= 1 (0: the engine's default for the GPU)");
+  if (a.max_num_batched_tokens < 0) throw Error("--max-num-batched-tokens", "", "must be >= 1 (0: the engine's default)");
   if (a.num_speculative_tokens < 0 || a.num_speculative_tokens > 16)
     throw Error("--num-speculative-tokens", "", "must be between 0 and 16");
-  if (a.block_size < 1 || a.block_size > 4096) throw Error("--block-size", "", "must be between 1 and 4096");
-  cfg.max_num_seqs = a.max_num_seqs > 0 ? a.max_num_seqs : models::serve_max_num_seqs(gpu);
-  cfg.max_num_batched_tokens = a.max_num_batched_tokens > 0 ? a.max_num_batched_tokens : models::serve_max_num_batched_tokens(gpu);
-  cfg.kv_cache_dtype = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
-  cfg.num_speculative_tokens = a.num_speculative_tokens;
-  cfg.block_size = a.block_size;
+  if (a.block_size < 0 || a.block_size > 4096) throw Error("--block-size", "", "must be between 1 and 4096 (0: the engine's)");
+  const auto kv_dtype = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
+  std::string profile_name;
+  if (a.engine.empty()) {
+    cfg.gpu_memory_utilization = a.gpu_memory_utilization < 0 ? 0.9 : a.gpu_memory_utilization;
+    cfg.max_num_seqs = a.max_num_seqs > 0 ? a.max_num_seqs : models::serve_max_num_seqs(gpu);
+    cfg.max_num_batched_tokens = a.max_num_batched_tokens > 0 ? a.max_num_batched_tokens : models::serve_max_num_batched_tokens(gpu);
+    cfg.kv_cache_dtype = kv_dtype;
+    cfg.num_speculative_tokens = a.num_speculative_tokens;
+    cfg.block_size = a.block_size > 0 ? a.block_size : 16;
+  } else {
+    // The engine profile's knobs for this GPU and TP, under the flags given.
+    const sim::EngineProfile& prof = sim::engine_profile(a.engine, "--engine");
+    profile_name = prof.name;
+    nlohmann::json given = nlohmann::json::object();
+    sim::EngineConfig e;
+    e.num_speculative_tokens = a.num_speculative_tokens;
+    if (a.gpu_memory_utilization >= 0) given["gpu_memory_utilization"] = e.gpu_memory_utilization = a.gpu_memory_utilization;
+    if (a.max_num_seqs > 0) given["max_num_seqs"] = e.max_num_seqs = a.max_num_seqs;
+    if (a.max_num_batched_tokens > 0) given["max_num_batched_tokens"] = e.max_num_batched_tokens = a.max_num_batched_tokens;
+    if (a.block_size > 0) given["block_size"] = e.block_size = a.block_size;
+    sim::apply_profile(prof, m, gpu, given, e, r.tp);
+    cfg = e.memory_config(kv_dtype);
+  }
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
   const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep, a.dp}, cfg);
   const std::int64_t ctx = a.context > 0 ? a.context : p.max_model_len;
   auto j = plan_json(p, ctx);
   j["model"] = m.name;
+  j["engine"] = profile_name.empty() ? "vllm serve defaults" : profile_name;
+  j["memory_planner"] = std::string(models::to_string(p.planner));
+  j["memory_fraction"] = p.memory_fraction;
+  j["peak_bytes"] = p.peak_bytes;
   j["gpu"] = gpu.name;
   j["tp"] = r.tp;
   j["pp"] = r.pp;

@@ -112,18 +112,20 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
                               int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64)));
   }
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
-  const sim::EngineConfig defaults;
-  sp.max_num_seqs = a.max_num_seqs.empty() ? std::vector<int>{defaults.max_num_seqs}
-                                           : int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
+  // Knobs not given: each engine's default for the GPU (0).
+  sp.engines = text::split_csv(text::lower(a.engines));
+  sp.max_num_seqs = a.max_num_seqs.empty() ? std::vector<int>{0} : int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
   sp.max_num_batched_tokens = a.max_num_batched_tokens.empty()
-                                  ? std::vector<std::int64_t>{defaults.max_num_batched_tokens}
+                                  ? std::vector<std::int64_t>{0}
                                   : int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
   sp.kv_cache_dtypes = text::split_csv(text::lower(a.kv_cache_dtypes));
   if (sp.kv_cache_dtypes.empty()) throw Error("--kv-cache-dtype", "", "is empty; give auto, bf16 or fp8 (comma-separated)");
   for (const auto& k : sp.kv_cache_dtypes)
     if (k != "auto" && k != "bf16" && k != "fp8")
       throw Error("--kv-cache-dtype", "", "unknown KV-cache dtype '" + k + "'; known: auto (the checkpoint's), bf16, fp8");
-  sp.gpu_memory_utilization = a.gpu_memory_utilization;
+  if (!std::isnan(a.gpu_memory_utilization) && !(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1))
+    throw Error("--gpu-memory-utilization", "", "must be in (0, 1]; leave it out for each engine's default");
+  sp.gpu_memory_utilization = std::isnan(a.gpu_memory_utilization) ? -1 : a.gpu_memory_utilization;   // -1: the engine's
   if (!a.router.empty()) sp.router = sim::parse_router(a.router, "--router");
 
   sim::SearchTraffic tr;
@@ -240,7 +242,8 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
                       {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
-                      {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus}};
+                      {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus},
+                      {"engine", a.engines}};
   j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
   if (!a.model_file.empty()) j["model_file"] = std::filesystem::absolute(a.model_file).string();  // read where the search runs
   return j;

@@ -102,57 +102,82 @@ void show_model(const std::string& name, const std::string& file, Format f) {
 void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
-  Table t({"engine", "async", "graphs", "capture", "gpu util", "block", "closed-loop OSL sd (tokens)",
-           "defaults by GPU class", "aliases"});
+  Table t({"engine", "async", "graphs", "capture", "KV memory", "block", "closed-loop OSL sd (tokens)", "scheduler",
+           "defaults by GPU class (tokens/seqs)", "aliases"});
   const auto names = sim::engine_profile_names();
   for (const auto& n : names) {
     const auto& p = sim::engine_profile(n);
+    const bool newest = n == sim::engine_profile(p.engine).name;
     nlohmann::json e = {{"name", p.name}, {"engine", p.engine}, {"version", p.version}, {"description", p.description},
                         {"async_scheduling", p.async_scheduling}, {"cudagraph_mode", p.graphs.mode},
                         {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
                         {"closed_loop_osl_spread_tokens", p.closed_loop_osl_spread_tokens},
                         {"closed_loop_osl_spread_load_exponent", p.closed_loop_osl_spread_load_exponent},
                         {"closed_loop_osl_spread_length_exponent", p.closed_loop_osl_spread_length_exponent},
-                        {"sources", p.sources}, {"unverified", p.unverified}, {"newest", n == sim::engine_profile("vllm").name}};
+                        {"sources", p.sources}, {"unverified", p.unverified}, {"newest", newest},
+                        {"scheduler", sim::scheduler_summary(p.kind)}, {"cudagraph_padding", p.graphs.padding},
+                        {"memory_planner", std::string(sim::to_string(p.kind))}};
     std::string classes;
     for (const auto& c : p.gpu_classes) {
       e["gpu_classes"].push_back({{"label", c.label}, {"max_num_seqs", c.max_num_seqs}, {"max_num_batched_tokens", c.max_num_batched_tokens}});
-      classes += (classes.empty() ? "" : "; ") + c.label + ": " + std::to_string(c.max_num_batched_tokens) + "/" + std::to_string(c.max_num_seqs);
+      std::string graph_bs;
+      for (const auto& [min_tp, bs] : c.cuda_graph_max_bs) {
+        e["gpu_classes"].back()["cuda_graph_max_bs"][std::to_string(min_tp)] = bs;
+        graph_bs += (graph_bs.empty() ? ", graphs <= " : " / ") + std::to_string(bs) + (min_tp > 1 ? " at TP >= " + std::to_string(min_tp) : "");
+      }
+      classes += (classes.empty() ? "" : "; ") + c.label + ": " + std::to_string(c.max_num_batched_tokens) + "/" +
+                 std::to_string(c.max_num_seqs) + graph_bs;
     }
-    std::string cap = "<= " + std::to_string(p.graphs.max_capture_size) + " step " + std::to_string(p.graphs.step) + "/" +
-                      std::to_string(p.graphs.large_step);
+    const bool decode_only = p.graphs.mode == "FULL_DECODE_ONLY";
+    std::string cap = decode_only ? "decode bs" + std::string(p.graphs.padding ? ", padded" : ", unpadded")
+                                  : "<= " + std::to_string(p.graphs.max_capture_size) + " step " + std::to_string(p.graphs.step) + "/" +
+                                        std::to_string(p.graphs.large_step);
+    std::string memory = p.kind == sim::EngineKind::trtllm ? fixed(p.gpu_memory_utilization, 2) + " x free after peak"
+                         : p.gpu_memory_utilization > 0   ? fixed(p.gpu_memory_utilization, 2) + " x total"
+                                                          : "heuristic x total";
+    std::string block = std::to_string(p.block_size);
+    for (const auto& [cc, b] : p.block_size_by_cc)
+      if (b != p.block_size) block += ", " + std::to_string(b) + " on " + cc;
     if (gpu) {
       const auto& c = p.gpu_class(*gpu);
-      const auto sizes = p.capture_sizes(c.max_num_seqs, 0, c.max_num_batched_tokens, false);
+      const auto sizes = p.capture_sizes(*gpu, tp, c.max_num_seqs, 0);
       e["on_gpu"] = {{"gpu", gpu->name}, {"compute_capability", sim::compute_capability(*gpu)}, {"tp", tp},
                      {"max_num_seqs", c.max_num_seqs}, {"max_num_batched_tokens", c.max_num_batched_tokens},
-                     {"cudagraph_capture_sizes", sizes}};
-      cap = std::to_string(sizes.size()) + " sizes <= " + std::to_string(sizes.empty() ? 0 : sizes.back());
+                     {"cudagraph_capture_sizes", sizes}, {"block_size", p.block_size_for(*gpu)}};
+      cap = std::to_string(sizes.size()) + " sizes <= " + std::to_string(sizes.empty() ? 0 : sizes.back()) +
+            (decode_only ? (p.graphs.padding ? " (decode bs, padded)" : " (decode bs, unpadded)") : "");
+      block = std::to_string(p.block_size_for(*gpu));
+      if (p.kind == sim::EngineKind::sglang && p.gpu_memory_utilization == 0) {
+        const double f = models::sglang_mem_fraction_static(gpu->hbm_usable_bytes, c.max_num_batched_tokens,
+                                                            sizes.empty() ? 0 : sizes.back(), tp, 1, false);
+        e["on_gpu"]["mem_fraction_static"] = f;
+        memory = fixed(f, 3) + " x total";
+      }
       nlohmann::json ar = nlohmann::json::array();
       for (const auto& [upto, impl] : p.all_reduce_switch_points(*gpu, tp))
         ar.push_back({{"below_bytes", std::isfinite(upto) ? nlohmann::json(upto) : nlohmann::json(nullptr)}, {"impl", sim::to_string(impl)}});
       e["on_gpu"]["all_reduce"] = ar;
     }
-    const bool newest = n == sim::engine_profile("vllm").name;
-    t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, fixed(p.gpu_memory_utilization, 2),
-               std::to_string(p.block_size),
+    t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, memory, block,
                p.closed_loop_osl_spread_tokens > 0
                    ? sim::closed_loop_osl_sd_formula(p.closed_loop_osl_spread_tokens, p.closed_loop_osl_spread_load_exponent,
                                                      p.closed_loop_osl_spread_length_exponent, "C", "OSL")
                    : "0",
-               classes, newest ? "vllm" : "-"});
+               sim::scheduler_summary(p.kind), classes, newest ? p.engine : "-"});
     j.push_back(e);
   }
   std::string text = t.render();
   if (gpu) {
-    const auto& p = sim::engine_profile("vllm");
-    text += "\nTP all-reduce on " + gpu->name + " x " + std::to_string(tp) + " (" + p.name + ", bf16 payload):";
-    double lo = 0;
-    for (const auto& [upto, impl] : p.all_reduce_switch_points(*gpu, tp)) {
-      text += "\n  " + human_bytes(lo) + " .. " + (std::isfinite(upto) ? human_bytes(upto) : std::string("any")) + ": " + sim::to_string(impl);
-      lo = upto;
+    for (const auto& engine : sim::engine_names()) {
+      const auto& p = sim::engine_profile(engine);
+      text += "\nTP all-reduce on " + gpu->name + " x " + std::to_string(tp) + " (" + p.name + ", bf16 payload):";
+      double lo = 0;
+      for (const auto& [upto, impl] : p.all_reduce_switch_points(*gpu, tp)) {
+        text += "\n  " + human_bytes(lo) + " .. " + (std::isfinite(upto) ? human_bytes(upto) : std::string("any")) + ": " + sim::to_string(impl);
+        lo = upto;
+      }
+      text += "\n";
     }
-    text += "\n";
   }
   emit(f, j, text);
 }
@@ -176,7 +201,7 @@ void add_list_command(CLI::App& app) {
   static Opts eng;
   static std::string eng_gpu;
   static int eng_tp = 1;
-  auto* e = list->add_subcommand("engines", "Engine profiles (defaults of `vllm serve` by release)");
+  auto* e = list->add_subcommand("engines", "Engine profiles (defaults of vllm serve, sglang.launch_server and trtllm-serve by release)");
   add_format_option(*e, eng.f);
   e->add_option("--gpu", eng_gpu, "Also show what each profile resolves to on this GPU");
   e->add_option("--tp", eng_tp, "Tensor-parallel size for the all-reduce switch points (with --gpu)");

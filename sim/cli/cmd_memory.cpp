@@ -28,14 +28,29 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   if (j["weights_mtp_bytes"].get<double>() > 0) t.add_row({"  MTP layers", bytes(j["weights_mtp_bytes"])});
   t.add_row({"activations (profile peak)", bytes(j["activation_bytes"])});
   t.add_row({"non-torch (NCCL buffers)", bytes(j["reserve_bytes"])});
-  t.add_row({"budget (util x HBM)", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"])});
-  {
+  const std::string planner = str(j["memory_planner"]);
+  const std::string frac = fixed(j["memory_fraction"].get<double>(), 3);
+  if (planner == "trtllm") {
+    // TRT-LLM: free_gpu_memory_fraction of what the warm-up's peak leaves.
+    t.add_row({"warm-up peak", bytes(j["peak_bytes"]) + " (weights + activations + CUDA graphs, prior, + CUDA context + NCCL)"});
+    t.add_row({"free after the peak", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"])});
+    t.add_row({"cache (KV + state)", bytes(j["cache_bytes"]) + " (free_gpu_memory_fraction " + frac + " x free)"});
+  } else if (planner == "sglang") {
+    t.add_row({"budget (mem_fraction_static x HBM)", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"]) +
+                                                       " (mem_fraction_static " + frac + ")"});
+    t.add_row({"CUDA context (measured)", bytes(j["context_bytes"]) + ", taken from the budget"});
+    t.add_row({"outside the budget", "activations + graphs (" + bytes(j["cuda_graph_bytes"]) + ", prior) in the " +
+                                         bytes(j["gpu_total_bytes"].get<double>() - j["budget_bytes"].get<double>()) + " headroom"});
+  } else {
+    t.add_row({"budget (util x HBM)", bytes(j["budget_bytes"]) + " of " + bytes(j["gpu_total_bytes"])});
+  }
+  if (planner == "vllm") {
     const double outside = j["context_bytes"].get<double>() + j["cuda_graph_bytes"].get<double>();
     const double headroom = j["gpu_total_bytes"].get<double>() - j["budget_bytes"].get<double>();
     t.add_row({"outside the budget", bytes(outside) + " (CUDA context, measured, + graphs, prior) in the " + bytes(headroom) + " headroom" +
                                          (outside > headroom ? ": TOO LITTLE, lower gpu_memory_utilization" : "")});
   }
-  t.add_row({"cache (KV + state)", bytes(j["cache_bytes"])});
+  if (planner != "trtllm") t.add_row({"cache (KV + state)", bytes(j["cache_bytes"])});
   t.add_row({"KV per token (" + str(j["kv_cache_dtype"]) + ")", bytes(j["kv_bytes_per_token"])});
   t.add_row({"state per sequence", bytes(j["state_bytes_per_seq"]) + " (conv " + bytes(j["conv_state_bytes_per_seq"]) +
                                              ", SSM " + bytes(j["ssm_state_bytes_per_seq"]) + ")"});
@@ -57,7 +72,12 @@ void run_memory(const api::MemoryArgs& a, Format format) {
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
   std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
                      (j["pp"].get<int>() > 1 ? " x PP" + num(j["pp"]) : std::string()) + ", " + str(j["precision"]) +
-                     " weights, KV " + str(j["kv_cache_dtype"]) + "\n" + defaults_line(j["defaults"]) + t.render();
+                     " weights, KV " + str(j["kv_cache_dtype"]) +
+                     (planner == "vllm" && str(j["engine"]) == "vllm serve defaults" ? std::string() : ", " + str(j["engine"])) +
+                     "\n" + defaults_line(j["defaults"]) + t.render();
+  if (planner == "sglang")
+    text += "note: SGLang caps running requests at " + num(j["max_num_seqs"]) +
+            " (min(max(tokens / context x 512, 2048), 4096) request slots and tokens / 2).\n";
   if (kv["state_page_bytes"].get<double>() > 0 && kv["attn_bytes_per_token_per_layer"].get<double>() > 0)
     text += "note: vLLM's hybrid allocator raises block_size from " + num(kv["requested_block_size"]) + " to " +
             num(kv["block_size"]) + " so one attention page (" + num(kv["block_size"]) + " tokens x " +
@@ -100,7 +120,8 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
 void add_memory_commands(CLI::App& app) {
   static api::MemoryArgs mo;
   static Format mf = Format::table;
-  auto* mem = app.add_subcommand("memory", "Per-GPU memory plan of one replica (vLLM gpu_memory_utilization semantics)");
+  auto* mem = app.add_subcommand("memory", "Per-GPU memory plan of one replica (vLLM's planner, or --engine sglang / trtllm's)");
+  mem->add_option("--engine", mo.engine, "Engine profile whose defaults and memory planner apply (vllm, sglang, trtllm, or a release: servesim list engines; default vLLM serve's defaults)");
   mem->add_option("--model", mo.model, "Model name (servesim list models)");
   mem->add_option("--model-file", mo.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mem->add_option("--gpu", mo.gpu, "GPU name (default h200)");
@@ -112,10 +133,11 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
   mem->add_option("--dp", mo.dp, "Attention data-parallel ranks (MoE models): each holds its own KV cache");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");
-  mem->add_option("--gpu-memory-utilization", mo.gpu_memory_utilization, "vLLM gpu_memory_utilization");
+  mem->add_option("--gpu-memory-utilization", mo.gpu_memory_utilization,
+                  "vLLM gpu_memory_utilization (default 0.9); SGLang mem_fraction_static (default its heuristic); TRT-LLM free_gpu_memory_fraction (default 0.9)");
   mem->add_option("--max-num-seqs", mo.max_num_seqs, "vLLM max_num_seqs (default: vLLM serve's, 1024 on >= 70 GiB GPUs)");
   mem->add_option("--max-num-batched-tokens", mo.max_num_batched_tokens, "vLLM max_num_batched_tokens (default: vLLM serve's, 8192 on >= 70 GiB GPUs)");
-  mem->add_option("--block-size", mo.block_size, "vLLM block_size (default 16; hybrid models raise it to match the state page)");
+  mem->add_option("--block-size", mo.block_size, "KV block (page) size (default the engine's: vLLM 16, hybrid models raised to match the state page; SGLang 1, 64 on Blackwell; TRT-LLM 32)");
   mem->add_option("--num-speculative-tokens", mo.num_speculative_tokens, "MTP draft tokens K (loads MTP weights; K lookahead slots and 1 + K state blocks per Mamba group)");
   add_format_option(*mem, mf);
   mem->callback([] { run_memory(mo, mf); });

@@ -380,12 +380,15 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
   c.add_option("--dp", a.dp, "Attention data-parallel ranks to try, aggregated MoE replicas within a node (default 1,2,4,8)");
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");
-  c.add_option("--max-num-seqs", a.max_num_seqs, "vLLM max_num_seqs values to try (default: the engine default)");
-  c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "vLLM max_num_batched_tokens values to try (default: the engine default)");
+  c.add_option("--max-num-seqs", a.max_num_seqs, "max_num_seqs values to try (SGLang max_running_requests, TRT-LLM max_batch_size; default: each engine's)");
+  c.add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "max_num_batched_tokens values to try (SGLang chunked_prefill_size, TRT-LLM max_num_tokens; default: each engine's)");
   c.add_option("--kv-cache-dtype", a.kv_cache_dtypes,
                "KV-cache dtypes to try: auto (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16), "
                "bf16, fp8; comma-separated (default auto)");
-  c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "vLLM gpu_memory_utilization (default 0.9)");
+  c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
+               "vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free_gpu_memory_fraction (default: each engine's)");
+  c.add_option("--engine", a.engines,
+               "Engine profiles to rank across, comma-separated: vllm, sglang, trtllm or releases (servesim list engines; default vllm)");
   c.add_option("--isl", a.isl, "Input text tokens per request");
   c.add_option("--osl", a.osl, "Output tokens per request");
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");

@@ -221,7 +221,7 @@ void add_validate_command(CLI::App& app) {
   c->add_option("--model-file", o->model_files,
                 "Add a model (servesim model JSON or Hugging Face config.json, named by its file) before resolving model_path (repeatable)")
       ->check(CLI::ExistingFile);
-  c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
+  c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of their own (sglang / trtllm profiles)");
   c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, frontend, router, kv_cache_dtype, seed and workload.dataset apply to every CSV point")
       ->check(CLI::ExistingFile);
   c->add_option("--calibration", o->calibration,

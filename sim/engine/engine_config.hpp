@@ -26,7 +26,27 @@ inline constexpr double kDefaultEagerOverheadS = 0.0;
 // vLLM's largest CUDA-graph batch (tokens) by default: larger steps launch their kernels eagerly.
 inline constexpr std::int64_t kDefaultMaxCudagraphCaptureSize = 512;
 
+// Which engine's scheduling rules a replica follows (the profile's "engine"): vLLM v1's token
+// budget with mixed batches and recompute preemption; SGLang's prefill-priority loop (a step is
+// all-prefill or all-decode, one chunked request, new_token_ratio admission, retraction);
+// TensorRT-LLM's in-flight batching under GUARANTEED_NO_EVICT (docs/engines.md).
+enum class EngineKind : std::uint8_t { vllm, sglang, trtllm };
+std::string_view to_string(EngineKind k);
+
+// SGLang's scheduler constants (managers/schedule_policy.py, new_token_ratio_tracker.py, environ.py).
+struct SglangPolicy {
+  std::int64_t max_prefill_tokens = 16384;   // prompt tokens per prefill batch (a longer prompt still runs alone, chunked)
+  double init_new_token_ratio = 0.7;         // min(0.7 x schedule_conservativeness, 1)
+  double min_new_token_ratio_factor = 0.14;  // min ratio = init x this
+  double new_token_ratio_decay_steps = 600;  // (init - min) / this per decode step
+  std::int64_t clip_max_new_tokens = 4096;   // CLIP_MAX_NEW_TOKENS
+  std::int64_t retract_decode_steps = 20;    // SGLANG_RETRACT_DECODE_STEPS: headroom kept after a retraction
+  std::int64_t num_reserved_decode_tokens = 512;  // disaggregated decode server: KV reserved beyond the prompt
+};
+
 struct EngineConfig {
+  EngineKind kind = EngineKind::vllm;
+  SglangPolicy sglang;
   int max_num_seqs = models::kServeMaxNumSeqs;                       // `vllm serve` on >= 70 GiB GPUs
   std::int64_t max_num_batched_tokens = models::kServeMaxNumBatchedTokens;
   double gpu_memory_utilization = 0.9;
@@ -49,7 +69,11 @@ struct EngineConfig {
   // CUDA graphs: FULL_AND_PIECEWISE (uniform decode replays a full graph, mixed batches replay
   // piecewise graphs with attention/Mamba run eagerly), PIECEWISE, or NONE. Batches are padded up
   // to the next capture size; larger ones launch every kernel from the host.
+  // FULL_DECODE_ONLY (SGLang, TRT-LLM): only uniform decode batches replay a graph, every other
+  // step launches its kernels eagerly. Without padding (TRT-LLM's default) a decode batch whose
+  // size is not a capture size runs eagerly too.
   std::string cudagraph_mode = "FULL_AND_PIECEWISE";
+  bool cudagraph_padding = true;
   std::vector<std::int64_t> cudagraph_capture_sizes;     // ascending; empty: graphs off
   // Host-side launch cost per kernel (compiled code; eager PyTorch for enforce_eager) and the
   // kernels run eagerly per attention / Mamba layer between piecewise graphs. 0: the cost
@@ -83,6 +107,10 @@ struct EngineConfig {
     mc.block_size = block_size;
     mc.num_speculative_tokens = num_speculative_tokens;
     mc.cuda_graphs = !enforce_eager;
+    mc.planner = kind == EngineKind::sglang ? models::MemoryPlanner::sglang
+                 : kind == EngineKind::trtllm ? models::MemoryPlanner::trtllm
+                                              : models::MemoryPlanner::vllm;
+    mc.cuda_graph_max_bs = enforce_eager || cudagraph_capture_sizes.empty() ? 0 : max_cudagraph_capture_size / (1 + num_speculative_tokens);
     return mc;
   }
 };

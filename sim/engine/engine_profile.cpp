@@ -50,6 +50,7 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.engine = j.string("engine");
   p.version = j.string("version");
   p.description = j.string_or("description", "");
+  p.kind = engine_kind(p.engine, file, "engine");
   p.kernel_tables = {p.engine, p.version};
   if (j.has("kernel_tables")) {
     const JsonReader k = j.object("kernel_tables");
@@ -63,11 +64,18 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     for (const auto& x : c.json().at("exclude_names")) g.exclude_names.push_back(text::lower(x.get<std::string>()));
     g.max_num_seqs = static_cast<int>(c.integer("max_num_seqs"));
     g.max_num_batched_tokens = c.integer("max_num_batched_tokens");
+    if (c.has("cuda_graph_max_bs"))
+      for (const auto& [k, v] : c.json().at("cuda_graph_max_bs").items()) g.cuda_graph_max_bs[std::stoi(k)] = v.get<std::int64_t>();
     p.gpu_classes.push_back(std::move(g));
   }
   if (p.gpu_classes.empty()) d.fail("gpu_classes", "needs at least one GPU class");
   p.gpu_memory_utilization = d.number("gpu_memory_utilization");
+  if (!(p.gpu_memory_utilization > 0 && p.gpu_memory_utilization <= 1) &&
+      !(p.kind == EngineKind::sglang && p.gpu_memory_utilization == 0))
+    d.fail("gpu_memory_utilization", "must be in (0, 1] (0 = SGLang's mem_fraction_static heuristic, sglang profiles only)");
   p.block_size = static_cast<int>(d.integer("block_size"));
+  if (d.has("block_size_by_compute_capability"))
+    for (const auto& [cc, v] : d.json().at("block_size_by_compute_capability").items()) p.block_size_by_cc[cc] = v.get<int>();
   p.enable_chunked_prefill = d.boolean_or("enable_chunked_prefill", true);
   const JsonReader pc = d.object("enable_prefix_caching");
   p.prefix_caching_decoder = pc.boolean_or("decoder", true);
@@ -82,8 +90,23 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, 0, 2);
     p.closed_loop_osl_spread_length_exponent = cl.number_in("osl_spread_length_exponent", 0, 0, 2);
   }
+  if (j.has("scheduler")) {
+    const JsonReader sc = j.object("scheduler");
+    auto& x = p.sglang;
+    x.max_prefill_tokens = sc.integer_or("max_prefill_tokens", x.max_prefill_tokens);
+    x.init_new_token_ratio = sc.number_in("init_new_token_ratio", x.init_new_token_ratio, 0, 1);
+    x.min_new_token_ratio_factor = sc.number_in("min_new_token_ratio_factor", x.min_new_token_ratio_factor, 0, 1);
+    x.new_token_ratio_decay_steps = sc.number_in("new_token_ratio_decay_steps", x.new_token_ratio_decay_steps, 1, 1e9);
+    x.clip_max_new_tokens = sc.integer_or("clip_max_new_tokens", x.clip_max_new_tokens);
+    x.retract_decode_steps = sc.integer_or("retract_decode_steps", x.retract_decode_steps);
+    x.num_reserved_decode_tokens = sc.integer_or("num_reserved_decode_tokens", x.num_reserved_decode_tokens);
+  }
   const JsonReader g = j.object("cuda_graphs");
   p.graphs.mode = g.string("mode");
+  p.graphs.padding = g.boolean_or("padding", true);
+  if (p.graphs.mode != "FULL_AND_PIECEWISE" && p.graphs.mode != "PIECEWISE" && p.graphs.mode != "NONE" &&
+      p.graphs.mode != "FULL_DECODE_ONLY")
+    g.fail("mode", "unknown mode '" + p.graphs.mode + "'; known: FULL_AND_PIECEWISE, PIECEWISE, FULL_DECODE_ONLY, NONE");
   p.graphs.max_capture_tokens_per_seq = static_cast<int>(g.integer("max_capture_tokens_per_seq"));
   p.graphs.max_capture_size = g.integer("max_capture_size");
   p.graphs.small_sizes.clear();
@@ -91,7 +114,7 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.graphs.step = g.integer("step");
   p.graphs.large_from = g.integer("large_from");
   p.graphs.large_step = g.integer("large_step");
-  if (p.graphs.step < 1 || p.graphs.large_step < 1) g.fail("step", "capture-size steps must be >= 1");
+  if (p.graphs.step < 0 || p.graphs.large_step < 0) g.fail("step", "capture-size steps must be >= 0 (0: no such range)");
   const JsonReader a = j.object("all_reduce");
   p.all_reduce.custom_world_sizes.clear();
   for (double x : a.numbers("custom_world_sizes")) p.all_reduce.custom_world_sizes.push_back(static_cast<int>(x));
@@ -174,8 +197,57 @@ const EngineProfile& engine_profile(const std::string& name, const std::string& 
       if (p.engine == engine && version_key(p.version) <= key) best = &p;
   }
   if (best) return *best;
-  throw Error(where, field, "unknown engine \"" + name + "\" (known: vllm (the newest), " +
+  throw Error(where, field, "unknown engine \"" + name + "\" (known: " + text::join(engine_names()) + " (each its newest), " +
                                 text::join(engine_profile_names()) + "; a version like vllm-0.16 picks the newest profile at or below it)");
+}
+
+std::vector<std::string> engine_names() {
+  std::vector<std::string> out;
+  for (const char* e : {"vllm", "sglang", "trtllm"})
+    for (const auto& p : registry().profiles)
+      if (p.engine == e) {
+        out.push_back(e);
+        break;
+      }
+  return out;
+}
+
+EngineKind engine_kind(const std::string& engine, const std::string& where, const std::string& field) {
+  const std::string e = text::lower(engine);
+  if (e == "vllm") return EngineKind::vllm;
+  if (e == "sglang") return EngineKind::sglang;
+  if (e == "trtllm") return EngineKind::trtllm;
+  throw Error(where, field, "unknown engine '" + engine + "'; known: vllm, sglang, trtllm");
+}
+
+std::string scheduler_summary(EngineKind k) {
+  switch (k) {
+    case EngineKind::vllm: return "mixed chunked batches, preempt newest";
+    case EngineKind::sglang: return "prefill first, no mixing, retract longest";
+    case EngineKind::trtllm: return "in-flight, whole prompts, no-evict";
+  }
+  return "?";
+}
+
+std::string_view to_string(EngineKind k) {
+  switch (k) {
+    case EngineKind::vllm: return "vllm";
+    case EngineKind::sglang: return "sglang";
+    case EngineKind::trtllm: return "trtllm";
+  }
+  return "?";
+}
+
+std::int64_t GpuClassDefaults::graph_max_bs(int tp) const {
+  std::int64_t out = 0;
+  for (const auto& [min_tp, bs] : cuda_graph_max_bs)
+    if (tp >= min_tp) out = bs;
+  return out;
+}
+
+int EngineProfile::block_size_for(const hw::GpuSpec& gpu) const {
+  auto it = block_size_by_cc.find(compute_capability(gpu));
+  return it == block_size_by_cc.end() ? block_size : it->second;
 }
 
 std::string compute_capability(const hw::GpuSpec& gpu) {
@@ -203,16 +275,38 @@ std::vector<std::int64_t> capture_size_list(const CudaGraphPolicy& g, std::int64
   std::vector<std::int64_t> out;
   for (auto s : g.small_sizes)
     if (s <= mx) out.push_back(s);
-  for (std::int64_t s = g.step; s < std::min(mx + 1, g.large_from); s += g.step) out.push_back(s);
-  for (std::int64_t s = g.large_from; s <= mx; s += g.large_step) out.push_back(s);
+  if (g.step > 0)
+    for (std::int64_t s = g.step; s < std::min(mx + 1, g.large_from); s += g.step) out.push_back(s);
+  if (g.large_step > 0)
+    for (std::int64_t s = g.large_from; s <= mx; s += g.large_step) out.push_back(s);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
+namespace {
+// SGLang / TRT-LLM: the decode batch sizes up to `max_bs`, the largest always included (both
+// engines append it), as tokens (x (1 + K) with speculative decoding).
+std::vector<std::int64_t> decode_graph_sizes(const CudaGraphPolicy& g, std::int64_t max_bs, int k) {
+  if (max_bs < 1) return {};
+  auto sizes = capture_size_list(g, max_bs);
+  if (sizes.empty() || sizes.back() != max_bs) sizes.push_back(max_bs);
+  for (auto& x : sizes) x *= 1 + k;
+  return sizes;
+}
+}  // namespace
+
+std::vector<std::int64_t> EngineProfile::capture_sizes(const hw::GpuSpec& gpu, int tp, int max_num_seqs, int k) const {
+  if (graphs.mode != "FULL_DECODE_ONLY") return capture_sizes(max_num_seqs, k, gpu_class(gpu).max_num_batched_tokens, false);
+  const std::int64_t by_class = gpu_class(gpu).graph_max_bs(tp);
+  return decode_graph_sizes(graphs, std::min<std::int64_t>(by_class > 0 ? by_class : graphs.max_capture_size, max_num_seqs), k);
+}
+
 std::vector<std::int64_t> EngineProfile::capture_sizes(int max_num_seqs, int k, std::int64_t max_num_batched_tokens,
                                                        bool enforce_eager) const {
   if (enforce_eager || graphs.mode == "NONE") return {};
+  if (graphs.mode == "FULL_DECODE_ONLY")
+    return decode_graph_sizes(graphs, std::min<std::int64_t>(graphs.max_capture_size, max_num_seqs), k);
   std::int64_t mx = std::min<std::int64_t>(std::int64_t(max_num_seqs) * (1 + k) * graphs.max_capture_tokens_per_seq,
                                            graphs.max_capture_size);
   return capture_size_list(graphs, std::min(mx, max_num_batched_tokens));
@@ -275,16 +369,20 @@ std::vector<std::pair<double, AllReduceImpl>> EngineProfile::all_reduce_switch_p
   return out;
 }
 
+
 void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu, const nlohmann::json& given,
-                   EngineConfig& cfg) {
+                   EngineConfig& cfg, int tp) {
   auto unset = [&](const char* key) { return !given.is_object() || !given.contains(key); };
   const GpuClassDefaults& g = p.gpu_class(gpu);
+  cfg.kind = p.kind;
+  cfg.sglang = p.sglang;
+  cfg.cudagraph_padding = p.graphs.padding;
   cfg.engine_profile = p.name;
   cfg.kernel_tables = p.kernel_tables;
   if (unset("max_num_batched_tokens")) cfg.max_num_batched_tokens = g.max_num_batched_tokens;
   if (unset("max_num_seqs")) cfg.max_num_seqs = static_cast<int>(std::min<std::int64_t>(g.max_num_seqs, cfg.max_num_batched_tokens));
   if (unset("gpu_memory_utilization")) cfg.gpu_memory_utilization = p.gpu_memory_utilization;
-  if (unset("block_size")) cfg.block_size = p.block_size;
+  if (unset("block_size")) cfg.block_size = p.block_size_for(gpu);
   if (unset("enable_chunked_prefill")) cfg.enable_chunked_prefill = p.enable_chunked_prefill;
   // vLLM's hybrid models (is_prefix_caching_supported off by default): Mamba and Gated DeltaNet
   // state. Sliding-window models keep vLLM's decoder default in vLLM, but servesim's block pool
@@ -309,6 +407,19 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   cfg.eager_kernels_per_attention_layer = p.host.eager_kernels_per_attention_layer;
   cfg.eager_kernels_per_mamba_layer = p.host.eager_kernels_per_mamba_layer;
   if (unset("cudagraph_mode")) cfg.cudagraph_mode = p.graphs.mode;
+  if (p.graphs.mode == "FULL_DECODE_ONLY") {
+    // Decode batch sizes: SGLang's cuda_graph_max_bs by GPU memory and TP, TRT-LLM's
+    // cuda_graph_config.max_batch_size; never more than the running requests allowed.
+    const int k = cfg.num_speculative_tokens;
+    if (unset("max_cudagraph_capture_size")) {
+      const std::int64_t by_class = g.graph_max_bs(tp);
+      const std::int64_t bs = std::min<std::int64_t>(by_class > 0 ? by_class : p.graphs.max_capture_size, cfg.max_num_seqs);
+      cfg.max_cudagraph_capture_size = bs * (1 + k);
+    }
+    if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") cfg.cudagraph_capture_sizes.clear();
+    else cfg.cudagraph_capture_sizes = decode_graph_sizes(p.graphs, cfg.max_cudagraph_capture_size / (1 + k), k);
+    return;
+  }
   if (unset("max_cudagraph_capture_size")) {
     const auto sizes = p.capture_sizes(cfg.max_num_seqs, cfg.num_speculative_tokens, cfg.max_num_batched_tokens, false);
     cfg.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();

@@ -25,10 +25,17 @@ struct GpuClassDefaults {
   std::vector<std::string> exclude_names;   // lower-case substrings of the GPU name
   int max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 2048;
+  // Decode-only graph engines (SGLang cuda_graph_max_bs): the largest graph batch by the smallest
+  // TP it applies from ({1: 256, 4: 512}); empty: the profile's cuda_graphs.max_capture_size.
+  std::map<int, std::int64_t> cuda_graph_max_bs;
+  std::int64_t graph_max_bs(int tp) const;
 };
 
 struct CudaGraphPolicy {
-  std::string mode = "FULL_AND_PIECEWISE";  // FULL_AND_PIECEWISE | PIECEWISE | NONE
+  // FULL_AND_PIECEWISE | PIECEWISE | NONE (vLLM, sizes in tokens) | FULL_DECODE_ONLY (SGLang,
+  // TRT-LLM: sizes are decode batch sizes; `padding` off runs a batch of another size eagerly)
+  std::string mode = "FULL_AND_PIECEWISE";
+  bool padding = true;
   int max_capture_tokens_per_seq = 2;       // max size = min(max_num_seqs * (1 + K) * this, max_capture_size)
   std::int64_t max_capture_size = 512;
   std::vector<std::int64_t> small_sizes{1, 2, 4};
@@ -65,6 +72,12 @@ struct HostCosts {                 // engine-level host-side costs (fitted or me
 
 struct EngineProfile {
   std::string name, engine, version, description;
+  EngineKind kind = EngineKind::vllm;          // from "engine"
+  SglangPolicy sglang;                         // "scheduler" (SGLang profiles)
+  // KV page size by compute capability ("block_size_by_compute_capability"; SGLang: 1 with FA3 on
+  // Hopper, 64 with trtllm_mha on Blackwell); others use block_size.
+  std::map<std::string, int> block_size_by_cc;
+  int block_size_for(const hw::GpuSpec& gpu) const;
   // The engine release whose kernel tables price the steps ("kernel_tables" in the file; default
   // this profile's engine and version).
   hw::KernelTables kernel_tables;
@@ -92,6 +105,9 @@ struct EngineProfile {
   // vLLM's cudagraph_capture_sizes for these knobs (ascending); empty when graphs are off.
   std::vector<std::int64_t> capture_sizes(int max_num_seqs, int num_speculative_tokens,
                                           std::int64_t max_num_batched_tokens, bool enforce_eager) const;
+  // The same on a GPU at tensor parallel `tp` with the GPU class's defaults (SGLang's graph batch
+  // sizes depend on both); decode-only graph engines give batch sizes x (1 + K).
+  std::vector<std::int64_t> capture_sizes(const hw::GpuSpec& gpu, int tp, int max_num_seqs, int k) const;
   // The all-reduce vLLM runs for `bytes` (bf16 payload) on `tp` GPUs of one node.
   AllReduceImpl all_reduce_for(const hw::GpuSpec& gpu, int tp, double bytes, bool bf16 = true) const;
   // Payload sizes at which the choice changes, as (upper bound exclusive, impl) from 0 upward.
@@ -105,14 +121,20 @@ std::vector<std::string> engine_profile_names();
 const EngineProfile& engine_profile(const std::string& name, const std::string& where = "--engine",
                                     const std::string& field = "");
 inline constexpr const char* kNewestEngine = "vllm";
+EngineKind engine_kind(const std::string& engine, const std::string& where = "", const std::string& field = "");
+// The engine's batch formation in a few words ("mixed batches, preempt newest", ...).
+std::string scheduler_summary(EngineKind k);
 
 // Compute capability of a catalogue GPU ("9.0" Hopper, "10.0" Blackwell, "10.3" Blackwell Ultra).
 std::string compute_capability(const hw::GpuSpec& gpu);
 
 // Fills every knob the scenario's "engine" object does not name (`given`: its JSON, may be null)
 // from the profile, for this model and GPU; then derives the capture sizes.
+// `tp`: the replica's tensor parallel size (SGLang's cuda_graph_max_bs depends on it).
 void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu,
-                   const nlohmann::json& given, EngineConfig& cfg);
+                   const nlohmann::json& given, EngineConfig& cfg, int tp = 1);
+// Engine names ("vllm", "sglang", "trtllm") of the profiles, in that order where present.
+std::vector<std::string> engine_names();
 
 // The profile's API-server priors as a frontend (client terms at their priors); a scenario's
 // "frontend" object goes on top of it (sim::resolved_frontend).

@@ -32,6 +32,8 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
   if (graphs) capture_ = cfg.cudagraph_capture_sizes;
   graph_tokens_ = !graphs ? 0 : capture_.empty() ? cfg.max_cudagraph_capture_size : capture_.back();
   full_graphs_ = cfg.cudagraph_mode != "PIECEWISE";
+  decode_only_graphs_ = cfg.cudagraph_mode == "FULL_DECODE_ONLY";
+  padding_ = cfg.cudagraph_padding;
   sched_.set_deferred_release(async_ && cfg.role != WorkerRole::prefill_only);
 }
 
@@ -40,10 +42,17 @@ std::int64_t Worker::padded_tokens(std::int64_t tokens) const {
   return *std::lower_bound(capture_.begin(), capture_.end(), tokens);
 }
 
+bool Worker::replays_full_graph(std::int64_t tokens, bool uniform_decode) const {
+  if (!uniform_decode || !full_graphs_ || tokens > graph_tokens_) return false;
+  // Without padding (TRT-LLM's default) only a batch of a captured size replays.
+  return padding_ || capture_.empty() || std::binary_search(capture_.begin(), capture_.end(), tokens);
+}
+
 double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode) const {
-  if (tokens > graph_tokens_) return launch_full_s_;       // no graph: every kernel from the host
-  if (uniform_decode && full_graphs_) return 0.0;          // one full-graph replay
-  return launch_piecewise_s_;                              // piecewise graphs, attention/Mamba eager
+  if (replays_full_graph(tokens, uniform_decode)) return 0.0;   // one full-graph replay
+  if (tokens > graph_tokens_ || decode_only_graphs_ || (uniform_decode && full_graphs_))
+    return launch_full_s_;                                     // no graph: every kernel from the host
+  return launch_piecewise_s_;                                  // piecewise graphs, attention/Mamba eager
 }
 
 double Worker::start_step(double now_s) {
@@ -81,7 +90,7 @@ double Worker::start_step(double now_s) {
   const std::int64_t tokens = batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
   const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
   double gpu_s;
-  if (uniform && !capture_.empty() && tokens <= graph_tokens_) {
+  if (replays_full_graph(tokens, uniform)) {
     // Uniform decode replays the graph of the next capture size: padded sequences join the batch.
     const std::int64_t padded = padded_tokens(tokens);
     models::StepBatch b = *batch;

@@ -58,6 +58,9 @@ class Worker {
   double launch_seconds(std::int64_t tokens, bool uniform_decode) const;
   // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
   std::int64_t padded_tokens(std::int64_t tokens) const;
+  // Whether a step replays one full CUDA graph: a uniform decode within the capture sizes (of a
+  // captured size exactly when the engine does not pad).
+  bool replays_full_graph(std::int64_t tokens, bool uniform_decode) const;
 
   // The step loop's counters, with the scheduler's prompt-token counts filled in.
   WorkerStats stats() const {
@@ -83,7 +86,9 @@ class Worker {
   double overhead_s_, overhead_per_seq_s_;
   double launch_full_s_;         // one forward's kernels launched from the host
   double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
-  bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE)
+  bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE, FULL_DECODE_ONLY)
+  bool decode_only_graphs_;      // FULL_DECODE_ONLY: every other step launches eagerly (SGLang, TRT-LLM)
+  bool padding_;                 // a decode batch is padded to the next capture size (off: TRT-LLM)
   std::vector<std::int64_t> capture_;  // CUDA-graph capture sizes (tokens), ascending
   std::int64_t graph_tokens_;          // steps of more tokens than this run without a CUDA graph
   bool async_;

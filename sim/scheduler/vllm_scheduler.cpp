@@ -13,7 +13,7 @@ VllmScheduler::VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, co
                              std::uint64_t seed)
     : cfg_(cfg), pool_(kv_blocks, cfg.enable_prefix_caching), demand_(demand), lookahead_(cfg.num_speculative_tokens),
       state_blocks_(demand.state_blocks(cfg.num_speculative_tokens)),
-      rng_(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL) {
+      rng_(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL), new_token_ratio_(cfg.sglang.init_new_token_ratio) {
   if (cfg_.enable_prefix_caching && !demand_.simple())
     throw Error("enable_prefix_caching", "",
                 "prefix caching is modelled for one full-attention group without sliding windows; this model's KV cache has " +
@@ -61,6 +61,13 @@ std::int32_t VllmScheduler::add(const workloads::RequestSpec& spec, double now_s
     throw Error(request_name(spec), "input_tokens + output_tokens",
                 std::to_string(total) + " tokens exceed max_model_len " + std::to_string(cfg_.max_model_len) +
                     " (vLLM rejects such a request; shorten the request or raise max_model_len)");
+  // TRT-LLM without chunked prefill runs a context whole in one step of at most max_num_tokens.
+  if (cfg_.kind == EngineKind::trtllm && !cfg_.enable_chunked_prefill && spec.input_tokens > cfg_.max_num_batched_tokens)
+    throw Error(request_name(spec), "input_tokens",
+                std::to_string(spec.input_tokens) + " prompt tokens exceed max_num_tokens " +
+                    std::to_string(cfg_.max_num_batched_tokens) +
+                    " (TensorRT-LLM without chunked prefill runs a prompt whole in one step; raise max_num_batched_tokens or "
+                    "enable_chunked_prefill)");
   std::int32_t slot = init(spec, now_s, client, warmup);
   waiting_.push_back(slot);
   waiting_tokens_ += request(slot).num_tokens();
@@ -106,10 +113,11 @@ void VllmScheduler::try_reserve() {
   while (!pending_.empty() && num_running() + reserved_ < cfg_.max_num_seqs) {
     std::int32_t slot = pending_.front();
     Request& r = request(slot);
-    std::int64_t need = blocks_for(r.input_tokens, r.input_tokens + 1);
+    const std::int64_t end = transfer_reserve_end(r);
+    std::int64_t need = blocks_for(r.input_tokens, end);
     if (!pool_.allocate(need)) break;
     r.blocks = need;
-    r.token_slots = slots_for(r.input_tokens + 1);
+    r.token_slots = slots_for(end);
     r.phase = Phase::awaiting_kv;
     ++reserved_;
     pending_.pop_front();
@@ -179,7 +187,9 @@ void VllmScheduler::preempt(std::int32_t slot) {
   r.phase = Phase::waiting;
   ++r.preemptions;
   ++preemptions_;
-  waiting_.push_front(slot);
+  // vLLM puts a preempted request back at the head of the queue; SGLang appends a retracted one.
+  if (cfg_.kind == EngineKind::sglang) waiting_.push_back(slot);
+  else waiting_.push_front(slot);
   waiting_tokens_ += r.num_tokens();
   outputs_.push_back({Output::preempted, slot});
 }
@@ -204,14 +214,36 @@ const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) 
   prefill_parts_.clear();
   batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
   scheduled_ = 0;
+  switch (cfg_.kind) {
+    case EngineKind::vllm: schedule_vllm(now_s, cutoff_s); break;
+    case EngineKind::sglang: schedule_sglang(now_s, cutoff_s); break;
+    case EngineKind::trtllm: schedule_trtllm(now_s, cutoff_s); break;
+  }
+  return batch_;
+}
+
+void VllmScheduler::count_running(const Running& h, std::int64_t n, bool decode) {
+  ++scheduled_;
+  if (decode) {
+    ++batch_.decode_seqs;
+    batch_.decode_context_tokens += h.computed + 1;
+    ++emitting_;
+    return;
+  }
+  ++batch_.prefill_seqs;
+  batch_.prefill_tokens += n;
+  batch_.prefill_attention_pairs += double(n) * double(h.computed) + double(n) * double(n + 1) / 2;
+  if (h.computed + n >= h.tokens) ++emitting_;
+  prefill_parts_.push_back({request(h.slot).cohort, n});
+}
+
+void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
   std::int64_t budget = cfg_.max_num_batched_tokens;
   const std::int64_t threshold = cfg_.long_prefill_token_threshold;
   bool preempted = false;
 
   // Running requests, oldest first.
   const std::int64_t tpd = batch_.tokens_per_decode_seq;
-  std::int64_t decode_ctx = 0;
-  int decodes = 0;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Running& h = running_[i];
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
@@ -245,21 +277,8 @@ const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) 
     }
     h.step = static_cast<std::int32_t>(n);
     budget -= n;
-    ++scheduled_;
-    if (decode) {
-      ++decodes;
-      decode_ctx += h.computed + 1;
-      ++emitting_;
-    } else {
-      ++batch_.prefill_seqs;
-      batch_.prefill_tokens += n;
-      batch_.prefill_attention_pairs += double(n) * double(h.computed) + double(n) * double(n + 1) / 2;
-      if (h.computed + n >= h.tokens) ++emitting_;
-      prefill_parts_.push_back({request(h.slot).cohort, n});
-    }
+    count_running(h, n, decode);
   }
-  batch_.decode_seqs = decodes;
-  batch_.decode_context_tokens = decode_ctx;
 
   // Waiting requests, FCFS, only when this step preempted nothing (as vLLM does).
   if (!preempted) {
@@ -269,17 +288,20 @@ const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) 
       waiting_.pop_front();
     }
   }
-  return batch_;
+}
+
+std::int64_t VllmScheduler::prefix_hit(const Request& r, std::int64_t* free_hits) const {
+  *free_hits = 0;
+  if (!pool_.prefix_caching() || r.block_keys.empty()) return 0;
+  // No engine takes a full hit: the last token is recomputed to sample from it.
+  const std::int64_t max_hit = (r.num_tokens() - 1) / cfg_.block_size;
+  return pool_.match(r.block_keys, max_hit, free_hits);
 }
 
 bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double now_s) {
-  Request& r = request(slot);
-  std::int64_t hit_blocks = 0, free_hits = 0;
-  if (pool_.prefix_caching() && !r.block_keys.empty()) {
-    // vLLM never takes a full hit: the last token is recomputed to sample from it.
-    std::int64_t max_hit = (r.num_tokens() - 1) / cfg_.block_size;
-    hit_blocks = pool_.match(r.block_keys, max_hit, &free_hits);
-  }
+  const Request& r = request(slot);
+  std::int64_t free_hits = 0;
+  const std::int64_t hit_blocks = prefix_hit(r, &free_hits);
   const std::int64_t computed = hit_blocks * cfg_.block_size;
   std::int64_t n = r.num_tokens() - computed;
   if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold) n = cfg_.long_prefill_token_threshold;
@@ -288,11 +310,19 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   // Its attention blocks for the first chunk (+ lookahead) and its state blocks.
   const std::int64_t need = blocks_for(computed, computed + n) - hit_blocks;
   if (need > pool_.allocatable() - free_hits) return false;
+  admit(slot, hit_blocks, n, computed + n, now_s);
+  budget -= n;
+  return true;
+}
 
+void VllmScheduler::admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s) {
+  Request& r = request(slot);
+  const std::int64_t computed = hit_blocks * cfg_.block_size;
+  const std::int64_t need = blocks_for(computed, end) - hit_blocks;
   if (hit_blocks > 0) pool_.acquire(r.block_keys, hit_blocks, r.cached_block_ids);
   pool_.allocate(need);
   r.blocks = hit_blocks + need;
-  r.token_slots = slots_for(computed + n);
+  r.token_slots = slots_for(end);
   r.keyed_blocks = hit_blocks;
   r.computed = computed;
   r.cached_tokens = computed;
@@ -306,7 +336,6 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   waiting_tokens_ -= r.num_tokens();
   running_.push_back(running_entry(r, slot));
   running_.back().step = static_cast<std::int32_t>(n);
-  budget -= n;
   ++scheduled_;
   ++batch_.prefill_seqs;
   batch_.prefill_tokens += n;
@@ -314,7 +343,6 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   batch_.vision_tiles += r.vision_tiles;  // the encoder runs with the first chunk
   if (computed + n >= r.num_tokens()) ++emitting_;
   prefill_parts_.push_back({r.cohort, n, first && r.cohort >= 0 && !r.warmup ? r.arrival_s : NAN});
-  return true;
 }
 
 void VllmScheduler::publish_blocks(Request& r) {

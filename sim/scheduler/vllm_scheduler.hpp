@@ -1,8 +1,11 @@
-// vLLM v1's scheduler for one replica (vllm/v1/core/sched/scheduler.py), step by step:
+// The scheduler of one replica. vLLM v1's (vllm/v1/core/sched/scheduler.py), step by step:
 // running requests first in admission order (decodes take 1 token, or 1 + draft tokens;
 // partial prefills take the next chunk), preempting the newest running request by recompute
 // when KV blocks run out; then, if nothing was preempted, waiting requests in FCFS order fill
 // the token budget up to max_num_seqs. The step's batch summary is kept as running sums.
+// The engine's policy (EngineConfig::kind) picks how a batch is formed: vLLM's above, SGLang's
+// or TensorRT-LLM's (engine_policies.cpp, docs/engines.md); the request lifecycle, the block
+// pool and complete() are shared.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -81,7 +84,8 @@ class VllmScheduler {
   std::int64_t prompt_tokens_admitted() const { return prompt_tokens_admitted_; }
   std::int64_t prompt_tokens_cached() const { return prompt_tokens_cached_; }
   std::int64_t waiting_tokens() const { return waiting_tokens_; }   // prompt tokens queued, not yet admitted
-  std::int64_t preemptions() const { return preemptions_; }
+  std::int64_t preemptions() const { return preemptions_; }   // vLLM preemptions, SGLang retractions
+  double new_token_ratio() const { return new_token_ratio_; }  // SGLang's admission ratio now
   const EngineConfig& config() const { return cfg_; }
 
  private:
@@ -100,6 +104,22 @@ class VllmScheduler {
   void free_resources(Request& r);
   void preempt(std::int32_t slot);
   bool try_admit(std::int32_t slot, std::int64_t& budget, double now_s);
+  // The engines' batch formation (engine_policies.cpp for SGLang and TRT-LLM).
+  void schedule_vllm(double now_s, double cutoff_s);
+  void schedule_sglang(double now_s, double cutoff_s);
+  void schedule_trtllm(double now_s, double cutoff_s);
+  // Prefix-cache hit of a waiting request: leading blocks cached (never the whole prompt) and how many are free.
+  std::int64_t prefix_hit(const Request& r, std::int64_t* free_hits) const;
+  // Puts a waiting request into the running list with `computed` tokens cached (hit_blocks of them
+  // from the prefix cache, already allocatable) and `n` tokens scheduled now, its blocks covering
+  // `end` tokens; counts it into the step.
+  void admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s);
+  // SGLang: retracts running requests, longest output first, until every remaining one can take
+  // its next token with retract_decode_steps of headroom; returns how many were retracted.
+  int retract_for_decode();
+  // Tokens the decode-only worker reserves for a transferred request (vLLM: prompt + 1; SGLang:
+  // + num_reserved_decode_tokens; TRT-LLM GUARANTEED_NO_EVICT: prompt + max_tokens).
+  std::int64_t transfer_reserve_end(const Request& r) const;
   int seats_taken() const { return num_running() + reserved_ + static_cast<int>(deferred_.size()); }
   void try_reserve();
   void publish_blocks(Request& r);
@@ -127,6 +147,8 @@ class VllmScheduler {
     std::int32_t step;         // tokens scheduled in the step in flight
   };
   Running running_entry(const Request& r, std::int32_t slot) const;
+  // A running entry's chunk of n prompt tokens (or its decode) joins the step's batch summary.
+  void count_running(const Running& h, std::int64_t n, bool decode);
   std::vector<Running> running_;
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
@@ -141,6 +163,7 @@ class VllmScheduler {
   std::vector<std::int32_t> deferred_;
   std::vector<PrefillPart> prefill_parts_;
   std::uint64_t rng_;
+  double new_token_ratio_ = 0;          // SGLang: NewTokenRatioTracker's current ratio
 };
 
 }  // namespace servesim::sim

@@ -112,6 +112,7 @@ nlohmann::json SearchConfig::to_json() const {
   j["kind"] = disaggregated() ? "disaggregated" : "aggregated";
   j["precision"] = std::string(hw::to_string(precision));
   j["kv_cache_dtype"] = std::string(hw::to_string(kv_dtype));
+  j["engine"] = engine;
   j["max_num_seqs"] = max_num_seqs;
   j["max_num_batched_tokens"] = max_num_batched_tokens;
   j["gpus"] = gpus;
@@ -198,12 +199,14 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
     if (p < 1 || p > 64) throw Error("--pp", "", std::to_string(p) + " is not a pipeline-parallel size in 1..64");
   for (auto [x, y] : space_.pd_ratios)
     if (x < 1 || y < 1 || x > 64 || y > 64) throw Error("--pd-ratios", "", "worker counts must be in 1..64");
-  for (int s : space_.max_num_seqs)
-    if (s < 1) throw Error("--max-num-seqs", "", "must be >= 1");
+  for (int s : space_.max_num_seqs)   // 0: the engine's default
+    if (s < 0) throw Error("--max-num-seqs", "", "must be >= 1");
   for (auto b : space_.max_num_batched_tokens)
-    if (b < 16) throw Error("--max-num-batched-tokens", "", "must be >= 16");
+    if (b != 0 && b < 16) throw Error("--max-num-batched-tokens", "", "must be >= 16");
   if (!space_.aggregated && !space_.disaggregated) throw Error("--topology", "", "nothing to search");
-  if (!(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
+  if (space_.engines.empty()) throw Error("--engine", "", "is empty; give vllm, sglang or trtllm (comma-separated)");
+  for (auto& e : space_.engines) e = engine_profile(e, "--engine").name;
+  if (!(space_.gpu_memory_utilization < 0) && !(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
   goal_.validate();
   // What vLLM would refuse at start-up: a request longer than the model's context.
@@ -300,18 +303,25 @@ void Search::enumerate() {
       if (std::find(kvs.begin(), kvs.end(), kv) == kvs.end()) kvs.push_back(kv);
     }
     const hw::Precision own = models::checkpoint_kv_dtype(base.precision);
-    for (hw::Precision kv : kvs)
-      for (int s : space_.max_num_seqs)
-        for (auto b : space_.max_num_batched_tokens) {
-          SearchConfig c = base;
-          c.kv_dtype = kv;
-          c.max_num_seqs = s;
-          c.max_num_batched_tokens = b;
-          c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) +
-                    (kv != own ? " kv " + text::lower(std::string(hw::to_string(kv))) : std::string()) + " seqs " +
-                    std::to_string(s) + " tokens " + std::to_string(b);
-          add(std::move(c));
-        }
+    const bool several = space_.engines.size() > 1;
+    for (const auto& engine : space_.engines) {
+      const GpuClassDefaults& gc = engine_profile(engine).gpu_class(cat.gpu(base.decode_instance->gpu));
+      for (hw::Precision kv : kvs)
+        for (int s0 : space_.max_num_seqs)
+          for (auto b0 : space_.max_num_batched_tokens) {
+            SearchConfig c = base;
+            c.engine = engine;
+            c.kv_dtype = kv;
+            c.max_num_batched_tokens = b0 > 0 ? b0 : gc.max_num_batched_tokens;
+            c.max_num_seqs = s0 > 0 ? s0 : int(std::min<std::int64_t>(gc.max_num_seqs, c.max_num_batched_tokens));
+            if (several) c.family += " " + engine;
+            c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) +
+                      (kv != own ? " kv " + text::lower(std::string(hw::to_string(kv))) : std::string()) + " seqs " +
+                      std::to_string(c.max_num_seqs) + " tokens " + std::to_string(c.max_num_batched_tokens) +
+                      (several || engine != engine_profile("vllm").name ? " " + engine : std::string());
+            add(std::move(c));
+          }
+    }
   };
   auto disagg = [&](const hw::InstanceSpec* pi, const hw::InstanceSpec* di, hw::Precision prec) {
     const bool mixed = pi != di;
@@ -391,24 +401,32 @@ void Search::enumerate() {
 
 // ---- bounds ----------------------------------------------------------------------------------------
 
-EngineConfig Search::engine_of(const SearchConfig& c) const {
+EngineConfig Search::engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp) const {
   EngineConfig e;
   e.max_num_seqs = c.max_num_seqs;
   e.max_num_batched_tokens = c.max_num_batched_tokens;
-  e.gpu_memory_utilization = space_.gpu_memory_utilization;
   e.max_model_len = prompt_tokens() + traffic_.osl;   // what the traffic needs (vllm serve --max-model-len)
+  nlohmann::json given = {{"max_num_seqs", e.max_num_seqs}, {"max_num_batched_tokens", e.max_num_batched_tokens}};
+  if (space_.gpu_memory_utilization >= 0) given["gpu_memory_utilization"] = e.gpu_memory_utilization = space_.gpu_memory_utilization;
+  apply_profile(engine_profile(c.engine), *space_.model, gpu, given, e, tp);
   return e;
 }
 
+EngineConfig Search::engine_of(const SearchConfig& c) const {
+  const models::Parallelism& par = c.disaggregated() ? c.topo.decode : c.topo.agg;
+  return engine_of(c, hw::Catalog::global().gpu(c.decode_instance->gpu), par.tp);
+}
+
 const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv,
-                                          const models::Parallelism& par) {
+                                          const models::Parallelism& par, const hw::KernelTables& tables) {
   const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
                           std::to_string(par.tp) + "|" +
-                          std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp);
+                          std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
+                          tables.engine + "-" + tables.version;
   auto it = costs_.find(key);
   if (it == costs_.end())
-    // The kernel tables of the profile the simulation runs (the bounds must not come from others).
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, engine_profile("vllm").kernel_tables)).first;
+    // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables)).first;
   return *it->second;
 }
 
@@ -418,7 +436,6 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const models::ModelSpec& m = *space_.model;
   const hw::GpuSpec& pg = cat.gpu(c.instance->gpu);
   const hw::GpuSpec& dg = cat.gpu(c.decode_instance->gpu);
-  const EngineConfig e = engine_of(c);
   const hw::Precision kv = c.kv_dtype;
   const std::int64_t prompt = prompt_tokens();
   const std::int64_t seq_tokens = prompt + traffic_.osl;
@@ -431,7 +448,7 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   // Memory: every role's plan must fit and hold at least one whole request.
   auto plan_of = [&](const hw::GpuSpec& g, const models::Parallelism& par, const char* role) -> std::optional<models::MemoryPlan> {
     try {
-      models::MemoryPlan p = models::plan_memory(m, g, c.precision, par, e.memory_config(kv));
+      models::MemoryPlan p = models::plan_memory(m, g, c.precision, par, engine_of(c, g, par.tp).memory_config(kv));
       if (p.max_concurrent_seqs(seq_tokens) < 1) {
         b.reason = std::string(role) + " " + shape(par) + " on " + g.name + ": the KV cache holds no request of " +
                    std::to_string(seq_tokens) + " tokens";
@@ -450,8 +467,9 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   if (c.disaggregated() && !plan_of(pg, ppar, "prefill")) return b;
   b.fits = true;
 
-  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar);
-  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar);
+  const hw::KernelTables& tables = engine_profile(c.engine).kernel_tables;
+  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables);
+  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables);
   auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
   const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
   const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
@@ -697,14 +715,10 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.gpu = &cat.gpu(c.instance->gpu);
   d.weights = c.precision;
   d.kv_dtype = c.kv_dtype;
-  // The engine `simulate` runs: the newest vLLM profile for this model and GPU under the knobs the
-  // configuration sets, and its API-server path for aggregated deployments.
-  d.engine = engine_of(c);
-  const nlohmann::json given = {{"max_num_seqs", d.engine.max_num_seqs},
-                                {"max_num_batched_tokens", d.engine.max_num_batched_tokens},
-                                {"gpu_memory_utilization", d.engine.gpu_memory_utilization}};
-  const EngineProfile& profile = engine_profile("vllm");
-  apply_profile(profile, *space_.model, *d.gpu, given, d.engine);
+  // The engine `simulate` runs: the candidate's engine profile for this model and GPU under the
+  // knobs the configuration sets, and its API-server path for aggregated deployments.
+  const EngineProfile& profile = engine_profile(c.engine);
+  d.engine = engine_of(c, *d.gpu, (c.disaggregated() ? c.topo.decode : c.topo.agg).tp);
   // Room for the closed-loop spread of the answer lengths (6 sd), which stands for the clients'
   // desynchronisation: the traffic's real requests need prompt + OSL (the deployment file's).
   // at the most clients a run of this configuration simulates (the list need not be sorted).
@@ -792,6 +806,10 @@ nlohmann::json Search::deployment(int index) const {
   d["max_num_seqs"] = e.max_num_seqs;
   d["max_num_batched_tokens"] = e.max_num_batched_tokens;
   d["gpu_memory_utilization"] = e.gpu_memory_utilization;
+  d["engine"] = c.engine;
+  d["engine_kind"] = std::string(to_string(e.kind));
+  d["cuda_graph_max_bs"] = e.cudagraph_capture_sizes.empty() ? 0 : e.max_cudagraph_capture_size / (1 + e.num_speculative_tokens);
+  d["enable_chunked_prefill"] = e.enable_chunked_prefill;
   d["kind"] = c.disaggregated() ? "disaggregated" : "aggregated";
   d["copies"] = copies;
   d["describe"] = c.label + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");

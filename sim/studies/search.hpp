@@ -41,12 +41,15 @@ struct SearchSpace {
   bool aggregated = true, disaggregated = true;
   bool mixed_gpus = true;                            // disaggregated: prefill on one GPU type, decode on another
   std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode
+  // Engine profiles to rank across ("vllm", "sglang-0.5", ...: servesim list engines), each
+  // candidate run on one of them. A knob value 0 is that engine's default for the GPU.
+  std::vector<std::string> engines = {"vllm"};
   std::vector<int> max_num_seqs = {EngineConfig{}.max_num_seqs};
   std::vector<std::int64_t> max_num_batched_tokens = {EngineConfig{}.max_num_batched_tokens};
   // KV-cache dtypes: "auto" (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16),
   // "bf16", "fp8"; each resolved per precision, the same dtype tried once.
   std::vector<std::string> kv_cache_dtypes = {"auto"};
-  double gpu_memory_utilization = 0.9;
+  double gpu_memory_utilization = 0.9;   // < 0: the engine's (SGLang: its mem_fraction_static heuristic)
   RouterPolicy router = RouterPolicy::least_outstanding;
 };
 
@@ -81,6 +84,7 @@ struct SearchConfig {
   const hw::InstanceSpec* decode_instance = nullptr; // decode workers (== instance unless mixed)
   hw::Precision precision = hw::Precision::bf16;
   hw::Precision kv_dtype = hw::Precision::bf16;      // the KV cache's element type
+  std::string engine = "vllm-0.19";                  // the engine profile it runs on
   int max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 8192;
   int gpus = 0;                                      // one copy
@@ -173,10 +177,14 @@ class Search {
   bool better(const SearchScore& a, const SearchScore& b) const;
   bool cannot_beat(const SearchConfig& c, const SearchBound& b, const SearchScore& incumbent) const;
   DeploymentSpec deployment_spec(const SearchConfig& c) const;
+  // The engine of a candidate's workers on `gpu` at tensor parallel `tp`: its profile under the
+  // configuration's knobs.
+  EngineConfig engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp) const;
   EngineConfig engine_of(const SearchConfig& c) const;
   std::int64_t prompt_tokens() const;
   int vision_tiles() const;
-  const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv, const models::Parallelism& par);
+  const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv, const models::Parallelism& par,
+                                    const hw::KernelTables& tables);
   std::string group_of(int index) const;
 
   SearchSpace space_;

@@ -19,6 +19,7 @@ std::string shape(const models::Parallelism& p) { return p.label(); }
 // an attention data-parallel group runs as one lockstep engine (sim/engine/engine_config.hpp).
 EngineConfig with_block_size(EngineConfig e, const models::MemoryPlan& plan) {
   e.block_size = plan.block_size;
+  e.max_num_seqs = plan.max_num_seqs;   // SGLang's planner caps the running requests by its token pool
   return lockstep_engine(e, plan.dp);
 }
 // The block pool of a worker: one per attention data-parallel rank.

@@ -173,6 +173,23 @@ ErrorStats error_stats(std::vector<double> errors) {
   return s;
 }
 
+std::string point_engine_profile(const MeasuredPoint& p, bool engine_any) {
+  const std::string backend = text::lower(p.backend);
+  const bool own = backend == "vllm" || (!engine_any && (backend == "sglang" || backend == "trtllm"));
+  if (!own) return "";   // the newest vLLM profile
+  // The measured release's profile (vllm-0.16 -> the newest at or below it); versions that are no
+  // engine release (blank, nightlies, Dynamo image tags) or older than every profile of the engine
+  // run its newest (vLLM) or its only profile.
+  if (!p.backend_version.empty()) {
+    try {
+      const auto& prof = engine_profile(backend + "-" + p.backend_version);
+      if (prof.engine == backend) return prof.name;
+    } catch (const Error&) {
+    }
+  }
+  return backend == "vllm" ? "" : engine_profile(backend).name;
+}
+
 void check_base_scenario(const Options& o, const std::string& file) {
   if (o.base.is_null()) return;
   if (!o.base.is_object()) throw Error(file, "", "expected a JSON object (a scenario file)");
@@ -195,9 +212,9 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   if (p.concurrency < 1 && !(p.request_rate > 0))
     cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
   const std::string backend = text::lower(p.backend);
-  if (backend != "vllm" && !o.engine_any)
+  if (backend != "vllm" && backend != "sglang" && backend != "trtllm" && !o.engine_any)
     cannot("engine " + (p.backend.empty() ? std::string("(blank)") : p.backend) +
-           " not modelled (servesim models vLLM; --engine-any runs it with the vLLM engine)");
+           " not modelled (servesim models vllm, sglang, trtllm; --engine-any runs it with the vLLM engine)");
   std::string precision = precision_of(p);
 
   // The layout first (it needs no catalogue), then the model and the GPU.
@@ -248,14 +265,8 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   }
   if (model_file.empty()) s["model"] = m->name;
   else s["model_file"] = std::filesystem::absolute(model_file).string();   // this run's file, never the catalogue
-  // The engine profile of the measured release (vllm-0.16 -> the newest profile at or below it);
-  // unknown versions (nightlies, blanks) run the newest.
-  if (text::lower(p.backend) == "vllm" && !p.backend_version.empty()) {
-    try {
-      s["engine_profile"] = engine_profile("vllm-" + p.backend_version).name;
-    } catch (const Error&) {
-    }
-  }
+  const std::string profile = point_engine_profile(p, o.engine_any);
+  if (!profile.empty()) s["engine_profile"] = profile;
   s["gpu"] = gpu;
   s["precision"] = precision;
   s["expert_parallel_size"] = m->experts > 0 ? ep : 1;
@@ -268,7 +279,10 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     // (its vllm.rule / benchmark rule): --max-num-batched-tokens = max_batch_size + ISL + 1500,
     // --max-model-len = ISL + OSL + 1500, CUDA graphs captured up to max_batch_size, prefix
     // caching off; max_batch_size is the per-attention-rank share of the concurrency. Knobs the
-    // --scenario gives win.
+    // --scenario gives win. SGLang and TRT-LLM points get the same flags by those engines' names
+    // (--chunked-prefill-size / max_num_tokens, --cuda-graph-max-bs / cuda_graph_config
+    // max_batch_size): the harness's rules for those engines are not in the reference
+    // (docs/engines.md, "Validation").
     auto& e = s["engine"];
     if (!e.is_object()) e = nlohmann::json::object();
     const std::int64_t per = std::max<std::int64_t>(1, c / std::max(1, p.attention_dp));

@@ -103,7 +103,7 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
 // How validate sets up and runs the points.
 struct Options {
   std::vector<std::string> backends, modes, gpus, models;   // filters (case-insensitive; empty = all)
-  bool engine_any = false;       // run trtllm/sglang points with servesim's vLLM engine
+  bool engine_any = false;       // run trtllm/sglang points with servesim's vLLM engine (default: each on its own engine)
   // Also run every aggregated closed-loop point of a fixed OSL in both orbits, the clients' train
   // (fixed lengths) and spread out (a kLockSpreadTokens-token sd), to place the measured and the
   // predicted TTFT between them (PointResult::lock_measured / lock_predicted). Three runs a point.
@@ -185,6 +185,10 @@ std::string load_regime(double clients_per_replica, int max_num_seqs);
 
 // The scenario a point is run as, or throws Error with the reason it cannot be modelled.
 nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model);
+// The engine profile a point runs on: its backend's profile of the measured release (the newest of
+// that engine for unknown versions; "" = the newest vLLM); with engine_any, every sglang / trtllm
+// point runs the newest vLLM.
+std::string point_engine_profile(const MeasuredPoint& p, bool engine_any);
 
 // Signed relative error (pred - meas) / meas; NaN when either is missing or meas is not > 0.
 double signed_error(double predicted, double measured);

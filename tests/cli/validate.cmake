@@ -5,7 +5,7 @@ set(SS $<TARGET_FILE:servesim>)
 set(VDATA ${PROJECT_SOURCE_DIR}/tests/sim/data)
 add_test(NAME cli_validate_csv COMMAND ${SS} validate ${VDATA}/validate_sample.csv --model-file ${VDATA}/llama-3.1-8b.json --threads 2)
 set_tests_properties(cli_validate_csv PROPERTIES PASS_REGULAR_EXPRESSION
-  "16 rows -> 14 distinct points \\(1 of them merged from repeats, 2 repeated rows folded in.*14 points: 5 simulated, 9 not modellable.*vllm +llama-3.1-8b +h200 +agg +4 .*Not modellable \\(9 points.*engine trtllm not modelled")
+  "16 rows -> 14 distinct points \\(1 of them merged from repeats, 2 repeated rows folded in.*14 points: 6 simulated, 8 not modellable.*trtllm +llama-3.1-8b +h100 +agg +1 .*vllm +llama-3.1-8b +h200 +agg +4 .*Not modellable \\(8 points")
 add_test(NAME cli_validate_json COMMAND ${SS} validate ${VDATA}/validate_sample.csv --model-file ${VDATA}/llama-3.1-8b.json
          --gpu h200 --mode agg --format json)
 set_tests_properties(cli_validate_json PROPERTIES PASS_REGULAR_EXPRESSION

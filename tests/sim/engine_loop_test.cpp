@@ -129,7 +129,9 @@ TEST(EngineProfile, VersionsResolveToTheNewestAtOrBelow) {
   EXPECT_EQ(engine_profile("VLLM-0.12").name, "vllm-0.12");
   EXPECT_EQ(engine_profile("vllm-0.12.0").name, "vllm-0.12");
   EXPECT_THROW(engine_profile("vllm-0.10"), Error);
-  EXPECT_THROW(engine_profile("sglang"), Error);
+  EXPECT_EQ(engine_profile("sglang-0.5.9").name, "sglang-0.5");
+  EXPECT_THROW(engine_profile("sglang-0.4"), Error);   // older than every SGLang profile
+  EXPECT_THROW(engine_profile("tgi"), Error);
 }
 
 TEST(EngineProfile, AllReduceSwitchPointsByGpuAndTp) {

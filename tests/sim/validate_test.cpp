@@ -196,7 +196,6 @@ TEST(Validate, EveryUnmodellablePointSaysWhy) {
   ASSERT_EQ(r.points.size(), 14u);
   const std::map<std::string, std::string> why{
       {"llama8b_h200_vllm_agg_2000x100_c_tp4_x", "no concurrency recorded"},
-      {"llama8b_h100_trtllm_agg_1024x1024_c8_tp1_a", "engine trtllm not modelled"},
       {"unknown_h200_vllm_agg_1024x1024_c8_tp1_a", "model acme/NotInCatalogue-1B not in the catalogue"},
       {"llama8b_h200_vllm_disagg_1024x1024_c8_noworkers", "without prefill/decode worker counts"},
       {"llama8b_a100_vllm_agg_1024x1024_c8_tp1", "GPU 'a100_sxm' not in the catalogue"},
@@ -214,14 +213,20 @@ TEST(Validate, EveryUnmodellablePointSaysWhy) {
       EXPECT_NE(p.unmodellable.find(it->second), std::string::npos) << p.measured.id << ": " << p.unmodellable;
     }
   }
-  EXPECT_EQ(ran, 5);  // the int4_wo row runs W4A16 (INT4 group-32 weights, Marlin); dense DP2 runs as 2 replicas
-  // With --engine-any the trtllm point runs on the vLLM engine.
-  o.engine_any = true;
+  EXPECT_EQ(ran, 6);  // the int4_wo row runs W4A16 (INT4 group-32 weights, Marlin); dense DP2 runs as 2 replicas;
+                      // the trtllm row runs on the trtllm profile
+  // The trtllm point runs on its own engine by default, and with --engine-any on the vLLM engine.
   o.backends = {"trtllm"};
+  const v::Report own = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  ASSERT_EQ(own.points.size(), 1u);
+  EXPECT_EQ(own.points[0].unmodellable, "");
+  EXPECT_EQ(own.points[0].scenario["engine_profile"], "trtllm-1.3");
+  o.engine_any = true;
   const v::Report t = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   ASSERT_EQ(t.points.size(), 1u);
   EXPECT_EQ(t.filtered_out, 13);
   EXPECT_EQ(t.points[0].unmodellable, "");
+  EXPECT_FALSE(t.points[0].scenario.contains("engine_profile"));   // the newest vLLM
   EXPECT_EQ(t.points[0].scenario["precision"], "bf16");   // blank precision, BF16 checkpoint
 }
 

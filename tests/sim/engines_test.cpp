@@ -1,0 +1,315 @@
+// SGLang and TensorRT-LLM as servesim runs them, against figures a person can check by hand:
+// SGLang's decode stalls for each prefill step (no mixed batches), TRT-LLM's GUARANTEED_NO_EVICT
+// admission (KV blocks / blocks(prompt + max_tokens)), the decode-only CUDA-graph rules, the
+// memory planners' formulas, and which profile a measured point runs on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_cost.hpp"
+#include "sim/engine/cluster.hpp"
+#include "sim/engine/engine_profile.hpp"
+#include "sim/engine/worker.hpp"
+#include "sim/studies/search.hpp"
+#include "sim/validate/validate.hpp"
+#include "workloads/workload.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// A step with prompt tokens costs 50 ms, a decode-only step 10 ms; counts steps that mix both.
+class PrefillDecodeCost : public models::StepCostModel {
+ public:
+  mutable int mixed = 0, prefill = 0, decode = 0;
+  double seconds(const models::StepBatch& b) const override {
+    if (b.prefill_seqs > 0 && b.decode_seqs > 0) ++mixed;
+    if (b.prefill_seqs > 0) {
+      ++prefill;
+      return 0.050;
+    }
+    ++decode;
+    return 0.010;
+  }
+  double encoder_seconds(int) const override { return 0; }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
+  std::string provenance() const override { return "test cost"; }
+};
+
+struct Keep : RequestSink {
+  std::vector<Request> all;
+  void on_finished(const Request& r) override { all.push_back(r); }
+  const Request& by_id(std::uint64_t id) const {
+    return *std::find_if(all.begin(), all.end(), [&](const Request& r) { return r.id == id; });
+  }
+};
+
+EngineConfig plain(EngineKind kind) {
+  EngineConfig c;
+  c.kind = kind;
+  c.step_overhead_s = 0;
+  c.step_overhead_per_seq_s = 0;
+  c.async_scheduling = false;
+  c.max_num_seqs = 64;
+  c.enable_chunked_prefill = kind != EngineKind::trtllm;
+  if (kind == EngineKind::trtllm) c.block_size = 32;
+  return c;
+}
+
+// Requests of `isl` + `osl` tokens reaching the engine at `arrivals_ms`.
+std::vector<Request> run(const EngineConfig& cfg, const models::StepCostModel& cost, std::vector<double> arrivals_ms,
+                         std::int64_t isl, std::int64_t osl, std::int64_t kv_blocks, WorkerStats* stats = nullptr) {
+  ClusterShape shape;
+  shape.kv_blocks = kv_blocks;
+  AggregatedCluster c(shape, cfg, cost);
+  workloads::WorkloadConfig w;
+  w.arrival = workloads::Arrival::schedule;
+  w.schedule_ms = std::make_shared<const std::vector<double>>(std::move(arrivals_ms));
+  w.requests = 0;
+  w.isl = workloads::LengthDist::fixed_at(isl);
+  w.osl = workloads::LengthDist::fixed_at(osl);
+  auto workload = workloads::make_workload(w);
+  Keep k;
+  c.run(*workload, k);
+  if (stats) *stats = c.workers().front().stats();
+  return k.all;
+}
+
+// Request A (10 + 100 tokens) at t = 0, B at 205 ms. A: prefill 0-50 ms (first token at 50), decode
+// steps of 10 ms to 210 ms (tokens 2..17). SGLang then runs B's prefill alone (210-260 ms) while A
+// waits, so A's remaining 83 tokens end at 260 + 83 x 10 = 1090 ms: A's ITL is the decode step plus
+// the interleaved prefill step spread over its 99 gaps, (99 x 10 + 50) / 99 = 10.505 ms. vLLM and
+// TRT-LLM put A's decode into B's prefill step (one 50 ms mixed step): A ends at 1080 ms.
+TEST(Engines, SglangDecodeWaitsForEachPrefillStep) {
+  PrefillDecodeCost cost;
+  const auto sg = run(plain(EngineKind::sglang), cost, {0.0, 205.0}, 10, 100, 100000);
+  EXPECT_EQ(cost.mixed, 0);
+  const Request& a = sg[0].id == 0 ? sg[0] : sg[1];
+  EXPECT_NEAR(a.first_token_s, 0.050, 1e-9);
+  EXPECT_NEAR(a.finish_s, 1.090, 1e-9);
+  EXPECT_NEAR((a.finish_s - a.first_token_s) / 99, (99 * 0.010 + 0.050) / 99, 1e-9);
+  for (EngineKind k : {EngineKind::vllm, EngineKind::trtllm}) {
+    PrefillDecodeCost mixed_cost;
+    const auto r = run(plain(k), mixed_cost, {0.0, 205.0}, 10, 100, 100000);
+    EXPECT_EQ(mixed_cost.mixed, 1) << to_string(k);
+    const Request& x = r[0].id == 0 ? r[0] : r[1];
+    EXPECT_NEAR(x.finish_s, 1.080, 1e-9) << to_string(k);
+  }
+}
+
+// SGLang chunks one prompt at a time at chunked_prefill_size (max_num_batched_tokens): a 2,500-token
+// prompt with a 1,000-token budget takes 3 prefill steps (1,000 + 1,000 + 500), the first token after
+// the third: 3 x 50 ms.
+TEST(Engines, SglangChunksOnePromptAtATime) {
+  PrefillDecodeCost cost;
+  EngineConfig c = plain(EngineKind::sglang);
+  c.max_num_batched_tokens = 1000;
+  const auto r = run(c, cost, {0.0}, 2500, 5, 100000);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(cost.prefill, 3);
+  EXPECT_NEAR(r[0].first_token_s, 0.150, 1e-9);
+}
+
+// GUARANTEED_NO_EVICT: each request of 100 + 200 tokens reserves ceil(300 / 32) = 10 blocks when it
+// is admitted, so a pool of 35 blocks runs 3 at once (30 blocks) and never evicts; the other 5 of 8
+// wait for a finished request's blocks. vLLM's incremental allocation admits all 8 at first
+// (ceil(101 / 32) = 4 blocks each, 32 of 35) and preempts when they grow.
+TEST(Engines, TrtllmAdmitsWhatItsBlocksGuarantee) {
+  PrefillDecodeCost cost;
+  WorkerStats st;
+  const auto r = run(plain(EngineKind::trtllm), cost, std::vector<double>(8, 0.0), 100, 200, 35, &st);
+  ASSERT_EQ(r.size(), 8u);
+  double first_finish = 1e9;
+  for (const auto& q : r) first_finish = std::min(first_finish, q.finish_s);
+  int before = 0;
+  for (const auto& q : r) before += q.first_token_s < first_finish;
+  EXPECT_EQ(before, 35 / ((100 + 200 + 31) / 32));   // 3
+  EXPECT_EQ(st.preemptions, 0);
+  EXPECT_LE(st.peak_kv_blocks, 30);
+  for (const auto& q : r) EXPECT_EQ(q.generated, 200);
+
+  EngineConfig v = plain(EngineKind::vllm);
+  v.block_size = 32;
+  WorkerStats vs;
+  PrefillDecodeCost vcost;
+  run(v, vcost, std::vector<double>(8, 0.0), 100, 200, 35, &vs);
+  EXPECT_GT(vs.preemptions, 0);
+}
+
+// TRT-LLM without chunked prefill refuses a prompt longer than max_num_tokens.
+TEST(Engines, TrtllmRefusesPromptsBeyondMaxNumTokens) {
+  PrefillDecodeCost cost;
+  EngineConfig c = plain(EngineKind::trtllm);
+  c.max_num_batched_tokens = 1000;
+  EXPECT_THROW(run(c, cost, {0.0}, 1001, 5, 100000), Error);
+}
+
+// SGLang admits optimistically (new_token_ratio) and retracts when the pool is full. Two requests of
+// 10 + 800 tokens, a pool of 1,500 token slots: A is admitted (810 < 1,500) and B is not (1,500 - 810
+// = 690 left), but once A runs it is charged only 0.7 x its 799 remaining tokens, so B fits the next
+// step (1,489 - 559.3 = 929.7 > 810). Together they need 1,620 slots: A (the longer output) is
+// retracted when the pool runs out, recomputed later, and both still get their 800 tokens.
+TEST(Engines, SglangRetractsWhenThePoolIsFull) {
+  PrefillDecodeCost cost;
+  EngineConfig c = plain(EngineKind::sglang);
+  c.block_size = 1;
+  WorkerStats st;
+  const auto r = run(c, cost, {0.0, 0.0}, 10, 800, 1500, &st);
+  ASSERT_EQ(r.size(), 2u);
+  for (const auto& q : r) EXPECT_EQ(q.generated, 800);
+  EXPECT_EQ(st.preemptions, 1);
+  EXPECT_LE(st.peak_kv_blocks, 1500);
+  const Request& a = r[0].id == 0 ? r[0] : r[1];
+  const Request& b = r[0].id == 0 ? r[1] : r[0];
+  EXPECT_EQ(a.preemptions, 1);
+  EXPECT_EQ(b.preemptions, 0);
+  EXPECT_GT(a.finish_s, b.finish_s);
+}
+
+EngineConfig profiled(const std::string& name, const std::string& gpu, int tp) {
+  EngineConfig e;
+  apply_profile(engine_profile(name), models::model("llama-3.1-8b"), hw::Catalog::global().gpu(gpu), nlohmann::json::object(), e, tp);
+  return e;
+}
+
+// TRT-LLM captures decode batches 1..31, 32, 64, 128 and pads none: a batch of 40 launches every
+// kernel from the host, 32 replays its graph. Any step with a prompt runs eagerly.
+TEST(Engines, TrtllmGraphsOnlyForCapturedDecodeSizes) {
+  const EngineConfig e = profiled("trtllm", "H200", 1);
+  ASSERT_EQ(e.cudagraph_capture_sizes.size(), 34u);
+  EXPECT_EQ(e.cudagraph_capture_sizes[30], 31);
+  EXPECT_EQ(e.cudagraph_capture_sizes.back(), 128);
+  const auto& m = models::model("llama-3.1-8b");
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  auto cost = models::make_step_cost(m, gpu, hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16);
+  Worker w(e, *cost, 1000, {}, 0);
+  EXPECT_TRUE(w.replays_full_graph(32, true));
+  EXPECT_TRUE(w.replays_full_graph(64, true));
+  EXPECT_FALSE(w.replays_full_graph(40, true));
+  EXPECT_FALSE(w.replays_full_graph(129, true));
+  EXPECT_EQ(w.launch_seconds(32, true), 0.0);
+  const double eager = w.launch_seconds(40, true);
+  EXPECT_GT(eager, 0.0);
+  EXPECT_EQ(w.launch_seconds(64, false), eager);   // a context request in the batch: eager
+  EXPECT_EQ(w.padded_tokens(40), 64);               // (what padding would do; TRT-LLM does not)
+}
+
+// SGLang pads decode batches up to cuda_graph_max_bs (256 below TP 4 on a 60-160 GiB GPU, 512 from
+// TP 4): [1,2,4,8,12] + 16..256 step 8 = 36 sizes; 52 up to 512. Prefill steps run eagerly.
+TEST(Engines, SglangDecodeGraphsPaddedToCudaGraphMaxBs) {
+  const EngineConfig tp1 = profiled("sglang", "H200", 1);
+  EXPECT_EQ(tp1.cudagraph_capture_sizes.size(), 36u);
+  EXPECT_EQ(tp1.max_cudagraph_capture_size, 256);
+  EXPECT_EQ(profiled("sglang", "H200", 4).cudagraph_capture_sizes.size(), 52u);
+  EXPECT_EQ(profiled("sglang", "B200", 1).max_cudagraph_capture_size, 512);
+  EXPECT_EQ(tp1.max_num_batched_tokens, 8192);                            // chunked_prefill_size on H200
+  EXPECT_EQ(profiled("sglang", "B200", 1).max_num_batched_tokens, 16384);  // >= 160 GiB
+  EXPECT_EQ(tp1.block_size, 1);                                           // FA3 on Hopper
+  EXPECT_EQ(profiled("sglang", "B200", 1).block_size, 64);                // trtllm_mha on Blackwell
+  const auto& m = models::model("llama-3.1-8b");
+  auto cost = models::make_step_cost(m, hw::Catalog::global().gpu("H200"), hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16);
+  Worker w(tp1, *cost, 1000, {}, 0);
+  EXPECT_TRUE(w.replays_full_graph(41, true));
+  EXPECT_EQ(w.padded_tokens(41), 48);
+  EXPECT_FALSE(w.replays_full_graph(257, true));
+  EXPECT_GT(w.launch_seconds(100, false), 0.0);
+}
+
+// mem_fraction_static = round((total - reserved) / total, 3), MiB: H100 TP1 (81,920 MiB) reserves
+// 512 + 8192 x 1.5 + 256 x 2 + 1 / 8 x 1024 = 13,440 -> 0.836; B200 TP1 (184,320 MiB) reserves
+// 512 + 16384 x 1.5 + 512 x 2 + 128 = 26,240 -> 0.857; a small budget is raised to 10 GiB above 60 GiB.
+TEST(Engines, SglangMemFractionStaticHeuristic) {
+  const double mib = 1024.0 * 1024.0;
+  EXPECT_DOUBLE_EQ(models::sglang_mem_fraction_static(81920 * mib, 8192, 256, 1, 1, false), 0.836);
+  EXPECT_DOUBLE_EQ(models::sglang_mem_fraction_static(184320 * mib, 16384, 512, 1, 1, false), 0.858);
+  // 512 + 3072 + 16 + 128 = 3,728 MiB < 10 GiB floor: (81,920 - 10,240) / 81,920 = 0.875.
+  EXPECT_DOUBLE_EQ(models::sglang_mem_fraction_static(81920 * mib, 2048, 8, 1, 1, false), 0.875);
+  // MTP adds 2 GiB: 13,440 + 2,048 -> (81,920 - 15,488) / 81,920 = 0.811.
+  EXPECT_DOUBLE_EQ(models::sglang_mem_fraction_static(81920 * mib, 8192, 256, 1, 1, true), 0.811);
+  // Request slots: min(max(tokens / context x 512, 2048), 4096), at most tokens / 2.
+  EXPECT_EQ(models::sglang_max_running_requests(1000000, 131072), 3906);
+  EXPECT_EQ(models::sglang_max_running_requests(10000, 8192), 2048);
+  EXPECT_EQ(models::sglang_max_running_requests(3000, 8192), 1500);
+}
+
+// The pools against the reference formulas, from the plan's own parts. SGLang: mem_fraction_static
+// x total - weights - CUDA context - communicator buffers, one token per page. TRT-LLM: 0.9 x
+// (total - peak), peak = weights + activations + graphs + context + buffers, 32-token blocks.
+TEST(Engines, MemoryPlannersPoolSizes) {
+  const auto& m = models::model("llama-3.1-8b");
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  for (const char* name : {"sglang", "trtllm"}) {
+    const EngineConfig e = profiled(name, "H200", 1);
+    const auto p = models::plan_memory(m, gpu, hw::Precision::bf16, {1, 1, 1}, e.memory_config(hw::Precision::bf16));
+    // Llama-3.1-8B: 32 layers x 8 KV heads x 128 x (K + V) x 2 bytes = 131,072 bytes per token.
+    EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 131072.0);
+    if (std::string(name) == "sglang") {
+      const double f = models::sglang_mem_fraction_static(gpu.hbm_usable_bytes, 8192, 256, 1, 1, false);
+      EXPECT_DOUBLE_EQ(p.memory_fraction, f);
+      EXPECT_NEAR(p.cache_bytes, f * gpu.hbm_usable_bytes - p.weight_bytes - p.context_bytes - p.reserve_bytes, 1.0);
+      EXPECT_EQ(p.block_size, 1);
+      EXPECT_EQ(p.num_kv_blocks, std::int64_t(std::floor(p.cache_bytes / 131072.0)) - 1);   // the padding slot
+      EXPECT_EQ(p.max_num_seqs, models::sglang_max_running_requests(p.num_kv_blocks, p.max_model_len));
+    } else {
+      const double peak = p.weight_bytes + p.activation_bytes + p.cuda_graph_bytes + p.context_bytes + p.reserve_bytes;
+      EXPECT_NEAR(p.cache_bytes, 0.9 * (gpu.hbm_usable_bytes - peak), 1.0);
+      EXPECT_EQ(p.block_size, 32);
+      EXPECT_EQ(p.num_kv_blocks, std::int64_t(std::floor(p.cache_bytes / (32 * 131072.0))) - 1);
+    }
+  }
+}
+
+// A measured point runs on its backend's profile; --engine-any runs sglang / trtllm as the newest vLLM.
+TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
+  validate::MeasuredPoint p;
+  p.backend = "sglang";
+  p.backend_version = "0.5.9";
+  EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5");
+  EXPECT_EQ(validate::point_engine_profile(p, true), "");
+  p.backend = "trtllm";
+  p.backend_version = "1.2.0rc6.post2";   // older than every TRT-LLM profile: the only one
+  EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.3");
+  p.backend_version = "";
+  EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.3");
+  p.backend = "vllm";
+  p.backend_version = "0.16.0";
+  EXPECT_EQ(validate::point_engine_profile(p, true), "vllm-0.14");
+  EXPECT_EQ(engine_profile("sglang").name, "sglang-0.5");
+  EXPECT_EQ(engine_profile("trtllm").name, "trtllm-1.3");
+}
+
+// search --engine vllm,sglang,trtllm: every candidate once per engine, each knob at its engine's default.
+TEST(Engines, SearchRanksAcrossEngines) {
+  SearchSpace sp;
+  sp.model = &models::model("llama-3.1-8b");
+  sp.instances = {&hw::Catalog::global().instance("p5en.48xlarge")};
+  sp.precisions = {hw::Precision::bf16};
+  sp.tp = {1};
+  sp.dp = {1};
+  sp.disaggregated = false;
+  sp.engines = {"vllm", "sglang", "trtllm"};
+  sp.max_num_seqs = {0};
+  sp.max_num_batched_tokens = {0};
+  SearchTraffic t;
+  t.isl = 1000;
+  t.osl = 100;
+  t.concurrency = {4};
+  SearchGoal g;
+  g.ttft_ms = 5000;
+  g.itl_ms = 100;
+  Search s(sp, t, g);
+  ASSERT_EQ(s.configs().size(), 3u);
+  EXPECT_EQ(s.configs()[0].engine, "vllm-0.19");
+  EXPECT_EQ(s.configs()[1].engine, "sglang-0.5");
+  EXPECT_EQ(s.configs()[2].engine, "trtllm-1.3");
+  EXPECT_EQ(s.configs()[0].max_num_seqs, 1024);
+  EXPECT_EQ(s.configs()[2].max_num_seqs, 2048);
+  EXPECT_EQ(s.configs()[1].max_num_batched_tokens, 8192);
+}
+
+}  // namespace
+}  // namespace servesim::sim
