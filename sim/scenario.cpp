@@ -190,7 +190,7 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     s.frontend_json = s.json.at("frontend");
     workloads::parse_frontend(j.object("frontend"), workloads::FrontendConfig{});   // validate the fields now
   }
-  if (j.has("router")) s.router = parse_router(j.string("router"), file);
+  if (j.has("router")) s.router = parse_router_json(j, s.kv_router);
   if (j.has("seed")) {
     const std::int64_t seed = j.integer("seed");
     if (seed < 0) j.fail("seed", "must be >= 0");

@@ -44,6 +44,7 @@ struct Scenario {
   std::string engine_profile = "vllm";     // "engine_profile": vllm (newest), vllm-0.12, ...
   nlohmann::json frontend_json;            // "frontend" object (null: the profile's priors)
   RouterPolicy router = RouterPolicy::round_robin;
+  KvRouterConfig kv_router;                // "router": {"kind": "kv", ...}
   std::uint64_t seed = 0;                  // overrides the workload's seed
   workloads::WorkloadConfig workload;
   TopologySpec topology;

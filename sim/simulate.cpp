@@ -16,6 +16,7 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
+#include "sim/router/kv_router.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
@@ -67,6 +68,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.frontend = resolved_frontend(s);
   d.mtp = mtp_of(s, m);
   d.router = s.router;
+  d.kv_router = s.kv_router;
   d.seed = s.workload.seed;
   TopologyChoice c;
   c.agg = c.prefill = c.decode = c.encode = s.par;
@@ -260,11 +262,22 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
   shape.kv_demand = p.plan.kv.demand;
   shape.router = s.router;
+  shape.kv_router = s.kv_router;
   shape.seed = w.seed;
   AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
   MetricsSink sink(r.metrics);
-  r.end_s = cluster.run(*workload, sink);
+  if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
+    SessionSink turns(sink, *sessions);
+    r.end_s = cluster.run(*workload, turns);
+    r.turns = turns.summary();
+  } else {
+    r.end_s = cluster.run(*workload, sink);
+  }
+  if (const KvRouter* kv = cluster.router().kv_router()) {
+    r.routed_blocks = kv->routed_blocks();
+    r.routed_overlap_blocks = kv->routed_overlap_blocks();
+  }
   r.events = cluster.events_processed();
   r.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;
   r.plan = p.plan;
@@ -305,6 +318,30 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   j["prefix_cache"] = {{"prompt_tokens", r.prompt_tokens},
                        {"cached_tokens", r.prompt_tokens_cached},
                        {"hit_fraction", r.prefix_hit_fraction()}};
+  {   // overall and per replica (KV-aware routing's effect shows per replica)
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& w : r.workers)
+      per.push_back(w.prompt_tokens > 0 ? double(w.prompt_tokens_cached) / double(w.prompt_tokens) : 0.0);
+    j["prefix_cache_hit_rate"] = {{"overall", r.prefix_hit_fraction()}, {"per_replica", per}};
+    j["router"] = {{"kind", std::string(to_string(s.router))}};
+    if (s.router == RouterPolicy::kv)
+      j["router"].update({{"overlap_score_weight", s.kv_router.overlap_score_weight},
+                          {"router_temperature", s.kv_router.router_temperature},
+                          {"kv_event_delay_ms", 1e3 * s.kv_router.kv_event_delay_s},
+                          {"routed_blocks", r.routed_blocks},
+                          {"expected_overlap_blocks", r.routed_overlap_blocks}});
+  }
+  if (!r.turns.empty()) {
+    nlohmann::json turns = nlohmann::json::array();
+    for (const auto& t : r.turns)
+      turns.push_back({{"turn", t.turn + 1},
+                       {"requests", t.requests},
+                       {"prompt_tokens_avg", t.prompt_tokens_avg},
+                       {"prefix_cache_hit_rate", t.hit_fraction()},
+                       {"time_to_first_token_ms", {{"avg", t.ttft_ms.avg}, {"p50", t.ttft_ms.p50}, {"p90", t.ttft_ms.p90}}},
+                       {"inter_token_latency_ms", {{"avg", t.itl_ms.avg}, {"p50", t.itl_ms.p50}, {"p90", t.itl_ms.p90}}}});
+    j["sessions"] = {{"per_turn", turns}};
+  }
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;

@@ -16,6 +16,7 @@
 #include "workloads/frontend.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/session_metrics.hpp"
 #include "sim/topology/disagg_cluster.hpp"
 
 namespace servesim::sim {
@@ -71,6 +72,9 @@ struct SimResult {
   double prefill_step_s = 0;     // summed over replicas
   std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;   // admitted prompts (warm-up included); prefix-cache hits
   double prefix_hit_fraction() const { return prompt_tokens > 0 ? double(prompt_tokens_cached) / double(prompt_tokens) : 0.0; }
+  std::vector<TurnSummary> turns;   // multi-turn sessions: per turn index
+  // KV router: prompt blocks routed, and those it expected the chosen replica to hold.
+  std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;
   double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }
   double prefill_duty() const {   // over the workers that prefill (a disaggregated decode worker does not)
     const auto n = std::count_if(workers.begin(), workers.end(), [](const WorkerStats& w) { return w.prefill_step_s > 0; });

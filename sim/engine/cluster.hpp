@@ -17,6 +17,7 @@
 #include "sim/engine/worker.hpp"
 #include "sim/router/router.hpp"
 #include "workloads/frontend.hpp"
+#include "workloads/sessions.hpp"
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
@@ -34,6 +35,7 @@ struct ClusterShape {
   std::int64_t kv_blocks = 0;   // per replica, usable blocks of the memory plan's pool
   models::KvDemand kv_demand;   // what a request holds in it (attention groups, state groups)
   RouterPolicy router = RouterPolicy::round_robin;
+  KvRouterConfig kv_router;     // RouterPolicy::kv (its block_size is the engine's)
   std::uint64_t seed = 0;
 };
 
@@ -48,6 +50,7 @@ class AggregatedCluster {
   double run(workloads::Workload& workload, RequestSink& sink);
 
   const std::vector<Worker>& workers() const { return workers_; }
+  const Router& router() const { return router_; }
   std::uint64_t events_processed() const { return events_; }
   // Warm-up requests whose responses completed (closed loop).
   std::int64_t warmup_completed() const { return warm_done_; }
@@ -69,6 +72,8 @@ class AggregatedCluster {
   void wake(int w, double now_s);
   void step_end(int w, double now_s);
   void step_start(int w, double now_s);
+  void kv_events(int w, double now_s);
+  void session_done(const Request& r);
 
   std::vector<Worker> workers_;
   Router router_;
@@ -81,6 +86,11 @@ class AggregatedCluster {
   std::optional<workloads::ClosedLoopClients> clients_;
   RequestSink* sink_ = nullptr;
   std::optional<workloads::RequestSpec> next_arrival_;  // open loop: the one request announced
+  // Multi-turn sessions: the next turns announced (one per session at most), by event payload.
+  workloads::SessionWorkload* sessions_ = nullptr;
+  std::vector<workloads::RequestSpec> turns_;
+  std::vector<std::int32_t> free_turns_;
+  std::vector<std::vector<KvEvent>> kv_logs_;           // per replica, drained into the KV router
   std::int64_t issued_ = 0, warmup_ = 0;
   std::uint64_t events_ = 0;
   // Frontend.

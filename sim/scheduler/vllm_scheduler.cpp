@@ -88,7 +88,8 @@ std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_
   r.warmup = warmup;
   r.preamble_tokens = cfg_.response_preamble_tokens;
   if (pool_.prefix_caching())
-    block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.input_tokens, cfg_.block_size, r.block_keys);
+    block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.hashed_tokens > 0 ? spec.hashed_tokens : spec.input_tokens,
+               cfg_.block_size, r.block_keys);
   return slot;
 }
 
@@ -387,6 +388,9 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
       if (prev <= preamble + 1 && r.generated > preamble + 1) r.second_token_s = emit_s;
     }
     if (h.left == 0) {
+      // Prefix-cache hook: the answer's full blocks whose content the request's keys describe (a
+      // session's next turn re-sends it) join the cache as vLLM caches every full block.
+      if (r.keyed_blocks < static_cast<std::int64_t>(r.block_keys.size())) publish_blocks(r);
       r.phase = Phase::finished;
       r.finish_s = emit_s;
       if (std::isnan(r.first_token_s)) r.first_token_s = emit_s;  // all preamble: seen at the end

@@ -74,6 +74,8 @@ class VllmScheduler {
   Request& request(std::int32_t slot) { return slots_[static_cast<std::size_t>(slot)]; }
   const Request& request(std::int32_t slot) const { return slots_[static_cast<std::size_t>(slot)]; }
   const KvBlockPool& pool() const { return pool_; }
+  // KV events of the prefix cache (hashes stored / evicted) appended to `log` (null: off).
+  void set_kv_event_log(std::vector<KvEvent>* log) { pool_.set_event_log(log); }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
   int num_scheduled() const { return scheduled_; }

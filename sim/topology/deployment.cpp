@@ -178,6 +178,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     shape.kv_blocks = pool_blocks(agg_.plan);
     shape.kv_demand = agg_.plan.kv.demand;
     shape.router = spec_.router;
+    shape.kv_router = spec_.kv_router;
     shape.seed = spec_.seed;
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
                               spec_.frontend ? &*spec_.frontend : nullptr);
@@ -185,6 +186,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     out.end_s = cluster.run(*workload, sink);
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   } else {
+    if (wc.arrival == workloads::Arrival::sessions)
+      throw Error("workload", "sessions", "multi-turn sessions run on aggregated topologies only (disaggregated: not modelled)");
     DisaggShape shape;
     shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
                      prefill_.cost.get(), pool_blocks(prefill_.plan), prefill_.plan.kv.demand};

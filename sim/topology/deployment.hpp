@@ -53,6 +53,7 @@ struct DeploymentSpec {
   std::optional<workloads::FrontendConfig> frontend;
   MtpConfig mtp;                          // speculative decoding on decode-carrying workers
   RouterPolicy router = RouterPolicy::least_outstanding;
+  KvRouterConfig kv_router;
   std::uint64_t seed = 0;
 };
 
