@@ -17,6 +17,7 @@
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
 #include "sim/router/kv_router.hpp"
+#include "sim/kv_offload_setup.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
@@ -174,6 +175,8 @@ Prepared prepare(const Scenario& s) {
                                                "'s max_position_embeddings (" + std::to_string(m.max_context) +
                                                "), which vLLM refuses");
   if (s.topology.present) {
+    if (!s.kv_offload_json.is_null())
+      throw Error(f, "kv_offload", "offload tiers are modelled for replicas without a \"topology\" (use gpus and tensor_parallel_size)");
     p.deployment = make_deployment(s, m);
     return p;
   }
@@ -192,6 +195,15 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
+  if (!s.kv_offload_json.is_null()) {
+    if (!p.engine.enable_prefix_caching)
+      throw Error(f, "kv_offload", "offload tiers hold prefix-cache blocks: turn engine.enable_prefix_caching on "
+                                   "(--enable-prefix-caching; vLLM leaves it off for hybrid models)");
+    const hw::InstanceSpec* inst = nullptr;
+    for (const auto& i : hw::Catalog::global().instances())
+      if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
+    p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
+  }
   auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);
@@ -263,6 +275,10 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   shape.kv_demand = p.plan.kv.demand;
   shape.router = s.router;
   shape.kv_router = s.kv_router;
+  shape.offload = p.offload;
+  shape.offload_block_bytes = p.plan.kv.bytes_per_block;
+  shape.offload_state_bytes = double(p.plan.kv.demand.state_groups) * p.plan.kv.bytes_per_block;
+  shape.gpus_per_replica = s.gpus_per_replica();
   shape.seed = w.seed;
   AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
@@ -283,6 +299,23 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
   for (const Worker& worker : cluster.workers()) add_worker(r, worker.stats());
+  r.offload = p.offload;
+  for (const Worker& worker : cluster.workers()) {
+    const KvOffload* o = worker.scheduler().offload();
+    if (!o) continue;
+    r.offload_stats.resize(o->stats().size());
+    for (std::size_t t = 0; t < o->stats().size(); ++t) {
+      const OffloadTierStats& x = o->stats()[t];
+      OffloadTierStats& y = r.offload_stats[t];
+      y.capacity_blocks += x.capacity_blocks;
+      y.stored_blocks += x.stored_blocks;
+      y.hit_blocks += x.hit_blocks;
+      y.hit_tokens += x.hit_tokens;
+      y.transfers += x.transfers;
+      y.bytes_onboarded += x.bytes_onboarded;
+      y.seconds += x.seconds;
+    }
+  }
   r.engine = p.engine;
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -330,6 +363,31 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
                           {"kv_event_delay_ms", 1e3 * s.kv_router.kv_event_delay_s},
                           {"routed_blocks", r.routed_blocks},
                           {"expected_overlap_blocks", r.routed_overlap_blocks}});
+  }
+  if (r.offload.enabled()) {   // per tier: capacity, what moved in, hits and bytes onboarded (per GPU)
+    nlohmann::json tiers = nlohmann::json::array();
+    std::int64_t tier_hits = 0;
+    for (std::size_t t = 0; t < r.offload.tiers.size(); ++t) {
+      const OffloadTier& c = r.offload.tiers[t];
+      const OffloadTierStats x = t < r.offload_stats.size() ? r.offload_stats[t] : OffloadTierStats{};
+      tier_hits += x.hit_tokens;
+      tiers.push_back({{"tier", c.name},
+                       {"capacity_gib_per_replica", c.capacity_bytes / (1024.0 * 1024.0 * 1024.0)},
+                       {"capacity_blocks", x.capacity_blocks},
+                       {"bytes_per_s", c.bytes_per_s},
+                       {"latency_us", 1e6 * c.latency_s},
+                       {"blocks_stored", x.stored_blocks},
+                       {"hit_blocks", x.hit_blocks},
+                       {"hit_tokens", x.hit_tokens},
+                       {"hit_rate", r.prompt_tokens > 0 ? double(x.hit_tokens) / double(r.prompt_tokens) : 0.0},
+                       {"onboard_transfers", x.transfers},
+                       {"bytes_moved_per_gpu", x.bytes_onboarded},
+                       {"onboard_seconds", x.seconds},
+                       {"source", c.source}});
+    }
+    j["offload"] = {{"overlap", r.offload.overlap},
+                    {"gpu_hit_rate", r.prompt_tokens > 0 ? double(r.prompt_tokens_cached - tier_hits) / double(r.prompt_tokens) : 0.0},
+                    {"tiers", tiers}};
   }
   if (!r.turns.empty()) {
     nlohmann::json turns = nlohmann::json::array();

@@ -32,6 +32,7 @@ struct Prepared {
   std::shared_ptr<const models::StepCostModel> cost;
   EngineConfig engine;           // the profile's defaults applied; max_model_len and block_size resolved from the plan
   workloads::FrontendConfig frontend;   // client + API-server path (aggregated runs)
+  OffloadConfig offload;                // KV offload tiers (aggregated runs without a topology)
   int replicas = 1;
   // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
   std::shared_ptr<const Deployment> deployment;
@@ -73,6 +74,8 @@ struct SimResult {
   std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;   // admitted prompts (warm-up included); prefix-cache hits
   double prefix_hit_fraction() const { return prompt_tokens > 0 ? double(prompt_tokens_cached) / double(prompt_tokens) : 0.0; }
   std::vector<TurnSummary> turns;   // multi-turn sessions: per turn index
+  OffloadConfig offload;                       // the tiers the run had
+  std::vector<OffloadTierStats> offload_stats; // per tier, summed over replicas
   // KV router: prompt blocks routed, and those it expected the chosen replica to hold.
   std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;
   double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }

@@ -29,6 +29,7 @@
 #include "sim/resolve.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
+#include "sim/kv_offload_setup.hpp"
 #include "sim/validate/run_bands.hpp"
 
 namespace servesim::cli {
@@ -61,6 +62,8 @@ struct SimOpts {
   std::optional<double> think_time_s, start_spread_s, overlap_score_weight, router_temperature, kv_event_delay_ms;
   std::optional<std::int64_t> turn_isl, shared_prefix_tokens, session_block_tokens;
   std::string session_trace;
+  std::string kv_offload;
+  bool kv_offload_overlap = false;
 };
 
 void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
@@ -103,6 +106,8 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--turn-isl", o.turn_isl, "New tokens of each later turn (default --isl)")->group(ds);
   c.add_option("--shared-prefix-tokens", o.shared_prefix_tokens, "A prefix every session's first turn shares (system prompt, tools)")->group(ds);
   c.add_option("--session-block-tokens", o.session_block_tokens, "Content granularity of session prefix hashes (default 64; a trace's 512)")->group(ds);
+  c.add_option("--kv-offload", o.kv_offload, "KV offload tiers per replica: cpu:GIB[,disk:GIB] (evicted prefix-cache blocks move there; hits onboard them)")->group(ds);
+  c.add_flag("--kv-offload-overlap", o.kv_offload_overlap, "Onboarding overlaps the step's compute (default: adds to it)")->group(ds);
   c.add_option("--session-trace", o.session_trace, "Session trace JSONL: session_id, input_length (new), output_length, delay_ms, hash_ids")->group(ds);
   c.add_option("--max-num-seqs", o.max_num_seqs, "vLLM max_num_seqs");
   c.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "vLLM max_num_batched_tokens");
@@ -242,6 +247,11 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (!o.precision.empty()) j["precision"] = o.precision;
   if (!o.kv_cache_dtype.empty()) j["kv_cache_dtype"] = o.kv_cache_dtype;
   if (!o.router.empty()) j["router"] = o.router;
+  if (!o.kv_offload.empty()) j["kv_offload"] = sim::parse_offload_flag(o.kv_offload);
+  if (o.kv_offload_overlap) {
+    if (!j.contains("kv_offload") || !j["kv_offload"].is_object()) throw Error("--kv-offload-overlap", "", "needs --kv-offload");
+    j["kv_offload"]["overlap"] = true;
+  }
   if (o.overlap_score_weight || o.router_temperature || o.kv_event_delay_ms) {
     if (j.contains("router") && j["router"].is_string()) j["router"] = {{"kind", j["router"]}};
     if (!j.contains("router")) throw Error("--overlap-score-weight", "", "the KV router's knobs need --router kv");
@@ -454,6 +464,22 @@ std::string prefix_cache_lines(const sim::Scenario& s, const sim::SimResult& r) 
   else if (r.plan.block_size > 16)
     out += "  hits come in whole " + std::to_string(r.plan.block_size) +
            "-token blocks (the hybrid model's block, sized to hold a Mamba state page): a shared prefix shorter than that never hits\n";
+  if (r.offload.enabled()) {
+    std::int64_t tier_hits = 0;
+    for (std::size_t t = 0; t < r.offload.tiers.size(); ++t) {
+      const auto& c = r.offload.tiers[t];
+      const sim::OffloadTierStats x = t < r.offload_stats.size() ? r.offload_stats[t] : sim::OffloadTierStats{};
+      tier_hits += x.hit_tokens;
+      out += "  offload " + c.name + ": " + fixed(c.capacity_bytes / (1024.0 * 1024 * 1024), 0) + " GiB per replica (" +
+             std::to_string(x.capacity_blocks) + " blocks in all), " + fixed(c.bytes_per_s / 1e9, 1) + " GB/s + " +
+             fixed(1e6 * c.latency_s, 1) + " us per transfer per GPU; " + std::to_string(x.stored_blocks) + " blocks stored, " +
+             fixed(r.prompt_tokens > 0 ? 100.0 * double(x.hit_tokens) / double(r.prompt_tokens) : 0.0, 1) +
+             "% of prompt tokens onboarded from it (" + human_bytes(x.bytes_onboarded) + " per GPU, " + fixed(x.seconds, 3) + " s" +
+             (r.offload.overlap ? ", overlapped with compute)" : ", added to the steps)") + "\n";
+    }
+    out += "  GPU prefix cache: " + fixed(r.prompt_tokens > 0 ? 100.0 * double(r.prompt_tokens_cached - tier_hits) / double(r.prompt_tokens) : 0.0, 1) +
+           "% of prompt tokens\n";
+  }
   if (s.router == sim::RouterPolicy::kv && r.routed_blocks > 0)
     out += "  kv router: expected " + fixed(100.0 * double(r.routed_overlap_blocks) / double(r.routed_blocks), 1) +
            "% of routed prompt blocks cached where it sent them (overlap_score_weight " + compact(s.kv_router.overlap_score_weight) +
@@ -551,7 +577,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (r.prefill_train() && !r.cohort_locked() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
                                 "closed loops at light load often wait less, see README)"
                               : "") + "\n";
-  if (r.prompt_tokens_cached > 0 || s.router == sim::RouterPolicy::kv || !r.turns.empty())
+  if (r.prompt_tokens_cached > 0 || s.router == sim::RouterPolicy::kv || !r.turns.empty() || r.offload.enabled())
     out += prefix_cache_lines(s, r);
   out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});

@@ -20,6 +20,10 @@ AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConf
   workers_.reserve(static_cast<std::size_t>(shape.replicas));
   for (int i = 0; i < shape.replicas; ++i)
     workers_.emplace_back(cfg, cost, shape.kv_blocks, shape.kv_demand, shape.seed + 7919ULL * std::uint64_t(i));
+  if (shape.offload.enabled())
+    for (Worker& w : workers_)
+      w.scheduler().set_offload(std::make_shared<KvOffload>(shape.offload, shape.offload_block_bytes, shape.gpus_per_replica,
+                                                            shape.offload_state_bytes));
   if (router_.wants_kv_events()) {   // the KV router learns each replica's cache from its KV events
     kv_logs_.resize(workers_.size());
     for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].scheduler().set_kv_event_log(&kv_logs_[i]);

@@ -36,6 +36,11 @@ struct ClusterShape {
   models::KvDemand kv_demand;   // what a request holds in it (attention groups, state groups)
   RouterPolicy router = RouterPolicy::round_robin;
   KvRouterConfig kv_router;     // RouterPolicy::kv (its block_size is the engine's)
+  // KV offload tiers per replica (sim/scheduler/kv_offload.hpp): one block id and the state pages
+  // a hybrid hit brings along, in bytes on one GPU, and the replica's GPUs.
+  OffloadConfig offload;
+  double offload_block_bytes = 0, offload_state_bytes = 0;
+  int gpus_per_replica = 1;
   std::uint64_t seed = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "sim/scheduler/kv_pool.hpp"
 
+#include "sim/scheduler/kv_offload.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -117,6 +119,7 @@ std::int32_t KvBlockPool::evict_one() {
   lru_remove(id);
   by_key_.erase(blocks_[static_cast<std::size_t>(id)].key);
   if (events_) events_->push_back({blocks_[static_cast<std::size_t>(id)].key, false});
+  if (offload_) offload_->evicted(blocks_[static_cast<std::size_t>(id)].key);
   free_ids_.push_back(id);
   return id;
 }

@@ -8,6 +8,8 @@
 
 namespace servesim::sim {
 
+class KvOffload;
+
 // A change to the set of cached block hashes, as the engine publishes it to a KV-aware router
 // (vLLM's BlockStored / BlockRemoved KV events).
 struct KvEvent {
@@ -44,6 +46,8 @@ class KvBlockPool {
   void release_cached(std::vector<std::int32_t>& ids);
   // KV events: when set, every hash that enters or leaves the cache is appended to `log`.
   void set_event_log(std::vector<KvEvent>* log) { events_ = log; }
+  // Offload tiers: evicted cached blocks move there instead of being dropped (null: off).
+  void set_offload(KvOffload* offload) { offload_ = offload; }
 
  private:
   struct Block { std::uint64_t key = 0; std::int32_t ref = 0, prev = -1, next = -1; };
@@ -60,6 +64,7 @@ class KvBlockPool {
   std::int32_t lru_head_ = -1, lru_tail_ = -1;
   std::int64_t lru_size_ = 0;
   std::vector<KvEvent>* events_ = nullptr;
+  KvOffload* offload_ = nullptr;
 };
 
 // Chained keys of a prompt's full vLLM blocks from a trace's prefix hashes (one per

@@ -201,6 +201,7 @@ int VllmScheduler::accepted_drafts() {
 
 const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) {
   batch_ = models::StepBatch{};
+  onboard_s_ = 0;
   emitting_ = 0;
   prefill_parts_.clear();
   batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
@@ -275,13 +276,15 @@ const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) 
 
 bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double now_s) {
   Request& r = request(slot);
-  std::int64_t hit_blocks = 0, free_hits = 0;
+  std::int64_t hit_blocks = 0, free_hits = 0, onboard = 0;
   if (pool_.prefix_caching() && !r.block_keys.empty()) {
     // vLLM never takes a full hit: the last token is recomputed to sample from it.
     std::int64_t max_hit = (r.num_tokens() - 1) / cfg_.block_size;
     hit_blocks = pool_.match(r.block_keys, max_hit, &free_hits);
+    // Offload hook: the blocks after the GPU hits that a tier holds are onboarded, not recomputed.
+    if (offload_) onboard = offload_->match(r.block_keys, hit_blocks, max_hit - hit_blocks);
   }
-  const std::int64_t computed = hit_blocks * cfg_.block_size;
+  const std::int64_t computed = (hit_blocks + onboard) * cfg_.block_size;
   std::int64_t n = r.num_tokens() - computed;
   if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold) n = cfg_.long_prefill_token_threshold;
   if (!cfg_.enable_chunked_prefill && n > budget) return false;
@@ -296,6 +299,10 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   r.token_slots = slots_for(computed + n);
   r.keyed_blocks = hit_blocks;
   r.computed = computed;
+  if (onboard > 0) {   // the onboarded blocks hold their content now: cached like computed ones
+    onboard_s_ += offload_->onboard(r.block_keys, hit_blocks, onboard, cfg_.block_size, std::isnan(r.scheduled_s));
+    publish_blocks(r);
+  }
   r.cached_tokens = computed;
   r.phase = Phase::running;
   const bool first = std::isnan(r.scheduled_s);

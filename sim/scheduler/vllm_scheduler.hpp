@@ -6,12 +6,14 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/kv_cache.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/engine/request.hpp"
+#include "sim/scheduler/kv_offload.hpp"
 #include "sim/scheduler/kv_pool.hpp"
 #include "sim/scheduler/ring.hpp"
 #include "workloads/request.hpp"
@@ -76,6 +78,14 @@ class VllmScheduler {
   const KvBlockPool& pool() const { return pool_; }
   // KV events of the prefix cache (hashes stored / evicted) appended to `log` (null: off).
   void set_kv_event_log(std::vector<KvEvent>* log) { pool_.set_event_log(log); }
+  // KV offload tiers (prefix caching only): evicted blocks go there; admissions onboard them.
+  void set_offload(std::shared_ptr<KvOffload> offload) {
+    offload_ = std::move(offload);
+    pool_.set_offload(offload_.get());
+  }
+  const KvOffload* offload() const { return offload_.get(); }
+  // Onboarding time of the last schedule()'s admissions (0 without offload).
+  double step_onboard_seconds() const { return onboard_s_; }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
   int num_scheduled() const { return scheduled_; }
@@ -143,6 +153,8 @@ class VllmScheduler {
   std::vector<std::int32_t> deferred_;
   std::vector<PrefillPart> prefill_parts_;
   std::uint64_t rng_;
+  std::shared_ptr<KvOffload> offload_;
+  double onboard_s_ = 0;
 };
 
 }  // namespace servesim::sim

@@ -115,3 +115,72 @@ TEST(Sessions, BadInputIsOneClearError) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// Llama-3.1-8B BF16 on one H200 at gpu_memory_utilization 0.2, one client sending prompts A, B, A
+// (aiperf dataset of 2 entries), each 60 % of the KV pool: B evicts A's tail blocks, and the
+// second A finds its head on the GPU and its tail in the host tier.
+nlohmann::json offload_scenario(double util, bool offload) {
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "bf16"},
+                      {"engine_profile", "vllm-0.19"},
+                      {"engine", {{"enable_prefix_caching", true}, {"gpu_memory_utilization", util},
+                                  {"closed_loop_osl_spread_tokens", 0}}},
+                      {"frontend", {{"enabled", false}}},
+                      {"workload", {{"concurrency", 1}, {"requests", 3}, {"isl", 1}, {"osl", 4}, {"dataset", {{"entries", 2}}}}}};
+  if (offload) j["kv_offload"] = {{"cpu_gib", 100}};
+  return j;
+}
+
+TEST(KvOffload, OnboardingCostsBytesOverTheHostLinkPlusLatency) {
+  const Prepared small = prepare(parse_scenario(offload_scenario(0.2, true).dump(), "test"));
+  const std::int64_t isl = small.plan.num_kv_blocks * 16 * 6 / 10;
+  auto run = [&](double util, bool offload) {
+    nlohmann::json j = offload_scenario(util, offload);
+    j["workload"]["isl"] = isl;
+    return simulate(parse_scenario(j.dump(), "test"));
+  };
+  const SimResult tiers = run(0.2, true);
+  const SimResult roomy = run(0.5, false);   // a pool that keeps both prompts: every hit on the GPU
+  ASSERT_EQ(tiers.offload_stats.size(), 1u);
+  const OffloadTierStats& cpu = tiers.offload_stats[0];
+  // Per block: 16 tokens x 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 2 MiB.
+  EXPECT_DOUBLE_EQ(small.plan.kv.bytes_per_block, 2.0 * 1024 * 1024);
+  EXPECT_GT(cpu.hit_blocks, 100);
+  EXPECT_EQ(cpu.transfers, 1);
+  // Both runs hit the whole prompt but its last block's worth: floor((isl - 1) / 16) blocks.
+  EXPECT_EQ(tiers.prompt_tokens_cached, (isl - 1) / 16 * 16);
+  EXPECT_EQ(roomy.prompt_tokens_cached, tiers.prompt_tokens_cached);
+  // One transfer: 18.4 us + blocks x 2 MiB / 55.0 GB/s (the H200's measured PCIe Gen5 copy).
+  const double want = 18.4e-6 + double(cpu.hit_blocks) * 2.0 * 1024 * 1024 / 55.0e9;
+  EXPECT_NEAR(cpu.seconds, want, 1e-12);
+  EXPECT_DOUBLE_EQ(cpu.bytes_onboarded, double(cpu.hit_blocks) * 2.0 * 1024 * 1024);
+  // The repeat is the run's shortest TTFT; onboarding adds exactly its transfer to its first step.
+  EXPECT_NEAR(tiers.summary.ttft_ms.min - roomy.summary.ttft_ms.min, 1e3 * want, 1e-6);
+
+  // Overlapped with compute, the transfer hides behind the step when the step is longer.
+  nlohmann::json j = offload_scenario(0.2, true);
+  j["workload"]["isl"] = isl;
+  j["kv_offload"]["overlap"] = true;
+  const SimResult hidden = simulate(parse_scenario(j.dump(), "test"));
+  EXPECT_LT(hidden.summary.ttft_ms.min, tiers.summary.ttft_ms.min);
+  EXPECT_GE(hidden.summary.ttft_ms.min, roomy.summary.ttft_ms.min);
+}
+
+TEST(KvOffload, BadInputIsOneClearError) {
+  nlohmann::json j = offload_scenario(0.2, true);
+  j["kv_offload"] = {{"cpu_gib", 5000}};   // p5en: 2 TiB host memory for 8 GPUs -> 256 GiB per GPU
+  try {
+    prepare(parse_scenario(j.dump(), "test"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  j = offload_scenario(0.2, true);
+  j["engine"]["enable_prefix_caching"] = false;
+  EXPECT_THROW(prepare(parse_scenario(j.dump(), "test")), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
