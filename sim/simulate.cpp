@@ -269,18 +269,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     return r;
   }
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
-  ClusterShape shape;
-  shape.replicas = p.replicas;
-  shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
-  shape.kv_demand = p.plan.kv.demand;
-  shape.router = s.router;
-  shape.kv_router = s.kv_router;
-  shape.offload = p.offload;
-  shape.offload_block_bytes = p.plan.kv.bytes_per_block;
-  shape.offload_state_bytes = double(p.plan.kv.demand.state_groups) * p.plan.kv.bytes_per_block;
-  shape.gpus_per_replica = s.gpus_per_replica();
-  shape.seed = w.seed;
-  AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
+  AggregatedCluster cluster(cluster_shape(p, s, w.seed), lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
   MetricsSink sink(r.metrics);
   if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
@@ -322,6 +311,21 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   return r;
 }
 }  // namespace
+
+ClusterShape cluster_shape(const Prepared& p, const Scenario& s, std::uint64_t seed) {
+  ClusterShape shape;
+  shape.replicas = p.replicas;
+  shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
+  shape.kv_demand = p.plan.kv.demand;
+  shape.router = s.router;
+  shape.kv_router = s.kv_router;
+  shape.offload = p.offload;
+  shape.offload_block_bytes = p.plan.kv.bytes_per_block;
+  shape.offload_state_bytes = double(p.plan.kv.demand.state_groups) * p.plan.kv.bytes_per_block;
+  shape.gpus_per_replica = s.gpus_per_replica();
+  shape.seed = seed;
+  return shape;
+}
 
 SimResult simulate(const Scenario& s, bool keep_records, const Progress& progress) {
   const Prepared p = prepare(s);

@@ -12,6 +12,7 @@
 
 #include "models/memory.hpp"
 #include "models/step_cost.hpp"
+#include "sim/engine/cluster.hpp"
 #include "sim/engine/worker.hpp"
 #include "workloads/frontend.hpp"
 #include "sim/metrics.hpp"
@@ -87,6 +88,9 @@ struct SimResult {
     return behind_prefill_fraction() >= 0.5 && behind_prefill_fraction() >= 2 * prefill_duty();
   }
 };
+
+// The aggregated replicas of a prepared scenario (no topology), as simulate() runs them.
+ClusterShape cluster_shape(const Prepared& p, const Scenario& s, std::uint64_t seed);
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.
 // progress(finished, total), if given, is called every 16384 finished requests (warm-up included).

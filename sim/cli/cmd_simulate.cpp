@@ -725,6 +725,17 @@ void run_sweep(const SimOpts& o) {
 
 }  // namespace
 
+// simulate's scenario flags for other subcommands (cmd_planner.cpp).
+struct ScenarioFlags {
+  SimOpts o;
+};
+std::shared_ptr<ScenarioFlags> add_scenario_flags(CLI::App& cmd) {
+  auto f = std::make_shared<ScenarioFlags>();
+  add_scenario_options(cmd, f->o, false);
+  return f;
+}
+sim::Scenario scenario_from_flags(const ScenarioFlags& f) { return build_scenario(f.o, false); }
+
 void add_simulate_commands(CLI::App& app) {
   auto so = std::make_shared<SimOpts>();
   CLI::App* sim = app.add_subcommand("simulate", "Simulate one serving scenario (aiperf-style report)");

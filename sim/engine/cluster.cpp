@@ -180,6 +180,16 @@ void AggregatedCluster::step_end(int w, double now_s) {
   wake(w, now_s);
 }
 
+void AggregatedCluster::schedule_tick(double t_s) { queue_.push(t_s, EventKind::custom, -1); }
+
+void AggregatedCluster::set_routable(int w, bool on) {
+  if (routable_.empty()) {
+    routable_.assign(workers_.size(), 1);
+    router_.set_routable(&routable_);
+  }
+  routable_[static_cast<std::size_t>(w)] = on ? 1 : 0;
+}
+
 void AggregatedCluster::kv_events(int w, double now_s) {
   if (!kv_logs_.empty()) router_.kv_events(w, now_s, kv_logs_[static_cast<std::size_t>(w)]);
 }
@@ -241,6 +251,9 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
         send(std::move(spec), now_s, -1);
         break;
       }
+      case EventKind::custom:
+        if (controller_) controller_->tick(now_s, *this);
+        break;
       case EventKind::session_turn: {
         const auto k = static_cast<std::int32_t>(e.payload);
         free_turns_.push_back(k);

@@ -30,6 +30,15 @@ class RequestSink {
   virtual void on_step(int /*worker*/, double /*start_s*/, double /*step_s*/, int /*seqs*/, double /*kv_util*/) {}
 };
 
+class AggregatedCluster;
+// Takes replicas in and out of routing as a run goes (sim/studies/planner.hpp): ticked at the
+// times it asks for with AggregatedCluster::schedule_tick().
+class FleetController {
+ public:
+  virtual ~FleetController() = default;
+  virtual void tick(double now_s, AggregatedCluster& cluster) = 0;
+};
+
 struct ClusterShape {
   int replicas = 1;
   std::int64_t kv_blocks = 0;   // per replica, usable blocks of the memory plan's pool
@@ -56,6 +65,11 @@ class AggregatedCluster {
 
   const std::vector<Worker>& workers() const { return workers_; }
   const Router& router() const { return router_; }
+  // Fleet control: replicas out of routing finish what they hold and get nothing new.
+  void set_controller(FleetController* c) { controller_ = c; }
+  void schedule_tick(double t_s);
+  void set_routable(int w, bool on);
+  bool routable(int w) const { return routable_.empty() || routable_[static_cast<std::size_t>(w)]; }
   std::uint64_t events_processed() const { return events_; }
   // Warm-up requests whose responses completed (closed loop).
   std::int64_t warmup_completed() const { return warm_done_; }
@@ -96,6 +110,8 @@ class AggregatedCluster {
   std::vector<workloads::RequestSpec> turns_;
   std::vector<std::int32_t> free_turns_;
   std::vector<std::vector<KvEvent>> kv_logs_;           // per replica, drained into the KV router
+  FleetController* controller_ = nullptr;
+  std::vector<char> routable_;                          // empty: every replica
   std::int64_t issued_ = 0, warmup_ = 0;
   std::uint64_t events_ = 0;
   // Frontend.

@@ -8,6 +8,9 @@
 #include "sim/engine/worker.hpp"
 
 namespace servesim::sim {
+namespace {
+constexpr double kOff = std::numeric_limits<double>::max();   // a replica out of routing
+}  // namespace
 
 KvRouter::KvRouter(const KvRouterConfig& c, std::uint64_t seed)
     : c_(c), rng_(splitmix64(seed ^ 0x6b76726f75746572ULL)) {}
@@ -47,7 +50,8 @@ std::int64_t KvRouter::overlap(int worker, const std::vector<std::uint64_t>& key
   return n;
 }
 
-int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestSpec& spec, double now_s) {
+int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestSpec& spec, double now_s,
+                   const std::vector<char>* routable) {
   const int n = static_cast<int>(workers.size());
   ensure(static_cast<std::size_t>(n));
   const std::int64_t bs = std::max(1, c_.block_size);
@@ -62,6 +66,7 @@ int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestS
     const WorkerView& v = views_[static_cast<std::size_t>(w)];
     const double prefill_blocks = (v.prefill_tokens + double(spec.input_tokens - o * bs)) / double(bs);
     logits_[static_cast<std::size_t>(w)] = c_.overlap_score_weight * prefill_blocks + v.blocks + request_blocks;
+    if (routable && !(*routable)[static_cast<std::size_t>(w)]) logits_[static_cast<std::size_t>(w)] = kOff;
   }
   auto draw = [&]() {
     const std::uint64_t z = splitmix64(rng_);
@@ -69,7 +74,9 @@ int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestS
     return unit_interval(z);
   };
   const double lo = *std::min_element(logits_.begin(), logits_.end());
-  const double hi = *std::max_element(logits_.begin(), logits_.end());
+  double hi = lo;
+  for (double x : logits_)
+    if (x != kOff) hi = std::max(hi, x);
   int best = 0;
   if (c_.router_temperature <= 0 || hi == lo) {   // the cheapest; ties uniformly at random
     int ties = 0;
@@ -83,7 +90,7 @@ int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestS
       }
   } else {   // softmax over -logit / (hi - lo) / temperature
     double sum = 0;
-    for (double& x : logits_) sum += (x = std::exp(-(x - lo) / (hi - lo) / c_.router_temperature));
+    for (double& x : logits_) sum += (x = x == kOff ? 0.0 : std::exp(-(x - lo) / (hi - lo) / c_.router_temperature));
     double u = draw() * sum;
     best = n - 1;
     for (int w = 0; w < n; ++w) {

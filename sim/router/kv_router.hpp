@@ -22,7 +22,9 @@ namespace servesim::sim {
 class KvRouter {
  public:
   KvRouter(const KvRouterConfig& c, std::uint64_t seed);
-  int pick(const std::vector<Worker>& workers, const workloads::RequestSpec& spec, double now_s);
+  // `routable` (may be null: all) marks the replicas it may choose.
+  int pick(const std::vector<Worker>& workers, const workloads::RequestSpec& spec, double now_s,
+           const std::vector<char>* routable = nullptr);
   void events(int worker, double now_s, const std::vector<KvEvent>& events);
   void first_token(std::uint64_t id);
   void finished(std::uint64_t id);

@@ -1,5 +1,7 @@
 #include "sim/router/router.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
@@ -53,23 +55,30 @@ Router& Router::operator=(Router&&) noexcept = default;
 
 int Router::pick(const std::vector<Worker>& workers, const workloads::RequestSpec* spec, double now_s) {
   const int n = static_cast<int>(workers.size());
-  if (kv_ && spec) return kv_->pick(workers, *spec, now_s);
+  const std::vector<char>* mask = routable_;
+  if (mask && std::find(mask->begin(), mask->end(), char(1)) == mask->end()) mask = nullptr;   // none: any
+  auto ok = [&](int i) { return !mask || (*mask)[static_cast<std::size_t>(i)]; };
+  if (kv_ && spec) return kv_->pick(workers, *spec, now_s, mask);
   if (n == 1) return 0;
-  int best = 0;
+  int best = -1;
   switch (policy_) {
     case RouterPolicy::round_robin:
-      return static_cast<int>(next_++ % static_cast<std::uint64_t>(n));
+      for (int k = 0; k < n; ++k) {
+        const int i = static_cast<int>(next_++ % static_cast<std::uint64_t>(n));
+        if (ok(i)) return i;
+      }
+      return 0;
     case RouterPolicy::least_outstanding:
     case RouterPolicy::kv:   // without a request to place
-      for (int i = 1; i < n; ++i)
-        if (workers[i].outstanding() < workers[best].outstanding()) best = i;
+      for (int i = 0; i < n; ++i)
+        if (ok(i) && (best < 0 || workers[i].outstanding() < workers[best].outstanding())) best = i;
       return best;
     case RouterPolicy::least_kv_load:
-      for (int i = 1; i < n; ++i)
-        if (workers[i].kv_load() < workers[best].kv_load()) best = i;
+      for (int i = 0; i < n; ++i)
+        if (ok(i) && (best < 0 || workers[i].kv_load() < workers[best].kv_load())) best = i;
       return best;
   }
-  return best;
+  return std::max(best, 0);
 }
 
 void Router::kv_events(int worker, double now_s, std::vector<KvEvent>& events) {

@@ -50,6 +50,8 @@ class Router {
   // `spec` (may be null for the load-only policies) is the request to place, now_s the time.
   int pick(const std::vector<Worker>& workers, const workloads::RequestSpec* spec, double now_s);
   RouterPolicy policy() const { return policy_; }
+  // Replicas the router may pick (null: all): a fleet controller takes replicas in and out.
+  void set_routable(const std::vector<char>* mask) { routable_ = mask; }
   // KV-aware only (no-ops otherwise): what the router learns after a pick.
   bool wants_kv_events() const { return kv_ != nullptr; }
   void kv_events(int worker, double now_s, std::vector<KvEvent>& events);   // consumed (cleared)
@@ -61,6 +63,7 @@ class Router {
   RouterPolicy policy_;
   std::uint64_t next_ = 0;
   std::unique_ptr<KvRouter> kv_;
+  const std::vector<char>* routable_ = nullptr;
 };
 
 }  // namespace servesim::sim

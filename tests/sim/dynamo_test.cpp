@@ -184,3 +184,84 @@ TEST(KvOffload, BadInputIsOneClearError) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+#include "sim/studies/planner.hpp"
+
+namespace servesim::sim {
+namespace {
+
+Scenario planner_scenario() {
+  const nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
+                            {"engine_profile", "vllm-0.19"}, {"router", "least_outstanding"},
+                            {"workload", {{"request_rate", 1.0}, {"isl", 1000}, {"osl", 100}, {"seed", 5}}}};
+  return parse_scenario(j.dump(), "test");
+}
+
+PlannerSpec planner_spec(workloads::LoadProfile profile) {
+  PlannerSpec p;
+  p.profile = std::move(profile);
+  p.poisson = false;            // evenly spaced arrivals: every interval sees exactly its rate
+  p.interval_s = 60;
+  p.ttft_ms = 2000;
+  p.itl_ms = 100;
+  p.replica_rps = 4;            // given, so the fleet is rate / 4 by hand
+  p.storage_bytes_per_s = 1e9;  // 8 GB of FP8 weights: 8 s to start
+  p.run_fixed_fleet = false;
+  return p;
+}
+
+TEST(Planner, ConstantLoadHoldsAConstantFleet) {
+  // 10 requests/s for 20 minutes at 4 per worker: ceil(10 / 4) = 3 workers from start to end.
+  const PlannerResult r = run_planner(planner_scenario(), planner_spec(workloads::step_profile(10, 10, 600, 1200)));
+  ASSERT_EQ(r.timeline.size(), 20u);
+  for (const auto& iv : r.timeline) {
+    EXPECT_EQ(iv.workers_ready, 3) << iv.start_s;
+    EXPECT_EQ(iv.workers_held, 3) << iv.start_s;
+    EXPECT_NEAR(iv.observed_rps, 10, 0.02) << iv.start_s;
+  }
+  EXPECT_EQ(r.peak_workers, 3);
+  EXPECT_NEAR(r.gpu_hours, 3.0 * 1200 / 3600, 1e-9);
+  EXPECT_NEAR(r.fixed_fleet_gpu_hours, r.gpu_hours, 1e-9);
+  EXPECT_EQ(r.requests, 12000);
+}
+
+TEST(Planner, AStepAddsWorkersAfterOneIntervalPlusStartUp) {
+  // 6 -> 14 requests/s at t = 300 s (an interval boundary): the tick at 360 s sees 14 and starts
+  // ceil(14 / 4) - ceil(6 / 4) = 2 workers, which take requests from 360 s + start-up on.
+  PlannerSpec spec = planner_spec(workloads::step_profile(6, 14, 300, 900));
+  const PlannerResult r = run_planner(planner_scenario(), spec);
+  const double startup = r.startup_s;
+  EXPECT_GT(startup, 1.0);
+  EXPECT_LT(startup, 60.0);
+  for (const auto& iv : r.timeline) {
+    const double end = iv.start_s + spec.interval_s;
+    if (end <= 300 + 1e-9) {           // before the step: 2 workers
+      EXPECT_EQ(iv.workers_held, 2) << end;
+    } else if (end < 360 - 1e-9) {
+      EXPECT_EQ(iv.workers_held, 2) << end;
+    } else {                           // from the tick at 360 s on: 4 held
+      EXPECT_EQ(iv.workers_held, 4) << end;
+    }
+  }
+  // At 360 s the two new workers were still loading (ready = 2), at 420 s they serve (ready = 4).
+  EXPECT_EQ(r.timeline[5].workers_ready, 2);
+  EXPECT_EQ(r.timeline[6].workers_ready, 4);
+  // GPU time: 2 workers all along, 2 more from 360 s (while loading too) to the end.
+  EXPECT_NEAR(r.gpu_hours, (2.0 * 900 + 2.0 * (900 - 360)) / 3600, 1e-9);
+}
+
+TEST(Planner, DiurnalProfileAndCsv) {
+  const workloads::LoadProfile d = workloads::diurnal_profile(10, 0.2, 4, 24);
+  EXPECT_NEAR(d.rate_at(4 * 3600), 2.0, 1e-9);      // trough at 04:00
+  EXPECT_NEAR(d.rate_at(16 * 3600), 10.0, 1e-9);    // peak twelve hours later
+  // The mean of 0.2 + 0.8 (1 - cos) / 2 over a day is 0.6 of the peak.
+  EXPECT_NEAR(d.requests_between(0, 86400) / 86400, 6.0, 0.01);
+  const auto c = workloads::parse_load_profile_csv("time_h,rps\n0,1\n1,3\n2,3\n", "p.csv", 6);
+  EXPECT_DOUBLE_EQ(c.rate_at(1800), 4.0);          // rescaled to peak 6: 2 -> 6 linear, halfway 4
+  EXPECT_DOUBLE_EQ(c.duration_s, 7200);
+  EXPECT_THROW(workloads::parse_load_profile_csv("time_s,rps\n0,1\n0,2\n", "p.csv"), Error);
+  EXPECT_THROW(workloads::parse_load_profile_csv("when,rps\n0,1\n", "p.csv"), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
