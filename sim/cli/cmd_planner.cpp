@@ -28,27 +28,13 @@ struct PlannerOpts {
 std::string val(double v, int d) { return std::isfinite(v) ? fixed(v, d) : "-"; }
 
 void run(const PlannerOpts& o) {
-  if (!(o.ttft_ms > 0) && !(o.itl_ms > 0)) throw Error("--ttft-ms", "", "give the SLO: --ttft-ms and/or --itl-ms");
   if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
-  sim::PlannerSpec spec;
-  if (text::lower(o.load_profile) == "diurnal") {
-    if (!(o.peak_rps > 0)) throw Error("--peak-rps", "", "the diurnal profile needs its peak request rate (> 0)");
-    spec.profile = workloads::diurnal_profile(o.peak_rps, o.trough_fraction, 4, o.hours);
-  } else {
-    spec.profile = workloads::read_load_profile_csv(o.load_profile, o.peak_rps);
-  }
-  const std::string arr = text::lower(o.arrivals);
-  if (arr != "poisson" && arr != "uniform") throw Error("--arrivals", "", "expected poisson or uniform, got '" + o.arrivals + "'");
-  spec.poisson = arr == "poisson";
-  spec.interval_s = o.interval_s;
-  spec.ttft_ms = o.ttft_ms;
-  spec.itl_ms = o.itl_ms;
-  spec.min_workers = o.min_workers;
-  spec.max_workers = o.max_workers;
-  spec.replica_rps = o.replica_rps;
-  spec.storage_bytes_per_s = o.storage_gbps * 1e9;
-  spec.startup_extra_s = o.startup_extra_s;
-  spec.run_fixed_fleet = !o.no_fixed_fleet;
+  nlohmann::json a = {{"load_profile", o.load_profile}, {"peak_rps", o.peak_rps}, {"trough_fraction", o.trough_fraction},
+                      {"hours", o.hours}, {"arrivals", o.arrivals}, {"adjustment_interval", o.interval_s},
+                      {"ttft_ms", o.ttft_ms}, {"itl_ms", o.itl_ms}, {"min_workers", o.min_workers},
+                      {"max_workers", o.max_workers}, {"replica_rps", o.replica_rps}, {"storage_gbps", o.storage_gbps},
+                      {"startup_extra_s", o.startup_extra_s}, {"fixed_fleet", !o.no_fixed_fleet}};
+  const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
   const sim::PlannerResult r = sim::run_planner(s, spec);
   const nlohmann::json j = sim::to_json(r, spec);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/engine/cluster.hpp"
@@ -162,6 +163,39 @@ const hw::InstanceSpec* instance_of(const hw::GpuSpec& gpu) {
 }
 
 }  // namespace
+
+PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
+  const JsonReader j(args, where);
+  static const std::vector<std::string> known = {"load_profile", "peak_rps", "trough_fraction", "hours", "arrivals",
+                                                 "adjustment_interval", "ttft_ms", "itl_ms", "min_workers", "max_workers",
+                                                 "replica_rps", "storage_gbps", "startup_extra_s", "fixed_fleet"};
+  for (const auto& item : args.items())
+    if (std::find(known.begin(), known.end(), item.key()) == known.end())
+      j.fail(item.key(), "unknown option; known: " + text::join(known));
+  PlannerSpec spec;
+  const std::string profile = j.string_or("load_profile", "diurnal");
+  const double peak = j.number_or("peak_rps", 0);
+  if (text::lower(profile) == "diurnal") {
+    if (!(peak > 0)) j.fail("peak_rps", "the diurnal profile needs its peak request rate (> 0)");
+    spec.profile = workloads::diurnal_profile(peak, j.number_in("trough_fraction", 0.2, 0, 1), 4, j.number_in("hours", 24, 1e-3, 8784));
+  } else {
+    spec.profile = workloads::read_load_profile_csv(profile, peak);
+  }
+  const std::string arr = text::lower(j.string_or("arrivals", "poisson"));
+  if (arr != "poisson" && arr != "uniform") j.fail("arrivals", "expected poisson or uniform, got '" + arr + "'");
+  spec.poisson = arr == "poisson";
+  spec.interval_s = j.number_in("adjustment_interval", 180, 1, 86400);
+  spec.ttft_ms = j.number_in("ttft_ms", 0, 0, 1e9);
+  spec.itl_ms = j.number_in("itl_ms", 0, 0, 1e9);
+  if (!(spec.ttft_ms > 0) && !(spec.itl_ms > 0)) j.fail("ttft_ms", "give the SLO: ttft_ms and/or itl_ms");
+  spec.min_workers = static_cast<int>(j.number_in("min_workers", 1, 0, 1e6));
+  spec.max_workers = static_cast<int>(j.number_in("max_workers", 0, 0, 1e6));
+  spec.replica_rps = j.number_in("replica_rps", 0, 0, 1e7);
+  spec.storage_bytes_per_s = 1e9 * j.number_in("storage_gbps", 10, 1e-6, 1e6);
+  spec.startup_extra_s = j.number_in("startup_extra_s", 0, 0, 1e6);
+  spec.run_fixed_fleet = j.boolean_or("fixed_fleet", true);
+  return spec;
+}
 
 double profile_replica_rps(const Scenario& base, double ttft_ms, double itl_ms) {
   Scenario s = base;

@@ -53,6 +53,11 @@ struct PlannerResult {
   std::string instance;
 };
 
+// The spec from named options (the CLI's flags with underscores: load_profile "diurnal" or a CSV
+// path, peak_rps, trough_fraction, hours, arrivals "poisson"|"uniform", adjustment_interval,
+// ttft_ms, itl_ms, min_workers, max_workers, replica_rps, storage_gbps, startup_extra_s,
+// fixed_fleet); errors name `where` and the option.
+PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where);
 PlannerResult run_planner(const Scenario& s, const PlannerSpec& spec);
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec);
 // One replica's request rate within the SLO (p90 TTFT and ITL): open-loop Poisson runs of the
