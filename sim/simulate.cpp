@@ -293,17 +293,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     const KvOffload* o = worker.scheduler().offload();
     if (!o) continue;
     r.offload_stats.resize(o->stats().size());
-    for (std::size_t t = 0; t < o->stats().size(); ++t) {
-      const OffloadTierStats& x = o->stats()[t];
-      OffloadTierStats& y = r.offload_stats[t];
-      y.capacity_blocks += x.capacity_blocks;
-      y.stored_blocks += x.stored_blocks;
-      y.hit_blocks += x.hit_blocks;
-      y.hit_tokens += x.hit_tokens;
-      y.transfers += x.transfers;
-      y.bytes_onboarded += x.bytes_onboarded;
-      y.seconds += x.seconds;
-    }
+    for (std::size_t t = 0; t < o->stats().size(); ++t) r.offload_stats[t] += o->stats()[t];
   }
   r.engine = p.engine;
   r.summary = r.metrics.summary();

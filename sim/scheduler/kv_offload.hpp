@@ -36,6 +36,11 @@ struct OffloadTierStats {
   std::int64_t transfers = 0;         // onboarding transfers (one per request and tier)
   double bytes_onboarded = 0;         // per GPU
   double seconds = 0;                 // onboarding time summed
+  OffloadTierStats& operator+=(const OffloadTierStats& o) {   // replicas' tiers summed
+    capacity_blocks += o.capacity_blocks, stored_blocks += o.stored_blocks, hit_blocks += o.hit_blocks;
+    hit_tokens += o.hit_tokens, transfers += o.transfers, bytes_onboarded += o.bytes_onboarded, seconds += o.seconds;
+    return *this;
+  }
 };
 
 class KvOffload {
