@@ -259,6 +259,8 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     for (const auto& ws : pr.workers) add_worker(r, ws);
     r.engine = p.engine;
     r.transfers = pr.transfers;
+    r.routed_blocks = pr.routed_blocks;
+    r.routed_overlap_blocks = pr.routed_overlap_blocks;
     r.end_s = pr.end_s;
     r.kv_blocks = d.kv_blocks();
     r.plan = d.memory_plan();

@@ -265,3 +265,29 @@ TEST(Planner, DiurnalProfileAndCsv) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+TEST(Sessions, DisaggregatedPrefillWorkersAreRoutedByOverlap) {
+  // 2 prefill + 1 decode workers on a p5en, 8 prompts of 6,000 tokens drawn at random: the KV
+  // router sends a repeat to the prefill worker holding it. With fresh KV events what it expected
+  // to find cached is what the prefill workers served, less the blocks a copy of the same prompt
+  // still in prefill published between the routing and the admission (0.5 % here).
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"tp", 1}, {"precision", "fp8"},
+                      {"engine_profile", "vllm-0.19"}, {"router", "kv"},
+                      {"topology", {{"kind", "disagg"}, {"instance", "p5en.48xlarge"}, {"prefill_workers", 2}, {"decode_workers", 1}}},
+                      {"workload", {{"concurrency", 8}, {"requests", 200}, {"isl", 6000}, {"osl", 100}, {"seed", 2},
+                                    {"dataset", {{"entries", 8}, {"sampling", "random"}}}}}};
+  const SimResult r = simulate(parse_scenario(j.dump(), "test"));
+  ASSERT_EQ(r.workers.size(), 3u);
+  EXPECT_GT(r.routed_overlap_blocks, 0);
+  EXPECT_LE(r.routed_overlap_blocks * 16, r.prompt_tokens_cached);
+  EXPECT_GT(double(r.routed_overlap_blocks * 16), 0.99 * double(r.prompt_tokens_cached));
+  EXPECT_GT(r.workers[0].prompt_tokens_cached, 0);
+  EXPECT_GT(r.workers[1].prompt_tokens_cached, 0);
+  EXPECT_EQ(r.workers[2].prompt_tokens, 0);   // the decode worker receives KV, it prefills nothing
+}
+
+}  // namespace
+}  // namespace servesim::sim
