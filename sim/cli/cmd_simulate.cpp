@@ -4,6 +4,8 @@
 // files share one validation path.
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -27,9 +29,11 @@
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
 #include "sim/kv_offload_setup.hpp"
+#include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
 namespace servesim::cli {
@@ -37,6 +41,7 @@ namespace {
 
 struct SimOpts {
   std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
+  std::string calibration;
   std::optional<int> gpus, tp, pp, ep, dp, max_num_seqs, block_size;
   std::optional<std::int64_t> dataset_entries;
   std::string dataset_sampling;
@@ -125,6 +130,10 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
                "(OSL/1024)^0.25 on vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
   c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
   c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
+  c.add_option("--calibration", o.calibration,
+               "A calibration profile (servesim calibrate e2e --output): its kernel factors apply on the GPU and engine it was "
+               "fitted on, its host costs on that engine; the output says what applied")
+      ->check(CLI::ExistingFile);
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
   c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
@@ -289,6 +298,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
+  if (!o.calibration.empty()) j["calibration"] = std::filesystem::absolute(o.calibration).string();
   if (o.api_server_count || o.no_frontend || o.no_warmup_barrier) {
     if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
     nlohmann::json& f = j["frontend"];
@@ -412,6 +422,17 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     throw Error("--turns", "", "session flags need --sessions N (or --session-trace FILE)");
   }
   (void)sweep;
+  // The embedded scenario's description names its own model and layout: once flags override
+  // them, the run's record (input_config, --export) describes what actually ran.
+  if (o.scenario.empty() && j.value("description", std::string()).rfind("Default servesim", 0) == 0) {
+    auto val = [&](const nlohmann::json& x, const char* k) {
+      return x.contains(k) ? (x[k].is_string() ? x[k].get<std::string>() : x[k].dump()) : std::string("?");
+    };
+    const nlohmann::json wl = j.value("workload", nlohmann::json::object());
+    j["description"] = "Default servesim scenario with command-line flags applied: " + val(j, "model") + " on " + val(j, "gpus") +
+                       " x " + val(j, "gpu") + ", " + val(wl, "concurrency") + " closed-loop clients, ISL " + val(wl, "isl") +
+                       ", OSL " + val(wl, "osl");
+  }
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
   return sim::parse_scenario(j.dump(), source);
 }
@@ -424,16 +445,17 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   const v::RunKind k = v::run_kind(s, r);
   const sim::Summary& m = r.summary;
   const std::string kind = k.gpu + (k.mode == "disagg" ? " disaggregated" : "");
-  const v::Band any = v::band_for(k.gpu, k.mode, "ttft", k.regime, m.ttft_ms.avg);
-  if (!any.present && !v::band_for(k.gpu, k.mode, "itl", k.regime, m.itl_ms.avg).present)
+  const v::Band any = v::band_for(k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
+  if (!any.present && !v::band_for(k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";
   std::string out = "prediction bands: " + kind + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
                     (k.mode == "disagg" ? " clients per decode worker" : " clients per replica") +
-                    "); the 10th-90th percentile of measured / predicted over validated runs of this kind\n";
+                    "); the " + compact(v::embedded_bands().lo_pct) + "th-" + compact(v::embedded_bands().hi_pct) +
+                    "th percentile of measured / predicted over validated runs of this kind\n";
   auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
     std::string l = std::string("  ") + label;
     for (const auto& [stat, value] : vals) {
-      const v::Band b = v::band_for(k.gpu, k.mode, metric, k.regime, value);
+      const v::Band b = v::band_for(k.gpu, k.engine, k.mode, metric, k.regime, value);
       if (!b.present) return out += l + ": " + b.note + "\n", void();
       l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)
@@ -522,6 +544,10 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
              "(frontend.disaggregation; README, Validation)\n";
+  }
+  if (s.calibration) {
+    const auto k = sim::validate::run_kind(s, r);
+    out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
   }
   {
     const sim::EngineConfig& e = r.engine;
@@ -640,11 +666,36 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
   emit(o.format, j, text);
 }
 
+// Memory the run's KV block tables take before any request: with prefix caching every replica
+// or worker keeps about 40 bytes per block of its GPUs' cache (block identities, the free list,
+// the hash index), whatever the load. Refused up front when that passes half of what this
+// process may use (the address-space limit or the machine's memory), naming what drives it.
+void check_block_memory(const sim::Scenario& s) {
+  const sim::Prepared p = sim::prepare(s);
+  if (!p.engine.enable_prefix_caching) return;
+  const int per_worker = std::max(1, s.par.tp * s.par.pp * s.par.dp);
+  const double workers = p.deployment ? std::max(1.0, double(p.deployment->gpus()) / per_worker) : double(std::max(1, p.replicas));
+  const double blocks_each =
+      p.deployment ? double(p.deployment->kv_blocks()) * p.deployment->memory_plan().dp : double(p.plan.num_kv_blocks) * p.plan.dp;
+  const double need = workers * blocks_each * 40.0;
+  double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) have = std::min(have, double(lim.rlim_cur));
+  if (have > 0 && need > 0.5 * have)
+    throw Error(p.deployment ? "--replicas" : "--gpus", "",
+                "the KV block tables of " + fixed(workers, 0) + " replicas or workers (" + fixed(blocks_each, 0) +
+                    " blocks each, about 40 bytes a block) need about " + fixed(need / 1e9, 1) + " GB, more than half of the " +
+                    fixed(have / 1e9, 1) + " GB this process may use; give fewer replicas, a smaller "
+                    "--gpu-memory-utilization, or engine.enable_prefix_caching false");
+}
+
 void run_simulate(const SimOpts& o) {
   if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
     throw Error(o.concurrency.find(',') != std::string::npos ? "--concurrency" : "--request-rate", "",
                 "simulate takes one value; use `servesim sweep` for a list");
+  memory_hint = "--requests, and the replicas or workers (each holds a KV block table of its GPUs' cache); give fewer";
   const sim::Scenario s = build_scenario(o, false);
+  check_block_memory(s);
   if (o.seeds) {
     if (!o.export_dir.empty()) throw Error("--seeds", "", "cannot be combined with --export");
     run_seeds(o, s);
