@@ -383,7 +383,117 @@ for name, r in results.items():
 """),
 ]
 
+dynamo = [
+    md("""
+# Dynamo on Nemotron 3.5 Super VL: an agentic coding day on p5en
+
+The reference model (**Nemotron 3.5 Super VL**, FP8, one TP8 engine per p5en.48xlarge node) served
+through Dynamo for agentic coding: **multi-turn sessions** whose prompts are the whole history plus
+a few thousand new tokens, routed **round robin** or by Dynamo's **KV-aware router**, with and without
+**host-memory offload** of the prefix cache; then a day of load through replicas that the **SLA
+planner** scales, against a fixed fleet sized for the peak. docs/dynamo.md describes each model.
+
+Prefix caching is off by default for hybrid models in vLLM, so it is turned on here. A hybrid
+model's block is sized to hold a Mamba state page: at TP8 with an FP8 KV cache it is 2,080 tokens,
+and a hit is a whole block (at TP2, 8,320 tokens).
+"""),
+    code(SETUP),
+    code("""
+def agentic(nodes, router, offload_gib=None, sessions=96, seed=1):
+    s = {
+        'model': 'nemotron-3.5-super-vl', 'gpu': 'h200', 'gpus': 8 * nodes, 'tensor_parallel_size': 8,
+        'precision': 'fp8', 'engine': {'enable_prefix_caching': True}, 'router': router, 'seed': seed,
+        'workload': {'sessions': {'count': sessions, 'turns': 10, 'think_time_s': 5, 'think_time': 'exponential',
+                                  'start_spread_s': 60, 'isl': 12000, 'turn_isl': 3000, 'osl': 300,
+                                  'shared_prefix_tokens': 8320}},
+    }
+    if offload_gib:
+        s['kv_offload'] = {'cpu_gib': offload_gib}
+    return s
+
+rows, turns = [], []
+for nodes in (2, 4):
+    for router in ('round_robin', 'kv'):
+        for off in (None, 200):
+            r = servesim.simulate(agentic(nodes, router, off))
+            m = r['summary']
+            off_hits = sum(t['hit_tokens'] for t in r['offload']['tiers']) if 'offload' in r else 0
+            rows.append({'nodes': nodes, 'router': router, 'host offload GiB': off or 0,
+                         'prefix hit %': 100 * r['prefix_cache_hit_rate']['overall'],
+                         'per replica %': ' '.join(f"{100 * x:.0f}" for x in r['prefix_cache_hit_rate']['per_replica']),
+                         'offload hit tokens': off_hits,
+                         'TTFT p50 ms': m['time_to_first_token_ms_p50'], 'TTFT p90 ms': m['time_to_first_token_ms_p90'],
+                         'ITL p50 ms': m['inter_token_latency_ms_p50'], 'output tok/s': m['output_token_throughput']})
+            for t in r['sessions']['per_turn']:
+                turns.append({'nodes': nodes, 'router': router, 'offload': off or 0, 'turn': t['turn'],
+                              'prompt': t['prompt_tokens_avg'], 'hit': t['prefix_cache_hit_rate'],
+                              'ttft_p50': t['time_to_first_token_ms']['p50']})
+table = pd.DataFrame(rows)
+table.round(2)
+"""),
+    md("""
+KV-aware routing sends most turns to the replica that holds their history (Dynamo's cost weighs
+the saved prefill against each replica's active blocks, `overlap_score_weight` 1). With round robin
+a turn lands on the replica of its previous turn one time in N, but with nothing ever evicted it
+still finds the history up to its last visit there, so the gap is small on 2 nodes (77.4 against
+76.5 % of prompt tokens, TTFT p50 about equal) and grows on 4 (68.1 against 62.3 %, TTFT p50 214
+against 236 ms, ITL p50 8.9 against 9.9 ms). Host offload changes nothing here: a TP8 replica's GPU
+pool holds tens of millions of tokens (27,450 blocks of 2,080), so this day never evicts a block
+(`offload hit tokens` 0). It matters where histories outgrow the GPU pool: smaller replicas, longer
+sessions, or many idle sessions coming back.
+"""),
+    code("""
+kv4 = table[(table.nodes == 4) & (table['host offload GiB'] == 0)].set_index('router')
+assert kv4.loc['kv', 'prefix hit %'] > kv4.loc['round_robin', 'prefix hit %']
+assert kv4.loc['kv', 'TTFT p50 ms'] < kv4.loc['round_robin', 'TTFT p50 ms']
+t = pd.DataFrame(turns)
+fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+for (nodes, router), g in t[t.offload == 0].groupby(['nodes', 'router']):
+    ax[0].plot(g.turn, 100 * g.hit, marker='o', label=f'{nodes} nodes, {router}')
+    ax[1].plot(g.turn, g.ttft_p50, marker='o', label=f'{nodes} nodes, {router}')
+ax[0].set_xlabel('turn'); ax[0].set_ylabel('prefix-cache hit %'); ax[0].legend(fontsize=8)
+ax[1].set_xlabel('turn'); ax[1].set_ylabel('TTFT p50 (ms)')
+fig.tight_layout(); fig.savefig(os.path.join(PLOT_DIR, 'dynamo_turns.png'))
+"""),
+    md("""
+## A day with the SLA planner
+
+Independent requests of 4,000 + 500 tokens following the built-in diurnal curve (trough at 04:00,
+one fifth of the 16:00 peak of 32 requests/s), SLO TTFT 600 ms and ITL 100 ms. The planner profiles
+what one TP8 worker serves within the SLO, then every 180 s sizes the fleet for the last
+interval's arrivals; a new worker loads its 120 GB of weights from FSx for Lustre (10 GB/s) before
+it takes requests. The fixed fleet is sized for the peak all day.
+"""),
+    code("""
+base = servesim.scenario(model='nemotron-3.5-super-vl', gpu='h200', gpus=8, tp=8, precision='fp8', isl=4000, osl=500)
+t0 = time.process_time()
+day = servesim.planner(base, load_profile='diurnal', peak_rps=32, ttft_ms=600, itl_ms=100, fixed_fleet=False)
+cpu_s = time.process_time() - t0
+print(f"one worker: {day['replica_rps']:.2f} requests/s within the SLO; peak fleet {day['peak_workers']} workers; "
+      f"start-up {day['startup_s']:.1f} s")
+print(f"{day['requests']} requests in {cpu_s:.1f} s of CPU; SLO met by {100 * day['slo_attainment']:.2f} %")
+print(f"GPU-hours {day['gpu_hours']:.0f} against {day['fixed_fleet_gpu_hours']:.0f} for the fixed fleet; "
+      f"${day['usd']:.0f} against ${day['fixed_fleet_usd']:.0f} at the p5en on-demand price")
+assert cpu_s < 30, cpu_s
+assert day['gpu_hours'] < day['fixed_fleet_gpu_hours']
+"""),
+    md("""
+Measured in this run: one worker serves 12.6 requests/s within the SLO, so the peak needs 3; the
+planner holds 1 to 3 workers through the day (390 GPU-hours against 576 for the fixed fleet of 3,
+$3,089 against $4,557 at the p5en on-demand price) and meets the SLO for 99.9 % of 1.66 million
+requests; the misses come in the intervals where the rising load outruns the last interval's
+count. The day simulates in about 7 s of CPU.
+"""),
+    code("""
+from servesim import planner_plot
+tl = servesim.timeline_frame(day)
+planner_plot.draw(day, os.path.join(PLOT_DIR, 'dynamo_planner_day.png'))
+tl[['hour', 'offered_rps', 'workers_ready', 'workers_held', 'slo_attainment', 'ttft_p90_ms', 'itl_p90_ms']].iloc[::20].round(2)
+"""),
+]
+
 if __name__ == "__main__":
     write("reference_study.ipynb", reference)
     write("pre_purchase.ipynb", pre_purchase)
     write("configuration_search.ipynb", search)
+    write("dynamo_agentic.ipynb", dynamo)

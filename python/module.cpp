@@ -16,6 +16,7 @@
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
+#include "sim/studies/planner.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -409,6 +410,21 @@ PYBIND11_MODULE(_servesim, m) {
         return to_py(api::nccl(instance.cast<std::string>(), int(n.get<std::int64_t>())));
       },
         py::arg("instance"), py::arg("nodes"), "NCCL all-reduce check (`servesim nccl`)");
+  // ---- Dynamo layer (sim/studies/planner.hpp): a day of load through replicas the SLA planner scales.
+  m.def("planner", [](py::object scenario, py::dict kw) {
+        const json s = scenario_json(scenario);
+        const json a = to_json(kw, "planner()");
+        json r;
+        {
+          py::gil_scoped_release nogil;
+          const servesim::sim::Scenario sc = servesim::sim::parse_scenario(s.dump(), "scenario");
+          const servesim::sim::PlannerSpec spec = servesim::sim::planner_spec(a, "planner()");
+          r = servesim::sim::to_json(servesim::sim::run_planner(sc, spec), spec);
+        }
+        return to_py(r);
+      }, py::arg("scenario"), py::arg("args"),
+      "servesim planner: workers, SLO attainment and GPU-hours over a load profile against a fixed fleet");
+  // ---- end of the Dynamo layer block.
   m.def("emit", [](py::object deployment, py::object dir) {
         if (!py::isinstance<py::dict>(deployment))
           throw servesim::Error("emit()", "deployment", "expected a dict (a result's \"deployment\"), got " +

@@ -128,7 +128,7 @@ const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k{"description", "model", "model_file", "gpu", "gpus", "tensor_parallel_size", "tp",
                                           "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "data_parallel_size", "dp", "precision",
                                           "kv_cache_dtype", "engine", "engine_profile", "frontend", "router", "seed",
-                                          "workload", "topology", "calibration"};
+                                          "workload", "topology", "calibration", "kv_offload"};
   return k;
 }
 
@@ -191,7 +191,8 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     s.frontend_json = s.json.at("frontend");
     workloads::parse_frontend(j.object("frontend"), workloads::FrontendConfig{});   // validate the fields now
   }
-  if (j.has("router")) s.router = parse_router(j.string("router"), file);
+  if (j.has("kv_offload")) s.kv_offload_json = s.json.at("kv_offload");
+  if (j.has("router")) s.router = parse_router_json(j, s.kv_router);
   if (j.has("calibration")) {
     // A profile file (resolved against the scenario's folder) or the profile itself, inline.
     const auto& c = s.json.at("calibration");

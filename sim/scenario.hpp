@@ -46,7 +46,9 @@ struct Scenario {
   EngineConfig engine;                     // knobs the scenario gives; prepare() fills the rest from the profile
   std::string engine_profile = "vllm";     // "engine_profile": vllm (newest), vllm-0.12, ...
   nlohmann::json frontend_json;            // "frontend" object (null: the profile's priors)
+  nlohmann::json kv_offload_json;          // "kv_offload" object (null: no offload tiers; sim/kv_offload_setup.hpp)
   RouterPolicy router = RouterPolicy::round_robin;
+  KvRouterConfig kv_router;                // "router": {"kind": "kv", ...}
   std::uint64_t seed = 0;                  // overrides the workload's seed
   workloads::WorkloadConfig workload;
   TopologySpec topology;

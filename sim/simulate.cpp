@@ -17,6 +17,8 @@
 #include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
+#include "sim/router/kv_router.hpp"
+#include "sim/kv_offload_setup.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
@@ -68,6 +70,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.frontend = resolved_frontend(s);
   d.mtp = mtp_of(s, m);
   d.router = s.router;
+  d.kv_router = s.kv_router;
   d.seed = s.workload.seed;
   TopologyChoice c;
   c.agg = c.prefill = c.decode = c.encode = s.par;
@@ -190,6 +193,8 @@ Prepared prepare(const Scenario& s) {
                                                "'s max_position_embeddings (" + std::to_string(m.max_context) +
                                                "), which vLLM refuses");
   if (s.topology.present) {
+    if (!s.kv_offload_json.is_null())
+      throw Error(f, "kv_offload", "offload tiers are modelled for replicas without a \"topology\" (use gpus and tensor_parallel_size)");
     p.deployment = make_deployment(s, m);
     return p;
   }
@@ -209,6 +214,15 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
+  if (!s.kv_offload_json.is_null()) {
+    if (!p.engine.enable_prefix_caching)
+      throw Error(f, "kv_offload", "offload tiers hold prefix-cache blocks: turn engine.enable_prefix_caching on "
+                                   "(--enable-prefix-caching; vLLM leaves it off for hybrid models)");
+    const hw::InstanceSpec* inst = nullptr;
+    for (const auto& i : hw::Catalog::global().instances())
+      if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
+    p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
+  }
   auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
@@ -265,6 +279,8 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     for (const auto& ws : pr.workers) add_worker(r, ws);
     r.engine = p.engine;
     r.transfers = pr.transfers;
+    r.routed_blocks = pr.routed_blocks;
+    r.routed_overlap_blocks = pr.routed_overlap_blocks;
     r.end_s = pr.end_s;
     r.kv_blocks = d.kv_blocks();
     r.plan = d.memory_plan();
@@ -275,27 +291,53 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     return r;
   }
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
-  ClusterShape shape;
-  shape.replicas = p.replicas;
-  shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
-  shape.kv_demand = p.plan.kv.demand;
-  shape.router = s.router;
-  shape.seed = w.seed;
-  AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
+  AggregatedCluster cluster(cluster_shape(p, s, w.seed), lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
   MetricsSink sink(r.metrics);
-  r.end_s = cluster.run(*workload, sink);
+  if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
+    SessionSink turns(sink, *sessions);
+    r.end_s = cluster.run(*workload, turns);
+    r.turns = turns.summary();
+  } else {
+    r.end_s = cluster.run(*workload, sink);
+  }
+  if (const KvRouter* kv = cluster.router().kv_router()) {
+    r.routed_blocks = kv->routed_blocks();
+    r.routed_overlap_blocks = kv->routed_overlap_blocks();
+  }
   r.events = cluster.events_processed();
   r.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;
   r.plan = p.plan;
   r.gpus = p.replicas * s.gpus_per_replica();
   for (const Worker& worker : cluster.workers()) add_worker(r, worker.stats());
+  r.offload = p.offload;
+  for (const Worker& worker : cluster.workers()) {
+    const KvOffload* o = worker.scheduler().offload();
+    if (!o) continue;
+    r.offload_stats.resize(o->stats().size());
+    for (std::size_t t = 0; t < o->stats().size(); ++t) r.offload_stats[t] += o->stats()[t];
+  }
   r.engine = p.engine;
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 }  // namespace
+
+ClusterShape cluster_shape(const Prepared& p, const Scenario& s, std::uint64_t seed) {
+  ClusterShape shape;
+  shape.replicas = p.replicas;
+  shape.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;  // one pool per attention data-parallel rank
+  shape.kv_demand = p.plan.kv.demand;
+  shape.router = s.router;
+  shape.kv_router = s.kv_router;
+  shape.offload = p.offload;
+  shape.offload_block_bytes = p.plan.kv.bytes_per_block;
+  shape.offload_state_bytes = double(p.plan.kv.demand.state_groups) * p.plan.kv.bytes_per_block;
+  shape.gpus_per_replica = s.gpus_per_replica();
+  shape.seed = seed;
+  return shape;
+}
 
 SimResult simulate(const Scenario& s, bool keep_records, const Progress& progress) {
   const Prepared p = prepare(s);
@@ -329,6 +371,55 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   j["prefix_cache"] = {{"prompt_tokens", r.prompt_tokens},
                        {"cached_tokens", r.prompt_tokens_cached},
                        {"hit_fraction", r.prefix_hit_fraction()}};
+  {   // overall and per replica (KV-aware routing's effect shows per replica)
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& w : r.workers)
+      per.push_back(w.prompt_tokens > 0 ? double(w.prompt_tokens_cached) / double(w.prompt_tokens) : 0.0);
+    j["prefix_cache_hit_rate"] = {{"overall", r.prefix_hit_fraction()}, {"per_replica", per}};
+    j["router"] = {{"kind", std::string(to_string(s.router))}};
+    if (s.router == RouterPolicy::kv)
+      j["router"].update({{"overlap_score_weight", s.kv_router.overlap_score_weight},
+                          {"router_temperature", s.kv_router.router_temperature},
+                          {"kv_event_delay_ms", 1e3 * s.kv_router.kv_event_delay_s},
+                          {"routed_blocks", r.routed_blocks},
+                          {"expected_overlap_blocks", r.routed_overlap_blocks}});
+  }
+  if (r.offload.enabled()) {   // per tier: capacity, what moved in, hits and bytes onboarded (per GPU)
+    nlohmann::json tiers = nlohmann::json::array();
+    std::int64_t tier_hits = 0;
+    for (std::size_t t = 0; t < r.offload.tiers.size(); ++t) {
+      const OffloadTier& c = r.offload.tiers[t];
+      const OffloadTierStats x = t < r.offload_stats.size() ? r.offload_stats[t] : OffloadTierStats{};
+      tier_hits += x.hit_tokens;
+      tiers.push_back({{"tier", c.name},
+                       {"capacity_gib_per_replica", c.capacity_bytes / (1024.0 * 1024.0 * 1024.0)},
+                       {"capacity_blocks", x.capacity_blocks},
+                       {"bytes_per_s", c.bytes_per_s},
+                       {"latency_us", 1e6 * c.latency_s},
+                       {"blocks_stored", x.stored_blocks},
+                       {"hit_blocks", x.hit_blocks},
+                       {"hit_tokens", x.hit_tokens},
+                       {"hit_rate", r.prompt_tokens > 0 ? double(x.hit_tokens) / double(r.prompt_tokens) : 0.0},
+                       {"onboard_transfers", x.transfers},
+                       {"bytes_moved_per_gpu", x.bytes_onboarded},
+                       {"onboard_seconds", x.seconds},
+                       {"source", c.source}});
+    }
+    j["offload"] = {{"overlap", r.offload.overlap},
+                    {"gpu_hit_rate", r.prompt_tokens > 0 ? double(r.prompt_tokens_cached - tier_hits) / double(r.prompt_tokens) : 0.0},
+                    {"tiers", tiers}};
+  }
+  if (!r.turns.empty()) {
+    nlohmann::json turns = nlohmann::json::array();
+    for (const auto& t : r.turns)
+      turns.push_back({{"turn", t.turn + 1},
+                       {"requests", t.requests},
+                       {"prompt_tokens_avg", t.prompt_tokens_avg},
+                       {"prefix_cache_hit_rate", t.hit_fraction()},
+                       {"time_to_first_token_ms", {{"avg", t.ttft_ms.avg}, {"p50", t.ttft_ms.p50}, {"p90", t.ttft_ms.p90}}},
+                       {"inter_token_latency_ms", {{"avg", t.itl_ms.avg}, {"p50", t.itl_ms.p50}, {"p90", t.itl_ms.p90}}}});
+    j["sessions"] = {{"per_turn", turns}};
+  }
   if (!r.deployment.empty()) j["topology"] = {{"deployment", r.deployment}, {"gpus", r.gpus}};
   if (r.disaggregated) {
     const TransferStats& t = r.transfers;

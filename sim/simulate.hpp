@@ -12,10 +12,12 @@
 
 #include "models/memory.hpp"
 #include "models/step_cost.hpp"
+#include "sim/engine/cluster.hpp"
 #include "sim/engine/worker.hpp"
 #include "workloads/frontend.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/session_metrics.hpp"
 #include "sim/topology/disagg_cluster.hpp"
 
 namespace servesim::sim {
@@ -31,6 +33,7 @@ struct Prepared {
   std::shared_ptr<const models::StepCostModel> cost;
   EngineConfig engine;           // the profile's defaults applied; max_model_len and block_size resolved from the plan
   workloads::FrontendConfig frontend;   // client + API-server path (aggregated runs)
+  OffloadConfig offload;                // KV offload tiers (aggregated runs without a topology)
   int replicas = 1;
   // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
   std::shared_ptr<const Deployment> deployment;
@@ -71,6 +74,11 @@ struct SimResult {
   double prefill_step_s = 0;     // summed over replicas
   std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;   // admitted prompts (warm-up included); prefix-cache hits
   double prefix_hit_fraction() const { return prompt_tokens > 0 ? double(prompt_tokens_cached) / double(prompt_tokens) : 0.0; }
+  std::vector<TurnSummary> turns;   // multi-turn sessions: per turn index
+  OffloadConfig offload;                       // the tiers the run had
+  std::vector<OffloadTierStats> offload_stats; // per tier, summed over replicas
+  // KV router: prompt blocks routed, and those it expected the chosen replica to hold.
+  std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;
   double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }
   double prefill_duty() const {   // over the workers that prefill (a disaggregated decode worker does not)
     const auto n = std::count_if(workers.begin(), workers.end(), [](const WorkerStats& w) { return w.prefill_step_s > 0; });
@@ -80,6 +88,9 @@ struct SimResult {
     return behind_prefill_fraction() >= 0.5 && behind_prefill_fraction() >= 2 * prefill_duty();
   }
 };
+
+// The aggregated replicas of a prepared scenario (no topology), as simulate() runs them.
+ClusterShape cluster_shape(const Prepared& p, const Scenario& s, std::uint64_t seed);
 
 // Runs the scenario's workload. keep_records keeps every request for --export's JSONL.
 // progress(finished, total), if given, is called every 16384 finished requests (warm-up included).

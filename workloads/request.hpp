@@ -14,6 +14,9 @@ struct RequestSpec {
   int vision_tiles = 0;                 // encoder work (image tiles incl. thumbnail + video frames)
   std::vector<std::uint64_t> prefix_hashes;  // one hash per `hash_block_tokens` block of the prompt (traces), for prefix caching
   std::int64_t hash_block_tokens = 0;   // 0 = no prefix information
+  // Tokens the prefix hashes describe when they reach past the prompt (a session turn's answer,
+  // which the next turn re-sends, so the engine caches its full blocks too); 0 = the prompt's.
+  std::int64_t hashed_tokens = 0;
   std::int64_t trace_line = 0;          // the trace file's line the request came from (0 = not from a trace)
 };
 

@@ -10,6 +10,7 @@
 #include "common/splitmix.hpp"
 #include "common/text.hpp"
 #include "workloads/paths.hpp"
+#include "workloads/sessions.hpp"
 
 namespace servesim::workloads {
 namespace {
@@ -78,6 +79,7 @@ class Generator final : public Workload {
         if (i > 0) t_ += arrival_rng_.gamma(c_.burstiness, 1.0 / (c_.rate_per_s * c_.burstiness));
         return t_;
       case Arrival::schedule: return times_s_[static_cast<size_t>(i)];
+      case Arrival::sessions: return 0;   // SessionWorkload's own
     }
     return 0;
   }
@@ -144,7 +146,7 @@ class Generator final : public Workload {
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> k = {
       "concurrency", "request_rate", "arrival", "burstiness", "fixed_schedule", "schedule_file", "time_scale",
-      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset"};
+      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions"};
   return k;
 }
 
@@ -203,6 +205,7 @@ const char* arrival_name(Arrival a) {
     case Arrival::gamma: return "gamma";
     case Arrival::constant: return "constant";
     case Arrival::schedule: return "fixed_schedule";
+    case Arrival::sessions: return "sessions";
   }
   return "?";
 }
@@ -211,6 +214,20 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   check_keys(j, known_keys());
   const std::string base = folder_of(j.file());
   WorkloadConfig c;
+  if (j.has("sessions")) {   // multi-turn sessions: their own object says everything but the seed
+    for (const auto& item : j.json().items())
+      if (item.key() != "sessions" && item.key() != "seed")
+        j.fail(item.key(), "does not apply to a sessions workload (give lengths and counts inside \"sessions\")");
+    const std::int64_t seed = j.integer_or("seed", 0);
+    if (seed < 0) j.fail("seed", "must be >= 0");
+    c.seed = static_cast<std::uint64_t>(seed);
+    auto sc = std::make_shared<SessionConfig>(parse_sessions(j.object("sessions"), base));
+    sc->seed = c.seed;
+    c.arrival = Arrival::sessions;
+    c.sessions = std::move(sc);
+    validate(c, j.file(), j.field(""));
+    return c;
+  }
   const bool closed = j.has("concurrency"), open = j.has("request_rate");
   const bool sched = j.boolean_or("fixed_schedule", false) || j.has("schedule_file");
   if (int(closed) + int(open) + int(sched) != 1)
@@ -292,6 +309,11 @@ WorkloadConfig parse_workload(const JsonReader& j) {
 
 void validate(const WorkloadConfig& c, const std::string& where, const std::string& p) {
   auto fail = [&](const std::string& field, const std::string& reason) { throw Error(where, p + field, reason); };
+  if (c.arrival == Arrival::sessions) {
+    if (!c.sessions) fail("sessions", "missing the sessions object");
+    validate(*c.sessions, where, p + "sessions.");
+    return;
+  }
   if (c.arrival == Arrival::concurrency && (c.concurrency < 1 || c.concurrency > 1000000))
     fail("concurrency", "must be 1..1000000 clients, got " + std::to_string(c.concurrency));
   const bool open = c.arrival == Arrival::poisson || c.arrival == Arrival::gamma || c.arrival == Arrival::constant;
@@ -354,6 +376,11 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
 
 std::unique_ptr<Workload> make_workload(const WorkloadConfig& c) {
   validate(c);
+  if (c.arrival == Arrival::sessions) {
+    SessionConfig sc = *c.sessions;
+    sc.seed = c.seed;
+    return std::make_unique<SessionWorkload>(sc);
+  }
   return std::make_unique<Generator>(c);
 }
 

@@ -32,6 +32,7 @@ enum class Arrival {
   gamma,         // open loop, gamma gaps: shape = burstiness, mean 1/rate (vLLM bench --burstiness)
   constant,      // open loop, gaps of exactly 1/rate
   schedule,      // fixed schedule: timestamps (ms) from the trace or a schedule file
+  sessions,      // multi-turn sessions, each a closed loop of its own (workloads/sessions.hpp)
 };
 const char* arrival_name(Arrival a);
 
@@ -50,6 +51,8 @@ struct DatasetConfig {
   std::int64_t entries = 0;
   DatasetSampling sampling = DatasetSampling::sequential;
 };
+
+struct SessionConfig;
 
 struct WorkloadConfig {
   Arrival arrival = Arrival::concurrency;
@@ -74,6 +77,8 @@ struct WorkloadConfig {
   // Synthetic prompts drawn from a finite dataset: an entry keeps its lengths and content
   // (prefix hashes, one per 512-token block), so repeats can hit the prefix cache.
   DatasetConfig dataset;
+  // Arrival::sessions: multi-turn sessions (the other arrival and length fields are unused).
+  std::shared_ptr<const SessionConfig> sessions;
 };
 
 // Validates the scenario "workload" object (schema in workloads/README.md); trace, schedule and

@@ -500,3 +500,34 @@ def frame(result):
     if isinstance(result, list):
         return pd.DataFrame(result)
     raise Error(f"frame(): expected a sweep, plan or simulate result, got {type(result).__name__}")
+
+
+# ---- The Dynamo layer: sessions, the KV router and offload tiers go through simulate()'s scenario
+# ("workload": {"sessions": {...}}, "router": {"kind": "kv", ...}, "kv_offload": {...}; docs/dynamo.md);
+# the planner over a day has its own call.
+
+def planner(scenario=None, load_profile="diurnal", peak_rps=None, ttft_ms=None, itl_ms=None, **options):
+    """``servesim planner --format json``: a load profile ("diurnal" scaled to ``peak_rps``, or a CSV
+    path) through aggregated replicas scaled by Dynamo's SLA-planner rules, as one simulation.
+    ``scenario`` (dict or JSON text) gives one replica's shape and the request lengths; ``options``:
+    trough_fraction, hours, arrivals ("poisson" | "uniform"), adjustment_interval, min_workers,
+    max_workers, replica_rps, storage_gbps, startup_extra_s, fixed_fleet. Returns gpu_hours,
+    fixed_fleet_gpu_hours, slo_attainment and the per-interval ``timeline``."""
+    s = scenario if scenario is not None else _build_scenario(None)
+    args = dict(options, load_profile=load_profile)
+    for k, v in (("peak_rps", peak_rps), ("ttft_ms", ttft_ms), ("itl_ms", itl_ms)):
+        if v is not None:
+            args[k] = v
+    return _c.planner(s, args)
+
+
+def timeline_frame(result):
+    """The planner's per-interval timeline as a pandas.DataFrame (``hour`` added)."""
+    import pandas as pd
+
+    df = pd.DataFrame(result["timeline"])
+    df["hour"] = df["start_s"] / 3600.0
+    return df
+
+
+__all__ += ["planner", "timeline_frame"]

@@ -32,6 +32,7 @@
 #include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
+#include "sim/kv_offload_setup.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
@@ -61,6 +62,13 @@ struct SimOpts {
   std::string output, sweep_format;  // format "" = by --output extension (.csv, .json), else table
   int threads = 0;
   bool quiet = false;
+  // multi-turn sessions and the KV router
+  std::optional<int> sessions, turns;
+  std::optional<double> think_time_s, start_spread_s, overlap_score_weight, router_temperature, kv_event_delay_ms;
+  std::optional<std::int64_t> turn_isl, shared_prefix_tokens, session_block_tokens;
+  std::string session_trace;
+  std::string kv_offload;
+  bool kv_offload_overlap = false;
 };
 
 void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
@@ -91,7 +99,21 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
                "prefix cache when it is on. Default 0: every request a distinct prompt");
   c.add_option("--dataset-sampling", o.dataset_sampling, "Order of the dataset entries: sequential (default), random, shuffle");
   c.add_option("--seed", o.seed, "Random seed")->check(int64_range());
-  c.add_option("--router", o.router, "round_robin, least_outstanding or least_kv_load");
+  c.add_option("--router", o.router, "round_robin, least_outstanding, least_kv_load or kv (Dynamo's KV-aware router)");
+  auto* ds = "Multi-turn sessions and KV-aware routing (docs/dynamo.md)";
+  c.add_option("--overlap-score-weight", o.overlap_score_weight, "kv router: weight of prefill blocks against active blocks (Dynamo's, default 1)")->group(ds);
+  c.add_option("--router-temperature", o.router_temperature, "kv router: softmax temperature (0: the cheapest replica)")->group(ds);
+  c.add_option("--kv-event-delay-ms", o.kv_event_delay_ms, "kv router: staleness of its view of each replica's cache (default 0)")->group(ds);
+  c.add_option("--sessions", o.sessions, "Multi-turn sessions running at once (each prompt: the session's history + new tokens)")->group(ds);
+  c.add_option("--turns", o.turns, "Turns per session (default 1)")->group(ds);
+  c.add_option("--think-time-s", o.think_time_s, "Delay between an answer and the session's next turn (default 0)")->group(ds);
+  c.add_option("--start-spread-s", o.start_spread_s, "Sessions start uniformly within this many seconds (default 0)")->group(ds);
+  c.add_option("--turn-isl", o.turn_isl, "New tokens of each later turn (default --isl)")->group(ds);
+  c.add_option("--shared-prefix-tokens", o.shared_prefix_tokens, "A prefix every session's first turn shares (system prompt, tools)")->group(ds);
+  c.add_option("--session-block-tokens", o.session_block_tokens, "Content granularity of session prefix hashes (default 64; a trace's 512)")->group(ds);
+  c.add_option("--kv-offload", o.kv_offload, "KV offload tiers per replica: cpu:GIB[,disk:GIB] (evicted prefix-cache blocks move there; hits onboard them)")->group(ds);
+  c.add_flag("--kv-offload-overlap", o.kv_offload_overlap, "Onboarding overlaps the step's compute (default: adds to it)")->group(ds);
+  c.add_option("--session-trace", o.session_trace, "Session trace JSONL: session_id, input_length (new), output_length, delay_ms, hash_ids")->group(ds);
   c.add_option("--max-num-seqs", o.max_num_seqs, "vLLM max_num_seqs");
   c.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "vLLM max_num_batched_tokens");
   c.add_option("--gpu-memory-utilization", o.util, "vLLM gpu_memory_utilization");
@@ -234,6 +256,20 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (!o.precision.empty()) j["precision"] = o.precision;
   if (!o.kv_cache_dtype.empty()) j["kv_cache_dtype"] = o.kv_cache_dtype;
   if (!o.router.empty()) j["router"] = o.router;
+  if (!o.kv_offload.empty()) j["kv_offload"] = sim::parse_offload_flag(o.kv_offload);
+  if (o.kv_offload_overlap) {
+    if (!j.contains("kv_offload") || !j["kv_offload"].is_object()) throw Error("--kv-offload-overlap", "", "needs --kv-offload");
+    j["kv_offload"]["overlap"] = true;
+  }
+  if (o.overlap_score_weight || o.router_temperature || o.kv_event_delay_ms) {
+    if (j.contains("router") && j["router"].is_string()) j["router"] = {{"kind", j["router"]}};
+    if (!j.contains("router")) throw Error("--overlap-score-weight", "", "the KV router's knobs need --router kv");
+    if (o.overlap_score_weight) j["router"]["overlap_score_weight"] = *o.overlap_score_weight;
+    if (o.router_temperature) j["router"]["router_temperature"] = *o.router_temperature;
+    if (o.kv_event_delay_ms) j["router"]["kv_event_delay_ms"] = *o.kv_event_delay_ms;
+  } else if (!o.router.empty() && j.contains("router") && j["router"].is_object()) {
+    j["router"] = o.router;
+  }
   set("seed", o.seed);
   // A field of the wrong shape is reported by the parser, never replaced.
   auto object_at = [&](nlohmann::json& parent, const char* key) -> nlohmann::json& {
@@ -357,6 +393,34 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
       defaults_note = defaults_note.empty() ? "defaults: " + note : defaults_note + "; " + note;
     }
   }
+  const bool session_flags = o.turns || o.think_time_s || o.start_spread_s || o.turn_isl || o.shared_prefix_tokens ||
+                             o.session_block_tokens;
+  if (o.sessions || !o.session_trace.empty()) {   // the workload becomes {"sessions": {...}, "seed"}
+    if (!o.concurrency.empty() || !o.request_rate.empty() || o.requests || o.warmup || o.dataset_entries)
+      throw Error("--sessions", "", "sessions are their own closed loops: leave out --concurrency, --request-rate, --requests, "
+                                    "--warmup-requests and --dataset-entries");
+    nlohmann::json ss = nlohmann::json::object();
+    if (!o.session_trace.empty()) {
+      if (o.sessions || o.turns || o.think_time_s || o.turn_isl || o.shared_prefix_tokens || o.isl || o.osl)
+        throw Error("--session-trace", "", "the trace gives every turn: leave out --sessions, --turns, --think-time-s, --isl, --osl");
+      ss["file"] = std::filesystem::absolute(o.session_trace).string();
+    } else {
+      ss["count"] = *o.sessions;
+      ss["isl"] = w.contains("isl") ? w["isl"] : nlohmann::json(1024);
+      ss["osl"] = w.contains("osl") ? w["osl"] : nlohmann::json(256);
+      if (o.turns) ss["turns"] = *o.turns;
+      if (o.think_time_s) ss["think_time_s"] = *o.think_time_s;
+      if (o.start_spread_s) ss["start_spread_s"] = *o.start_spread_s;
+      if (o.turn_isl) ss["turn_isl"] = *o.turn_isl;
+      if (o.shared_prefix_tokens) ss["shared_prefix_tokens"] = *o.shared_prefix_tokens;
+    }
+    if (o.session_block_tokens) ss["block_tokens"] = *o.session_block_tokens;
+    nlohmann::json nw = {{"sessions", ss}};
+    if (w.contains("seed")) nw["seed"] = w["seed"];
+    w = nw;
+  } else if (session_flags) {
+    throw Error("--turns", "", "session flags need --sessions N (or --session-trace FILE)");
+  }
   (void)sweep;
   // The embedded scenario's description names its own model and layout: once flags override
   // them, the run's record (input_config, --export) describes what actually ran.
@@ -403,6 +467,55 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   line("inter_token_latency", "itl", "ms", {{"avg", m.itl_ms.avg}, {"p50", m.itl_ms.p50}});
   line("output_token_throughput", "output_tps", "tokens/sec", {{"", m.output_token_throughput_per_s}});
   return out;
+}
+
+// The prefix cache's hit rate overall and per replica, what the KV router expected, and what a
+// hybrid model's large block means for hits.
+std::string prefix_cache_lines(const sim::Scenario& s, const sim::SimResult& r) {
+  std::string out = std::string("prefix cache             ") + fixed(100 * r.prefix_hit_fraction(), 1) +
+                    "% of admitted prompt tokens were served from the prefix cache";
+  if (r.workers.size() > 1) {
+    out += " (per replica:";
+    for (const auto& w : r.workers)
+      out += " " + fixed(w.prompt_tokens > 0 ? 100.0 * double(w.prompt_tokens_cached) / double(w.prompt_tokens) : 0.0, 1) + "%";
+    out += ")";
+  }
+  out += "\n";
+  if (!r.engine.enable_prefix_caching)
+    out += "  prefix caching is off (vLLM's default for hybrid models): no prompt can hit; --enable-prefix-caching turns it on\n";
+  else if (r.plan.block_size > 16)
+    out += "  hits come in whole " + std::to_string(r.plan.block_size) +
+           "-token blocks (the hybrid model's block, sized to hold a Mamba state page): a shared prefix shorter than that never hits\n";
+  if (r.offload.enabled()) {
+    std::int64_t tier_hits = 0;
+    for (std::size_t t = 0; t < r.offload.tiers.size(); ++t) {
+      const auto& c = r.offload.tiers[t];
+      const sim::OffloadTierStats x = t < r.offload_stats.size() ? r.offload_stats[t] : sim::OffloadTierStats{};
+      tier_hits += x.hit_tokens;
+      out += "  offload " + c.name + ": " + fixed(c.capacity_bytes / (1024.0 * 1024 * 1024), 0) + " GiB per replica (" +
+             std::to_string(x.capacity_blocks) + " blocks in all), " + fixed(c.bytes_per_s / 1e9, 1) + " GB/s + " +
+             fixed(1e6 * c.latency_s, 1) + " us per transfer per GPU; " + std::to_string(x.stored_blocks) + " blocks stored, " +
+             fixed(r.prompt_tokens > 0 ? 100.0 * double(x.hit_tokens) / double(r.prompt_tokens) : 0.0, 1) +
+             "% of prompt tokens onboarded from it (" + human_bytes(x.bytes_onboarded) + " per GPU, " + fixed(x.seconds, 3) + " s" +
+             (r.offload.overlap ? ", overlapped with compute)" : ", added to the steps)") + "\n";
+    }
+    out += "  GPU prefix cache: " + fixed(r.prompt_tokens > 0 ? 100.0 * double(r.prompt_tokens_cached - tier_hits) / double(r.prompt_tokens) : 0.0, 1) +
+           "% of prompt tokens\n";
+  }
+  if (s.router == sim::RouterPolicy::kv && r.routed_blocks > 0)
+    out += "  kv router: expected " + fixed(100.0 * double(r.routed_overlap_blocks) / double(r.routed_blocks), 1) +
+           "% of routed prompt blocks cached where it sent them (overlap_score_weight " + compact(s.kv_router.overlap_score_weight) +
+           ", router_temperature " + compact(s.kv_router.router_temperature) + ", KV events " +
+           compact(1e3 * s.kv_router.kv_event_delay_s) + " ms late)\n";
+  return out;
+}
+
+std::string turn_table(const sim::SimResult& r) {
+  Table t({"turn", "requests", "prompt tokens", "prefix hit", "TTFT p50 ms", "TTFT p90 ms", "ITL p50 ms"});
+  for (const auto& x : r.turns)
+    t.add_row({std::to_string(x.turn + 1), std::to_string(x.requests), fixed(x.prompt_tokens_avg, 0),
+               fixed(100 * x.hit_fraction(), 1) + "%", ms(x.ttft_ms.p50), ms(x.ttft_ms.p90), ms(x.itl_ms.p50)});
+  return "per turn of the sessions:\n" + t.render();
 }
 
 std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
@@ -490,9 +603,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (r.prefill_train() && !r.cohort_locked() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
                                 "closed loops at light load often wait less, see README)"
                               : "") + "\n";
-  if (r.prompt_tokens_cached > 0)
-    out += std::string("prefix cache             ") + fixed(100 * r.prefix_hit_fraction(), 1) +
-           "% of admitted prompt tokens were served from the prefix cache\n";
+  if (r.prompt_tokens_cached > 0 || s.router == sim::RouterPolicy::kv || !r.turns.empty() || r.offload.enabled())
+    out += prefix_cache_lines(s, r);
   out += band_lines(s, r) + "\n";
   Table reps({"replica", "steps", "busy", "mean batch", "max batch", "mean KV", "max KV", "preemptions"});
   for (std::size_t i = 0; i < m.replicas.size(); ++i) {
@@ -502,7 +614,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
                   std::to_string(x.max_batch_size), fixed(100 * x.mean_kv_utilization, 1) + "%",
                   fixed(100 * x.max_kv_utilization, 1) + "%", std::to_string(pre)});
   }
-  return out + reps.render();
+  out += reps.render();
+  if (!r.turns.empty()) out += "\n" + turn_table(r);
+  return out;
 }
 
 // --seeds N: the scenario under seeds s, s+1, ..., s+N-1 (in parallel); the spread of the
@@ -661,6 +775,17 @@ void run_sweep(const SimOpts& o) {
 }
 
 }  // namespace
+
+// simulate's scenario flags for other subcommands (cmd_planner.cpp).
+struct ScenarioFlags {
+  SimOpts o;
+};
+std::shared_ptr<ScenarioFlags> add_scenario_flags(CLI::App& cmd) {
+  auto f = std::make_shared<ScenarioFlags>();
+  add_scenario_options(cmd, f->o, false);
+  return f;
+}
+sim::Scenario scenario_from_flags(const ScenarioFlags& f) { return build_scenario(f.o, false); }
 
 void add_simulate_commands(CLI::App& app) {
   auto so = std::make_shared<SimOpts>();

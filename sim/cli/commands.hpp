@@ -3,12 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "sim/api/api.hpp"
+#include "sim/scenario.hpp"
 
 namespace servesim::cli {
 
@@ -46,6 +48,12 @@ void add_validate_command(CLI::App& app);   // cmd_validate.cpp: validate
 void add_search_command(CLI::App& app);     // cmd_search.cpp: search
 void add_nccl_command(CLI::App& app);       // cmd_nccl.cpp: nccl
 void add_recommend_command(CLI::App& app);  // cmd_search.cpp: recommend
+void add_planner_command(CLI::App& app);    // cmd_planner.cpp: planner
+
+// simulate's model / GPU / engine / workload / router flags, for other subcommands (cmd_simulate.cpp).
+struct ScenarioFlags;
+std::shared_ptr<ScenarioFlags> add_scenario_flags(CLI::App& cmd);
+sim::Scenario scenario_from_flags(const ScenarioFlags& flags);
 
 // Shared by search and recommend (cmd_search.cpp).
 void add_search_options(CLI::App& cmd, api::SearchArgs& args);

@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   cli::add_search_command(app);
   cli::add_nccl_command(app);
   cli::add_recommend_command(app);
+  cli::add_planner_command(app);
 
   try {
     app.parse(argc, argv);

@@ -6,12 +6,28 @@
 
 namespace servesim::sim {
 
+namespace {
+KvRouterConfig kv_router_for(KvRouterConfig c, int block_size) {
+  c.block_size = block_size;
+  return c;
+}
+}  // namespace
+
 AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConfig& cfg,
                                      const models::StepCostModel& cost, const workloads::FrontendConfig* frontend)
-    : router_(shape.router), rng_(splitmix64(shape.seed ^ 0x66726f6e74656e64ULL)) {
+    : router_(shape.router, kv_router_for(shape.kv_router, cfg.block_size), shape.seed),
+      rng_(splitmix64(shape.seed ^ 0x66726f6e74656e64ULL)) {
   workers_.reserve(static_cast<std::size_t>(shape.replicas));
   for (int i = 0; i < shape.replicas; ++i)
     workers_.emplace_back(cfg, cost, shape.kv_blocks, shape.kv_demand, shape.seed + 7919ULL * std::uint64_t(i));
+  if (shape.offload.enabled())
+    for (Worker& w : workers_)
+      w.scheduler().set_offload(std::make_shared<KvOffload>(shape.offload, shape.offload_block_bytes, shape.gpus_per_replica,
+                                                            shape.offload_state_bytes));
+  if (router_.wants_kv_events()) {   // the KV router learns each replica's cache from its KV events
+    kv_logs_.resize(workers_.size());
+    for (std::size_t i = 0; i < workers_.size(); ++i) workers_[i].scheduler().set_kv_event_log(&kv_logs_[i]);
+  }
   queue_.reserve(static_cast<std::size_t>(shape.replicas) * 4 + 16);
   warmup_barrier_ = frontend && frontend->client.warmup_barrier;
   if (frontend && frontend->enabled) {
@@ -47,7 +63,7 @@ void AggregatedCluster::send(workloads::RequestSpec spec, double t_s, std::int64
 
 void AggregatedCluster::route(const workloads::RequestSpec& spec, double now_s, double sent_s, std::int64_t cohort,
                               bool warmup) {
-  const int w = router_.pick(workers_);
+  const int w = router_.pick(workers_, &spec, now_s);
   VllmScheduler& sched = workers_[static_cast<std::size_t>(w)].scheduler();
   const std::int32_t slot = sched.add(spec, now_s, /*client=*/0, warmup);
   Request& r = sched.request(slot);
@@ -59,7 +75,7 @@ void AggregatedCluster::route(const workloads::RequestSpec& spec, double now_s, 
 // The replica's API server takes the request in FIFO order: handling + tokenisation, then the IPC hop.
 void AggregatedCluster::api_arrival(std::int32_t p, double now_s) {
   Pending& x = pending_[static_cast<std::size_t>(p)];
-  const int w = router_.pick(workers_);
+  const int w = router_.pick(workers_, &x.spec, now_s);
   x.worker = w;
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
   double& free_s = servers[static_cast<std::size_t>(api_next_[static_cast<std::size_t>(w)]++ % std::int64_t(servers.size()))];
@@ -138,6 +154,7 @@ void AggregatedCluster::step_start(int w, double now_s) {
   const double seconds = worker.start_step(now_s);
   if (seconds < 0) return;
   queue_.push(now_s + seconds, EventKind::step_end, w);
+  kv_events(w, now_s);
   const auto& pool = worker.scheduler().pool();
   sink_->on_step(w, now_s, seconds, worker.scheduler().num_scheduled(),
                  pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
@@ -149,19 +166,55 @@ void AggregatedCluster::step_end(int w, double now_s) {
   const double emit_s = emit_time(w, now_s, sched.num_emitting());
   worker.finish_step(now_s, emit_s);
   const std::int64_t release = ++release_seq_;
+  kv_events(w, now_s);
   for (const Output& o : sched.outputs()) {
+    if (o.kind == Output::first_token) router_.first_token(sched.request(o.slot).id);
     if (o.kind != Output::finished) continue;
     const Request& r = sched.request(o.slot);
+    router_.finished(r.id);
     sink_->on_finished(r);
     if (clients_) client_done(r.finish_s, release, r.warmup);
+    if (sessions_) session_done(r);
   }
   sched.clear_outputs();
   wake(w, now_s);
 }
 
+void AggregatedCluster::schedule_tick(double t_s) { queue_.push(t_s, EventKind::custom, -1); }
+
+void AggregatedCluster::set_routable(int w, bool on) {
+  if (routable_.empty()) {
+    routable_.assign(workers_.size(), 1);
+    router_.set_routable(&routable_);
+  }
+  routable_[static_cast<std::size_t>(w)] = on ? 1 : 0;
+}
+
+void AggregatedCluster::kv_events(int w, double now_s) {
+  if (!kv_logs_.empty()) router_.kv_events(w, now_s, kv_logs_[static_cast<std::size_t>(w)]);
+}
+
+// A session's answer reached its client: its next turn is sent after the think time.
+void AggregatedCluster::session_done(const Request& r) {
+  auto next = sessions_->on_finished(r.id, r.finish_s);
+  if (!next) return;
+  std::int32_t k;
+  if (!free_turns_.empty()) {
+    k = free_turns_.back();
+    free_turns_.pop_back();
+  } else {
+    k = static_cast<std::int32_t>(turns_.size());
+    turns_.emplace_back();
+  }
+  const double t = next->arrival_s;
+  turns_[static_cast<std::size_t>(k)] = std::move(*next);
+  queue_.push(t, EventKind::session_turn, 0, k);
+}
+
 double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) {
   workload_ = &workload;
   sink_ = &sink;
+  sessions_ = dynamic_cast<workloads::SessionWorkload*>(&workload);
   warmup_ = workload.warmup_requests();
   double now_s = 0;
   if (workload.concurrency() > 0) {
@@ -196,6 +249,15 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
         workloads::RequestSpec spec = std::move(*next_arrival_);
         if ((next_arrival_ = workload.next())) queue_.push(std::max(next_arrival_->arrival_s, now_s), EventKind::arrival);
         send(std::move(spec), now_s, -1);
+        break;
+      }
+      case EventKind::custom:
+        if (controller_) controller_->tick(now_s, *this);
+        break;
+      case EventKind::session_turn: {
+        const auto k = static_cast<std::int32_t>(e.payload);
+        free_turns_.push_back(k);
+        send(std::move(turns_[static_cast<std::size_t>(k)]), now_s, -1);
         break;
       }
       case EventKind::api_arrival:

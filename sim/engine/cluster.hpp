@@ -17,6 +17,7 @@
 #include "sim/engine/worker.hpp"
 #include "sim/router/router.hpp"
 #include "workloads/frontend.hpp"
+#include "workloads/sessions.hpp"
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
@@ -29,11 +30,26 @@ class RequestSink {
   virtual void on_step(int /*worker*/, double /*start_s*/, double /*step_s*/, int /*seqs*/, double /*kv_util*/) {}
 };
 
+class AggregatedCluster;
+// Takes replicas in and out of routing as a run goes (sim/studies/planner.hpp): ticked at the
+// times it asks for with AggregatedCluster::schedule_tick().
+class FleetController {
+ public:
+  virtual ~FleetController() = default;
+  virtual void tick(double now_s, AggregatedCluster& cluster) = 0;
+};
+
 struct ClusterShape {
   int replicas = 1;
   std::int64_t kv_blocks = 0;   // per replica, usable blocks of the memory plan's pool
   models::KvDemand kv_demand;   // what a request holds in it (attention groups, state groups)
   RouterPolicy router = RouterPolicy::round_robin;
+  KvRouterConfig kv_router;     // RouterPolicy::kv (its block_size is the engine's)
+  // KV offload tiers per replica (sim/scheduler/kv_offload.hpp): one block id and the state pages
+  // a hybrid hit brings along, in bytes on one GPU, and the replica's GPUs.
+  OffloadConfig offload;
+  double offload_block_bytes = 0, offload_state_bytes = 0;
+  int gpus_per_replica = 1;
   std::uint64_t seed = 0;
 };
 
@@ -48,6 +64,12 @@ class AggregatedCluster {
   double run(workloads::Workload& workload, RequestSink& sink);
 
   const std::vector<Worker>& workers() const { return workers_; }
+  const Router& router() const { return router_; }
+  // Fleet control: replicas out of routing finish what they hold and get nothing new.
+  void set_controller(FleetController* c) { controller_ = c; }
+  void schedule_tick(double t_s);
+  void set_routable(int w, bool on);
+  bool routable(int w) const { return routable_.empty() || routable_[static_cast<std::size_t>(w)]; }
   std::uint64_t events_processed() const { return events_; }
   // Warm-up requests whose responses completed (closed loop).
   std::int64_t warmup_completed() const { return warm_done_; }
@@ -69,6 +91,8 @@ class AggregatedCluster {
   void wake(int w, double now_s);
   void step_end(int w, double now_s);
   void step_start(int w, double now_s);
+  void kv_events(int w, double now_s);
+  void session_done(const Request& r);
 
   std::vector<Worker> workers_;
   Router router_;
@@ -81,6 +105,13 @@ class AggregatedCluster {
   std::optional<workloads::ClosedLoopClients> clients_;
   RequestSink* sink_ = nullptr;
   std::optional<workloads::RequestSpec> next_arrival_;  // open loop: the one request announced
+  // Multi-turn sessions: the next turns announced (one per session at most), by event payload.
+  workloads::SessionWorkload* sessions_ = nullptr;
+  std::vector<workloads::RequestSpec> turns_;
+  std::vector<std::int32_t> free_turns_;
+  std::vector<std::vector<KvEvent>> kv_logs_;           // per replica, drained into the KV router
+  FleetController* controller_ = nullptr;
+  std::vector<char> routable_;                          // empty: every replica
   std::int64_t issued_ = 0, warmup_ = 0;
   std::uint64_t events_ = 0;
   // Frontend.

@@ -16,6 +16,7 @@ enum class EventKind : std::uint32_t {
   api_arrival,    // a client's request reaches the API server (payload: pending request)
   engine_arrival, // the API server handed a request to a worker's engine core (target: worker)
   handoff,        // disaggregated: a prefill's result reached its decode worker (target: decode index, payload: request)
+  session_turn,   // a multi-turn session's next turn is sent (payload: the topology's pending turn)
 };
 
 struct Event {

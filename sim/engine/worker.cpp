@@ -101,6 +101,8 @@ double Worker::start_step(double now_s) {
   } else {
     gpu_s = step_seconds(*batch);
   }
+  if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
+    gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
   const double launch_s = launch_seconds(tokens, uniform);
   const double cpu_s = overhead_s_ + overhead_per_seq_s_ * sched_.num_scheduled();
   const double ready_s = sched_s + cpu_s;                 // inputs prepared, first kernel can be issued

@@ -1,5 +1,7 @@
 #include "sim/scheduler/kv_pool.hpp"
 
+#include "sim/scheduler/kv_offload.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -77,6 +79,7 @@ bool KvBlockPool::publish(std::uint64_t key, std::vector<std::int32_t>& ids) {
   free_ids_.pop_back();
   blocks_[static_cast<std::size_t>(id)] = Block{key, 1, -1, -1};
   by_key_.emplace(key, id);
+  if (events_) events_->push_back({key, true});
   ids.push_back(id);  // the caller's anonymous block became this one: used_ is unchanged
   return true;
 }
@@ -115,6 +118,8 @@ std::int32_t KvBlockPool::evict_one() {
   if (id < 0) throw std::logic_error("KV block pool: nothing to evict");
   lru_remove(id);
   by_key_.erase(blocks_[static_cast<std::size_t>(id)].key);
+  if (events_) events_->push_back({blocks_[static_cast<std::size_t>(id)].key, false});
+  if (offload_) offload_->evicted(blocks_[static_cast<std::size_t>(id)].key);
   free_ids_.push_back(id);
   return id;
 }

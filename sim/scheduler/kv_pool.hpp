@@ -8,6 +8,15 @@
 
 namespace servesim::sim {
 
+class KvOffload;
+
+// A change to the set of cached block hashes, as the engine publishes it to a KV-aware router
+// (vLLM's BlockStored / BlockRemoved KV events).
+struct KvEvent {
+  std::uint64_t key;
+  bool stored;   // false: removed (evicted)
+};
+
 class KvBlockPool {
  public:
   KvBlockPool(std::int64_t capacity_blocks, bool prefix_caching);
@@ -35,6 +44,10 @@ class KvBlockPool {
   // Drops the caller's references; blocks nobody holds join the LRU queue, last block first
   // out (vLLM frees a request's blocks in reverse so the tail is evicted first).
   void release_cached(std::vector<std::int32_t>& ids);
+  // KV events: when set, every hash that enters or leaves the cache is appended to `log`.
+  void set_event_log(std::vector<KvEvent>* log) { events_ = log; }
+  // Offload tiers: evicted cached blocks move there instead of being dropped (null: off).
+  void set_offload(KvOffload* offload) { offload_ = offload; }
 
  private:
   struct Block { std::uint64_t key = 0; std::int32_t ref = 0, prev = -1, next = -1; };
@@ -50,6 +63,8 @@ class KvBlockPool {
   std::unordered_map<std::uint64_t, std::int32_t> by_key_;
   std::int32_t lru_head_ = -1, lru_tail_ = -1;
   std::int64_t lru_size_ = 0;
+  std::vector<KvEvent>* events_ = nullptr;
+  KvOffload* offload_ = nullptr;
 };
 
 // Chained keys of a prompt's full vLLM blocks from a trace's prefix hashes (one per

@@ -95,7 +95,8 @@ std::int32_t VllmScheduler::init(const workloads::RequestSpec& spec, double now_
   r.warmup = warmup;
   r.preamble_tokens = cfg_.response_preamble_tokens;
   if (pool_.prefix_caching())
-    block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.input_tokens, cfg_.block_size, r.block_keys);
+    block_keys(spec.prefix_hashes, spec.hash_block_tokens, spec.hashed_tokens > 0 ? spec.hashed_tokens : spec.input_tokens,
+               cfg_.block_size, r.block_keys);
   return slot;
 }
 
@@ -210,6 +211,7 @@ int VllmScheduler::accepted_drafts() {
 
 const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) {
   batch_ = models::StepBatch{};
+  onboard_s_ = 0;
   emitting_ = 0;
   prefill_parts_.clear();
   batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
@@ -290,19 +292,23 @@ void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
   }
 }
 
-std::int64_t VllmScheduler::prefix_hit(const Request& r, std::int64_t* free_hits) const {
+std::int64_t VllmScheduler::prefix_hit(const Request& r, std::int64_t* free_hits, std::int64_t* onboard) const {
   *free_hits = 0;
+  if (onboard) *onboard = 0;
   if (!pool_.prefix_caching() || r.block_keys.empty()) return 0;
   // No engine takes a full hit: the last token is recomputed to sample from it.
   const std::int64_t max_hit = (r.num_tokens() - 1) / cfg_.block_size;
-  return pool_.match(r.block_keys, max_hit, free_hits);
+  const std::int64_t hit = pool_.match(r.block_keys, max_hit, free_hits);
+  // Offload hook: the blocks after the GPU hits that a tier holds are onboarded, not recomputed.
+  if (onboard && offload_) *onboard = offload_->match(r.block_keys, hit, max_hit - hit);
+  return hit;
 }
 
 bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double now_s) {
   const Request& r = request(slot);
-  std::int64_t free_hits = 0;
-  const std::int64_t hit_blocks = prefix_hit(r, &free_hits);
-  const std::int64_t computed = hit_blocks * cfg_.block_size;
+  std::int64_t free_hits = 0, onboard = 0;
+  const std::int64_t hit_blocks = prefix_hit(r, &free_hits, &onboard);
+  const std::int64_t computed = (hit_blocks + onboard) * cfg_.block_size;
   std::int64_t n = r.num_tokens() - computed;
   if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold) n = cfg_.long_prefill_token_threshold;
   if (!cfg_.enable_chunked_prefill && n > budget) return false;
@@ -310,14 +316,15 @@ bool VllmScheduler::try_admit(std::int32_t slot, std::int64_t& budget, double no
   // Its attention blocks for the first chunk (+ lookahead) and its state blocks.
   const std::int64_t need = blocks_for(computed, computed + n) - hit_blocks;
   if (need > pool_.allocatable() - free_hits) return false;
-  admit(slot, hit_blocks, n, computed + n, now_s);
+  admit(slot, hit_blocks, n, computed + n, now_s, onboard);
   budget -= n;
   return true;
 }
 
-void VllmScheduler::admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s) {
+void VllmScheduler::admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s,
+                          std::int64_t onboard) {
   Request& r = request(slot);
-  const std::int64_t computed = hit_blocks * cfg_.block_size;
+  const std::int64_t computed = (hit_blocks + onboard) * cfg_.block_size;
   const std::int64_t need = blocks_for(computed, end) - hit_blocks;
   if (hit_blocks > 0) pool_.acquire(r.block_keys, hit_blocks, r.cached_block_ids);
   pool_.allocate(need);
@@ -325,6 +332,10 @@ void VllmScheduler::admit(std::int32_t slot, std::int64_t hit_blocks, std::int64
   r.token_slots = slots_for(end);
   r.keyed_blocks = hit_blocks;
   r.computed = computed;
+  if (onboard > 0) {   // the onboarded blocks hold their content now: cached like computed ones
+    onboard_s_ += offload_->onboard(r.block_keys, hit_blocks, onboard, cfg_.block_size, std::isnan(r.scheduled_s));
+    publish_blocks(r);
+  }
   r.cached_tokens = computed;
   r.phase = Phase::running;
   const bool first = std::isnan(r.scheduled_s);
@@ -415,6 +426,9 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
       if (prev <= preamble + 1 && r.generated > preamble + 1) r.second_token_s = emit_s;
     }
     if (h.left == 0) {
+      // Prefix-cache hook: the answer's full blocks whose content the request's keys describe (a
+      // session's next turn re-sends it) join the cache as vLLM caches every full block.
+      if (r.keyed_blocks < static_cast<std::int64_t>(r.block_keys.size())) publish_blocks(r);
       r.phase = Phase::finished;
       r.finish_s = emit_s;
       if (std::isnan(r.first_token_s)) r.first_token_s = emit_s;  // all preamble: seen at the end

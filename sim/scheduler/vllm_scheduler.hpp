@@ -9,12 +9,14 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/kv_cache.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/engine/request.hpp"
+#include "sim/scheduler/kv_offload.hpp"
 #include "sim/scheduler/kv_pool.hpp"
 #include "sim/scheduler/ring.hpp"
 #include "workloads/request.hpp"
@@ -77,6 +79,16 @@ class VllmScheduler {
   Request& request(std::int32_t slot) { return slots_[static_cast<std::size_t>(slot)]; }
   const Request& request(std::int32_t slot) const { return slots_[static_cast<std::size_t>(slot)]; }
   const KvBlockPool& pool() const { return pool_; }
+  // KV events of the prefix cache (hashes stored / evicted) appended to `log` (null: off).
+  void set_kv_event_log(std::vector<KvEvent>* log) { pool_.set_event_log(log); }
+  // KV offload tiers (prefix caching only): evicted blocks go there; admissions onboard them.
+  void set_offload(std::shared_ptr<KvOffload> offload) {
+    offload_ = std::move(offload);
+    pool_.set_offload(offload_.get());
+  }
+  const KvOffload* offload() const { return offload_.get(); }
+  // Onboarding time of the last schedule()'s admissions (0 without offload).
+  double step_onboard_seconds() const { return onboard_s_; }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
   int num_scheduled() const { return scheduled_; }
@@ -109,11 +121,12 @@ class VllmScheduler {
   void schedule_sglang(double now_s, double cutoff_s);
   void schedule_trtllm(double now_s, double cutoff_s);
   // Prefix-cache hit of a waiting request: leading blocks cached (never the whole prompt) and how many are free.
-  std::int64_t prefix_hit(const Request& r, std::int64_t* free_hits) const;
+  // `onboard` (optional): the blocks after the GPU hits an offload tier holds (onboarded, not recomputed).
+  std::int64_t prefix_hit(const Request& r, std::int64_t* free_hits, std::int64_t* onboard = nullptr) const;
   // Puts a waiting request into the running list with `computed` tokens cached (hit_blocks of them
   // from the prefix cache, already allocatable) and `n` tokens scheduled now, its blocks covering
   // `end` tokens; counts it into the step.
-  void admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s);
+  void admit(std::int32_t slot, std::int64_t hit_blocks, std::int64_t n, std::int64_t end, double now_s, std::int64_t onboard = 0);
   // SGLang: retracts running requests, longest output first, until every remaining one can take
   // its next token with retract_decode_steps of headroom; returns how many were retracted.
   int retract_for_decode();
@@ -164,6 +177,8 @@ class VllmScheduler {
   std::vector<PrefillPart> prefill_parts_;
   std::uint64_t rng_;
   double new_token_ratio_ = 0;          // SGLang: NewTokenRatioTracker's current ratio
+  std::shared_ptr<KvOffload> offload_;
+  double onboard_s_ = 0;
 };
 
 }  // namespace servesim::sim

@@ -1,5 +1,7 @@
 #include "sim/topology/deployment.hpp"
 
+#include "sim/router/kv_router.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -180,19 +182,26 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     shape.kv_blocks = pool_blocks(agg_.plan);
     shape.kv_demand = agg_.plan.kv.demand;
     shape.router = spec_.router;
+    shape.kv_router = spec_.kv_router;
     shape.seed = spec_.seed;
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
                               spec_.frontend ? &*spec_.frontend : nullptr);
     MetricsSink sink(metrics);
     out.end_s = cluster.run(*workload, sink);
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
+    if (const KvRouter* kv = cluster.router().kv_router())
+      out.routed_blocks = kv->routed_blocks(), out.routed_overlap_blocks = kv->routed_overlap_blocks();
   } else {
+    if (wc.arrival == workloads::Arrival::sessions)
+      throw Error("workload", "sessions", "multi-turn sessions run on aggregated topologies only (disaggregated: not modelled)");
     DisaggShape shape;
     shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
                      prefill_.cost.get(), pool_blocks(prefill_.plan), prefill_.plan.kv.demand};
     shape.decode = {topo_.decode_workers, with_block_size(engine_for(WorkerRole::decode_only), decode_.plan),
                     decode_.cost.get(), pool_blocks(decode_.plan), decode_.plan.kv.demand};
     shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, {}};
+    shape.router = spec_.router;
+    shape.kv_router = spec_.kv_router;
     shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
     shape.placement = placement_.get();
     shape.gpu = prefill_gpu_;
@@ -207,6 +216,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     out.end_s = cluster.run(*workload, metrics);
     out.transfers = cluster.transfers();
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
+    if (const KvRouter* kv = cluster.kv_router())
+      out.routed_blocks = kv->routed_blocks(), out.routed_overlap_blocks = kv->routed_overlap_blocks();
   }
   out.summary = metrics.summary();
   return out;

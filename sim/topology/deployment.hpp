@@ -53,6 +53,7 @@ struct DeploymentSpec {
   std::optional<workloads::FrontendConfig> frontend;
   MtpConfig mtp;                          // speculative decoding on decode-carrying workers
   RouterPolicy router = RouterPolicy::least_outstanding;
+  KvRouterConfig kv_router;
   std::uint64_t seed = 0;
 };
 
@@ -77,6 +78,7 @@ struct PointResult {
   TransferStats transfers;                // disaggregated only
   std::vector<WorkerStats> workers;       // aggregated: replicas; disaggregated: prefill..., decode...
   double end_s = 0;
+  std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;   // the KV router's (RouterPolicy::kv)
 };
 
 class Deployment {

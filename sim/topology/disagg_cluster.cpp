@@ -29,6 +29,15 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
   for (int i = 0; i < D; ++i)
     workers_.emplace_back(shape_.decode.engine, *shape_.decode.cost, shape_.decode.kv_blocks, shape_.decode.kv_demand,
                           shape_.seed + 7919ULL * std::uint64_t(P + i));
+  if (shape_.router == RouterPolicy::kv) {   // prefill workers by KV overlap; their caches reach the router as KV events
+    KvRouterConfig kc = shape_.kv_router;
+    kc.block_size = shape_.prefill.engine.block_size;
+    kv_ = std::make_unique<KvRouter>(kc, shape_.seed);
+    kv_logs_.resize(static_cast<std::size_t>(P));
+    for (int i = 0; i < P; ++i) workers_[static_cast<std::size_t>(i)].scheduler().set_kv_event_log(&kv_logs_[static_cast<std::size_t>(i)]);
+    prefill_mask_.assign(static_cast<std::size_t>(P + D), 0);
+    std::fill(prefill_mask_.begin(), prefill_mask_.begin() + P, char(1));
+  }
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
   rng_ = shape_.seed ^ 0x6a09e667f3bcc909ULL;
@@ -85,6 +94,16 @@ int DisaggregatedCluster::pick(int first, int count) const {
   return best;
 }
 
+int DisaggregatedCluster::pick_prefill(const workloads::RequestSpec& spec, double now_s) {
+  if (!kv_) return pick(0, shape_.prefill.count);
+  for (int i = 0; i < shape_.prefill.count; ++i) {
+    auto& log = kv_logs_[static_cast<std::size_t>(i)];
+    kv_->events(i, now_s, log);
+    log.clear();
+  }
+  return kv_->pick(workers_, spec, now_s, &prefill_mask_);
+}
+
 void DisaggregatedCluster::route(const workloads::RequestSpec& spec, double now_s) {
   const std::int32_t h = new_handle(spec, now_s);
   if (!encoders_.empty() && spec.vision_tiles > 0) {
@@ -100,7 +119,7 @@ void DisaggregatedCluster::route(const workloads::RequestSpec& spec, double now_
 
 void DisaggregatedCluster::to_prefill(std::int32_t h, double now_s) {
   Handle& x = handles_[static_cast<std::size_t>(h)];
-  const int p = pick(0, shape_.prefill.count);
+  const int p = pick_prefill(x.spec, now_s);
   x.prefill = p;
   x.pslot = workers_[static_cast<std::size_t>(p)].scheduler().add(x.spec, now_s, h, x.warmup);
   wake(p, now_s);
@@ -138,7 +157,7 @@ void DisaggregatedCluster::encoder_end(int e, double now_s) {
   for (std::int32_t h : enc.batch) {
     Handle& x = handles_[static_cast<std::size_t>(h)];
     x.spec.vision_tiles = 0;   // encoded: prefill only runs the LLM over the embeddings
-    const int p = pick(0, shape_.prefill.count);
+    const int p = pick_prefill(x.spec, now_s);
     x.prefill = p;
     start_transfer(from, p, double(x.spec.vision_tokens) * shape_.embedding_bytes_per_token,
                    kEmbeddingTag | std::uint64_t(h), now_s);
@@ -183,6 +202,7 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
       if (o.kind != Output::handoff) continue;
       const std::int32_t h = sched.request(o.slot).client;
       Handle& x = handles_[static_cast<std::size_t>(h)];
+      if (kv_) kv_->finished(x.spec.id);   // its prefill is done: no longer the prefill worker's active work
       const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
       x.decode = d;
       // The framework's way from the prefill's result to the decode worker (none: at once).

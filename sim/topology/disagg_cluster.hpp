@@ -9,6 +9,7 @@
 //   TTFT = queueing + prefill + transfer (+ queueing for a reservation) + one decode step.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "models/step_cost.hpp"
 #include "sim/engine/event_queue.hpp"
 #include "sim/engine/worker.hpp"
+#include "sim/router/kv_router.hpp"
 #include "sim/links/placement.hpp"
 #include "sim/links/transfer_network.hpp"
 #include "sim/metrics.hpp"
@@ -45,6 +47,10 @@ struct DisaggShape {
   std::function<double(std::int64_t)> handoff_bytes;   // KV + state bytes for a prompt of n tokens
   const workloads::FrontendConfig* frontend = nullptr; // its disaggregated path (nullptr: none)
   double embedding_bytes_per_token = 0;     // encode -> prefill: vision tokens × hidden × 2 B
+  // RouterPolicy::kv: prefill workers chosen by Dynamo's KV router (their cached prefixes against
+  // their active blocks); decode workers stay least outstanding. Other policies: least outstanding.
+  RouterPolicy router = RouterPolicy::least_outstanding;
+  KvRouterConfig kv_router;
   std::uint64_t seed = 0;
 };
 
@@ -93,6 +99,14 @@ class DisaggregatedCluster {
 
   DisaggShape shape_;
   std::vector<Worker> workers_;
+ public:
+  const KvRouter* kv_router() const { return kv_.get(); }   // prefill routing (null unless RouterPolicy::kv)
+
+ private:
+  std::unique_ptr<KvRouter> kv_;                    // prefill routing (RouterPolicy::kv)
+  std::vector<std::vector<KvEvent>> kv_logs_;       // per prefill worker
+  std::vector<char> prefill_mask_;                  // the KV router picks among these
+  int pick_prefill(const workloads::RequestSpec& spec, double now_s);
   std::vector<Encoder> encoders_;
   std::vector<TransferNetwork::PortId> out_port_[2], in_port_[2];   // [LinkKind][placement index]
   TransferNetwork net_;

@@ -1,0 +1,102 @@
+// `servesim planner`: a day of traffic (a diurnal curve scaled to a peak, or a CSV of time ->
+// request rate) through aggregated replicas scaled by Dynamo's SLA-planner rules, as one
+// simulation (sim/studies/planner.hpp). Prints workers and SLO attainment over time, GPU-hours and
+// $ against a fixed fleet sized for the peak; --plot draws load, workers and p90 TTFT / ITL.
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/cli/plot_runner.hpp"
+#include "sim/studies/planner.hpp"
+
+namespace servesim::cli {
+namespace {
+
+struct PlannerOpts {
+  std::shared_ptr<ScenarioFlags> flags;
+  std::string load_profile = "diurnal", arrivals = "poisson", plot;
+  double peak_rps = 0, trough_fraction = 0.2, hours = 24, interval_s = 180, ttft_ms = 0, itl_ms = 0;
+  double replica_rps = 0, storage_gbps = 10, startup_extra_s = 0;
+  int min_workers = 1, max_workers = 0;
+  bool no_fixed_fleet = false;
+  Format format = Format::table;
+};
+
+std::string val(double v, int d) { return std::isfinite(v) ? fixed(v, d) : "-"; }
+
+void run(const PlannerOpts& o) {
+  if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
+  nlohmann::json a = {{"load_profile", o.load_profile}, {"peak_rps", o.peak_rps}, {"trough_fraction", o.trough_fraction},
+                      {"hours", o.hours}, {"arrivals", o.arrivals}, {"adjustment_interval", o.interval_s},
+                      {"ttft_ms", o.ttft_ms}, {"itl_ms", o.itl_ms}, {"min_workers", o.min_workers},
+                      {"max_workers", o.max_workers}, {"replica_rps", o.replica_rps}, {"storage_gbps", o.storage_gbps},
+                      {"startup_extra_s", o.startup_extra_s}, {"fixed_fleet", !o.no_fixed_fleet}};
+  const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
+  const sim::Scenario s = scenario_from_flags(*o.flags);
+  const sim::PlannerResult r = sim::run_planner(s, spec);
+  const nlohmann::json j = sim::to_json(r, spec);
+  if (!o.plot.empty()) {
+    const std::string data = o.plot + ".json";
+    write_atomically(data, j.dump());
+    run_python_module("servesim.planner_plot", {data, o.plot}, "--plot");
+  }
+  std::string out = "servesim planner: " + s.model + ", workers of " + std::to_string(r.gpus_per_worker) + " x " + s.gpu +
+                    " (TP" + std::to_string(s.par.tp) + "), adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
+                    val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n";
+  out += "one worker serves " + fixed(r.replica_rps, 3) + " requests/s within the SLO (p90, " +
+         (spec.replica_rps > 0 ? std::string("given") : std::string("profiled by simulation")) + "); peak " +
+         fixed(spec.profile.peak(), 2) + " requests/s -> fixed fleet " + std::to_string(r.peak_workers) + " workers; start-up " +
+         fixed(r.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n\n";
+  Table t({"hour", "offered rps", "observed rps", "workers", "held", "requests", "SLO met", "TTFT p90 ms", "ITL p90 ms"});
+  const std::size_t every = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(3600 / spec.interval_s)));
+  for (std::size_t k = 0; k < r.timeline.size(); k += every) {
+    const auto& x = r.timeline[k];
+    t.add_row({fixed(x.start_s / 3600, 2), fixed(x.offered_rps, 2), fixed(x.observed_rps, 2), std::to_string(x.workers_ready),
+               std::to_string(x.workers_held), std::to_string(x.requests),
+               x.requests > 0 ? fixed(100.0 * double(x.good) / double(x.requests), 1) + "%" : "-", val(x.ttft_p90_ms, 1),
+               val(x.itl_p90_ms, 2)});
+  }
+  out += t.render() + "(the first interval of each hour; --format json has every interval)\n\n";
+  out += "requests " + std::to_string(r.requests) + ", SLO met by " + fixed(100 * r.slo_attainment, 2) + "% (fixed fleet: " +
+         (std::isfinite(r.fixed_fleet_slo_attainment) ? fixed(100 * r.fixed_fleet_slo_attainment, 2) + "%" : std::string("-")) + ")\n";
+  out += "GPU-hours " + fixed(r.gpu_hours, 1) + " against " + fixed(r.fixed_fleet_gpu_hours, 1) + " for the fixed fleet (" +
+         fixed(100 * (1 - r.gpu_hours / r.fixed_fleet_gpu_hours), 1) + "% saved)";
+  if (r.usd_per_gpu_hour)
+    out += "; $" + fixed(r.gpu_hours * *r.usd_per_gpu_hour, 0) + " against $" + fixed(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour, 0) +
+           " at " + r.instance + " on-demand ($" + fixed(*r.usd_per_gpu_hour, 2) + " per GPU-hour)";
+  out += "\nsimulated in " + fixed(r.wall_s, 1) + " s\n";
+  emit(o.format, j, out);
+}
+
+}  // namespace
+
+void add_planner_command(CLI::App& app) {
+  auto o = std::make_shared<PlannerOpts>();
+  CLI::App* c = app.add_subcommand("planner", "A day of load through replicas that Dynamo's SLA planner scales: workers, SLO "
+                                              "attainment and GPU-hours against a fixed fleet sized for the peak");
+  o->flags = add_scenario_flags(*c);
+  auto* g = "Planner";
+  c->add_option("--load-profile", o->load_profile, "diurnal (built in) or a CSV of time_s (or time_h) and rps")->group(g);
+  c->add_option("--peak-rps", o->peak_rps, "Peak request rate (the diurnal curve's; a CSV is rescaled to it when given)")->group(g);
+  c->add_option("--trough-fraction", o->trough_fraction, "Diurnal trough as a fraction of the peak (default 0.2)")->group(g);
+  c->add_option("--hours", o->hours, "Hours of the diurnal profile (default 24)")->group(g);
+  c->add_option("--arrivals", o->arrivals, "poisson (default) or uniform (evenly spaced at the rate)")->group(g);
+  c->add_option("--adjustment-interval", o->interval_s, "Seconds between planner decisions (default 180)")->group(g);
+  c->add_option("--ttft-ms", o->ttft_ms, "SLO on time to first token (ms)")->group(g);
+  c->add_option("--itl-ms", o->itl_ms, "SLO on inter-token latency (ms)")->group(g);
+  c->add_option("--min-workers", o->min_workers, "Fewest workers (default 1)")->group(g);
+  c->add_option("--max-workers", o->max_workers, "Most workers (default twice the peak fleet)")->group(g);
+  c->add_option("--replica-rps", o->replica_rps, "Requests/s one worker serves within the SLO (default: profiled by simulation)")->group(g);
+  c->add_option("--storage-gbps", o->storage_gbps, "Weight loading bandwidth per starting worker, GB/s (default 10: FSx for Lustre, "
+                                                   "10 TiB at 1,000 MB/s per TiB)")->group(g);
+  c->add_option("--startup-extra-s", o->startup_extra_s, "Start-up time beyond reading the weights (default 0)")->group(g);
+  c->add_flag("--no-fixed-fleet", o->no_fixed_fleet, "Skip simulating the peak-sized fixed fleet")->group(g);
+  c->add_option("--plot", o->plot, "Chart (.png) of load, workers and p90 TTFT / ITL over time")->group(g);
+  add_format_option(*c, o->format);
+  c->callback([o] { run(*o); });
+}
+
+}  // namespace servesim::cli

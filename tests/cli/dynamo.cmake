@@ -1,0 +1,20 @@
+# CLI tests of the Dynamo layer: sessions with the KV router and host offload, the planner, one-line errors.
+set(SS $<TARGET_FILE:servesim>)
+# One session of 3 turns on 2 replicas: the kv router keeps it on one replica (per-replica hit rates
+# 0 % and the rest), and the per-turn table follows.
+add_test(NAME cli_dynamo_sessions_kv COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --gpus 2 --tp 1 --precision fp8
+         --router kv --sessions 1 --turns 3 --isl 8000 --turn-isl 1000 --osl 100 --kv-offload cpu:100)
+set_tests_properties(cli_dynamo_sessions_kv PROPERTIES PASS_REGULAR_EXPRESSION
+  "per replica: (0\\.0% [1-9][0-9.]*%|[1-9][0-9.]*% 0\\.0%).*offload cpu: 100 GiB per replica.*kv router: expected.*per turn of the sessions")
+add_test(NAME cli_dynamo_sessions_conflict COMMAND ${SS} simulate --sessions 4 --concurrency 8)
+set_tests_properties(cli_dynamo_sessions_conflict PROPERTIES WILL_FAIL TRUE)
+add_test(NAME cli_dynamo_offload_bad COMMAND ${SS} simulate --kv-offload ram:10)
+set_tests_properties(cli_dynamo_offload_bad PROPERTIES PASS_REGULAR_EXPRESSION "--kv-offload: expected cpu:GIB\\[,disk:GIB\\]")
+# 10 requests/s evenly spaced for 20 minutes at 4 per worker: 3 workers, 1.0 GPU-hour.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/flat_profile.csv "time_s,rps\n0,10\n1200,10\n")
+add_test(NAME cli_dynamo_planner COMMAND ${SS} planner --model llama-3.1-8b --gpu h200 --gpus 1 --tp 1 --precision fp8
+         --isl 1000 --osl 100 --load-profile ${CMAKE_CURRENT_BINARY_DIR}/flat_profile.csv --arrivals uniform
+         --adjustment-interval 60 --replica-rps 4 --ttft-ms 2000 --itl-ms 100 --no-fixed-fleet)
+set_tests_properties(cli_dynamo_planner PROPERTIES PASS_REGULAR_EXPRESSION "GPU-hours 1\\.0 against 1\\.0 for the fixed fleet")
+add_test(NAME cli_dynamo_planner_no_slo COMMAND ${SS} planner --peak-rps 5)
+set_tests_properties(cli_dynamo_planner_no_slo PROPERTIES PASS_REGULAR_EXPRESSION "planner: ttft_ms: give the SLO")

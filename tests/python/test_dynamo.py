@@ -1,0 +1,40 @@
+"""The Dynamo layer through the bindings: sessions and the KV router in simulate(), the planner."""
+import pytest
+
+import servesim
+
+
+def session_scenario(router):
+    return {"model": "llama-3.1-8b", "gpu": "h200", "gpus": 2, "tp": 1, "precision": "fp8", "router": router,
+            "engine": {"enable_prefix_caching": True}, "frontend": {"enabled": False},
+            "workload": {"sessions": {"count": 1, "turns": 4, "isl": 8000, "turn_isl": 1000, "osl": 100}}}
+
+
+def test_sessions_and_kv_router_report_hit_rates_per_replica_and_turn():
+    kv = servesim.simulate(session_scenario("kv"))
+    rr = servesim.simulate(session_scenario("round_robin"))
+    # Turn k's prompt is 8000 + 1100 k; kv hits the previous turn's prompt + answer in 64-token chunks.
+    prompts = sum(8000 + 1100 * k for k in range(4))
+    cached = sum((8000 + 1100 * (k - 1) + 100) // 64 * 64 for k in range(1, 4))
+    assert kv["prefix_cache_hit_rate"]["overall"] == pytest.approx(cached / prompts)
+    assert len(kv["prefix_cache_hit_rate"]["per_replica"]) == 2
+    assert [t["turn"] for t in kv["sessions"]["per_turn"]] == [1, 2, 3, 4]
+    assert kv["router"]["kind"] == "kv" and rr["router"]["kind"] == "round_robin"
+    assert kv["prefix_cache_hit_rate"]["overall"] > rr["prefix_cache_hit_rate"]["overall"]
+
+
+def test_planner_constant_load_and_cli_agree(cli, tmp_path):
+    base = {"model": "llama-3.1-8b", "gpu": "h200", "gpus": 1, "tp": 1, "precision": "fp8",
+            "workload": {"request_rate": 1, "isl": 1000, "osl": 100}}
+    csv = tmp_path / "flat.csv"
+    csv.write_text("time_s,rps\n0,10\n1200,10\n")
+    r = servesim.planner(base, load_profile=str(csv), ttft_ms=2000, itl_ms=100, replica_rps=4, arrivals="uniform",
+                         adjustment_interval=60, fixed_fleet=False)
+    assert {x["workers_held"] for x in r["timeline"]} == {3}
+    assert r["gpu_hours"] == pytest.approx(3 * 1200 / 3600)
+    out = cli("planner", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", 1, "--tp", 1, "--precision", "fp8",
+              "--isl", 1000, "--osl", 100, "--load-profile", csv, "--ttft-ms", 2000, "--itl-ms", 100, "--replica-rps", 4,
+              "--arrivals", "uniform", "--adjustment-interval", 60, "--no-fixed-fleet", "--format", "json")
+    assert out["gpu_hours"] == pytest.approx(r["gpu_hours"])
+    with pytest.raises(servesim.Error, match="ttft_ms"):
+        servesim.planner(base, peak_rps=5)

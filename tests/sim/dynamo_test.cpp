@@ -1,0 +1,293 @@
+// KV-aware routing and multi-turn sessions: figures checked by hand (block arithmetic of the
+// prefix cache, and TTFT differences against the step-cost model's prefill times).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "sim/simulate.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// One session of 6 turns on 2 replicas of Llama-3.1-8B, no frontend: turn k's prompt is
+// P_k = 8000 + 1100 k tokens (history + 1000 new), its answer 100 tokens.
+nlohmann::json one_session(const char* router) {
+  return {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 2}, {"tp", 1}, {"precision", "fp8"},
+          {"engine_profile", "vllm-0.19"}, {"router", router},
+          {"engine", {{"enable_prefix_caching", true}, {"max_num_batched_tokens", 32768}}},
+          {"frontend", {{"enabled", false}}},
+          {"workload", {{"sessions", {{"count", 1}, {"turns", 6}, {"isl", 8000}, {"turn_isl", 1000}, {"osl", 100}}}, {"seed", 3}}}};
+}
+
+std::int64_t prompt(int k) { return 8000 + 1100 * k; }
+// Tokens a finished turn leaves in the cache: its prompt + answer, in whole 64-token hash chunks
+// (the session's content granularity), of which whole 16-token blocks are cached.
+std::int64_t cached_after(int k) { return (prompt(k) + 100) / 64 * 64; }
+
+TEST(Sessions, KvRoutingHitsTheWholeHistoryRoundRobinEveryOtherTurn) {
+  const SimResult kv = simulate(parse_scenario(one_session("kv").dump(), "test"));
+  const SimResult rr = simulate(parse_scenario(one_session("round_robin").dump(), "test"));
+  // kv: every turn k >= 1 on the replica that holds turn k-1; round robin: turn k on replica k mod 2,
+  // which holds turn k-2's history.
+  std::int64_t want_kv = 0, want_rr = 0, prompts = 0;
+  for (int k = 0; k < 6; ++k) {
+    prompts += prompt(k);
+    if (k >= 1) want_kv += cached_after(k - 1);
+    if (k >= 2) want_rr += cached_after(k - 2);
+  }
+  EXPECT_EQ(kv.prompt_tokens, prompts);
+  EXPECT_EQ(kv.prompt_tokens_cached, want_kv);
+  EXPECT_EQ(rr.prompt_tokens_cached, want_rr);
+  ASSERT_EQ(kv.turns.size(), 6u);
+  ASSERT_EQ(rr.turns.size(), 6u);
+  // Per replica: kv keeps the session on one replica; round robin splits its turns 3 / 3.
+  EXPECT_TRUE(kv.workers[0].prompt_tokens == 0 || kv.workers[1].prompt_tokens == 0);
+  EXPECT_EQ(rr.workers[0].prompt_tokens, prompt(0) + prompt(2) + prompt(4));
+  // The router expected what the engine then hit.
+  EXPECT_EQ(kv.routed_overlap_blocks * 16, want_kv);
+
+  // TTFT: a lone prompt on an idle engine is one prefill step, so the TTFT saved on turn k is the
+  // step-cost model's prefill time of the extra tokens round robin recomputes.
+  const Prepared p = prepare(parse_scenario(one_session("kv").dump(), "test"));
+  auto prefill_s = [&](std::int64_t tokens, std::int64_t cached) {
+    models::StepBatch b;
+    b.prefill_seqs = 1;
+    b.prefill_tokens = tokens - cached;
+    b.prefill_attention_pairs = double(tokens - cached) * double(cached) + double(tokens - cached) * double(tokens - cached + 1) / 2;
+    return p.cost->seconds(b);
+  };
+  for (int k = 2; k < 6; ++k) {
+    const double saved = 1e3 * (prefill_s(prompt(k), cached_after(k - 2)) - prefill_s(prompt(k), cached_after(k - 1)));
+    const double got = rr.turns[static_cast<std::size_t>(k)].ttft_ms.p50 - kv.turns[static_cast<std::size_t>(k)].ttft_ms.p50;
+    EXPECT_GT(saved, 5.0) << "turn " << k;
+    EXPECT_NEAR(got, saved, 0.05 * saved) << "turn " << k;
+  }
+  EXPECT_GT(kv.prefix_hit_fraction(), rr.prefix_hit_fraction());
+  EXPECT_LT(kv.summary.ttft_ms.avg, rr.summary.ttft_ms.avg);
+}
+
+TEST(Sessions, StaleKvEventsHideTheCacheFromTheRouter) {
+  // KV events that reach the router a day late: it never sees a cached block, so it expects no
+  // overlap and balances by load alone.
+  nlohmann::json j = one_session("kv");
+  j["router"] = {{"kind", "kv"}, {"kv_event_delay_ms", 8.64e7}};
+  const SimResult stale = simulate(parse_scenario(j.dump(), "test"));
+  EXPECT_EQ(stale.routed_overlap_blocks, 0);
+  EXPECT_GT(stale.routed_blocks, 0);
+}
+
+TEST(Sessions, ManySessionsKvBeatsRoundRobinAndIsDeterministic) {
+  auto run = [](const char* router) {
+    nlohmann::json j = one_session(router);
+    j["gpus"] = 4;
+    j["workload"]["sessions"] = {{"count", 24}, {"turns", 5}, {"isl", 4000}, {"turn_isl", 500}, {"osl", 200},
+                                 {"think_time_s", 1.0}, {"think_time", "exponential"},
+                                 {"start_spread_s", 2.0}};
+    return simulate(parse_scenario(j.dump(), "test"));
+  };
+  const SimResult kv = run("kv"), rr = run("round_robin"), kv2 = run("kv");
+  EXPECT_EQ(kv.summary.request_count, 24 * 5);
+  // Exponential think times scramble round robin's order (0.39 of prompt tokens hit); the KV router
+  // hits 0.57 of them, of at most 0.78 (turn 0 never hits), trading the rest for balanced load.
+  EXPECT_GT(kv.prefix_hit_fraction(), rr.prefix_hit_fraction() + 0.1);
+  EXPECT_LT(kv.summary.ttft_ms.p50, rr.summary.ttft_ms.p50);
+  EXPECT_EQ(kv.prompt_tokens_cached, kv2.prompt_tokens_cached);
+  EXPECT_EQ(kv.summary.ttft_ms.avg, kv2.summary.ttft_ms.avg);
+}
+
+TEST(Sessions, BadInputIsOneClearError) {
+  nlohmann::json j = one_session("kv");
+  j["workload"]["sessions"]["turns"] = 0;
+  EXPECT_THROW(parse_scenario(j.dump(), "test"), Error);
+  j = one_session("kv");
+  j["workload"]["concurrency"] = 4;
+  try {
+    parse_scenario(j.dump(), "test");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("concurrency"), std::string::npos);
+  }
+  j = one_session("kv");
+  j["router"] = {{"kind", "round_robin"}, {"overlap_score_weight", 2}};
+  EXPECT_THROW(parse_scenario(j.dump(), "test"), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// Llama-3.1-8B BF16 on one H200 at gpu_memory_utilization 0.2, one client sending prompts A, B, A
+// (aiperf dataset of 2 entries), each 60 % of the KV pool: B evicts A's tail blocks, and the
+// second A finds its head on the GPU and its tail in the host tier.
+nlohmann::json offload_scenario(double util, bool offload) {
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "bf16"},
+                      {"engine_profile", "vllm-0.19"},
+                      {"engine", {{"enable_prefix_caching", true}, {"gpu_memory_utilization", util},
+                                  {"closed_loop_osl_spread_tokens", 0}}},
+                      {"frontend", {{"enabled", false}}},
+                      {"workload", {{"concurrency", 1}, {"requests", 3}, {"isl", 1}, {"osl", 4}, {"dataset", {{"entries", 2}}}}}};
+  if (offload) j["kv_offload"] = {{"cpu_gib", 100}};
+  return j;
+}
+
+TEST(KvOffload, OnboardingCostsBytesOverTheHostLinkPlusLatency) {
+  const Prepared small = prepare(parse_scenario(offload_scenario(0.2, true).dump(), "test"));
+  const std::int64_t isl = small.plan.num_kv_blocks * 16 * 6 / 10;
+  auto run = [&](double util, bool offload) {
+    nlohmann::json j = offload_scenario(util, offload);
+    j["workload"]["isl"] = isl;
+    return simulate(parse_scenario(j.dump(), "test"));
+  };
+  const SimResult tiers = run(0.2, true);
+  const SimResult roomy = run(0.5, false);   // a pool that keeps both prompts: every hit on the GPU
+  ASSERT_EQ(tiers.offload_stats.size(), 1u);
+  const OffloadTierStats& cpu = tiers.offload_stats[0];
+  // Per block: 16 tokens x 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 2 MiB.
+  EXPECT_DOUBLE_EQ(small.plan.kv.bytes_per_block, 2.0 * 1024 * 1024);
+  EXPECT_GT(cpu.hit_blocks, 100);
+  EXPECT_EQ(cpu.transfers, 1);
+  // Both runs hit the whole prompt but its last block's worth: floor((isl - 1) / 16) blocks.
+  EXPECT_EQ(tiers.prompt_tokens_cached, (isl - 1) / 16 * 16);
+  EXPECT_EQ(roomy.prompt_tokens_cached, tiers.prompt_tokens_cached);
+  // One transfer: 18.4 us + blocks x 2 MiB / 55.0 GB/s (the H200's measured PCIe Gen5 copy).
+  const double want = 18.4e-6 + double(cpu.hit_blocks) * 2.0 * 1024 * 1024 / 55.0e9;
+  EXPECT_NEAR(cpu.seconds, want, 1e-12);
+  EXPECT_DOUBLE_EQ(cpu.bytes_onboarded, double(cpu.hit_blocks) * 2.0 * 1024 * 1024);
+  // The repeat is the run's shortest TTFT; onboarding adds exactly its transfer to its first step.
+  EXPECT_NEAR(tiers.summary.ttft_ms.min - roomy.summary.ttft_ms.min, 1e3 * want, 1e-6);
+
+  // Overlapped with compute, the transfer hides behind the step when the step is longer.
+  nlohmann::json j = offload_scenario(0.2, true);
+  j["workload"]["isl"] = isl;
+  j["kv_offload"]["overlap"] = true;
+  const SimResult hidden = simulate(parse_scenario(j.dump(), "test"));
+  EXPECT_LT(hidden.summary.ttft_ms.min, tiers.summary.ttft_ms.min);
+  EXPECT_GE(hidden.summary.ttft_ms.min, roomy.summary.ttft_ms.min);
+}
+
+TEST(KvOffload, BadInputIsOneClearError) {
+  nlohmann::json j = offload_scenario(0.2, true);
+  j["kv_offload"] = {{"cpu_gib", 5000}};   // p5en: 2 TiB host memory for 8 GPUs -> 256 GiB per GPU
+  try {
+    prepare(parse_scenario(j.dump(), "test"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  j = offload_scenario(0.2, true);
+  j["engine"]["enable_prefix_caching"] = false;
+  EXPECT_THROW(prepare(parse_scenario(j.dump(), "test")), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+#include "sim/studies/planner.hpp"
+
+namespace servesim::sim {
+namespace {
+
+Scenario planner_scenario() {
+  const nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
+                            {"engine_profile", "vllm-0.19"}, {"router", "least_outstanding"},
+                            {"workload", {{"request_rate", 1.0}, {"isl", 1000}, {"osl", 100}, {"seed", 5}}}};
+  return parse_scenario(j.dump(), "test");
+}
+
+PlannerSpec planner_spec(workloads::LoadProfile profile) {
+  PlannerSpec p;
+  p.profile = std::move(profile);
+  p.poisson = false;            // evenly spaced arrivals: every interval sees exactly its rate
+  p.interval_s = 60;
+  p.ttft_ms = 2000;
+  p.itl_ms = 100;
+  p.replica_rps = 4;            // given, so the fleet is rate / 4 by hand
+  p.storage_bytes_per_s = 1e9;  // 8 GB of FP8 weights: 8 s to start
+  p.run_fixed_fleet = false;
+  return p;
+}
+
+TEST(Planner, ConstantLoadHoldsAConstantFleet) {
+  // 10 requests/s for 20 minutes at 4 per worker: ceil(10 / 4) = 3 workers from start to end.
+  const PlannerResult r = run_planner(planner_scenario(), planner_spec(workloads::step_profile(10, 10, 600, 1200)));
+  ASSERT_EQ(r.timeline.size(), 20u);
+  for (const auto& iv : r.timeline) {
+    EXPECT_EQ(iv.workers_ready, 3) << iv.start_s;
+    EXPECT_EQ(iv.workers_held, 3) << iv.start_s;
+    EXPECT_NEAR(iv.observed_rps, 10, 0.02) << iv.start_s;
+  }
+  EXPECT_EQ(r.peak_workers, 3);
+  EXPECT_NEAR(r.gpu_hours, 3.0 * 1200 / 3600, 1e-9);
+  EXPECT_NEAR(r.fixed_fleet_gpu_hours, r.gpu_hours, 1e-9);
+  EXPECT_EQ(r.requests, 12000);
+}
+
+TEST(Planner, AStepAddsWorkersAfterOneIntervalPlusStartUp) {
+  // 6 -> 14 requests/s at t = 300 s (an interval boundary): the tick at 360 s sees 14 and starts
+  // ceil(14 / 4) - ceil(6 / 4) = 2 workers, which take requests from 360 s + start-up on.
+  PlannerSpec spec = planner_spec(workloads::step_profile(6, 14, 300, 900));
+  const PlannerResult r = run_planner(planner_scenario(), spec);
+  const double startup = r.startup_s;
+  EXPECT_GT(startup, 1.0);
+  EXPECT_LT(startup, 60.0);
+  for (const auto& iv : r.timeline) {
+    const double end = iv.start_s + spec.interval_s;
+    if (end <= 300 + 1e-9) {           // before the step: 2 workers
+      EXPECT_EQ(iv.workers_held, 2) << end;
+    } else if (end < 360 - 1e-9) {
+      EXPECT_EQ(iv.workers_held, 2) << end;
+    } else {                           // from the tick at 360 s on: 4 held
+      EXPECT_EQ(iv.workers_held, 4) << end;
+    }
+  }
+  // At 360 s the two new workers were still loading (ready = 2), at 420 s they serve (ready = 4).
+  EXPECT_EQ(r.timeline[5].workers_ready, 2);
+  EXPECT_EQ(r.timeline[6].workers_ready, 4);
+  // GPU time: 2 workers all along, 2 more from 360 s (while loading too) to the end.
+  EXPECT_NEAR(r.gpu_hours, (2.0 * 900 + 2.0 * (900 - 360)) / 3600, 1e-9);
+}
+
+TEST(Planner, DiurnalProfileAndCsv) {
+  const workloads::LoadProfile d = workloads::diurnal_profile(10, 0.2, 4, 24);
+  EXPECT_NEAR(d.rate_at(4 * 3600), 2.0, 1e-9);      // trough at 04:00
+  EXPECT_NEAR(d.rate_at(16 * 3600), 10.0, 1e-9);    // peak twelve hours later
+  // The mean of 0.2 + 0.8 (1 - cos) / 2 over a day is 0.6 of the peak.
+  EXPECT_NEAR(d.requests_between(0, 86400) / 86400, 6.0, 0.01);
+  const auto c = workloads::parse_load_profile_csv("time_h,rps\n0,1\n1,3\n2,3\n", "p.csv", 6);
+  EXPECT_DOUBLE_EQ(c.rate_at(1800), 4.0);          // rescaled to peak 6: 2 -> 6 linear, halfway 4
+  EXPECT_DOUBLE_EQ(c.duration_s, 7200);
+  EXPECT_THROW(workloads::parse_load_profile_csv("time_s,rps\n0,1\n0,2\n", "p.csv"), Error);
+  EXPECT_THROW(workloads::parse_load_profile_csv("when,rps\n0,1\n", "p.csv"), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+TEST(Sessions, DisaggregatedPrefillWorkersAreRoutedByOverlap) {
+  // 2 prefill + 1 decode workers on a p5en, 8 prompts of 6,000 tokens drawn at random: the KV
+  // router sends a repeat to the prefill worker holding it. With fresh KV events what it expected
+  // to find cached is what the prefill workers served, less the blocks a copy of the same prompt
+  // still in prefill published between the routing and the admission (0.5 % here).
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"tp", 1}, {"precision", "fp8"},
+                      {"engine_profile", "vllm-0.19"}, {"router", "kv"},
+                      {"topology", {{"kind", "disagg"}, {"instance", "p5en.48xlarge"}, {"prefill_workers", 2}, {"decode_workers", 1}}},
+                      {"workload", {{"concurrency", 8}, {"requests", 200}, {"isl", 6000}, {"osl", 100}, {"seed", 2},
+                                    {"dataset", {{"entries", 8}, {"sampling", "random"}}}}}};
+  const SimResult r = simulate(parse_scenario(j.dump(), "test"));
+  ASSERT_EQ(r.workers.size(), 3u);
+  EXPECT_GT(r.routed_overlap_blocks, 0);
+  EXPECT_LE(r.routed_overlap_blocks * 16, r.prompt_tokens_cached);
+  EXPECT_GT(double(r.routed_overlap_blocks * 16), 0.99 * double(r.prompt_tokens_cached));
+  EXPECT_GT(r.workers[0].prompt_tokens_cached, 0);
+  EXPECT_GT(r.workers[1].prompt_tokens_cached, 0);
+  EXPECT_EQ(r.workers[2].prompt_tokens, 0);   // the decode worker receives KV, it prefills nothing
+}
+
+}  // namespace
+}  // namespace servesim::sim
