@@ -167,6 +167,21 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
   set("decode_nodes", o.decode_nodes);
 }
 
+constexpr const char* kFlagsDescription = "servesim command-line flags on the embedded default scenario: ";
+// One line naming what command-line flags built on the embedded scenario.
+std::string flags_description(const sim::Scenario& s) {
+  const auto& w = s.workload;
+  std::string d = std::string(kFlagsDescription) + s.model + " (" + std::string(hw::to_string(s.precision)) + ")";
+  if (s.json.contains("topology") && s.json["topology"].is_object()) d += " as a deployment on instances (topology)";
+  else d += " on " + std::to_string(s.gpus) + " " + s.gpu + ", TP " + std::to_string(s.par.tp) +
+            (s.par.pp > 1 ? " PP " + std::to_string(s.par.pp) : "");
+  d += w.arrival == workloads::Arrival::concurrency ? ", " + std::to_string(w.concurrency) + " closed-loop clients"
+                                                    : ", open loop at " + compact(w.rate_per_s) + " requests/s";
+  d += ", " + compact(w.isl.expected_mean()) + "-token prompts for " + compact(w.osl.expected_mean()) + "-token answers, " +
+       std::to_string(w.requests) + " measured requests";
+  return d;
+}
+
 // The scenario JSON: the file or the embedded default, with every given flag applied.
 // What build_scenario chose for flags left open ("" when nothing was), for the header.
 std::string defaults_note;
@@ -349,7 +364,11 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   }
   (void)sweep;
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
-  return sim::parse_scenario(j.dump(), source);
+  sim::Scenario s = sim::parse_scenario(j.dump(), source);
+  // input_config (the --export files and `simulate --format json`) says what was given: flags on
+  // the embedded scenario describe the run they built, never the embedded one's own model.
+  if (o.scenario.empty()) s.json["description"] = flags_description(s);
+  return s;
 }
 
 std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
@@ -396,7 +415,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
           (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
           ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
   if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
-  else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)
+  else if (s.source == "command line" && s.json.value("description", std::string()).rfind(kFlagsDescription, 0) == 0)
     out += "(the embedded default scenario, flags applied; --model picks the rest for your model)\n";
   if (r.disaggregated) {
     const auto& t = r.transfers;
@@ -410,13 +429,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
              "(frontend.disaggregation; README, Validation)\n";
   }
+  out += sim::what_ran_text(sim::what_ran_json(s, r));
   {
     const sim::EngineConfig& e = r.engine;
-    out += "engine " + e.engine_profile + ": " + (e.async_scheduling ? "async scheduling" : "synchronous scheduling") +
-           ", max_num_seqs " + std::to_string(e.max_num_seqs) + ", max_num_batched_tokens " +
-           std::to_string(e.max_num_batched_tokens) + ", CUDA graphs " +
-           (e.enforce_eager ? std::string("off (enforce_eager)") : e.cudagraph_mode + " to " + std::to_string(e.max_cudagraph_capture_size) + " tokens") +
-           ", prefix caching " + (e.enable_prefix_caching ? "on" : "off") + "\n";
     if (e.response_preamble_tokens > 0)
       out += "answers stream " + std::to_string(e.response_preamble_tokens) +
              " format tokens before any text (gpt-oss harmony: <|channel|>analysis<|message|>): TTFT is the first "
@@ -571,12 +586,15 @@ void run_sweep(const SimOpts& o) {
   if (bar) progress = [bar](int done, int total) { bar(done, total); };
   const auto results = sim::sweep(s, spec, o.threads, progress);
   const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus, &s);
+  const nlohmann::json ran = sim::what_ran_json(s, results.front());
   const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
   std::string text;
   if (fmt == "csv") {
     text = sim::to_csv(cols);
   } else if (fmt == "json") {
-    text = sim::to_json(cols).dump(2) + "\n";
+    nlohmann::json j = sim::to_json(cols);
+    j["what_ran"] = ran;
+    text = j.dump(2) + "\n";
   } else {
     std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
                                   "ITL p50 ms", "ITL p99 ms", "busy", "batch", "KV"};
@@ -599,7 +617,7 @@ void run_sweep(const SimOpts& o) {
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    text = t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
+    text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
                         "point's kind (GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
   }
   if (o.output.empty()) {
