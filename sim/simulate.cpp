@@ -300,7 +300,7 @@ nlohmann::json what_ran_json(const WhatRan& w) {
                    {"async_scheduling", e.async_scheduling},
                    {"max_num_seqs", e.max_num_seqs},
                    {"max_num_batched_tokens", e.max_num_batched_tokens},
-                   {"max_model_len", e.max_model_len},
+                   {"max_model_len", e.max_model_len > 0 || !w.plan ? e.max_model_len : w.plan->max_model_len},
                    {"enforce_eager", e.enforce_eager},
                    {"cudagraph_mode", e.enforce_eager ? std::string("NONE") : e.cudagraph_mode},
                    {"max_cudagraph_capture_size", e.enforce_eager ? 0 : e.max_cudagraph_capture_size},

@@ -78,7 +78,7 @@ struct SimResult {
     return end_s > 0 && n > 0 ? std::min(1.0, prefill_step_s / (end_s * double(n))) : 0.0;
   }
   bool prefill_train() const {
-    return behind_prefill_fraction() >= 0.5 && behind_prefill_fraction() >= 2 * prefill_duty();
+    return is_prefill_train(behind_prefill_fraction(), prefill_duty());
   }
 };
 
