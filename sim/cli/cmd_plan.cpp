@@ -167,7 +167,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
-  c->add_option("--requests", o->args.requests, "Measured requests per point (default max(200, 8 x concurrency))");
+  c->add_option("--requests", o->args.requests, "Measured requests per point (default max(1000, 8 x concurrency), after 32 warm-up requests per client)");
   c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());
   c->add_option("--router", o->args.router, "round_robin, least_outstanding or least_kv_load");
   c->add_option("--max-num-seqs", o->args.max_num_seqs, "vLLM max_num_seqs");
@@ -177,7 +177,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--mtp-acceptance", o->args.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   c->add_option("--ttft-ms", o->args.ttft_ms, "SLO on time to first token (ms)");
   c->add_option("--itl-ms", o->args.itl_ms, "SLO on inter-token latency (ms)");
-  c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 or p99");
+  c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
   c->add_option("--target-rps", o->args.target_rps, "Requests/s the deployment must serve (target tok/s = rate x OSL)");
   c->add_option("--arrival", o->args.arrival,

@@ -363,12 +363,12 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--osl", a.osl, "Output tokens per request");
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
-  c.add_option("--requests", a.requests, "Measured requests per point (default max(100, 4 x clients))");
+  c.add_option("--requests", a.requests, "Measured requests per point (default max(1000, 8 x clients), after 32 warm-up requests per client)");
   c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
   c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
-  c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 or p99");
+  c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs");
   c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s");
   c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)");
