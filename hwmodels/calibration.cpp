@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
@@ -32,24 +34,31 @@ std::uint64_t shape_key(std::initializer_list<double> fields) {
   return h;
 }
 
+namespace {
+// Point `i`, a row of values under `cols`, as an object (null values left out).
+nlohmann::json row_object(nlohmann::json& row, const std::vector<std::string>& cols, const std::string& file, size_t i) {
+  if (!row.is_array() || row.size() != cols.size())
+    throw Error(file, "points[" + std::to_string(i) + "]",
+                "expected " + std::to_string(cols.size()) + " values (one per entry of 'columns'), got " +
+                    (row.is_array() ? std::to_string(row.size()) : std::string("no list")));
+  nlohmann::json obj = nlohmann::json::object();
+  for (size_t c = 0; c < row.size(); ++c)
+    if (!row[c].is_null()) obj[cols[c]] = std::move(row[c]);
+  return obj;
+}
+}  // namespace
+
 void expand_point_rows(nlohmann::json& doc, const std::string& file) {
   auto cols = doc.find("columns");
   auto pts = doc.find("points");
   if (cols == doc.end() || pts == doc.end() || !cols->is_array() || !pts->is_array()) return;
-  for (const auto& c : *cols)
+  std::vector<std::string> names;
+  for (const auto& c : *cols) {
     if (!c.is_string()) throw Error(file, "columns", "expected a list of field names");
-  for (size_t i = 0; i < pts->size(); ++i) {
-    auto& row = (*pts)[i];
-    if (!row.is_array()) continue;
-    if (row.size() != cols->size())
-      throw Error(file, "points[" + std::to_string(i) + "]",
-                  "expected " + std::to_string(cols->size()) + " values (one per entry of 'columns'), got " +
-                      std::to_string(row.size()));
-    nlohmann::json obj = nlohmann::json::object();
-    for (size_t c = 0; c < row.size(); ++c)
-      if (!row[c].is_null()) obj[(*cols)[c].get<std::string>()] = std::move(row[c]);
-    row = std::move(obj);
+    names.push_back(c.get<std::string>());
   }
+  for (size_t i = 0; i < pts->size(); ++i)
+    if (auto& row = (*pts)[i]; row.is_array()) row = row_object(row, names, file, i);
 }
 
 MoeDtype moe_dtype(std::string_view d, const std::string& where) {
@@ -80,6 +89,10 @@ std::string moe_kernel_library(std::string_view k) {
   if (has("flashinfer_trtllm")) return "trtllm";
   if (has("flashinfer_cutlass")) return "cutlass";
   if (has("triton")) return "triton";
+  // Other releases' names: vLLM 0.14-0.22 "vllm_fused_moe" (Triton fused_moe), TensorRT-LLM's
+  // "moe_torch_flow_cutlass" (its CUTLASS MoE).
+  if (has("fused_moe")) return "triton";
+  if (has("cutlass")) return "cutlass";
   return "";
 }
 
@@ -114,23 +127,56 @@ double kv_bytes_of(const JsonReader& p) {
   return d == "fp8" ? 1 : 2;
 }
 
-// Family name and roofline terms of one measured point, on `g`'s datasheet peaks. `marlin`: the
-// point was timed by vLLM's fused Marlin MoE (its math over block-padded slots, marlin_block_m).
-std::string to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s, bool marlin) {
-  Work w;
+// The calibration family of one measured point of a file of `family`: the file's family with the
+// point's dtype, phase, mode or collective, and for a fused MoE the kernel library of its `kid`.
+std::string point_name(const std::string& family, const JsonReader& p, const std::vector<std::string>& kernels) {
   std::string name = family;
+  if (family == "gemm") {
+    const Precision d = dtype_of(p);
+    name += "_" + (p.string("dtype") == "fp8_block" ? std::string("fp8_block") : std::string(to_string(d)));
+  } else if (family == "grouped_gemm") {
+    name += "_" + std::string(to_string(dtype_of(p)));
+  } else if (family == "moe") {
+    const std::string d = p.string("dtype");
+    moe_dtype(d, p.file());
+    name += "_" + d;
+    // One fused-MoE family per kernel: vLLM picks the kernel per GPU, format and layout
+    // (hwmodels/data/moe_kernels.json), and kernels of one dtype differ several-fold.
+    if (p.has("kid"))
+      if (const auto kid = p.integer("kid"); kid >= 0 && kid < std::int64_t(kernels.size()))
+        if (std::string lib = moe_kernel_library(kernels[size_t(kid)]); !lib.empty()) name += "_" + lib;
+  } else if (family == "gdn") {
+    const std::string phase = p.string("phase");
+    if (phase != "context" && phase != "generation") p.fail("phase", "expected context or generation");
+    name += phase == "generation" ? "_decode" : "_prefill";
+  } else if (family == "conv1d") {
+    const std::string mode = p.string("mode");
+    if (mode != "prefill" && mode != "decode") p.fail("mode", "expected prefill or decode");
+    name += "_" + mode;
+  } else if (family == "nccl") {
+    const std::string op = p.string("op");
+    static const char* ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
+    if (std::none_of(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; }))
+      p.fail("op", "expected all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    name += "_" + op;
+  }
+  return name;
+}
+
+// Roofline terms of one measured point (named by point_name), on `g`'s datasheet peaks. `marlin`:
+// the point was timed by vLLM's fused Marlin MoE (its math over block-padded slots, marlin_block_m).
+void to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s, bool marlin) {
+  Work w;
   auto at = [&](Precision prec) { return g.dense_flops(prec) > 0 ? g.dense_flops(prec) : g.bf16_flops; };
   double peak = g.bf16_flops;
   if (family == "gemm") {
     Precision d = dtype_of(p);
-    name += "_" + (p.string("dtype") == "fp8_block" ? std::string("fp8_block") : std::string(to_string(d)));
     w = gemm_work(positive(p, "m"), positive(p, "n"), positive(p, "k"), d, d);
     peak = at(d);
     s.key = shape_key({p.number("n"), p.number("k")});
     s.x = gemm_features(p.number("m"), p.number("n"), p.number("k"));
   } else if (family == "grouped_gemm") {
     Precision d = dtype_of(p);
-    name += "_" + std::string(to_string(d));
     std::string routing = p.string_or("routing", "balanced");
     if (routing != "balanced" && routing != "skewed") p.fail("routing", "expected balanced or skewed");
     double skew = routing == "balanced" ? 0 : p.number_or("skew", 1.2);
@@ -164,7 +210,6 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
   } else if (family == "moe") {
     const std::string d = p.string("dtype");
     const MoeDtype md = moe_dtype(d, p.file());
-    name += "_" + d;
     MoeShape m;
     m.tokens = positive(p, "tokens"), m.hidden = positive(p, "hidden"), m.inter = positive(p, "inter");
     m.topk = int(positive(p, "topk")), m.experts = int(positive(p, "experts"));
@@ -178,10 +223,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     s.x = moe_features(m, r);
     s.dispatch_s = moe_dispatch_bytes(m) / g.hbm_bw_bytes_per_s;
   } else if (family == "gdn") {
-    const std::string phase = p.string("phase");
-    if (phase != "context" && phase != "generation") p.fail("phase", "expected context or generation");
-    const bool decode = phase == "generation";
-    name += decode ? "_decode" : "_prefill";
+    const bool decode = p.string("phase") == "generation";
     w = gdn_work(decode, positive(p, "batch"), positive(p, "seq"), positive(p, "k_heads"), positive(p, "v_heads"),
                  positive(p, "head_k_dim"), positive(p, "head_v_dim"));
     s.key = shape_key({p.number("k_heads"), p.number("v_heads"), p.number("head_k_dim"), p.number("head_v_dim")});
@@ -200,9 +242,7 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     s.x = mamba_step_features(p.number("batch"), p.number("heads"), p.number("head_dim"), p.number("d_state"),
                               p.number("groups"));
   } else if (family == "conv1d") {
-    std::string mode = p.string("mode");
-    if (mode != "prefill" && mode != "decode") p.fail("mode", "expected prefill or decode");
-    name += "_" + mode;
+    const std::string mode = p.string("mode");
     // "tokens" counts every token of the call (batch × per-sequence tokens); decode has one per sequence.
     double tokens = mode == "decode" ? positive(p, "batch") : positive(p, "tokens");
     w = conv1d_work(tokens, positive(p, "channels"), positive(p, "kernel"), mode == "decode");
@@ -222,21 +262,17 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
     s.group = s.key;
     s.x = bytes_features(positive(p, "bytes"));
     s.memory_s = positive(p, "bytes") * bus_factor("all_reduce", gpus) / g.nvlink_bw_bytes_per_s;
-    return name;
+    return;
   } else if (family == "nccl") {
-    std::string op = p.string("op");
-    static const char* ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"};
-    if (std::none_of(std::begin(ops), std::end(ops), [&](const char* o) { return op == o; }))
-      p.fail("op", "expected all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    const std::string op = p.string("op");
     int gpus = static_cast<int>(p.integer("gpus"));
     if (gpus < 2) p.fail("gpus", "must be >= 2");
-    name += "_" + op;
     s.key = shape_key({double(gpus)});
     s.group = s.key;
     s.x = bytes_features(positive(p, "bytes"));
     s.compute_s = 0;
     s.memory_s = positive(p, "bytes") * bus_factor(op, gpus) / g.nvlink_bw_bytes_per_s;
-    return name;
+    return;
   } else {
     throw Error(p.file(), "family", "unknown family '" + family + "' (known: gemm, grouped_gemm, attention_prefill, "
                                     "attention_decode, encoder_attention, moe, gdn, mamba_scan, mamba_step, conv1d, "
@@ -244,7 +280,6 @@ std::string to_sample(const std::string& family, const JsonReader& p, const GpuS
   }
   s.compute_s = w.flops / peak;
   s.memory_s = w.bytes / g.hbm_bw_bytes_per_s;
-  return name;
 }
 
 double median(std::vector<double> v) {
@@ -256,100 +291,260 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void Calibration::add_document(std::string_view text, const std::string& file) {
-  nlohmann::json j = parse_json(text, file);
-  expand_point_rows(j, file);
-  JsonReader root(j, file);
-  std::string family = root.string("family");
-  const std::string origin = root.string_or("kernels_from", "torch");
-  if (origin != "torch" && origin != "vllm") root.fail("kernels_from", "expected torch or vllm");
-  std::string runtime;
-  if (root.has("env")) {
-    JsonReader env = root.object("env");
-    runtime = env.has("runtime") ? env.string("runtime") : "torch " + env.string_or("torch", "?");
-    env_.push_back(file + ": " + env.string_or("gpu", "?") + ", " + runtime + ", " + env.string_or("date", "?") +
-                   (env.has("source") ? ", " + env.string("source") : std::string()));
-  }
+namespace {
+
+// One parsed calibration file: its header and its points, either as objects (json["points"]) or,
+// in the reducer's layout ("columns" and one row per point), as the text of each row, parsed when
+// its family is fitted.
+struct Doc {
+  nlohmann::json json;
+  std::string owned;                   // the file's text when it is not embedded data
+  std::vector<std::string> columns;    // row layout
+  std::vector<std::string_view> rows;  // "[v, v, ...]" per point, into the embedded text or `owned`
+  std::string file, family, origin, runtime;
   std::vector<std::string> kernels;
-  if (root.has("kernels"))
-    for (const auto& k : root.json().at("kernels")) kernels.push_back(k.get<std::string>());
-  // Kernels whose timings the file's provenance rejects, with the reason.
-  std::map<std::string, std::string> rejected;
-  if (root.has("rejected_kernels")) {
-    JsonReader rk = root.object("rejected_kernels");
-    for (const auto& [k, v] : rk.json().items()) {
-      if (!v.is_string()) rk.fail(k, "expected the reason as a string");
-      rejected[k] = v.get<std::string>();
-    }
-  }
-  bool declared = root.has("method");
+  std::map<std::string, std::string> rejected;  // kernel -> why its timings are not used
+  bool declared = false;
   FitMethod method = FitMethod::nearest_log;
-  if (declared) {
-    std::string m = root.string("method");
-    if (m == to_string(FitMethod::nearest_log)) method = FitMethod::nearest_log;
-    else if (m == to_string(FitMethod::local_linear)) method = FitMethod::local_linear;
-    else if (m == to_string(FitMethod::local_linear_series)) method = FitMethod::local_linear_series;
-    else if (m == to_string(FitMethod::monotone_interp)) method = FitMethod::monotone_interp;
-    else if (m == to_string(FitMethod::least_squares)) method = FitMethod::least_squares;
-    else root.fail("method", "expected local-linear-log-interp, local-linear-series-log-interp, nearest-log-interp, "
-                              "monotone-log-interp or least-squares");
-  }
-  for (const auto& p : root.array("points")) {
-    Sample s;
-    bool marlin = false;
-    if (family == "moe" && p.has("kid"))
-      if (const auto kid = p.integer("kid"); kid >= 0 && kid < std::int64_t(kernels.size()))
-        marlin = moe_kernel_library(kernels[size_t(kid)]) == "marlin";
-    std::string name = to_sample(family, p, *gpu_, s, marlin);
-    s.seconds = positive(p, "ms") * 1e-3;
-    if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
-    if (p.has("kid")) {
-      s.kernel = int(p.integer("kid"));
-      if (s.kernel < 0 || s.kernel >= int(kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
-      // One fused-MoE family per kernel: vLLM picks the kernel per GPU, format and layout
-      // (hwmodels/data/moe_kernels.json), and kernels of one dtype differ several-fold.
-      if (family == "moe")
-        if (std::string lib = moe_kernel_library(kernels[size_t(s.kernel)]); !lib.empty()) name += "_" + lib;
+};
+
+struct PointRef {
+  const Doc* doc;
+  std::size_t index;
+};
+
+// The reducer's layout: `"points": [` last, one flat row ("[...]", no nested brackets) per point.
+// Fills the header (the text without "points") and the rows; false for any other layout.
+bool split_rows(std::string_view text, std::string& header, std::vector<std::string_view>& rows) {
+  const auto at = text.rfind("\"points\"");
+  if (at == std::string_view::npos) return false;
+  std::size_t i = text.find('[', at);
+  if (i == std::string_view::npos || text.find_first_not_of(" \t\r\n:", at + 8) != i) return false;
+  ++i;
+  rows.clear();
+  for (;;) {
+    i = text.find_first_not_of(" \t\r\n,", i);
+    if (i == std::string_view::npos) return false;
+    if (text[i] == ']') break;
+    if (text[i] != '[') return false;
+    std::size_t j = i + 1;
+    for (bool quoted = false; j < text.size(); ++j) {
+      if (text[j] == '"') quoted = !quoted;
+      else if (!quoted && (text[j] == '[' || text[j] == '{')) return false;
+      else if (!quoted && text[j] == ']') break;
     }
-    // A vLLM measurement shadows this project's PyTorch run of the same family.
-    if (auto it = families_.find(name); it != families_.end() && it->second.origin != origin) {
-      if (origin == "torch") {
-        name += "_torch";
-      } else {
-        auto node = families_.extract(it);
-        node.key() = name + "_torch";
-        node.mapped().family = node.key();
-        families_.insert(std::move(node));
-      }
-    }
-    auto& fam = families_[name];
-    fam.family = name;
-    fam.origin = origin;
-    fam.runtime = runtime;
-    if (fam.kernels.empty()) fam.kernels = kernels;
-    fam.declared = declared;
-    fam.fit_method = method;
-    fam.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
-                               std::end(kRobustPlaneFamilies);
-    // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
-    // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
-    // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
-    fam.options.size_envelope = family == "nccl";
-    bool fp8 = name.find("fp8") != std::string::npos;
-    fam.prior_compute = fp8 && gpu_->priors.gemm_fp8 > 0 ? gpu_->priors.gemm_fp8 : gpu_->priors.gemm_bf16;
-    fam.prior_memory = family == "nccl" || family == "custom_all_reduce" ? gpu_->priors.nccl_busbw : gpu_->priors.memory;
-    if (fam.file.empty()) fam.file = file;
-    if (s.kernel >= 0)
-      if (auto it = rejected.find(kernels[size_t(s.kernel)]); it != rejected.end()) fam.rejected = it->second;
-    fam.samples.push_back(s);
+    if (j >= text.size()) return false;
+    rows.push_back(text.substr(i, j + 1 - i));
+    i = j + 1;
   }
+  if (text.find_first_not_of(" \t\r\n}", i + 1) != std::string_view::npos) return false;
+  const auto comma = text.find_last_not_of(" \t\r\n", at - 1);
+  if (comma == std::string_view::npos || (text[comma] != ',' && text[comma] != '{')) return false;
+  header.assign(text.substr(0, text[comma] == ',' ? comma : comma + 1));
+  header += "}";
+  return true;
 }
 
-void Calibration::finish() {
-  for (auto& [name, f] : families_) {
+// The fields of one row that name its family (point_name), as an object: split at the commas
+// outside quotes, strings unquoted, numbers parsed.
+nlohmann::json naming_fields(std::string_view row, const std::vector<std::string>& columns) {
+  static const std::string_view keep[] = {"dtype", "kid", "phase", "mode", "op"};
+  nlohmann::json out = nlohmann::json::object();
+  std::size_t c = 0, start = 1;
+  bool quoted = false;
+  for (std::size_t i = 1; i < row.size() && c < columns.size(); ++i) {
+    if (row[i] == '"') quoted = !quoted;
+    if (quoted || (row[i] != ',' && row[i] != ']')) continue;
+    if (std::find(std::begin(keep), std::end(keep), columns[c]) != std::end(keep)) {
+      std::string_view v = row.substr(start, i - start);
+      v.remove_prefix(std::min(v.find_first_not_of(' '), v.size()));
+      if (v.size() >= 2 && v.front() == '"') out[columns[c]] = std::string(v.substr(1, v.size() - 2));
+      else if (v != "null") out[columns[c]] = parse_json(v, "row");
+    }
+    ++c, start = i + 1;
+  }
+  return out;
+}
+
+// A family named by a file of family `stem` ("gemm" names gemm_bf16, gemm_fp8, ...).
+bool names(std::string_view stem, std::string_view family) {
+  return family == stem || (family.size() > stem.size() && family.starts_with(stem) && family[stem.size()] == '_');
+}
+
+FitMethod parse_method(const JsonReader& root) {
+  const std::string m = root.string("method");
+  for (FitMethod f : {FitMethod::nearest_log, FitMethod::local_linear, FitMethod::local_linear_series,
+                      FitMethod::monotone_interp, FitMethod::least_squares})
+    if (m == to_string(f)) return f;
+  root.fail("method", "expected local-linear-log-interp, local-linear-series-log-interp, nearest-log-interp, "
+                      "monotone-log-interp or least-squares");
+  return FitMethod::nearest_log;
+}
+
+}  // namespace
+
+// The files of a calibration folder, read when a family they name is first asked for: a file is
+// parsed and its points named (phase 1), then a family's points become samples and are fitted
+// (phase 2). Fitting one family reads nothing of another, so the result is the same as reading
+// every file up front.
+struct Calibration::Lazy {
+  std::mutex mu;
+  std::map<std::string, FamilyCalibration, std::less<>> families;
+  std::map<std::string, std::string> env;  // file -> "gpu, runtime, date, source"
+  std::vector<std::string> env_list;
+  // Files not parsed yet, by stem (= their "family"), in path order.
+  std::map<std::string, std::vector<std::pair<std::string, std::string_view>>, std::less<>> unread;
+  std::vector<std::unique_ptr<Doc>> docs;
+  std::map<std::string, std::vector<PointRef>, std::less<>> unfitted;  // named, not yet sampled and fitted
+
+  void read(const std::string& file, std::string_view text, bool owned = false) {
+    auto doc = std::make_unique<Doc>();
+    Doc& d = *doc;
+    d.file = file;
+    if (owned) text = d.owned = std::string(text);
+    std::string header;
+    if (split_rows(text, header, d.rows)) {
+      d.json = parse_json(header, file);
+      const auto cols = d.json.find("columns");
+      if (cols == d.json.end() || !cols->is_array()) throw Error(file, "columns", "expected a list of field names");
+      for (const auto& col : *cols) {
+        if (!col.is_string()) throw Error(file, "columns", "expected a list of field names");
+        d.columns.push_back(col.get<std::string>());
+      }
+      d.json["points"] = nlohmann::json::array();
+    } else {
+      d.rows.clear();
+      d.json = parse_json(text, file);
+      expand_point_rows(d.json, file);
+    }
+    JsonReader root(d.json, file);
+    d.family = root.string("family");
+    d.origin = root.string_or("kernels_from", "torch");
+    if (d.origin != "torch" && d.origin != "vllm") root.fail("kernels_from", "expected torch or vllm");
+    if (root.has("env")) {
+      JsonReader e = root.object("env");
+      d.runtime = e.has("runtime") ? e.string("runtime") : "torch " + e.string_or("torch", "?");
+      env[file] = file + ": " + e.string_or("gpu", "?") + ", " + d.runtime + ", " + e.string_or("date", "?") +
+                  (e.has("source") ? ", " + e.string("source") : std::string());
+    }
+    if (root.has("kernels"))
+      for (const auto& k : root.json().at("kernels")) d.kernels.push_back(k.get<std::string>());
+    if (root.has("rejected_kernels")) {
+      JsonReader rk = root.object("rejected_kernels");
+      for (const auto& [k, v] : rk.json().items()) {
+        if (!v.is_string()) rk.fail(k, "expected the reason as a string");
+        d.rejected[k] = v.get<std::string>();
+      }
+    }
+    d.declared = root.has("method");
+    if (d.declared) d.method = parse_method(root);
+    const auto points = root.array("points");
+    const std::size_t n = d.columns.empty() ? points.size() : d.rows.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      nlohmann::json fields;
+      if (!d.columns.empty()) fields = naming_fields(d.rows[i], d.columns);
+      const JsonReader p = d.columns.empty() ? points[i] : JsonReader(fields, file, "points[" + std::to_string(i) + "]");
+      std::string name = point_name(d.family, p, d.kernels);
+      int kid = -1;
+      if (p.has("kid")) {
+        kid = int(p.integer("kid"));
+        if (kid < 0 || kid >= int(d.kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
+      }
+      // A vLLM measurement shadows this project's PyTorch run of the same family.
+      if (auto it = families.find(name); it != families.end() && it->second.origin != d.origin) {
+        if (d.origin == "torch") {
+          name += "_torch";
+        } else {
+          auto node = families.extract(it);
+          node.key() = name + "_torch";
+          node.mapped().family = node.key();
+          families.insert(std::move(node));
+          auto refs = unfitted.extract(name);
+          refs.key() = name + "_torch";
+          unfitted.insert(std::move(refs));
+        }
+      }
+      auto& fam = families[name];
+      fam.family = name;
+      fam.origin = d.origin;
+      fam.runtime = d.runtime;
+      if (fam.kernels.empty()) fam.kernels = d.kernels;
+      fam.declared = d.declared;
+      fam.fit_method = d.method;
+      if (fam.file.empty()) fam.file = file;
+      if (kid >= 0)
+        if (auto it = d.rejected.find(d.kernels[size_t(kid)]); it != d.rejected.end()) fam.rejected = it->second;
+      unfitted[name].push_back({&d, i});
+    }
+    docs.push_back(std::move(doc));
+  }
+
+  // Parses every unread file that names `family` (every file when `family` is empty).
+  void read_for(std::string_view family) {
+    for (auto it = unread.begin(); it != unread.end();) {
+      if (!family.empty() && !names(it->first, family)) { ++it; continue; }
+      for (const auto& [file, text] : it->second) read(file, text);
+      it = unread.erase(it);
+    }
+  }
+
+  // Turns a named family's points into samples and fits it.
+  void fit(const std::string& name, const GpuSpec& gpu) {
+    auto node = unfitted.extract(name);
+    if (node.empty()) return;
+    FamilyCalibration& f = families.at(name);
+    for (const PointRef& ref : node.mapped()) {
+      const Doc& d = *ref.doc;
+      const std::string where = "points[" + std::to_string(ref.index) + "]";
+      nlohmann::json row;
+      if (!d.columns.empty()) {
+        row = parse_json(d.rows[ref.index], d.file);
+        row = row_object(row, d.columns, d.file, ref.index);
+      }
+      JsonReader p(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where);
+      Sample s;
+      const int kid = p.has("kid") ? int(p.integer("kid")) : -1;
+      const bool marlin = d.family == "moe" && kid >= 0 && moe_kernel_library(d.kernels[size_t(kid)]) == "marlin";
+      to_sample(d.family, p, gpu, s, marlin);
+      s.seconds = positive(p, "ms") * 1e-3;
+      if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
+      s.kernel = kid;
+      f.samples.push_back(s);
+      f.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
+                               std::end(kRobustPlaneFamilies);
+      // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
+      // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
+      // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
+      f.options.size_envelope = d.family == "nccl";
+      f.prior_compute = name.find("fp8") != std::string::npos && gpu.priors.gemm_fp8 > 0 ? gpu.priors.gemm_fp8
+                                                                                         : gpu.priors.gemm_bf16;
+      f.prior_memory = d.family == "nccl" || d.family == "custom_all_reduce" ? gpu.priors.nccl_busbw : gpu.priors.memory;
+    }
+    fit_family(f);
+  }
+
+  FamilyCalibration* get(std::string_view name, const GpuSpec& gpu) {
+    read_for(name);
+    auto it = families.find(name);
+    if (it == families.end()) return nullptr;
+    fit(it->first, gpu);
+    return &it->second;
+  }
+
+  void load_all(const GpuSpec& gpu) {
+    read_for({});
+    while (!unfitted.empty()) fit(unfitted.begin()->first, gpu);
+    docs.clear();  // every point is a sample now
+    if (env_list.size() != env.size()) {
+      env_list.clear();
+      for (const auto& [file, e] : env) env_list.push_back(e);
+    }
+  }
+
+  static void fit_family(FamilyCalibration& f) {
     if (f.declared) {  // fitted with the file's method; cross-validated by validate()
       f.fit = FamilyFit(f.samples, f.fit_method, f.prior_compute, f.prior_memory, f.options);
-      continue;
+      return;
     }
     // The method with the lowest held-out median wins; p90 breaks ties within half a percent.
     const FitMethod methods[] = {FitMethod::least_squares, FitMethod::monotone_interp, FitMethod::nearest_log};
@@ -363,12 +558,10 @@ void Calibration::finish() {
     int o = b == 0 ? 1 : 0;  // the best of the others, for the report
     for (int i = 0; i < 3; ++i)
       if (i != b && cvs[i].median < cvs[o].median) o = i;
-    FitMethod best = methods[b];
-    CrossValidation best_cv = cvs[b];
     f.cv_other = cvs[o];
     f.other_method = methods[o];
-    f.cv = best_cv;
-    f.fit = FamilyFit(f.samples, best, f.prior_compute, f.prior_memory, f.options);
+    f.cv = cvs[b];
+    f.fit = FamilyFit(f.samples, methods[b], f.prior_compute, f.prior_memory, f.options);
     // The bound measured shapes are reproduced to by the surface itself (without returning the
     // stored measurement; nearest-shape interpolation leaves the point out).
     for (const auto& s : f.samples)
@@ -378,10 +571,48 @@ void Calibration::finish() {
       if (s.eager_seconds >= 2 * s.seconds) over.push_back(s.eager_seconds - s.seconds);  // launch-bound points
     f.eager_overhead_s = median(over);
   }
+};
+
+Calibration::Calibration(const GpuSpec& gpu) : gpu_(&gpu), lazy_(std::make_unique<Lazy>()) {}
+Calibration::~Calibration() = default;
+Calibration::Calibration(Calibration&&) noexcept = default;
+Calibration& Calibration::operator=(Calibration&&) noexcept = default;
+
+bool Calibration::empty() const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  return lazy_->families.empty() && lazy_->unread.empty();
+}
+
+const FamilyCalibration* Calibration::family(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  const FamilyCalibration* f = lazy_->get(name, *gpu_);
+  return f;
+}
+
+std::vector<std::string> Calibration::family_names(std::string_view prefix, bool usable_only) const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->read_for(prefix);
+  std::vector<std::string> out;
+  for (auto it = lazy_->families.lower_bound(prefix); it != lazy_->families.end() && it->first.starts_with(prefix); ++it)
+    if (!usable_only || it->second.rejected.empty()) out.push_back(it->first);
+  return out;
+}
+
+const std::map<std::string, FamilyCalibration, std::less<>>& Calibration::families() const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->load_all(*gpu_);
+  return lazy_->families;
+}
+
+const std::vector<std::string>& Calibration::env() const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->load_all(*gpu_);
+  return lazy_->env_list;
 }
 
 void Calibration::validate() {
-  for (auto& [name, f] : families_) {
+  for (auto& [name, cf] : families()) {
+    auto& f = const_cast<FamilyCalibration&>(cf);  // this object's own family, every one fitted
     if (f.pooled) continue;
     // The reported error pools all five folds (every point predicted once by a fit on the other
     // 80 %): one fold's 20 % leaves p90 to a handful of points and to which ones they are (H100
@@ -393,19 +624,51 @@ void Calibration::validate() {
                                                                         : FitMethod::nearest_log;
     f.cv_other = cross_validate(f.samples, f.other_method, f.prior_compute, f.prior_memory, kAllFolds,
                                 {.robust_plane = false, .size_envelope = f.options.size_envelope});
-    if (f.declared)  // the others' bound was taken at load (finish())
+    if (f.declared)  // the others' bound was taken at load (fit_family)
       for (const auto& s : f.samples)
         f.fit_max_error = std::max(f.fit_max_error, std::fabs(f.fit.predict(s, nullptr, true) - s.seconds) / s.seconds);
     f.pooled = true;
   }
 }
 
-Calibration Calibration::embedded(const GpuSpec& gpu) {
+void Calibration::add_file(const std::string& path, std::string_view text) {
+  const auto slash = path.find_last_of('/');
+  std::string stem = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (stem.ends_with(".json")) stem.resize(stem.size() - 5);
+  lazy_->unread[stem].emplace_back(path, text);
+}
+
+namespace {
+std::string gpu_prefix(const GpuSpec& gpu) { return "hwmodels/calibration/" + text::lower(gpu.name) + "/"; }
+}  // namespace
+
+Calibration Calibration::embedded(const GpuSpec& gpu, std::string_view release) {
   Calibration c(gpu);
-  std::string prefix = "hwmodels/calibration/" + text::lower(gpu.name) + "/";
-  for (auto path : data::list(prefix)) c.add_document(data::get(path), std::string(path));
-  c.finish();
+  const std::string prefix = gpu_prefix(gpu);
+  for (auto path : data::list(prefix)) {
+    const std::string_view rest = path.substr(prefix.size());
+    const auto slash = rest.find('/');
+    const std::string_view folder = slash == std::string_view::npos ? std::string_view() : rest.substr(0, slash);
+    // The base folder is the GPU's own files and its vllm/ (0.24) tables; a release is its folder.
+    const bool base = folder.empty() || folder == "vllm";
+    if (release.empty() ? base : folder == release) c.add_file(std::string(path), data::get(path));
+  }
   return c;
+}
+
+std::vector<std::string> Calibration::embedded_releases(const GpuSpec& gpu) {
+  const std::string prefix = gpu_prefix(gpu);
+  std::vector<std::string> out;
+  for (auto path : data::list(prefix)) {
+    const std::string_view rest = path.substr(prefix.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos || rest.substr(0, slash) == "vllm") continue;
+    std::string folder(rest.substr(0, slash));
+    if (out.empty() || out.back() != folder) out.push_back(std::move(folder));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Calibration Calibration::from_dir(const std::string& dir, const GpuSpec& gpu) {
@@ -418,32 +681,32 @@ Calibration Calibration::from_dir(const std::string& dir, const GpuSpec& gpu) {
   std::sort(files.begin(), files.end());
   if (files.empty()) throw Error(dir, "", "no *.json calibration files");
   Calibration c(gpu);
-  for (const auto& f : files) c.add_document(read_json_file(f).dump(), f);
-  c.finish();
+  for (const auto& f : files) c.lazy_->read(f, read_json_file(f).dump(), true);  // parsed now: bad input fails here
+  c.lazy_->load_all(gpu);
   return c;
 }
 
-const FamilyCalibration* Calibration::family(std::string_view name) const {
-  auto it = families_.find(name);
-  return it == families_.end() ? nullptr : &it->second;
-}
-
-LaunchOverhead Calibration::launch_overhead() const {
-  std::vector<double> eager;
-  double floor = INFINITY;
-  for (const auto& [name, f] : families_) {
-    if (f.eager_overhead_s > 0) eager.push_back(f.eager_overhead_s);
-    for (const auto& s : f.samples) floor = std::min(floor, s.seconds);
-  }
+LaunchOverhead Calibration::launch_overhead(bool graph_floor) const {
   LaunchOverhead o;
-  if (eager.empty()) return o;
   // The per-kernel CPU cost comes from the single-kernel Mamba state update, whose eager timing
   // (plain triton.testing.do_bench) exposes the launch; the other files time eager calls behind
   // a 256 MB L2 flush that hides most of it (see their "about"). Without it: the smallest median.
   const auto* step = family("mamba_step");
-  o.eager_per_kernel_s = step && step->eager_overhead_s > 0 ? step->eager_overhead_s
-                                                            : *std::min_element(eager.begin(), eager.end());
-  o.graph_per_kernel_s = floor;
+  if (step && step->eager_overhead_s > 0) {
+    o.eager_per_kernel_s = step->eager_overhead_s;
+  } else {
+    std::vector<double> eager;
+    for (const auto& [name, f] : families())
+      if (f.eager_overhead_s > 0) eager.push_back(f.eager_overhead_s);
+    if (eager.empty()) return o;
+    o.eager_per_kernel_s = *std::min_element(eager.begin(), eager.end());
+  }
+  if (graph_floor) {
+    double floor = INFINITY;
+    for (const auto& [name, f] : families())
+      for (const auto& s : f.samples) floor = std::min(floor, s.seconds);
+    o.graph_per_kernel_s = floor;
+  }
   o.source = "measured on " + gpu_->name + ": eager (triton.testing.do_bench) minus CUDA-graph replay time of launch-bound points";
   return o;
 }

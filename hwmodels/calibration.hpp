@@ -2,6 +2,7 @@
 // reduced to roofline terms and fitted per op family, with cross-validated errors.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,28 +56,45 @@ struct LaunchOverhead {
 
 class Calibration {
  public:
-  // The embedded folder hwmodels/calibration/<lower(gpu.name)>/ (empty when there is none).
-  static Calibration embedded(const GpuSpec& gpu);
-  // Every *.json in a directory on disk, measured on `gpu`.
+  // The embedded folder of `gpu`: hwmodels/calibration/<lower(gpu.name)>/ and its vllm/ (this
+  // project's runs and the vLLM 0.24 tables), or, given `release` ("vllm-0.19.0"), that release's
+  // folder hwmodels/calibration/<gpu>/<release>/. Empty when there is none. Read lazily: a family's
+  // file is parsed, and the family fitted, the first time family() asks for it (thread-safe).
+  static Calibration embedded(const GpuSpec& gpu, std::string_view release = {});
+  // The release folders embedded for `gpu` ("sglang-0.5.14", "vllm-0.19.0", ...), sorted.
+  static std::vector<std::string> embedded_releases(const GpuSpec& gpu);
+  // Every *.json in a directory on disk, measured on `gpu` (read and fitted at once).
   static Calibration from_dir(const std::string& dir, const GpuSpec& gpu);
 
+  Calibration(Calibration&&) noexcept;
+  Calibration& operator=(Calibration&&) noexcept;
+  Calibration(const Calibration&) = delete;
+  Calibration& operator=(const Calibration&) = delete;
+  ~Calibration();
+
   const GpuSpec& gpu() const { return *gpu_; }
-  bool empty() const { return families_.empty(); }
+  bool empty() const;
   const FamilyCalibration* family(std::string_view name) const;  // nullptr when not measured
-  const std::map<std::string, FamilyCalibration, std::less<>>& families() const { return families_; }
-  LaunchOverhead launch_overhead() const;
+  // Names of the families starting with `prefix`, without fitting them; `usable_only`: leaving out
+  // those whose kernel the data rejects (FamilyCalibration::rejected).
+  std::vector<std::string> family_names(std::string_view prefix, bool usable_only = false) const;
+  // Every family, each read and fitted.
+  const std::map<std::string, FamilyCalibration, std::less<>>& families() const;
+  // The engine's CPU launch cost per eager kernel (the Mamba state update's eager minus graph time
+  // when measured, else the smallest family median); `graph_floor`: also the smallest measured
+  // time of any point (reads every family).
+  LaunchOverhead launch_overhead(bool graph_floor = true) const;
   // The held-out error of every family, five folds pooled (load only picks undeclared families'
   // method, on one fold, and skips declared ones to keep start-up fast); `calibrate report` calls it.
   void validate();
-  const std::vector<std::string>& env() const { return env_; }  // "file: gpu, torch, date" per file
+  const std::vector<std::string>& env() const;  // "file: gpu, torch, date" per file
 
  private:
-  explicit Calibration(const GpuSpec& gpu) : gpu_(&gpu) {}
-  void add_document(std::string_view text, const std::string& file);
-  void finish();
+  struct Lazy;
+  explicit Calibration(const GpuSpec& gpu);
+  void add_file(const std::string& path, std::string_view text);
   const GpuSpec* gpu_;
-  std::map<std::string, FamilyCalibration, std::less<>> families_;
-  std::vector<std::string> env_;
+  std::unique_ptr<Lazy> lazy_;
 };
 
 // A parsed family file whose "points" are rows of values under a top-level "columns" list gets
@@ -98,8 +116,8 @@ MoeDtype moe_dtype(std::string_view name, const std::string& where);
 MoeDtype moe_family_dtype(std::string_view family);
 // The kernel library of a vLLM fused-MoE kernel_source name, the suffix of its calibration family
 // (moe_<dtype>_<library>): "oai_triton" (OpenAI triton_kernels), "marlin", "trtllm" (FlashInfer
-// TRTLLM-gen, monolithic and modular), "cutlass" (FlashInfer CUTLASS), "triton" (vLLM fused_moe);
-// "" for a name matching none.
+// TRTLLM-gen, monolithic and modular), "cutlass" (FlashInfer CUTLASS; TensorRT-LLM's CUTLASS MoE),
+// "triton" (vLLM fused_moe, SGLang fused_moe_triton); "" for a name matching none.
 std::string moe_kernel_library(std::string_view kernel_source);
 
 // Group key of an attention point: KV-cache bytes per element and sliding window (0 = full).

@@ -3,7 +3,12 @@
 // family nobody measured, the roofline with those priors alone.
 #include "hwmodels/kernel_model.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
 #include <map>
 #include <mutex>
 
@@ -125,10 +130,32 @@ double symm_mem_max_bytes(const GpuSpec& g, int ws) {
   return g.arch == "hopper" ? hopper[i] : g.arch == "blackwell-ultra" ? ultra[i] : blackwell[i];
 }
 
+// One table a model reads, in order: the engine's releases nearest the asked one, then this GPU's
+// vLLM 0.24 tables and own runs (`base`), then the reference GPU's (transferred).
+struct Layer {
+  std::shared_ptr<const Calibration> cal;
+  std::string label;        // "SGLang 0.5.14 table", "vLLM 0.14.0 table (nearest measured: 0.14.0 for 0.12)"
+  bool own = true;          // measured on the GPU the model is for
+  bool vllm_kernels = true; // the release runs vLLM's kernels (moe_kernels.json's rules name them)
+};
+
+// A fused-MoE family without a kernel library ("moe_bf16"): its table named a kernel moe_kernel_library
+// does not know (TensorRT-LLM's non-gated MoE, a plain torch flow).
+bool bare_moe_family(std::string_view n) {
+  for (const char* d : {"mxfp4_w4a16", "mxfp4_w4a8", "fp8_block", "int4_wo", "nvfp4", "bf16", "fp8"})
+    if (n == std::string("moe_") + d) return true;
+  return false;
+}
+
 class Model final : public KernelModel {
  public:
-  Model(const GpuSpec& gpu, Calibration own, std::shared_ptr<const Calibration> ref)
-      : gpu_(gpu), own_(std::move(own)), ref_(std::move(ref)) {}
+  Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
+        std::shared_ptr<const Calibration> ref, std::string asked)
+      : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)) {
+    layers_ = releases_;
+    layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
+    if (ref_) layers_.push_back({ref_, "", false, true});
+  }
 
   bool weight_only(Precision p) const { return hw::weight_only(gpu_, p); }
   static std::string_view marlin_label(Precision p) {
@@ -233,8 +260,34 @@ class Model final : public KernelModel {
     // it as recorded), else the first one measured here or on the reference GPU.
     const MoeKernelRule& rule = moe_kernel_rule(gpu_, p, m.ep);
     const std::string* fam = nullptr;
-    for (const auto& name : rule.families)
-      if (Found f = find(name); f.cal && f.own && f.cal->fit.has_series(key)) { fam = &name; break; }
+    // A release table first (nearest first): of the families it timed — the release's own kernels
+    // for this weight format (what that release ran for it: vLLM 0.14-0.22 time per-tensor FP8 with
+    // Triton fused_moe, TensorRT-LLM with its CUTLASS MoE), then the rule's — the one that measured
+    // this exact shape, else the first.
+    std::vector<std::string> cands;
+    bool vllm_kernels = true;
+    for (const Layer& l : releases_) {
+      cands.clear();
+      const std::vector<std::string> usable = l.cal->family_names("moe_", true);  // named, not yet fitted
+      for (const auto& n : usable)
+        if (moe_family_dtype(n).weights == p) cands.push_back(n);
+      // Named kernel libraries before the bare dtype (a table's non-gated or unnamed kernel).
+      std::stable_partition(cands.begin(), cands.end(), [](const std::string& n) { return !bare_moe_family(n); });
+      for (const auto& n : rule.families)
+        if (std::find(cands.begin(), cands.end(), n) == cands.end() &&
+            std::find(usable.begin(), usable.end(), n) != usable.end())
+          cands.push_back(n);
+      if (cands.empty()) continue;
+      // Fitted one at a time, in order, until one timed this shape series.
+      auto it = std::find_if(cands.begin(), cands.end(), [&](const std::string& n) { return l.cal->family(n)->fit.has_series(key); });
+      cands.front() = it == cands.end() ? cands.front() : *it;
+      fam = &cands.front();
+      vllm_kernels = l.vllm_kernels;
+      break;
+    }
+    if (!fam)
+      for (const auto& name : rule.families)
+        if (Found f = find(name); f.cal && f.own && f.cal->fit.has_series(key)) { fam = &name; break; }
     if (!fam)
       for (const auto& name : rule.families)
         if (find(name).cal) { fam = &name; break; }
@@ -251,15 +304,16 @@ class Model final : public KernelModel {
     Query q{*fam, key, moe_work(m, r, p), run_as, md.math, x};
     if (substitute) q.measured_as = moe_work(m, r, md.weights);
     q.dispatch_bytes = moe_dispatch_bytes(m);
-    // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it.
-    if (*fam == rule.families.front() || substitute) q.label = rule.kernel;
+    // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it;
+    // another engine's table names its own kernel.
+    if (vllm_kernels && (*fam == rule.families.front() || substitute)) q.label = rule.kernel;
     return eval(q, substitute);
   }
 
   ColdWeights cold_weights(std::string_view family) const override {
     Found f = find(family);
     if (!f.cal) return {};
-    return hw::cold_weights(f.cal->family, f.cal->origin, (f.own ? gpu_ : ref_->gpu()).l2_bytes, gpu_.hbm_bw_bytes_per_s);
+    return hw::cold_weights(f.cal->family, f.cal->origin, f.gpu->l2_bytes, gpu_.hbm_bw_bytes_per_s);
   }
 
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k, int head_v) const override {
@@ -292,7 +346,7 @@ class Model final : public KernelModel {
       OpTime t;
       t.bound = Bound::communication;
       t.bytes = bytes;
-      const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();
+      const GpuSpec& mg = *f.gpu;
       Sample at;
       at.key = at.group = key, at.x = bytes_features(bytes);
       at.memory_s = bytes * bus_factor("all_reduce", n) / mg.nvlink_bw_bytes_per_s;
@@ -302,6 +356,7 @@ class Model final : public KernelModel {
       if (!f.own) t.seconds *= mg.nvlink_bw_bytes_per_s / gpu_.nvlink_bw_bytes_per_s;
       t.seconds = std::max(t.seconds, bytes * bus_factor("all_reduce", n) / gpu_.nvlink_bw_bytes_per_s);
       t.kernel = label;
+      t.table = f.table;
       return t;
     }
     OpTime t = collective(Collective::all_reduce, bytes, {n, 1, nullptr});
@@ -412,6 +467,22 @@ class Model final : public KernelModel {
   }
 
   std::string provenance() const override {
+    std::string out;
+    if (!releases_.empty()) {
+      out = "kernel tables for " + asked_ + ", nearest release first:";
+      for (const Layer& l : releases_) {
+        std::string fams;
+        for (const auto& [name, f] : l.cal->families())
+          if (f.rejected.empty() && !find(name).table.compare(l.label)) fams += (fams.empty() ? "" : ", ") + name;
+        if (!fams.empty()) out += " " + l.label + ": " + fams + ";";
+      }
+      out += " every other family: ";
+    }
+    return out + base_provenance();
+  }
+
+  std::string base_provenance() const {
+    const Calibration& own_ = *this->own_;
     if (!own_.empty()) {
       int vllm = 0, torch = 0;
       std::string runtimes;
@@ -439,13 +510,13 @@ class Model final : public KernelModel {
     return "roofline priors only (no calibration data)";
   }
 
-  LaunchOverhead launch() const {
-    if (!own_.empty()) {
-      LaunchOverhead o = own_.launch_overhead();
+  LaunchOverhead launch(bool graph_floor) const {
+    if (!own_->empty()) {
+      LaunchOverhead o = own_->launch_overhead(graph_floor);
       if (o.eager_per_kernel_s > 0) return o;
     }
     if (ref_) {
-      LaunchOverhead o = ref_->launch_overhead();
+      LaunchOverhead o = ref_->launch_overhead(graph_floor);
       o.source = "transferred: " + o.source + " (CPU launch cost assumed the same on " + gpu_.name + ")";
       return o;
     }
@@ -456,13 +527,16 @@ class Model final : public KernelModel {
   struct Found {
     const FamilyCalibration* cal = nullptr;
     bool own = false;
+    const GpuSpec* gpu = nullptr;  // the GPU the family was measured on
+    std::string_view table;        // which table (Layer::label)
   };
 
-  // A family whose timings the data's provenance rejects is never used (FamilyCalibration::rejected).
+  // The first table that timed `family`, nearest release first, then vLLM 0.24, then the reference
+  // GPU's. A family whose timings the data's provenance rejects is never used (FamilyCalibration::rejected).
   Found find(std::string_view family) const {
-    if (const auto* f = own_.family(family); f && f->rejected.empty()) return {f, true};
-    if (ref_)
-      if (const auto* f = ref_->family(family); f && f->rejected.empty()) return {f, false};
+    for (const Layer& l : layers_)
+      if (const auto* f = l.cal->family(family); f && f->rejected.empty())
+        return {f, l.own, &l.cal->gpu(), l.label.empty() ? std::string_view(f->runtime) : std::string_view(l.label)};
     return {};
   }
 
@@ -512,7 +586,7 @@ class Model final : public KernelModel {
       t.source = Source::roofline;
       return t;
     }
-    const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();  // the GPU the family was measured on
+    const GpuSpec& mg = *f.gpu;  // the GPU the family was measured on
     const FamilyFit& fit = f.cal->fit;
     const Work& wm = q.measured_as.flops >= 0 ? q.measured_as : q.work;
     double c_ref = wm.flops / peak(mg, q.family_prec), m_ref = wm.bytes / mg.hbm_bw_bytes_per_s;
@@ -537,6 +611,7 @@ class Model final : public KernelModel {
                        r.memory / std::max(fit.memory_efficiency(), 1e-9) * (fit.memory_efficiency() > 0));
     if (fit.compute_efficiency() == 0 && fit.memory_efficiency() == 0) t.bound = Bound::launch;
     t.source = !f.own ? Source::transferred : (exact && !substitute ? Source::measured : Source::interpolated);
+    t.table = f.table;
     return t;
   }
 
@@ -553,9 +628,10 @@ class Model final : public KernelModel {
       t.source = Source::roofline;
       return t;
     }
-    const GpuSpec& mg = f.own ? gpu_ : ref_->gpu();
+    const GpuSpec& mg = *f.gpu;
     const FamilyFit& fit = f.cal->fit;
     std::uint64_t key = shape_key({double(n)});
+    t.table = f.table;
     double m_ref = bus / mg.nvlink_bw_bytes_per_s;
     bool exact = false;
     Sample at;
@@ -587,8 +663,11 @@ class Model final : public KernelModel {
   }
 
   const GpuSpec& gpu_;
-  Calibration own_;
+  std::vector<Layer> releases_;
+  std::shared_ptr<const Calibration> own_;
   std::shared_ptr<const Calibration> ref_;
+  std::string asked_;
+  std::vector<Layer> layers_;
 };
 
 // The GPU whose measurements stand in for GPUs without their own calibration folder.
@@ -605,28 +684,118 @@ bool weight_only(const GpuSpec& gpu, Precision p) {
   return p == Precision::int4 || p == Precision::mxfp4 || (p == Precision::nvfp4 && !gpu.native(p));
 }
 
-const KernelModel& kernel_model(const GpuSpec& gpu) {
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<const GpuSpec*, std::unique_ptr<Model>> cache;
-  static std::shared_ptr<const Calibration> ref;
-  auto it = cache.find(&gpu);
-  if (it != cache.end()) return *it->second;
-  Calibration own = Calibration::embedded(gpu);
-  // Families this GPU has no measurement of come from the reference GPU's runs.
-  bool transfer = !text::iequals(gpu.name, kReferenceGpu);
-  if (transfer && !ref)
-    ref = std::make_shared<const Calibration>(Calibration::embedded(Catalog::global().gpu(kReferenceGpu)));
-  auto m = std::make_unique<Model>(gpu, std::move(own), transfer ? ref : nullptr);
-  return *cache.emplace(&gpu, std::move(m)).first->second;
+namespace {
+
+// A release as its folder names it: "vllm-0.19.0", "sglang-0.5.14", "trtllm-1.3.0rc20".
+struct Release {
+  std::string folder, engine, version;
+};
+
+// Version order: numeric components ("0.5.14"), a pre-release ("1.3.0rc20") before its final.
+struct Version {
+  std::vector<long> parts;
+  long pre = std::numeric_limits<long>::max();  // rc number; max = a final release
+};
+Version parse_version(std::string_view v) {
+  Version out;
+  for (std::size_t i = 0; i <= v.size();) {
+    std::size_t j = v.find('.', i);
+    if (j == std::string_view::npos) j = v.size();
+    const std::string_view part = v.substr(i, j - i);
+    std::size_t d = 0;
+    while (d < part.size() && std::isdigit(static_cast<unsigned char>(part[d]))) ++d;
+    out.parts.push_back(d ? std::stol(std::string(part.substr(0, d))) : 0);
+    if (const auto rc = part.find("rc"); rc != std::string_view::npos && rc + 2 < part.size())
+      out.pre = std::stol(std::string(part.substr(rc + 2)));
+    i = j + 1;
+  }
+  return out;
 }
+// -1, 0, 1 as a is older than, the same as, newer than b (missing components count as 0).
+int compare(const Version& a, const Version& b) {
+  for (std::size_t i = 0; i < std::max(a.parts.size(), b.parts.size()); ++i) {
+    const long x = i < a.parts.size() ? a.parts[i] : 0, y = i < b.parts.size() ? b.parts[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.pre == b.pre ? 0 : a.pre < b.pre ? -1 : 1;
+}
+// Whether `release` is a build of the asked version: "0.5" asks for 0.5.14, "1.3" for 1.3.0rc20.
+bool is_build_of(const Version& release, const Version& asked) {
+  if (asked.parts.size() > release.parts.size()) return false;
+  for (std::size_t i = 0; i < asked.parts.size(); ++i)
+    if (asked.parts[i] != release.parts[i]) return false;
+  return asked.pre == std::numeric_limits<long>::max() || asked.pre == release.pre;
+}
+
+std::string engine_name(std::string_view engine) {
+  if (engine == "vllm") return "vLLM";
+  if (engine == "sglang") return "SGLang";
+  if (engine == "trtllm") return "TensorRT-LLM";
+  return std::string(engine);
+}
+
+// The releases of `tables.engine` measured on `gpu`, nearest first: the builds of the asked version
+// and the older releases, newest first; then the newer ones, oldest first. vLLM's 0.24 tables are
+// the base folder (not listed): a release newer than every listed one and older than 0.24 falls to it.
+std::vector<Release> nearest_releases(const GpuSpec& gpu, const KernelTables& tables) {
+  const Version asked = parse_version(tables.version);
+  std::vector<std::pair<Release, Version>> below, above;
+  for (const auto& folder : Calibration::embedded_releases(gpu)) {
+    const auto dash = folder.find('-');
+    if (dash == std::string::npos || folder.substr(0, dash) != tables.engine) continue;
+    Release r{folder, folder.substr(0, dash), folder.substr(dash + 1)};
+    const Version v = parse_version(r.version);
+    (is_build_of(v, asked) || compare(v, asked) < 0 ? below : above).emplace_back(std::move(r), v);
+  }
+  std::sort(below.begin(), below.end(), [](const auto& a, const auto& b) { return compare(a.second, b.second) > 0; });
+  std::sort(above.begin(), above.end(), [](const auto& a, const auto& b) { return compare(a.second, b.second) < 0; });
+  std::vector<Release> out;
+  // vLLM: the base folder is 0.24.0; a release past it stays behind it.
+  const bool vllm = tables.engine == "vllm";
+  const Version base = parse_version("0.24.0");
+  const bool base_at_or_below = vllm && (is_build_of(base, asked) || compare(base, asked) < 0);
+  for (auto& [r, v] : below)
+    if (!base_at_or_below || compare(v, base) > 0) out.push_back(r);
+  if (!base_at_or_below)
+    for (auto& [r, v] : above)
+      if (!vllm || compare(v, base) < 0) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, KernelTables{}); }
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
-  (void)tables;  // every engine and release is priced from the vLLM 0.24 tables for now
-  return kernel_model(gpu);
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string>, std::unique_ptr<Model>> cache;
+  static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
+  const auto key = std::make_tuple(&gpu, tables.engine, tables.version);
+  if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  // Calibrations are read lazily and shared by every model of the GPU.
+  auto calibration = [&](const GpuSpec& g, const std::string& folder) {
+    auto& c = tables_cache[{&g, folder}];
+    if (!c) c = std::make_shared<const Calibration>(Calibration::embedded(g, folder));
+    return c;
+  };
+  std::vector<Layer> releases;
+  const Version asked = parse_version(tables.version);
+  for (const Release& r : nearest_releases(gpu, tables)) {
+    const Version v = parse_version(r.version);
+    std::string label = engine_name(r.engine) + " " + r.version + " table";
+    if (!is_build_of(v, asked)) label += " (nearest measured: " + r.version + " for " + tables.version + ")";
+    releases.push_back({calibration(gpu, r.folder), label, true, r.engine == "vllm"});
+  }
+  // Families this GPU has no measurement of come from the reference GPU's runs.
+  const bool transfer = !text::iequals(gpu.name, kReferenceGpu);
+  auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
+                                   transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
+                                   engine_name(tables.engine) + " " + tables.version);
+  return *cache.emplace(key, std::move(m)).first->second;
 }
 
-LaunchOverhead launch_overhead(const GpuSpec& gpu) {
-  return static_cast<const Model&>(kernel_model(gpu)).launch();
+LaunchOverhead launch_overhead(const GpuSpec& gpu, bool graph_floor) {
+  return static_cast<const Model&>(kernel_model(gpu)).launch(graph_floor);
 }
 
 }  // namespace servesim::hw

@@ -28,6 +28,11 @@ struct OpTime {
   // Part of `seconds`: what reading the weights cold adds to a table that timed them resident in
   // L2 (cold_weights). A serving step meets every layer's weights cold.
   double cold_weights_s = 0;
+  // The table that timed it: a release's ("vLLM 0.19.0 table", "SGLang 0.5.14 table", "vLLM 0.14.0
+  // table (nearest measured: 0.14.0 for 0.12)"), else the runtime of the GPU's own or the reference
+  // GPU's table ("vLLM 0.24.0", "NCCL 2.29.2", "torch 2.11.0+cu130"; `source` says transferred); ""
+  // for a roofline prior.
+  std::string_view table;
 };
 
 // Weights a kernel table's method left in L2, paid back. AIConfigurator's collectors (the "vllm"
@@ -117,16 +122,21 @@ class KernelModel {
 
 // CPU-side cost of launching kernels, measured next to the kernels (eager minus CUDA-graph time).
 // sim/ adds eager_per_kernel_s per kernel for steps run eagerly; a graph replay costs about
-// graph_per_kernel_s per kernel on the GPU instead.
-LaunchOverhead launch_overhead(const GpuSpec& gpu);
+// graph_per_kernel_s per kernel on the GPU instead (the smallest measured time of any point:
+// `graph_floor` false leaves it 0 and reads only the family the eager cost comes from).
+LaunchOverhead launch_overhead(const GpuSpec& gpu, bool graph_floor = true);
 
 // The calibrated model for a GPU of the catalogue: measured surfaces when a calibration folder
 // exists for it, otherwise the H200 surfaces transferred with that GPU's priors. Cached.
 const KernelModel& kernel_model(const GpuSpec& gpu);
 
 // Whose kernel tables price the ops: an engine ("vllm", "sglang", "trtllm") and the release its
-// profile names ("0.24", "0.14", "0.5.14", "1.3.0rc20"). The model uses that engine's nearest
-// measured release on the GPU (provenance() says which).
+// profile names ("0.24", "0.14", "0.5.14", "1.3.0rc20"). The model reads, family by family, the
+// first table that timed it: that engine's measured releases on the GPU nearest first (the builds
+// of the asked version and older releases, newest first; then newer ones, oldest first; for vLLM
+// those older than its 0.24 tables), then the GPU's vLLM 0.24 tables and this project's runs, then
+// the H200's (transferred). Release folders are discovered from the embedded files
+// (hwmodels/calibration/<gpu>/<engine>-<version>/). provenance() and OpTime::table say which.
 struct KernelTables {
   std::string engine = "vllm";
   std::string version = "0.24";

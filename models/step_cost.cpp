@@ -56,6 +56,7 @@ StepBatch rank_share(const StepBatch& b, int dp) {
   auto share = [dp](int n) { return (n + dp - 1) / dp; };
   StepBatch r = b;
   r.decode_seqs = share(b.decode_seqs);
+  r.graph_padding_seqs = share(b.graph_padding_seqs);
   if (b.decode_seqs > 0)
     r.decode_context_tokens = std::int64_t(std::llround(double(b.decode_context_tokens) * r.decode_seqs / b.decode_seqs));
   r.prefill_seqs = share(b.prefill_seqs);
@@ -100,8 +101,10 @@ struct Part {  // a kind's figures for the breakdown
 class Model final : public StepCostModel {
  public:
   Model(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision wp, const Parallelism& par, hw::Precision kv,
-        const hw::KernelTables& tables)
-      : m_(m), gpu_(gpu), km_(hw::kernel_model(gpu, tables)), wp_(wp),
+        const hw::KernelTables& tables, const hw::KernelScales& scales)
+      : m_(m), gpu_(gpu),
+        scaled_(scales.identity() ? nullptr : hw::scaled_kernel_model(hw::kernel_model(gpu, tables), scales)),
+        km_(scaled_ ? *scaled_ : hw::kernel_model(gpu, tables)), wp_(wp),
         dp_(quantizes_experts_only(m, wp) ? hw::Precision::bf16 : wp), par_(par), kv_(kv), dp_group_(dp_group(gpu, par)) {
     const int tp = par.tp;
     n_mamba_ = m.count(LayerKind::mamba);
@@ -120,7 +123,7 @@ class Model final : public StepCostModel {
       const int kernels = n_mamba_ * 6 + n_attn_ * (5 + (m.qk_norm ? (m.qk_norm_per_layer ? (tp > 1 ? 6 : 2) : 1) : 0)) + n_mla_ * (9 + (m.index_topk > 0 ? 4 : 0)) +
                           n_gdn_ * 7 + n_mlp_ * 4 + n_moe_ * per_moe +
                           (tp > 1 ? blocks : 0) + (par.ep > 1 || par.dp > 1 ? 2 * n_moe_ : 0) + 5;  // + final norm, LM head, sampler
-      eager_launch_s_ = kernels * hw::launch_overhead(gpu).eager_per_kernel_s;
+      eager_launch_s_ = kernels * hw::launch_overhead(gpu, false).eager_per_kernel_s;
       // MLA runs eagerly between piecewise graphs like attention, Gated DeltaNet like Mamba.
       launch_counts_ = {kernels, n_attn_ + n_mla_, n_mamba_ + n_gdn_};
     }
@@ -340,7 +343,10 @@ class Model final : public StepCostModel {
     const StepBatch b = rank_share(replica_batch, par_.dp);
     const double dec_tokens = double(b.decode_seqs) * b.tokens_per_decode_seq;
     const double M = dec_tokens + double(b.prefill_tokens);
-    const double M_moe = double(par_.dp) * M;
+    // The routed experts: every rank's tokens, CUDA-graph padding counted as one token (identical
+    // dummy tokens all take the same top-k experts).
+    const double pad = double(std::min(b.graph_padding_seqs, b.decode_seqs)) * b.tokens_per_decode_seq;
+    const double M_moe = double(par_.dp) * (M - pad + (pad > 0 ? b.tokens_per_decode_seq : 0));
     if (M <= 0 && b.vision_tiles == 0) return 0;
     const double logits = dec_tokens + b.prefill_seqs;
     double total = 0;
@@ -349,7 +355,8 @@ class Model final : public StepCostModel {
       if (parts && s > 0) {
         OpTime o = sample();
         parts->push_back({kind, op, s, std::string(hw::to_string(o.bound)), std::string(hw::to_string(o.source)), layers,
-                          std::string(o.kernel), o.bound == hw::Bound::communication ? 0.0 : o.bytes * layers});
+                          std::string(o.kernel), o.bound == hw::Bound::communication ? 0.0 : o.bytes * layers,
+                          std::string(o.table)});
       }
     };
     const auto Mi = std::int64_t(std::max(1.0, M));
@@ -552,6 +559,7 @@ class Model final : public StepCostModel {
 
   const ModelSpec& m_;
   const hw::GpuSpec& gpu_;
+  std::unique_ptr<KernelModel> scaled_;   // a calibration's kernel factors over the tables (null: none)
   const KernelModel& km_;
   hw::Precision wp_;  // routed experts
   hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5, MiniMax-M2.5 NVFP4)
@@ -621,7 +629,7 @@ class Model final : public StepCostModel {
 
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision weights,
                                               const Parallelism& par, hw::Precision kv_cache_dtype,
-                                              const hw::KernelTables& tables) {
+                                              const hw::KernelTables& tables, const hw::KernelScales& scales) {
   EngineMemoryConfig probe;  // validates the shape (divisibility) with the planner's checks
   (void)probe;
   // A TP group's all-reduces run over NVLink; wider groups span nodes, which vLLM serves with
@@ -629,7 +637,7 @@ std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec& m, const hw::GpuS
   if (par.tp > gpu.nvlink_domain)
     throw Error("--tp", "", "tensor parallel size " + std::to_string(par.tp) + " exceeds the NVLink domain of " + gpu.name +
                                 " (" + std::to_string(gpu.nvlink_domain) + " GPUs); keep TP within it and span nodes with --pp");
-  return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype, tables);
+  return std::make_unique<Model>(m, gpu, weights, par, kv_cache_dtype, tables, scales);
 }
 
 double handoff_bytes(const ModelSpec& m, std::int64_t context_tokens, hw::Precision kv_cache_dtype) {

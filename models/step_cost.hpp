@@ -8,6 +8,7 @@
 
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/kernel_model.hpp"
+#include "hwmodels/scaled_kernel_model.hpp"
 #include "models/model_spec.hpp"
 
 namespace servesim::models {
@@ -17,6 +18,10 @@ struct StepBatch {
   int decode_seqs = 0;                      // sequences generating this step
   std::int64_t decode_context_tokens = 0;   // sum of their context lengths (KV read by attention)
   int tokens_per_decode_seq = 1;            // 1 + speculative (MTP) tokens verified per sequence
+  // Of decode_seqs, the dummy sequences a CUDA-graph replay pads the batch with (up to the next
+  // capture size). Dense layers compute them; their tokens are identical, so a MoE layer's router
+  // sends them all to the same top-k experts: they add one token's experts, not their count's.
+  int graph_padding_seqs = 0;
   int prefill_seqs = 0;                     // sequences with a prefill chunk this step
   std::int64_t prefill_tokens = 0;          // sum of chunk lengths
   double prefill_attention_pairs = 0;       // sum over chunks of causal query-key pairs: c*p + c*(c+1)/2 (c chunk, p prior context)
@@ -33,6 +38,7 @@ struct StepPart {
   int layers = 0;        // how many layers contribute
   std::string kernel;    // the kernel vLLM runs for it on this GPU and precision ("" unknown)
   double hbm_bytes = 0;  // HBM bytes the row must move (weights touched, KV, state, activations), all layers; 0 for collectives
+  std::string table;     // the kernel table that timed it (hw::OpTime::table; "" roofline)
 };
 struct StepTime {
   double seconds = 0;
@@ -57,10 +63,11 @@ class StepCostModel {
   virtual LaunchCounts launch_counts() const { return {}; }
 };
 
-// `tables`: the engine release whose kernel tables price the ops (hw::kernel_model).
+// `tables`: the engine release whose kernel tables price the ops (hw::kernel_model); `scales`: a
+// user calibration's factors on them (hw::scaled_kernel_model).
 std::unique_ptr<StepCostModel> make_step_cost(const ModelSpec&, const hw::GpuSpec&, hw::Precision weights,
                                               const Parallelism&, hw::Precision kv_cache_dtype = hw::Precision::bf16,
-                                              const hw::KernelTables& tables = {});
+                                              const hw::KernelTables& tables = {}, const hw::KernelScales& scales = {});
 // Bytes a prefill->decode handoff moves for one sequence of `context_tokens` (KV of attention layers
 // + Mamba conv/SSM state), for the whole replica.
 double handoff_bytes(const ModelSpec&, std::int64_t context_tokens, hw::Precision kv_cache_dtype);

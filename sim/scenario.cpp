@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
+#include "sim/calibration.hpp"
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "sim/engine/engine_profile.hpp"
@@ -127,7 +128,7 @@ const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k{"description", "model", "model_file", "gpu", "gpus", "tensor_parallel_size", "tp",
                                           "pipeline_parallel_size", "pp", "expert_parallel_size", "ep", "data_parallel_size", "dp", "precision",
                                           "kv_cache_dtype", "engine", "engine_profile", "frontend", "router", "seed",
-                                          "workload", "topology"};
+                                          "workload", "topology", "calibration"};
   return k;
 }
 
@@ -191,6 +192,17 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     workloads::parse_frontend(j.object("frontend"), workloads::FrontendConfig{});   // validate the fields now
   }
   if (j.has("router")) s.router = parse_router(j.string("router"), file);
+  if (j.has("calibration")) {
+    // A profile file (resolved against the scenario's folder) or the profile itself, inline.
+    const auto& c = s.json.at("calibration");
+    if (c.is_string())
+      s.calibration = std::make_shared<const CalibrationProfile>(
+          load_calibration(workloads::resolve_path(workloads::folder_of(file), c.get<std::string>())));
+    else if (c.is_object())
+      s.calibration = std::make_shared<const CalibrationProfile>(parse_calibration(c, file + ": calibration"));
+    else
+      j.fail("calibration", "expected a profile file (servesim calibrate e2e --output) or a profile object");
+  }
   if (j.has("seed")) {
     const std::int64_t seed = j.integer("seed");
     if (seed < 0) j.fail("seed", "must be >= 0");

@@ -3,6 +3,7 @@
 // file and the field). The CLI's flags build the same JSON, so there is one path to validate.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,8 @@
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
+
+struct CalibrationProfile;
 
 // Optional "topology" object: the run as a deployment on instances (sim/topology/deployment.hpp)
 // instead of `gpus` / (tp × pp) aggregated replicas.
@@ -47,6 +50,8 @@ struct Scenario {
   std::uint64_t seed = 0;                  // overrides the workload's seed
   workloads::WorkloadConfig workload;
   TopologySpec topology;
+  // A user's calibration (sim/calibration.hpp), applied where it transfers (resolved_engine / _frontend).
+  std::shared_ptr<const CalibrationProfile> calibration;
   nlohmann::json json;                     // the scenario as read (echoed in outputs)
 
   int gpus_per_replica() const { return par.gpus(); }

@@ -15,6 +15,7 @@
 #include "sim/decoding/mtp.hpp"
 #include "common/json_reader.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
 #include "sim/topology/deployment.hpp"
@@ -121,13 +122,29 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
 EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu) {
   EngineConfig e = s.engine;
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
-  apply_profile(engine_profile(s.engine_profile, s.source, "engine_profile"), m, gpu, given, e);
+  const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
+  apply_profile(prof, m, gpu, given, e);
+  if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
+    const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.engine, m.name);
+    e.kernel_scales = a.kernels;
+    e.step_overhead_per_seq_s *= a.step_overhead_factor;
+    e.closed_loop_osl_spread_tokens *= a.spread_factor;
+  }
   return e;
 }
 
 workloads::FrontendConfig resolved_frontend(const Scenario& s) {
-  workloads::FrontendConfig f = profile_frontend(engine_profile(s.engine_profile, s.source, "engine_profile"));
+  const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
+  workloads::FrontendConfig f = profile_frontend(prof);
   if (s.frontend_json.is_object()) f = workloads::parse_frontend(JsonReader(s.frontend_json, s.source, "frontend"), f);
+  if (s.calibration) {
+    std::string gpu = s.gpu;
+    try {
+      gpu = hw::Catalog::global().gpu(s.gpu).name;
+    } catch (const Error&) {   // prepare() names the bad GPU
+    }
+    f.api.request.mean_s += applicable(*s.calibration, gpu, prof.engine, "").request_overhead_ms * 1e-3;
+  }
   return f;
 }
 
@@ -191,7 +208,8 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "engine.max_num_batched_tokens",
                 "without chunked prefill it must be >= max_model_len (" + std::to_string(p.plan.max_model_len) + "), as vLLM requires");
   p.replicas = s.replicas();
-  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables);
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables,
+                                     p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);
   else p.cost = std::move(cost);
@@ -372,6 +390,10 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   nlohmann::json j = r.metrics.aiperf_json();
   j["what_ran"] = what_ran_json(s, r);
   j["prediction_band"] = validate::run_bands(s, r);
+  if (s.calibration) {
+    const validate::RunKind k = validate::run_kind(s, r);
+    j["calibration"] = to_json(applicable(*s.calibration, k.gpu, k.engine, s.model), *s.calibration);
+  }
   j["engine"] = {{"profile", r.engine.engine_profile},
                  {"async_scheduling", r.engine.async_scheduling},
                  {"cudagraph_mode", r.engine.cudagraph_mode},
@@ -501,7 +523,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
         std::size_t k = 0;
         col(name + (hi ? "_band_hi" : "_band_lo"), [&](const SimResult& r) {
           const auto& kind = kinds[k++];
-          const validate::Band b = validate::band_for(kind.gpu, kind.mode, metric, kind.regime, value(r));
+          const validate::Band b = validate::band_for(kind.gpu, kind.engine, kind.mode, metric, kind.regime, value(r));
           return hi ? b.hi : b.lo;
         });
       }

@@ -62,22 +62,37 @@ def sig(x, n=4):
     return float(f"{x:.{n}g}")
 
 
-def read(aic, system, stem):
-    for ext in (".csv.gz", ".csv"):
-        p = os.path.join(aic, system, stem + ext)
-        if os.path.exists(p):
-            return pd.read_csv(p), os.path.basename(p)
-    return None, None
+class Source:
+    """Where one release's tables sit and how its files name it. The vLLM 0.24 tables: DIR/<system>/;
+    another release (reduce_releases.py): DIR/<system>/<engine>-<version>/ with its collection_meta."""
 
+    def __init__(self, aic, system, folder="", label="vLLM 0.24", runtime="vLLM 0.24.0", backend="vllm/0.24.0",
+                 meta=None):
+        self.dir = os.path.join(aic, system, folder)
+        self.system, self.label, self.runtime, self.backend, self.meta = system, label, runtime, backend, meta or {}
+        self.vllm = backend.startswith("vllm/")
 
-def env(system, df, table, runtime):
-    dev = str(df["device"].iloc[0])
-    versions = sorted(str(v) for v in df["version"].unique())
-    return {"gpu": dev, "runtime": runtime, "versions": versions,
-            "source": f"{AIC_REPO} @ {AIC_COMMIT[:12]} ({AIC_DATE}), aic-core/src/aiconfigurator_core/systems/data/"
-                      f"{system}/{table}",
-            "date": AIC_DATE, "reduced": datetime.date.today().isoformat(),
-            "rows_in_table": int(len(df))}
+    def read(self, stem):
+        for ext in (".csv.gz", ".csv"):
+            p = os.path.join(self.dir, stem + ext)
+            if os.path.exists(p):
+                return pd.read_csv(p), os.path.basename(p)
+        return None, None
+
+    def table(self, family, name):
+        return f"{family}/{self.backend}/{name}.parquet"
+
+    def env(self, df, table, runtime=None):
+        dev = str(df["device"].iloc[0])
+        versions = sorted(str(v) for v in df["version"].unique())
+        e = {"gpu": dev, "runtime": runtime or self.runtime, "versions": versions,
+             "source": f"{AIC_REPO} @ {AIC_COMMIT[:12]} ({AIC_DATE}), aic-core/src/aiconfigurator_core/systems/data/"
+                       f"{self.system}/{table}",
+             "date": AIC_DATE, "reduced": datetime.date.today().isoformat(),
+             "rows_in_table": int(len(df))}
+        if table.split("/")[0] in self.meta:
+            e["collection"] = self.meta[table.split("/")[0]]
+        return e
 
 
 def kernels_index(series):
@@ -86,6 +101,8 @@ def kernels_index(series):
 
 
 def write(out_dir, name, doc):
+    if not doc["points"]:  # a table with none of the kept rows (vLLM 0.19 GDN: conv1d rows only)
+        return None, 0
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name + ".json")
     with open(path, "w") as f:
@@ -103,6 +120,8 @@ def block_fp8_rejected(d):
     the CUDA-graph per-tensor FP8 rows with the block format's bytes (kernel_model.cpp). Figures from
     the kept rows: small m (<= 64) and large m (>= 2048, per-tensor FP8 over 50 us) against the
     per-tensor FP8 row of the same shape."""
+    if not {"fp8", "fp8_block"} <= set(d.gemm_dtype):
+        return {}
     pv = d[d.gemm_dtype.isin(["fp8", "fp8_block"])].pivot_table(index=["m", "n", "k"], columns="gemm_dtype",
                                                                  values="latency").dropna()
     m = pv.index.get_level_values("m")
@@ -115,32 +134,37 @@ def block_fp8_rejected(d):
               f"they take a median {ratio.median():.2f}x the per-tensor FP8 time. servesim times block-FP8 "
               f"GEMMs on the CUDA-graph per-tensor FP8 rows with the block format's bytes (hwmodels/README.md, "
               f"Held-out error).")
-    return {k: reason for k in sorted(d[d.gemm_dtype == "fp8_block"].kernel_source.unique())}
+    # Only kernels that timed nothing but fp8_block rows (vLLM 0.14-0.22 name every dtype's kernel
+    # "vllm_default": nothing is marked there, and the kernel model times fp8_block on the fp8 rows anyway).
+    others = set(d[d.gemm_dtype != "fp8_block"].kernel_source)
+    return {k: reason for k in sorted(d[d.gemm_dtype == "fp8_block"].kernel_source.unique()) if k not in others}
 
 
-def reduce_gemm(aic, system, out):
-    df, fn = read(aic, system, "gemm_gemm_perf")
-    d = df[df.m.isin(GEMM_M) & df.n.isin(GEMM_NK) & df.k.isin(GEMM_NK)]
+def reduce_gemm(src, out):
+    df, fn = src.read("gemm_gemm_perf")
+    d = df[df.m.isin(GEMM_M) & df.n.isin(GEMM_NK) & df.k.isin(GEMM_NK) & df.gemm_dtype.isin(DTYPE)]
     names, idx = kernels_index(d.kernel_source)
     pts = [[DTYPE[r.gemm_dtype], int(r.m), int(r.n), int(r.k), sig(r.latency), idx[r.kernel_source]]
            for r in d.itertuples()]
     return write(out, "gemm", {
         "family": "gemm", "kernels_from": "vllm", "method": "local-linear-log-interp",
-        "about": "vLLM 0.24 dense linear layer (RowParallelLinear, TP off) y[m,n] = x[m,k] W[k,n], ms per call "
+        "about": src.label + " dense linear layer (RowParallelLinear, TP off) y[m,n] = x[m,k] W[k,n], ms per call "
                  "including the activation quantisation the layer runs (fp8, fp8_block, nvfp4). CUDA-graph timed, 6 "
                  "weight copies against L2 reuse, except fp8_block: timed eagerly with one copy (small-m points sit "
                  "on a launch floor) and nvfp4: one copy. Kept: m = powers of two, n and k in "
                  + str(sorted(GEMM_NK)) + f"; {len(d)} of {len(df)} rows.",
-        "env": env(system, df, "gemm/vllm/0.24.0/gemm_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(df, src.table("gemm", "gemm_perf")),
         "kernels": names,
-        **({"rejected_kernels": block_fp8_rejected(d)} if (d.gemm_dtype == "fp8_block").any() else {}),
+        **({"rejected_kernels": rk} if src.vllm and (rk := block_fp8_rejected(d)) else {}),
         "columns": ["dtype", "m", "n", "k", "ms", "kid"], "points": pts})
 
 
-def reduce_attention(aic, system, out):
+def reduce_attention(src, out):
     res = []
     for phase, stem in (("prefill", "attention_context_attention_perf"), ("decode", "attention_generation_attention_perf")):
-        df, fn = read(aic, system, stem)
+        df, fn = src.read(stem)
+        if "window_size" not in df:
+            df["window_size"] = 0
         pairs = list(zip(df.num_heads, df.num_key_value_heads))
         keep = pd.Series([p in ATTN_HEADS for p in pairs], index=df.index)
         keep &= (df.window_size == 0) | pd.Series([p in WINDOW_HEADS for p in pairs], index=df.index)
@@ -163,18 +187,18 @@ def reduce_attention(aic, system, out):
         table = "context_attention_perf" if phase == "prefill" else "generation_attention_perf"
         res.append(write(out, "attention_" + phase, {
             "family": "attention_" + phase, "kernels_from": "vllm", "method": "local-linear-log-interp",
-            "about": f"vLLM 0.24 attention backend call for one layer ({'prefill: causal, no prefix cached' if phase == 'prefill' else 'decode: one query token per sequence, context = KV tokens incl. the new one'}), "
+            "about": src.label + f" attention backend call for one layer ({'prefill: causal, no prefix cached' if phase == 'prefill' else 'decode: one query token per sequence, context = KV tokens incl. the new one'}), "
                      "paged KV cache (block 64), bf16 activations, KV cache bf16 or fp8, window 0 = full attention; "
                      "ms per call for the whole batch, CUDA-graph timed. Heads are TP-local. Kept: head pairs "
                      + str(sorted(ATTN_HEADS)) + (f", batch {sorted(GEN_BATCH)}, context {sorted(GEN_CTX)}" if phase == "decode" else f", seq {sorted(CTX_ISL)}")
                      + f"; {len(d)} of {len(df)} rows.",
-            "env": env(system, df, f"attention/vllm/0.24.0/{table}.parquet", "vLLM 0.24.0"),
+            "env": src.env(df, src.table("attention", table)),
             "kernels": names, "columns": cols, "points": pts}))
     return res
 
 
-def reduce_encoder(aic, system, out):
-    df, fn = read(aic, system, "encoder_attention_encoder_attention_perf")
+def reduce_encoder(src, out):
+    df, fn = src.read("encoder_attention_encoder_attention_perf")
     # Every measured patch count (the kernel's cost steps with its tile count, so a sparse grid
     # misses the steps) for the TP-local head counts of 16-head ViTs at TP 1..16 and of 32 heads.
     d = df[df.num_heads.isin(ENC_HEADS)]
@@ -183,40 +207,41 @@ def reduce_encoder(aic, system, out):
            for r in d.itertuples()]
     return write(out, "encoder_attention", {
         "family": "encoder_attention", "kernels_from": "vllm", "method": "local-linear-log-interp",
-        "about": "vLLM 0.24 ViT encoder attention (vit_flash_attn_wrapper): bidirectional (non-causal), MHA, bf16; "
+        "about": src.label + " ViT encoder attention (vit_flash_attn_wrapper): bidirectional (non-causal), MHA, bf16; "
                  f"ms per call, CUDA-graph timed. Kept: every patch count, heads {sorted(ENC_HEADS)}; {len(d)} of {len(df)} rows.",
-        "env": env(system, df, "encoder_attention/vllm/0.24.0/encoder_attention_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(df, src.table("encoder_attention", "encoder_attention_perf")),
         "kernels": names, "columns": ["batch", "seq", "heads", "head_dim", "ms", "kid"], "points": pts})
 
 
-def reduce_moe(aic, system, out):
-    df, fn = read(aic, system, "moe_moe_perf")
+def reduce_moe(src, out):
+    df, fn = src.read("moe_moe_perf")
     par = pd.Series([p in MOE_PAR for p in zip(df.moe_tp_size, df.moe_ep_size)], index=df.index)
-    d = df[df.num_tokens.isin(MOE_TOKENS) & par & df.distribution.isin(MOE_DIST)]
+    d = df[df.num_tokens.isin(MOE_TOKENS) & par & df.distribution.isin(MOE_DIST) & df.moe_dtype.isin(MOE_DTYPE)]
     names, idx = kernels_index(d.kernel_source)
     pts = []
     for r in d.itertuples():
-        gated = 0 if (r.hidden_size, r.inter_size, r.topk, r.num_experts) in NON_GATED else 1
+        nongated = (r.hidden_size, r.inter_size, r.topk, r.num_experts) in NON_GATED or "nongated" in r.kernel_source
+        gated = 0 if nongated else 1
         pts.append([MOE_DTYPE[r.moe_dtype], int(r.num_tokens), int(r.hidden_size), int(r.inter_size), int(r.topk),
                     int(r.num_experts), int(r.moe_tp_size), int(r.moe_ep_size), SKEW[r.distribution], gated,
                     sig(r.latency), idx[r.kernel_source]])
     return write(out, "moe", {
         "family": "moe", "kernels_from": "vllm", "method": "local-linear-series-log-interp",
-        "about": "vLLM 0.24 FusedMoE layer forward on one GPU as rank 0 of its TP or EP group (routing, expert GEMMs, "
+        "about": src.label + " FusedMoE layer forward on one GPU as rank 0 of its TP or EP group (routing, expert GEMMs, "
                  "activation, weighted sum; no communication). tokens = tokens entering the layer on this rank; "
                  "hidden, inter (per expert), experts global; skew 0 = balanced routing, 1.01 / 1.2 = power-law "
                  "expert loads with rank 0 the heaviest; gated 0 = ReLU^2 experts without a gate projection "
                  "(Nemotron shapes), 1 = SwiGLU. ms per call, CUDA-graph timed. Kept: token counts "
                  + str(sorted(MOE_TOKENS)) + ", (tp, ep) " + str(sorted(MOE_PAR)) + ", routing balanced and power_law_1.2" + f"; {len(d)} of {len(df)} rows.",
-        "env": env(system, df, "moe/vllm/0.24.0/moe_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(df, src.table("moe", "moe_perf")),
         "kernels": names,
-        **({"rejected_kernels": MOE_REJECTED[system]} if system in MOE_REJECTED else {}),
+        **({"rejected_kernels": MOE_REJECTED[src.system]} if src.system in MOE_REJECTED else {}),
         "columns": ["dtype", "tokens", "hidden", "inter", "topk", "experts", "tp", "ep", "skew", "gated", "ms", "kid"],
         "points": pts})
 
 
-def reduce_gdn(aic, system, out):
-    df, fn = read(aic, system, "linear_attention_gdn_perf")
+def reduce_gdn(src, out):
+    df, fn = src.read("linear_attention_gdn_perf")
     key = ["phase", "batch_size", "seq_len", "d_model", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim"]
     conv = df[df.kernel_source.str.startswith("causal_conv1d")]
     core = df[~df.kernel_source.str.startswith("causal_conv1d")]
@@ -237,11 +262,11 @@ def reduce_gdn(aic, system, out):
             uniq.append(p)
     a = write(out, "gdn", {
         "family": "gdn", "kernels_from": "vllm", "method": "local-linear-log-interp",
-        "about": "vLLM 0.24 Gated DeltaNet core kernel of one layer (prefill: chunk_gated_delta_rule (FlashInfer); "
+        "about": src.label + " Gated DeltaNet core kernel of one layer (prefill: chunk_gated_delta_rule (FlashInfer); "
                  "decode: fused_recurrent_gated_delta_rule_packed_decode), TP-local heads, without the causal conv1d "
                  "(conv1d.json) and the projections (GEMMs). ms per call, CUDA-graph timed. Kept: batch and "
                  f"sequence lengths at powers of 4; {len(uniq)} of {len(df[~df.kernel_source.str.startswith('causal_conv1d')])} rows.",
-        "env": env(system, df, "linear_attention/vllm/0.24.0/gdn_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(df, src.table("linear_attention", "gdn_perf")),
         "kernels": names, "columns": ["phase", "batch", "seq", "k_heads", "head_k_dim", "v_heads", "head_v_dim", "ms", "kid"],
         "points": uniq})
     cnames, cidx = kernels_index(conv.kernel_source)
@@ -257,17 +282,17 @@ def reduce_gdn(aic, system, out):
         cpts.append([mode, int(r.batch_size), tokens, ch, int(r.d_conv), sig(r.latency), cidx[r.kernel_source]])
     b = write(out, "conv1d", {
         "family": "conv1d", "kernels_from": "vllm", "method": "local-linear-log-interp",
-        "about": "vLLM 0.24 causal depthwise conv1d (causal_conv1d_fn over all tokens of a prefill; causal_conv1d_update "
+        "about": src.label + " causal depthwise conv1d (causal_conv1d_fn over all tokens of a prefill; causal_conv1d_update "
                  "for one token per sequence in decode), the kernels Mamba-2 and Gated DeltaNet layers share; measured "
                  "inside the GDN tables (channels = 2 x key heads x 128 + value heads x 128). ms per call, CUDA-graph "
                  f"timed; {len(cpts)} of {len(df[df.kernel_source.str.startswith('causal_conv1d')])} rows.",
-        "env": env(system, df, "linear_attention/vllm/0.24.0/gdn_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(df, src.table("linear_attention", "gdn_perf")),
         "kernels": cnames, "columns": ["mode", "batch", "tokens", "channels", "kernel", "ms", "kid"], "points": cpts})
     return [a, b]
 
 
-def reduce_comm(aic, system, out):
-    nccl, _ = read(aic, system, "comm_nccl_perf")
+def reduce_comm(src, out):
+    nccl, _ = src.read("comm_nccl_perf")
     d = nccl[nccl.nccl_dtype == "half"]
     op = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
     pts = [[op[r.op_name], int(r.num_gpus), int(r.message_size) * 2, sig(r.latency)] for r in d.itertuples()]
@@ -277,19 +302,22 @@ def reduce_comm(aic, system, out):
                  "over ranks), one process driving num_gpus GPUs of one node. bytes = nccl-tests size = message_size "
                  "elements x 2 (fp16 rows; the int8 rows are left out): all_reduce the per-rank buffer, all_gather the "
                  "gathered output, reduce_scatter the input, all_to_all the per-rank send buffer.",
-        "env": env(system, nccl, "comm/nccl/2.29.2/nccl_perf.parquet", "NCCL 2.29.2"),
+        "env": src.env(nccl, "comm/nccl/2.29.2/nccl_perf.parquet", "NCCL 2.29.2"),
         "columns": ["op", "gpus", "bytes", "ms"], "points": pts})
-    car, _ = read(aic, system, "comm_custom_allreduce_perf")
-    d = car[car.backend == "vllm_graph"]
+    return [a, reduce_comm_custom(src, out)]
+
+
+def reduce_comm_custom(src, out):
+    car, _ = src.read("comm_custom_allreduce_perf")
+    d = car[car.backend.str.endswith("_graph")] if "backend" in car else car
     pts = [[int(r.num_gpus), int(r.message_size) * 2, sig(r.latency)] for r in d.itertuples()]
-    b = write(out, "custom_all_reduce", {
+    return write(out, "custom_all_reduce", {
         "family": "custom_all_reduce", "kernels_from": "vllm", "method": "local-linear-log-interp",
-        "about": "vLLM 0.24 custom all-reduce (tensor_model_parallel_all_reduce, one-shot below the size switch, "
+        "about": src.label + " custom all-reduce (tensor_model_parallel_all_reduce, one-shot below the size switch, "
                  "two-shot above), bf16, CUDA-graph rows (5 all-reduces per replay; the eager rows are left out as "
                  "AIC's loader does). bytes = message_size elements x 2.",
-        "env": env(system, car, "comm/vllm/0.24.0/custom_allreduce_perf.parquet", "vLLM 0.24.0"),
+        "env": src.env(car, src.table("comm", "custom_allreduce_perf")),
         "columns": ["gpus", "bytes", "ms"], "points": pts})
-    return [a, b]
 
 
 def main():
@@ -302,14 +330,16 @@ def main():
         if system not in SYSTEMS:
             sys.exit(f"reduce_aic: --systems: unknown system {system!r} (known: {', '.join(SYSTEMS)})")
         out = os.path.join(a.out, SYSTEMS[system].lower(), "vllm")
-        written = [reduce_gemm(a.aic, system, out)]
-        written += reduce_attention(a.aic, system, out)
-        written.append(reduce_encoder(a.aic, system, out))
-        written.append(reduce_moe(a.aic, system, out))
-        written += reduce_gdn(a.aic, system, out)
-        written += reduce_comm(a.aic, system, out)
+        src = Source(a.aic, system)
+        written = [reduce_gemm(src, out)]
+        written += reduce_attention(src, out)
+        written.append(reduce_encoder(src, out))
+        written.append(reduce_moe(src, out))
+        written += reduce_gdn(src, out)
+        written += reduce_comm(src, out)
         for path, n in written:
-            print(f"{path}: {n} points, {os.path.getsize(path)} bytes")
+            if path:
+                print(f"{path}: {n} points, {os.path.getsize(path)} bytes")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ struct StepArgs {
   std::string model, model_file, gpu, precision, kv_cache_dtype;  // as MemoryArgs: "" / tp 0 resolved (sim/resolve.hpp)
   int tp = 0, pp = 1, ep = 1, dp = 1, batch = 1, chunk = 0, vision_tiles = 0;
   std::int64_t context = 1024;
+  std::string engine;  // engine profile (simulate --engine) whose kernel tables price the step; "" = vLLM 0.24's
 };
 nlohmann::json step(const StepArgs& a);
 

@@ -386,6 +386,8 @@ struct Study {
     namespace v = sim::validate;
     nlohmann::json& c = j["sweep"]["columns"];
     const std::string gpu = text::lower(spec.gpu->name);
+    const std::string engine =
+        sim::engine_profile(spec.engine.engine_profile.empty() ? sim::kNewestEngine : spec.engine.engine_profile).engine;
     std::vector<std::string> regimes, modes;
     for (const auto& r : rows) {
       int serving = 1;
@@ -404,7 +406,7 @@ struct Study {
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        const v::Band b = v::band_for(gpu, modes[i], metric, regimes[i], value(rows[i]));
+        const v::Band b = v::band_for(gpu, engine, modes[i], metric, regimes[i], value(rows[i]));
         lo.push_back(b.present ? nlohmann::json(b.lo) : nlohmann::json(nullptr));
         hi.push_back(b.present ? nlohmann::json(b.hi) : nlohmann::json(nullptr));
       }

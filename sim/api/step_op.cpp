@@ -11,6 +11,7 @@
 #include "models/min_gpus.hpp"
 #include "models/step_cost.hpp"
 #include "sim/api/api.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 
 namespace servesim::api {
@@ -60,8 +61,13 @@ class OpArgs {
   std::vector<std::string> known_;
 };
 
-nlohmann::json op_json(const std::string& what, const hw::GpuSpec& gpu, const hw::OpTime& t, nlohmann::json shape) {
-  const auto& km = hw::kernel_model(gpu);
+// The kernel tables of an engine profile (`simulate --engine` names), vLLM 0.24's when none is named.
+hw::KernelTables tables_of(const std::string& engine, const std::string& where) {
+  return engine.empty() ? hw::KernelTables{} : sim::engine_profile(engine, where).kernel_tables;
+}
+
+nlohmann::json op_json(const std::string& what, const hw::KernelModel& km, const hw::GpuSpec& gpu, const hw::OpTime& t,
+                       nlohmann::json shape) {
   return {{"op", what},
           {"gpu", gpu.name},
           {"shape", std::move(shape)},
@@ -74,6 +80,7 @@ nlohmann::json op_json(const std::string& what, const hw::GpuSpec& gpu, const hw
           {"achieved_flops_per_s", t.seconds > 0 ? t.flops / t.seconds : 0.0},
           {"achieved_bytes_per_s", t.seconds > 0 ? t.bytes / t.seconds : 0.0},
           {"kernel", std::string(t.kernel)},
+          {"table", std::string(t.table)},
           {"provenance", km.provenance()}};
 }
 
@@ -89,7 +96,12 @@ const std::map<std::string, std::vector<std::string>>& op_table() {
       {"mamba-step", {"batch", "heads", "head_dim", "d_state", "groups"}},
       {"collective", {"op", "gpus", "bytes", "nodes", "instance"}},
   };
-  return t;
+  static const auto with_engine = [] {
+    auto e = t;
+    for (auto& [kind, args] : e) args.push_back("engine");
+    return e;
+  }();
+  return with_engine;
 }
 
 }  // namespace
@@ -124,11 +136,11 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
   // A collective on an instance runs on that instance's GPU; a --gpu naming another is refused.
   const std::string on_instance = kind == "collective" ? a.str("instance", "") : "";
   const auto& g = hw::Catalog::global().gpu(sim::resolve_gpu(a.str("gpu", ""), on_instance, "H200"));
-  const auto& km = hw::kernel_model(g);
+  const auto& km = hw::kernel_model(g, tables_of(a.str("engine", ""), "--engine"));
   if (kind == "gemm") {
     const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
     const auto m = a.integer("m"), n = a.integer("n"), k = a.integer("k");
-    return op_json(kind, g, km.gemm(m, n, k, p), {{"m", m}, {"n", n}, {"k", k}, {"dtype", hw::to_string(p)}});
+    return op_json(kind, km, g, km.gemm(m, n, k, p), {{"m", m}, {"n", n}, {"k", k}, {"dtype", hw::to_string(p)}});
   }
   if (kind == "grouped-gemm") {
     const auto p = hw::parse_precision(a.str("dtype", "bf16"), "--dtype");
@@ -136,7 +148,7 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
     const auto t = a.integer("tokens"), n = a.integer("n"), k = a.integer("k");
     const double skew = a.number("skew", 0.0);
     if (skew < 0) throw Error("op grouped-gemm", "skew", "must be >= 0");
-    return op_json(kind, g, km.grouped_gemm(e, t, n, k, p, skew),
+    return op_json(kind, km, g, km.grouped_gemm(e, t, n, k, p, skew),
                    {{"experts", e}, {"tokens", t}, {"n", n}, {"k", k}, {"dtype", hw::to_string(p)}, {"skew", skew}});
   }
   if (kind == "attention-prefill" || kind == "attention-decode") {
@@ -148,7 +160,7 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
     if (kvd != hw::Precision::bf16 && kvd != hw::Precision::fp8) throw Error("--kv-dtype", "", "expected bf16 or fp8");
     const int w = int(a.integer("window", 0, 0));
     const auto t = prefill ? km.attention_prefill(b, s, h, kv, d, kvd, w) : km.attention_decode(b, s, h, kv, d, kvd, w);
-    return op_json(kind, g, t, {{"batch", b}, {len, s}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d},
+    return op_json(kind, km, g, t, {{"batch", b}, {len, s}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d},
                                 {"kv_dtype", hw::to_string(kvd)}, {"window", w}});
   }
   if (kind == "moe") {
@@ -163,7 +175,7 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
     m.ep = a.small("ep", 1);
     m.skew = a.number("skew", 0.0);
     m.gated = a.integer("gated", 1, 0) != 0;
-    return op_json(kind, g, km.moe(m, p),
+    return op_json(kind, km, g, km.moe(m, p),
                    {{"tokens", m.tokens}, {"hidden", m.hidden}, {"inter", m.inter}, {"topk", m.topk},
                     {"experts", m.experts}, {"tp", m.tp}, {"ep", m.ep}, {"dtype", hw::to_string(p)}, {"skew", m.skew},
                     {"gated", m.gated}, {"experts_touched", hw::moe_routing_expected(m).touched}});
@@ -171,7 +183,7 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
   if (kind == "tp-all-reduce") {
     const int gpus = a.small("gpus");
     const double bytes = a.number("bytes");
-    return op_json(kind, g, km.tp_all_reduce(bytes, gpus), {{"gpus", gpus}, {"bytes", bytes}});
+    return op_json(kind, km, g, km.tp_all_reduce(bytes, gpus), {{"gpus", gpus}, {"bytes", bytes}});
   }
   if (kind == "mamba-scan" || kind == "mamba-step") {
     const bool scan = kind == "mamba-scan";
@@ -180,9 +192,9 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
     if (scan) {
       const auto s = a.integer("seqlen");
       shape["seqlen"] = s;
-      return op_json(kind, g, km.mamba_scan(b, s, h, d, ds, gr), shape);
+      return op_json(kind, km, g, km.mamba_scan(b, s, h, d, ds, gr), shape);
     }
-    return op_json(kind, g, km.mamba_step(b, h, d, ds, gr), shape);
+    return op_json(kind, km, g, km.mamba_step(b, h, d, ds, gr), shape);
   }
   // collective
   const auto c = hw::parse_collective(a.str("op", ""), "--op");
@@ -194,7 +206,7 @@ nlohmann::json op_time_of(std::string_view kind_in, const nlohmann::json& args) 
   if (nodes > 1 && !inst) throw Error("--instance", "", "required when --nodes > 1");
   nlohmann::json shape = {{"op", hw::to_string(c)}, {"gpus", gpus}, {"nodes", nodes}, {"bytes", bytes}};
   if (inst) shape["instance"] = inst->name;
-  return op_json(kind, g, km.collective(c, bytes, {gpus, nodes, inst}), shape);
+  return op_json(kind, km, g, km.collective(c, bytes, {gpus, nodes, inst}), shape);
 }
 
 namespace {
@@ -207,7 +219,7 @@ nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
   for (const auto& p : t.parts) {
     bytes += p.hbm_bytes;
     a.push_back({{"kind", p.kind}, {"op", p.op}, {"seconds", p.seconds}, {"bound", p.bound}, {"source", p.source},
-                 {"layers", p.layers}, {"kernel", p.kernel}, {"hbm_bytes", p.hbm_bytes},
+                 {"layers", p.layers}, {"kernel", p.kernel}, {"table", p.table}, {"hbm_bytes", p.hbm_bytes},
                  {"bandwidth_bound_seconds", p.hbm_bytes / gpu.hbm_bw_bytes_per_s}});
   }
   return {{"seconds", t.seconds}, {"parts", a}, {"hbm_bytes", bytes},
@@ -237,7 +249,7 @@ nlohmann::json step(const StepArgs& a) {
   mc.max_num_seqs = models::serve_max_num_seqs(gpu);
   mc.max_num_batched_tokens = models::serve_max_num_batched_tokens(gpu);
   const auto plan = models::plan_memory(m, gpu, wp, par, mc);
-  const auto cost = models::make_step_cost(m, gpu, wp, par, kv);
+  const auto cost = models::make_step_cost(m, gpu, wp, par, kv, tables_of(a.engine, "--engine"));
   models::StepBatch dec;
   dec.decode_seqs = a.batch;
   dec.decode_context_tokens = std::int64_t(a.batch) * a.context;

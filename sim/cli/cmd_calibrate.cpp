@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "hwmodels/calibration.hpp"
@@ -25,7 +26,7 @@ nlohmann::json worst_json(const hw::FamilyCalibration& f) {
   return a;
 }
 
-nlohmann::json report_json(const hw::Calibration& c) {
+nlohmann::json report_json(const hw::Calibration& c, const std::string& release = "") {
   nlohmann::json fams = nlohmann::json::array();
   for (const auto& [name, f] : c.families()) {
     fams.push_back({{"family", name},
@@ -54,6 +55,7 @@ nlohmann::json report_json(const hw::Calibration& c) {
   }
   hw::LaunchOverhead lo = c.launch_overhead();
   return {{"gpu", c.gpu().name},
+          {"release", release.empty() ? "vllm-0.24.0 and this project's runs" : release},
           {"targets", {{"median_error", 0.08}, {"p90_error", 0.20}}},
           {"families", fams},
           {"launch_overhead", {{"eager_per_kernel_s", lo.eager_per_kernel_s},
@@ -62,7 +64,7 @@ nlohmann::json report_json(const hw::Calibration& c) {
           {"env", c.env()}};
 }
 
-std::string report_table(const hw::Calibration& c) {
+std::string report_table(const hw::Calibration& c, const std::string& release = "") {
   Table t({"family", "from", "points", "held out", "glitches", "method", "median err", "p90 err", "max err", "fit max err", "launch us",
            "eff compute", "eff memory", "target"});
   for (const auto& [name, f] : c.families()) {
@@ -74,7 +76,7 @@ std::string report_table(const hw::Calibration& c) {
                !f.rejected.empty() ? "REJECTED" : f.cv.median <= 0.08 && f.cv.p90 <= 0.20 ? "ok" : "MISSED"});
   }
   std::string out = "Cross-validated kernel model error on " + c.gpu().name +
-                    " (five folds: each point |pred - meas| / meas from a fit on the other 80%; targets median <= 8%, p90 <= 20%;\n"
+                    (release.empty() ? std::string() : ", " + release + " tables") + " (five folds: each point |pred - meas| / meas from a fit on the other 80%; targets median <= 8%, p90 <= 20%;\n"
                     "glitches: held-out rows that are isolated glitches of the whole measured set (over 1.5x off both neighbours\n"
                     "of their series, which agree; in a token series also out of order in time), counted apart from the errors;\n"
                     "fit max err: the final surface against every measurement, the stored measurement not returned and,\n"
@@ -99,12 +101,42 @@ void add_calibrate_commands(CLI::App& app) {
   auto* cal = app.add_subcommand("calibrate", "Kernel cost model calibration: error report and refits");
   cal->require_subcommand(1);
 
-  struct ReportOpts { std::string gpu; Format format = Format::table; };
+  struct ReportOpts { std::string gpu, engine; Format format = Format::table; };
   auto ro = std::make_shared<ReportOpts>();
   auto* report = cal->add_subcommand("report", "Cross-validated error per op family on a measured GPU");
   report->add_option("--gpu", ro->gpu, "GPU whose calibration folder to report (default: every GPU with one)");
+  report->add_option("--engine", ro->engine,
+                     "Report the tables of every measured release of this engine (vllm, sglang, trtllm) instead, one per release");
   add_format_option(*report, ro->format);
   report->callback([ro] {
+    if (!ro->engine.empty()) {
+      const std::string e = text::lower(ro->engine);
+      if (e != "vllm" && e != "sglang" && e != "trtllm")
+        throw servesim::Error("--engine", "", "unknown engine '" + ro->engine + "' (known: vllm, sglang, trtllm)");
+      std::vector<const hw::GpuSpec*> gpus;
+      if (!ro->gpu.empty()) gpus.push_back(&hw::Catalog::global().gpu(ro->gpu));
+      else for (const auto& g : hw::Catalog::global().gpus()) gpus.push_back(&g);
+      // One job per GPU x release (each cross-validates its own families), printed in order.
+      std::vector<std::pair<const hw::GpuSpec*, std::string>> jobs;
+      for (const auto* g : gpus)
+        for (const auto& r : hw::Calibration::embedded_releases(*g))
+          if (r.starts_with(e + "-")) jobs.emplace_back(g, r);
+      std::vector<std::optional<hw::Calibration>> cals(jobs.size());
+      sim::parallel_for(int(jobs.size()), 0, [&](int i) {
+        hw::Calibration c = hw::Calibration::embedded(*jobs[size_t(i)].first, jobs[size_t(i)].second);
+        c.validate();
+        cals[size_t(i)] = std::move(c);
+      }, "calibrate report");
+      nlohmann::json all = nlohmann::json::array();
+      std::string text;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        all.push_back(report_json(*cals[i], jobs[i].second));
+        text += report_table(*cals[i], jobs[i].second) + "\n";
+      }
+      if (jobs.empty()) text = "no " + e + " release tables embedded" + (ro->gpu.empty() ? std::string() : " for " + ro->gpu) + "\n";
+      emit(ro->format, nlohmann::json{{"releases", all}}, text);
+      return;
+    }
     if (!ro->gpu.empty()) {
       const auto& gpu = hw::Catalog::global().gpu(ro->gpu);
       hw::Calibration c = hw::Calibration::embedded(gpu);
@@ -143,6 +175,7 @@ void add_calibrate_commands(CLI::App& app) {
     c.validate();
     emit(fo->format, report_json(c), report_table(c));
   });
+  add_calibrate_e2e_command(*cal);
 }
 
 }  // namespace servesim::cli

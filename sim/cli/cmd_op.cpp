@@ -22,10 +22,11 @@ void run_op(const std::string& kind, const OpOpts& o) {
   for (const auto& [k, v] : o.number) args[k] = v;
   const auto j = api::op_time(kind, args);
   const double s = j["seconds"].get<double>();
-  Table tab({"op", "gpu", "time us", "bound", "source", "TFLOP/s", "GB/s", "kernel"});
+  Table tab({"op", "gpu", "time us", "bound", "source", "TFLOP/s", "GB/s", "kernel", "table"});
   tab.add_row({kind, j["gpu"].get<std::string>(), fixed(s * 1e6, 2), j["bound"].get<std::string>(),
                j["source"].get<std::string>(), fixed(s > 0 ? j["flops"].get<double>() / s / 1e12 : 0, 1),
-               fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string())});
+               fixed(s > 0 ? j["bytes"].get<double>() / s / 1e9 : 0, 1), j.value("kernel", std::string()),
+               j.value("table", std::string())});
   std::string cold;
   if (const double c = j.value("cold_weights_seconds", 0.0); c > 0)
     cold = "includes " + fixed(c * 1e6, 2) + " us to read its weights (or KV) cold: the kernel table timed them resident "
@@ -40,11 +41,12 @@ void add_op(CLI::App* op, const std::string& kind, const char* help,
   auto o = std::make_shared<OpOpts>();
   auto* c = op->add_subcommand(kind, help);
   flags.insert(flags.begin(), {"gpu", "GPU name (default h200)", false});
+  flags.push_back({"engine", "engine profile whose kernel tables time it, as simulate --engine takes (vllm-0.14, ...; default: vLLM 0.24's)", false});
   for (const auto& [flag, what, required] : flags) {
     std::string key = flag;
     for (char& ch : key) if (ch == '-') ch = '_';
     CLI::Option* opt;
-    if (key == "gpu" || key == "dtype" || key == "op" || key == "instance" || key == "kv_dtype")
+    if (key == "gpu" || key == "dtype" || key == "op" || key == "instance" || key == "kv_dtype" || key == "engine")
       opt = c->add_option_function<std::string>("--" + flag, [o, key](const std::string& v) { o->text[key] = v; }, what);
     else
       opt = c->add_option_function<double>("--" + flag, [o, key](const double& v) { o->number[key] = v; }, what);

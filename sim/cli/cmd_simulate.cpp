@@ -36,6 +36,7 @@ namespace {
 
 struct SimOpts {
   std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
+  std::string calibration;
   std::optional<int> gpus, tp, pp, ep, dp, max_num_seqs, block_size;
   std::optional<std::int64_t> dataset_entries;
   std::string dataset_sampling;
@@ -103,6 +104,10 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
                "(OSL/1024)^0.25 on vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
   c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
   c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
+  c.add_option("--calibration", o.calibration,
+               "A calibration profile (servesim calibrate e2e --output): its kernel factors apply on the GPU and engine it was "
+               "fitted on, its host costs on that engine; the output says what applied")
+      ->check(CLI::ExistingFile);
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
   c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
@@ -268,6 +273,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
+  if (!o.calibration.empty()) j["calibration"] = std::filesystem::absolute(o.calibration).string();
   if (o.api_server_count || o.no_frontend || o.no_warmup_barrier) {
     if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
     nlohmann::json& f = j["frontend"];
@@ -379,16 +385,17 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   const v::RunKind k = v::run_kind(s, r);
   const sim::Summary& m = r.summary;
   const std::string kind = k.gpu + (k.mode == "disagg" ? " disaggregated" : "");
-  const v::Band any = v::band_for(k.gpu, k.mode, "ttft", k.regime, m.ttft_ms.avg);
-  if (!any.present && !v::band_for(k.gpu, k.mode, "itl", k.regime, m.itl_ms.avg).present)
+  const v::Band any = v::band_for(k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
+  if (!any.present && !v::band_for(k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";
   std::string out = "prediction bands: " + kind + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
                     (k.mode == "disagg" ? " clients per decode worker" : " clients per replica") +
-                    "); the 10th-90th percentile of measured / predicted over validated runs of this kind\n";
+                    "); the " + compact(v::embedded_bands().lo_pct) + "th-" + compact(v::embedded_bands().hi_pct) +
+                    "th percentile of measured / predicted over validated runs of this kind\n";
   auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
     std::string l = std::string("  ") + label;
     for (const auto& [stat, value] : vals) {
-      const v::Band b = v::band_for(k.gpu, k.mode, metric, k.regime, value);
+      const v::Band b = v::band_for(k.gpu, k.engine, k.mode, metric, k.regime, value);
       if (!b.present) return out += l + ": " + b.note + "\n", void();
       l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)

@@ -14,15 +14,16 @@ void add_rows(Table& t, const std::string& step, const nlohmann::json& s) {
     const double bb = p.value("bandwidth_bound_seconds", 0.0);
     t.add_row({step, p["kind"].get<std::string>(), p["op"].get<std::string>(), std::to_string(p["layers"].get<int>()),
                fixed(sec * 1e3, 3), fixed(100 * sec / total, 1), bb > 0 ? fixed(bb * 1e3, 3) : "-",
-               p["bound"].get<std::string>(), p["source"].get<std::string>(), p.value("kernel", std::string())});
+               p["bound"].get<std::string>(), p["source"].get<std::string>(), p.value("kernel", std::string()),
+               p.value("table", std::string())});
   }
   const double bb = s.value("bandwidth_bound_seconds", 0.0);
-  t.add_row({step, "total", "", "", fixed(total * 1e3, 3), "100.0", fixed(bb * 1e3, 3), bb > 0 ? fixed(total / bb, 2) + "x bound" : "", "", ""});
+  t.add_row({step, "total", "", "", fixed(total * 1e3, 3), "100.0", fixed(bb * 1e3, 3), bb > 0 ? fixed(total / bb, 2) + "x bound" : "", "", "", ""});
 }
 
 void run(const api::StepArgs& a, Format format) {
   const auto j = api::step(a);
-  Table t({"step", "kind", "op", "layers", "ms", "%", "HBM-bound ms", "bound", "source", "kernel"});
+  Table t({"step", "kind", "op", "layers", "ms", "%", "HBM-bound ms", "bound", "source", "kernel", "table"});
   add_rows(t, "decode", j["decode"]);
   add_rows(t, "prefill", j["prefill"]);
   const std::string b = std::to_string(a.batch);
@@ -60,6 +61,7 @@ void add_step_command(CLI::App& app) {
   s->add_option("--context", o.context, "Context per sequence (decode) / prompt length (prefill)");
   s->add_option("--chunk", o.chunk, "Prefill chunk per sequence (default: the whole prompt)");
   s->add_option("--vision-tiles", o.vision_tiles, "Image tiles encoded in the prefill step");
+  s->add_option("--engine", o.engine, "Engine profile whose kernel tables price the step, as simulate --engine takes (vllm-0.14, ...; default: vLLM 0.24's)");
   add_format_option(*s, f);
   s->callback([] { run(o, f); });
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <boost/process.hpp>
@@ -23,18 +24,20 @@
 #include "models/model_spec.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
+#include "sim/calibration.hpp"
+#include "sim/validate/transfer.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace servesim::cli {
 namespace {
 
 struct ValidateOpts {
-  std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic";
+  std::string path, scenario, output, plot, statistic = "avg", write_bands, harness = "aic", calibration;
   int band_min_points = 8;
   double osl_spread_pct = 0;
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
-  bool engine_any = false, lock_fraction = false;
+  bool engine_any = false, lock_fraction = false, leave_one_model_out = false, leave_one_release_out = false;
   int requests_per_client = 10, warmup_per_client = 2, threads = 0, seeds = 1;
   std::uint64_t seed = 1;
   Format format = Format::table;
@@ -100,14 +103,28 @@ void run_validate(const ValidateOpts& o) {
     if (!opt.base.is_object()) throw Error(o.scenario, "", "expected a JSON object (a scenario file)");
   }
 
+  if (!o.calibration.empty()) {
+    if (!opt.base.is_object()) opt.base = nlohmann::json::object();
+    opt.base["calibration"] = fs::absolute(o.calibration).string();
+    (void)sim::load_calibration(o.calibration);   // a bad profile fails once, here
+  }
   for (const auto& f : o.model_files) models::add_model_file(f);
   v::CsvReadStats csv;
   std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
   if (o.seeds < 1 || o.seeds > 100) throw Error("--seeds", "", "must be 1..100 runs");
-  v::Report rep = v::run(o.seeds > 1 ? points : std::move(points), opt);
+  if (o.leave_one_model_out && o.leave_one_release_out)
+    throw Error("--leave-one-release-out", "", "give one of --leave-one-model-out and --leave-one-release-out");
+  const bool transfer = o.leave_one_model_out || o.leave_one_release_out;
+  if (transfer && (o.seeds > 1 || o.lock_fraction))
+    throw Error(o.leave_one_model_out ? "--leave-one-model-out" : "--leave-one-release-out", "",
+                "runs every point once per fitted-parameter combination; not combined with --seeds or --lock-fraction");
+  std::optional<v::TransferReport> tr;
+  if (transfer) tr = v::leave_one_out(points, opt, o.leave_one_model_out ? v::GroupBy::model : v::GroupBy::release);
+  v::Report rep = tr ? tr->out_of_fit : v::run(o.seeds > 1 ? points : std::move(points), opt);
   rep.csv = csv;
   nlohmann::json j = v::to_json(rep, opt);
   j["source"] = o.path;
+  if (tr) j["transfer"] = v::to_json(*tr);
   std::string across;
   if (o.seeds > 1) {
     j["across_seeds"] = v::across_seeds(points, opt, o.seeds, j["by_gpu"]);
@@ -159,12 +176,19 @@ void run_validate(const ValidateOpts& o) {
                    "metric) over all loads; "
                    "band = prediction x [10th, 90th percentile] of the ratio; cells under min_points residuals give no band"},
         {"command", "servesim validate " + file + filters + " --write-bands FILE"}};
-    const auto table = v::bands_of(rep, o.band_min_points, meta);
+    if (tr) {
+      meta["method"] = meta["method"].get<std::string>() + "; residuals out of fit: each " + v::to_string(tr->by) +
+                       " predicted with the engine parameters refitted on every other " + v::to_string(tr->by);
+      meta["command"] = "servesim validate " + file + filters + " --leave-one-" + v::to_string(tr->by) + "-out --write-bands FILE";
+    }
+    const auto table = tr ? v::transfer_bands(*tr, o.band_min_points, meta) : v::bands_of(rep, o.band_min_points, meta);
     write_text(o.write_bands, v::to_json(table).dump(2) + "\n");
     extra += "Bands: " + o.write_bands + " (" + std::to_string(table.cells.size()) + " cells from " + std::to_string(ran) +
              " points; embed it as sim/data/prediction_bands.json)\n";
   }
-  emit(o.format, j, "servesim validate " + o.path + "\n" + v::to_text(rep, opt) + across + extra);
+  emit(o.format, j,
+       "servesim validate " + o.path + "\n" + (tr ? v::to_text(*tr) + "\nOut of fit, every point:\n" : "") + v::to_text(rep, opt) +
+           across + extra);
 }
 
 }  // namespace
@@ -185,6 +209,9 @@ void add_validate_command(CLI::App& app) {
   c->add_flag("--engine-any", o->engine_any, "Run trtllm/sglang points with servesim's vLLM engine instead of listing them");
   c->add_option("--scenario", o->scenario, "Scenario JSON whose engine, frontend, router, kv_cache_dtype, seed and workload.dataset apply to every CSV point")
       ->check(CLI::ExistingFile);
+  c->add_option("--calibration", o->calibration,
+                "A calibration profile (servesim calibrate e2e --output) applied to every point where it transfers")
+      ->check(CLI::ExistingFile);
   c->add_option("--harness", o->harness,
                 "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "
                 "max_num_batched_tokens = batch + ISL + 1500, and an FP8 KV cache for FP8 deployments on Blackwell) or serve (vllm "
@@ -195,6 +222,11 @@ void add_validate_command(CLI::App& app) {
                 "Normal spread of each CSV point's output length, % of its OSL, in place of the engine profile's "
                 "closed-loop spread (default 0: the harness's fixed OSL, which the profile's spread then varies); "
                 "shows where a run sits between the clients' lockstep and spread-out orbits");
+  c->add_flag("--leave-one-model-out", o->leave_one_model_out,
+              "Transfer error: refit the fitted engine parameters on every other model, predict each model with its refit, "
+              "and report in-fit against out-of-fit errors per model (bands from --write-bands are then out of fit)");
+  c->add_flag("--leave-one-release-out", o->leave_one_release_out,
+              "The same, leaving out one engine release at a time");
   c->add_flag("--lock-fraction", o->lock_fraction,
               "Also run every closed-loop point with fixed answer lengths (the clients' train) and with a 200-token spread "
               "(spread out), and print where the measured and predicted TTFT sit between the two (3 runs a point)");

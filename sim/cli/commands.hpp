@@ -34,6 +34,7 @@ void add_list_command(CLI::App& app);       // cmd_list.cpp: list gpus|instances
 void add_memory_commands(CLI::App& app);    // cmd_memory.cpp: memory, min-gpus
 void add_op_commands(CLI::App& app);        // cmd_op.cpp: op gemm|grouped-gemm|attention-*|mamba-*|collective
 void add_calibrate_commands(CLI::App& app); // cmd_calibrate.cpp: calibrate report|fit
+void add_calibrate_e2e_command(CLI::App& calibrate);  // cmd_calibrate_e2e.cpp: calibrate e2e
 void add_step_command(CLI::App& app);       // cmd_step.cpp: step
 void add_simulate_commands(CLI::App& app);  // cmd_simulate.cpp: simulate, sweep
 void add_plan_command(CLI::App& app);       // cmd_plan.cpp: plan

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hwmodels/kernel_model.hpp"
+#include "hwmodels/scaled_kernel_model.hpp"
 #include "models/memory.hpp"
 
 namespace servesim::sim {
@@ -31,6 +32,7 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.9;
   int block_size = 16;
   hw::KernelTables kernel_tables;                 // whose kernel tables price the steps (the profile's engine release)
+  hw::KernelScales kernel_scales;                 // a user calibration's factors on those tables (1: none)
   bool enable_prefix_caching = false;
   bool enable_chunked_prefill = true;
   std::int64_t long_prefill_token_threshold = 0;  // 0: off

@@ -100,7 +100,9 @@ double Worker::start_step(double now_s) {
     // Uniform decode replays the graph of the next capture size: padded sequences join the batch.
     const std::int64_t padded = padded_tokens(tokens);
     models::StepBatch b = *batch;
-    b.decode_seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
+    const int seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
+    b.graph_padding_seqs = seqs - b.decode_seqs;
+    b.decode_seqs = seqs;
     gpu_s = step_seconds(b);
   } else {
     gpu_s = step_seconds(*batch);

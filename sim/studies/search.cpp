@@ -368,7 +368,8 @@ const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision 
                           std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp);
   auto it = costs_.find(key);
   if (it == costs_.end())
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv)).first;
+    // The kernel tables of the profile the simulation runs (the bounds must not come from others).
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, engine_profile("vllm").kernel_tables)).first;
   return *it->second;
 }
 
@@ -458,12 +459,18 @@ SearchBound Search::bound_of(const SearchConfig& c) {
       const int ranks = dpar.dp;
       const std::int64_t ch =
           std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - (B + ranks - 1) / ranks));
-      models::StepBatch mixed = decode_batch(B, prompt);
-      mixed.prefill_seqs = ranks;
-      mixed.prefill_tokens = ranks * ch;
-      mixed.prefill_attention_pairs = ranks * double(ch) * double(ch + 1) / 2;
-      const double marg =
-          std::max(0.0, K * (dcm.seconds(mixed) - dcm.seconds(decode_batch(B, prompt)))) / double(ranks * ch);
+      // The cheapest marginal cost per prompt token over the prompts one step may carry (1, 2, 4, ...
+      // chunks per rank within the token budget): several prompts in a step share its GEMMs, and the
+      // measured kernel tables make a token cheaper at larger m.
+      const double t_b = dcm.seconds(decode_batch(B, prompt));
+      double marg = kInf;
+      for (std::int64_t n = 1; n == 1 || ranks * n * ch + B <= c.max_num_batched_tokens; n *= 2) {
+        models::StepBatch mixed = decode_batch(B, prompt);
+        mixed.prefill_seqs = int(ranks * n);
+        mixed.prefill_tokens = ranks * n * ch;
+        mixed.prefill_attention_pairs = double(ranks * n) * double(ch) * double(ch + 1) / 2;
+        marg = std::min(marg, std::max(0.0, K * (dcm.seconds(mixed) - t_b)) / double(ranks * n * ch));
+      }
       const double per_token = t_dec(B) / B + (double(prompt) / osl) * marg + K * dcm.encoder_seconds(tiles) / osl;
       ub = std::min(ub, 1.0 / per_token);
       // In steady state a closed loop keeps its clients in the engine and every step carries every

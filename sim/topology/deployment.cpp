@@ -59,7 +59,7 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   std::unique_ptr<models::StepCostModel> inner;
   try {
     p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
-    inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables);
+    inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
   } catch (const Error& err) {
     if (own_tp && err.where() == "--tp") throw Error(decodes ? "--decode-tp" : "--prefill-tp", err.field(), err.reason());
     throw;
@@ -124,7 +124,8 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
         throw Error("--encode-workers", "", "model " + spec_.model->name + " has no vision encoder");
       encode_.par = topo_.encode;
       encode_.cost = models::make_step_cost(*spec_.model, *prefill_gpu_, spec_.weights, topo_.encode, spec_.kv_dtype,
-                                            engine_for(WorkerRole::prefill_only).kernel_tables);
+                                            engine_for(WorkerRole::prefill_only).kernel_tables,
+                                            engine_for(WorkerRole::prefill_only).kernel_scales);
     }
   }
 }

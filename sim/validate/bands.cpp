@@ -20,19 +20,28 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file) {
   if (j.contains("meta") && j["meta"].is_object()) t.meta = j["meta"];
   t.min_points = static_cast<int>(r.integer_or("min_points", t.min_points));
   if (t.min_points < 1) r.fail("min_points", "must be >= 1");
+  if (r.has("percentiles")) {
+    const auto& pc = j["percentiles"];
+    if (!pc.is_array() || pc.size() != 2 || !pc[0].is_number() || !pc[1].is_number() || !(pc[0].get<double>() >= 0) ||
+        !(pc[0].get<double>() < pc[1].get<double>()) || !(pc[1].get<double>() <= 100))
+      r.fail("percentiles", "must be [lo, hi] with 0 <= lo < hi <= 100");
+    t.lo_pct = pc[0].get<double>();
+    t.hi_pct = pc[1].get<double>();
+  }
   if (r.has("cells"))
     for (const auto& c : r.array("cells")) {
       BandCell x;
       x.gpu = text::lower(c.string("gpu"));
+      x.engine = text::lower(c.string_or("engine", "vllm"));   // tables written before engines were split hold vLLM runs
       x.mode = c.string_or("mode", "agg");   // tables written before the split hold aggregated runs
       if (x.mode != "agg" && x.mode != "disagg") c.fail("mode", "must be agg or disagg");
       x.metric = c.string("metric");
       x.regime = c.string("regime");
       x.n = static_cast<int>(c.integer("n"));
-      x.ratio_lo = c.number("ratio_p10");
-      x.ratio_hi = c.number("ratio_p90");
+      x.ratio_lo = c.has("ratio_lo") ? c.number("ratio_lo") : c.number("ratio_p10");   // the band's edges
+      x.ratio_hi = c.has("ratio_hi") ? c.number("ratio_hi") : c.number("ratio_p90");
       x.ratio_median = c.number_or("ratio_median", NAN);
-      if (!(x.ratio_lo > 0 && x.ratio_hi >= x.ratio_lo)) c.fail("ratio_p10", "must be > 0 and <= ratio_p90");
+      if (!(x.ratio_lo > 0 && x.ratio_hi >= x.ratio_lo)) c.fail("ratio_lo", "must be > 0 and <= ratio_hi");
       t.cells.push_back(std::move(x));
     }
   return t;
@@ -48,68 +57,93 @@ const BandTable& embedded_bands() {
   return t;
 }
 
-Band band_for(const BandTable& t, const std::string& gpu, const std::string& mode, const std::string& metric,
-              const std::string& regime, double predicted) {
+Band band_for(const BandTable& t, const std::string& gpu, const std::string& engine, const std::string& mode,
+              const std::string& metric, const std::string& regime, double predicted) {
   Band b;
   b.gpu = text::lower(gpu);
+  b.engine = text::lower(engine);
   b.mode = mode;
   b.metric = metric;
   b.regime = regime;
   const BandCell* exact = nullptr;
   const BandCell* all = nullptr;
+  double wide_lo = INFINITY, wide_hi = 0;   // the widest validated band of this mode and metric
+  int wide_n = 0;
   for (const auto& c : t.cells) {
-    if (c.gpu != b.gpu || c.mode != mode || c.metric != metric || c.n < t.min_points) continue;
+    if (c.mode != mode || c.metric != metric || c.n < t.min_points) continue;
+    if (c.regime == "all") {
+      wide_lo = std::min(wide_lo, c.ratio_lo);
+      wide_hi = std::max(wide_hi, c.ratio_hi);
+      wide_n += c.n;
+    }
+    if (c.gpu != b.gpu || c.engine != b.engine) continue;
     if (c.regime == regime) exact = &c;
     if (c.regime == "all") all = &c;
   }
   const BandCell* c = exact ? exact : all;
-  if (!c || !std::isfinite(predicted)) {
+  if (!std::isfinite(predicted) || (!c && wide_n == 0)) {
     b.note = !std::isfinite(predicted)  ? "no band: no prediction"
              : mode == "disagg"          ? "no band: no measured disaggregated runs of this kind"
                                          : "no band: no measured runs of this kind";
     return b;
   }
   b.present = true;
-  b.regime = c->regime;
-  b.n = c->n;
-  b.ratio_lo = c->ratio_lo;
-  b.ratio_hi = c->ratio_hi;
-  b.lo = predicted * c->ratio_lo;
-  b.hi = predicted * c->ratio_hi;
+  if (c) {
+    b.regime = c->regime;
+    b.n = c->n;
+    b.ratio_lo = c->ratio_lo;
+    b.ratio_hi = c->ratio_hi;
+  } else {
+    b.widened = true;
+    b.regime = "all";
+    b.n = wide_n;
+    b.ratio_lo = wide_lo;
+    b.ratio_hi = wide_hi;
+    b.note = "no measured " + std::string(mode == "disagg" ? "disaggregated " : "") + b.engine + " runs on " + b.gpu +
+             ": widened to the widest validated " + mode + " band";
+  }
+  b.lo = predicted * b.ratio_lo;
+  b.hi = predicted * b.ratio_hi;
   return b;
 }
 
 nlohmann::json band_json(const Band& b) {
   if (!b.present) return {{"note", b.note}};
-  return {{"lo", b.lo}, {"hi", b.hi}, {"ratio_p10", b.ratio_lo}, {"ratio_p90", b.ratio_hi}, {"n", b.n},
-          {"gpu", b.gpu}, {"mode", b.mode}, {"regime", b.regime}};
+  nlohmann::json j = {{"lo", b.lo}, {"hi", b.hi}, {"ratio_lo", b.ratio_lo}, {"ratio_hi", b.ratio_hi}, {"n", b.n},
+                      {"gpu", b.gpu}, {"engine", b.engine}, {"mode", b.mode}, {"regime", b.regime}};
+  if (b.widened) j["widened"] = true, j["note"] = b.note;
+  return j;
 }
 
 std::string band_text(const Band& b, int digits) {
   if (!b.present) return "(no band)";
   char buf[96];
-  std::snprintf(buf, sizeof buf, "(band %.*f-%.*f)", digits, b.lo, digits, b.hi);
+  std::snprintf(buf, sizeof buf, "(band %.*f-%.*f%s)", digits, b.lo, digits, b.hi, b.widened ? ", widened: not validated" : "");
   return buf;
 }
 
-BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> ratios;
+BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, double lo_pct,
+                     double hi_pct) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<double>> ratios;
   for (const auto& r : residuals) {
     if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
     const double q = r.measured / r.predicted;
-    ratios[{text::lower(r.gpu), r.mode, r.metric, r.regime}].push_back(q);
-    ratios[{text::lower(r.gpu), r.mode, r.metric, "all"}].push_back(q);
+    const std::string engine = r.engine.empty() ? "vllm" : text::lower(r.engine);
+    ratios[{text::lower(r.gpu), engine, r.mode, r.metric, r.regime}].push_back(q);
+    ratios[{text::lower(r.gpu), engine, r.mode, r.metric, "all"}].push_back(q);
   }
   BandTable t;
   t.meta = std::move(meta);
   t.min_points = min_points;
+  t.lo_pct = lo_pct;
+  t.hi_pct = hi_pct;
   for (auto& [k, v] : ratios) {
     std::sort(v.begin(), v.end());
     BandCell c;
-    std::tie(c.gpu, c.mode, c.metric, c.regime) = k;
+    std::tie(c.gpu, c.engine, c.mode, c.metric, c.regime) = k;
     c.n = static_cast<int>(v.size());
-    c.ratio_lo = percentile_sorted(v, 10);
-    c.ratio_hi = percentile_sorted(v, 90);
+    c.ratio_lo = percentile_sorted(v, lo_pct);
+    c.ratio_hi = percentile_sorted(v, hi_pct);
     c.ratio_median = percentile_sorted(v, 50);
     t.cells.push_back(std::move(c));
   }
@@ -119,9 +153,9 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
 nlohmann::json to_json(const BandTable& t) {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : t.cells)
-    cells.push_back({{"gpu", c.gpu}, {"mode", c.mode}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n}, {"ratio_p10", c.ratio_lo},
-                     {"ratio_median", c.ratio_median}, {"ratio_p90", c.ratio_hi}});
-  return {{"meta", t.meta}, {"min_points", t.min_points}, {"cells", cells}};
+    cells.push_back({{"gpu", c.gpu}, {"engine", c.engine}, {"mode", c.mode}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n},
+                     {"ratio_lo", c.ratio_lo}, {"ratio_median", c.ratio_median}, {"ratio_hi", c.ratio_hi}});
+  return {{"meta", t.meta}, {"min_points", t.min_points}, {"percentiles", {t.lo_pct, t.hi_pct}}, {"cells", cells}};
 }
 
 }  // namespace servesim::sim::validate

@@ -1,10 +1,12 @@
 // Prediction bands: how far measured serving runs fell from servesim's prediction, by kind of
-// point (GPU, aggregated or disaggregated, metric, load regime). `servesim validate ... --write-bands FILE` computes them from
-// the residuals of a validation (ratio measured / predicted, its 10th and 90th percentiles); the
+// point (GPU, engine, aggregated or disaggregated, metric, load regime). `servesim validate ... --write-bands FILE` computes them from
+// the residuals of a validation (ratio measured / predicted, its 10th and 90th percentiles, or wider
+// percentiles when built out of fit: BandTable::lo_pct); the
 // table in sim/data/prediction_bands.json is embedded in the binary and every TTFT, ITL and output
-// throughput that simulate, sweep and plan print carries its band: [predicted x p10, predicted x
-// p90], i.e. the range 80 % of measured runs of that kind fell into relative to the prediction.
-// A kind without enough measured runs has no band, and says so.
+// throughput that simulate, sweep and plan print carries its band: [predicted x lo, predicted x
+// hi], i.e. the range 80 % of measured runs of that kind fell into relative to the prediction.
+// A kind without enough measured runs has no band, and says so; a prediction of a (GPU, engine,
+// mode) no measured run validated takes the widest band of any validated kind of its mode, and says so.
 #pragma once
 #include <cmath>
 #include <string>
@@ -23,15 +25,16 @@ inline constexpr const char* kBandMetrics[] = {"ttft", "itl", "output_tps"};
 struct Band {
   bool present = false;
   double lo = NAN, hi = NAN;           // the interval around a prediction (its unit)
-  double ratio_lo = NAN, ratio_hi = NAN;   // measured / predicted: 10th and 90th percentiles
+  double ratio_lo = NAN, ratio_hi = NAN;   // measured / predicted: the table's percentiles (10th and 90th by default)
   int n = 0;                           // measured runs behind it
-  std::string gpu, mode, metric, regime;   // mode agg | disagg; regime "all" when the load regime's own cell is too thin
-  std::string note;                    // why there is no band (when !present)
+  std::string gpu, engine, mode, metric, regime;   // mode agg | disagg; regime "all" when the load regime's own cell is too thin
+  std::string note;                    // why there is no band (when !present), or why it was widened
+  bool widened = false;                // no measured run of this (GPU, engine, mode): the widest validated band of the mode
 };
 
 // One cell of the table.
 struct BandCell {
-  std::string gpu, mode, metric, regime;   // mode: agg | disagg; regime: light, medium, heavy, saturated or all
+  std::string gpu, engine = "vllm", mode, metric, regime;   // mode: agg | disagg; regime: light, medium, heavy, saturated or all
   int n = 0;
   double ratio_lo = NAN, ratio_hi = NAN, ratio_median = NAN;
 };
@@ -39,6 +42,9 @@ struct BandCell {
 struct BandTable {
   nlohmann::json meta = nlohmann::json::object();   // provenance: source rows, filters, servesim commit
   int min_points = 8;                  // cells with fewer residuals give no band
+  // The percentiles of measured / predicted a band spans (cells' ratio_lo / ratio_hi): 10 and 90, or
+  // wider where out-of-fit validation showed 10-90 covers less than 80 % of a model no fit has seen.
+  double lo_pct = 10, hi_pct = 90;
   std::vector<BandCell> cells;
 };
 
@@ -47,14 +53,26 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file);
 // The embedded table (sim/data/prediction_bands.json); an empty table when none is embedded.
 const BandTable& embedded_bands();
 
-// The band of one predicted value: the cell of (gpu, mode, metric, regime) when it holds
-// min_points residuals, else the GPU and mode's "all" cell, else none ("no band: no measured runs of
-// this kind"; a disaggregated point never borrows the aggregated runs' band). mode: agg | disagg.
-Band band_for(const BandTable& t, const std::string& gpu, const std::string& mode, const std::string& metric,
-              const std::string& regime, double predicted);
+// The band of one predicted value: the cell of (gpu, engine, mode, metric, regime) when it holds
+// min_points residuals, else that GPU, engine and mode's "all" cell. A (gpu, engine, mode) without
+// such a cell was never validated: it takes the widest "all" band of any validated kind of the same
+// mode and metric (lowest lo, highest hi), marked widened, never a narrow borrowed one; a mode
+// without any validated kind gives none ("no band: no measured runs of this kind"; a disaggregated
+// point never borrows the aggregated runs' band). mode: agg | disagg; engine: vllm, sglang, trtllm.
+Band band_for(const BandTable& t, const std::string& gpu, const std::string& engine, const std::string& mode,
+              const std::string& metric, const std::string& regime, double predicted);
+inline Band band_for(const std::string& gpu, const std::string& engine, const std::string& mode, const std::string& metric,
+                     const std::string& regime, double predicted) {
+  return band_for(embedded_bands(), gpu, engine, mode, metric, regime, predicted);
+}
+// The same for a vLLM prediction.
+inline Band band_for(const BandTable& t, const std::string& gpu, const std::string& mode, const std::string& metric,
+                     const std::string& regime, double predicted) {
+  return band_for(t, gpu, "vllm", mode, metric, regime, predicted);
+}
 inline Band band_for(const std::string& gpu, const std::string& mode, const std::string& metric, const std::string& regime,
                      double predicted) {
-  return band_for(embedded_bands(), gpu, mode, metric, regime, predicted);
+  return band_for(embedded_bands(), gpu, "vllm", mode, metric, regime, predicted);
 }
 
 // {"lo", "hi", "n", "gpu", "regime", ...} or {"note": "no band: ..."}.
@@ -62,10 +80,11 @@ nlohmann::json band_json(const Band& b);
 // "(band 95.1-160.2)" with `digits` decimals, or "(no band)".
 std::string band_text(const Band& b, int digits);
 
-// The band cells of residuals (measured, predicted) per (gpu, mode, metric, regime) and per (gpu,
-// mode, metric, "all"), in sorted order; `min_points` is recorded, thin cells are kept with their n.
-struct Residual { std::string gpu, mode, metric, regime; double measured, predicted; };
-BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta);
+// The band cells of residuals (measured, predicted) per (gpu, engine, mode, metric, regime) and per
+// (gpu, engine, mode, metric, "all"), in sorted order; `min_points` is recorded, thin cells are kept with their n.
+struct Residual { std::string gpu, engine, mode, metric, regime; double measured, predicted; };
+BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, double lo_pct = 10,
+                     double hi_pct = 90);
 nlohmann::json to_json(const BandTable& t);
 
 }  // namespace servesim::sim::validate

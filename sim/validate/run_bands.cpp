@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "common/error.hpp"
 #include "common/text.hpp"
+#include "sim/calibration.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "hwmodels/catalog.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -19,6 +22,10 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
     k.gpu = text::lower(s.gpu);
   }
   k.mode = band_mode(r.disaggregated);
+  try {
+    k.engine = engine_profile(s.engine.engine_profile.empty() ? kNewestEngine : s.engine.engine_profile).engine;
+  } catch (const Error&) {   // a run of no named profile: the default engine
+  }
   k.max_num_seqs = s.engine.max_num_seqs;
   if (s.workload.arrival == workloads::Arrival::concurrency) {
     int replicas = s.replicas();
@@ -37,24 +44,31 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
 }
 
 Band point_band(const std::string& gpu, const std::string& mode, const char* metric, double clients_per_replica,
-                int max_num_seqs, double predicted) {
-  return band_for(text::lower(gpu), mode, metric, load_regime(clients_per_replica, max_num_seqs), predicted);
+                int max_num_seqs, double predicted, const std::string& engine) {
+  return band_for(text::lower(gpu), engine, mode, metric, load_regime(clients_per_replica, max_num_seqs), predicted);
 }
 
 nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const RunKind k = run_kind(s, r);
   const Summary& m = r.summary;
+  // A calibrated run on the GPU, engine and model its profile was fitted on takes the profile's
+  // cross-validated bands; any other run the validated ones.
+  const bool own = s.calibration && applicable(*s.calibration, k.gpu, k.engine, s.model).bands;
+  const BandTable& table = own ? s.calibration->bands : embedded_bands();
+  auto band_for = [&](const std::string& gpu, const std::string& engine, const std::string& mode, const char* metric,
+                      const std::string& regime, double v) { return validate::band_for(table, gpu, engine, mode, metric, regime, v); };
   auto both = [&](const char* metric, const Stats& st) {
-    return nlohmann::json{{"avg", band_json(band_for(k.gpu, k.mode, metric, k.regime, st.avg))},
-                          {"p50", band_json(band_for(k.gpu, k.mode, metric, k.regime, st.p50))}};
+    return nlohmann::json{{"avg", band_json(band_for(k.gpu, k.engine, k.mode, metric, k.regime, st.avg))},
+                          {"p50", band_json(band_for(k.gpu, k.engine, k.mode, metric, k.regime, st.p50))}};
   };
   nlohmann::json j;
-  j["kind"] = {{"gpu", k.gpu}, {"mode", k.mode}, {"regime", k.regime}, {"clients_per_replica", k.clients_per_replica},
+  j["kind"] = {{"gpu", k.gpu}, {"engine", k.engine}, {"mode", k.mode}, {"regime", k.regime}, {"clients_per_replica", k.clients_per_replica},
                {"max_num_seqs", k.max_num_seqs}};
-  j["source"] = embedded_bands().meta.is_object() ? embedded_bands().meta.value("summary", std::string()) : std::string();
+  j["source"] = own ? "cross-validated residuals of the calibration " + s.calibration->file
+                    : embedded_bands().meta.is_object() ? embedded_bands().meta.value("summary", std::string()) : std::string();
   j["time_to_first_token"] = both("ttft", m.ttft_ms);
   j["inter_token_latency"] = both("itl", m.itl_ms);
-  j["output_token_throughput"] = band_json(band_for(k.gpu, k.mode, "output_tps", k.regime, m.output_token_throughput_per_s));
+  j["output_token_throughput"] = band_json(band_for(k.gpu, k.engine, k.mode, "output_tps", k.regime, m.output_token_throughput_per_s));
   return j;
 }
 

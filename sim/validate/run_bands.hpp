@@ -12,6 +12,7 @@ namespace servesim::sim::validate {
 
 struct RunKind {
   std::string gpu;                 // catalogue GPU, lower case
+  std::string engine = "vllm";     // the engine profile's engine: vllm, sglang, trtllm
   std::string mode;                // agg | disagg
   std::string regime;              // load_regime(clients_per_replica, max_num_seqs)
   double clients_per_replica = 0;  // closed loop: clients / serving replicas (disaggregated: decode workers);
@@ -28,6 +29,6 @@ nlohmann::json run_bands(const Scenario& s, const SimResult& r);
 // (catalogue name, any case), agg or disagg, the clients per serving replica (aggregated) or per
 // decode worker (disaggregated) and max_num_seqs, which give the load regime, as run_kind() reads them.
 Band point_band(const std::string& gpu, const std::string& mode, const char* metric, double clients_per_replica,
-                int max_num_seqs, double predicted);
+                int max_num_seqs, double predicted, const std::string& engine = "vllm");
 
 }  // namespace servesim::sim::validate

@@ -154,7 +154,8 @@ ErrorStats error_stats(std::vector<double> errors) {
 
 nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model) {
   if (!p.scenario.is_null()) return p.scenario;   // aiperf folder: the run's own setup
-  if (p.concurrency < 1) cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
+  if (p.concurrency < 1 && !(p.request_rate > 0))
+    cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
   const std::string backend = text::lower(p.backend);
   if (backend != "vllm" && !o.engine_any)
     cannot("engine " + (p.backend.empty() ? std::string("(blank)") : p.backend) +
@@ -163,7 +164,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
 
   // The layout first (it needs no catalogue), then the model and the GPU.
   nlohmann::json s = nlohmann::json::object();
-  for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed"})
+  for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed", "calibration"})
     if (o.base.is_object() && o.base.contains(k)) s[k] = o.base[k];
   if (!s.contains("seed")) s["seed"] = o.seed;
   const std::string mode = text::lower(p.mode);
@@ -250,8 +251,23 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block") &&
       hw::Catalog::global().gpu(gpu).arch.starts_with("blackwell"))
     s["kv_cache_dtype"] = "fp8";
-  s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
-                   {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  for (const auto& [knob, factor] : o.engine_scale) {
+    auto& e = s["engine"];
+    if (!e.is_object()) e = nlohmann::json::object();
+    const EngineProfile& prof = engine_profile(s.value("engine_profile", std::string(kNewestEngine)));
+    double v = 0;
+    if (knob == "step_overhead_us_per_seq") v = e.value(knob, prof.host.step_cpu_per_seq_s * 1e6);
+    else if (knob == "closed_loop_osl_spread_tokens") v = e.value(knob, prof.closed_loop_osl_spread_tokens);
+    else throw Error("engine_scale", knob, "unknown knob; known: step_overhead_us_per_seq, closed_loop_osl_spread_tokens");
+    e[knob] = v * factor;
+  }
+  if (c > 0)
+    s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
+                     {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  else   // an open-loop run: Poisson arrivals at its rate, a minute of them (at least 100 requests)
+    s["workload"] = {{"request_rate", p.request_rate}, {"arrival", "poisson"}, {"isl", p.isl}, {"osl", p.osl},
+                     {"requests", std::max<std::int64_t>(100, std::llround(p.request_rate * 60))},
+                     {"warmup_requests", std::max<std::int64_t>(10, std::llround(p.request_rate * 6))}};
   // The client's dataset (aiperf --num-dataset-entries) is the harness's, as its engine flags are.
   if (o.base.is_object() && o.base.contains("workload") && o.base["workload"].is_object() && o.base["workload"].contains("dataset"))
     s["workload"]["dataset"] = o.base["workload"]["dataset"];
@@ -637,9 +653,9 @@ BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
     if (!p.unmodellable.empty() || p.inconsistent()) continue;
-    res.push_back({p.gpu, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
-    res.push_back({p.gpu, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
-    res.push_back({p.gpu, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
+    res.push_back({p.gpu, p.engine, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
+    res.push_back({p.gpu, p.engine, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
+    res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
   }
   return make_bands(res, min_points, std::move(meta));
 }

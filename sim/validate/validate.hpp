@@ -33,6 +33,7 @@ struct MeasuredPoint {
   std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
   std::int64_t isl = 0, osl = 0;
   int concurrency = 0;         // 0: not recorded
+  double request_rate = 0;     // open-loop runs (Poisson arrivals, requests / s) when concurrency is 0
   // Aggregated: one serving replica's layout (0 = blank in the source).
   int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
   // Disaggregated roles: workers and each worker's layout (0 = blank).
@@ -117,6 +118,10 @@ struct Options {
   // clients, which shows where a measured run sits between the lockstep and the spread-out orbit
   // (README, "Where the TTFT error comes from").
   double osl_spread_pct = 0;
+  // Engine knobs scaled on every CSV point: the knob's value (the scenario's, else the point's engine
+  // profile's) times the factor. Knobs: step_overhead_us_per_seq, closed_loop_osl_spread_tokens.
+  // The leave-one-out fits (transfer.hpp) move them relative to each release's fitted value.
+  std::vector<std::pair<std::string, double>> engine_scale;
 };
 
 // A point's run: the scenario it was set up as, or why it cannot be modelled.

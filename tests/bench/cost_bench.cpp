@@ -2,6 +2,7 @@
 // query (nearest measured shapes, log-space interpolation) and one step's cost (the hot path).
 #include <benchmark/benchmark.h>
 
+#include "hwmodels/calibration.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
@@ -44,3 +45,19 @@ static void BM_StepCost(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_StepCost);
+
+// Start-up cost of one calibration family: reading its embedded file(s) and fitting it, what the
+// first query of that family costs a process (hw::Calibration reads lazily, one family at a time).
+// Arg: 0 = gemm_bf16, 1 = attention_decode, 2 = attention_prefill, 3 = moe_fp8_block_triton; of the
+// H200's vLLM 0.19 tables.
+static void BM_ReadFitFamily(benchmark::State& state) {
+  static const char* families[] = {"gemm_bf16", "attention_decode", "attention_prefill", "moe_fp8_block_triton"};
+  const char* name = families[state.range(0)];
+  const auto& g = hw::Catalog::global().gpu("H200");
+  for (auto _ : state) {
+    const hw::Calibration c = hw::Calibration::embedded(g, "vllm-0.19.0");
+    benchmark::DoNotOptimize(c.family(name));
+  }
+  state.SetLabel(name);
+}
+BENCHMARK(BM_ReadFitFamily)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);

@@ -40,9 +40,9 @@ namespace {
 
 using namespace servesim;
 
-sim::Scenario scenario(int concurrency, std::int64_t requests) {
+sim::Scenario scenario(int concurrency, std::int64_t requests, int isl = 1000) {
   auto j = sim::default_scenario_json();
-  j["workload"] = {{"concurrency", concurrency}, {"requests", requests}, {"isl", 1000}, {"osl", 1000}};
+  j["workload"] = {{"concurrency", concurrency}, {"requests", requests}, {"isl", isl}, {"osl", 1000}};
   return sim::parse_scenario(j.dump(), "bench");
 }
 
@@ -62,6 +62,18 @@ void BM_Simulate1k1k(benchmark::State& state) {
   state.counters["steps"] = double(steps);
 }
 BENCHMARK(BM_Simulate1k1k)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond);
+
+// The same with 8k-token prompts (8k-in / 1k-out), 2,000 requests; arg = concurrency.
+void BM_Simulate8k1k(benchmark::State& state) {
+  const sim::Scenario s = scenario(static_cast<int>(state.range(0)), 2000, 8000);
+  const sim::Prepared p = sim::prepare(s);
+  for (auto _ : state) {
+    sim::SimResult r = sim::simulate(p, s, s.workload);
+    benchmark::DoNotOptimize(r.summary.request_count);
+  }
+  state.SetItemsProcessed(state.iterations() * 2000);
+}
+BENCHMARK(BM_Simulate8k1k)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 
 // 16 points (concurrency 16, 32, ..., 256), 2,000 requests each, on `threads` threads. Wall time.
 void BM_Sweep16(benchmark::State& state) {

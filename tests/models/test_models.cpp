@@ -12,6 +12,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "tests/models/step_parts.hpp"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -163,4 +164,27 @@ TEST(StepCost, RooflineLimits) {
   p.prefill_attention_pairs = 4 * 8192.0 * 8193 / 2;
   EXPECT_GE(cost->seconds(p), 2 * active_params(m) * p.prefill_tokens / 8 / gpu.bf16_flops);
   EXPECT_NEAR(cost->breakdown(p).seconds, cost->seconds(p), 1e-12);
+}
+
+// CUDA-graph padding: a decode of 9 sequences replays the graph of 16 with 7 dummy sequences. The
+// dense layers compute 16 rows; the dummies' identical tokens all take the same top-k experts, so
+// the routed experts cost what 9 real tokens + 1 cost (Qwen3-235B-A22B, block FP8, TP2 on H200:
+// top-8 of 128 experts; 16 random tokens touch ~82 experts, 10 ~60).
+TEST(StepCost, GraphPaddingAddsOneTokenOfExperts) {
+  using servesim::models::test_util::part;
+  const auto& m = servesim::models::model("qwen3-235b-a22b");
+  const auto& gpu = servesim::hw::Catalog::global().gpu("h200");
+  const auto cost = servesim::models::make_step_cost(m, gpu, servesim::hw::Precision::fp8_block, {2, 1, 1});
+  auto batch = [](int seqs, int padding) {
+    servesim::models::StepBatch b = servesim::models::test_util::decode(seqs, 1024);
+    b.decode_context_tokens = 9 * 1024;   // the real sequences' KV only
+    b.graph_padding_seqs = padding;
+    return b;
+  };
+  const auto padded = cost->breakdown(batch(16, 7)), ten = cost->breakdown(batch(10, 0)), sixteen = cost->breakdown(batch(16, 0));
+  const std::string experts = "routed experts (fused MoE)";
+  EXPECT_DOUBLE_EQ(part(padded, experts), part(ten, experts));
+  EXPECT_LT(part(padded, experts), 0.9 * part(sixteen, experts));
+  EXPECT_DOUBLE_EQ(part(padded, "QKV + O GEMM"), part(sixteen, "QKV + O GEMM"));   // dense rows: all 16
+  EXPECT_DOUBLE_EQ(cost->seconds(batch(16, 7)), padded.seconds);
 }

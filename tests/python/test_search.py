@@ -88,7 +88,7 @@ def _check_bands(result, rec):
         if cell is None or cell["n"] < min_points:
             assert "lo" not in b and "no band" in b["note"]
         else:
-            assert b["lo"] == pytest.approx(value * cell["ratio_p10"]) and b["hi"] == pytest.approx(value * cell["ratio_p90"])
+            assert b["lo"] == pytest.approx(value * cell["ratio_lo"]) and b["hi"] == pytest.approx(value * cell["ratio_hi"])
 
 
 def _workers(manifest):

@@ -1,0 +1,72 @@
+#include "hwmodels/scaled_kernel_model.hpp"
+
+#include <cstdio>
+
+namespace servesim::hw {
+namespace {
+
+OpTime scaled(OpTime t, double f) {
+  t.seconds *= f;
+  t.cold_weights_s *= f;
+  return t;
+}
+
+class Scaled final : public KernelModel {
+ public:
+  Scaled(const KernelModel& base, const KernelScales& s) : b_(base), s_(s) {}
+  OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
+    return scaled(b_.gemm(m, n, k, p), s_.gemm);
+  }
+  OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k, Precision p, double skew) const override {
+    return scaled(b_.grouped_gemm(experts, tokens, n, k, p, skew), s_.moe);
+  }
+  OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
+    return scaled(b_.attention_prefill(batch, seq, heads, kv_heads, head_dim, kv, window), s_.attention);
+  }
+  OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
+    return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention);
+  }
+  OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
+    return scaled(b_.encoder_attention(batch, seq, heads, head_dim), s_.attention);
+  }
+  OpTime moe(const MoeShape& shape, Precision p) const override { return scaled(b_.moe(shape, p), s_.moe); }
+  ColdWeights cold_weights(std::string_view family) const override { return b_.cold_weights(family); }
+  OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim, int head_v_dim) const override {
+    return b_.gdn(decode, batch, seq, k_heads, v_heads, head_k_dim, head_v_dim);
+  }
+  OpTime tp_all_reduce(double bytes, int gpus) const override { return scaled(b_.tp_all_reduce(bytes, gpus), s_.communication); }
+  OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
+    return b_.mamba_scan(batch, seqlen, heads, head_dim, d_state, groups);
+  }
+  OpTime mamba_step(int batch, int heads, int head_dim, int d_state, int groups) const override {
+    return b_.mamba_step(batch, heads, head_dim, d_state, groups);
+  }
+  OpTime conv1d(std::int64_t tokens, std::int64_t channels, int kernel, bool decode) const override {
+    return b_.conv1d(tokens, channels, kernel, decode);
+  }
+  OpTime memory_bound(double bytes) const override { return b_.memory_bound(bytes); }
+  OpTime collective(Collective op, double bytes, const CommGroup& group) const override {
+    return scaled(b_.collective(op, bytes, group), s_.communication);
+  }
+  OpTime transfer(double bytes, bool cross_node, const InstanceSpec* instance) const override {
+    return scaled(b_.transfer(bytes, cross_node, instance), s_.communication);
+  }
+  std::string provenance() const override {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g", s_.gemm,
+                  s_.moe, s_.attention, s_.communication);
+    return b_.provenance() + buf;
+  }
+
+ private:
+  const KernelModel& b_;
+  KernelScales s_;
+};
+
+}  // namespace
+
+std::unique_ptr<KernelModel> scaled_kernel_model(const KernelModel& base, const KernelScales& scales) {
+  return std::make_unique<Scaled>(base, scales);
+}
+
+}  // namespace servesim::hw

@@ -1,0 +1,23 @@
+// A kernel model with each family's time multiplied by a factor: what a user's calibration on their
+// own measured runs learns about their cluster and engine build (GEMMs 1.3x the tables', say).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "hwmodels/kernel_model.hpp"
+
+namespace servesim::hw {
+
+// Time factors per kernel family on top of the tables (1 = as measured). gemm: dense linear layers
+// (and the LM head); moe: fused MoE and grouped expert GEMMs; attention: prefill, decode and encoder
+// attention; communication: all-reduce and collectives, transfers.
+struct KernelScales {
+  double gemm = 1, moe = 1, attention = 1, communication = 1;
+  bool identity() const { return gemm == 1 && moe == 1 && attention == 1 && communication == 1; }
+  bool operator==(const KernelScales&) const = default;
+};
+
+// `base` (which must outlive the result) with its times scaled; its provenance names the factors.
+std::unique_ptr<KernelModel> scaled_kernel_model(const KernelModel& base, const KernelScales& scales);
+
+}  // namespace servesim::hw

@@ -1,0 +1,132 @@
+#include "sim/calibration.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/json_reader.hpp"
+#include "common/text.hpp"
+
+namespace servesim::sim {
+
+namespace {
+const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale",
+                              "step_overhead_factor", "request_overhead_ms", "spread_factor"};
+bool known(const std::string& n) {
+  for (const char* k : kNames)
+    if (n == k) return true;
+  return false;
+}
+}  // namespace
+
+const CalibratedParameter* CalibrationProfile::parameter(const std::string& name) const {
+  for (const auto& p : parameters)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string& file) {
+  if (!j.is_object()) throw Error(file, "", "expected a JSON object (a profile `servesim calibrate e2e` writes)");
+  const JsonReader r(j, file);
+  CalibrationProfile p;
+  p.file = file;
+  const JsonReader on = r.object("fitted_on");
+  p.gpu = text::lower(on.string("gpu"));
+  p.engine = text::lower(on.string("engine"));
+  p.engine_profile = on.string_or("engine_profile", "");
+  p.model = text::lower(on.string_or("model", ""));
+  p.points = static_cast<int>(on.integer_or("points", 0));
+  for (const auto& x : r.array("parameters")) {
+    CalibratedParameter c;
+    c.name = x.string("name");
+    if (!known(c.name))
+      x.fail("name", "unknown parameter '" + c.name + "'; known: gemm_scale, moe_scale, attention_scale, communication_scale, "
+                     "step_overhead_factor, request_overhead_ms, spread_factor");
+    c.prior = x.number("prior");
+    c.value = x.number("value");
+    c.sd = x.number_or("sd", 0);
+    c.unit = x.string_or("unit", c.name == "request_overhead_ms" ? "ms" : "x");
+    c.scope = x.string_or("scope", "");
+    const bool ms = c.name == "request_overhead_ms";
+    if (!std::isfinite(c.value) || (ms ? (c.value < 0 || c.value > 10000) : (c.value < 0.05 || c.value > 20)))
+      x.fail("value", ms ? "must be 0..10000 ms" : "must be a factor from 0.05 to 20");
+    p.parameters.push_back(std::move(c));
+  }
+  auto val = [&](const char* n, double d) {
+    const auto* c = p.parameter(n);
+    return c ? c->value : d;
+  };
+  p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1)};
+  p.step_overhead_factor = val("step_overhead_factor", 1);
+  p.request_overhead_ms = val("request_overhead_ms", 0);
+  p.spread_factor = val("spread_factor", 1);
+  if (j.contains("cross_validation")) p.cross_validation = j["cross_validation"];
+  if (j.contains("bands") && !j["bands"].is_null()) p.bands = validate::parse_bands(j["bands"], file + ": bands");
+  return p;
+}
+
+nlohmann::json to_json(const CalibrationProfile& p) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& c : p.parameters)
+    params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope}});
+  nlohmann::json j = {{"servesim_calibration", 1},
+                      {"fitted_on",
+                       {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model}, {"points", p.points}}},
+                      {"parameters", params},
+                      {"cross_validation", p.cross_validation}};
+  j["bands"] = p.bands.cells.empty() ? nlohmann::json(nullptr) : validate::to_json(p.bands);
+  return j;
+}
+
+CalibrationProfile load_calibration(const std::string& path) { return parse_calibration(read_json_file(path), path); }
+
+AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine,
+                              const std::string& model) {
+  AppliedCalibration a;
+  const bool same_gpu = text::lower(gpu) == p.gpu, same_engine = text::lower(engine) == p.engine;
+  // Every parameter belongs to the cluster it was measured on: its GPU (and that node's host CPUs)
+  // and its engine build. Another model on them takes them all (they are per kernel family and per
+  // request, not per model); another GPU or engine takes none.
+  for (const auto& c : p.parameters) {
+    const bool ok = same_gpu && same_engine;
+    (ok ? a.applied : a.dropped).push_back(c.name);
+    if (!ok) continue;
+    a.any = true;
+    if (c.name == "gemm_scale") a.kernels.gemm = c.value;
+    else if (c.name == "moe_scale") a.kernels.moe = c.value;
+    else if (c.name == "attention_scale") a.kernels.attention = c.value;
+    else if (c.name == "communication_scale") a.kernels.communication = c.value;
+    else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
+    else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
+    else if (c.name == "spread_factor") a.spread_factor = c.value;
+  }
+  a.bands = same_gpu && same_engine && !p.bands.cells.empty();
+  std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " + p.gpu +
+                  ", " + (p.engine_profile.empty() ? p.engine : p.engine_profile) + ", " + std::to_string(p.points) + " points): ";
+  if (a.applied.empty()) s += "nothing applies";
+  else {
+    s += "applies";
+    for (std::size_t i = 0; i < a.applied.size(); ++i) s += (i ? ", " : " ") + a.applied[i];
+  }
+  if (!a.dropped.empty()) {
+    s += "; left out";
+    for (std::size_t i = 0; i < a.dropped.size(); ++i) s += (i ? ", " : " ") + a.dropped[i];
+    s += !same_gpu ? " (fitted on another GPU; this run is on " + text::lower(gpu) + ")"
+                   : " (fitted on another engine; this run is on " + text::lower(engine) + ")";
+  }
+  if (!model.empty() && text::lower(model) != p.model && a.any) s += "; fitted on another model, bands of this kind are the shipped ones";
+  if (a.bands && !model.empty() && text::lower(model) != p.model) a.bands = false;
+  a.summary = s;
+  return a;
+}
+
+nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p) {
+  return {{"file", p.file},
+          {"fitted_on", {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model}, {"points", p.points}}},
+          {"applied", a.applied},
+          {"left_out", a.dropped},
+          {"bands_from_profile", a.bands},
+          {"summary", a.summary}};
+}
+
+}  // namespace servesim::sim

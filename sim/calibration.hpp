@@ -1,0 +1,59 @@
+// A user's calibration: what `servesim calibrate e2e` learned from their own measured runs about
+// their cluster, engine build and model, as a few named physical parameters (kernel-family time
+// factors, host costs, the closed-loop spread), each with its prior, fitted value and uncertainty,
+// and the cross-validated residuals its bands come from. A scenario names one ("calibration": FILE
+// or an object; --calibration FILE); a run applies the parts that transfer to it and says which.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hwmodels/scaled_kernel_model.hpp"
+#include "sim/validate/bands.hpp"
+
+namespace servesim::sim {
+
+struct CalibratedParameter {
+  std::string name;         // gemm_scale, moe_scale, attention_scale, step_overhead_factor, request_overhead_ms, spread_factor
+  double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
+  std::string unit;         // "x" (a factor) or "ms"
+  std::string scope;        // what it transfers to: "gpu+engine" (this GPU, its node, this engine build)
+};
+
+struct CalibrationProfile {
+  std::string file;                            // where it was read ("" inline)
+  std::string gpu, engine, engine_profile, model;   // what it was fitted on (catalogue names, lower case)
+  int points = 0;                              // measured points it was fitted on
+  std::vector<CalibratedParameter> parameters;
+  hw::KernelScales kernels;                    // from the *_scale parameters
+  double step_overhead_factor = 1;             // on the profile's engine-core time per scheduled request
+  double request_overhead_ms = 0;              // added to the API server's time per request
+  double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
+  nlohmann::json cross_validation;             // k-fold error before / after per metric
+  validate::BandTable bands;                   // from the cross-validated residuals
+  const CalibratedParameter* parameter(const std::string& name) const;
+};
+
+// The profile's JSON layout (what calibrate e2e writes) and back; errors name `file` and the field.
+CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string& file);
+nlohmann::json to_json(const CalibrationProfile& p);
+CalibrationProfile load_calibration(const std::string& path);
+
+// What of a profile applies to a run of `model` on `gpu` under an engine profile of `engine`
+// (vllm, sglang, trtllm): every parameter on the GPU and engine it was fitted on (any model), none
+// elsewhere; `summary` says what applied, what was left out and why.
+struct AppliedCalibration {
+  bool any = false;
+  hw::KernelScales kernels;
+  double step_overhead_factor = 1, request_overhead_ms = 0, spread_factor = 1;
+  bool bands = false;                          // the profile's bands stand for this run's predictions
+  std::vector<std::string> applied, dropped;   // parameter names
+  std::string summary;                         // one line for a report's header
+};
+AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine,
+                              const std::string& model);
+nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p);
+
+}  // namespace servesim::sim

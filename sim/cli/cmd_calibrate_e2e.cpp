@@ -1,0 +1,74 @@
+// `servesim calibrate e2e INPUT... --output PROFILE.json`: fit a calibration profile on a user's own
+// measured serving runs (sim/validate/calibrate_e2e.hpp) and write it for --calibration.
+#include <filesystem>
+#include <memory>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/text.hpp"
+#include "models/model_spec.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/validate/calibrate_e2e.hpp"
+
+namespace servesim::cli {
+
+void add_calibrate_e2e_command(CLI::App& calibrate) {
+  struct Opts {
+    std::vector<std::string> inputs, model_files;
+    std::string output, parameters, harness = "aic";
+    sim::validate::BenchSetup setup;
+    int folds = 5, threads = 0;
+    std::uint64_t seed = 1;
+    Format format = Format::table;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* c = calibrate.add_subcommand(
+      "e2e", "Fit servesim to your own measured serving runs (aiperf folders, vllm bench serve JSON, SGLang bench_serving "
+             "JSONL, silicon-sample CSV): kernel-family time factors of this GPU and engine build, host costs, the "
+             "closed-loop spread, each with its prior and uncertainty, and the cross-validated error before and after");
+  c->add_option("inputs", o->inputs, "Measured runs: aiperf artefact folders, *.json (vllm bench serve --save-result), *.jsonl "
+                                     "(SGLang bench_serving), *.csv (silicon-sample rows)")
+      ->required();
+  c->add_option("--output", o->output, "Write the calibration profile to FILE.json (for --calibration)")->required();
+  c->add_option("--model", o->setup.model, "Model of bench results that do not name it (servesim list models)");
+  c->add_option("--model-file", o->model_files, "Add a model (servesim model JSON or HF config.json) before resolving names");
+  c->add_option("--gpu", o->setup.gpu, "GPU of bench results (servesim list gpus)");
+  c->add_option("--tp", o->setup.tp, "Tensor parallel size of bench results");
+  c->add_option("--precision", o->setup.precision, "Weight precision of bench results (bf16, fp8, fp8_block, nvfp4, ...)");
+  c->add_option("--engine", o->setup.engine, "Engine profile of bench results (vllm-0.19, ...; default vllm)");
+  c->add_option("--parameters", o->parameters,
+                "Fit only these (comma-separated): gemm_scale, moe_scale, attention_scale, communication_scale, "
+                "step_overhead_factor, request_overhead_ms, spread_factor (default: every one the points inform)");
+  c->add_option("--folds", o->folds, "Cross-validation folds (default 5; at most one per point)")->check(CLI::Range(1, 50));
+  c->add_option("--harness", o->harness, "Engine flags of CSV points: aic (default) or serve (as validate)");
+  c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
+  c->add_option("--seed", o->seed, "Random seed of every run and of the fold split");
+  add_format_option(*c, o->format);
+  c->callback([o] {
+    namespace v = sim::validate;
+    check_writable_target(o->output, "--output");
+    for (const auto& f : o->model_files) models::add_model_file(f);
+    std::vector<v::MeasuredPoint> pts;
+    for (const auto& in : o->inputs) {
+      auto p = v::read_measured(in, o->setup);
+      pts.insert(pts.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
+    }
+    v::Options opt;
+    opt.threads = o->threads;
+    opt.seed = o->seed;
+    opt.harness = text::lower(o->harness);
+    if (opt.harness != "aic" && opt.harness != "serve") throw Error("--harness", "", "unknown '" + o->harness + "'; known: aic, serve");
+    v::E2eOptions e;
+    e.folds = o->folds;
+    e.only = text::split_csv(o->parameters);
+    const v::E2eResult r = v::calibrate_e2e(pts, opt, e);
+    sim::CalibrationProfile prof = r.profile;
+    prof.file = std::filesystem::path(o->output).filename().string();
+    write_file_atomic(o->output, to_json(prof).dump(2) + "\n");
+    nlohmann::json j = r.report;
+    j["output"] = o->output;
+    emit(o->format, j, r.text + "Profile: " + o->output + " (use it with --calibration " + o->output + ")\n");
+  });
+}
+
+}  // namespace servesim::cli

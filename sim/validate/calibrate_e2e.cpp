@@ -1,0 +1,362 @@
+#include "sim/validate/calibrate_e2e.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include <Eigen/Dense>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "common/splitmix.hpp"
+#include "common/table.hpp"
+#include "common/text.hpp"
+#include "models/model_spec.hpp"
+#include "sim/engine/engine_profile.hpp"
+
+namespace servesim::sim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Measurement noise of one point's figures (the repeatability of measured reruns: TTFT a median 3 %,
+// p90 13 %; TPOT 0.5 %, p90 6 %, `validate`'s rerun table), as the fit weighs residuals.
+constexpr double kTtftNoise = 0.10, kTpotNoise = 0.05;
+
+struct Param {
+  const char* name;
+  double prior;     // in the fit's coordinates: ln(factor), or ms
+  double width;     // the prior's sd in those coordinates
+  double step;      // numeric derivative step
+  bool log;         // a factor (fitted as its logarithm)
+  const char* scope;
+};
+const Param kParams[] = {
+    {"gemm_scale", 0, 0.10, 0.05, true, "gpu+engine"},        {"moe_scale", 0, 0.10, 0.05, true, "gpu+engine"},
+    {"attention_scale", 0, 0.15, 0.05, true, "gpu+engine"},   {"communication_scale", 0, 0.20, 0.05, true, "gpu+engine"},
+    {"step_overhead_factor", 0, 0.70, 0.10, true, "gpu+engine"},  {"request_overhead_ms", 0, 20.0, 2.0, false, "gpu+engine"},
+    {"spread_factor", 0, 0.70, 0.10, true, "gpu+engine"},
+};
+
+std::string lower_engine(const MeasuredPoint& p) { return text::lower(p.backend.empty() ? "vllm" : p.backend); }
+
+double value_of(const Param& p, double x) { return p.log ? std::exp(x) : std::max(0.0, x); }
+
+CalibrationProfile profile_of(const std::vector<const Param*>& ps, const Eigen::VectorXd& x, const CalibrationProfile& base) {
+  CalibrationProfile c = base;
+  c.parameters.clear();
+  for (std::size_t k = 0; k < ps.size(); ++k)
+    c.parameters.push_back({ps[k]->name, value_of(*ps[k], ps[k]->prior), value_of(*ps[k], x[k]), 0,
+                            ps[k]->log ? "x" : "ms", ps[k]->scope});
+  return c;
+}
+
+struct Evaluation {
+  Report report;
+  Eigen::VectorXd residuals;   // data residuals (TTFT, TPOT per point) then prior residuals
+  double cost = 0;
+};
+
+class Fitter {
+ public:
+  Fitter(const std::vector<MeasuredPoint>& pts, const Options& o, std::vector<const Param*> ps, CalibrationProfile base)
+      : pts_(pts), o_(o), ps_(std::move(ps)), base_(std::move(base)) {}
+
+  Evaluation eval(const Eigen::VectorXd& x) const {
+    Options oc = o_;
+    if (!oc.base.is_object()) oc.base = nlohmann::json::object();
+    CalibrationProfile c = profile_of(ps_, x, base_);
+    c.file = "";
+    oc.base["calibration"] = to_json(c);
+    Evaluation e;
+    e.report = run(pts_, oc);
+    std::vector<double> r;
+    for (const auto& p : e.report.points) {
+      r.push_back(std::isfinite(p.ttft_err) ? std::log1p(p.ttft_err) / kTtftNoise : 0);
+      r.push_back(std::isfinite(p.itl_err) ? std::log1p(p.itl_err) / kTpotNoise : 0);
+    }
+    for (std::size_t k = 0; k < ps_.size(); ++k) r.push_back((x[k] - ps_[k]->prior) / ps_[k]->width);
+    e.residuals = Eigen::Map<Eigen::VectorXd>(r.data(), Eigen::Index(r.size()));
+    e.cost = e.residuals.squaredNorm();
+    return e;
+  }
+
+  // Levenberg-damped Gauss-Newton from the priors; returns the optimum and its covariance.
+  Eigen::VectorXd fit(int iterations, Eigen::MatrixXd* cov, Evaluation* at) const {
+    const Eigen::Index k = Eigen::Index(ps_.size());
+    Eigen::VectorXd x(k);
+    for (Eigen::Index i = 0; i < k; ++i) x[i] = ps_[i]->prior;
+    Evaluation cur = eval(x);
+    double lambda = 1e-2;
+    Eigen::MatrixXd J(cur.residuals.size(), k);
+    for (int it = 0; it < iterations; ++it) {
+      for (Eigen::Index i = 0; i < k; ++i) {
+        Eigen::VectorXd xi = x;
+        xi[i] += ps_[i]->step;
+        J.col(i) = (eval(xi).residuals - cur.residuals) / ps_[i]->step;
+      }
+      const Eigen::MatrixXd H = J.transpose() * J;
+      const Eigen::VectorXd g = J.transpose() * cur.residuals;
+      bool moved = false;
+      for (int tries = 0; tries < 4 && !moved; ++tries) {
+        Eigen::MatrixXd A = H;
+        A.diagonal() += lambda * H.diagonal().cwiseMax(1e-9);
+        const Eigen::VectorXd dx = A.ldlt().solve(-g);
+        Evaluation next = eval(x + dx);
+        if (next.cost < cur.cost) {
+          x += dx, cur = std::move(next), lambda = std::max(1e-4, lambda / 10), moved = true;
+        } else {
+          lambda *= 10;
+        }
+      }
+      if (!moved) break;
+    }
+    if (cov) {
+      for (Eigen::Index i = 0; i < k; ++i) {   // the Hessian at the optimum
+        Eigen::VectorXd xi = x;
+        xi[i] += ps_[i]->step;
+        J.col(i) = (eval(xi).residuals - cur.residuals) / ps_[i]->step;
+      }
+      *cov = (J.transpose() * J).ldlt().solve(Eigen::MatrixXd::Identity(k, k));
+    }
+    if (at) *at = std::move(cur);
+    return x;
+  }
+
+  const std::vector<const Param*>& params() const { return ps_; }
+
+ private:
+  const std::vector<MeasuredPoint>& pts_;
+  const Options& o_;
+  std::vector<const Param*> ps_;
+  CalibrationProfile base_;
+};
+
+std::string pct(double x) {
+  if (!std::isfinite(x)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+  return b;
+}
+
+double median_abs(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
+  return error_stats(v).median_abs;
+}
+
+// Setup of a bench result: flags first, a servesim_run.json beside the file fills the rest.
+BenchSetup setup_for(const std::string& path, BenchSetup s) {
+  const fs::path side = fs::path(path).parent_path() / "servesim_run.json";
+  if (fs::is_regular_file(side)) {
+    const nlohmann::json j = read_json_file(side.string());
+    const JsonReader r(j, side.string());
+    if (!j.is_object()) throw Error(side.string(), "", "expected a JSON object");
+    if (s.model.empty()) s.model = r.string_or("model", "");
+    if (s.gpu.empty()) s.gpu = r.string_or("gpu", "");
+    if (s.precision.empty()) s.precision = r.string_or("precision", "");
+    if (s.engine.empty()) s.engine = r.string_or("engine_profile", "");
+    if (s.tp < 1) s.tp = static_cast<int>(r.integer_or("tensor_parallel_size", r.integer_or("tp", 0)));
+  }
+  return s;
+}
+
+MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, const BenchSetup& s) {
+  const JsonReader r(j, where);
+  if (!j.is_object()) throw Error(where, "", "expected a JSON object (a benchmark result)");
+  MeasuredPoint p;
+  p.source = where;
+  p.id = where;
+  if (s.model.empty()) throw Error(where, "model", "unknown model: give --model (or \"model\" in a servesim_run.json beside it)");
+  if (s.gpu.empty()) throw Error(where, "gpu", "unknown GPU: give --gpu (or \"gpu\" in a servesim_run.json beside it)");
+  if (s.tp < 1) throw Error(where, "tensor_parallel_size", "unknown TP: give --tp (or \"tp\" in a servesim_run.json beside it)");
+  p.model_path = s.model;
+  p.system = s.gpu;
+  p.precision = s.precision;
+  p.mode = "agg";
+  p.tp = s.tp;
+  p.pp = std::max(1, s.pp);
+  // The engine and release: a profile name ("vllm-0.19", "sglang-0.5"), else vLLM's newest.
+  const std::string e = s.engine.empty() ? std::string("vllm") : text::lower(s.engine);
+  const auto dash = e.find('-');
+  p.backend = e.substr(0, dash);
+  if (dash != std::string::npos) p.backend_version = e.substr(dash + 1);
+  const double conc = r.number_or("max_concurrency", NAN), rate = r.number_or("request_rate", NAN);
+  if (std::isfinite(conc) && conc >= 1 && conc <= 1e6) p.concurrency = static_cast<int>(std::llround(conc));
+  else if (std::isfinite(rate) && rate > 0 && rate < 1e6) p.request_rate = rate;
+  else throw Error(where, "max_concurrency", "no concurrency or request rate recorded (max_concurrency, request_rate): cannot place the run");
+  const double done = r.number_or("completed", NAN);
+  const double in = r.number_or("total_input_tokens", NAN), out = r.number_or("total_output_tokens", NAN);
+  double isl = r.number_or("random_input_len", NAN), osl = r.number_or("random_output_len", NAN);
+  if (!(isl >= 1) && done >= 1 && in >= 1) isl = in / done;
+  if (!(osl >= 1) && done >= 1 && out >= 1) osl = out / done;
+  if (!(isl >= 1 && isl < 1e8) || !(osl >= 1 && osl < 1e8))
+    throw Error(where, "total_input_tokens", "the run's input / output lengths are unknown (total_input_tokens, total_output_tokens, completed)");
+  p.isl = std::llround(isl);
+  p.osl = std::llround(osl);
+  p.ttft_ms = r.number_or("mean_ttft_ms", NAN);
+  p.tpot_ms = r.has("mean_tpot_ms") ? r.number("mean_tpot_ms") : r.number_or("mean_itl_ms", NAN);
+  p.output_tps = r.number_or("output_throughput", NAN);
+  if (!(p.ttft_ms > 0) && !(p.tpot_ms > 0)) throw Error(where, "mean_ttft_ms", "neither mean_ttft_ms nor mean_tpot_ms / mean_itl_ms recorded");
+  return p;
+}
+
+}  // namespace
+
+std::vector<MeasuredPoint> read_bench_results(const std::string& path, const BenchSetup& flags) {
+  const BenchSetup s = setup_for(path, flags);
+  std::vector<MeasuredPoint> out;
+  const bool jsonl = text::lower(fs::path(path).extension().string()) == ".jsonl";
+  if (!jsonl) {
+    out.push_back(bench_point(read_json_file(path), path, s));
+    return out;
+  }
+  std::ifstream f(path);
+  if (!f) throw Error(path, "", "cannot read the file");
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ": line " + std::to_string(n);
+    out.push_back(bench_point(parse_json(line, where), where, s));
+  }
+  if (out.empty()) throw Error(path, "", "no benchmark records");
+  return out;
+}
+
+std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags) {
+  const std::string ext = text::lower(fs::path(path).extension().string());
+  if (fs::is_regular_file(path) && (ext == ".json" || ext == ".jsonl")) return read_bench_results(path, flags);
+  return read_points(path);
+}
+
+E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& points, const Options& o, const E2eOptions& e) {
+  if (points.empty()) throw Error("calibrate e2e", "", "no measured points");
+  // Every point must run, on one GPU and one engine.
+  const Report plain = run(points, o);
+  std::set<std::string> gpus, engines, models;
+  bool moe = false, tp = false, closed = false;
+  for (const auto& p : plain.points) {
+    if (!p.unmodellable.empty()) throw Error(p.measured.source, "", "cannot place this run: " + p.unmodellable);
+    if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
+      throw Error(p.measured.source, "", "no TTFT or TPOT measured");
+    gpus.insert(p.gpu), engines.insert(p.engine), models.insert(p.model);
+    const auto& m = models::model(p.model);
+    moe = moe || m.count(models::LayerKind::moe) > 0;
+    tp = tp || p.measured.tp > 1 || p.measured.decode_tp > 1;
+    closed = closed || p.measured.concurrency > 1;
+  }
+  if (plain.points.empty()) throw Error("calibrate e2e", "", "every point was left out by the filters");
+  auto list = [](const std::set<std::string>& s) {
+    std::string r;
+    for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
+    return r;
+  };
+  if (gpus.size() > 1) throw Error("calibrate e2e", "gpu", "points on several GPUs (" + list(gpus) + "): calibrate one GPU at a time");
+  if (engines.size() > 1) throw Error("calibrate e2e", "engine", "points of several engines (" + list(engines) + "): one at a time");
+
+  std::vector<const Param*> ps;
+  for (const auto& p : kParams) {
+    const std::string n = p.name;
+    if (!e.only.empty()) {
+      if (std::find(e.only.begin(), e.only.end(), n) != e.only.end()) ps.push_back(&p);
+      continue;
+    }
+    if ((n == "moe_scale" && !moe) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed)) continue;
+    ps.push_back(&p);
+  }
+  for (const auto& n : e.only)
+    if (std::none_of(ps.begin(), ps.end(), [&](const Param* p) { return n == p->name; }))
+      throw Error("--parameters", "", "unknown parameter '" + n + "'; known: gemm_scale, moe_scale, attention_scale, "
+                                      "communication_scale, step_overhead_factor, request_overhead_ms, spread_factor");
+  CalibrationProfile base;
+  base.gpu = *gpus.begin();
+  base.engine = *engines.begin();
+  base.model = models.size() == 1 ? *models.begin() : list(models);
+  base.points = static_cast<int>(plain.points.size());
+  {
+    const auto sc = plain.points.front().scenario;
+    base.engine_profile = sc.is_object() && sc.contains("engine_profile") ? sc["engine_profile"].get<std::string>() : base.engine;
+  }
+
+  // The whole fit.
+  Fitter all(points, o, ps, base);
+  Eigen::MatrixXd cov;
+  Evaluation best;
+  const Eigen::VectorXd x = all.fit(e.iterations, &cov, &best);
+  CalibrationProfile prof = profile_of(ps, x, base);
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    const double sd = std::sqrt(std::max(0.0, cov(Eigen::Index(k), Eigen::Index(k))));
+    prof.parameters[k].sd = ps[k]->log ? prof.parameters[k].value * sd : sd;
+  }
+
+  // k-fold cross-validation: fit on the other folds, predict the fold.
+  const int n = static_cast<int>(points.size());
+  const int k = std::max(1, std::min(e.folds, n));
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::uint64_t st = o.seed * 0x9E3779B97F4A7C15ULL + 17;
+  for (int i = n - 1; i > 0; --i) std::swap(order[i], order[splitmix64(st + std::uint64_t(i)) % std::uint64_t(i + 1)]);
+  std::vector<double> before_t, before_i, after_t, after_i;
+  std::vector<Residual> res;
+  for (int f = 0; f < k && k > 1; ++f) {
+    std::vector<MeasuredPoint> train, test;
+    for (int i = 0; i < n; ++i) (i % k == f ? test : train).push_back(points[order[i]]);
+    Fitter fold(train, o, ps, base);
+    const Eigen::VectorXd xf = fold.fit(std::max(1, e.iterations - 1), nullptr, nullptr);
+    Fitter held(test, o, ps, base);
+    const Evaluation ev = held.eval(xf);
+    for (std::size_t i = 0; i < test.size(); ++i) {
+      const auto& p = ev.report.points[i];
+      const auto& q = plain.points[order[f + int(i) * k]];
+      before_t.push_back(q.ttft_err), before_i.push_back(q.itl_err);
+      after_t.push_back(p.ttft_err), after_i.push_back(p.itl_err);
+      res.push_back({p.gpu, p.engine, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
+      res.push_back({p.gpu, p.engine, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
+      res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
+    }
+  }
+  prof.cross_validation = {{"folds", k > 1 ? k : 0},
+                           {"ttft_median_abs_pct", {{"before", 100 * median_abs(before_t)}, {"after", 100 * median_abs(after_t)}}},
+                           {"tpot_median_abs_pct", {{"before", 100 * median_abs(before_i)}, {"after", 100 * median_abs(after_i)}}}};
+  if (!res.empty())
+    prof.bands = make_bands(res, 4, {{"summary", "cross-validated residuals of calibrate e2e (" + std::to_string(n) + " points)"}});
+
+  E2eResult out;
+  out.profile = prof;
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& c : prof.parameters)
+    params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope}});
+  std::vector<double> fit_t, fit_i;
+  for (const auto& p : best.report.points) fit_t.push_back(p.ttft_err), fit_i.push_back(p.itl_err);
+  out.report = {{"fitted_on", to_json(prof)["fitted_on"]},
+                {"parameters", params},
+                {"in_sample_median_abs_pct",
+                 {{"ttft", {{"before", 100 * median_abs(before_t.empty() ? std::vector<double>{} : before_t)},
+                            {"after", 100 * median_abs(fit_t)}}},
+                  {"tpot", {{"after", 100 * median_abs(fit_i)}}}}},
+                {"cross_validation", prof.cross_validation}};
+  Table t({"parameter", "prior", "fitted", "+/- sd", "applies to"});
+  for (const auto& c : prof.parameters) {
+    auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
+    t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), "this GPU and engine build"});
+  }
+  std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
+                    " measured points; " + std::to_string(ps.size()) + " parameters fitted with priors (TTFT weighed at 10 % noise, TPOT at 5 %)\n" +
+                    t.render();
+  if (k > 1) {
+    Table cv({"metric", "median |error| before", "after (" + std::to_string(k) + "-fold cross-validated)"});
+    cv.add_row({"TTFT", pct(median_abs(before_t)), pct(median_abs(after_t))});
+    cv.add_row({"TPOT", pct(median_abs(before_i)), pct(median_abs(after_i))});
+    txt += "\n" + cv.render();
+  } else {
+    txt += "\nOne point: no cross-validation (give more points to measure the calibrated error)\n";
+  }
+  out.text = txt;
+  return out;
+}
+
+}  // namespace servesim::sim::validate

@@ -1,0 +1,54 @@
+// `servesim calibrate e2e`: fit a few named physical parameters of one cluster (GPU and engine
+// build) and model on the user's own measured serving points, with priors from the shipped
+// calibration and regularisation toward them, and write a calibration profile (sim/calibration.hpp).
+//
+// The fit is a weighted least squares in log space: every point's TTFT and TPOT residual
+// ln(predicted / measured) over its measurement noise (TTFT 10 %, TPOT 5 %: the repeatability of
+// measured reruns), plus each parameter's distance from its prior over the prior's width. Few
+// points move the parameters little; many move them more. Gauss-Newton with numeric derivatives
+// (each evaluation simulates every point); the uncertainty is the inverse Hessian's diagonal.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/calibration.hpp"
+#include "sim/validate/validate.hpp"
+
+namespace servesim::sim::validate {
+
+// The setup of measured points whose files do not carry it (vllm bench serve / SGLang bench_serving
+// results): flags or a servesim_run.json sidecar beside the file.
+struct BenchSetup {
+  std::string model, gpu, precision, engine;   // engine: a profile name (vllm-0.19, sglang-0.5, ...)
+  int tp = 0, pp = 1;
+};
+
+// `vllm bench serve --save-result` JSON (mean_ttft_ms, mean_tpot_ms / mean_itl_ms, output_throughput,
+// max_concurrency or request_rate, total_input_tokens / total_output_tokens / completed) or SGLang
+// bench_serving JSONL (one such record per line). Refuses, with the file and field, a record without a
+// concurrency or rate, without lengths, or whose setup (model, GPU, TP) is unknown.
+std::vector<MeasuredPoint> read_bench_results(const std::string& path, const BenchSetup& flags);
+
+// Any input calibrate e2e takes: a silicon-sample CSV, an aiperf artefact folder (or a folder of
+// them), a vllm bench JSON or an SGLang JSONL.
+std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags);
+
+struct E2eOptions {
+  int folds = 5;                         // k-fold cross-validation (at most one fold per point)
+  int iterations = 4;                    // Gauss-Newton steps of the final fit (folds take one fewer)
+  std::vector<std::string> only;         // parameters to fit (empty: every one the points can inform)
+};
+
+struct E2eResult {
+  CalibrationProfile profile;
+  nlohmann::json report;                 // parameters, cross-validation before / after, points
+  std::string text;
+};
+
+// Fits and cross-validates. Every point must be modellable and on one GPU and one engine (Error,
+// naming the point, otherwise).
+E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& points, const Options& o, const E2eOptions& e);
+
+}  // namespace servesim::sim::validate

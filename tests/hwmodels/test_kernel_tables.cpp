@@ -1,0 +1,124 @@
+// Kernel tables per engine release (hw::KernelTables): each release's measured rows come back as
+// measured, a family a release lacks falls back to the next nearest release, then to vLLM 0.24,
+// and a lazily read calibration fits the same bits as one read whole. Expected times are rows of
+// hwmodels/calibration/h200/<release>/*.json (the "ms" column, x 1e-3).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "hwmodels/calibration.hpp"
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/kernel_model.hpp"
+
+using namespace servesim::hw;
+
+namespace {
+const GpuSpec& h200() { return Catalog::global().gpu("H200"); }
+// What the table timed: the model's time less the cold-weights term it adds to a resident-L2 row.
+double table_s(const OpTime& t) { return t.seconds - t.cold_weights_s; }
+}  // namespace
+
+TEST(KernelTables, ReleaseFoldersAreDiscoveredFromTheEmbeddedFiles) {
+  const auto r = Calibration::embedded_releases(h200());
+  for (const char* want : {"sglang-0.5.14", "trtllm-1.3.0rc20", "vllm-0.14.0", "vllm-0.18.0", "vllm-0.19.0", "vllm-0.22.0"})
+    EXPECT_NE(std::find(r.begin(), r.end(), want), r.end()) << want;
+  EXPECT_EQ(std::find(r.begin(), r.end(), "vllm"), r.end());  // the 0.24 tables are the base folder
+}
+
+TEST(KernelTables, ALoneGemmShapeReturnsEachReleasesMeasuredTime) {
+  // bf16 64 x 4096 x 4096 on the H200: 0.01216 ms in vLLM 0.19's table, 0.012 in 0.14's, 0.01205 in 0.24's.
+  const struct { const char* version; double ms; const char* table; } rows[] = {
+      {"0.19", 0.01216, "vLLM 0.19.0 table"}, {"0.14", 0.012, "vLLM 0.14.0 table"}, {"0.24", 0.01205, "vLLM 0.24.0"}};
+  for (const auto& r : rows) {
+    const OpTime t = kernel_model(h200(), {"vllm", r.version}).gemm(64, 4096, 4096, Precision::bf16);
+    EXPECT_DOUBLE_EQ(table_s(t), r.ms * 1e-3) << r.version;
+    EXPECT_EQ(t.source, Source::measured) << r.version;
+    EXPECT_EQ(t.table, r.table) << r.version;
+  }
+  // fp8 per tensor: 0.01836 ms in 0.14's table against 0.01079 in 0.24's.
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(h200(), {"vllm", "0.14"}).gemm(64, 4096, 4096, Precision::fp8)), 0.01836e-3);
+}
+
+TEST(KernelTables, OtherEnginesNameTheirOwnTables) {
+  // SGLang 0.5.14 decode attention (fa3), 16 sequences of 1,024 tokens, 32 query / 4 KV heads of 128, bf16 KV.
+  const OpTime a = kernel_model(h200(), {"sglang", "0.5"}).attention_decode(16, 1024, 32, 4, 128, Precision::bf16, 0);
+  EXPECT_DOUBLE_EQ(table_s(a), 0.01542e-3);
+  EXPECT_EQ(a.table, "SGLang 0.5.14 table");
+  EXPECT_EQ(a.kernel, "fa3");
+  // TensorRT-LLM 1.3.0rc20 fused MoE (its CUTLASS MoE): 1,024 tokens, hidden 7168, inter 2048, top-8 of
+  // 256, TP1 EP1, balanced, FP8 128-block weights: 3.333 ms (vLLM 0.19's Triton fused_moe: 3.292).
+  const MoeShape s{1024, 7168, 2048, 8, 256, 1, 1};
+  const OpTime m = kernel_model(h200(), {"trtllm", "1.3"}).moe(s, Precision::fp8_block);
+  EXPECT_DOUBLE_EQ(table_s(m), 3.333e-3);
+  EXPECT_EQ(m.table, "TensorRT-LLM 1.3.0rc20 table");
+  EXPECT_EQ(m.kernel, "moe_torch_flow_cutlass");
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(h200(), {"vllm", "0.19"}).moe(s, Precision::fp8_block)), 3.292e-3);
+}
+
+TEST(KernelTables, NearestMeasuredRelease) {
+  const auto table = [](const char* engine, const char* version) {
+    return std::string(kernel_model(h200(), {engine, version}).gemm(64, 4096, 4096, Precision::bf16).table);
+  };
+  // Nothing at or below 0.12: the oldest above.
+  EXPECT_EQ(table("vllm", "0.12"), "vLLM 0.14.0 table (nearest measured: 0.14.0 for 0.12)");
+  // Between releases: the newest below.
+  EXPECT_EQ(table("vllm", "0.20"), "vLLM 0.19.0 table (nearest measured: 0.19.0 for 0.20)");
+  EXPECT_EQ(table("vllm", "0.19.1"), "vLLM 0.19.0 table (nearest measured: 0.19.0 for 0.19.1)");
+  // At or past 0.24: the 0.24 tables.
+  EXPECT_EQ(table("vllm", "0.24"), "vLLM 0.24.0");
+  EXPECT_EQ(table("vllm", "0.30"), "vLLM 0.24.0");
+  // A release is a build of the version asked: "1.3" asks for 1.3.0rc20.
+  EXPECT_EQ(table("trtllm", "1.3"), "TensorRT-LLM 1.3.0rc20 table");
+  EXPECT_EQ(table("sglang", "0.5.14"), "SGLang 0.5.14 table");
+  // An engine with no tables here: vLLM 0.24's.
+  EXPECT_EQ(table("other", "1.0"), "vLLM 0.24.0");
+}
+
+TEST(KernelTables, AFamilyAReleaseLacksFallsBackAndSaysSo) {
+  // vLLM 0.22 timed no fused MoE nor custom all-reduce on the H200: the next nearest release (0.19,
+  // the newest below) times them; a family no vLLM release timed (the Mamba state update) comes from
+  // this project's H200 runs, NCCL from the 0.24 collection.
+  const KernelModel& km = kernel_model(h200(), {"vllm", "0.22"});
+  EXPECT_EQ(km.gemm(64, 4096, 4096, Precision::bf16).table, "vLLM 0.22.0 table");
+  const OpTime m = km.moe({1024, 7168, 2048, 8, 256, 1, 1}, Precision::fp8_block);
+  EXPECT_EQ(m.table, "vLLM 0.19.0 table (nearest measured: 0.19.0 for 0.22)");
+  EXPECT_DOUBLE_EQ(table_s(m), 3.292e-3);
+  EXPECT_EQ(km.tp_all_reduce(1 << 20, 8).table, "vLLM 0.19.0 table (nearest measured: 0.19.0 for 0.22)");
+  EXPECT_TRUE(km.mamba_step(64, 128, 64, 128, 8).table.starts_with("torch"));
+  EXPECT_EQ(km.collective(Collective::all_gather, 1 << 24, {8, 1, nullptr}).table, "NCCL 2.29.2");
+  EXPECT_NE(km.provenance().find("vLLM 0.19.0 table (nearest measured: 0.19.0 for 0.22): "), std::string::npos);
+  // SGLang timed no fp8 per-tensor MoE on the H200: the rule's FP8 block rows of its own table.
+  const OpTime s = kernel_model(h200(), {"sglang", "0.5"}).moe({1024, 7168, 2048, 8, 256, 1, 1}, Precision::fp8);
+  EXPECT_EQ(s.table, "SGLang 0.5.14 table");
+  EXPECT_EQ(s.source, Source::interpolated);  // another format's rows: never reported as measured
+}
+
+TEST(KernelTables, TheDefaultTablesAreTheSameModel) {
+  EXPECT_EQ(&kernel_model(h200()), &kernel_model(h200(), KernelTables{}));
+  EXPECT_EQ(&kernel_model(h200(), {"vllm", "0.19"}), &kernel_model(h200(), {"vllm", "0.19"}));
+}
+
+// Reading lazily (one family at a time, in any order) fits the same bits as reading every file first.
+TEST(KernelTables, LazyReadingFitsTheSameBitsAsAWholeRead) {
+  for (const char* gpu : {"H200", "B200"}) {
+    const GpuSpec& g = Catalog::global().gpu(gpu);
+    for (const std::string& release : {std::string(), std::string("vllm-0.19.0")}) {
+      const Calibration whole = Calibration::embedded(g, release);
+      const auto& all = whole.families();
+      ASSERT_FALSE(all.empty()) << gpu << " " << release;
+      const Calibration lazy = Calibration::embedded(g, release);
+      for (auto it = all.rbegin(); it != all.rend(); ++it) {  // the other order
+        const FamilyCalibration* f = lazy.family(it->first);
+        ASSERT_NE(f, nullptr) << it->first;
+        ASSERT_EQ(f->samples.size(), it->second.samples.size()) << it->first;
+        EXPECT_EQ(f->fit_max_error, it->second.fit_max_error) << it->first;
+        for (std::size_t i = 0; i < f->samples.size(); ++i) {
+          Sample q = it->second.samples[i];
+          q.x[0] += 0.37;  // off the measured shape: the fitted surface, not the stored row
+          EXPECT_EQ(f->fit.predict(q, nullptr), it->second.fit.predict(q, nullptr)) << it->first << " " << i;
+          EXPECT_EQ(f->samples[i].seconds, it->second.samples[i].seconds);
+        }
+      }
+    }
+  }
+}
