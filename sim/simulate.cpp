@@ -383,6 +383,10 @@ nlohmann::json what_ran_json(const Scenario& s, const SimResult& r) {
   w.plan = &r.plan;
   w.context_tokens = std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean()));
   w.calibration = r.calibration;
+  if (s.calibration) {   // a user's profile on top of the tables (--calibration)
+    const validate::RunKind k = validate::run_kind(s, r);
+    w.calibration += "; " + applicable(*s.calibration, k.gpu, k.engine, s.model).summary;
+  }
   return what_ran_json(w);
 }
 

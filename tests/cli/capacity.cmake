@@ -27,3 +27,16 @@ set_tests_properties(cli_plan_open_loop PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_plan_arrival_needs_rate COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
          --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000 --arrival poisson)
 set_tests_properties(cli_plan_arrival_needs_rate PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --arrival: needs --target-rps[^\n]*\n$")
+# --price INSTANCE=USD (repeatable, before or after the subcommand) replaces an instance's $/hour:
+# a one-node plan then costs exactly that.
+add_test(NAME cli_price_override COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
+         --precision fp8 --tp 1 --topology agg --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000
+         --concurrency 4 --requests 40 --price p5en.48xlarge=84.8 --price p5.48xlarge=55 -q)
+set_tests_properties(cli_price_override PROPERTIES PASS_REGULAR_EXPRESSION "aggregated +4 +[0-9]+ +1 +8 +1 +84\\.80 ")
+add_test(NAME cli_price_listed COMMAND ${SS} --price p5.48xlarge=55.5 list instances --format json)
+set_tests_properties(cli_price_listed PROPERTIES PASS_REGULAR_EXPRESSION "\"name\": \"p5.48xlarge\"[^}]*\"usd_per_hour\": 55\\.5|\"usd_per_hour\": 55\\.5[^}]*\"name\": \"p5.48xlarge\"")
+foreach(bad IN ITEMS "nope.xlarge=3" "p5.48xlarge=-1" "p5.48xlarge" "p5.48xlarge=abc")
+  string(MAKE_C_IDENTIFIER "${bad}" name)
+  add_test(NAME cli_price_error_${name} COMMAND ${SS} --price ${bad} list instances)
+  set_tests_properties(cli_price_error_${name} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --price[^\n]+\n$")
+endforeach()
