@@ -7,7 +7,7 @@ add_test(NAME cli_capacity_steady_state COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P $
 add_test(NAME cli_simulate_what_ran_text COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --isl 1000 --osl 200
          --concurrency 4 --requests 20 --kv-cache-dtype fp8 -q)
 set_tests_properties(cli_simulate_what_ran_text PROPERTIES PASS_REGULAR_EXPRESSION
-  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8; 1 x h200[^\n]*\n  engine vllm-[0-9.]+: max_num_seqs [0-9]+, max_num_batched_tokens [0-9]+[^\n]*\n  memory: [0-9]+ KV blocks x 16 tokens per replica; [0-9]+ sequences of 1200 tokens[^\n]*\n  calibration: measured on H200")
+  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8; 1 x h200[^\n]*\n  engine vllm-[0-9.]+: max_num_seqs [0-9]+, max_num_batched_tokens [0-9]+[^\n]*\n  memory: [0-9]+ KV blocks x 16 tokens per replica; [0-9]+ sequences of 1200 tokens[^\n]*\n  calibration: [^\n]*measured on H200")
 add_test(NAME cli_sweep_what_ran COMMAND ${SS} sweep --model llama-3.1-8b --gpu h200 --isl 500 --osl 20 --concurrency 1,2
          --requests 10 --format json)
 set_tests_properties(cli_sweep_what_ran PROPERTIES PASS_REGULAR_EXPRESSION "\"what_ran\": {[^}]*\"calibration\"")
@@ -34,7 +34,8 @@ add_test(NAME cli_price_override COMMAND ${SS} plan --model llama-3.1-8b --insta
          --concurrency 4 --requests 40 --price p5en.48xlarge=84.8 --price p5.48xlarge=55 -q)
 set_tests_properties(cli_price_override PROPERTIES PASS_REGULAR_EXPRESSION "aggregated +4 +[0-9]+ +1 +8 +1 +84\\.80 ")
 add_test(NAME cli_price_listed COMMAND ${SS} --price p5.48xlarge=55.5 list instances --format json)
-set_tests_properties(cli_price_listed PROPERTIES PASS_REGULAR_EXPRESSION "\"name\": \"p5.48xlarge\"[^}]*\"usd_per_hour\": 55\\.5|\"usd_per_hour\": 55\\.5[^}]*\"name\": \"p5.48xlarge\"")
+set_tests_properties(cli_price_listed PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"name\": \"p5.48xlarge\",[^]]*\"usd_per_hour\": \"--price on the command line\"\n *},\n *\"usd_per_hour\": 55\\.5")
 foreach(bad IN ITEMS "nope.xlarge=3" "p5.48xlarge=-1" "p5.48xlarge" "p5.48xlarge=abc")
   string(MAKE_C_IDENTIFIER "${bad}" name)
   add_test(NAME cli_price_error_${name} COMMAND ${SS} --price ${bad} list instances)
