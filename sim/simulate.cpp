@@ -385,7 +385,10 @@ nlohmann::json what_ran_json(const Scenario& s, const SimResult& r) {
   w.calibration = r.calibration;
   if (s.calibration) {   // a user's profile on top of the tables (--calibration)
     const validate::RunKind k = validate::run_kind(s, r);
-    w.calibration += "; " + applicable(*s.calibration, k.gpu, k.engine, s.model).summary;
+    const CalibrationProfile& c = *s.calibration;   // named by what it was fitted on, not by its file
+    const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model);
+    w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " + c.engine + ": " +
+                     (a.applied.empty() ? std::string("nothing applies to this run") : "applies " + text::join(a.applied));
   }
   return what_ran_json(w);
 }
