@@ -1,10 +1,12 @@
 #include "common/files.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -88,14 +90,44 @@ void check_writable_target(const std::string& path, const std::string& where) {
   if (fs::is_directory(fs::status(path, ec))) throw Error(where, "", path + ": is a folder, not a file");
 }
 
-AtomicFiles::~AtomicFiles() {
+AtomicFiles::~AtomicFiles() { discard(); }
+
+void AtomicFiles::discard() {
   for (const auto& p : pending_) ::unlink(p.tmp.c_str());
+  pending_.clear();
 }
+
+namespace {
+// Temporaries are named ".NAME.tmp.PID.XXXXXX" (python/servesim's charts too). One whose process
+// is gone (a run killed with SIGKILL, say) and that is over a minute old is removed by the next
+// write of the same target, so interrupted runs leave no litter behind for long.
+void sweep_stale_temporaries(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const std::string prefix = "." + name + ".tmp.";
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind(prefix, 0) != 0) continue;
+    const std::size_t dot = f.find('.', prefix.size());
+    if (dot == std::string::npos || dot == prefix.size() || dot - prefix.size() > 9) continue;
+    const std::string digits = f.substr(prefix.size(), dot - prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;   // alive (or not ours to judge)
+    std::error_code e2;
+    const auto t = fs::last_write_time(e.path(), e2);
+    if (e2 || now - t < std::chrono::seconds(60)) continue;
+    fs::remove(e.path(), e2);
+  }
+}
+}  // namespace
 
 std::string AtomicFiles::reserve(const std::string& path) {
   const std::string dir = folder_of(path);
   std::string name = std::filesystem::path(path).filename().string();
-  std::string tmpl = dir + "/." + name + ".tmp.XXXXXX";
+  sweep_stale_temporaries(dir, name);
+  std::string tmpl = dir + "/." + name + ".tmp." + std::to_string(::getpid()) + ".XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw Error(path, "", std::string("cannot write file: ") + std::strerror(errno));
   ::close(fd);

@@ -38,6 +38,8 @@ class AtomicFiles {
   // Registers a temporary that someone else (a child process) writes; returns its name.
   std::string reserve(const std::string& path);
   void commit();
+  // Removes the temporaries now (what the destructor does), e.g. before removing their folder.
+  void discard();
 
  private:
   struct Pending {

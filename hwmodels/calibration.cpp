@@ -22,6 +22,7 @@ namespace {
 // 16,384 tokens at EP 64 and 14.86 ms at EP 4, a rank time EP barely divides, where hidden 6,144 takes
 // 0.64 and 4.42 ms), and a plain weighted plane carries that series' ratio onto its neighbours.
 constexpr std::string_view kRobustPlaneFamilies[] = {"moe_fp8_block_cutlass"};
+constexpr std::size_t kMaxPointsPerFile = 20000;
 }  // namespace
 
 std::uint64_t shape_key(std::initializer_list<double> fields) {
@@ -108,9 +109,16 @@ double bus_factor(std::string_view op, int n) {
 
 namespace {
 
+// A measured time in ms (1 ns to about 3 hours), or a shape or size: a whole number from 1 to
+// 2^40 (no kernel of a serving engine is timed beyond that; 1e15 rows is a typo, not a shape).
 double positive(const JsonReader& r, std::string_view key) {
   double v = r.number(key);
   if (v <= 0) r.fail(key, "must be > 0");
+  if (key == "ms" || key == "ms_eager") {
+    if (!(v >= 1e-6 && v <= 1e7)) r.fail(key, "must be a time from 1e-06 ms (1 ns) to 1e+07 ms, got " + brief(r.json()[std::string(key)]));
+  } else if (!(v <= 1099511627776.0) || (v != std::floor(v) && key != "bytes")) {   // a mean message size may be fractional
+    r.fail(key, "must be a whole number from 1 to 2^40, got " + brief(r.json()[std::string(key)]));
+  }
   return v;
 }
 
@@ -427,8 +435,14 @@ struct Calibration::Lazy {
       env[file] = file + ": " + e.string_or("gpu", "?") + ", " + d.runtime + ", " + e.string_or("date", "?") +
                   (e.has("source") ? ", " + e.string("source") : std::string());
     }
-    if (root.has("kernels"))
-      for (const auto& k : root.json().at("kernels")) d.kernels.push_back(k.get<std::string>());
+    if (root.has("kernels")) {
+      const auto& ks = root.json().at("kernels");
+      if (!ks.is_array()) root.fail("kernels", "expected a list of kernel names, got " + brief(ks));
+      for (std::size_t i = 0; i < ks.size(); ++i) {
+        if (!ks[i].is_string()) root.fail("kernels[" + std::to_string(i) + "]", "expected a kernel name, got " + brief(ks[i]));
+        d.kernels.push_back(ks[i].get<std::string>());
+      }
+    }
     if (root.has("rejected_kernels")) {
       JsonReader rk = root.object("rejected_kernels");
       for (const auto& [k, v] : rk.json().items()) {
@@ -440,6 +454,11 @@ struct Calibration::Lazy {
     if (d.declared) d.method = parse_method(root);
     const auto points = root.array("points");
     const std::size_t n = d.columns.empty() ? points.size() : d.rows.size();
+    // The cross-validated fit takes time quadratic in a family's points (10,000 about 1 s, 300,000
+    // about 15 min): a file beyond the limit is refused, not left to run for hours.
+    if (n > kMaxPointsPerFile)
+      root.fail("points", std::to_string(n) + " points, more than " + std::to_string(kMaxPointsPerFile) +
+                              " per file (the fit's time grows with the square of the points); thin the sweep");
     for (std::size_t i = 0; i < n; ++i) {
       nlohmann::json fields;
       if (!d.columns.empty()) fields = naming_fields(d.rows[i], d.columns);

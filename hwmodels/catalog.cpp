@@ -1,5 +1,6 @@
 #include "hwmodels/catalog.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <map>
 
@@ -106,10 +107,23 @@ std::map<std::string, std::string> read_sources(const JsonReader& r) {
   return out;
 }
 
+// A GPU or instance name: it becomes a file name (nccl-<instance>.sh, recommend's DIR/<instance>/), a
+// Kubernetes node selector and a word of emitted shell scripts, so only letters, digits and ". _ + -"
+// (starting with a letter or digit, at most 64 characters): never "/", "..", a space, a quote or a
+// control character.
+void check_name(const JsonReader& r) {
+  const std::string n = r.string("name");
+  bool ok = !n.empty() && n.size() <= 64 && std::isalnum(static_cast<unsigned char>(n[0]));
+  for (char ch : n) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '+' || ch == '-');
+  if (!ok)
+    r.fail("name", "must be 1-64 characters of letters, digits and . _ + - starting with a letter or digit (it names files "
+                   "and goes into emitted scripts and manifests), got " + nlohmann::json(n).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+}
+
 GpuSpec read_gpu(const JsonReader& r) {
   GpuSpec g;
+  check_name(r);
   g.name = r.string("name");
-  if (g.name.empty()) r.fail("name", "must not be empty");
   g.arch = r.string("arch");
   g.hbm_nominal_bytes = datasheet(r, "hbm_nominal_bytes", 1e8, 1e14, "bytes");
   g.hbm_usable_bytes = datasheet(r, "hbm_usable_bytes", 1e8, 1e14, "bytes");
@@ -149,8 +163,8 @@ GpuSpec read_gpu(const JsonReader& r) {
 
 InstanceSpec read_instance(const JsonReader& r) {
   InstanceSpec i;
+  check_name(r);
   i.name = r.string("name");
-  if (i.name.empty()) r.fail("name", "must not be empty");
   i.gpu = r.string("gpu");
   i.gpus = static_cast<int>(r.integer("gpus"));
   if (i.gpus < 1 || i.gpus > 1024) r.fail("gpus", "must be between 1 and 1024");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <sstream>
 
@@ -777,13 +778,19 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file) 
 // Catalogue.
 
 namespace {
+// Entries are never erased or overwritten (running simulations hold references to them); the
+// lock lets add_model_file run while other threads look models up (the Python bindings release
+// the GIL around simulations).
 struct Registry {
   std::vector<std::unique_ptr<ModelSpec>> models;
+  std::size_t builtin = 0;   // the first `builtin` entries are the embedded catalogue
+  std::shared_mutex mu;
   Registry() {
     for (auto path : data::list("models/data/")) {
       if (!path.ends_with(".json")) continue;
       models.push_back(std::make_unique<ModelSpec>(parse_model_json(data::get(path), std::string(path))));
     }
+    builtin = models.size();
   }
 };
 Registry& registry() {
@@ -794,18 +801,23 @@ Registry& registry() {
 
 std::vector<std::string> model_names() {
   std::vector<std::string> out;
+  std::shared_lock lock(registry().mu);
   for (const auto& m : registry().models) out.push_back(m->name);
   return out;
 }
 
 const ModelSpec& model(std::string_view name) {
-  for (const auto& m : registry().models)
-    if (text::iequals(m->name, name)) return *m;
+  {
+    std::shared_lock lock(registry().mu);
+    for (const auto& m : registry().models)
+      if (text::iequals(m->name, name)) return *m;
+  }
   throw Error("--model", "", "unknown model \"" + std::string(name) + "\" (known: " + text::join(model_names()) + ")");
 }
 
 namespace {
 std::string read_text(const std::string& path) { return read_input_file(path, kMaxJsonFileBytes); }
+ModelSpec read_model_file_unchecked(const std::string& path);
 
 // The hf_quant_config.json next to a config: "<dir>/hf_quant_config.json" for "<dir>/config.json",
 // "<prefix>hf_quant_config.json" for "<prefix>config.json".
@@ -824,7 +836,25 @@ std::string sibling_quant_config(const std::string& path) {
   return "";
 }
 
+// A model's name goes into results, terminals, emitted scripts and manifests: 1-128 characters
+// of valid UTF-8 without control characters.
+void check_model_name(const std::string& name, const std::string& path) {
+  if (name.empty()) throw Error(path, "name", "must not be empty (it names the model in results and emitted deployments)");
+  if (name.size() > 128) throw Error(path, "name", "must be at most 128 characters, got " + std::to_string(name.size()));
+  for (const char ch : name)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw Error(path, "name", "must not contain control characters (byte " + std::to_string(static_cast<unsigned char>(ch)) + ")");
+  if (const auto at = text::invalid_utf8_at(name); at != std::string::npos)
+    throw Error(path, "name", "is not valid UTF-8 (byte " + std::to_string(at) + ")");
+}
+
 ModelSpec read_model_file(const std::string& path) {
+  ModelSpec m = read_model_file_unchecked(path);
+  check_model_name(m.name, path);
+  return m;
+}
+
+ModelSpec read_model_file_unchecked(const std::string& path) {
   const std::string text = read_text(path);
   const auto doc = parse_json(sanitize(text), path);
   if (doc.is_object() && doc.contains("hf_config")) return parse_model_json(text, path);
@@ -850,14 +880,17 @@ ModelSpec read_model_file(const std::string& path) {
 
 const ModelSpec& add_model_file(const std::string& path) {
   ModelSpec m = read_model_file(path);
-  auto& models = registry().models;
-  for (auto& existing : models)
-    if (text::iequals(existing->name, m.name)) {
-      *existing = std::move(m);
-      return *existing;
-    }
-  models.push_back(std::make_unique<ModelSpec>(std::move(m)));
-  return *models.back();
+  auto& r = registry();
+  std::unique_lock lock(r.mu);
+  for (std::size_t i = 0; i < r.models.size(); ++i)
+    if (text::iequals(r.models[i]->name, m.name))
+      throw Error(path, "name",
+                  "the model '" + m.name + "' is already in the catalogue" +
+                      (i < r.builtin ? std::string(" (built in)") : std::string(" (added earlier)")) +
+                      "; a model file never replaces one: give it another name (its \"name\", or the file's stem for a "
+                      "Hugging Face config)");
+  r.models.push_back(std::make_unique<ModelSpec>(std::move(m)));
+  return *r.models.back();
 }
 
 const ModelSpec& load_model_file(const std::string& path) {
@@ -880,6 +913,7 @@ const ModelSpec* model_by_hf_id(std::string_view hf_id) {
   std::vector<std::string> tries{id};
   for (const char* suffix : {"-fp8", "-nvfp4", "-fp4"})
     if (id.ends_with(suffix)) tries.push_back(id.substr(0, id.size() - std::string_view(suffix).size()));
+  std::shared_lock lock(registry().mu);
   for (const auto& t : tries)
     for (const auto& m : registry().models)
       for (const auto& h : m->hf_ids)

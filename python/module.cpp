@@ -320,6 +320,15 @@ PYBIND11_MODULE(_servesim, m) {
         }
         return to_py(r);
       }, py::arg("args"), "Predictions against measured runs (`servesim validate`)");
+  m.def("calibrate_e2e", [](py::dict kw) {
+        nlohmann::json args = to_json(kw, "calibrate_e2e()");
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          out = api::calibrate_e2e(args);
+        }
+        return to_py(out);
+      }, py::arg("args"), "calibrate e2e: fit a calibration profile on measured runs (see servesim.calibrate_e2e)");
   m.def("plan_points", [](py::dict kw) { return api::plan_points(plan_args(to_json(kw, "plan()"))); }, py::arg("args"),
         "Number of (topology, concurrency) points of a plan");
   m.def("plan_point", [](py::dict kw, int index) {
@@ -388,9 +397,26 @@ PYBIND11_MODULE(_servesim, m) {
            }, py::arg("index"), "One candidate's sweep rows (for add), without the bounds")
       .def("configurations", &api::SearchSession::configurations, "Number of candidates enumerated")
       .def("report", [](const api::SearchSession& s) { return to_py(s.report()); });
-  m.def("nccl", [](const std::string& instance, int nodes) { return to_py(api::nccl(instance, nodes)); },
+  // Arguments taken as any Python object and checked here: a wrong type or range is one
+  // servesim.Error naming the argument, never a pybind TypeError or a silent truncation.
+  m.def("nccl", [](py::object instance, py::object nodes) {
+        if (!py::isinstance<py::str>(instance))
+          throw servesim::Error("nccl()", "instance", "expected an instance name (a str), got " +
+                                                         py::str(py::type::of(instance).attr("__name__")).cast<std::string>());
+        const json n = to_json(nodes, "nccl()", 0, "nodes");
+        if (!n.is_number_integer() || py::isinstance<py::bool_>(nodes) || n.get<std::int64_t>() < 1 || n.get<std::int64_t>() > 1024)
+          throw servesim::Error("nccl()", "nodes", "expected a whole number of instances in 1..1024, got " + servesim::brief(n));
+        return to_py(api::nccl(instance.cast<std::string>(), int(n.get<std::int64_t>())));
+      },
         py::arg("instance"), py::arg("nodes"), "NCCL all-reduce check (`servesim nccl`)");
-  m.def("emit", [](py::dict deployment, const std::string& dir) {
-        return to_py(api::emit_deployment(to_json(deployment, "emit()"), dir));
+  m.def("emit", [](py::object deployment, py::object dir) {
+        if (!py::isinstance<py::dict>(deployment))
+          throw servesim::Error("emit()", "deployment", "expected a dict (a result's \"deployment\"), got " +
+                                                           py::str(py::type::of(deployment).attr("__name__")).cast<std::string>());
+        if (!py::isinstance<py::str>(dir) && !py::hasattr(dir, "__fspath__"))
+          throw servesim::Error("emit()", "directory", "expected a folder name (a str or path), got " +
+                                                          py::str(py::type::of(dir).attr("__name__")).cast<std::string>());
+        const std::string folder = py::str(py::module_::import("os").attr("fspath")(dir)).cast<std::string>();
+        return to_py(api::emit_deployment(to_json(deployment, "emit()"), folder));
       }, py::arg("deployment"), py::arg("directory"), "Write a deployment's artefacts into a folder");
 }

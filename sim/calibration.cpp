@@ -6,6 +6,7 @@
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
+#include "sim/engine/engine_profile.hpp"
 
 namespace servesim::sim {
 
@@ -80,10 +81,17 @@ nlohmann::json to_json(const CalibrationProfile& p) {
 
 CalibrationProfile load_calibration(const std::string& path) { return parse_calibration(read_json_file(path), path); }
 
-AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine,
+AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
                               const std::string& model) {
   AppliedCalibration a;
-  const bool same_gpu = text::lower(gpu) == p.gpu, same_engine = text::lower(engine) == p.engine;
+  std::string engine = text::lower(engine_profile), build = engine;
+  try {
+    const EngineProfile& e = sim::engine_profile(engine_profile.empty() ? std::string(kNewestEngine) : engine_profile);
+    engine = e.engine, build = e.name;
+  } catch (const Error&) {   // an engine name without a profile: compared as it is
+  }
+  const bool same_gpu = text::lower(gpu) == p.gpu;
+  const bool same_engine = engine == p.engine && (p.engine_profile.empty() || build == text::lower(p.engine_profile));
   // Every parameter belongs to the cluster it was measured on: its GPU (and that node's host CPUs)
   // and its engine build. Another model on them takes them all (they are per kernel family and per
   // request, not per model); another GPU or engine takes none.
@@ -112,7 +120,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     s += "; left out";
     for (std::size_t i = 0; i < a.dropped.size(); ++i) s += (i ? ", " : " ") + a.dropped[i];
     s += !same_gpu ? " (fitted on another GPU; this run is on " + text::lower(gpu) + ")"
-                   : " (fitted on another engine; this run is on " + text::lower(engine) + ")";
+                   : " (fitted on " + (p.engine_profile.empty() ? p.engine : p.engine_profile) + "; this run is on " + build + ")";
   }
   if (!model.empty() && text::lower(model) != p.model && a.any) s += "; fitted on another model, bands of this kind are the shipped ones";
   if (a.bands && !model.empty() && text::lower(model) != p.model) a.bands = false;

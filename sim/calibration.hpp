@@ -41,9 +41,10 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
 nlohmann::json to_json(const CalibrationProfile& p);
 CalibrationProfile load_calibration(const std::string& path);
 
-// What of a profile applies to a run of `model` on `gpu` under an engine profile of `engine`
-// (vllm, sglang, trtllm): every parameter on the GPU and engine it was fitted on (any model), none
-// elsewhere; `summary` says what applied, what was left out and why.
+// What of a profile applies to a run of `model` on `gpu` under the engine profile `engine_profile`
+// (vllm-0.19, sglang-0.5, ...): every parameter on the GPU and engine build it was fitted on (any
+// model), none elsewhere; `summary` says what applied, what was left out and why. A scenario that
+// names a calibration and no engine profile runs the calibration's.
 struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
@@ -52,7 +53,7 @@ struct AppliedCalibration {
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header
 };
-AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine,
+AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
                               const std::string& model);
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p);
 

@@ -202,6 +202,13 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
       s.calibration = std::make_shared<const CalibrationProfile>(parse_calibration(c, file + ": calibration"));
     else
       j.fail("calibration", "expected a profile file (servesim calibrate e2e --output) or a profile object");
+    // Without an engine profile of its own the run takes the calibration's engine build.
+    if (!j.has("engine_profile") && !s.calibration->engine_profile.empty()) {
+      try {
+        s.engine_profile = engine_profile(s.calibration->engine_profile).name;
+      } catch (const Error&) {   // a build this binary has no profile of: the default, and the calibration says it left out
+      }
+    }
   }
   if (j.has("seed")) {
     const std::int64_t seed = j.integer("seed");

@@ -125,7 +125,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
   apply_profile(prof, m, gpu, given, e);
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
-    const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.engine, m.name);
+    const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name);
     e.kernel_scales = a.kernels;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
     e.closed_loop_osl_spread_tokens *= a.spread_factor;
@@ -143,7 +143,7 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
       gpu = hw::Catalog::global().gpu(s.gpu).name;
     } catch (const Error&) {   // prepare() names the bad GPU
     }
-    f.api.request.mean_s += applicable(*s.calibration, gpu, prof.engine, "").request_overhead_ms * 1e-3;
+    f.api.request.mean_s += applicable(*s.calibration, gpu, prof.name, "").request_overhead_ms * 1e-3;
   }
   return f;
 }
@@ -399,7 +399,7 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   j["prediction_band"] = validate::run_bands(s, r);
   if (s.calibration) {
     const validate::RunKind k = validate::run_kind(s, r);
-    j["calibration"] = to_json(applicable(*s.calibration, k.gpu, k.engine, s.model), *s.calibration);
+    j["calibration"] = to_json(applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model), *s.calibration);
   }
   j["engine"] = {{"profile", r.engine.engine_profile},
                  {"async_scheduling", r.engine.async_scheduling},

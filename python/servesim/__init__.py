@@ -113,7 +113,8 @@ _TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpu
         "ep": "expert_parallel_size", "dp": "data_parallel_size", "data_parallel_size": "data_parallel_size",
         "tensor_parallel_size": "tensor_parallel_size",
         "pipeline_parallel_size": "pipeline_parallel_size", "expert_parallel_size": "expert_parallel_size",
-        "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed"}
+        "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed",
+        "calibration": "calibration"}
 _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
            "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms",
            "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent", "closed_loop_osl_spread_length_exponent"]
@@ -141,7 +142,7 @@ def _as_dict(s):
 def scenario(base=None, **flags):
     """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
     with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, dp, precision, kv_cache_dtype,
-    router, seed; the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
+    router, seed, calibration (a profile file from :func:`calibrate_e2e`, or its dict); the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
     request_rate, arrival, burstiness, requests, warmup_requests; dataset_entries and dataset_sampling (aiperf's
     prompt dataset: repeats of an entry hit the prefix cache, see workloads/README.md)."""
     s = _as_dict(base)
@@ -159,6 +160,8 @@ def scenario(base=None, **flags):
         f["model_file"] = _path(f["model_file"])
     if "model" in f:
         s.pop("model_file", None)
+    if "calibration" in f and not isinstance(f["calibration"], dict):
+        f["calibration"] = _path(f["calibration"])   # a profile file (calibrate_e2e's output), or the profile as a dict
     for k, key in _TOP.items():
         if k in f:
             s.pop(short.get(key, key), None)  # the file may use the short alias
@@ -296,16 +299,38 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     the engine profile's closed-loop spread; 0, the default, keeps the harness's fixed OSL, which
     the profile's spread then varies), seeds (run every point at that many seeds from ``seed``: the
     result's ``across_seeds`` gives each group's median |error| per seed), lock_fraction (also run each
-    closed-loop point in the clients' train and spread out: each point's ``lock_fraction``). Returns a dict:
+    closed-loop point in the clients' train and spread out: each point's ``lock_fraction``), calibration (a
+    profile file from :func:`calibrate_e2e`, applied to every point where it transfers), leave_one_out
+    ("model" or "release": refit the fitted engine parameters on every other group and predict each group
+    out of fit; the result's ``transfer`` gives in-fit and out-of-fit errors per group). Returns a dict:
     ``points`` (one per measured point: measured, predicted, error_pct, or its ``unmodellable``
     reason), ``groups``, ``by_release`` (per engine release the rows name x model x GPU x mode) and
     ``by_gpu`` (median signed, median and p90 absolute % errors), ``counts``,
     ``csv``; :func:`frame` turns it into one DataFrame row per point. The GIL is released while
     the points run."""
     args = dict(path=str(path), backend=backend, mode=mode, gpu=gpu, model=model, **kw)
+    if args.get("calibration") is not None:
+        args["calibration"] = _path(args["calibration"])
     if isinstance(args.get("model_file"), str):
         args["model_file"] = [args["model_file"]]
     return _c.validate({k: v for k, v in args.items() if v is not None})
+
+
+def calibrate_e2e(inputs, output=None, **kw):
+    """Fits servesim to your own measured serving runs (``servesim calibrate e2e``): ``inputs`` is a
+    path or a list of paths (aiperf artefact folders, ``vllm bench serve --save-result`` JSON, SGLang
+    bench_serving JSONL, silicon-sample CSV); ``output`` writes the profile (for ``calibration=`` in
+    :func:`simulate`, :func:`sweep`, :func:`validate`, or "calibration" in a scenario). ``kw``: model,
+    model_file, gpu, tp, precision, engine (the setup of bench results that do not carry it), parameters
+    (comma-separated names), folds, train_fraction, threads, seed, harness. Returns a dict: the fitted
+    ``parameters`` (prior, value, sd), ``cross_validation`` (median |error| before / after), ``held_out``
+    (with train_fraction), the ``profile`` itself and its ``text``. The GIL is released while it runs."""
+    import os
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    args = dict(inputs=[_path(p) for p in paths], output=_path(output), **kw)
+    if isinstance(args.get("model_file"), (str, os.PathLike)):
+        args["model_file"] = [_path(args["model_file"])]
+    return _c.calibrate_e2e({k: v for k, v in args.items() if v is not None})
 
 
 _WORKER_SEARCHES = {}   # on a Dask worker: the enumerated search of each argument set, built once per process
@@ -348,7 +373,13 @@ def _search_args(kw):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = list(args[k])
     if isinstance(args.get("pd_ratios"), (list, tuple)):
-        args["pd_ratios"] = [r if isinstance(r, str) else f"{r[0]}:{r[1]}" for r in args["pd_ratios"]]
+        def ratio(r):
+            if isinstance(r, str):
+                return r
+            if isinstance(r, (list, tuple)) and len(r) == 2:
+                return f"{r[0]}:{r[1]}"
+            raise Error(f"search(): pd_ratios: {r!r} is not a (prefill, decode) pair or 'P:D', e.g. (1, 2) or '1:2'")
+        args["pd_ratios"] = [ratio(r) for r in args["pd_ratios"]]
     if isinstance(args.get("images"), (list, tuple)):
         args["images"] = [i if isinstance(i, str) else "x".join(str(v) for v in i[:2]) + (f":{i[2]}" if len(i) > 2 else "")
                           for i in args["images"]]
@@ -414,7 +445,7 @@ def recommend(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=Non
 def nccl(instance="p5en.48xlarge", nodes=1):
     """The NCCL all-reduce cluster check (``servesim nccl``): the nccl-tests command and the time,
     algbw and busbw servesim expects at each message size (``rows``)."""
-    return _c.nccl(instance, int(nodes))
+    return _c.nccl(instance, nodes)   # checked there: a whole number in 1..1024 (2.7 is no node count)
 
 
 def emit(deployment, directory):
@@ -425,7 +456,7 @@ def emit(deployment, directory):
         deployment = deployment["emit"]          # a plan topology
     elif isinstance(deployment, dict) and isinstance(deployment.get("deployment"), dict):
         deployment = deployment["deployment"]    # a search winner or a recommendation
-    return _c.emit(deployment, str(directory))
+    return _c.emit(deployment, directory)   # checked there: a str or path, never str(None) == "None"
 
 
 def frontier_frame(result):

@@ -55,11 +55,21 @@ def main(argv=None):
         import servesim
     except ImportError as e:
         return _fail(f"cannot import servesim ({e})")
+    if not a.scheduler.strip():
+        return _fail("give the Dask scheduler's address (e.g. tcp://10.0.0.5:8786)")
+    import time
+    start = time.monotonic()
     try:
         client = distributed.Client(a.scheduler, timeout=a.timeout, set_as_default=False)
     except Exception as e:  # noqa: BLE001 - OSError, TimeoutError, ValueError for a malformed address ...
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        _fail(f"cannot reach the Dask scheduler at {a.scheduler} within {a.timeout:g} s ({reason})")
+        took = time.monotonic() - start
+        if "handshake" in reason.lower() and took < 0.8 * a.timeout:
+            # The peer answered, then broke the handshake well before the timeout: not a Dask scheduler.
+            _fail(f"the server at {a.scheduler} does not speak the Dask protocol (the handshake failed after "
+                  f"{took:.2f} s); give the address of a Dask scheduler")
+        else:
+            _fail(f"cannot reach the Dask scheduler at {a.scheduler} within {a.timeout:g} s ({reason})")
         # A client that never connected can hang for its close timeout at interpreter exit: leave now.
         sys.stderr.flush()
         os._exit(1)

@@ -344,10 +344,16 @@ def _save_atomic(fig, path):
     import os
     import tempfile
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    # ".NAME.tmp.PID.XXXXXX", as servesim names its temporaries: a later run removes one whose
+    # process is gone.
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp." + str(os.getpid()) + ".", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+        # mkstemp creates 0600: give the chart the usual 0666 & ~umask, as its data files have.
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
     except BaseException:
         os.unlink(tmp)
         raise
@@ -383,10 +389,6 @@ def save_charts(sweep, path, plan=None, title=None):
             tmps.append(_save_atomic(fig, tpath))
         finally:
             plt.close(fig)
-        mask = os.umask(0)
-        os.umask(mask)
-        for t in tmps:
-            os.chmod(t, 0o666 & ~mask)
         os.replace(tmps[0], lpath)
         tmps[0] = None
         os.replace(tmps[1], tpath)

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
 
 #include "sim/resolve.hpp"
 
@@ -95,6 +98,10 @@ nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, cons
 // string or list, engine_any, scenario as a dict, requests_per_client, warmup_per_client,
 // statistic, threads, seed, model_file). The CLI's --format json document.
 nlohmann::json validate(const nlohmann::json& args);
+// `servesim calibrate e2e`: inputs (paths), output (profile file, optional), the bench results' setup
+// (model, gpu, tp, precision, engine), parameters, folds, train_fraction, threads, seed, harness.
+// Returns the report with the profile ("profile") and its text ("text").
+nlohmann::json calibrate_e2e(const nlohmann::json& args);
 
 // `servesim plan`: topology sweep on instances and the SLO capacity plan.
 struct PlanArgs {
@@ -138,7 +145,10 @@ struct SearchArgs {
   bool expert_parallel = true, mixed_gpus = true, prune = true;
   std::int64_t isl = 0, osl = 0, seed = 0;
   std::optional<std::int64_t> requests;
-  double ttft_ms = 0, itl_ms = 0, total_gpus = 0, target_tps = 0, target_rps = 0, gpu_memory_utilization = 0.9;
+  double ttft_ms = 0, itl_ms = 0, gpu_memory_utilization = 0.9;
+  // The objective's load: NaN = not given (0 or a negative value given is refused, never taken for "not given").
+  double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
+         target_rps = std::numeric_limits<double>::quiet_NaN();
   int threads = 0;
 };
 // progress(simulated, pending, pruned, total) between rounds (from the calling thread).
@@ -179,7 +189,33 @@ nlohmann::json recommend_table(const nlohmann::json& report);
 // concurrency (clients of one copy) and the predicted sweep of one copy.
 // Writes vllm-serve.sh, dynamo-deployment.yaml, aiperf-sweep.sh, predicted.csv, nccl-<instance>.sh,
 // nccl-<instance>-expected.csv and deployment.json into `dir` (created); returns the paths.
+// The description is checked first (positive counts in range, known roles and instances, one
+// predicted figure per point); `dir` must be new, empty or hold only an earlier emitted set, which
+// is replaced whole. All files appear or none (DeploymentSet).
 nlohmann::json emit_deployment(const nlohmann::json& deployment, const std::string& dir);
+// Several deployments' files (recommend's DIR/<instance>/, plan's DIR/<topology>/) and any other
+// output of the same run (--output, --plot: files()) written as one set: nothing appears until
+// commit(); destroyed without commit() it removes its temporaries and the folders it created.
+class DeploymentSet {
+ public:
+  explicit DeploymentSet(std::string flag = "--emit");
+  DeploymentSet(const DeploymentSet&) = delete;
+  DeploymentSet& operator=(const DeploymentSet&) = delete;
+  ~DeploymentSet();
+  // Checks a folder that will hold deployment folders (recommend's DIR): new, or holding only
+  // folders and an earlier set's files.
+  void prepare(const std::string& dir, bool nested);
+  void add(const nlohmann::json& deployment, const std::string& dir);
+  AtomicFiles& files() { return files_; }
+  nlohmann::json commit();   // the deployment files' paths
+
+ private:
+  std::string flag_;
+  AtomicFiles files_;
+  std::vector<std::string> created_, stale_, exec_;
+  nlohmann::json paths_ = nlohmann::json::array();
+  bool committed_ = false;
+};
 // `servesim nccl`: the nccl-tests all_reduce_perf command for `nodes` instances and the time,
 // algbw and busbw servesim expects at each message size (powers of two from min to max bytes).
 nlohmann::json nccl(const std::string& instance, int nodes, double min_bytes = 8, double max_bytes = 16.0 * (1ull << 30));

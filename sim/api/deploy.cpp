@@ -4,6 +4,9 @@
 // bandwidth servesim expects (`servesim nccl`). Files are written atomically.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
@@ -96,6 +100,14 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
+// Text for a '#' comment line of a script or manifest: control characters (a newline would end
+// the comment and start a command or a YAML document) become '?'.
+std::string comment(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return s;
+}
+
 const char* kNixl = R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})";
 
 // Engine arguments of one worker role (vLLM's flag names).
@@ -134,16 +146,19 @@ Pod pod_of(const nlohmann::json& w) {
 }
 
 std::string vllm_serve_script(const nlohmann::json& d) {
-  std::string s = "#!/usr/bin/env bash\n# vLLM engine of every worker of the planned deployment (" + d["describe"].get<std::string>() +
-                  ").\n# MODEL: the " + d["precision"].get<std::string>() +
-                  " checkpoint of " + d["model"].get<std::string>() + " (e.g. on the shared FSx for Lustre volume).\n"
-                  "set -euo pipefail\nMODEL=${MODEL:-/fsx/models/" + d["model"].get<std::string>() + "-" +
-                  d["precision"].get<std::string>() + "}\n";
+  // Every value from the deployment is shell-quoted or, in comments, stripped of control
+  // characters: a model, GPU or instance name never runs as a command.
+  const std::string model = d["model"].get<std::string>(), precision = d["precision"].get<std::string>();
+  std::string s = "#!/usr/bin/env bash\n# vLLM engine of every worker of the planned deployment (" + comment(d["describe"].get<std::string>()) +
+                  ").\n# MODEL: the " + comment(precision) + " checkpoint of " + comment(model) +
+                  " (e.g. on the shared FSx for Lustre volume).\n"
+                  "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + precision) +
+                  "\nMODEL=\"${MODEL:-$DEFAULT_MODEL}\"\n";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
     const Pod p = pod_of(w);
-    s += "\n# " + role + ": " + std::to_string(w["count"].get<int>()) + " worker(s), each " + std::to_string(p.gpus) +
-         " x " + w["gpu"].get<std::string>() + " on " + w["instance"].get<std::string>() +
+    s += "\n# " + role + ": " + std::to_string(w["count"].get<std::int64_t>()) + " worker(s), each " + std::to_string(p.gpus) +
+         " x " + comment(w["gpu"].get<std::string>()) + " on " + comment(w["instance"].get<std::string>()) +
          (p.nodes > 1 ? " (" + std::to_string(p.nodes) + " nodes)" : "") + "\n";
     std::vector<std::string> a = engine_args(d, w);
     if (role == "prefill" || role == "decode") a.insert(a.end(), {"--kv-transfer-config", kNixl});
@@ -198,8 +213,8 @@ std::string dynamo_manifest(const nlohmann::json& d) {
                         {"metadata", {{"name", name}}},
                         {"spec", {{"services", services}}}};
   std::ostringstream o;
-  o << "# Dynamo deployment of the planned configuration: " << d["describe"].get<std::string>() << "\n";
-  o << "# " << d["kind"].get<std::string>() << "; " << d["copies"].get<int>() << " cop" << (d["copies"].get<int>() == 1 ? "y" : "ies")
+  o << "# Dynamo deployment of the planned configuration: " << comment(d["describe"].get<std::string>()) << "\n";
+  o << "# " << d["kind"].get<std::string>() << "; " << d["copies"].get<std::int64_t>() << " cop" << (d["copies"].get<std::int64_t>() == 1 ? "y" : "ies")
     << " of the topology; workers per role below are totals. Weights are read from /fsx/models (FSx for Lustre PVC).\n";
   if (d.value("vision", false) && !d.value("has_encode_workers", false))
     o << "# Vision model without encode workers: the " << (d["kind"] == "disaggregated" ? "prefill" : "aggregated")
@@ -209,14 +224,14 @@ std::string dynamo_manifest(const nlohmann::json& d) {
 }
 
 std::string aiperf_script(const nlohmann::json& d) {
-  const int copies = d["copies"].get<int>();
+  const std::int64_t copies = d["copies"].get<std::int64_t>();
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
                   " copies; the frontend spreads them over the copies.\n"
                   "# Then: servesim validate on the artefact folders closes the loop.\nset -euo pipefail\n"
                   "URL=${URL:-http://localhost:8000}\n";
   std::string conc;
-  for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<int>() * copies);
+  for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
   s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) +
        " --url \"$URL\" --endpoint-type chat --streaming \\\n"
        "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
@@ -234,14 +249,14 @@ std::string aiperf_script(const nlohmann::json& d) {
 
 std::string predicted_csv(const nlohmann::json& d) {
   const auto& p = d["predicted"];
-  const int copies = d["copies"].get<int>();
+  const std::int64_t copies = d["copies"].get<std::int64_t>();
   std::string s = "clients,clients_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,output_tps,output_tps_per_gpu,output_tps_per_user\n";
   for (std::size_t i = 0; i < p["concurrency"].size(); ++i) {
-    const int c = p["concurrency"][i].get<int>();
+    const std::int64_t c = p["concurrency"][i].get<std::int64_t>();
     s += std::to_string(c * copies) + "," + std::to_string(c);
     for (const char* k : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms"})
       s += "," + fmt(p[k][i].get<double>(), 3);
-    s += "," + fmt(p["output_tps"][i].get<double>() * copies, 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
+    s += "," + fmt(p["output_tps"][i].get<double>() * double(copies), 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
          "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "\n";
   }
   return s;
@@ -253,9 +268,13 @@ void write_file_atomically(const std::string& path, const std::string& text) { w
 
 nlohmann::json nccl(const std::string& instance, int nodes, double min_bytes, double max_bytes) {
   const auto& inst = hw::Catalog::global().instance(instance);
-  if (nodes < 1 || nodes > 1024) throw Error("--nodes", "", "must be in 1..1024");
-  if (!(min_bytes >= 1) || !(max_bytes >= min_bytes) || max_bytes > 64.0 * (1ull << 30))
-    throw Error("--max-bytes", "", "need 1 <= min bytes <= max bytes <= 64 GiB");
+  if (nodes < 1 || nodes > 1024) throw Error("--nodes", "", "must be in 1..1024, got " + std::to_string(nodes));
+  // Whole bytes, as nccl-tests sizes its messages: the rows are the sizes its command measures.
+  const double most = 64.0 * (1ull << 30);
+  for (const auto& [flag, v] : {std::pair{"--min-bytes", min_bytes}, std::pair{"--max-bytes", max_bytes}})
+    if (!(v >= 1 && v <= most) || v != std::floor(v))
+      throw Error(flag, "", "must be a whole number of bytes in 1..68719476736 (64 GiB), got " + fmt(v, v == std::floor(v) ? 0 : 3));
+  if (max_bytes < min_bytes) throw Error("--max-bytes", "", "must be >= --min-bytes (" + fmt(min_bytes, 0) + ")");
   const int n = nodes * inst.gpus;
   nlohmann::json rows = nlohmann::json::array();
   for (double b = min_bytes; b <= max_bytes * (1 + 1e-9); b *= 2) {
@@ -292,27 +311,165 @@ std::string nccl_table(const nlohmann::json& j) {
   return s;
 }
 
-nlohmann::json emit_deployment(const nlohmann::json& d, const std::string& dir) {
-  namespace fs = std::filesystem;
+namespace {
+
+constexpr std::int64_t kMaxCount = 1000000000;   // copies, workers, nodes, clients: at most 10^9
+
+// A deployment description as emit reads it, checked before anything is written: a hand-edited
+// or programmatic one (Python's emit()) gets one line naming the field, never a script with
+// negative clients or a zero TP size.
+void check_deployment(const nlohmann::json& d) {
+  if (!d.is_object()) throw Error("emit", "deployment", "expected an object (a result's \"deployment\"), got " + brief(d));
+  const JsonReader r(d, "emit", "deployment");
+  auto whole = [](const JsonReader& x, const char* k, std::int64_t lo, std::int64_t hi) {
+    if (!x.json().contains(k) || !x.json()[k].is_number_integer())
+      x.fail(k, "expected a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                    (x.json().contains(k) ? ", got " + brief(x.json()[k]) : std::string(" (missing)")));
+    const std::int64_t v = x.json()[k].is_number_unsigned() && x.json()[k].get<std::uint64_t>() > std::uint64_t(INT64_MAX)
+                               ? INT64_MAX : x.json()[k].get<std::int64_t>();
+    if (v < lo || v > hi) x.fail(k, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + brief(x.json()[k]));
+    return v;
+  };
+  auto text_of = [](const JsonReader& x, const char* k) {
+    if (!x.json().contains(k) || !x.json()[k].is_string()) x.fail(k, "expected a string");
+    const std::string v = x.json()[k].get<std::string>();
+    if (v.empty()) x.fail(k, "must not be empty");
+    return v;
+  };
+  for (const char* k : {"name", "model", "precision", "kv_cache_dtype", "kind", "describe"}) text_of(r, k);
+  if (d["kind"] != "aggregated" && d["kind"] != "disaggregated") r.fail("kind", "expected \"aggregated\" or \"disaggregated\"");
+  whole(r, "max_model_len", 2, 100000000);
+  whole(r, "max_num_seqs", 1, 1048576);
+  whole(r, "max_num_batched_tokens", 1, 100000000);
+  const double util = r.number("gpu_memory_utilization");
+  if (!(util > 0 && util <= 1)) r.fail("gpu_memory_utilization", "must be in (0, 1]");
+  const std::int64_t copies = whole(r, "copies", 1, kMaxCount);
+  whole(r, "isl", 1, 100000000);
+  whole(r, "osl", 1, 100000000);
+  const auto workers = r.array("workers");
+  if (workers.empty()) r.fail("workers", "must list at least one worker role");
+  for (const auto& w : workers) {
+    const std::string role = text_of(w, "role");
+    if (role != "aggregated" && role != "prefill" && role != "decode" && role != "encode")
+      w.fail("role", "expected aggregated, prefill, decode or encode, got " + brief(w.json()["role"]));
+    whole(w, "count", 1, kMaxCount);
+    std::int64_t gpus = whole(w, "tp", 1, 1024);
+    for (const char* k : {"pp", "ep", "dp"})
+      if (w.has(k)) gpus *= k[0] == 'e' ? 1 : whole(w, k, 1, 1024);
+    if (gpus > 65536) w.fail("tp", "tp x pp x dp must be at most 65536 GPUs per worker");
+    hw::Catalog::global().instance(text_of(w, "instance"));   // a known instance (whose name is file-safe)
+    text_of(w, "gpu");
+  }
+  const JsonReader inst = r.object("instances");
+  if (inst.json().empty()) r.fail("instances", "must name at least one instance type");
+  for (const auto& [k, v] : inst.json().items()) {
+    hw::Catalog::global().instance(k);
+    whole(inst, k.c_str(), 1, kMaxCount);
+  }
+  const auto conc = r.json().contains("concurrency") && r.json()["concurrency"].is_array() ? r.json()["concurrency"] : nlohmann::json();
+  if (!conc.is_array() || conc.empty()) r.fail("concurrency", "expected a non-empty array of client counts");
+  for (const auto& c : conc)
+    if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > 1000000)
+      r.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
+  if (double(conc.back().get<std::int64_t>()) * double(copies) > double(kMaxCount))
+    r.fail("copies", "clients x copies exceed 10^9");
+  if (r.has("images"))
+    for (const auto& im : r.array("images"))
+      for (const char* k : {"width", "height", "count"}) whole(im, k, 1, 100000);
+  const JsonReader p = r.object("predicted");
+  const std::size_t n = p.has("concurrency") && p.json()["concurrency"].is_array() ? p.json()["concurrency"].size() : 0;
+  if (n == 0) p.fail("concurrency", "expected the predicted sweep's client counts");
+  for (const auto& c : p.json()["concurrency"])
+    if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > 1000000)
+      p.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
+  for (const char* k : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "output_tps",
+                        "output_tps_per_gpu", "output_tps_per_user"}) {
+    if (!p.has(k) || !p.json()[k].is_array() || p.json()[k].size() != n)
+      p.fail(k, "expected an array of " + std::to_string(n) + " numbers (one per predicted point)");
+    for (const auto& v : p.json()[k])
+      if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+        p.fail(k, "expected finite numbers >= 0, got " + brief(v));
+  }
+}
+
+// The files servesim writes into an --emit folder (an earlier set there is replaced whole).
+bool is_artefact(const std::string& f) {
+  return f == "vllm-serve.sh" || f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" ||
+         f == "deployment.json" || (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+}
+
+}  // namespace
+
+DeploymentSet::DeploymentSet(std::string flag) : flag_(std::move(flag)) {}
+
+DeploymentSet::~DeploymentSet() {
+  if (committed_) return;
+  files_.discard();   // temporaries first, then the folders this set created (only if left empty)
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw Error("--emit", "", "cannot create the folder " + dir);
-  nlohmann::json files = nlohmann::json::array();
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) std::filesystem::remove(*it, ec);
+}
+
+void DeploymentSet::prepare(const std::string& dir, bool nested) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw Error(flag_, "", "give a folder name");
+  std::error_code ec;
+  const auto st = fs::symlink_status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(fs::status(dir, ec)))
+    throw Error(flag_, "", dir + ": is a file, not a folder; give a new or empty folder");
+  if (!fs::exists(st)) {
+    // Create the missing folders one by one, remembering them for the rollback.
+    std::vector<fs::path> missing;
+    for (fs::path p = fs::path(dir); !p.empty() && !fs::exists(fs::symlink_status(p, ec)); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (!fs::create_directory(*it, ec) && ec)
+        throw Error(flag_, "", "cannot create the folder " + it->string() + ": " + ec.message());
+      created_.push_back(it->string());
+    }
+    return;
+  }
+  if (::access(dir.c_str(), W_OK) != 0) throw Error(flag_, "", dir + ": folder not writable (" + std::strerror(errno) + ")");
+  // An existing folder: empty, or an earlier emitted set (whose stale files go on commit). A
+  // folder holding anything else is refused, so no user file sits beside a deployment it is not part of.
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (nested && e.is_directory(ec)) continue;   // recommend / plan: the subfolders are checked one by one
+    if (!is_artefact(f) && !(f.size() > 1 && f[0] == '.' && f.find(".tmp.") != std::string::npos))
+      throw Error(flag_, "", dir + ": the folder holds '" + f + "', which servesim did not write; give a new or empty folder");
+    stale_.push_back(e.path().string());
+  }
+  if (ec) throw Error(flag_, "", dir + ": cannot list the folder: " + ec.message());
+}
+
+void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
+  namespace fs = std::filesystem;
+  check_deployment(d);
+  const auto& cat = hw::Catalog::global();
+  prepare(dir, false);
   auto put = [&](const std::string& name, const std::string& text, bool exec = false) {
     const std::string path = (fs::path(dir) / name).string();
-    write_file_atomically(path, text);
-    if (exec) fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add, ec);
-    files.push_back(path);
+    const std::string tmp = files_.write(path, text);
+    if (exec) exec_.push_back(path);
+    stale_.erase(std::remove(stale_.begin(), stale_.end(), path), stale_.end());
+    paths_.push_back(path);
+    (void)tmp;
   };
   put("vllm-serve.sh", vllm_serve_script(d), true);
   put("dynamo-deployment.yaml", dynamo_manifest(d));
   put("aiperf-sweep.sh", aiperf_script(d), true);
   put("predicted.csv", predicted_csv(d));
-  // One cluster check per instance type, over every node of that type the deployment uses.
-  for (const auto& [inst, nodes] : d["instances"].items()) {
-    const auto t = nccl(inst, nodes.get<int>());
-    put("nccl-" + inst + ".sh", "#!/usr/bin/env bash\n# Cluster check: NCCL all-reduce over all " + std::to_string(t["gpus"].get<int>()) +
-                                    " GPUs and EFA adapters of " + std::to_string(nodes.get<int>()) + " x " + inst +
+  // One cluster check per instance type, over every node of that type the deployment uses (at
+  // most 1024 nodes, nccl-tests' own practical limit and `servesim nccl`'s).
+  for (const auto& [name, n] : d["instances"].items()) {
+    const std::string inst = cat.instance(name).name;   // the catalogue's (file-safe) name
+    const std::int64_t all = n.get<std::int64_t>();
+    const int nodes = int(std::min<std::int64_t>(all, 1024));
+    const auto t = nccl(inst, nodes);
+    put("nccl-" + inst + ".sh", "#!/usr/bin/env bash\n# Cluster check: NCCL all-reduce over " + std::to_string(t["gpus"].get<int>()) +
+                                    " GPUs and EFA adapters of " + std::to_string(nodes) + " x " + inst +
+                                    (all > nodes ? " (of the deployment's " + std::to_string(all) + ")" : std::string()) +
                                     "; compare busbw with nccl-" + inst + "-expected.csv\nset -euo pipefail\n" +
                                     t["command"].get<std::string>() + "\n", true);
     std::string csv = "bytes,size,time_us,algbw_gb_per_s,busbw_gb_per_s,source\n";
@@ -322,8 +479,25 @@ nlohmann::json emit_deployment(const nlohmann::json& d, const std::string& dir) 
              r["source"].get<std::string>() + "\n";
     put("nccl-" + inst + "-expected.csv", csv);
   }
-  put("deployment.json", d.dump(2) + "\n");
-  return files;
+  put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+nlohmann::json DeploymentSet::commit() {
+  // Executable bits before the rename, so a script never appears without them.
+  files_.commit();
+  std::error_code ec;
+  for (const auto& p : exec_)
+    std::filesystem::permissions(p, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec |
+                                        std::filesystem::perms::others_exec, std::filesystem::perm_options::add, ec);
+  for (const auto& p : stale_) std::filesystem::remove(p, ec);   // the earlier set's files this one does not rewrite
+  committed_ = true;
+  return paths_;
+}
+
+nlohmann::json emit_deployment(const nlohmann::json& d, const std::string& dir) {
+  DeploymentSet set;
+  set.add(d, dir);
+  return set.commit();
 }
 
 }  // namespace servesim::api

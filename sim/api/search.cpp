@@ -81,9 +81,10 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   required("--osl", a.osl != 0, "output tokens per request");
   required("--ttft-ms", a.ttft_ms != 0, "the SLO on time to first token, e.g. 600");
   required("--itl-ms", a.itl_ms != 0, "the SLO on inter-token latency, e.g. 100");
-  const int loads = (a.total_gpus != 0) + (a.target_tps != 0) + (a.target_rps != 0);
+  const auto given = [](double v) { return !std::isnan(v); };
+  const int loads = given(a.total_gpus) + given(a.target_tps) + given(a.target_rps);
   if (loads > 1) throw Error("--total-gpus", "", "give one of --total-gpus, --target-tps, --target-rps");
-  if (per_instance && a.target_tps == 0 && a.target_rps == 0)
+  if (per_instance && !given(a.target_tps) && !given(a.target_rps))
     throw Error("--target-tps", "", "required: the load to size for (--target-tps output tok/s or --target-rps requests/s)");
 
   sim::SearchSpace sp;
@@ -140,16 +141,20 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   g.ttft_ms = a.ttft_ms;
   g.itl_ms = a.itl_ms;
   g.statistic = sim::parse_statistic(a.statistic);
-  if (a.total_gpus != 0) {
-    if (a.total_gpus < 1) throw Error("--total-gpus", "", "must be >= 1");
+  // Loads beyond what 10^9 copies of anything could serve are refused later, by the bounds; here
+  // only what is no load at all.
+  if (given(a.total_gpus)) {
+    if (!(a.total_gpus >= 1 && a.total_gpus <= 1e9) || a.total_gpus != std::floor(a.total_gpus))
+      throw Error("--total-gpus", "", "must be a whole number of GPUs in 1..1000000000");
     g.objective = sim::SearchObjective::total_gpus;
     g.total_gpus = a.total_gpus;
-  } else if (a.target_tps != 0) {
-    if (!(a.target_tps > 0)) throw Error("--target-tps", "", "must be > 0");
+  } else if (given(a.target_tps)) {
+    if (!(a.target_tps > 0) || !std::isfinite(a.target_tps)) throw Error("--target-tps", "", "must be a finite number > 0 (output tok/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_tps;
-  } else if (a.target_rps != 0) {
-    if (!(a.target_rps > 0)) throw Error("--target-rps", "", "must be > 0");
+  } else if (given(a.target_rps)) {
+    if (!(a.target_rps > 0) || !std::isfinite(a.target_rps * double(a.osl)))
+      throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
   }
@@ -271,11 +276,11 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     for (const auto& [inst, nodes] : s["nodes_by_instance"].items()) {
       const auto& g = cat.gpu(cat.instance(inst).gpu);
       (void)nodes;
-      const int gpus_here = b["decode_instance"].is_null() || b["decode_instance"] == b["instance"]
-                                ? s["total_gpus"].get<int>()
-                                : (inst == b["instance"].get<std::string>()
-                                       ? b["prefill_workers"].get<int>() * b["prefill_tp"].get<int>() * s["copies"].get<int>()
-                                       : b["decode_workers"].get<int>() * b["decode_tp"].get<int>() * s["copies"].get<int>());
+      const double gpus_here = b["decode_instance"].is_null() || b["decode_instance"] == b["instance"]
+                                   ? s["total_gpus"].get<double>()
+                                   : (inst == b["instance"].get<std::string>()
+                                          ? b["prefill_workers"].get<double>() * b["prefill_tp"].get<double>() * s["copies"].get<double>()
+                                          : b["decode_workers"].get<double>() * b["decode_tp"].get<double>() * s["copies"].get<double>());
       watts += gpus_here * g.tdp_watts;
       const auto it = g.sources.find("tdp_watts");
       source += (source.empty() ? "" : "; ") + g.name + " " + std::to_string(int(g.tdp_watts)) + " W" +
@@ -285,7 +290,7 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["joules_per_output_token"] = watts / target;
     r["power_basis"] = "upper bound: every GPU at its datasheet TDP (no measured power curve given; host power not included)";
     r["power_source"] = source;
-    r["capacity_tps"] = s["copies"].get<int>() * s["tps_per_copy"].get<double>();
+    r["capacity_tps"] = s["copies"].get<double>() * s["tps_per_copy"].get<double>();
     r["slo_concurrency"] = s["slo_concurrency"];
     r["ttft_ms"] = s["ttft_ms"];
     r["itl_ms"] = s["itl_ms"];

@@ -18,6 +18,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
     std::string output, parameters, harness = "aic";
     sim::validate::BenchSetup setup;
     int folds = 5, threads = 0;
+    double train_fraction = 0;
     std::uint64_t seed = 1;
     Format format = Format::table;
   };
@@ -40,6 +41,8 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
                 "Fit only these (comma-separated): gemm_scale, moe_scale, attention_scale, communication_scale, "
                 "step_overhead_factor, request_overhead_ms, spread_factor (default: every one the points inform)");
   c->add_option("--folds", o->folds, "Cross-validation folds (default 5; at most one per point)")->check(CLI::Range(1, 50));
+  c->add_option("--train-fraction", o->train_fraction,
+                "Fit on a random share of the points (e.g. 0.33) and report the error of the others before and after");
   c->add_option("--harness", o->harness, "Engine flags of CSV points: aic (default) or serve (as validate)");
   c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
   c->add_option("--seed", o->seed, "Random seed of every run and of the fold split");
@@ -47,13 +50,14 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->callback([o] {
     namespace v = sim::validate;
     check_writable_target(o->output, "--output");
-    for (const auto& f : o->model_files) models::add_model_file(f);
+    for (const auto& f : o->model_files) models::load_model_file(f);   // read now: a bad file fails before the run
     std::vector<v::MeasuredPoint> pts;
     for (const auto& in : o->inputs) {
       auto p = v::read_measured(in, o->setup);
       pts.insert(pts.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
     }
     v::Options opt;
+    opt.model_files = o->model_files;
     opt.threads = o->threads;
     opt.seed = o->seed;
     opt.harness = text::lower(o->harness);
@@ -61,6 +65,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
     v::E2eOptions e;
     e.folds = o->folds;
     e.only = text::split_csv(o->parameters);
+    e.train_fraction = o->train_fraction;
     const v::E2eResult r = v::calibrate_e2e(pts, opt, e);
     sim::CalibrationProfile prof = r.profile;
     prof.file = std::filesystem::path(o->output).filename().string();

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "sim/api/api.hpp"
+#include "common/error.hpp"
 #include "sim/cli/commands.hpp"
 
 namespace servesim::cli {
@@ -10,7 +11,7 @@ namespace servesim::cli {
 void add_nccl_command(CLI::App& app) {
   struct Opts {
     std::string instance = "p5en.48xlarge";
-    int nodes = 1;
+    std::int64_t nodes = 1;
     double min_bytes = 8, max_bytes = 16.0 * (1ull << 30);
     Format format = Format::table;
   };
@@ -18,12 +19,13 @@ void add_nccl_command(CLI::App& app) {
   auto* c = app.add_subcommand("nccl", "The NCCL all-reduce cluster check (nccl-tests all_reduce_perf) and the bus bandwidth "
                                        "servesim expects at each message size");
   c->add_option("--instance", o->instance, "Instance type (default p5en.48xlarge)");
-  c->add_option("--nodes", o->nodes, "Instances in the test (default 1)");
+  c->add_option("--nodes", o->nodes, "Instances in the test, 1..1024 (default 1)")->check(int64_range());
   c->add_option("--min-bytes", o->min_bytes, "Smallest message (default 8)");
   c->add_option("--max-bytes", o->max_bytes, "Largest message (default 16 GiB)");
   add_format_option(*c, o->format);
   c->callback([o] {
-    const auto j = api::nccl(o->instance, o->nodes, o->min_bytes, o->max_bytes);
+    if (o->nodes < 1 || o->nodes > 1024) throw Error("--nodes", "", "must be in 1..1024, got " + std::to_string(o->nodes));
+    const auto j = api::nccl(o->instance, int(o->nodes), o->min_bytes, o->max_bytes);
     emit(o->format, j, api::nccl_table(j));
   });
 }

@@ -44,6 +44,8 @@ std::string val(const nlohmann::json& v, int decimals) {
 }
 
 void run_plan(const PlanOpts& o) {
+  api::DeploymentSet set;
+  if (!o.emit_dir.empty()) set.prepare(o.emit_dir, true);   // before the run, as the --plot paths
   if (!o.plot.empty()) {   // before the run, so a bad path does not waste it
     const PlotPaths p = plot_paths(o.plot);
     for (const auto& f : {p.chart, p.base + "-throughput.png", p.base + "-sweep.json", p.base + "-plan.json"})
@@ -55,28 +57,26 @@ void run_plan(const PlanOpts& o) {
   nlohmann::json j = api::plan(o.args, progress);
   const nlohmann::json& sweep = j["sweep"];
 
-  if (!o.plot.empty()) {
-    // The data files and the charts appear together or not at all: the JSON goes to temporary
-    // files, the plotter reads those and writes both PNGs atomically, then the JSON is renamed.
-    const PlotPaths p = plot_paths(o.plot);
-    AtomicFiles data;
-    j["plot"] = p.chart;
-    const std::string sweep_tmp = data.write(p.base + "-sweep.json", sweep.dump());
-    const std::string plan_tmp = data.write(p.base + "-plan.json", j.dump());
-    draw_charts(sweep_tmp, plan_tmp, p.chart);
-    data.commit();
-  }
-
+  // The emitted deployments, the chart data and the charts appear together or not at all: the
+  // files go to temporaries, the plotter reads the JSON ones and writes both PNGs atomically, then
+  // the set is renamed into place.
   std::string emitted;
   if (!o.emit_dir.empty()) {
-    nlohmann::json files = nlohmann::json::array();
     for (const auto& t : j["topologies"]) {
       if (!t["feasible"].get<bool>()) continue;   // nothing meets the SLO: no deployment to stand up
-      for (const auto& f : api::emit_deployment(t["emit"], o.emit_dir + "/" + str(t["name"]))) files.push_back(f);
+      set.add(t["emit"], o.emit_dir + "/" + str(t["name"]));
       emitted += (emitted.empty() ? "" : ", ") + o.emit_dir + "/" + str(t["name"]) + "/";
     }
-    j["emitted"] = files;
   }
+  if (!o.plot.empty()) {
+    const PlotPaths p = plot_paths(o.plot);
+    j["plot"] = p.chart;
+    const std::string sweep_tmp = set.files().write(p.base + "-sweep.json", sweep.dump());
+    const std::string plan_tmp = set.files().write(p.base + "-plan.json", j.dump());
+    draw_charts(sweep_tmp, plan_tmp, p.chart);
+  }
+  const nlohmann::json files = set.commit();
+  if (!o.emit_dir.empty()) j["emitted"] = files;
   const std::string stat = str(j["statistic"]);
   std::string out;
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";

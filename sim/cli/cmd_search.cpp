@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
@@ -28,15 +31,22 @@ namespace {
 std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 std::string num(const nlohmann::json& v) { return v.is_null() ? "-" : std::to_string(v.get<std::int64_t>()); }
 std::string usd(const nlohmann::json& v) { return v.is_null() ? "-" : fixed(v.get<double>(), 2); }
+std::string fixed_g(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+std::string q(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
 
 // One CSV row per configuration: what it is, its bounds, and its score when simulated.
 std::string configurations_csv(const nlohmann::json& j) {
-  auto q = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string o = "\"";
-    for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return o + "\"";
-  };
   auto val = [&](const nlohmann::json& v) -> std::string {
     if (v.is_null()) return "";
     if (v.is_string()) return q(v.get<std::string>());
@@ -144,7 +154,27 @@ std::string search_table(const nlohmann::json& j) {
                 usd(s["usd_per_hour"]), str(s["limited_by"])});
   };
   if (j["best"].is_null()) {
-    out += "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+    // Name what binds: the space (nothing fits or can meet the SLO), the SLO, or the goal.
+    bool meets = false;
+    for (const auto& f : j["frontiers"])
+      for (const auto& p : f["frontier"]) meets = meets || p["meets_slo"].get<bool>();
+    auto first_reason = [&](const char* status) {
+      for (const auto& c : j["configurations"])
+        if (c["status"] == status && c["bound"]["reason"].is_string() && !c["bound"]["reason"].get<std::string>().empty())
+          return " (e.g. " + c["label"].get<std::string>() + ": " + c["bound"]["reason"].get<std::string>() + ")";
+      return std::string();
+    };
+    const std::string obj = str(j["objective"]["kind"]);
+    if (n["simulated"].get<int>() == 0)
+      out += "\nNo configuration was simulated: " + std::to_string(n["does_not_fit"].get<int>()) + " do not fit" +
+             first_reason("does_not_fit") + ", " + std::to_string(n["cannot_meet_slo"].get<int>()) + " cannot meet the SLO" +
+             first_reason("cannot_meet_slo") + ".\n";
+    else if (meets && obj == "total_gpus")
+      out += "\nSome configurations meet the SLO, but none within --total-gpus " + fixed(j["objective"]["total_gpus"].get<double>(), 0) + ".\n";
+    else if (meets && obj == "target_tps")
+      out += "\nSome configurations meet the SLO, but none serves the target with at most 10^9 copies.\n";
+    else
+      out += "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
   } else {
     add_best(j["best"]);
     out += "\n" + bt.render();
@@ -180,7 +210,8 @@ nlohmann::json search_on_dask(const api::SearchArgs& a, bool recommend, const st
   write_atomically(args_file, api::search_args_json(a).dump());
   std::ostringstream t;
   t << timeout_s;
-  std::vector<std::string> argv{"--scheduler", address, "--timeout", t.str(), "--args", args_file, "-o", report_file};
+  // "--scheduler=ADDR": an address that starts with '-' is never taken for an option.
+  std::vector<std::string> argv{"--scheduler=" + address, "--timeout", t.str(), "--args", args_file, "-o", report_file};
   if (recommend) argv.push_back("--recommend");
   run_python_module("servesim.dask_search", argv, "--dask");
   std::ifstream in(report_file);
@@ -197,47 +228,63 @@ struct SearchOpts {
   std::string output, plot, emit, dask;
   double dask_timeout_s = 10;
   Format format = Format::table;
-  bool no_prune = false, no_ep = false, same_gpu = false;
+  bool no_prune = false, no_ep = false, same_gpu = false, dask_given = false;
 };
 
 // The search's rounds, on the Dask cluster of --dask or here (with a progress bar).
 nlohmann::json run_rounds(SearchOpts& o, bool recommend) {
+  memory_hint = "the search space (--gpu, --precision, --tp, --pd-ratios, --max-num-seqs, --max-num-batched-tokens lists), "
+                "--concurrency and --requests; give shorter lists";
   o.args.prune = !o.no_prune;
   o.args.expert_parallel = !o.no_ep;
   o.args.mixed_gpus = !o.same_gpu;
-  if (!o.dask.empty()) return search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
+  if (o.dask_given) {
+    if (o.dask.empty()) throw Error("--dask", "", "give the Dask scheduler's address (e.g. tcp://10.0.0.5:8786)");
+    return search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
+  }
   SearchBar bar;
   auto progress = [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); };
   return recommend ? api::recommend(o.args, progress) : api::search(o.args, progress);
 }
 
-// --plot: the Pareto chart from the result (its data file removed whatever happens).
-void write_chart(const SearchOpts& o, nlohmann::json& j) {
-  if (o.plot.empty()) return;
-  const std::string data = o.plot + ".search.json";
-  write_atomically(data, j.dump());
-  try {
-    run_plotter({"--search", data, "-o", o.plot});   // argument vector: no shell parses a path
-  } catch (...) {
-    std::remove(data.c_str());
-    throw;
+// The output paths, checked before the search runs so a bad one does not waste it.
+void check_targets(const SearchOpts& o, api::DeploymentSet& set, bool recommend) {
+  if (!o.output.empty()) check_writable_target(o.output, "--output");
+  if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
+  if (!o.emit.empty()) set.prepare(o.emit, recommend);
+}
+
+// --output and --plot, staged into the set (they appear with the emitted files or not at all).
+// The chart's data goes to a temporary file of its own (never a name the user could own).
+void stage_outputs(const SearchOpts& o, nlohmann::json& j, api::DeploymentSet& set, const std::string& output_text) {
+  if (!o.output.empty()) {
+    set.files().write(o.output, output_text);
+    j["output"] = o.output;
   }
-  std::remove(data.c_str());
-  j["plot"] = o.plot;
+  if (!o.plot.empty()) {
+    AtomicFiles scratch;   // discarded: the data file is the plotter's input only
+    const std::string data = scratch.write(o.plot + ".search.json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    const std::string chart = set.files().reserve(o.plot);
+    run_plotter({"--search", data, "-o", chart});   // argument vector: no shell parses a path
+    j["plot"] = o.plot;
+  }
+}
+
+bool ends_csv(const std::string& path) {
+  const std::string low = text::lower(path);
+  return low.size() > 4 && low.substr(low.size() - 4) == ".csv";
 }
 
 void run_search(SearchOpts& o) {
+  api::DeploymentSet set;
+  check_targets(o, set, false);
   nlohmann::json j = run_rounds(o, false);
-  if (!o.output.empty()) {
-    const bool csv = text::lower(o.output).size() > 4 && text::lower(o.output).substr(o.output.size() - 4) == ".csv";
-    write_atomically(o.output, csv ? configurations_csv(j) : j.dump(2) + "\n");
-    j["output"] = o.output;
-  }
-  write_chart(o, j);
-  if (!o.emit.empty()) {
-    if (j["best"].is_null()) throw Error("--emit", "", "no configuration meets the SLO: nothing to emit");
-    j["emitted"] = api::emit_deployment(j["best"]["deployment"], o.emit);
-  }
+  if (!o.emit.empty() && j["best"].is_null()) throw Error("--emit", "", "no configuration meets the SLO: nothing to emit");
+  if (!o.output.empty()) j["output"] = o.output;
+  stage_outputs(o, j, set, o.output.empty() ? "" : ends_csv(o.output) ? configurations_csv(j) : j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!o.emit.empty()) set.add(j["best"]["deployment"], o.emit);
+  const nlohmann::json files = set.commit();
+  if (!o.emit.empty()) j["emitted"] = files;
   std::string text = search_table(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
   if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
@@ -293,47 +340,42 @@ std::string recommend_text(const nlohmann::json& j) {
 }
 
 void run_recommend(SearchOpts& o) {
+  api::DeploymentSet set;
+  check_targets(o, set, true);
   nlohmann::json j = run_rounds(o, true);
+  std::string out_text;
   if (!o.output.empty()) {
-    const std::string low = text::lower(o.output);
-    if (low.size() > 4 && low.substr(low.size() - 4) == ".csv") {
+    if (ends_csv(o.output)) {
       std::string csv = "gpu,instance,configuration,kind,precision,copies,gpus,nodes,usd_per_hour,usd_per_million_output_tokens,"
                         "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,"
                         "ttft_headroom_pct,itl_headroom_pct,load_regime,ttft_band_lo,ttft_band_hi,itl_band_lo,itl_band_hi,"
                         "capacity_tps_band_lo,capacity_tps_band_hi\n";
-      auto q = [](const std::string& s) { return "\"" + s + "\""; };
       for (const auto& r : j["recommendations"]) {
         // Band bounds (empty: no measured runs of the point's kind).
-        std::string bands = str(r["band"]["load_regime"]);
+        std::string bands = q(str(r["band"]["load_regime"]));
         for (const char* k : {"ttft_ms", "itl_ms", "capacity_tps"})
           for (const char* e : {"lo", "hi"}) {
             const auto& v = r["band"][k];
-            char x[64] = "";
-            if (v.contains(e)) std::snprintf(x, sizeof x, "%.6g", v[e].get<double>());
-            bands += std::string(",") + x;
+            bands += "," + (v.contains(e) ? fixed_g(v[e].get<double>()) : std::string());
           }
-        char b[512];
-        std::snprintf(b, sizeof b, "%s,%s,%s,%s,%s,%d,%d,%d,%s,%s,%.0f,%.4f,%.1f,%.2f,%.3f,%.1f,%.1f,%s\n", str(r["gpu"]).c_str(),
-                      str(r["instance"]).c_str(), q(str(r["label"])).c_str(), str(r["kind"]).c_str(), str(r["precision"]).c_str(),
-                      r["copies"].get<int>(), r["gpus"].get<int>(), r["nodes"].get<int>(), usd(r["usd_per_hour"]).c_str(),
-                      usd(r["usd_per_million_output_tokens"]).c_str(), r["power_watts"].get<double>(),
-                      r["joules_per_output_token"].get<double>(), r["capacity_tps"].get<double>(), r["ttft_ms"].get<double>(),
-                      r["itl_ms"].get<double>(), r["ttft_headroom_pct"].get<double>(), r["itl_headroom_pct"].get<double>(),
-                      bands.c_str());
-        csv += b;
+        csv += q(str(r["gpu"])) + "," + q(str(r["instance"])) + "," + q(str(r["label"])) + "," + q(str(r["kind"])) + "," +
+               q(str(r["precision"])) + "," + num(r["copies"]) + "," + num(r["gpus"]) + "," + num(r["nodes"]) + "," +
+               usd(r["usd_per_hour"]) + "," + usd(r["usd_per_million_output_tokens"]) + "," +
+               fixed(r["power_watts"].get<double>(), 0) + "," + fixed(r["joules_per_output_token"].get<double>(), 4) + "," +
+               fixed(r["capacity_tps"].get<double>(), 1) + "," + fixed(r["ttft_ms"].get<double>(), 2) + "," +
+               fixed(r["itl_ms"].get<double>(), 3) + "," + fixed(r["ttft_headroom_pct"].get<double>(), 1) + "," +
+               fixed(r["itl_headroom_pct"].get<double>(), 1) + "," + bands + "\n";
       }
-      write_atomically(o.output, csv);
+      out_text = csv;
     } else {
-      write_atomically(o.output, j.dump(2) + "\n");
+      out_text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
   }
-  write_chart(o, j);
-  if (!o.emit.empty()) {
-    nlohmann::json files = nlohmann::json::array();
-    for (const auto& r : j["recommendations"])
-      for (const auto& f : api::emit_deployment(r["deployment"], o.emit + "/" + str(r["instance"]))) files.push_back(f);
-    j["emitted"] = files;
-  }
+  stage_outputs(o, j, set, out_text);
+  if (!o.emit.empty())
+    for (const auto& r : j["recommendations"]) set.add(r["deployment"], o.emit + "/" + str(r["instance"]));   // catalogue names: file-safe
+  const nlohmann::json files = set.commit();
+  if (!o.emit.empty()) j["emitted"] = files;
   std::string text = recommend_text(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
   if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
@@ -369,9 +411,17 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
   c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
-  c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs");
-  c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s");
-  c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)");
+  // NaN stands for "not given" in SearchArgs: a NaN given on the command line is refused here.
+  static const CLI::Validator finite(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return std::isfinite(x) ? "" : "must be a finite number, got " + v;
+      },
+      "NUMBER");
+  c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs")->check(finite);
+  c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s")->check(finite);
+  c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)")->check(finite);
   c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
 }
 
@@ -383,10 +433,12 @@ void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char*
   c.add_flag("--no-prune", o.no_prune, "Simulate every configuration that fits (no analytic pruning)");
   c.add_flag("--no-expert-parallel", o.no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
   c.add_flag("--same-gpu", o.same_gpu, "Disaggregated: prefill and decode on the same GPU type only");
-  c.add_option("--output", o.output, output);
-  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png");
-  c.add_option("--emit", o.emit, emit);
-  c.add_option("--dask", o.dask, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
+  // An empty name would read as "not given" and silently write nothing.
+  static const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("give a file or folder name") : ""; }, "PATH");
+  c.add_option("--output", o.output, output)->check(named);
+  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png")->check(named);
+  c.add_option("--emit", o.emit, emit)->check(named);
+  c.add_option_function<std::string>("--dask", [&o](const std::string& v) { o.dask = v, o.dask_given = true; }, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
                                  "same result as the local run");
   c.add_option("--dask-timeout", o.dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
       ->check(CLI::Range(0.1, 3600.0));

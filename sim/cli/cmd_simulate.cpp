@@ -4,6 +4,8 @@
 // files share one validation path.
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -27,8 +29,10 @@
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
+#include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
 
 namespace servesim::cli {
@@ -170,21 +174,6 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
   set_s("decode_gpu", o.decode_gpu);
   set("prefill_nodes", o.prefill_nodes);
   set("decode_nodes", o.decode_nodes);
-}
-
-constexpr const char* kFlagsDescription = "servesim command-line flags on the embedded default scenario: ";
-// One line naming what command-line flags built on the embedded scenario.
-std::string flags_description(const sim::Scenario& s) {
-  const auto& w = s.workload;
-  std::string d = std::string(kFlagsDescription) + s.model + " (" + std::string(hw::to_string(s.precision)) + ")";
-  if (s.json.contains("topology") && s.json["topology"].is_object()) d += " as a deployment on instances (topology)";
-  else d += " on " + std::to_string(s.gpus) + " " + s.gpu + ", TP " + std::to_string(s.par.tp) +
-            (s.par.pp > 1 ? " PP " + std::to_string(s.par.pp) : "");
-  d += w.arrival == workloads::Arrival::concurrency ? ", " + std::to_string(w.concurrency) + " closed-loop clients"
-                                                    : ", open loop at " + compact(w.rate_per_s) + " requests/s";
-  d += ", " + compact(w.isl.expected_mean()) + "-token prompts for " + compact(w.osl.expected_mean()) + "-token answers, " +
-       std::to_string(w.requests) + " measured requests";
-  return d;
 }
 
 // The scenario JSON: the file or the embedded default, with every given flag applied.
@@ -369,12 +358,19 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     }
   }
   (void)sweep;
+  // The embedded scenario's description names its own model and layout: once flags override
+  // them, the run's record (input_config, --export) describes what actually ran.
+  if (o.scenario.empty() && j.value("description", std::string()).rfind("Default servesim", 0) == 0) {
+    auto val = [&](const nlohmann::json& x, const char* k) {
+      return x.contains(k) ? (x[k].is_string() ? x[k].get<std::string>() : x[k].dump()) : std::string("?");
+    };
+    const nlohmann::json wl = j.value("workload", nlohmann::json::object());
+    j["description"] = "Default servesim scenario with command-line flags applied: " + val(j, "model") + " on " + val(j, "gpus") +
+                       " x " + val(j, "gpu") + ", " + val(wl, "concurrency") + " closed-loop clients, ISL " + val(wl, "isl") +
+                       ", OSL " + val(wl, "osl");
+  }
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
-  sim::Scenario s = sim::parse_scenario(j.dump(), source);
-  // input_config (the --export files and `simulate --format json`) says what was given: flags on
-  // the embedded scenario describe the run they built, never the embedded one's own model.
-  if (o.scenario.empty()) s.json["description"] = flags_description(s);
-  return s;
+  return sim::parse_scenario(j.dump(), source);
 }
 
 std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
@@ -422,7 +418,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
           (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
           ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
   if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
-  else if (s.source == "command line" && s.json.value("description", std::string()).rfind(kFlagsDescription, 0) == 0)
+  else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)
     out += "(the embedded default scenario, flags applied; --model picks the rest for your model)\n";
   if (r.disaggregated) {
     const auto& t = r.transfers;
@@ -435,6 +431,10 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
              "(frontend.disaggregation; README, Validation)\n";
+  }
+  if (s.calibration) {
+    const auto k = sim::validate::run_kind(s, r);
+    out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
   }
   out += sim::what_ran_text(sim::what_ran_json(s, r));
   {
@@ -548,11 +548,36 @@ void run_seeds(const SimOpts& o, const sim::Scenario& s) {
   emit(o.format, j, text);
 }
 
+// Memory the run's KV block tables take before any request: with prefix caching every replica
+// or worker keeps about 40 bytes per block of its GPUs' cache (block identities, the free list,
+// the hash index), whatever the load. Refused up front when that passes half of what this
+// process may use (the address-space limit or the machine's memory), naming what drives it.
+void check_block_memory(const sim::Scenario& s) {
+  const sim::Prepared p = sim::prepare(s);
+  if (!p.engine.enable_prefix_caching) return;
+  const int per_worker = std::max(1, s.par.tp * s.par.pp * s.par.dp);
+  const double workers = p.deployment ? std::max(1.0, double(p.deployment->gpus()) / per_worker) : double(std::max(1, p.replicas));
+  const double blocks_each =
+      p.deployment ? double(p.deployment->kv_blocks()) * p.deployment->memory_plan().dp : double(p.plan.num_kv_blocks) * p.plan.dp;
+  const double need = workers * blocks_each * 40.0;
+  double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) have = std::min(have, double(lim.rlim_cur));
+  if (have > 0 && need > 0.5 * have)
+    throw Error(p.deployment ? "--replicas" : "--gpus", "",
+                "the KV block tables of " + fixed(workers, 0) + " replicas or workers (" + fixed(blocks_each, 0) +
+                    " blocks each, about 40 bytes a block) need about " + fixed(need / 1e9, 1) + " GB, more than half of the " +
+                    fixed(have / 1e9, 1) + " GB this process may use; give fewer replicas, a smaller "
+                    "--gpu-memory-utilization, or engine.enable_prefix_caching false");
+}
+
 void run_simulate(const SimOpts& o) {
   if (o.concurrency.find(',') != std::string::npos || o.request_rate.find(',') != std::string::npos)
     throw Error(o.concurrency.find(',') != std::string::npos ? "--concurrency" : "--request-rate", "",
                 "simulate takes one value; use `servesim sweep` for a list");
+  memory_hint = "--requests, and the replicas or workers (each holds a KV block table of its GPUs' cache); give fewer";
   const sim::Scenario s = build_scenario(o, false);
+  check_block_memory(s);
   if (o.seeds) {
     if (!o.export_dir.empty()) throw Error("--seeds", "", "cannot be combined with --export");
     run_seeds(o, s);

@@ -39,7 +39,7 @@ struct ValidateOpts {
   std::vector<std::string> model_files;
   bool engine_any = false, lock_fraction = false, leave_one_model_out = false, leave_one_release_out = false;
   int requests_per_client = 10, warmup_per_client = 2, threads = 0, seeds = 1;
-  std::uint64_t seed = 1;
+  std::int64_t seed = 1;
   Format format = Format::table;
 };
 
@@ -48,7 +48,6 @@ bool ends_with_ci(const std::string& s, const char* ext) {
   return l.size() > e.size() && l.compare(l.size() - e.size(), e.size(), e) == 0;
 }
 
-void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 // The source tree's commit (git describe), or "unknown" when the binary runs away from its tree.
 // git runs through Boost.Process with an argument vector: no shell parses the path.
@@ -89,7 +88,8 @@ void run_validate(const ValidateOpts& o) {
   opt.warmup_per_client = o.warmup_per_client;
   opt.statistic = text::lower(o.statistic);
   opt.threads = o.threads;
-  opt.seed = o.seed;
+  if (o.seed < 0) throw Error("--seed", "", "must be >= 0, got " + std::to_string(o.seed));
+  opt.seed = static_cast<std::uint64_t>(o.seed);
   opt.harness = text::lower(o.harness);
   opt.osl_spread_pct = o.osl_spread_pct;
   if (!std::isfinite(opt.osl_spread_pct) || opt.osl_spread_pct < 0 || opt.osl_spread_pct > 50)
@@ -102,22 +102,39 @@ void run_validate(const ValidateOpts& o) {
     opt.base = read_json_file(o.scenario);
     if (!opt.base.is_object()) throw Error(o.scenario, "", "expected a JSON object (a scenario file)");
   }
+  v::check_base_scenario(opt, o.scenario.empty() ? "--seed" : o.scenario);
+  // Flag ranges and output paths before the run, so a bad one does not waste it.
+  if (o.seeds < 1 || o.seeds > 100) throw Error("--seeds", "", "must be 1..100 runs");
+  if (!o.write_bands.empty() && o.band_min_points < 1) throw Error("--band-min-points", "", "must be >= 1");
+  if (!o.output.empty()) {
+    if (!ends_with_ci(o.output, ".csv") && !ends_with_ci(o.output, ".json"))
+      throw Error("--output", "", "'" + o.output + "': give a .csv or .json file");
+    check_writable_target(o.output, "--output");
+  }
+  if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
+  if (!o.write_bands.empty()) check_writable_target(o.write_bands, "--write-bands");
+  for (const auto& [flag, out] : {std::pair<const char*, std::string>{"--output", o.output}, {"--write-bands", o.write_bands}}) {
+    std::error_code ec;
+    if (!out.empty() && fs::equivalent(out, o.path, ec))
+      throw Error(flag, "", out + " is the input; give another file");
+  }
 
   if (!o.calibration.empty()) {
     if (!opt.base.is_object()) opt.base = nlohmann::json::object();
     opt.base["calibration"] = fs::absolute(o.calibration).string();
     (void)sim::load_calibration(o.calibration);   // a bad profile fails once, here
   }
-  for (const auto& f : o.model_files) models::add_model_file(f);
-  v::CsvReadStats csv;
-  std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
-  if (o.seeds < 1 || o.seeds > 100) throw Error("--seeds", "", "must be 1..100 runs");
+  for (const auto& f : o.model_files) models::load_model_file(f);   // read now: a bad file fails before the run
+  opt.model_files = o.model_files;
+  memory_hint = "the input's points and their requests (--requests-per-client); split the input";
   if (o.leave_one_model_out && o.leave_one_release_out)
     throw Error("--leave-one-release-out", "", "give one of --leave-one-model-out and --leave-one-release-out");
   const bool transfer = o.leave_one_model_out || o.leave_one_release_out;
   if (transfer && (o.seeds > 1 || o.lock_fraction))
     throw Error(o.leave_one_model_out ? "--leave-one-model-out" : "--leave-one-release-out", "",
                 "runs every point once per fitted-parameter combination; not combined with --seeds or --lock-fraction");
+  v::CsvReadStats csv;
+  std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
   std::optional<v::TransferReport> tr;
   if (transfer) tr = v::leave_one_out(points, opt, o.leave_one_model_out ? v::GroupBy::model : v::GroupBy::release);
   v::Report rep = tr ? tr->out_of_fit : v::run(o.seeds > 1 ? points : std::move(points), opt);
@@ -131,26 +148,23 @@ void run_validate(const ValidateOpts& o) {
     across = v::across_seeds_text(j["across_seeds"]);
   }
 
+  // --output, --plot (chart and data) and --write-bands appear together or not at all.
+  AtomicFiles files;
+  const auto dump = [](const nlohmann::json& x, int indent) { return x.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace); };
   std::string extra;
   if (!o.output.empty()) {
-    if (ends_with_ci(o.output, ".csv")) write_text(o.output, v::to_csv(rep));
-    else if (ends_with_ci(o.output, ".json")) write_text(o.output, j.dump(2) + "\n");
-    else throw Error("--output", "", "'" + o.output + "': give a .csv or .json file");
+    files.write(o.output, ends_with_ci(o.output, ".csv") ? v::to_csv(rep) : dump(j, 2) + "\n");
     extra += "Points: " + o.output + "\n";
   }
   if (!o.plot.empty()) {
     const std::string base = ends_with_ci(o.plot, ".png") ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
     const std::string data = base + "-validate.json";
-    // The data file appears with the chart or not at all.
-    AtomicFiles files;
-    const std::string tmp = files.write(data, j.dump() + "\n");
-    run_plotter({"--validation", tmp, "-o", o.plot});   // argument vector: no shell parses a path
-    files.commit();
+    const std::string tmp = files.write(data, dump(j, -1) + "\n");
+    run_plotter({"--validation", tmp, "-o", files.reserve(o.plot)});   // argument vector: no shell parses a path
     j["plot"] = o.plot;
     extra += "Chart: " + o.plot + " (predicted vs measured, log-log, one colour per GPU); data: " + data + "\n";
   }
   if (!o.write_bands.empty()) {
-    if (o.band_min_points < 1) throw Error("--band-min-points", "", "must be >= 1");
     int ran = 0;
     for (const auto& p : rep.points) ran += p.unmodellable.empty();
     std::string filters;
@@ -182,10 +196,11 @@ void run_validate(const ValidateOpts& o) {
       meta["command"] = "servesim validate " + file + filters + " --leave-one-" + v::to_string(tr->by) + "-out --write-bands FILE";
     }
     const auto table = tr ? v::transfer_bands(*tr, o.band_min_points, meta) : v::bands_of(rep, o.band_min_points, meta);
-    write_text(o.write_bands, v::to_json(table).dump(2) + "\n");
+    files.write(o.write_bands, v::to_json(table).dump(2) + "\n");
     extra += "Bands: " + o.write_bands + " (" + std::to_string(table.cells.size()) + " cells from " + std::to_string(ran) +
              " points; embed it as sim/data/prediction_bands.json)\n";
   }
+  files.commit();
   emit(o.format, j,
        "servesim validate " + o.path + "\n" + (tr ? v::to_text(*tr) + "\nOut of fit, every point:\n" : "") + v::to_text(rep, opt) +
            across + extra);

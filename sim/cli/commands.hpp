@@ -16,8 +16,12 @@ enum class Format { table, json };
 
 // Adds `--format table|json` (default table) to a subcommand.
 void add_format_option(CLI::App& cmd, Format& format);
-// Prints `json` (pretty, 2 spaces) or `table_text` as asked.
+// Prints `json` (pretty, 2 spaces) or `table_text` as asked (control characters in a table as '?').
 void emit(Format format, const nlohmann::json& json, const std::string& table_text);
+// `s` with control characters other than newline and tab replaced by '?' (terminal output).
+std::string printable(std::string s);
+// What drives a command's memory, for the out-of-memory line (set by the command before its run).
+extern std::string memory_hint;
 // A check for whole-number flags that CLI11 would clamp silently (a seed beyond 2^63 - 1 became
 // 9223372036854775807): out-of-range values are refused with the flag's name.
 const CLI::Validator& int64_range();

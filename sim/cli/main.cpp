@@ -65,11 +65,21 @@ std::string defaults_line(const nlohmann::json& notes) {
   return "(defaults: " + s + ")\n";
 }
 
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f) ch = '?';
+  return s;
+}
+
+std::string memory_hint = "a smaller --requests, sweep or input file needs less";
+
 void emit(Format format, const nlohmann::json& json, const std::string& table_text) {
+  // JSON escapes control characters itself (and replaces invalid UTF-8); a table never sends an
+  // escape sequence or a bell from a model or file name to the terminal.
   if (format == Format::json)
-    std::cout << json.dump(2) << "\n";
+    std::cout << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
-    std::cout << table_text;
+    std::cout << printable(table_text);
   std::cout.flush();
 }
 
@@ -132,16 +142,16 @@ int main(int argc, char** argv) {
       a = subs.front();
       cmd += " " + a->get_name();
     }
-    std::cerr << "servesim: error: " << e.what() << " (see " << cmd << " --help)\n";
+    std::cerr << "servesim: error: " << cli::printable(e.what()) << " (see " << cmd << " --help)\n";
     return 2;
   } catch (const servesim::Error& e) {
-    std::cerr << "servesim: error: " << e.what() << "\n";
+    std::cerr << "servesim: error: " << cli::printable(e.what()) << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
-    std::cerr << "servesim: error: out of memory (a smaller --requests, sweep or input file needs less)\n";
+    std::cerr << "servesim: error: out of memory (" << cli::memory_hint << ")\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "servesim: error: " << e.what() << "\n";
+    std::cerr << "servesim: error: " << cli::printable(e.what()) << "\n";
     return 1;
   }
   return 0;

@@ -1,11 +1,14 @@
 #include "sim/cli/plot_runner.hpp"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 
 #include "common/error.hpp"
 
@@ -21,6 +24,17 @@ std::string self_dir() {
   std::string p(buf, static_cast<std::size_t>(n));
   return p.substr(0, p.find_last_of('/'));
 }
+
+// The child dies with servesim: killed (even with SIGKILL) or not, servesim never leaves a
+// plotter or a Dask client running on, writing a chart after its parent has gone.
+struct DieWithParent : boost::process::extend::handler {
+  pid_t parent = ::getpid();
+  template <class Exec>
+  void on_exec_setup(Exec&) const {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);   // the parent died before prctl
+  }
+};
 
 }  // namespace
 
@@ -38,7 +52,9 @@ void run_plotter(const std::vector<std::string>& plot_args, const std::string& f
 
 void run_python_module(const std::string& module, const std::vector<std::string>& module_args, const std::string& flag) {
   namespace bp = boost::process;
-  std::vector<std::string> args{"-m", module};
+  // -P: the current folder is not put on sys.path, so an argparse.py or json.py in the folder
+  // servesim runs from (an unpacked artefact folder, a cloned repository) is never imported.
+  std::vector<std::string> args{"-P", "-m", module};
   args.insert(args.end(), module_args.begin(), module_args.end());
   bp::environment env = boost::this_process::environment();
   env["PYTHONPATH"] = self_dir() + "/python";
@@ -48,7 +64,7 @@ void run_python_module(const std::string& module, const std::vector<std::string>
   int rc = 0;
   try {
     bp::ipstream err;
-    bp::child c(bp::exe = kPython, bp::args = args, env, bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > err);
+    bp::child c(bp::exe = kPython, bp::args = args, env, bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > err, DieWithParent{});
     // The module reports a failure as one "MODULE: error: " line on stderr; else keep the last line.
     while (std::getline(err, line)) {
       if (!line.empty()) last = line;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -22,6 +23,9 @@ namespace {
 // stays a little below anything the simulator can produce.
 constexpr double kBoundMargin = 0.9;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Tokens a chat template adds to a prompt, room the emitted engine keeps beyond the simulated
+// context (AIConfigurator's benchmark harness gives vLLM ISL + OSL + 1500 for the same reason).
+constexpr std::int64_t kChatTemplateMargin = 1500;
 
 std::string shape(const models::Parallelism& p) { return p.label(); }
 
@@ -40,18 +44,17 @@ std::vector<int> dp_options(const models::ModelSpec& m, const std::vector<int>& 
   return out;
 }
 
-// Nodes that workers of the given GPU counts take on nodes of `per` GPUs: a worker wider than a
-// node takes whole nodes, the others share nodes (power-of-two widths pack without gaps).
-int nodes_for(const std::vector<int>& workers, int per) {
-  int whole = 0, small = 0;
-  for (int g : workers) {
-    if (g > per) whole += (g + per - 1) / per;
-    else small += g;
+// Nodes that workers take on nodes of `per` GPUs, each group {count, GPUs per worker}: a worker
+// wider than a node takes whole nodes, the others share nodes (power-of-two widths pack without
+// gaps). Closed form: no worker list is ever materialised, whatever the count.
+std::int64_t nodes_for(std::initializer_list<std::pair<std::int64_t, int>> groups, int per) {
+  std::int64_t whole = 0, small = 0;
+  for (auto [count, g] : groups) {
+    if (g > per) whole += count * ((g + per - 1) / per);
+    else small += count * g;
   }
   return whole + (small + per - 1) / per;
 }
-
-std::vector<int> repeat(int count, int gpus, int times = 1) { return std::vector<int>(std::size_t(count * times), gpus); }
 
 models::StepBatch decode_batch(int seqs, std::int64_t context) {
   models::StepBatch b;
@@ -206,9 +209,45 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
   if (!(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
   goal_.validate();
+  // What vLLM would refuse at start-up: a request longer than the model's context.
+  const models::ModelSpec& m = *space_.model;
+  if (m.max_context > 0 && prompt_tokens() + traffic_.osl > m.max_context)
+    throw Error("--isl", "", "prompt + output = " + std::to_string(prompt_tokens() + traffic_.osl) + " tokens exceed " + m.name +
+                                 "'s context of " + std::to_string(m.max_context) +
+                                 " tokens (max_position_embeddings), which vLLM refuses; give a smaller --isl or --osl");
+  // A TP size no GPU type given can hold (one TP group per instance).
+  for (int t : space_.tp) {
+    const bool fits = std::any_of(space_.instances.begin(), space_.instances.end(),
+                                  [&](const hw::InstanceSpec* i) { return t <= i->gpus && t <= i->nvlink_domain_gpus; });
+    if (!fits) {
+      const hw::InstanceSpec* i = space_.instances.front();
+      for (const auto* x : space_.instances) if (x->gpus > i->gpus) i = x;
+      throw Error("--tp", "", std::to_string(t) + ": larger than the " + std::to_string(i->gpus) + " GPUs of " + i->name +
+                                   " (a TP group stays within one instance); give --tp up to " + std::to_string(i->gpus));
+    }
+  }
+  if (traffic_.requests && *traffic_.requests > kMaxRequestsPerPoint)
+      throw Error("--requests", "", std::to_string(*traffic_.requests) + " requests per point is more than " + std::to_string(kMaxRequestsPerPoint) +
+                                        " (about 2 us and 90 bytes each to simulate); give fewer");
   enumerate();
   if (configs_.empty())
     throw Error("--precision", "", "no configuration to search: none of the precisions runs on the GPUs given");
+  // The simulated requests if nothing were pruned: a search that could run for hours is refused
+  // up front, naming what multiplies into it.
+  double per_config = 0;
+  for (int conc : traffic_.concurrency) {
+    const double n = double(conc) * (space_.disaggregated ? 64 : 1);   // clients: at most 64 decode workers
+    per_config += traffic_.requests ? double(*traffic_.requests) : std::max(100.0, 4 * n) + n;
+  }
+  const double total = per_config * double(configs_.size());
+  if (traffic_.requests && total > kMaxSpaceRequests) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.3g", total);
+    throw Error("--requests", "", std::string("up to ") + b + " simulated requests (" + std::to_string(configs_.size()) +
+                                      " configurations x " + std::to_string(traffic_.concurrency.size()) + " concurrencies x " +
+                                      std::to_string(*traffic_.requests) + " requests), more than 10^9 (hours of simulation); "
+                                      "give a smaller --requests or a smaller space");
+  }
 }
 
 std::int64_t Search::prompt_tokens() const { return traffic_.isl + workloads::vision_work(traffic_.multimodal).tokens; }
@@ -247,6 +286,11 @@ void Search::enumerate() {
     return out;
   };
   auto add = [&](SearchConfig c) {
+    if (configs_.size() >= kMaxConfigurations)
+      throw Error("--gpu", "",
+                  "the search space holds more than " + std::to_string(kMaxConfigurations) +
+                      " configurations (the product of --gpu, --precision, --tp, --pp, --dp, --pd-ratios, --max-num-seqs, "
+                      "--max-num-batched-tokens and --kv-cache-dtype); give shorter lists or search in parts");
     c.index = static_cast<int>(configs_.size());
     configs_.push_back(std::move(c));
   };
@@ -294,16 +338,14 @@ void Search::enumerate() {
               c.precision = prec;
               c.gpus = x * ptp + y * dtp;
               if (mixed) {
-                c.nodes = nodes_for(repeat(x, ptp), pi->gpus);
-                c.decode_nodes = nodes_for(repeat(y, dtp), di->gpus);
+                c.nodes = int(nodes_for({{x, ptp}}, pi->gpus));
+                c.decode_nodes = int(nodes_for({{y, dtp}}, di->gpus));
                 if (pi->usd_per_hour && di->usd_per_hour)
                   c.usd_per_hour = c.nodes * *pi->usd_per_hour + c.decode_nodes * *di->usd_per_hour;
                 c.family = "disaggregated " + pg + "+" + dg;
                 c.group = pi->name + "+" + di->name;
               } else {
-                std::vector<int> w = repeat(x, ptp);
-                for (int i = 0; i < y; ++i) w.push_back(dtp);
-                c.nodes = nodes_for(w, pi->gpus);
+                c.nodes = int(nodes_for({{x, ptp}, {y, dtp}}, pi->gpus));
                 if (pi->usd_per_hour) c.usd_per_hour = c.nodes * *pi->usd_per_hour;
                 c.family = "disaggregated " + pg;
                 c.group = pi->name;
@@ -331,7 +373,7 @@ void Search::enumerate() {
               c.instance = c.decode_instance = inst;
               c.precision = prec;
               c.gpus = c.topo.agg.gpus();
-              c.nodes = nodes_for({c.gpus}, inst->gpus);
+              c.nodes = int(nodes_for({{1, c.gpus}}, inst->gpus));
               if (inst->usd_per_hour) c.usd_per_hour = c.nodes * *inst->usd_per_hour;
               c.family = "aggregated " + g.name;
               c.group = inst->name;
@@ -496,11 +538,26 @@ SearchBound Search::bound_of(const SearchConfig& c) {
 }
 
 void Search::compute_bounds() {
+  double best_ub = 0;
   for (const auto& c : configs_) {
     State& s = state_[std::size_t(c.index)];
+    if (goal_.objective == SearchObjective::total_gpus && c.gpus > goal_.total_gpus) {
+      // Over the GPU budget: never simulated, whatever its bounds.
+      s.bound.reason = "one copy takes " + std::to_string(c.gpus) + " GPUs, more than --total-gpus " +
+                       std::to_string(std::int64_t(goal_.total_gpus));
+      s.pruned = Pruned::does_not_fit;
+      continue;
+    }
     s.bound = bound_of(c);
     if (!s.bound.fits) s.pruned = Pruned::does_not_fit;
     else if (prune_ && s.bound.tps_ub_slo <= 0) s.pruned = Pruned::cannot_meet_slo;
+    if (s.bound.fits) best_ub = std::max(best_ub, s.bound.tps_ub_slo);
+  }
+  // A target no configuration could serve with 10^9 copies, even at its throughput bound.
+  if (goal_.objective == SearchObjective::target_tps && best_ub > 0 && goal_.target_tps / best_ub > double(kMaxCopies)) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.4g", std::ceil(goal_.target_tps / best_ub));
+    throw Error("--target-tps", "", std::string("needs ") + b + " copies of the best configuration, more than 10^9; give a smaller target");
   }
   // Best bound first, so the rounds find a strong incumbent early.
   order_.resize(configs_.size());
@@ -522,31 +579,32 @@ SearchScore Search::score_bound(const SearchConfig& c, double tps) const {
   if (!(tps > 0)) return s;
   s.tps_per_copy = tps;
   s.tps_per_gpu = tps / c.gpus;
+  double copies = 1;
   switch (goal_.objective) {
-    case SearchObjective::tps_per_gpu: s.copies = 1; break;
-    case SearchObjective::total_gpus: s.copies = int(goal_.total_gpus) / c.gpus; break;
-    case SearchObjective::target_tps: s.copies = int(std::ceil(goal_.target_tps / tps - 1e-9)); break;
+    case SearchObjective::tps_per_gpu: copies = 1; break;
+    case SearchObjective::total_gpus: copies = std::floor(goal_.total_gpus / c.gpus); break;
+    case SearchObjective::target_tps: copies = std::ceil(goal_.target_tps / tps - 1e-9); break;
   }
-  if (s.copies < 1) return s;   // one copy needs more GPUs than allowed
+  if (!(copies >= 1) || copies > double(kMaxCopies)) return s;   // over the budget, or beyond 10^9 copies
+  s.copies = static_cast<std::int64_t>(copies);
   s.feasible = true;
   s.gpus = s.copies * c.gpus;
-  s.served_tps = goal_.objective == SearchObjective::target_tps ? goal_.target_tps : s.copies * tps;
+  s.served_tps = goal_.objective == SearchObjective::target_tps ? goal_.target_tps : double(s.copies) * tps;
   if (!c.disaggregated()) {
-    s.instances = nodes_for(repeat(s.copies, c.gpus), c.instance->gpus);
-    if (c.instance->usd_per_hour) s.usd_per_hour = s.instances * *c.instance->usd_per_hour;
+    s.instances = nodes_for({{s.copies, c.gpus}}, c.instance->gpus);
+    if (c.instance->usd_per_hour) s.usd_per_hour = double(s.instances) * *c.instance->usd_per_hour;
     s.nodes_by_instance = {{c.instance->name, s.instances}};
   } else if (c.instance == c.decode_instance) {
-    std::vector<int> w = repeat(c.topo.prefill_workers, c.topo.prefill.tp, s.copies);
-    for (int g : repeat(c.topo.decode_workers, c.topo.decode.tp, s.copies)) w.push_back(g);
-    s.instances = nodes_for(w, c.instance->gpus);
-    if (c.instance->usd_per_hour) s.usd_per_hour = s.instances * *c.instance->usd_per_hour;
+    s.instances = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.tp}, {s.copies * c.topo.decode_workers, c.topo.decode.tp}},
+                            c.instance->gpus);
+    if (c.instance->usd_per_hour) s.usd_per_hour = double(s.instances) * *c.instance->usd_per_hour;
     s.nodes_by_instance = {{c.instance->name, s.instances}};
   } else {
-    const int pn = nodes_for(repeat(c.topo.prefill_workers, c.topo.prefill.tp, s.copies), c.instance->gpus);
-    const int dn = nodes_for(repeat(c.topo.decode_workers, c.topo.decode.tp, s.copies), c.decode_instance->gpus);
+    const std::int64_t pn = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.tp}}, c.instance->gpus);
+    const std::int64_t dn = nodes_for({{s.copies * c.topo.decode_workers, c.topo.decode.tp}}, c.decode_instance->gpus);
     s.instances = pn + dn;
     if (c.instance->usd_per_hour && c.decode_instance->usd_per_hour)
-      s.usd_per_hour = pn * *c.instance->usd_per_hour + dn * *c.decode_instance->usd_per_hour;
+      s.usd_per_hour = double(pn) * *c.instance->usd_per_hour + double(dn) * *c.decode_instance->usd_per_hour;
     s.nodes_by_instance = {{c.instance->name, pn}, {c.decode_instance->name, dn}};
   }
   return s;
@@ -719,8 +777,13 @@ nlohmann::json Search::deployment(int index) const {
   const SearchConfig& c = configs_.at(std::size_t(index));
   const State& s = state_.at(std::size_t(index));
   const auto& cat = hw::Catalog::global();
-  const int copies = std::max(1, s.score.copies);
-  const EngineConfig e = engine_of(c);
+  const std::int64_t copies = std::max<std::int64_t>(1, s.score.copies);
+  EngineConfig e = engine_of(c);
+  // The served engine's context: the simulated one (prompt + OSL + room for the answer-length
+  // spread) plus the chat template's tokens that aiperf's chat requests add to every prompt (the
+  // validation harness's margin), within the model's own context.
+  e.max_model_len = deployment_spec(c).engine.max_model_len + kChatTemplateMargin;
+  if (space_.model->max_context > 0) e.max_model_len = std::min<std::int64_t>(e.max_model_len, space_.model->max_context);
   nlohmann::json d;
   d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
   d["model"] = space_.model->name;
@@ -733,7 +796,7 @@ nlohmann::json Search::deployment(int index) const {
   d["kind"] = c.disaggregated() ? "disaggregated" : "aggregated";
   d["copies"] = copies;
   d["describe"] = c.label + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");
-  auto worker = [&](const char* role, int count, const models::Parallelism& p, const hw::InstanceSpec* i) {
+  auto worker = [&](const char* role, std::int64_t count, const models::Parallelism& p, const hw::InstanceSpec* i) {
     return nlohmann::json{{"role", role}, {"count", count * copies}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"dp", p.dp},
                           {"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}};
   };

@@ -115,9 +115,9 @@ struct SearchScore {
   int slo_concurrency = 0;               // clients of one copy at the rightmost point under both SLOs
   double tps_per_copy = 0, tps_per_gpu = 0, tps_per_user = 0;
   double ttft_ms = 0, itl_ms = 0;        // at that point, at the SLO statistic
-  int copies = 0, gpus = 0, instances = 0;
+  std::int64_t copies = 0, gpus = 0, instances = 0;   // at most 10^9 copies (kMaxCopies): no overflow
   std::optional<double> usd_per_hour;
-  std::vector<std::pair<std::string, int>> nodes_by_instance;   // instance type -> nodes of the deployment
+  std::vector<std::pair<std::string, std::int64_t>> nodes_by_instance;   // instance type -> nodes of the deployment
   double served_tps = 0;                 // total_gpus: what the copies serve; target: the target
   LimitedBy limited_by = LimitedBy::none;
   bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
@@ -149,6 +149,13 @@ class Search {
   // Candidates per round. Without pruning nothing depends on the rounds but the progress shown
   // between them, so they are larger: fewer barriers for a cluster or a thread pool to wait at.
   static constexpr int kRoundSize = 16, kRoundSizeNoPrune = 256;
+  // Limits that keep a search's memory and time bounded: configurations enumerated (about 5 KB
+  // each before any simulation), copies of one configuration a goal may take, requests of one
+  // point and requests over the whole space (about 2 us and 90 bytes each when simulated).
+  static constexpr std::size_t kMaxConfigurations = 50000;
+  static constexpr std::int64_t kMaxCopies = 1000000000;
+  static constexpr std::int64_t kMaxRequestsPerPoint = 10000000;
+  static constexpr double kMaxSpaceRequests = 1e9;
 
  private:
   struct State {

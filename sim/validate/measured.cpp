@@ -1,5 +1,8 @@
 // Readers of measured serving runs: the silicon-sample CSV (with repeat merging) and aiperf
 // artefact folders.
+#include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
 #include <cctype>
@@ -9,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -20,30 +24,60 @@
 namespace servesim::sim::validate {
 namespace {
 
-// One CSV record split into fields (RFC 4180 quoting: "a,b" and "" inside quotes).
-std::vector<std::string> split_record(const std::string& line, const std::string& file, int line_no) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-      else if (c == '"') quoted = false;
-      else cur += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
+// CSV records (RFC 4180): fields split at commas, "a,b", "" and line breaks inside quotes; lines
+// end in LF, CRLF or CR alone (old Mac and some Excel exports); a UTF-8 byte-order mark is skipped.
+// Every field must be valid UTF-8 (it reaches JSON output and terminals).
+class CsvRecords {
+ public:
+  CsvRecords(std::string text, std::string file) : t_(std::move(text)), file_(std::move(file)) {
+    if (t_.rfind("\xEF\xBB\xBF", 0) == 0) pos_ = 3;
+  }
+  // The next record (false at the end); `line` is the line it starts on. Blank lines are skipped.
+  bool next(std::vector<std::string>& out, int& line) {
+    for (;;) {
+      if (pos_ >= t_.size()) return false;
+      out.clear();
+      line = line_;
+      std::string cur;
+      bool quoted = false, any = false;
+      while (pos_ < t_.size()) {
+        const char c = t_[pos_++];
+        if (quoted) {
+          if (c == '"' && pos_ < t_.size() && t_[pos_] == '"') cur += '"', ++pos_;
+          else if (c == '"') quoted = false;
+          else {
+            if (c == '\n' || (c == '\r' && (pos_ >= t_.size() || t_[pos_] != '\n'))) ++line_;
+            cur += c;
+          }
+          continue;
+        }
+        if (c == '"') quoted = any = true;
+        else if (c == ',') out.push_back(std::move(cur)), cur.clear(), any = true;
+        else if (c == '\r' || c == '\n') {
+          if (c == '\r' && pos_ < t_.size() && t_[pos_] == '\n') ++pos_;
+          ++line_;
+          break;
+        } else {
+          cur += c;
+          any = true;
+        }
+      }
+      if (quoted) throw Error(file_, "line " + std::to_string(line), "unterminated quoted field (a quote opened here is never closed)");
+      if (!any) continue;   // a blank line
       out.push_back(std::move(cur));
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
+      for (const auto& f : out)
+        if (text::invalid_utf8_at(f) != std::string::npos)
+          throw Error(file_, "line " + std::to_string(line), "invalid UTF-8 in field '" + std::string(f.begin(), f.begin() + long(std::min<std::size_t>(
+                                                                  f.size(), text::invalid_utf8_at(f)))) + "...'; save the file as UTF-8");
+      return true;
     }
   }
-  if (quoted) throw Error(file, "line " + std::to_string(line_no), "unterminated quoted field");
-  out.push_back(std::move(cur));
-  return out;
-}
+
+ private:
+  std::string t_, file_;
+  std::size_t pos_ = 0;
+  int line_ = 1;
+};
 
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
@@ -52,21 +86,33 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// A whole number written as "4" or "4.0"; blank is 0.
-int whole(const std::string& s, const std::string& file, int line_no, const std::string& column) {
+// A decimal number as the CSV writes it: digits, one '.', an exponent; never hexadecimal, "inf",
+// "nan" or surrounding spaces (strtod would take them all).
+bool decimal(const std::string& s) {
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.' || s[0] == '-' || s[0] == '+')) return false;
+  return s.find_first_not_of("0123456789.eE+-") == std::string::npos;
+}
+
+// A whole number written as "4" or "4.0", at most `max`; blank is 0.
+int whole(const std::string& s, const std::string& file, int line_no, const std::string& column, int max = 1000000000) {
   if (s.empty()) return 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (!end || *end || !(v >= 0) || v != std::floor(v) || v > 1e9)
-    throw Error(file, "line " + std::to_string(line_no) + ": " + column, "expected a whole number >= 0, got '" + s + "'");
+  const double v = decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
+  if (!end || *end || !(v >= 0) || v != std::floor(v) || v > max)
+    throw Error(file, "line " + std::to_string(line_no) + ": " + column,
+                "expected a whole number in 0.." + std::to_string(max) + ", got '" + s + "'");
   return static_cast<int>(v);
 }
 
+// Measured latencies: 1 us to 1 day, in milliseconds (anything else is not a measurement).
+constexpr double kMinMs = 1e-3, kMaxMs = 86400e3;
+
 double positive(const std::string& s, const std::string& file, int line_no, const std::string& column) {
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || !end || *end || !(v > 0) || !std::isfinite(v))
-    throw Error(file, "line " + std::to_string(line_no) + ": " + column, "expected a number > 0 (milliseconds), got '" + s + "'");
+  const double v = decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
+  if (s.empty() || !end || *end || !(v >= kMinMs && v <= kMaxMs))
+    throw Error(file, "line " + std::to_string(line_no) + ": " + column,
+                "expected milliseconds from 0.001 (1 us) to 86400000 (1 day), got '" + s + "'");
   return v;
 }
 
@@ -135,12 +181,15 @@ bool parse_id_layout(const std::string& id, int* tp, int* ep) {
 }
 
 std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats) {
-  std::istringstream in(read_input_file(path, kMaxTraceFileBytes));   // a regular file of sane size
-  std::string line;
-  if (!std::getline(in, line)) throw Error(path, "", "empty file (expected a header line)");
-  const std::vector<std::string> header = split_record(line, path, 1);
+  CsvRecords in(read_input_file(path, kMaxTraceFileBytes), path);   // a regular file of sane size
+  std::vector<std::string> header, f;
+  int line_no = 1;
+  if (!in.next(header, line_no)) throw Error(path, "", "empty file (expected a header line)");
   std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (!col.emplace(header[i], i).second)
+      throw Error(path, "header", "column '" + header[i] + "' appears twice (columns " + std::to_string(col[header[i]] + 1) + " and " +
+                                      std::to_string(i + 1) + "); keep one");
   for (const char* need : {"id", "silicon_data_source", "backend", "model_path", "system", "mode", "isl", "osl",
                            "silicon_ttft_ms", "silicon_tpot_ms"})
     if (!col.count(need))
@@ -156,11 +205,8 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
   };
   std::vector<Acc> points;
   std::map<std::string, std::size_t> index;   // dedup key -> point
-  int line_no = 1, rows = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty() || line == "\r") continue;
-    std::vector<std::string> f = split_record(line, path, line_no);
+  int rows = 0;
+  while (in.next(f, line_no)) {
     if (f.size() != header.size())
       throw Error(path, "line " + std::to_string(line_no),
                   std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
@@ -169,8 +215,18 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
       auto it = col.find(name);
       return it == col.end() ? std::string() : f[it->second];
     };
-    auto num = [&](const char* name) { return whole(get(name), path, line_no, name); };
+    auto num = [&](const char* name) { return whole(get(name), path, line_no, name, 65536); };
     const int conc = parse_concurrency(f[c_src], f[c_id]);
+    {
+      // A concurrency written but not a client count is an error in the file, not "none recorded"
+      // (nor silently replaced by the id's _c<N>_).
+      const auto at = f[c_src].find("silicon_concurrency=");
+      if (at != std::string::npos && parse_concurrency(f[c_src], "") == 0) {
+        const std::string v = f[c_src].substr(at + 20, f[c_src].find(';', at) - at - 20);
+        throw Error(path, "line " + std::to_string(line_no) + ": silicon_data_source",
+                    "silicon_concurrency=" + v + ": expected a whole number of clients >= 1");
+      }
+    }
     std::string key;
     for (std::size_t i = 0; i < f.size(); ++i)
       if (i != c_id && i != c_src && i != c_ttft && i != c_tpot) key += f[i] + '\x1f';
@@ -178,6 +234,12 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     const double ttft = positive(f[c_ttft], path, line_no, "silicon_ttft_ms");
     const double tpot = positive(f[c_tpot], path, line_no, "silicon_tpot_ms");
     auto [it, fresh] = index.emplace(key, points.size());
+    if (fresh && points.size() >= kMaxPoints) {
+      index.erase(it);
+      throw Error(path, "line " + std::to_string(line_no),
+                  "more than " + std::to_string(kMaxPoints) + " distinct points (rows that differ beyond id and the "
+                  "measured figures; about 5 KB of memory each when simulated); split the file");
+    }
     if (!fresh) {
       Acc& a = points[it->second];
       a.ttft.push_back(ttft);
@@ -197,8 +259,8 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     p.mode = get("mode");
     p.gemm_quant = get("gemm_quant_mode");
     p.moe_quant = get("moe_quant_mode");
-    p.isl = num("isl");
-    p.osl = num("osl");
+    p.isl = whole(get("isl"), path, line_no, "isl");
+    p.osl = whole(get("osl"), path, line_no, "osl");
     if (p.isl < 1 || p.osl < 1) throw Error(path, "line " + std::to_string(line_no) + ": isl/osl", "must be >= 1");
     p.concurrency = conc;
     p.tp = num("tp_size");
@@ -323,6 +385,16 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   p.output_tps = stat_of(metric(doc, "output_token_throughput"), "avg");
   if (!std::isfinite(p.ttft_ms) && !std::isfinite(p.tpot_ms) && !std::isfinite(p.output_tps))
     throw Error(agg.string(), "time_to_first_token", "no TTFT, ITL or output throughput recorded");
+  // The CSV reader's bounds: a latency from 1 us to 1 day, a throughput above 0 and below 10^9 tok/s.
+  for (const auto& [v, tag, lo, hi] : {std::tuple{p.ttft_ms, "time_to_first_token", kMinMs, kMaxMs},
+                                       std::tuple{p.tpot_ms, "inter_token_latency", kMinMs, kMaxMs},
+                                       std::tuple{p.output_tps, "output_token_throughput", 1e-6, 1e9}})
+    if (!std::isnan(v) && !(v >= lo && v <= hi)) {
+      char b[160];
+      std::snprintf(b, sizeof b, "%g is not a measurement (expected %g to %g %s)", v, lo, hi,
+                    std::string(tag) == "output_token_throughput" ? "tok/s" : "ms");
+      throw Error(agg.string(), std::string(tag) + "." + (std::string(tag) == "output_token_throughput" ? "avg" : stat), b);
+    }
 
   // Measured and warm-up requests from the per-request records.
   std::int64_t profiling = 0, warmup = 0;
@@ -340,8 +412,18 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
       } catch (const Error& e) {
         throw Error(jl.string(), "line " + std::to_string(n), e.reason());
       }
-      const bool is_warmup = r.contains("metadata") && r["metadata"].is_object() &&
-                             r["metadata"].value("benchmark_phase", std::string("profiling")) == "warmup";
+      // A request record is an object with "metadata" or "metrics"; anything else is not a request.
+      if (!r.is_object() || !(r.contains("metadata") || r.contains("metrics")))
+        throw Error(jl.string(), "line " + std::to_string(n),
+                    "not a request record (expected an object with \"metadata\" or \"metrics\"), got " + brief(r));
+      bool is_warmup = false;
+      if (r.contains("metadata") && r["metadata"].is_object() && r["metadata"].contains("benchmark_phase")) {
+        const auto& ph = r["metadata"]["benchmark_phase"];
+        if (!ph.is_string())
+          throw Error(jl.string(), "line " + std::to_string(n) + ": metadata.benchmark_phase",
+                      "expected a string (\"profiling\" or \"warmup\"), got " + brief(ph));
+        is_warmup = ph.get<std::string>() == "warmup";
+      }
       (is_warmup ? warmup : profiling) += 1;
     }
   }
@@ -365,11 +447,20 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   }
   if (s.contains("model_file")) {
     if (!s["model_file"].is_string()) throw Error(where, "model_file", "expected a file name");
+    // A file of the artefact folder only (the folder may come from anywhere: it never makes
+    // servesim open /etc/passwd), and for this point only: the catalogue is never changed.
     fs::path mf = s["model_file"].get<std::string>();
     if (mf.is_relative()) mf = base / mf;
-    const auto& m = models::add_model_file(mf.string());
-    s.erase("model_file");
-    s["model"] = m.name;
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(mf, ec), root = fs::weakly_canonical(base, ec);
+    const auto rel = real.lexically_relative(root);
+    if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute())
+      throw Error(where, "model_file", "'" + s["model_file"].get<std::string>() + "' is outside the artefact folder " + dir +
+                                           "; put the model file in the folder");
+    const auto& m = models::load_model_file(real.string());
+    s["model_file"] = real.string();
+    s.erase("model");
+    p.model_path = m.name;
   }
   if (s.contains("backend")) {
     if (!s["backend"].is_string()) throw Error(where, "backend", "expected a name (vllm, trtllm, sglang)");
@@ -387,13 +478,21 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   const nlohmann::json ic = doc.value("input_config", nlohmann::json::object());
   if (!w.contains("concurrency") && !w.contains("request_rate")) {
     const double c = number_at(ic, {"loadgen", "concurrency"});
-    if (!(c >= 1)) throw Error(where, "concurrency", "missing (and aiperf's input_config.loadgen.concurrency is absent)");
+    if (std::isnan(c)) throw Error(where, "concurrency", "missing (and aiperf's input_config.loadgen.concurrency is absent)");
+    if (!(c >= 1 && c <= 1e6) || c != std::floor(c))
+      throw Error(agg.string(), "input_config.loadgen.concurrency", brief(ic["loadgen"]["concurrency"]) + " is not a client count in 1..1000000");
     w["concurrency"] = static_cast<std::int64_t>(c);
   }
+  // Range-checked before any conversion (llround of 1e300 is undefined).
   auto length = [&](const char* key, const char* tag) {
     if (w.contains(key)) return;
     const double v = stat_of(metric(doc, tag), "avg");
-    if (!(v >= 1)) throw Error(where, key, std::string("missing (and the export records no ") + tag + ")");
+    if (std::isnan(v)) throw Error(where, key, std::string("missing (and the export records no ") + tag + ")");
+    if (!(v >= 1 && v <= 1e8)) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%g", v);
+      throw Error(agg.string(), std::string(tag) + ".avg", std::string(b) + " is not a token count (1..100000000)");
+    }
     w[key] = static_cast<std::int64_t>(std::llround(v));
   };
   length("isl", "input_sequence_length");
@@ -402,13 +501,18 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   if (fs::exists(jl) && profiling > 0) w["warmup_requests"] = warmup;
   if (!w.contains("requests")) {
     const double n = stat_of(metric(doc, "request_count"), "avg");
-    if (n >= 1) w["requests"] = static_cast<std::int64_t>(n);
+    if (n >= 1 && n <= 1e9) w["requests"] = static_cast<std::int64_t>(n);
   }
   p.scenario = s;
   // Fields for grouping and display.
-  p.model_path = s.value("model", std::string("nemotron-3-super"));
-  p.system = s.value("gpu", std::string("h200"));
-  p.precision = s.value("precision", std::string("bf16"));
+  auto text_or = [&](const char* k, const char* d) {
+    if (!s.contains(k)) return std::string(d);
+    if (!s[k].is_string()) throw Error(where, k, "expected a name, got " + brief(s[k]));
+    return s[k].get<std::string>();
+  };
+  if (p.model_path.empty()) p.model_path = text_or("model", "nemotron-3-super");
+  p.system = text_or("gpu", "h200");
+  p.precision = text_or("precision", "bf16");
   const bool disagg = s.contains("topology") && s["topology"].is_object() &&
                       text::lower(s["topology"].value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
   p.mode = disagg ? "disagg" : "agg";
@@ -422,7 +526,12 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   p.moe_ep = int_of(s, "expert_parallel_size", "ep", 1);
   p.isl = w["isl"].is_number_integer() ? w["isl"].get<std::int64_t>() : 0;
   p.osl = w["osl"].is_number_integer() ? w["osl"].get<std::int64_t>() : 0;
-  p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() ? w["concurrency"].get<int>() : 0;
+  // A client count as the run gave it (shown with the point); the scenario check names a bad one.
+  p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() &&
+                          w["concurrency"].get<std::int64_t>() >= 0 && w["concurrency"].get<std::int64_t>() <= INT32_MAX
+                      ? w["concurrency"].get<int>() : 0;
+  p.requests = w.contains("requests") && w["requests"].is_number_integer() ? w["requests"].get<std::int64_t>() : 0;
+  p.warmup_requests = w.contains("warmup_requests") && w["warmup_requests"].is_number_integer() ? w["warmup_requests"].get<std::int64_t>() : -1;
   return p;
 }
 
@@ -431,13 +540,30 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
   if (!fs::exists(path)) throw Error(path, "", "no such file or folder (expected a silicon-sample CSV or an aiperf artefact folder)");
   if (!fs::is_directory(path)) return read_silicon_csv(path, csv);
   if (fs::exists(fs::path(path) / "profile_export_aiperf.json")) return {read_aiperf_dir(path, statistic)};
+  // A folder of artefact folders: entries that cannot be examined (a symbolic-link loop, no
+  // permission) are skipped; a folder that cannot be read is listed with its reason, never
+  // dropped and never stopping the others.
   std::vector<fs::path> subs;
-  for (const auto& e : fs::directory_iterator(path))
-    if (e.is_directory() && fs::exists(e.path() / "profile_export_aiperf.json")) subs.push_back(e.path());
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code e1, e2;
+    if (it->is_directory(e1) && fs::exists(it->path() / "profile_export_aiperf.json", e2)) subs.push_back(it->path());
+  }
+  if (ec) throw Error(path, "", "cannot list the folder: " + ec.message());
   std::sort(subs.begin(), subs.end());
   if (subs.empty()) throw Error(path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
   std::vector<MeasuredPoint> out;
-  for (const auto& s : subs) out.push_back(read_aiperf_dir(s.string(), statistic));
+  for (const auto& s : subs) {
+    try {
+      out.push_back(read_aiperf_dir(s.string(), statistic));
+    } catch (const Error& e) {
+      MeasuredPoint p;
+      p.id = s.filename().string();
+      p.source = s.string();
+      p.unreadable = e.what();
+      out.push_back(std::move(p));
+    }
+  }
   return out;
 }
 

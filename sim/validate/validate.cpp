@@ -5,6 +5,7 @@
 #include "sim/engine/engine_profile.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -37,8 +38,25 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // A catalogue model for a Hugging Face id: the Hugging Face ids the catalogue entries name
 // (models::model_by_hf_id), then the id as a catalogue name, then its last path component
 // lower-cased, then that without checkpoint suffixes (-Instruct, -FP8, -NVFP4, ...).
-const models::ModelSpec* resolve_model(const std::string& path) {
-  if (const auto* m = models::model_by_hf_id(path)) return m;
+const models::ModelSpec* resolve_model(const std::string& path, const std::vector<std::string>& model_files,
+                                       std::string* model_file) {
+  std::vector<const models::ModelSpec*> own;
+  for (const auto& f : model_files) own.push_back(&models::load_model_file(f));
+  auto own_by = [&](auto&& match) -> const models::ModelSpec* {
+    for (std::size_t i = 0; i < own.size(); ++i)
+      if (match(*own[i])) {
+        if (model_file) *model_file = model_files[i];
+        return own[i];
+      }
+    return nullptr;
+  };
+  const std::string id = text::lower(path);
+  if (const auto* m = own_by([&](const models::ModelSpec& x) {
+        return std::any_of(x.hf_ids.begin(), x.hf_ids.end(), [&](const std::string& h) { return text::lower(h) == id; });
+      }))
+    return m;
+  if (own.empty())
+    if (const auto* m = models::model_by_hf_id(path)) return m;
   std::vector<std::string> names{path};
   std::string base = text::lower(path.substr(path.find_last_of('/') + 1));
   names.push_back(base);
@@ -51,6 +69,9 @@ const models::ModelSpec* resolve_model(const std::string& path) {
         again = true;
       }
   }
+  for (const auto& n : names)
+    if (const auto* m = own_by([&](const models::ModelSpec& x) { return text::iequals(x.name, n); })) return m;
+  if (const auto* m = models::model_by_hf_id(path)) return m;
   for (const auto& n : names) {
     try {
       return &models::model(n);
@@ -152,7 +173,24 @@ ErrorStats error_stats(std::vector<double> errors) {
   return s;
 }
 
+void check_base_scenario(const Options& o, const std::string& file) {
+  if (o.base.is_null()) return;
+  if (!o.base.is_object()) throw Error(file, "", "expected a JSON object (a scenario file)");
+  // The base over the embedded default scenario, parsed once: a bad knob, an unknown key or a bad
+  // seed is one error before the run, not the same reason repeated for every point.
+  nlohmann::json j = default_scenario_json();
+  for (const auto& [k, v] : o.base.items()) {
+    if (k == "workload" && v.is_object() && j[k].is_object())
+      for (const auto& [wk, wv] : v.items()) j[k][wk] = wv;
+    else
+      j[k] = v;
+  }
+  j["seed"] = o.base.contains("seed") ? o.base["seed"] : nlohmann::json(o.seed);
+  parse_scenario(j.dump(), file);
+}
+
 nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::string* resolved_model) {
+  if (!p.unreadable.empty()) cannot(p.unreadable);
   if (!p.scenario.is_null()) return p.scenario;   // aiperf folder: the run's own setup
   if (p.concurrency < 1 && !(p.request_rate > 0))
     cannot("no concurrency recorded (neither silicon_concurrency= nor _c<N>_ in the id)");
@@ -197,7 +235,8 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   } else {
     cannot("mode '" + p.mode + "' unknown (agg or disagg)");
   }
-  const models::ModelSpec* m = resolve_model(p.model_path);
+  std::string model_file;
+  const models::ModelSpec* m = resolve_model(p.model_path, o.model_files, &model_file);
   if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
   if (resolved_model) *resolved_model = m->name;
   precision = checkpoint_format(precision, *m);
@@ -207,7 +246,8 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   } catch (const Error&) {
     cannot("GPU '" + p.system + "' not in the catalogue (servesim list gpus)");
   }
-  s["model"] = m->name;
+  if (model_file.empty()) s["model"] = m->name;
+  else s["model_file"] = std::filesystem::absolute(model_file).string();   // this run's file, never the catalogue
   // The engine profile of the measured release (vllm-0.16 -> the newest profile at or below it);
   // unknown versions (nightlies, blanks) run the newest.
   if (text::lower(p.backend) == "vllm" && !p.backend_version.empty()) {
@@ -547,8 +587,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["requests_per_client"] = o.requests_per_client;
   j["warmup_per_client"] = o.warmup_per_client;
   j["osl_spread_pct"] = o.osl_spread_pct;
-  j["threads"] = r.threads;
-  j["wall_s"] = r.wall_s;
+  // No wall time or thread count: the same inputs give the same bytes on any machine.
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
@@ -786,8 +825,7 @@ std::string to_text(const Report& r, const Options& o) {
            "too: their measurements are TP t EP t's, not those of t times the GPUs (field layout_note)\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
-         (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "; " +
-         fixed(r.wall_s, 2) + " s on " + std::to_string(r.threads) + " thread(s)\n";
+         (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "\n";
   if (r.csv.rows > 0 && o.harness == "aic")
     out += "Engine flags (--harness aic): AIConfigurator's generated vllm serve flags (max_num_batched_tokens = batch + ISL "
            "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs up to the batch, no prefix caching), and an FP8 KV cache "
@@ -795,8 +833,20 @@ std::string to_text(const Report& r, const Options& o) {
   const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
                                                    : std::string("fixed ISL/OSL (OSL with the closed-loop spread of the "
                                                                  "point's engine profile, if any: sim/README.md)");
-  out += "Each point: closed loop at its concurrency C, " + lengths + ", C x " + std::to_string(o.requests_per_client) +
-         " measured requests after C x " + std::to_string(o.warmup_per_client) + " warm-up; compared: simulated " +
+  // CSV points run C x --requests-per-client after C x --warmup-per-client; an aiperf folder its
+  // own recorded counts.
+  bool csv_points = false, folder_points = false;
+  for (const auto& p : r.points) (p.measured.scenario.is_null() ? csv_points : folder_points) = true;
+  const std::string counts =
+      (csv_points ? "C x " + std::to_string(o.requests_per_client) + " measured requests after C x " +
+                        std::to_string(o.warmup_per_client) + " warm-up" : std::string()) +
+      (csv_points && folder_points ? " (CSV rows), " : "") +
+      (!folder_points ? std::string()
+       : r.points.size() == 1 && r.points[0].measured.requests > 0
+           ? std::to_string(r.points[0].measured.requests) + " measured requests after " +
+                 std::to_string(std::max<std::int64_t>(0, r.points[0].measured.warmup_requests)) + " warm-up (the folder's own)"
+           : std::string("the measured and warm-up requests each aiperf folder recorded"));
+  out += "Each point: closed loop at its concurrency C, " + lengths + ", " + counts + "; compared: simulated " +
          o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n"
          "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
          "Errors: signed % = (predicted - measured) / measured; med = median, |med| = median of |%|, p90 = 90th percentile of |%|.\n\n";

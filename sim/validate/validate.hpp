@@ -34,6 +34,9 @@ struct MeasuredPoint {
   std::int64_t isl = 0, osl = 0;
   int concurrency = 0;         // 0: not recorded
   double request_rate = 0;     // open-loop runs (Poisson arrivals, requests / s) when concurrency is 0
+  // aiperf folders: the measured and warm-up requests the run recorded (0 / -1: not recorded).
+  std::int64_t requests = 0, warmup_requests = -1;
+  std::string unreadable;      // a folder that could not be read: why (listed as unmodellable)
   // Aggregated: one serving replica's layout (0 = blank in the source).
   int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
   // Disaggregated roles: workers and each worker's layout (0 = blank).
@@ -89,6 +92,8 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
 // the JSON's input_config. `statistic` (avg or p50) picks the TTFT/ITL statistic read.
 // Throws Error naming the file and field on bad input.
 MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic = "avg");
+// Distinct points one validate run takes (a CSV with more is refused while it is read).
+inline constexpr std::size_t kMaxPoints = 100000;
 
 // Reads PATH: a silicon-sample CSV (stats in `csv`), an aiperf artefact folder, or a folder whose
 // subfolders are aiperf artefact folders (read in name order). Error on anything else.
@@ -122,7 +127,15 @@ struct Options {
   // profile's) times the factor. Knobs: step_overhead_us_per_seq, closed_loop_osl_spread_tokens.
   // The leave-one-out fits (transfer.hpp) move them relative to each release's fitted value.
   std::vector<std::pair<std::string, double>> engine_scale;
+  // Model files (--model-file) for this run only: a point's model_path resolves to one of these
+  // (by name, the file's Hugging Face ids or model_path's last component) before the catalogue,
+  // and its scenario names the file. The catalogue itself is never changed.
+  std::vector<std::string> model_files;
 };
+
+// Checks Options::base (--scenario `file`) and the seed once, before any point runs: the base
+// over the embedded default scenario must parse. Throws servesim::Error.
+void check_base_scenario(const Options& o, const std::string& file);
 
 // A point's run: the scenario it was set up as, or why it cannot be modelled.
 struct PointResult {

@@ -7,6 +7,15 @@ import pytest
 
 
 @pytest.fixture(scope="session")
+def exe():
+    """The servesim executable (absolute path), for tests that run it as a subprocess."""
+    e = os.environ.get("SERVESIM_BIN")
+    if not e or not os.path.exists(e):
+        pytest.skip("SERVESIM_BIN is not set to the servesim executable")
+    return os.path.abspath(e)
+
+
+@pytest.fixture(scope="session")
 def cli():
     exe = os.environ.get("SERVESIM_BIN")
     if not exe or not os.path.exists(exe):

@@ -29,14 +29,6 @@ def probe(*numbers):
     return lambda f: f
 
 
-@pytest.fixture(scope="module")
-def exe():
-    e = os.environ.get("SERVESIM_BIN")
-    if not e or not os.path.exists(e):
-        pytest.skip("SERVESIM_BIN is not set to the servesim executable")
-    return e
-
-
 def run(exe, *args, cwd=None, timeout=60, limit_as=None):
     pre = None
     if limit_as:

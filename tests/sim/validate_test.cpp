@@ -24,7 +24,8 @@ namespace {
 std::string data(const std::string& f) { return std::string(SERVESIM_SOURCE_DIR) + "/tests/sim/data/" + f; }
 
 // The fixture's model_path resolves to this file's model (named llama-3.1-8b by its file).
-void add_llama() { servesim::models::add_model_file(data("llama-3.1-8b.json")); }
+// The Llama-3.1-8B config as the run's --model-file (scoped to the run, never in the catalogue).
+void add_llama(v::Options& o) { o.model_files = {data("llama-3.1-8b.json")}; }
 
 const v::MeasuredPoint& by_id(const std::vector<v::MeasuredPoint>& ps, const std::string& id) {
   for (const auto& p : ps)
@@ -34,8 +35,8 @@ const v::MeasuredPoint& by_id(const std::vector<v::MeasuredPoint>& ps, const std
 
 // The sample CSV's aggregated H200 points, run on two threads.
 v::Options h200_agg() {
-  add_llama();
   v::Options o;
+  add_llama(o);
   o.threads = 2;
   o.gpus = {"h200"};
   o.modes = {"agg"};
@@ -51,8 +52,8 @@ const v::PointResult& result(const v::Report& r, const std::string& id) {
 
 // The fixture's Llama-3.1-8B H200 rows, on one thread (the model file added).
 v::Options llama_h200() {
-  add_llama();
   v::Options o;
+  add_llama(o);
   o.models = {"llama"};
   o.gpus = {"h200"};
   o.threads = 1;
@@ -188,8 +189,8 @@ TEST(Validate, LoadRegimes) {
 }
 
 TEST(Validate, EveryUnmodellablePointSaysWhy) {
-  add_llama();
   v::Options o;
+  add_llama(o);
   o.threads = 2;
   const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   ASSERT_EQ(r.points.size(), 14u);
@@ -430,7 +431,6 @@ TEST(Validate, PointsFasterThanTheirPrefillFloorAreFlagged) {
 // once (2.31 ms at 4.8 TB/s, below): the 1 ms TPOT is flagged, kept in the tables, left out of the
 // bands. The real 2000/100 point above decodes at a TPOT over its floor.
 TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
-  add_llama();
   const std::string csv = ::testing::TempDir() + "decode_floor.csv";
   {
     std::ifstream in(data("validate_sample.csv"));
@@ -442,6 +442,7 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
            "h200_sxm,fp8,agg,1024,1024,fp8,fp8,64,1,1,,1,1,,,,,,,,,,,,,,,50,1\n";
   }
   v::Options o;
+  add_llama(o);
   o.threads = 1;
   const v::Report r = v::run(v::read_silicon_csv(csv), o);
   const auto& p = result(r, "llama8b_h200_fast");
