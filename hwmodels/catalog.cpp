@@ -231,6 +231,16 @@ void Catalog::add_file(const std::string& path) {
   load_json(j.dump(), path);
 }
 
+void Catalog::set_price(std::string_view instance, double usd_per_hour, const std::string& source) {
+  for (auto& i : instances_)
+    if (text::iequals(i.name, instance)) {
+      i.usd_per_hour = usd_per_hour;
+      i.sources["usd_per_hour"] = source;
+      return;
+    }
+  throw Error("--price", std::string(instance), "unknown instance (known: " + text::join(instance_names()) + ")");
+}
+
 Catalog& Catalog::global() {
   static Catalog* c = [] {
     auto* cat = new Catalog;

@@ -85,6 +85,8 @@ class Catalog {
 
   // Adds GPUs and/or instances from a user JSON file (same layout as hwmodels/data/).
   void add_file(const std::string& path);
+  // Sets an instance's $/hour (`servesim --price INSTANCE=USD`); `source` is cited for it.
+  void set_price(std::string_view instance, double usd_per_hour, const std::string& source);
 
   const GpuSpec& gpu(std::string_view name) const;            // throws Error listing known names
   const InstanceSpec& instance(std::string_view name) const;  // throws Error listing known names

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/decoding/mtp.hpp"
 #include "common/json_reader.hpp"
@@ -278,6 +279,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     r.summary = pr.summary;
     for (const auto& ws : pr.workers) add_worker(r, ws);
     r.engine = p.engine;
+    r.calibration = d.calibration();
     r.transfers = pr.transfers;
     r.routed_blocks = pr.routed_blocks;
     r.routed_overlap_blocks = pr.routed_overlap_blocks;
@@ -318,6 +320,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     for (std::size_t t = 0; t < o->stats().size(); ++t) r.offload_stats[t] += o->stats()[t];
   }
   r.engine = p.engine;
+  r.calibration = p.cost->provenance();
   r.summary = r.metrics.summary();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -344,8 +347,99 @@ SimResult simulate(const Scenario& s, bool keep_records, const Progress& progres
   return simulate(p, s, s.workload, keep_records, progress);
 }
 
+nlohmann::json what_ran_json(const WhatRan& w) {
+  nlohmann::json j;
+  j["model"] = w.model;
+  if (!w.deployment.empty()) j["deployment"] = w.deployment;
+  if (w.plan) {
+    j["checkpoint_precision"] = w.plan->weight_precision;
+    if (!w.plan->weight_note.empty()) j["weight_note"] = w.plan->weight_note;
+    j["kv_cache_dtype"] = w.plan->kv_precision;
+  }
+  if (w.engine) {
+    const EngineConfig& e = *w.engine;
+    j["engine"] = {{"profile", e.engine_profile},
+                   {"async_scheduling", e.async_scheduling},
+                   {"max_num_seqs", e.max_num_seqs},
+                   {"max_num_batched_tokens", e.max_num_batched_tokens},
+                   {"max_model_len", e.max_model_len > 0 || !w.plan ? e.max_model_len : w.plan->max_model_len},
+                   {"enforce_eager", e.enforce_eager},
+                   {"cudagraph_mode", e.enforce_eager ? std::string("NONE") : e.cudagraph_mode},
+                   {"max_cudagraph_capture_size", e.enforce_eager ? 0 : e.max_cudagraph_capture_size},
+                   {"cudagraph_capture_sizes", e.enforce_eager ? std::vector<std::int64_t>{} : e.cudagraph_capture_sizes},
+                   {"enable_prefix_caching", e.enable_prefix_caching}};
+  }
+  if (w.plan) {
+    const models::Concurrency c = w.plan->concurrency(w.context_tokens);
+    j["memory"] = {{"kv_blocks", w.plan->num_kv_blocks},
+                   {"block_size", w.plan->block_size},
+                   {"data_parallel_ranks", w.plan->dp},
+                   {"context_tokens", w.context_tokens},
+                   {"max_concurrent_seqs", c.seqs},
+                   {"bound", c.bound}};
+  }
+  j["calibration"] = w.calibration;
+  return j;
+}
+
+std::string what_ran_text(const nlohmann::json& j) {
+  auto str = [&](const nlohmann::json& o, const char* k) { return o.contains(k) ? o[k].get<std::string>() : std::string("-"); };
+  std::string out = "ran: " + str(j, "model");
+  if (j.contains("checkpoint_precision"))
+    out += ", " + (j.contains("weight_note") ? str(j, "weight_note") : str(j, "checkpoint_precision") + " weights") +
+           ", KV cache " + str(j, "kv_cache_dtype");
+  if (j.contains("deployment")) out += "; " + str(j, "deployment");
+  out += "\n";
+  if (j.contains("engine")) {
+    const auto& e = j["engine"];
+    const auto sizes = e["cudagraph_capture_sizes"].get<std::vector<std::int64_t>>();
+    std::string graphs = e["enforce_eager"].get<bool>() ? std::string("off (enforce_eager)")
+                                                        : str(e, "cudagraph_mode") + ", " + std::to_string(sizes.size()) +
+                                                              " sizes up to " + std::to_string(e["max_cudagraph_capture_size"].get<std::int64_t>()) + " tokens";
+    out += "  engine " + str(e, "profile") + ": max_num_seqs " + std::to_string(e["max_num_seqs"].get<int>()) +
+           ", max_num_batched_tokens " + std::to_string(e["max_num_batched_tokens"].get<std::int64_t>()) +
+           ", max_model_len " + std::to_string(e["max_model_len"].get<std::int64_t>()) + ", CUDA graphs " + graphs +
+           ", prefix caching " + (e["enable_prefix_caching"].get<bool>() ? "on" : "off") +
+           (e["async_scheduling"].get<bool>() ? ", async scheduling" : ", synchronous scheduling") + "\n";
+  }
+  if (j.contains("memory")) {
+    const auto& m = j["memory"];
+    out += "  memory: " + std::to_string(m["kv_blocks"].get<std::int64_t>()) + " KV blocks x " +
+           std::to_string(m["block_size"].get<int>()) + " tokens" +
+           (m["data_parallel_ranks"].get<int>() > 1 ? " per attention-DP rank" : "") + " per replica; " +
+           std::to_string(m["max_concurrent_seqs"].get<int>()) + " sequences of " +
+           std::to_string(m["context_tokens"].get<std::int64_t>()) + " tokens at once (bound: " + str(m, "bound") + ")\n";
+  }
+  out += "  calibration: " + str(j, "calibration") + "\n";
+  return out;
+}
+
+nlohmann::json what_ran_json(const Scenario& s, const SimResult& r) {
+  WhatRan w;
+  w.model = s.model;
+  w.deployment = r.deployment.empty()
+                     ? std::to_string(s.gpus) + " x " + s.gpu + " as " + std::to_string(s.replicas()) + " replica(s) of TP" +
+                           std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
+                           (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
+                           (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "")
+                     : r.deployment;
+  w.engine = &r.engine;
+  w.plan = &r.plan;
+  w.context_tokens = std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean()));
+  w.calibration = r.calibration;
+  if (s.calibration) {   // a user's profile on top of the tables (--calibration)
+    const validate::RunKind k = validate::run_kind(s, r);
+    const CalibrationProfile& c = *s.calibration;   // named by what it was fitted on, not by its file
+    const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model);
+    w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " + c.engine + ": " +
+                     (a.applied.empty() ? std::string("nothing applies to this run") : "applies " + text::join(a.applied));
+  }
+  return what_ran_json(w);
+}
+
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   nlohmann::json j = r.metrics.aiperf_json();
+  j["what_ran"] = what_ran_json(s, r);
   j["prediction_band"] = validate::run_bands(s, r);
   if (s.calibration) {
     const validate::RunKind k = validate::run_kind(s, r);

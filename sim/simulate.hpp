@@ -60,6 +60,7 @@ struct SimResult {
   TransferStats transfers;       // disaggregated: KV + Mamba-state handoffs (and embeddings)
   double wall_s = 0;             // host time the run took (not part of any result figure)
   EngineConfig engine;           // the engine knobs the run used (profile defaults applied)
+  std::string calibration;       // the step-cost model's provenance (kernel tables)
   // Closed-loop cohorts: prefill tokens summed over steps, and those of requests that shared their
   // step with another request released by the same event (the same step end, or the start).
   std::int64_t prefill_tokens = 0, cohort_prefill_tokens = 0;
@@ -85,7 +86,7 @@ struct SimResult {
     return end_s > 0 && n > 0 ? std::min(1.0, prefill_step_s / (end_s * double(n))) : 0.0;
   }
   bool prefill_train() const {
-    return behind_prefill_fraction() >= 0.5 && behind_prefill_fraction() >= 2 * prefill_duty();
+    return is_prefill_train(behind_prefill_fraction(), prefill_duty());
   }
 };
 
@@ -102,6 +103,23 @@ SimResult simulate(const Prepared& p, const Scenario& s, const workloads::Worklo
 // with a topology also "topology" and, disaggregated, "kv_transfer" statistics; and
 // "prediction_band": the bands of its TTFT, ITL and output throughput (sim/validate/run_bands.hpp).
 nlohmann::json aiperf_json(const Scenario& s, const SimResult& r);
+
+// "What ran": the one block simulate, sweep, plan, search and recommend print (text header and
+// JSON) so that every output names the resolved model, checkpoint and KV-cache precision, engine
+// profile and knobs, memory plan at the run's context, and the calibration behind the step costs.
+struct WhatRan {
+  std::string model;
+  std::string deployment;        // GPUs and shapes in one line
+  const EngineConfig* engine = nullptr;
+  const models::MemoryPlan* plan = nullptr;   // a replica's (disaggregated: a decode worker's)
+  std::int64_t context_tokens = 0;            // prompt + answer of the run's traffic
+  std::string calibration;
+};
+nlohmann::json what_ran_json(const WhatRan& w);
+// The same as text lines ("ran: ..."), read back from the JSON so both say the same.
+std::string what_ran_text(const nlohmann::json& j);
+// The block of one simulated scenario.
+nlohmann::json what_ran_json(const Scenario& s, const SimResult& r);
 
 struct SweepSpec {
   enum class Axis { concurrency, request_rate } axis = Axis::concurrency;

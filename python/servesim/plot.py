@@ -284,8 +284,16 @@ def search_figure(result, title=None):
                        s=10, facecolors="none", edgecolors=c, marker=mk, alpha=0.3, linewidths=0.6)
         fr = f["frontier"]
         if fr:
-            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], ls, marker=mk,
-                    color=c, ms=4.5, lw=1.8, label=f"{f['family']} ({f['simulated_points']} points)")
+            # The line joins the frontier; its markers say which points meet both SLOs (filled) and
+            # which fail one (open), so a frontier point over the TTFT line never reads as a pass.
+            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], ls,
+                    color=c, lw=1.8, label=f"{f['family']} ({f['simulated_points']} points)")
+            ok = [p for p in fr if p.get("meets_slo")]
+            bad = [p for p in fr if not p.get("meets_slo")]
+            ax.scatter([p["output_tps_per_user"] for p in ok], [p["output_tps_per_gpu"] for p in ok], s=22, color=c,
+                       marker=mk, zorder=4, gid="frontier-meets")
+            ax.scatter([p["output_tps_per_user"] for p in bad], [p["output_tps_per_gpu"] for p in bad], s=22,
+                       facecolors="white", edgecolors=c, marker=mk, linewidths=1.0, zorder=4, gid="frontier-fails")
     itl = result.get("itl_ms")
     if itl:
         ax.axvline(1000.0 / itl, color="gray", ls=":", lw=1.4,
@@ -307,7 +315,7 @@ def search_figure(result, title=None):
     stat = result.get("statistic", "p50")
     ax.set_title(title or f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
                           f"SLO TTFT {stat} <= {result.get('ttft_ms', 0):g} ms, ITL {stat} <= {result.get('itl_ms', 0):g} ms "
-                          f"(filled: meets both)", fontsize=10)
+                          f"(filled: meets both; open: fails one)", fontsize=10)
     ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False,
               title="frontier per family", title_fontsize=8)
     fig.tight_layout()

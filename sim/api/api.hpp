@@ -113,7 +113,7 @@ struct PlanArgs {
   // Closed-loop clients to sweep; "" = 1, 2, 4, ..., 256, then (plan() only) 384, 512, 768, ...
   // up to 4096 for each topology still under both SLO lines at its highest point.
   std::string concurrency;
-  std::string statistic = "p50", mtp_acceptance, router = "least_outstanding";
+  std::string statistic = "p90", mtp_acceptance, router = "least_outstanding";
   std::string prefill_instance, decode_instance;  // disaggregated roles on other instance types ("" = --instance)
   int prefill_nodes = 0, decode_nodes = 0;        // nodes of each role's instance type (0 = the fewest that hold it)
   int nodes = 0, prefill_workers = 1, decode_workers = 1, encode_workers = 0, threads = 0;
@@ -122,6 +122,10 @@ struct PlanArgs {
   std::optional<std::int64_t> isl, osl, requests, max_num_batched_tokens;   // unset: required with a model
   std::optional<double> gpu_memory_utilization;
   std::optional<double> ttft_ms, itl_ms, target_tps;                         // unset: required with a model
+  // Open loop: --target-rps R with --arrival poisson|gamma|constant sizes each topology by the
+  // fewest copies that meet both SLOs when R requests/s arrive (R / copies per copy).
+  std::optional<double> target_rps, burstiness;
+  std::string arrival;
 };
 // The whole plan: {"topologies": [...], "slo", "target", "sweep": {"columns": {...}}, ...}.
 // progress(done, points), if given, is called after each sweep point.
@@ -141,7 +145,7 @@ struct SearchArgs {
   std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
-  std::string statistic = "p50", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
+  std::string statistic = "p90", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default
   bool expert_parallel = true, mixed_gpus = true, prune = true;
   std::int64_t isl = 0, osl = 0, seed = 0;

@@ -18,6 +18,7 @@
 #include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 #include "sim/parallel.hpp"
+#include "sim/simulate.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/validate.hpp"
@@ -52,6 +53,7 @@ struct Study {
   std::vector<int> conc;
   bool auto_concurrency = false;
   std::vector<std::string> notes;           // what the resolver chose (sim/resolve.hpp), for the header
+  std::optional<workloads::Arrival> arrival; // open loop (--arrival with --target-rps)
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
@@ -63,7 +65,23 @@ struct Study {
     required("--osl", o.osl.has_value(), "output tokens per request");
     required("--ttft-ms", o.ttft_ms.has_value(), "the SLO on time to first token, e.g. 600");
     required("--itl-ms", o.itl_ms.has_value(), "the SLO on inter-token latency, e.g. 100");
-    required("--target-tps", o.target_tps.has_value(), "output tokens/s the deployment must serve");
+    if (o.target_rps) {
+      if (!(*o.target_rps > 0) || !std::isfinite(*o.target_rps)) throw Error("--target-rps", "", "must be a finite number > 0");
+      if (o.target_tps) throw Error("--target-rps", "", "give --target-tps or --target-rps, not both");
+    }
+    required("--target-tps", o.target_tps.has_value() || o.target_rps.has_value(),
+             "output tokens/s the deployment must serve (or --target-rps requests/s)");
+    if (!o.arrival.empty()) {
+      if (!o.target_rps) throw Error("--arrival", "", "needs --target-rps R: the open-loop plan offers R requests/s to the deployment");
+      const std::string a = text::lower(o.arrival);
+      if (a == "poisson") arrival = workloads::Arrival::poisson;
+      else if (a == "gamma") arrival = workloads::Arrival::gamma;
+      else if (a == "constant") arrival = workloads::Arrival::constant;
+      else throw Error("--arrival", "", "unknown arrival '" + o.arrival + "'; known: poisson, gamma, constant");
+    }
+    if (o.burstiness && (!arrival || *arrival != workloads::Arrival::gamma))
+      throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
+    if (o.burstiness && !(*o.burstiness > 0)) throw Error("--burstiness", "", "must be > 0");
     required("--instance", !o.instance.empty(), "the instance type to lay the topologies on (servesim list instances)");
     required("--nodes", o.nodes != 0, "how many instances the topologies are laid on");
     if (o.nodes < 1) throw Error("--nodes", "", "must be >= 1");
@@ -71,7 +89,8 @@ struct Study {
     if (*o.osl < 2) throw Error("--osl", "", "must be >= 2: inter-token latency, which the ITL SLO bounds, needs two output tokens");
     if (o.requests && *o.requests < 1) throw Error("--requests", "", "must be >= 1");
     if (o.seed < 0) throw Error("--seed", "", "must be >= 0");
-    slo = {*o.ttft_ms, *o.itl_ms, sim::parse_statistic(o.statistic), *o.target_tps};
+    slo = {*o.ttft_ms, *o.itl_ms, sim::parse_statistic(o.statistic),
+           o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps};
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
@@ -109,6 +128,7 @@ struct Study {
     const sim::EngineProfile& profile = sim::engine_profile("vllm");
     sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
     spec.frontend = sim::profile_frontend(profile);
+    spec.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
     if (o.num_speculative_tokens && *o.num_speculative_tokens > 0) {
       spec.mtp.draft_tokens = *o.num_speculative_tokens;
       for (const auto& s : text::split_csv(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance)) {
@@ -185,15 +205,62 @@ struct Study {
 
   sim::SweepRow run_at(std::size_t dep, int c) const {
     const auto& d = *deps[dep];
-    workloads::WorkloadConfig wc;
-    wc.arrival = workloads::Arrival::concurrency;
-    wc.concurrency = c;
-    wc.requests = o.requests ? *o.requests : std::max<std::int64_t>(200, 8LL * c);
-    wc.warmup_requests = c;
-    wc.seed = spec.seed;
-    wc.isl = workloads::LengthDist::fixed_at(*o.isl);
-    wc.osl = workloads::LengthDist::fixed_at(*o.osl);
-    return sim::sweep_row(d.name(), c, d.run(wc).summary, d.gpus());
+    const sim::PointResult pr = d.run(sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl));
+    sim::SweepRow row = sim::sweep_row(d.name(), c, pr.summary, d.gpus());
+    row.prefill_train = sim::is_prefill_train(pr.workers, pr.end_s);
+    return row;
+  }
+
+  // Open loop: the fewest copies of topology `dep` that meet both SLOs when the target rate is
+  // split evenly over them (doubling from 1, then bisection; the SLO is taken to hold at every
+  // rate below one that meets it). detail gets the copy's rate and figures.
+  sim::PlanRow open_loop_row(std::size_t dep, nlohmann::json& detail) const {
+    const sim::Deployment& d = *deps[dep];
+    const sim::TopologyUnit u = d.unit();
+    const double rps = *o.target_rps;
+    auto point = [&](std::int64_t k) {
+      const double rate = rps / double(k);
+      const sim::PointResult pr = d.run(sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests,
+                                                                spec.seed, *o.isl, *o.osl));
+      return sim::sweep_row(d.name(), 0, pr.summary, d.gpus());
+    };
+    constexpr std::int64_t kMaxCopies = std::int64_t{1} << 20;
+    std::int64_t hi = 1, lo = 0;
+    sim::SweepRow at_hi = point(1), at_lo;
+    while (!passes(at_hi)) {
+      if (hi >= kMaxCopies) break;
+      lo = hi;
+      at_lo = at_hi;
+      hi *= 2;
+      at_hi = point(hi);
+    }
+    sim::PlanRow row;
+    row.name = d.name();
+    const int st = static_cast<int>(slo.statistic);
+    if (!passes(at_hi)) {
+      detail = {{"name", d.name()}, {"feasible", false}, {"copies_tried", hi}};
+      row.limited_by = sim::LimitedBy::none;
+      return row;
+    }
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      const sim::SweepRow r = point(mid);
+      if (passes(r)) hi = mid, at_hi = r;
+      else lo = mid, at_lo = r;
+    }
+    row.feasible = true;
+    row.tps_per_replica = at_hi.output_tps;
+    sim::size_copies(row, u, double(hi), slo.target_tps);
+    if (lo >= 1) {   // what one copy fewer breaks
+      const bool t = at_lo.ttft_ms[st] > slo.ttft_ms, i = at_lo.itl_ms[st] > slo.itl_ms;
+      row.limited_by = t && i ? sim::LimitedBy::both : t ? sim::LimitedBy::ttft : i ? sim::LimitedBy::itl : sim::LimitedBy::none;
+    }
+    detail = {{"name", d.name()}, {"feasible", true}, {"copies", hi}, {"rate_per_copy", rps / double(hi)},
+              {"ttft_ms", at_hi.ttft_ms[st]}, {"itl_ms", at_hi.itl_ms[st]}, {"output_tps_per_copy", at_hi.output_tps}};
+    if (lo >= 1)
+      detail["one_copy_fewer"] = {{"copies", lo}, {"rate_per_copy", rps / double(lo)}, {"ttft_ms", at_lo.ttft_ms[st]},
+                                  {"itl_ms", at_lo.itl_ms[st]}};
+    return row;
   }
 
   // The deployment description api::emit_deployment reads, for topology i sized by its plan row.
@@ -260,7 +327,17 @@ struct Study {
   nlohmann::json finish(const std::vector<sim::SweepRow>& rows) const {
     std::vector<sim::TopologyUnit> units;
     for (const auto& d : deps) units.push_back(d->unit());
-    const auto plan = sim::plan_capacity(rows, units, slo);
+    std::vector<sim::PlanRow> plan;
+    nlohmann::json open = nlohmann::json::array();
+    if (arrival) {
+      for (std::size_t i = 0; i < deps.size(); ++i) {
+        nlohmann::json detail;
+        plan.push_back(open_loop_row(i, detail));
+        open.push_back(detail);
+      }
+    } else {
+      plan = sim::plan_capacity(rows, units, slo);
+    }
     nlohmann::json j;
     if (!ran.empty()) j["ran"] = ran;
     j["model"] = spec.model->name;
@@ -277,13 +354,24 @@ struct Study {
     j["itl_ms"] = slo.itl_ms;
     j["statistic"] = std::string(sim::to_string(slo.statistic));
     j["target"] = {{"output_tps", slo.target_tps}};
+    j["method"] = arrival ? sim::open_loop_rule(o.requests) : sim::capacity_rule(o.requests);
+    if (arrival) {
+      j["target"]["requests_per_s"] = *o.target_rps;
+      j["arrival"] = workloads::arrival_name(*arrival);
+      j["open_loop"] = open;
+    }
     j["topologies"] = nlohmann::json::array();
     for (std::size_t i = 0; i < plan.size(); ++i) {
       auto r = plan[i].to_json();
+      if (arrival && plan[i].feasible && plan[i].replicas == 1 && plan[i].limited_by == sim::LimitedBy::none)
+        r["advice"] = "one copy meets both SLOs at the whole rate";
       r["gpus_per_replica"] = units[i].gpus;
       r["instances_per_replica"] = units[i].instances;
       r["deployment"] = deps[i]->describe();
       r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), *o.isl + *o.osl);
+      sim::WhatRan w{spec.model->name, deps[i]->describe(), &spec.engine, &deps[i]->memory_plan(), *o.isl + *o.osl,
+                     deps[i]->calibration()};
+      r["what_ran"] = sim::what_ran_json(w);
       r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);
     }
@@ -338,7 +426,7 @@ nlohmann::json row_json(const sim::SweepRow& r) {
   return {{"topology", r.topology}, {"concurrency", r.concurrency},
           {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
           {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
-          {"output_tps_per_user", r.output_tps_per_user}};
+          {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train}};
 }
 
 sim::SweepRow row_from(const nlohmann::json& j) {
@@ -353,6 +441,7 @@ sim::SweepRow row_from(const nlohmann::json& j) {
     r.output_tps = j.at("output_tps").get<double>();
     r.output_tps_per_gpu = j.at("output_tps_per_gpu").get<double>();
     r.output_tps_per_user = j.at("output_tps_per_user").get<double>();
+    r.prefill_train = j.value("prefill_train", false);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw Error("plan_finish", "rows", std::string("not a row from plan_point: ") + e.what());

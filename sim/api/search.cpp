@@ -170,7 +170,7 @@ nlohmann::json rows_json(const std::vector<sim::SweepRow>& rows) {
     a.push_back({{"topology", r.topology}, {"concurrency", r.concurrency},
                  {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
                  {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
-                 {"output_tps_per_user", r.output_tps_per_user}});
+                 {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train}});
   return a;
 }
 
@@ -188,6 +188,7 @@ std::vector<sim::SweepRow> rows_from(const nlohmann::json& j) {
       r.output_tps = x.at("output_tps").get<double>();
       r.output_tps_per_gpu = x.at("output_tps_per_gpu").get<double>();
       r.output_tps_per_user = x.at("output_tps_per_user").get<double>();
+      r.prefill_train = x.value("prefill_train", false);
       out.push_back(std::move(r));
     }
     return out;
@@ -318,6 +319,8 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
                        "point's kind (GPU, aggregated or disaggregated, load regime), applied to the " + rep["statistic"].get<std::string>() +
                        " figure; " + v::embedded_bands().meta.value("summary", std::string("no band table embedded"));
     }
+    r["prefill_train"] = s["prefill_train"];
+    r["what_ran"] = b["what_ran"];
     r["describe"] = b["describe"];
     r["deployment"] = b["deployment"];
     r["index"] = b["index"];

@@ -14,6 +14,7 @@
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
+#include "sim/simulate.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -82,7 +83,8 @@ void run_plan(const PlanOpts& o) {
   out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + " weights, KV " + str(j["kv_cache_dtype"]) + ") on " +
          num(j["nodes"]) + " x " + str(j["instance"]) + " (" + str(j["gpu"]) + "); ISL " + num(j["isl"]) + " / OSL " +
          num(j["osl"]) + "\n" + defaults_line(j["defaults"]);
-  for (const auto& t : j["topologies"]) out += "  " + str(t["deployment"]) + "\n";
+  for (const auto& t : j["topologies"]) out += sim::what_ran_text(t["what_ran"]);
+  out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + "\n";
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
   for (std::size_t i = 0; i < c["topology"].size(); ++i) {
@@ -94,22 +96,37 @@ void run_plan(const PlanOpts& o) {
         t += " (" + fixed(c[name + "_band_lo"][i].get<double>(), digits) + "-" + fixed(c[name + "_band_hi"][i].get<double>(), digits) + ")";
       return t;
     };
-    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), banded("ttft_" + stat + "_ms", 1),
+    const bool train = c.contains("prefill_train") && c["prefill_train"][i].get<bool>();
+    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), banded("ttft_" + stat + "_ms", 1) + (train ? " TRAIN" : ""),
                 banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
   out += "\nSweep\n" + sw.render() +
          "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
-         "(GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
-  Table pt({"topology", "max concurrency", "tok/s per replica", "replicas", "GPUs", "instances", "$/hour", "limited by"});
-  for (const auto& r : j["topologies"])
-    pt.add_row({str(r["name"]), r["feasible"].get<bool>() ? num(r["max_concurrency"]) : "-",
+         "(GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n"
+         "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
+         "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n";
+  const bool open = j.contains("open_loop");
+  Table pt({"topology", open ? "req/s per replica" : "max concurrency", "tok/s per replica", "replicas", "GPUs", "instances",
+            "$/hour", "limited by"});
+  for (std::size_t k = 0; k < j["topologies"].size(); ++k) {
+    const auto& r = j["topologies"][k];
+    std::string at = "-";
+    if (r["feasible"].get<bool>())
+      at = open ? fixed(j["open_loop"][k]["rate_per_copy"].get<double>(), 2) + " (" +
+                      val(j["open_loop"][k]["ttft_ms"], 0) + " / " + val(j["open_loop"][k]["itl_ms"], 1) + " ms)"
+                : num(r["max_concurrency"]);
+    pt.add_row({str(r["name"]), at,
                 fixed(r["tps_per_replica"].get<double>(), 0), num(r["replicas"]), num(r["gpus"]), num(r["instances"]),
-                r["usd_per_hour"].is_null() ? "-" : fixed(r["usd_per_hour"].get<double>(), 2), str(r["advice"])});
+                r["usd_per_hour"].is_null() ? "-" : fixed(r["usd_per_hour"].get<double>(), 2),
+                str(r["advice"]) + (r.value("prefill_train", false) ? "; read in a PREFILL TRAIN: TTFT is the start-up queue of prompts, check open loop" : "")});
+  }
   char slo_line[256];
-  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %g output tok/s\n",
+  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %g output tok/s%s\n",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
-                j["target"]["output_tps"].get<double>());
+                j["target"]["output_tps"].get<double>(),
+                open ? (" (" + compact(j["target"]["requests_per_s"].get<double>()) + " requests/s, " + str(j["arrival"]) +
+                        " arrivals; req/s per replica: the rate one copy is offered, with its TTFT / ITL)").c_str() : "");
   out += slo_line + pt.render();
   if (!o.plot.empty()) {
     const std::string base = plot_paths(o.plot).base;
@@ -150,7 +167,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
-  c->add_option("--requests", o->args.requests, "Measured requests per point (default max(200, 8 x concurrency))");
+  c->add_option("--requests", o->args.requests, "Measured requests per point (default max(1000, 8 x concurrency), after 32 warm-up requests per client)");
   c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());
   c->add_option("--router", o->args.router, "round_robin, least_outstanding or least_kv_load");
   c->add_option("--max-num-seqs", o->args.max_num_seqs, "vLLM max_num_seqs");
@@ -160,8 +177,13 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--mtp-acceptance", o->args.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   c->add_option("--ttft-ms", o->args.ttft_ms, "SLO on time to first token (ms)");
   c->add_option("--itl-ms", o->args.itl_ms, "SLO on inter-token latency (ms)");
-  c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 or p99");
+  c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
+  c->add_option("--target-rps", o->args.target_rps, "Requests/s the deployment must serve (target tok/s = rate x OSL)");
+  c->add_option("--arrival", o->args.arrival,
+                "Open-loop plan: poisson, gamma or constant arrivals at --target-rps; each topology gets the fewest copies "
+                "that meet both SLOs at that rate (default: closed loop over --concurrency)");
+  c->add_option("--burstiness", o->args.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
   c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   c->add_option("--threads", o->args.threads, "Worker threads (default: all cores); results do not depend on it");

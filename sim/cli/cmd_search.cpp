@@ -21,6 +21,7 @@
 #include "hwmodels/catalog.hpp"
 #include "models/memory.hpp"
 #include "sim/api/api.hpp"
+#include "sim/simulate.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
 
@@ -112,6 +113,7 @@ std::string search_table(const nlohmann::json& j) {
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 str(j["objective"]["kind"]).c_str());
   out += line;
+  out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   // The resolved space: GPU types (with the instance each stands for), precisions, and the KV
   // dtypes: the checkpoint's (models::checkpoint_kv_dtype) unless --kv-cache-dtype adds others.
   std::vector<std::string> gpus, precisions, kvs;
@@ -146,7 +148,8 @@ std::string search_table(const nlohmann::json& j) {
   Table bt({"best under the SLO", "clients", "TTFT ms", "ITL ms", "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
   auto add_best = [&](const nlohmann::json& b) {
     const auto& s = b["score"];
-    bt.add_row({str(b["label"]), num(s["slo_concurrency"]), fixed(s["ttft_ms"].get<double>(), 1), fixed(s["itl_ms"].get<double>(), 2),
+    bt.add_row({str(b["label"]), num(s["slo_concurrency"]),
+                fixed(s["ttft_ms"].get<double>(), 1) + (s.value("prefill_train", false) ? " TRAIN" : ""), fixed(s["itl_ms"].get<double>(), 2),
                 fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
                 usd(s["usd_per_hour"]), str(s["limited_by"])});
   };
@@ -175,7 +178,10 @@ std::string search_table(const nlohmann::json& j) {
   } else {
     add_best(j["best"]);
     out += "\n" + bt.render();
-    out += "  " + str(j["best"]["describe"]) + "\n";
+    if (j["best"]["score"].value("prefill_train", false))
+      out += "TRAIN: read at a point that ran in a PREFILL TRAIN (most prompts queued behind another's prefill): its TTFT is "
+             "that queue's; raise --requests or check the winner open loop (docs/capacity-planning.md)\n";
+    out += sim::what_ran_text(j["best"]["what_ran"]);
   }
   return out;
 }
@@ -295,6 +301,7 @@ std::string recommend_text(const nlohmann::json& j) {
                 j["objective"]["target_tps"].get<double>(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(),
                 j["itl_ms"].get<double>());
   out += line;
+  out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   const auto& n = j["counts"];
   std::snprintf(line, sizeof line, "%d configurations: %d simulated, %d do not fit, %d cannot meet the SLO, %d cannot win\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["does_not_fit"].get<int>(),
@@ -302,6 +309,7 @@ std::string recommend_text(const nlohmann::json& j) {
   out += line;
   Table t({"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok", "kW (TDP max)", "J/tok (max)",
            "TTFT " + stat + " ms", "ITL " + stat + " ms", "capacity tok/s", "TTFT headroom", "ITL headroom"});
+  int trains = 0;
   for (const auto& r : j["recommendations"]) {
     // A figure with its prediction band "(lo-hi)" when its kind has one.
     auto banded = [&](const char* key, const char* band, int digits) {
@@ -312,11 +320,18 @@ std::string recommend_text(const nlohmann::json& j) {
     };
     t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
                usd(r["usd_per_million_output_tokens"]), fixed(r["power_watts"].get<double>() / 1e3, 1),
-               fixed(r["joules_per_output_token"].get<double>(), 2), banded("ttft_ms", "ttft_ms", 1),
+               fixed(r["joules_per_output_token"].get<double>(), 2), banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""),
                banded("itl_ms", "itl_ms", 2), banded("capacity_tps", "capacity_tps", 0),
                fixed(r["ttft_headroom_pct"].get<double>(), 0) + "%", fixed(r["itl_headroom_pct"].get<double>(), 0) + "%"});
+    trains += r.value("prefill_train", false);
   }
   out += "\n" + t.render();
+  if (trains > 0)
+    out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
+           "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "
+           "(docs/capacity-planning.md)\n";
+  if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran"))
+    out += "Cheapest, as run:\n" + sim::what_ran_text(j["recommendations"][0]["what_ran"]);
   if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
@@ -393,12 +408,12 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--osl", a.osl, "Output tokens per request");
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
-  c.add_option("--requests", a.requests, "Measured requests per point (default max(100, 4 x clients))");
+  c.add_option("--requests", a.requests, "Measured requests per point (default max(1000, 8 x clients), after 32 warm-up requests per client)");
   c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
   c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
-  c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 or p99");
+  c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   // NaN stands for "not given" in SearchArgs: a NaN given on the command line is refused here.
   static const CLI::Validator finite(
       [](std::string& v) -> std::string {

@@ -549,13 +549,9 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     const auto k = sim::validate::run_kind(s, r);
     out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
   }
+  out += sim::what_ran_text(sim::what_ran_json(s, r));
   {
     const sim::EngineConfig& e = r.engine;
-    out += "engine " + e.engine_profile + ": " + (e.async_scheduling ? "async scheduling" : "synchronous scheduling") +
-           ", max_num_seqs " + std::to_string(e.max_num_seqs) + ", max_num_batched_tokens " +
-           std::to_string(e.max_num_batched_tokens) + ", CUDA graphs " +
-           (e.enforce_eager ? std::string("off (enforce_eager)") : e.cudagraph_mode + " to " + std::to_string(e.max_cudagraph_capture_size) + " tokens") +
-           ", prefix caching " + (e.enable_prefix_caching ? "on" : "off") + "\n";
     if (e.response_preamble_tokens > 0)
       out += "answers stream " + std::to_string(e.response_preamble_tokens) +
              " format tokens before any text (gpt-oss harmony: <|channel|>analysis<|message|>): TTFT is the first "
@@ -736,12 +732,15 @@ void run_sweep(const SimOpts& o) {
   if (bar) progress = [bar](int done, int total) { bar(done, total); };
   const auto results = sim::sweep(s, spec, o.threads, progress);
   const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus, &s);
+  const nlohmann::json ran = sim::what_ran_json(s, results.front());
   const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
   std::string text;
   if (fmt == "csv") {
     text = sim::to_csv(cols);
   } else if (fmt == "json") {
-    text = sim::to_json(cols).dump(2) + "\n";
+    nlohmann::json j = sim::to_json(cols);
+    j["what_ran"] = ran;
+    text = j.dump(2) + "\n";
   } else {
     std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
                                   "ITL p50 ms", "ITL p99 ms", "busy", "batch", "KV"};
@@ -764,7 +763,7 @@ void run_sweep(const SimOpts& o) {
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    text = t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
+    text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
                         "point's kind (GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
   }
   if (o.output.empty()) {

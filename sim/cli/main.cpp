@@ -1,5 +1,7 @@
 // servesim: what-if CLI for LLM serving clusters. Errors in the user's input print as one line
 // ("servesim: error: <file>: <field>: <reason>") and exit with status 2.
+#include <cstdlib>
+#include <cmath>
 #include <charconv>
 #include <unistd.h>
 
@@ -91,9 +93,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> hw_files;
   app.add_option("--hw-file", hw_files, "Extra GPU/instance catalogue JSON (repeatable; before or after the subcommand)")
       ->check(CLI::ExistingFile);
-  app.fallthrough();   // --hw-file may follow the subcommand too
+  std::vector<std::string> prices;
+  app.add_option("--price", prices,
+                 "INSTANCE=USD_PER_HOUR: that instance's $/hour in plan, search and recommend (repeatable; before or after "
+                 "the subcommand; after --hw-file entries)");
+  app.fallthrough();   // --hw-file and --price may follow the subcommand too
   app.parse_complete_callback([&] {
     for (const auto& f : hw_files) hw::Catalog::global().add_file(f);
+    for (const auto& p : prices) {
+      const auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error("--price", "", "expected INSTANCE=USD_PER_HOUR (e.g. p5en.48xlarge=84.8), got '" + p + "'");
+      const std::string usd = p.substr(eq + 1);
+      char* end = nullptr;
+      const double v = std::strtod(usd.c_str(), &end);
+      if (usd.empty() || !end || *end || !std::isfinite(v) || !(v > 0))
+        throw Error("--price", p.substr(0, eq), "expected a finite price > 0 in USD per hour, got '" + usd + "'");
+      hw::Catalog::global().set_price(p.substr(0, eq), v, "--price on the command line");
+    }
   });
 
   cli::add_list_command(app);

@@ -6,6 +6,21 @@
 
 namespace servesim::sim {
 
+bool is_prefill_train(const std::vector<WorkerStats>& workers, double end_s) {
+  std::int64_t prompts = 0, behind = 0;
+  double prefill_s = 0;
+  int prefilling = 0;
+  for (const auto& w : workers) {
+    prompts += w.prompts;
+    behind += w.prompts_behind_prefill;
+    prefill_s += w.prefill_step_s;
+    prefilling += w.prefill_step_s > 0;
+  }
+  if (prompts == 0) return false;
+  const double duty = end_s > 0 && prefilling > 0 ? std::min(1.0, prefill_s / (end_s * prefilling)) : 0.0;
+  return is_prefill_train(double(behind) / double(prompts), duty);
+}
+
 std::string_view to_string(WorkerRole r) {
   switch (r) {
     case WorkerRole::aggregated: return "aggregated";

@@ -37,6 +37,16 @@ struct WorkerStats {
   std::int64_t prompt_tokens = 0, prompt_tokens_cached = 0;
 };
 
+// A run is in the closed loop's train orbit (each round's prompts queue one behind another's
+// prefill) when at least half the prompts waited behind another prefill and at least twice as many
+// as chance: the prefill duty, the share of time the prefilling workers spent in steps carrying
+// prefill, is how often a prompt arriving at a random time would meet one.
+inline bool is_prefill_train(double behind_fraction, double prefill_duty) {
+  return behind_fraction >= 0.5 && behind_fraction >= 2 * prefill_duty;
+}
+// The same over a run's workers (end_s: its simulated end).
+bool is_prefill_train(const std::vector<WorkerStats>& workers, double end_s);
+
 class Worker {
  public:
   Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, const models::KvDemand& kv_demand,

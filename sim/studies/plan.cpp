@@ -50,7 +50,33 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   col("output_tps", [](const SweepRow& r) { return r.output_tps; });
   col("output_tps_per_gpu", [](const SweepRow& r) { return r.output_tps_per_gpu; });
   col("output_tps_per_user", [](const SweepRow& r) { return r.output_tps_per_user; });
+  col("prefill_train", [](const SweepRow& r) { return r.prefill_train; });
   return c;
+}
+
+std::int64_t capacity_requests(int clients, std::optional<std::int64_t> requests) {
+  return requests ? *requests : std::max<std::int64_t>(kMinMeasuredRequests, std::int64_t{kMeasuredRoundsPerClient} * clients);
+}
+
+workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int64_t> requests, std::uint64_t seed,
+                                            std::int64_t isl, std::int64_t osl) {
+  workloads::WorkloadConfig wc;
+  wc.arrival = workloads::Arrival::concurrency;
+  wc.concurrency = clients;
+  wc.requests = capacity_requests(clients, requests);
+  wc.warmup_requests = std::int64_t{kWarmupRoundsPerClient} * clients;
+  wc.seed = seed;
+  wc.isl = workloads::LengthDist::fixed_at(isl);
+  wc.osl = workloads::LengthDist::fixed_at(osl);
+  return wc;
+}
+
+std::string capacity_rule(std::optional<std::int64_t> requests) {
+  return "closed loop, each point after a warm-up of " + std::to_string(kWarmupRoundsPerClient) +
+         " requests per client without a phase barrier, then " +
+         (requests ? std::to_string(*requests) : "max(" + std::to_string(kMinMeasuredRequests) + ", " +
+                                                     std::to_string(kMeasuredRoundsPerClient) + " x clients)") +
+         " measured requests";
 }
 
 void PlanSlo::validate() const {
@@ -92,8 +118,42 @@ nlohmann::json PlanRow::to_json() const {
   j["instances"] = instances;
   j["usd_per_hour"] = usd_per_hour ? nlohmann::json(*usd_per_hour) : nlohmann::json(nullptr);
   j["limited_by"] = std::string(to_string(limited_by));
+  j["prefill_train"] = prefill_train;
   j["advice"] = std::string(advice(limited_by));
   return j;
+}
+
+void size_copies(PlanRow& row, const TopologyUnit& u, double copies, double target_tps) {
+  // Past 10^9 copies the answer means nothing (and GPU counts would leave 64-bit range).
+  if (copies > 1e9)
+    throw Error("--target-tps", "", g(target_tps) + " output tok/s needs " + g(copies) + " copies of " + u.name + " (" +
+                                        g(row.tps_per_replica) + " tok/s each): more than 10^9; give a smaller target");
+  row.replicas = static_cast<std::int64_t>(copies);
+  row.gpus = row.replicas * u.gpus;
+  const std::int64_t per = std::max(1, u.gpus_per_instance);
+  row.instances = u.gpus <= per ? (row.gpus + per - 1) / per : row.replicas * u.instances;
+  if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
+}
+
+workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arrival, double burstiness,
+                                             std::optional<std::int64_t> requests, std::uint64_t seed, std::int64_t isl,
+                                             std::int64_t osl) {
+  workloads::WorkloadConfig wc;
+  wc.arrival = arrival;
+  wc.rate_per_s = rate;
+  wc.burstiness = burstiness;
+  wc.requests = requests ? *requests : std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate)));
+  wc.warmup_requests = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate)));
+  wc.seed = seed;
+  wc.isl = workloads::LengthDist::fixed_at(isl);
+  wc.osl = workloads::LengthDist::fixed_at(osl);
+  return wc;
+}
+
+std::string open_loop_rule(std::optional<std::int64_t> requests) {
+  return "open loop, each copy offered the target rate / copies after a warm-up of max(100, 10 s x rate) requests, then " +
+         (requests ? std::to_string(*requests) : std::string("max(1000, 60 s x rate)")) +
+         " measured requests; copies: the fewest that meet both SLOs (doubling, then bisection)";
 }
 
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
@@ -121,21 +181,13 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
       const bool t = !ttft_ok(pts[probe]), i = !itl_ok(pts[probe]);
       row.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
     }
+    row.prefill_train = pts[best >= 0 ? best : 0]->prefill_train ||
+                        (probe < static_cast<int>(pts.size()) && pts[probe]->prefill_train);
     if (best >= 0 && pts[best]->output_tps > 0) {
       row.feasible = true;
       row.max_concurrency = pts[best]->concurrency;
       row.tps_per_replica = pts[best]->output_tps;
-      const double copies = std::ceil(slo.target_tps / row.tps_per_replica - 1e-9);
-      // Past 10^9 copies the answer means nothing (and GPU counts would leave 64-bit range).
-      if (copies > 1e9)
-        throw Error("--target-tps", "", g(slo.target_tps) + " output tok/s needs " + g(copies) +
-                                            " copies of " + u.name + " (" + g(row.tps_per_replica) +
-                                            " tok/s each): more than 10^9; give a smaller target");
-      row.replicas = static_cast<std::int64_t>(copies);
-      row.gpus = row.replicas * u.gpus;
-      const std::int64_t per = std::max(1, u.gpus_per_instance);
-      row.instances = u.gpus <= per ? (row.gpus + per - 1) / per : row.replicas * u.instances;
-      if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
+      size_copies(row, u, std::ceil(slo.target_tps / row.tps_per_replica - 1e-9), slo.target_tps);
     }
     out.push_back(std::move(row));
   }

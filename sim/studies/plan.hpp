@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/workload.hpp"
+
 namespace servesim::sim {
 
 enum class Statistic { p50, p90, p99 };
@@ -28,7 +30,26 @@ struct SweepRow {
   double output_tps = 0;           // whole topology, output tokens/s
   double output_tps_per_gpu = 0;
   double output_tps_per_user = 0;
+  // The run's prompts queued behind each other's prefill (simulate's PREFILL TRAIN): its TTFT
+  // percentiles are set by that queue, not by the load alone.
+  bool prefill_train = false;
 };
+
+// The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
+// `clients` after a warm-up of kWarmupRoundsPerClient requests per client sent without aiperf's
+// phase barrier (so the start-up train, where every client's first prompt queues behind the
+// others', is past and the measured requests do not restart in lockstep), then `requests`
+// measured requests, by default max(kMinMeasuredRequests, kMeasuredRoundsPerClient x clients).
+// `servesim simulate --concurrency C --warmup-requests 32C --no-warmup-barrier --requests N`
+// runs the same point.
+constexpr int kWarmupRoundsPerClient = 32;
+constexpr int kMeasuredRoundsPerClient = 8;
+constexpr std::int64_t kMinMeasuredRequests = 1000;
+std::int64_t capacity_requests(int clients, std::optional<std::int64_t> requests);
+workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int64_t> requests, std::uint64_t seed,
+                                            std::int64_t isl, std::int64_t osl);
+// The rule in words, for headers and JSON.
+std::string capacity_rule(std::optional<std::int64_t> requests);
 // Column-oriented sweep: topology, concurrency, ttft_{p50,p90,p99}_ms, itl_{..}_ms, output_tps,
 // output_tps_per_gpu, output_tps_per_user (what python/servesim/plot.py reads).
 nlohmann::json sweep_columns(const std::vector<SweepRow>& rows);
@@ -36,7 +57,7 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows);
 struct PlanSlo {
   double ttft_ms = 0;
   double itl_ms = 0;
-  Statistic statistic = Statistic::p50;
+  Statistic statistic = Statistic::p90;
   double target_tps = 0;           // output tokens/s the whole deployment must serve
   void validate() const;           // throws Error naming the flag
 };
@@ -63,8 +84,19 @@ struct PlanRow {
   std::int64_t replicas = 0, gpus = 0, instances = 0;   // 64-bit: a huge target must not wrap
   std::optional<double> usd_per_hour;
   LimitedBy limited_by = LimitedBy::none;   // the SLO broken at the next swept concurrency
+  bool prefill_train = false;      // the point read (or, when none passes, the first) ran in a PREFILL TRAIN
   nlohmann::json to_json() const;
 };
+
+// Sizes `row` as `copies` copies of `u`: GPUs, instances and $/hour (copies > 10^9 throw Error).
+void size_copies(PlanRow& row, const TopologyUnit& u, double copies, double target_tps);
+
+// Open-loop steady-state rule (plan --arrival): a copy offered `rate` requests/s runs a warm-up of
+// max(100, 10 s x rate) requests, then max(1000, 60 s x rate) measured requests (unless given).
+workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arrival, double burstiness,
+                                             std::optional<std::int64_t> requests, std::uint64_t seed, std::int64_t isl,
+                                             std::int64_t osl);
+std::string open_loop_rule(std::optional<std::int64_t> requests);
 
 // One row per unit, in the order given; rows of a unit's name that are absent throw Error.
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,

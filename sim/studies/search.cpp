@@ -1,5 +1,7 @@
 #include "sim/studies/search.hpp"
 
+#include "sim/simulate.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -175,6 +177,7 @@ nlohmann::json SearchScore::to_json() const {
   j["nodes_by_instance"] = nb;
   j["limited_by"] = std::string(to_string(limited_by));
   j["advice"] = std::string(advice(limited_by));
+  j["prefill_train"] = prefill_train;
   return j;
 }
 
@@ -673,6 +676,8 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     s.itl_ms = r.itl_ms[st];
   }
   s.limited_by = lim;
+  s.prefill_train = (best >= 0 && rows[std::size_t(best)].prefill_train) ||
+                    (best + 1 < int(rows.size()) && rows[std::size_t(best + 1)].prefill_train);
   return s;
 }
 
@@ -727,6 +732,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.engine.max_model_len +=
       static_cast<std::int64_t>(std::ceil(6 * closed_loop_osl_sd(d.engine, most_clients, double(traffic_.osl))));
   d.frontend = profile_frontend(profile);
+  d.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
   d.router = space_.router;
   d.seed = traffic_.seed;
   if (c.disaggregated() && c.instance != c.decode_instance) {
@@ -749,16 +755,11 @@ std::vector<SweepRow> Search::run(int index) const {
   std::vector<SweepRow> rows;
   for (int conc : traffic_.concurrency) {
     const int n = c.clients(conc);
-    workloads::WorkloadConfig wc;
-    wc.arrival = workloads::Arrival::concurrency;
-    wc.concurrency = n;
-    wc.requests = traffic_.requests ? *traffic_.requests : std::max<std::int64_t>(100, 4LL * n);
-    wc.warmup_requests = n;
-    wc.seed = traffic_.seed;
-    wc.isl = workloads::LengthDist::fixed_at(traffic_.isl);
-    wc.osl = workloads::LengthDist::fixed_at(traffic_.osl);
+    workloads::WorkloadConfig wc = capacity_workload(n, traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
     wc.multimodal = traffic_.multimodal;
-    rows.push_back(sweep_row(c.label, n, dep.run(wc).summary, dep.gpus()));
+    const PointResult pr = dep.run(wc);
+    rows.push_back(sweep_row(c.label, n, pr.summary, dep.gpus()));
+    rows.back().prefill_train = is_prefill_train(pr.workers, pr.end_s);
   }
   return rows;
 }
@@ -860,6 +861,7 @@ nlohmann::json Search::report() const {
   j["ttft_ms"] = goal_.ttft_ms;
   j["itl_ms"] = goal_.itl_ms;
   j["statistic"] = std::string(to_string(goal_.statistic));
+  j["method"] = capacity_rule(traffic_.requests);
   const char* obj = goal_.objective == SearchObjective::target_tps ? "target_tps"
                     : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
   j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
@@ -894,7 +896,12 @@ nlohmann::json Search::report() const {
     const SearchConfig& c = configs_[std::size_t(i)];
     nlohmann::json w = c.to_json();
     w["score"] = state_[std::size_t(i)].score.to_json();
-    w["describe"] = Deployment(c.topo, deployment_spec(c)).describe();
+    const DeploymentSpec spec = deployment_spec(c);
+    const Deployment dep(c.topo, spec);
+    w["describe"] = dep.describe();
+    const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
+                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
+    w["what_ran"] = what_ran_json(ran);
     w["deployment"] = deployment(i);
     return w;
   };

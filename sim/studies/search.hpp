@@ -57,7 +57,7 @@ struct SearchTraffic {
   std::int64_t isl = 0, osl = 0;                     // text tokens in, tokens out (fixed per request)
   workloads::MultimodalConfig multimodal;            // images / video every request carries
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 32, 64, 128};   // clients per decode-carrying worker
-  std::optional<std::int64_t> requests;              // measured requests per point (default max(100, 4 x clients))
+  std::optional<std::int64_t> requests;              // measured requests per point (default: capacity_requests, sim/studies/plan.hpp)
   std::uint64_t seed = 0;
 };
 
@@ -124,6 +124,7 @@ struct SearchScore {
   std::vector<std::pair<std::string, std::int64_t>> nodes_by_instance;   // instance type -> nodes of the deployment
   double served_tps = 0;                 // total_gpus: what the copies serve; target: the target
   LimitedBy limited_by = LimitedBy::none;
+  bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
   nlohmann::json to_json() const;
 };
 

@@ -96,6 +96,8 @@ class Deployment {
   const Placement& placement() const { return *placement_; }
   TopologyUnit unit() const;              // what one copy costs, for the planner
   std::string describe() const;           // workers, shapes and placement in one line
+  // The step-cost model's provenance (a replica's; disaggregated: a decode worker's).
+  std::string calibration() const { return (disaggregated() ? decode_.cost : agg_.cost)->provenance(); }
 
   // Runs one workload (a fresh cluster each call).
   PointResult run(const workloads::WorkloadConfig& workload) const;

@@ -23,8 +23,10 @@ def test_plan_replicas_by_hand(plan):
     for t in plan["topologies"]:
         if not t["feasible"]:
             continue
-        # The planned point is the rightmost concurrency under both SLO lines.
-        ok = [c for n, c, tt, it in zip(cols["topology"], cols["concurrency"], cols["ttft_p50_ms"], cols["itl_p50_ms"])
+        # The planned point is the rightmost concurrency under both SLO lines (at the plan's statistic, p90 by default).
+        assert plan["statistic"] == "p90"
+        st = plan["statistic"]
+        ok = [c for n, c, tt, it in zip(cols["topology"], cols["concurrency"], cols[f"ttft_{st}_ms"], cols[f"itl_{st}_ms"])
               if n == t["name"] and tt <= 300 and it <= 20]
         assert t["max_concurrency"] == max(ok)
         i = next(i for i, (n, c) in enumerate(zip(cols["topology"], cols["concurrency"]))

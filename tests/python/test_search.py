@@ -88,7 +88,9 @@ def _check_bands(result, rec):
         if cell is None or cell["n"] < min_points:
             assert "lo" not in b and "no band" in b["note"]
         else:
-            assert b["lo"] == pytest.approx(value * cell["ratio_lo"]) and b["hi"] == pytest.approx(value * cell["ratio_hi"])
+            # The band's edges: ratio_lo/ratio_hi where the table gives them, else its 10th/90th percentiles.
+            lo, hi = cell.get("ratio_lo", cell["ratio_p10"]), cell.get("ratio_hi", cell["ratio_p90"])
+            assert b["lo"] == pytest.approx(value * lo) and b["hi"] == pytest.approx(value * hi)
 
 
 def _workers(manifest):
@@ -196,3 +198,24 @@ def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
     serve = open(os.path.join(str(tmp_path), "vllm-serve.sh")).read()
     assert ("--kv-cache-dtype fp8" in serve) == (r["best"]["kv_cache_dtype"] == "fp8")
     assert files
+
+
+def test_frontier_chart_draws_slo_failures_open():
+    """A frontier point that fails an SLO is drawn open (white face), one that meets both filled."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    fr = [{"output_tps_per_user": 100.0, "output_tps_per_gpu": 50.0, "meets_slo": True, "concurrency": 1},
+          {"output_tps_per_user": 20.0, "output_tps_per_gpu": 300.0, "meets_slo": False, "concurrency": 64}]
+    result = {"frontiers": [{"family": "agg H200", "frontier": fr, "simulated_points": 2}],
+              "sweep": {"columns": {"family": ["agg H200"] * 2, "meets_slo": [True, False],
+                                    "output_tps_per_user": [100.0, 20.0], "output_tps_per_gpu": [50.0, 300.0]}},
+              "itl_ms": 50.0, "ttft_ms": 600.0, "statistic": "p90"}
+    fig = plot.search_figure(result)
+    ax = fig.axes[0]
+    by_gid = {c.get_gid(): c for c in ax.collections if c.get_gid()}
+    meets, fails = by_gid["frontier-meets"], by_gid["frontier-fails"]
+    assert [tuple(p) for p in meets.get_offsets()] == [(100.0, 50.0)]
+    assert [tuple(p) for p in fails.get_offsets()] == [(20.0, 300.0)]
+    assert tuple(fails.get_facecolor()[0][:3]) == (1.0, 1.0, 1.0)
+    assert tuple(meets.get_facecolor()[0][:3]) != (1.0, 1.0, 1.0)

@@ -48,7 +48,9 @@ def test_sweep_columns_equal_the_cli_and_do_not_depend_on_threads(cli, tmp_path)
     two = servesim.sweep(sc, concurrency=[1, 4, 16, 64], threads=2)
     assert one == two
     assert one["concurrency"] == [1, 4, 16, 64]
-    assert one == cli("sweep", "--scenario", path, "--concurrency", "1,4,16,64", "--format", "json")
+    doc = cli("sweep", "--scenario", path, "--concurrency", "1,4,16,64", "--format", "json")
+    assert doc.pop("what_ran")["model"] == sc["model"]   # the CLI's JSON also says what ran
+    assert one == doc
     ttft = one["time_to_first_token_ms_p50"]
     assert ttft[-1] > ttft[0]   # TTFT grows with load
     df = servesim.frame(one)

@@ -113,7 +113,8 @@ TEST(Plan, SweepColumnsCarryWhatThePlotReads) {
 
 // `plan` runs the engine `simulate` runs (the newest vLLM profile: async scheduling, host costs,
 // the API-server path, the closed-loop spread): one of its sweep points equals `simulate` of the
-// same deployment, router, seed and request counts (max(200, 8 C) measured after C warm-up).
+// same deployment, router, seed and request counts (the steady-state rule: max(1000, 8 C) measured
+// after a warm-up of 32 C without aiperf's phase barrier).
 namespace servesim::sim {
 namespace {
 
@@ -135,7 +136,8 @@ TEST(Plan, PointEqualsSimulateOfTheSameDeployment) {
   nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 8}, {"tp", 1}, {"precision", "fp8"},
                       {"router", "least_outstanding"}, {"seed", 0},
                       {"topology", {{"kind", "agg"}, {"instance", "p5en.48xlarge"}, {"nodes", 1}}},
-                      {"workload", {{"concurrency", 16}, {"requests", 200}, {"warmup_requests", 16}, {"isl", 1000}, {"osl", 100}}}};
+                      {"frontend", {{"client", {{"warmup_barrier", false}}}}},
+                      {"workload", {{"concurrency", 16}, {"requests", 1000}, {"warmup_requests", 512}, {"isl", 1000}, {"osl", 100}}}};
   const SimResult r = simulate(parse_scenario(j.dump(), "test"));
   EXPECT_DOUBLE_EQ(row["ttft_ms"][0].get<double>(), r.summary.ttft_ms.p50);
   EXPECT_DOUBLE_EQ(row["itl_ms"][0].get<double>(), r.summary.itl_ms.p50);

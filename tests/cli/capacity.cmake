@@ -1,0 +1,43 @@
+# What every run says it ran, and how plan / search / recommend read capacity (steady state,
+# prefill-train flags, one statistic, the open-loop plan).
+set(SS $<TARGET_FILE:servesim>)
+add_test(NAME cli_what_ran_matches_scenario COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/scripts/what_ran.cmake)
+add_test(NAME cli_capacity_steady_state COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/scripts/steady_state.cmake)
+# The text header of simulate names the run; sweep's table and JSON carry the same block.
+add_test(NAME cli_simulate_what_ran_text COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --isl 1000 --osl 200
+         --concurrency 4 --requests 20 --kv-cache-dtype fp8 -q)
+set_tests_properties(cli_simulate_what_ran_text PROPERTIES PASS_REGULAR_EXPRESSION
+  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8; 1 x h200[^\n]*\n  engine vllm-[0-9.]+: max_num_seqs [0-9]+, max_num_batched_tokens [0-9]+[^\n]*\n  memory: [0-9]+ KV blocks x 16 tokens per replica; [0-9]+ sequences of 1200 tokens[^\n]*\n  calibration: [^\n]*measured on H200")
+add_test(NAME cli_sweep_what_ran COMMAND ${SS} sweep --model llama-3.1-8b --gpu h200 --isl 500 --osl 20 --concurrency 1,2
+         --requests 10 --format json)
+set_tests_properties(cli_sweep_what_ran PROPERTIES PASS_REGULAR_EXPRESSION "\"what_ran\": {[^}]*\"calibration\"")
+# plan: p90 by default, the rule and the statistic in the header, every topology's block.
+add_test(NAME cli_plan_header_says_rule COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
+         --precision fp8 --tp 1 --topology agg --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000
+         --concurrency 4 --requests 40 -q)
+set_tests_properties(cli_plan_header_says_rule PROPERTIES PASS_REGULAR_EXPRESSION
+  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8;[^\n]*\n.*Capacity read: closed loop, each point after a warm-up of 32 requests per client without a phase barrier, then 40 measured requests; SLO statistic p90\n.*TTFT p90 ms")
+# The open-loop plan: at 1 request/s of 1000 + 100 tokens, one TP1 replica of Llama-3.1-8B FP8
+# on a p5en (8 replicas) meets the SLO: 1 copy, 1 node.
+add_test(NAME cli_plan_open_loop COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
+         --precision fp8 --tp 1 --topology agg --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-rps 1
+         --arrival poisson --concurrency 1 --requests 200 --format json -q)
+set_tests_properties(cli_plan_open_loop PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"arrival\": \"poisson\".*\"open_loop\": \\[\n *{\n *\"copies\": 1,\n *\"feasible\": true")
+add_test(NAME cli_plan_arrival_needs_rate COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
+         --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000 --arrival poisson)
+set_tests_properties(cli_plan_arrival_needs_rate PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --arrival: needs --target-rps[^\n]*\n$")
+# --price INSTANCE=USD (repeatable, before or after the subcommand) replaces an instance's $/hour:
+# a one-node plan then costs exactly that.
+add_test(NAME cli_price_override COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
+         --precision fp8 --tp 1 --topology agg --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000
+         --concurrency 4 --requests 40 --price p5en.48xlarge=84.8 --price p5.48xlarge=55 -q)
+set_tests_properties(cli_price_override PROPERTIES PASS_REGULAR_EXPRESSION "aggregated +4 +[0-9]+ +1 +8 +1 +84\\.80 ")
+add_test(NAME cli_price_listed COMMAND ${SS} --price p5.48xlarge=55.5 list instances --format json)
+set_tests_properties(cli_price_listed PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"name\": \"p5.48xlarge\",[^]]*\"usd_per_hour\": \"--price on the command line\"\n *},\n *\"usd_per_hour\": 55\\.5")
+foreach(bad IN ITEMS "nope.xlarge=3" "p5.48xlarge=-1" "p5.48xlarge" "p5.48xlarge=abc")
+  string(MAKE_C_IDENTIFIER "${bad}" name)
+  add_test(NAME cli_price_error_${name} COMMAND ${SS} --price ${bad} list instances)
+  set_tests_properties(cli_price_error_${name} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --price[^\n]+\n$")
+endforeach()
