@@ -345,6 +345,7 @@ bool split_rows(std::string_view text, std::string& header, std::vector<std::str
     rows.push_back(text.substr(i, j + 1 - i));
     i = j + 1;
   }
+  if (rows.empty()) return false;   // no rows: nothing to defer, the whole document is read
   if (text.find_first_not_of(" \t\r\n}", i + 1) != std::string_view::npos) return false;
   const auto comma = text.find_last_not_of(" \t\r\n", at - 1);
   if (comma == std::string_view::npos || (text[comma] != ',' && text[comma] != '{')) return false;
