@@ -309,7 +309,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
   Eigen::MatrixXd cov;
   Evaluation best;
   const Eigen::VectorXd x = all.fit(e.iterations, &cov, &best);
-  CalibrationProfile prof = profile_of(ps, x, base);
+  CalibrationProfile prof = parse_calibration(to_json(profile_of(ps, x, base)), "");   // typed fields from the values
   for (std::size_t k = 0; k < ps.size(); ++k) {
     const double sd = std::sqrt(std::max(0.0, cov(Eigen::Index(k), Eigen::Index(k))));
     prof.parameters[k].sd = ps[k]->log ? prof.parameters[k].value * sd : sd;
@@ -341,7 +341,19 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
       res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
     }
   }
+  // Cross-validation decides whether the points support a calibration at all: when the folds'
+  // calibrated error (TTFT + TPOT medians) is not below the uncalibrated one, the profile keeps the
+  // priors (it changes nothing) and says so.
+  const double cv_before = median_abs(before_t) + median_abs(before_i), cv_after = median_abs(after_t) + median_abs(after_i);
+  const bool kept_priors = k > 1 && std::isfinite(cv_before) && std::isfinite(cv_after) && cv_after >= cv_before;
+  if (kept_priors) {
+    for (std::size_t i = 0; i < ps.size(); ++i) prof.parameters[i].value = prof.parameters[i].prior;
+    prof.kernels = {};
+    prof.step_cpu_factor = prof.step_overhead_factor = prof.spread_factor = 1;
+    prof.request_overhead_ms = 0;
+  }
   prof.cross_validation = {{"folds", k > 1 ? k : 0},
+                           {"kept_priors", kept_priors},
                            {"ttft_median_abs_pct", {{"before", 100 * median_abs(before_t)}, {"after", 100 * median_abs(after_t)}}},
                            {"tpot_median_abs_pct", {{"before", 100 * median_abs(before_i)}, {"after", 100 * median_abs(after_i)}}}};
   if (!res.empty())
@@ -354,7 +366,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
     Fitter h(held_out, o, ps, base);
     Eigen::VectorXd x0(Eigen::Index(ps.size()));
     for (std::size_t i = 0; i < ps.size(); ++i) x0[Eigen::Index(i)] = ps[i]->prior;
-    const Evaluation b0 = h.eval(x0), b1 = h.eval(x);
+    const Evaluation b0 = h.eval(x0), b1 = h.eval(kept_priors ? x0 : x);
     std::vector<double> t0, i0, t1, i1;
     for (const auto& p : b0.report.points) t0.push_back(p.ttft_err), i0.push_back(p.itl_err);
     for (const auto& p : b1.report.points) t1.push_back(p.ttft_err), i1.push_back(p.itl_err);
@@ -396,6 +408,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
     cv.add_row({"TTFT", pct(median_abs(before_t)), pct(median_abs(after_t))});
     cv.add_row({"TPOT", pct(median_abs(before_i)), pct(median_abs(after_i))});
     txt += "\n" + cv.render();
+    if (kept_priors)
+      txt += "Cross-validated, the fitted values predict the left-out points no better than the priors: the profile keeps the "
+             "priors (it changes no prediction); measure more points, or other loads\n";
   } else {
     txt += n > 1 ? "\nNo cross-validation (--folds 1)\n" : "\nOne point: no cross-validation (give more points to measure the calibrated error)\n";
   }
