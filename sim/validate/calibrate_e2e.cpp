@@ -239,8 +239,21 @@ std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSet
   return read_points(path);
 }
 
-E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Options& o, const E2eOptions& e) {
-  if (all_points.empty()) throw Error("calibrate e2e", "", "no measured points");
+E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& o, const E2eOptions& e) {
+  if (given.empty()) throw Error("calibrate e2e", "", "no measured points");
+  // Runs it cannot place (no concurrency, a model or GPU it cannot resolve, ...) are refused, one line
+  // each, and the fit goes on without them; with none left it stops on the first.
+  std::vector<MeasuredPoint> all_points;
+  std::vector<std::string> refused;
+  {
+    const Report probe = run(given, o);
+    for (std::size_t i = 0; i < probe.points.size() && i < given.size(); ++i) {
+      const auto& p = probe.points[i];
+      if (!p.unmodellable.empty()) refused.push_back(p.measured.source + ": cannot place this run: " + p.unmodellable);
+      else all_points.push_back(given[i]);
+    }
+    if (all_points.empty()) throw Error(probe.points.front().measured.source, "", "cannot place this run: " + probe.points.front().unmodellable);
+  }
   if (!(e.train_fraction >= 0 && e.train_fraction < 1)) throw Error("--train-fraction", "", "must be in [0, 1)");
   // With a training share: a seeded random subset to fit on, the rest held out.
   std::vector<MeasuredPoint> points, held_out;
@@ -394,7 +407,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
                             {"after", 100 * median_abs(fit_t)}}},
                   {"tpot", {{"after", 100 * median_abs(fit_i)}}}}},
                 {"cross_validation", prof.cross_validation},
-                {"held_out", held}};
+                {"held_out", held},
+                {"refused", refused}};
   Table t({"parameter", "prior", "fitted", "+/- sd", "applies to"});
   for (const auto& c : prof.parameters) {
     auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
@@ -414,7 +428,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& all_points, const Opti
   } else {
     txt += n > 1 ? "\nNo cross-validation (--folds 1)\n" : "\nOne point: no cross-validation (give more points to measure the calibrated error)\n";
   }
-  out.text = txt + held_txt;
+  std::string ref;
+  for (const auto& r : refused) ref += "refused " + r + "\n";
+  out.text = ref + txt + held_txt;
   return out;
 }
 
