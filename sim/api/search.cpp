@@ -315,8 +315,7 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       const v::Band cb = v::point_band(dgpu, mode, "output_tps", clients, seqs, r["capacity_tps"].get<double>());
       r["band"] = {{"ttft_ms", v::band_json(tb)}, {"itl_ms", v::band_json(ib)}, {"capacity_tps", v::band_json(cb)},
                    {"load_regime", v::load_regime(clients, seqs)}, {"clients_per_replica", clients}};
-      r["band_note"] = "prediction band: the 10th-90th percentile of measured / predicted over validated runs of the "
-                       "point's kind (GPU, aggregated or disaggregated, load regime), applied to the " + rep["statistic"].get<std::string>() +
+      r["band_note"] = "prediction band: " + v::band_legend() + ", applied to the " + rep["statistic"].get<std::string>() +
                        " figure; " + v::embedded_bands().meta.value("summary", std::string("no band table embedded"));
     }
     r["prefill_train"] = s["prefill_train"];

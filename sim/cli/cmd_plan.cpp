@@ -13,6 +13,7 @@
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/validate/bands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/simulate.hpp"
 
@@ -102,8 +103,7 @@ void run_plan(const PlanOpts& o) {
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
   out += "\nSweep\n" + sw.render() +
-         "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
-         "(GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n"
+         "(a-b): prediction band, " + sim::validate::band_legend() + "; none shown: no measured runs of this kind\n"
          "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
          "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n";
   const bool open = j.contains("open_loop");

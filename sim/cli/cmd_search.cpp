@@ -23,6 +23,7 @@
 #include "sim/api/api.hpp"
 #include "sim/simulate.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/validate/bands.hpp"
 #include "sim/cli/plot_runner.hpp"
 
 namespace servesim::cli {
@@ -334,8 +335,8 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "Cheapest, as run:\n" + sim::what_ran_text(j["recommendations"][0]["what_ran"]);
   if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
-         "(a-b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the point's kind "
-         "(GPU, aggregated or disaggregated, load regime), applied to the " + stat + " figure; none shown: no measured runs of this kind\n";
+         "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
+         " figure; none shown: no measured runs of this kind\n";
   return out;
 }
 

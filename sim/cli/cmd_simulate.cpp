@@ -450,8 +450,7 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";
   std::string out = "prediction bands: " + kind + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
                     (k.mode == "disagg" ? " clients per decode worker" : " clients per replica") +
-                    "); the " + compact(v::embedded_bands().lo_pct) + "th-" + compact(v::embedded_bands().hi_pct) +
-                    "th percentile of measured / predicted over validated runs of this kind\n";
+                    "); " + v::band_legend() + "\n";
   auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
     std::string l = std::string("  ") + label;
     for (const auto& [stat, value] : vals) {
@@ -763,8 +762,8 @@ void run_sweep(const SimOpts& o) {
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, the 10th-90th percentile of measured / predicted over validated runs of the "
-                        "point's kind (GPU, aggregated or disaggregated, load regime); none shown: no measured runs of this kind\n";
+    text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
+                        "; none shown: no measured runs of this kind\n";
   }
   if (o.output.empty()) {
     std::cout << text;

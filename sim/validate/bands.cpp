@@ -1,6 +1,7 @@
 #include "sim/validate/bands.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -105,6 +106,19 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
   b.lo = predicted * b.ratio_lo;
   b.hi = predicted * b.ratio_hi;
   return b;
+}
+
+std::string band_legend() {
+  const BandTable& t = embedded_bands();
+  auto nth = [](double p) {
+    const long n = std::lround(p);
+    const char* suf = (n % 100 >= 11 && n % 100 <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    return std::to_string(n) + suf;
+  };
+  return "the " + nth(t.lo_pct) + "-" + nth(t.hi_pct) +
+         " percentile of measured / predicted over validated runs of the point's kind (GPU, engine, aggregated or "
+         "disaggregated, load regime)" +
+         (t.lo_pct < 10 ? std::string(", wide enough to hold 80 % of a model the fit has not seen") : std::string());
 }
 
 nlohmann::json band_json(const Band& b) {

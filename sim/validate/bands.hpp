@@ -75,6 +75,10 @@ inline Band band_for(const std::string& gpu, const std::string& mode, const std:
   return band_for(embedded_bands(), gpu, "vllm", mode, metric, regime, predicted);
 }
 
+// What a printed band is, in one phrase for a table's legend: "the 2nd-98th percentile of measured /
+// predicted over validated runs of the point's kind (GPU, engine, aggregated or disaggregated, load
+// regime)", with the embedded table's percentiles.
+std::string band_legend();
 // {"lo", "hi", "n", "gpu", "regime", ...} or {"note": "no band: ..."}.
 nlohmann::json band_json(const Band& b);
 // "(band 95.1-160.2)" with `digits` decimals, or "(no band)".
