@@ -7,6 +7,17 @@
 
 namespace servesim::sim {
 
+bool VllmScheduler::grow_to(Running& h, std::int64_t end) {
+  if (end <= h.cap) return true;
+  Request& r = request(h.slot);
+  const std::int64_t need = blocks_for(h.computed, end) - r.blocks;
+  if (need > 0 && !pool_.allocate(need)) return false;
+  r.blocks += need;
+  r.token_slots = slots_for(end);
+  h.cap = r.token_slots - lookahead_;
+  return true;
+}
+
 std::int64_t VllmScheduler::transfer_reserve_end(const Request& r) const {
   switch (cfg_.kind) {
     case EngineKind::vllm: break;
@@ -40,14 +51,7 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
     std::int64_t n = std::min(rest, rem_chunk);
     if (n < rest) n = n / bs * bs;   // a truncated chunk ends on a page
     if (n <= 0) break;
-    if (h.computed + n > h.cap) {
-      Request& r = request(h.slot);
-      const std::int64_t need = blocks_for(h.computed, h.computed + n) - r.blocks;
-      if (need > 0 && !pool_.allocate(need)) break;
-      r.blocks += need;
-      r.token_slots = slots_for(h.computed + n);
-      h.cap = r.token_slots - lookahead_;
-    }
+    if (!grow_to(h, h.computed + n)) break;
     h.step = static_cast<std::int32_t>(n);
     count_running(h, n, false);
     rem_chunk -= n;
@@ -92,14 +96,7 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
   for (Running& h : running_) {
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
     if (!decode) continue;   // a chunked prompt that found no room this step
-    if (h.computed + tpd > h.cap) {
-      Request& r = request(h.slot);
-      const std::int64_t need = blocks_for(h.computed, h.computed + tpd) - r.blocks;
-      if (need > 0 && !pool_.allocate(need)) continue;
-      r.blocks += need;
-      r.token_slots = slots_for(h.computed + tpd);
-      h.cap = r.token_slots - lookahead_;
-    }
+    if (!grow_to(h, h.computed + tpd)) continue;
     h.step = static_cast<std::int32_t>(tpd);
     count_running(h, tpd, true);
   }
@@ -159,14 +156,7 @@ void VllmScheduler::schedule_trtllm(double now_s, double cutoff_s) {
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
     if (!decode) continue;
     if (budget < tpd || scheduled_ >= cfg_.max_num_seqs) break;
-    if (h.computed + tpd > h.cap) {   // draft tokens beyond the reservation's last block
-      Request& r = request(h.slot);
-      const std::int64_t need = blocks_for(h.computed, h.computed + tpd) - r.blocks;
-      if (need > 0 && !pool_.allocate(need)) continue;
-      r.blocks += need;
-      r.token_slots = slots_for(h.computed + tpd);
-      h.cap = r.token_slots - lookahead_;
-    }
+    if (!grow_to(h, h.computed + tpd)) continue;   // draft tokens beyond the reservation's last block
     h.step = static_cast<std::int32_t>(tpd);
     budget -= tpd;
     count_running(h, tpd, true);

@@ -162,6 +162,9 @@ class VllmScheduler {
   Running running_entry(const Request& r, std::int32_t slot) const;
   // A running entry's chunk of n prompt tokens (or its decode) joins the step's batch summary.
   void count_running(const Running& h, std::int64_t n, bool decode);
+  // Blocks for a running request's tokens up to `end` (no preemption): false when the pool cannot
+  // give them, and nothing changes.
+  bool grow_to(Running& h, std::int64_t end);
   std::vector<Running> running_;
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
