@@ -61,6 +61,34 @@ OffloadConfig resolve_offload(const nlohmann::json& j, const hw::GpuSpec& gpu, c
   return c;
 }
 
+nlohmann::json offload_memory_json(const OffloadConfig& c, double block_bytes_per_gpu, double state_bytes_per_gpu,
+                                   int block_size, int replica_gpus, std::int64_t context_tokens) {
+  const KvOffload sized(c, block_bytes_per_gpu, replica_gpus, state_bytes_per_gpu);   // the simulator's own sizing
+  // A prompt of `context_tokens` hits whole blocks, never its last token.
+  const std::int64_t hit_blocks = context_tokens > 0 ? (context_tokens - 1) / block_size : 0;
+  const std::int64_t seq_blocks = (context_tokens + block_size - 1) / block_size;
+  nlohmann::json tiers = nlohmann::json::array();
+  for (std::size_t t = 0; t < c.tiers.size(); ++t) {
+    const OffloadTier& x = c.tiers[t];
+    const std::int64_t blocks = sized.stats()[t].capacity_blocks;
+    const double bytes = double(hit_blocks) * block_bytes_per_gpu + state_bytes_per_gpu;
+    tiers.push_back({{"name", x.name},
+                     {"capacity_bytes", x.capacity_bytes},
+                     {"capacity_blocks", blocks},
+                     {"capacity_tokens", blocks * block_size},
+                     {"sequences_at_context", seq_blocks > 0 ? blocks / seq_blocks : 0},
+                     {"bytes_per_s", x.bytes_per_s},
+                     {"latency_s", x.latency_s},
+                     {"source", x.source},
+                     {"onboard_blocks", hit_blocks},
+                     {"onboard_bytes", bytes},
+                     {"onboard_s", x.latency_s + bytes / x.bytes_per_s}});
+  }
+  return {{"block_bytes_per_gpu", block_bytes_per_gpu}, {"block_size", block_size},
+          {"state_bytes_per_seq_per_gpu", state_bytes_per_gpu}, {"replica_gpus", replica_gpus},
+          {"context_tokens", context_tokens}, {"overlap", c.overlap}, {"tiers", tiers}};
+}
+
 nlohmann::json parse_offload_flag(const std::string& text_in) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& part : text::split_csv(text_in)) {

@@ -51,6 +51,7 @@ struct MemoryArgs {
   int max_num_seqs = 0;                     // 0: the engine's default for the GPU (vLLM: 1024 on >= 70 GiB)
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: the engine's default
   double gpu_memory_utilization = -1;       // < 0: the engine's (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free)
+  std::string kv_offload;                   // "cpu:GIB[,disk:GIB]": the tiers' rows ("kv_offload"); "" none
 };
 nlohmann::json memory(const MemoryArgs& a);
 

@@ -6,6 +6,7 @@
 #include "models/min_gpus.hpp"
 #include "sim/api/api.hpp"
 #include "sim/engine/engine_profile.hpp"
+#include "sim/kv_offload_setup.hpp"
 #include "sim/resolve.hpp"
 
 namespace servesim::api {
@@ -114,6 +115,16 @@ nlohmann::json memory(const MemoryArgs& a) {
   j["defaults"] = r.notes;
   j["estimate"] = m.estimate;
   j["note"] = m.note;
+  if (!a.kv_offload.empty()) {   // the tiers beside this replica's pool, bounded by its share of the instance's host memory
+    const hw::InstanceSpec* inst = nullptr;
+    for (const auto& i : hw::Catalog::global().instances())
+      if (!inst && text::iequals(i.gpu, gpu.name)) inst = &i;
+    const int gpus = models::Parallelism{r.tp, r.pp, a.ep, a.dp}.gpus();
+    const sim::OffloadConfig c = sim::resolve_offload(sim::parse_offload_flag(a.kv_offload), gpu, inst, gpus, "--kv-offload");
+    j["kv_offload"] = sim::offload_memory_json(c, p.kv.bytes_per_block, double(p.kv.demand.state_groups) * p.kv.bytes_per_block,
+                                               p.block_size, gpus, ctx);
+    if (inst) j["kv_offload"]["instance"] = inst->name;
+  }
   return j;
 }
 

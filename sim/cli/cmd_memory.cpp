@@ -14,6 +14,8 @@ namespace {
 std::string str(const nlohmann::json& v) { return v.get<std::string>(); }
 std::string bytes(const nlohmann::json& v) { return human_bytes(v.get<double>()); }
 std::string num(const nlohmann::json& v) { return std::to_string(v.get<std::int64_t>()); }
+// A tier's source names its link before the first colon (the JSON has the whole source).
+std::string link_name(const std::string& source) { return source.substr(0, source.find(':')); }
 
 void run_memory(const api::MemoryArgs& a, Format format) {
   const auto j = api::memory(a);
@@ -70,6 +72,25 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   t.add_row({"max sequences at " + num(j["context_tokens"]) + (dp > 1 ? " (all ranks)" : ""),
              num(kv["max_concurrent_seqs"]) + " (" + str(kv["bound"]) + " binds; cache " + num(kv["max_seqs_by_cache"]) +
                  ", max_num_seqs " + num(kv["max_num_seqs"]) + ")"});
+  if (j.contains("kv_offload")) {   // offload tiers beside the pool (Dynamo KVBM / LMCache style)
+    const auto& o = j["kv_offload"];
+    const std::int64_t ctx = o["context_tokens"].get<std::int64_t>();
+    t.add_row({"KV offload (per replica of " + num(o["replica_gpus"]) + " GPU" + (o["replica_gpus"].get<int>() > 1 ? "s" : "") + ")",
+               "one block " + bytes(o["block_bytes_per_gpu"]) + " per GPU" +
+                   (o["state_bytes_per_seq_per_gpu"].get<double>() > 0
+                        ? ", a hit's Mamba state " + bytes(o["state_bytes_per_seq_per_gpu"]) + " per GPU"
+                        : std::string()) +
+                   (o.contains("instance") ? "; host share of " + str(o["instance"]) : std::string())});
+    for (const auto& x : o["tiers"]) {
+      t.add_row({"  " + str(x["name"]) + " tier", bytes(x["capacity_bytes"]) + " = " + num(x["capacity_blocks"]) + " blocks = " +
+                                                   num(x["capacity_tokens"]) + " tokens (" + num(x["sequences_at_context"]) +
+                                                   " sequences at " + std::to_string(ctx) + ")"});
+      t.add_row({"    link", fixed(x["bytes_per_s"].get<double>() / 1e9, 1) + " GB/s per GPU + " +
+                                 fixed(1e6 * x["latency_s"].get<double>(), 1) + " us (" + link_name(str(x["source"])) + ")"});
+      t.add_row({"    onboard " + std::to_string(ctx) + " tokens", num(x["onboard_blocks"]) + " blocks, " + bytes(x["onboard_bytes"]) +
+                                                              " per GPU: " + fixed(1e3 * x["onboard_s"].get<double>(), 3) + " ms"});
+    }
+  }
   std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
                      (j["pp"].get<int>() > 1 ? " x PP" + num(j["pp"]) : std::string()) + ", " + str(j["precision"]) +
                      " weights, KV " + str(j["kv_cache_dtype"]) +
@@ -139,6 +160,7 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--max-num-batched-tokens", mo.max_num_batched_tokens, "vLLM max_num_batched_tokens (default: vLLM serve's, 8192 on >= 70 GiB GPUs)");
   mem->add_option("--block-size", mo.block_size, "KV block (page) size (default the engine's: vLLM 16, hybrid models raised to match the state page; SGLang 1, 64 on Blackwell; TRT-LLM 32)");
   mem->add_option("--num-speculative-tokens", mo.num_speculative_tokens, "MTP draft tokens K (loads MTP weights; K lookahead slots and 1 + K state blocks per Mamba group)");
+  mem->add_option("--kv-offload", mo.kv_offload, "KV offload tiers per replica, cpu:GIB[,disk:GIB]: each tier's blocks, tokens, link and the onboarding of --context tokens");
   add_format_option(*mem, mf);
   mem->callback([] { run_memory(mo, mf); });
 

@@ -18,3 +18,8 @@ add_test(NAME cli_dynamo_planner COMMAND ${SS} planner --model llama-3.1-8b --gp
 set_tests_properties(cli_dynamo_planner PROPERTIES PASS_REGULAR_EXPRESSION "GPU-hours 1\\.0 against 1\\.0 for the fixed fleet")
 add_test(NAME cli_dynamo_planner_no_slo COMMAND ${SS} planner --peak-rps 5)
 set_tests_properties(cli_dynamo_planner_no_slo PROPERTIES PASS_REGULAR_EXPRESSION "planner: ttft_ms: give the SLO")
+# memory --kv-offload: 100 GiB of host memory hold 51,200 blocks of 2 MiB (Llama-3.1-8B BF16, TP1).
+add_test(NAME cli_dynamo_memory_offload COMMAND ${SS} memory --model llama-3.1-8b --gpu h200 --precision bf16 --tp 1 --context 8000
+         --kv-offload cpu:100)
+set_tests_properties(cli_dynamo_memory_offload PROPERTIES PASS_REGULAR_EXPRESSION
+  "cpu tier +100\\.00 GiB = 51200 blocks = 819200 tokens.*onboard 8000 tokens +499 blocks, 998\\.00 MiB per GPU: 19\\.045 ms")

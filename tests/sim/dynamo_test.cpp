@@ -291,3 +291,57 @@ TEST(Sessions, DisaggregatedPrefillWorkersAreRoutedByOverlap) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+#include "sim/api/api.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// `memory --kv-offload`: the tiers' capacity and onboarding by hand. Llama-3.1-8B BF16 on one H200:
+// a 16-token block of 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 2 MiB on its one GPU.
+TEST(KvOffload, MemoryRowsAreTheHandSums) {
+  api::MemoryArgs a;
+  a.model = "llama-3.1-8b";
+  a.gpu = "h200";
+  a.precision = "bf16";
+  a.tp = 1;
+  a.context = 8000;
+  a.kv_offload = "cpu:100,disk:1000";
+  const nlohmann::json j = api::memory(a);
+  const auto& o = j.at("kv_offload");
+  const double block = 2.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(o.at("block_bytes_per_gpu").get<double>(), block);
+  const auto& cpu = o.at("tiers").at(0);
+  const auto& disk = o.at("tiers").at(1);
+  EXPECT_EQ(cpu.at("capacity_blocks").get<std::int64_t>(), 100 * 512);      // 100 GiB / 2 MiB
+  EXPECT_EQ(cpu.at("capacity_tokens").get<std::int64_t>(), 100 * 512 * 16);
+  EXPECT_EQ(cpu.at("sequences_at_context").get<std::int64_t>(), 51200 / 500);   // 8000 tokens: 500 blocks
+  EXPECT_EQ(disk.at("capacity_blocks").get<std::int64_t>(), 1000 * 512);
+  // 8000 tokens hit 499 whole blocks (never the last token): 18.4 us + 499 x 2 MiB / 55.0 GB/s.
+  EXPECT_EQ(cpu.at("onboard_blocks").get<std::int64_t>(), 499);
+  EXPECT_NEAR(cpu.at("onboard_s").get<double>(), 18.4e-6 + 499 * block / 55.0e9, 1e-9);
+  EXPECT_NEAR(disk.at("onboard_s").get<double>(), 100e-6 + 499 * block / 6.9e9, 1e-9);
+
+  // A hybrid (Nemotron 3 Super, TP2, FP8 KV): 8,320-token blocks; a hit brings the Mamba state
+  // pages of its 5 state groups with it, each group one block id.
+  a.model = "nemotron-3-super";
+  a.precision = "fp8";
+  a.tp = 2;
+  a.context = 20000;
+  a.kv_offload = "cpu:200";
+  const nlohmann::json h = api::memory(a);
+  const auto& ho = h.at("kv_offload");
+  const double hb = ho.at("block_bytes_per_gpu").get<double>();
+  EXPECT_EQ(ho.at("block_size").get<int>(), 8320);
+  EXPECT_DOUBLE_EQ(ho.at("state_bytes_per_seq_per_gpu").get<double>(), 5 * hb);
+  const auto& ht = ho.at("tiers").at(0);
+  EXPECT_EQ(ht.at("capacity_blocks").get<std::int64_t>(), static_cast<std::int64_t>(200.0 * 1024 * 1024 * 1024 / (2 * hb)));
+  EXPECT_EQ(ht.at("onboard_blocks").get<std::int64_t>(), 2);   // 19,999 / 8,320
+  EXPECT_NEAR(ht.at("onboard_s").get<double>(), 18.4e-6 + (2 + 5) * hb / 55.0e9, 1e-9);
+
+  a.kv_offload = "cpu:5000";   // more than the replica's 2 x 256 GiB of p5en host memory
+  EXPECT_THROW(api::memory(a), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
