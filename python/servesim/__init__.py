@@ -508,11 +508,14 @@ def frame(result):
 
 def planner(scenario=None, load_profile="diurnal", peak_rps=None, ttft_ms=None, itl_ms=None, **options):
     """``servesim planner --format json``: a load profile ("diurnal" scaled to ``peak_rps``, or a CSV
-    path) through aggregated replicas scaled by Dynamo's SLA-planner rules, as one simulation.
-    ``scenario`` (dict or JSON text) gives one replica's shape and the request lengths; ``options``:
-    trough_fraction, hours, arrivals ("poisson" | "uniform"), adjustment_interval, min_workers,
-    max_workers, replica_rps, storage_gbps, startup_extra_s, fixed_fleet. Returns gpu_hours,
-    fixed_fleet_gpu_hours, slo_attainment and the per-interval ``timeline``."""
+    path) through aggregated replicas, or a disaggregated topology's prefill and decode workers,
+    scaled by Dynamo's planner rules, as one simulation. ``scenario`` (dict or JSON text) gives one
+    replica's shape (or the topology) and the request lengths; ``options``: trough_fraction, hours,
+    arrivals ("poisson" | "uniform"), rule ("throughput" | "load"), adjustment_interval,
+    metric_interval, kv_scale_up, kv_scale_down, queue_scale_up, queue_scale_down, min_workers,
+    max_workers, replica_rps, prefill_rps, decode_rps, storage_gbps, startup_extra_s, fixed_fleet.
+    Returns gpu_hours, fixed_fleet_gpu_hours, slo_attainment, ``roles`` and the per-interval
+    ``timeline`` (workers per role: ``<role>_ready``, ``<role>_held``)."""
     s = scenario if scenario is not None else _build_scenario(None)
     args = dict(options, load_profile=load_profile)
     for k, v in (("peak_rps", peak_rps), ("ttft_ms", ttft_ms), ("itl_ms", itl_ms)):

@@ -21,9 +21,15 @@ def draw(result, path):
     a.plot(hours, [x["observed_rps"] for x in tl], color="tab:blue", lw=0.8, label="observed requests/s")
     a.set_ylabel("requests/s")
     w = a.twinx()
-    w.step(hours, [x["workers_held"] for x in tl], where="post", color="tab:red", label="workers (GPUs held)")
-    w.step(hours, [x["workers_ready"] for x in tl], where="post", color="tab:orange", ls="--", label="workers ready")
-    w.axhline(result["peak_workers"], color="tab:red", ls=":", lw=0.8, label="fixed fleet")
+    roles = result.get("roles") or [{"name": "replica", "peak_workers": result["peak_workers"]}]
+    colors = {"replica": "tab:red", "prefill": "tab:red", "decode": "tab:brown"}
+    for r in roles:  # per role: workers holding GPUs, workers ready, the fixed fleet's count
+        n, col = r["name"], colors.get(r["name"], "tab:red")
+        label = "workers" if n == "replica" else n + " workers"
+        w.step(hours, [x.get(n + "_held", x["workers_held"]) for x in tl], where="post", color=col, label=label + " (GPUs held)")
+        w.step(hours, [x.get(n + "_ready", x["workers_ready"]) for x in tl], where="post", color=col, ls="--", lw=0.8,
+               label=label + " ready")
+        w.axhline(r["peak_workers"], color=col, ls=":", lw=0.8, label="fixed fleet" + ("" if n == "replica" else " " + n))
     w.set_ylabel("workers")
     lines = a.get_legend_handles_labels()[0] + w.get_legend_handles_labels()[0]
     a.legend(lines, [l.get_label() for l in lines], loc="upper left", fontsize=8)

@@ -1,5 +1,6 @@
 // `servesim planner`: a day of traffic (a diurnal curve scaled to a peak, or a CSV of time ->
-// request rate) through aggregated replicas scaled by Dynamo's SLA-planner rules, as one
+// request rate) through aggregated replicas, or the prefill and decode workers of a disaggregated
+// topology, scaled by Dynamo's planner rules, as one
 // simulation (sim/studies/planner.hpp). Prints workers and SLO attainment over time, GPU-hours and
 // $ against a fixed fleet sized for the peak; --plot draws load, workers and p90 TTFT / ITL.
 #include <cmath>
@@ -17,9 +18,10 @@ namespace {
 
 struct PlannerOpts {
   std::shared_ptr<ScenarioFlags> flags;
-  std::string load_profile = "diurnal", arrivals = "poisson", plot;
+  std::string load_profile = "diurnal", arrivals = "poisson", rule = "throughput", plot;
   double peak_rps = 0, trough_fraction = 0.2, hours = 24, interval_s = 180, ttft_ms = 0, itl_ms = 0;
-  double replica_rps = 0, storage_gbps = 10, startup_extra_s = 0;
+  double replica_rps = 0, prefill_rps = 0, decode_rps = 0, storage_gbps = 10, startup_extra_s = 0;
+  double metric_interval = 10, kv_up = 0.9, kv_down = 0.5, queue_up = 5.0, queue_down = 0.2;
   int min_workers = 1, max_workers = 0;
   bool no_fixed_fleet = false;
   Format format = Format::table;
@@ -33,7 +35,10 @@ void run(const PlannerOpts& o) {
                       {"hours", o.hours}, {"arrivals", o.arrivals}, {"adjustment_interval", o.interval_s},
                       {"ttft_ms", o.ttft_ms}, {"itl_ms", o.itl_ms}, {"min_workers", o.min_workers},
                       {"max_workers", o.max_workers}, {"replica_rps", o.replica_rps}, {"storage_gbps", o.storage_gbps},
-                      {"startup_extra_s", o.startup_extra_s}, {"fixed_fleet", !o.no_fixed_fleet}};
+                      {"startup_extra_s", o.startup_extra_s}, {"fixed_fleet", !o.no_fixed_fleet},
+                      {"prefill_rps", o.prefill_rps}, {"decode_rps", o.decode_rps}, {"rule", o.rule},
+                      {"metric_interval", o.metric_interval}, {"kv_scale_up", o.kv_up}, {"kv_scale_down", o.kv_down},
+                      {"queue_scale_up", o.queue_up}, {"queue_scale_down", o.queue_down}};
   const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
   const sim::PlannerResult r = sim::run_planner(s, spec);
@@ -43,21 +48,49 @@ void run(const PlannerOpts& o) {
     write_atomically(data, j.dump());
     run_python_module("servesim.planner_plot", {data, o.plot}, "--plot");
   }
-  std::string out = "servesim planner: " + s.model + ", workers of " + std::to_string(r.gpus_per_worker) + " x " + s.gpu +
-                    " (TP" + std::to_string(s.par.tp) + "), adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
+  const bool load = spec.rule == sim::PlannerSpec::Rule::load;
+  std::string out = "servesim planner: " + s.model + " on " + s.gpu + (r.disaggregated ? ", disaggregated" : "") + ", " +
+                    (load ? "load" : "throughput") + " rule, adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
                     val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n";
-  out += "one worker serves " + fixed(r.replica_rps, 3) + " requests/s within the SLO (p90, " +
-         (spec.replica_rps > 0 ? std::string("given") : std::string("profiled by simulation")) + "); peak " +
-         fixed(spec.profile.peak(), 2) + " requests/s -> fixed fleet " + std::to_string(r.peak_workers) + " workers; start-up " +
-         fixed(r.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n\n";
-  Table t({"hour", "offered rps", "observed rps", "workers", "held", "requests", "SLO met", "TTFT p90 ms", "ITL p90 ms"});
+  if (load)
+    out += "load rule: metrics every " + fixed(spec.metric_interval_s, 0) + " s; one worker more above, one fewer below: queued prefill " +
+           fixed(spec.queue_up, 2) + " / " + fixed(spec.queue_down, 2) + " prompts per worker (prefill" +
+           (r.disaggregated ? "" : ", replicas") + "), KV-cache utilisation " + fixed(spec.kv_up, 2) + " / " + fixed(spec.kv_down, 2) +
+           " (decode" + (r.disaggregated ? "" : ", replicas") + ")\n";
+  for (const auto& x : r.roles)
+    out += "one " + (x.name == "replica" ? std::string("worker") : x.name + " worker") + " (" + std::to_string(x.gpus_per_worker) +
+           " GPU" + (x.gpus_per_worker > 1 ? "s" : "") + ") serves " + fixed(x.capacity_rps, 3) + " requests/s within the SLO (p90, " +
+           (x.capacity_given ? std::string("given") : std::string("profiled by simulation")) + "); peak " +
+           fixed(spec.profile.peak(), 2) + " requests/s -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
+           fixed(x.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n";
+  out += "\n";
+  std::vector<std::string> head = {"hour", "offered rps", "observed rps"};
+  for (const auto& x : r.roles) {
+    const std::string n = x.name == "replica" ? "workers" : x.name;
+    head.push_back(n);
+    head.push_back(n + " held");
+    if (load) head.push_back(x.name == "decode" ? "KV util" : x.name == "prefill" ? "queue" : "queue / KV");
+  }
+  for (const char* h : {"requests", "SLO met", "TTFT p90 ms", "ITL p90 ms"}) head.push_back(h);
+  Table t(head);
   const std::size_t every = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(3600 / spec.interval_s)));
   for (std::size_t k = 0; k < r.timeline.size(); k += every) {
     const auto& x = r.timeline[k];
-    t.add_row({fixed(x.start_s / 3600, 2), fixed(x.offered_rps, 2), fixed(x.observed_rps, 2), std::to_string(x.workers_ready),
-               std::to_string(x.workers_held), std::to_string(x.requests),
-               x.requests > 0 ? fixed(100.0 * double(x.good) / double(x.requests), 1) + "%" : "-", val(x.ttft_p90_ms, 1),
-               val(x.itl_p90_ms, 2)});
+    std::vector<std::string> row = {fixed(x.start_s / 3600, 2), fixed(x.offered_rps, 2), fixed(x.observed_rps, 2)};
+    for (std::size_t ri = 0; ri < r.roles.size(); ++ri) {
+      const sim::RoleInterval ro = ri < x.roles.size() ? x.roles[ri] : sim::RoleInterval{};
+      row.push_back(std::to_string(ro.ready));
+      row.push_back(std::to_string(ro.held));
+      if (load)
+        row.push_back(r.roles[ri].name == "decode"    ? val(ro.kv_utilization, 2)
+                      : r.roles[ri].name == "prefill" ? val(ro.queue, 2)
+                                                      : val(ro.queue, 2) + " / " + val(ro.kv_utilization, 2));
+    }
+    row.push_back(std::to_string(x.requests));
+    row.push_back(x.requests > 0 ? fixed(100.0 * double(x.good) / double(x.requests), 1) + "%" : "-");
+    row.push_back(val(x.ttft_p90_ms, 1));
+    row.push_back(val(x.itl_p90_ms, 2));
+    t.add_row(row);
   }
   out += t.render() + "(the first interval of each hour; --format json has every interval)\n\n";
   out += "requests " + std::to_string(r.requests) + ", SLO met by " + fixed(100 * r.slo_attainment, 2) + "% (fixed fleet: " +
@@ -75,7 +108,7 @@ void run(const PlannerOpts& o) {
 
 void add_planner_command(CLI::App& app) {
   auto o = std::make_shared<PlannerOpts>();
-  CLI::App* c = app.add_subcommand("planner", "A day of load through replicas that Dynamo's SLA planner scales: workers, SLO "
+  CLI::App* c = app.add_subcommand("planner", "A day of load through replicas (or prefill and decode workers) that Dynamo's planner scales: workers, SLO "
                                               "attainment and GPU-hours against a fixed fleet sized for the peak");
   o->flags = add_scenario_flags(*c);
   auto* g = "Planner";
@@ -89,7 +122,17 @@ void add_planner_command(CLI::App& app) {
   c->add_option("--itl-ms", o->itl_ms, "SLO on inter-token latency (ms)")->group(g);
   c->add_option("--min-workers", o->min_workers, "Fewest workers (default 1)")->group(g);
   c->add_option("--max-workers", o->max_workers, "Most workers (default twice the peak fleet)")->group(g);
+  c->add_option("--rule", o->rule, "throughput (default: Dynamo's SLA planner, workers = load / one worker's capacity) or load "
+                                   "(one worker more or fewer on queued prefill and KV-cache utilisation thresholds)")->group(g);
   c->add_option("--replica-rps", o->replica_rps, "Requests/s one worker serves within the SLO (default: profiled by simulation)")->group(g);
+  c->add_option("--prefill-rps", o->prefill_rps, "--topology disagg: requests/s one prefill worker serves within the SLO (default: profiled)")->group(g);
+  c->add_option("--decode-rps", o->decode_rps, "--topology disagg: requests/s one decode worker serves within the SLO (default: profiled)")->group(g);
+  c->add_option("--metric-interval", o->metric_interval, "Load rule: seconds between metric samples (default 10)")->group(g);
+  c->add_option("--kv-scale-up", o->kv_up, "Load rule: add a decode worker (replica) above this mean KV-cache utilisation (default 0.9)")->group(g);
+  c->add_option("--kv-scale-down", o->kv_down, "Load rule: remove one below it (default 0.5)")->group(g);
+  c->add_option("--queue-scale-up", o->queue_up, "Load rule: add a prefill worker (replica) above this many queued prompts per worker "
+                                                 "(queued prompt tokens / mean prompt; default 5)")->group(g);
+  c->add_option("--queue-scale-down", o->queue_down, "Load rule: remove one below it (default 0.2)")->group(g);
   c->add_option("--storage-gbps", o->storage_gbps, "Weight loading bandwidth per starting worker, GB/s (default 10: FSx for Lustre, "
                                                    "10 TiB at 1,000 MB/s per TiB)")->group(g);
   c->add_option("--startup-extra-s", o->startup_extra_s, "Start-up time beyond reading the weights (default 0)")->group(g);

@@ -11,32 +11,26 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/metrics_sink.hpp"
 #include "sim/simulate.hpp"
+#include "sim/topology/deployment.hpp"
+#include "sim/topology/disagg_cluster.hpp"
 
 namespace servesim::sim {
 namespace {
 
-// A request is within the SLO when its TTFT and its ITL are.
-bool within(const Request& r, double ttft_ms, double itl_ms) {
-  const double ttft = 1e3 * (r.first_token_s - r.sent_s);
-  const std::int64_t visible = r.output_tokens - r.preamble_tokens;
-  const double itl = visible > 1 ? 1e3 * (r.finish_s - r.first_token_s) / double(visible - 1) : 0.0;
-  return (ttft_ms <= 0 || ttft <= ttft_ms) && (itl_ms <= 0 || itl <= itl_ms);
-}
-
-// Per interval (by the time a request was sent): its TTFT / ITL and whether it met the SLO.
-class IntervalSink : public RequestSink {
+// Per interval (by the time a request was sent): TTFT / ITL samples and the requests within the SLO.
+class IntervalStats {
  public:
-  IntervalSink(RequestSink& inner, double interval_s, std::size_t n, double ttft_ms, double itl_ms)
-      : inner_(&inner), interval_(interval_s), ttft_ms_(ttft_ms), itl_ms_(itl_ms), ttft_(n), itl_(n), good_(n, 0) {}
-  void on_finished(const Request& r) override {
-    inner_->on_finished(r);
-    const std::size_t k = std::min(ttft_.size() - 1, static_cast<std::size_t>(std::max(0.0, r.sent_s / interval_)));
-    ttft_[k].push_back(1e3 * (r.first_token_s - r.sent_s));
-    const std::int64_t visible = r.output_tokens - r.preamble_tokens;
-    if (visible > 1) itl_[k].push_back(1e3 * (r.finish_s - r.first_token_s) / double(visible - 1));
-    if (within(r, ttft_ms_, itl_ms_)) ++good_[k];
+  IntervalStats(double interval_s, std::size_t n, double ttft_ms, double itl_ms)
+      : interval_(interval_s), ttft_ms_(ttft_ms), itl_ms_(itl_ms), ttft_(n), itl_(n), good_(n, 0) {}
+  // One request as its client saw it: sent, first and last token, client-visible answer tokens.
+  void add(double sent_s, double first_s, double finish_s, std::int64_t visible) {
+    const std::size_t k = std::min(ttft_.size() - 1, static_cast<std::size_t>(std::max(0.0, sent_s / interval_)));
+    const double ttft = 1e3 * (first_s - sent_s);
+    const double itl = visible > 1 ? 1e3 * (finish_s - first_s) / double(visible - 1) : 0.0;
+    ttft_[k].push_back(ttft);
+    if (visible > 1) itl_[k].push_back(itl);
+    if ((ttft_ms_ <= 0 || ttft <= ttft_ms_) && (itl_ms_ <= 0 || itl <= itl_ms_)) ++good_[k];
   }
-  void on_step(int w, double a, double b, int c, double d) override { inner_->on_step(w, a, b, c, d); }
   void fill(std::vector<PlannerInterval>& out) {
     for (std::size_t k = 0; k < out.size() && k < ttft_.size(); ++k) {
       out[k].requests = static_cast<std::int64_t>(ttft_[k].size());
@@ -47,113 +41,263 @@ class IntervalSink : public RequestSink {
   }
 
  private:
-  RequestSink* inner_;
   double interval_, ttft_ms_, itl_ms_;
   std::vector<std::vector<double>> ttft_, itl_;
   std::vector<std::int64_t> good_;
 };
 
-// Counts arrivals per interval as the workload yields them (Dynamo's planner reads the frontend's
-// request count; the next request is yielded when the previous one arrives, so an interval's
-// count is complete when it ends).
+class IntervalSink : public RequestSink {   // aggregated replicas' finished requests into IntervalStats
+ public:
+  IntervalSink(RequestSink& inner, IntervalStats& stats) : inner_(&inner), stats_(&stats) {}
+  void on_finished(const Request& r) override {
+    inner_->on_finished(r);
+    stats_->add(r.sent_s, r.first_token_s, r.finish_s, r.output_tokens - r.preamble_tokens);
+  }
+  void on_step(int w, double a, double b, int c, double d) override { inner_->on_step(w, a, b, c, d); }
+
+ private:
+  RequestSink* inner_;
+  IntervalStats* stats_;
+};
+
+// Counts arrivals and their prompt and answer tokens per interval as the workload yields them
+// (Dynamo's planner reads the frontend's counts; the next request is yielded when the previous one
+// arrives, so an interval's count is complete when it ends).
 class CountingWorkload final : public workloads::Workload {
  public:
-  CountingWorkload(workloads::Workload& w, double interval_s, std::size_t n) : w_(&w), interval_(interval_s), counts_(n, 0) {}
+  CountingWorkload(workloads::Workload& w, double interval_s, std::size_t n)
+      : w_(&w), interval_(interval_s), counts_(n, 0), in_(n, 0), out_(n, 0) {}
   std::optional<workloads::RequestSpec> next() override {
     auto r = w_->next();
-    if (r) ++counts_[std::min(counts_.size() - 1, static_cast<std::size_t>(r->arrival_s / interval_))];
+    if (r) {
+      const std::size_t k = std::min(counts_.size() - 1, static_cast<std::size_t>(r->arrival_s / interval_));
+      ++counts_[k];
+      in_[k] += r->input_tokens;
+      out_[k] += r->output_tokens;
+    }
     return r;
   }
   int concurrency() const override { return 0; }
   std::int64_t warmup_requests() const override { return 0; }
   std::int64_t total_requests() const override { return w_->total_requests(); }
   std::int64_t count(std::size_t k) const { return k < counts_.size() ? counts_[k] : 0; }
+  std::int64_t input_tokens(std::size_t k) const { return k < in_.size() ? in_[k] : 0; }
+  std::int64_t output_tokens(std::size_t k) const { return k < out_.size() ? out_[k] : 0; }
 
  private:
   workloads::Workload* w_;
   double interval_;
-  std::vector<std::int64_t> counts_;
+  std::vector<std::int64_t> counts_, in_, out_;
 };
 
-// The SLA planner: throughput-based scaling with the constant predictor.
-class Planner final : public FleetController {
+// What the planner drives: workers in and out of routing, and what it reads of them.
+class Fleet {
  public:
-  enum class State : std::uint8_t { off, starting, ready, draining };
-  Planner(const PlannerSpec& spec, const CountingWorkload& arrivals, int replicas, int gpus, double replica_rps,
-          double startup_s, std::vector<PlannerInterval>& timeline)
-      : spec_(spec), arrivals_(&arrivals), state_(static_cast<std::size_t>(replicas), State::off),
-        ready_at_(static_cast<std::size_t>(replicas), 0.0), gpus_(gpus), replica_rps_(replica_rps), startup_s_(startup_s),
-        timeline_(&timeline) {}
-
-  int wanted(double rps) const {
-    const int max = spec_.max_workers > 0 ? spec_.max_workers : static_cast<int>(state_.size());
-    return std::clamp(static_cast<int>(std::ceil(rps / replica_rps_ - 1e-9)), spec_.min_workers, std::min(max, int(state_.size())));
-  }
-  // The fleet at t = 0: sized for the profile's opening rate, already warm.
-  void start(AggregatedCluster& c) {
-    const int n = wanted(spec_.profile.rate_at(0));
-    for (int w = 0; w < static_cast<int>(state_.size()); ++w) {
-      state_[static_cast<std::size_t>(w)] = w < n ? State::ready : State::off;
-      c.set_routable(w, w < n);
-    }
-    c.schedule_tick(spec_.interval_s);
-  }
-  void tick(double now_s, AggregatedCluster& c) override {
-    account(now_s, c);
-    // Workers whose weights are loaded take requests.
-    for (std::size_t w = 0; w < state_.size(); ++w)
-      if (state_[w] == State::starting && ready_at_[w] <= now_s + 1e-12) {
-        state_[w] = State::ready;
-        c.set_routable(static_cast<int>(w), true);
-      }
-    const double k_real = now_s / spec_.interval_s;
-    const auto k = static_cast<std::size_t>(std::llround(k_real));
-    if (std::fabs(k_real - double(k)) > 1e-9 || k == 0) return;   // a start-up tick, not an adjustment
-    const double observed = double(arrivals_->count(k - 1)) / spec_.interval_s;
-    PlannerInterval& iv = (*timeline_)[k - 1];
-    iv.observed_rps = observed;
-    const int want = wanted(observed);
-    int up = count(State::ready) + count(State::starting);
-    for (std::size_t w = 0; w < state_.size() && up < want; ++w)   // start workers
-      if (state_[w] == State::off) {
-        state_[w] = State::starting;
-        ready_at_[w] = now_s + startup_s_;
-        c.schedule_tick(ready_at_[w]);
-        ++up;
-      }
-    for (std::size_t w = state_.size(); w-- > 0 && up > want;) {   // the newest first: cancel starts, then drain
-      if (state_[w] == State::starting) state_[w] = State::off, --up;
-    }
-    for (std::size_t w = state_.size(); w-- > 0 && up > want;)
-      if (state_[w] == State::ready) {
-        state_[w] = State::draining;
-        c.set_routable(static_cast<int>(w), false);
-        --up;
-      }
-    iv.workers_ready = count(State::ready);
-    iv.workers_held = held();
-    if (now_s + 1e-9 < spec_.profile.duration_s) c.schedule_tick(now_s + spec_.interval_s);
-  }
-  // GPU time since the last call; drained workers with nothing left are released.
-  void account(double now_s, AggregatedCluster& c) {
-    gpu_s_ += double(held()) * double(gpus_) * (now_s - last_s_);
-    last_s_ = now_s;
-    for (std::size_t w = 0; w < state_.size(); ++w)
-      if (state_[w] == State::draining && c.workers()[w].outstanding() == 0) state_[w] = State::off;
-  }
-  double gpu_seconds() const { return gpu_s_; }
-  int held() const { return static_cast<int>(state_.size()) - count(State::off); }
+  virtual ~Fleet() = default;
+  virtual void set_routable(int w, bool on) = 0;
+  virtual void schedule_tick(double t_s) = 0;
+  virtual const Worker& worker(int w) const = 0;
+};
+template <class Cluster>
+class FleetOf final : public Fleet {
+ public:
+  explicit FleetOf(Cluster& c) : c_(&c) {}
+  void set_routable(int w, bool on) override { c_->set_routable(w, on); }
+  void schedule_tick(double t_s) override { c_->schedule_tick(t_s); }
+  const Worker& worker(int w) const override { return c_->workers()[static_cast<std::size_t>(w)]; }
 
  private:
-  int count(State s) const { return static_cast<int>(std::count(state_.begin(), state_.end(), s)); }
+  Cluster* c_;
+};
+
+enum class RoleKind : std::uint8_t { replica, prefill, decode };
+
+// A role's workers: indices [first, first + count) of the cluster's workers.
+struct RoleState {
+  RoleKind kind = RoleKind::replica;
+  int first = 0, count = 0, gpus = 1, min = 1, max = 1;
+  double capacity_rps = 0, startup_s = 0;
+  double isl_mean = 1, osl_mean = 1;        // the profile's lengths: capacity in tokens/s = capacity_rps x these
+  double queue_sum = 0, kv_sum = 0;         // load rule: the interval's samples
+  int samples = 0;
+};
+
+// Dynamo's planner over the roles: throughput rule (constant predictor) or load rule.
+class Planner {
+ public:
+  enum class State : std::uint8_t { off, starting, ready, draining };
+  Planner(const PlannerSpec& spec, const CountingWorkload& arrivals, std::vector<RoleState> roles,
+          std::vector<PlannerInterval>& timeline)
+      : spec_(spec), arrivals_(&arrivals), roles_(std::move(roles)), timeline_(&timeline) {
+    int n = 0;
+    for (const auto& r : roles_) n = std::max(n, r.first + r.count);
+    state_.assign(static_cast<std::size_t>(n), State::off);
+    ready_at_.assign(static_cast<std::size_t>(n), 0.0);
+  }
+
+  // Workers a role needs for a load of `rps` requests/s of `isl` / `osl` tokens (throughput rule).
+  int wanted(const RoleState& r, double rps, double isl, double osl) const {
+    double need = rps / r.capacity_rps;
+    if (r.kind == RoleKind::prefill) need *= isl / r.isl_mean;   // prompt tokens/s against one worker's
+    if (r.kind == RoleKind::decode) need *= osl / r.osl_mean;    // answer tokens/s against one worker's
+    return std::clamp(static_cast<int>(std::ceil(need - 1e-9)), r.min, r.max);
+  }
+  // The fleet at t = 0: each role sized for the profile's opening rate, already warm.
+  void start(Fleet& f) {
+    for (const auto& r : roles_) {
+      const int n = wanted(r, spec_.profile.rate_at(0), r.isl_mean, r.osl_mean);
+      for (int i = 0; i < r.count; ++i) {
+        state_[static_cast<std::size_t>(r.first + i)] = i < n ? State::ready : State::off;
+        f.set_routable(r.first + i, i < n);
+      }
+    }
+    next_cadence_ = cadence_after(0);
+    f.schedule_tick(next_cadence_);
+  }
+  void tick(double now_s, Fleet& f) {
+    account(now_s, &f);
+    for (std::size_t w = 0; w < state_.size(); ++w)   // workers whose weights are loaded take requests
+      if (state_[w] == State::starting && ready_at_[w] <= now_s + 1e-12) {
+        state_[w] = State::ready;
+        f.set_routable(static_cast<int>(w), true);
+      }
+    if (std::fabs(now_s - next_cadence_) > 1e-9) return;   // a start-up tick
+    if (spec_.rule == PlannerSpec::Rule::load && on_grid(now_s, spec_.metric_interval_s)) sample(f);
+    if (on_grid(now_s, spec_.interval_s)) adjust(now_s, f);
+    next_cadence_ = cadence_after(now_s);
+    if (now_s + 1e-9 < spec_.profile.duration_s) f.schedule_tick(next_cadence_);
+  }
+  // GPU time since the last call; drained workers with nothing left are released (f null: the
+  // run is over, nothing to release).
+  void account(double now_s, const Fleet* f) {
+    for (const auto& r : roles_) gpu_s_ += double(held(r)) * double(r.gpus) * (now_s - last_s_);
+    last_s_ = now_s;
+    for (std::size_t w = 0; w < state_.size() && f; ++w)
+      if (state_[w] == State::draining && f->worker(static_cast<int>(w)).outstanding() == 0) state_[w] = State::off;
+  }
+  double gpu_seconds() const { return gpu_s_; }
+
+ private:
+  static bool on_grid(double t, double step) {
+    const double k = t / step;
+    return std::fabs(k - std::round(k)) * step < 1e-9;
+  }
+  // The next time after t on the adjustment grid or (load rule) the metric grid.
+  double cadence_after(double t) const {
+    double next = (std::floor(t / spec_.interval_s + 1e-9) + 1) * spec_.interval_s;
+    if (spec_.rule == PlannerSpec::Rule::load)
+      next = std::min(next, (std::floor(t / spec_.metric_interval_s + 1e-9) + 1) * spec_.metric_interval_s);
+    return next;
+  }
+  // Load rule: queued prefill per ready worker (in prompts of the profile's mean length) and mean
+  // KV-cache utilisation of the ready workers, per role.
+  void sample(const Fleet& f) {
+    for (auto& r : roles_) {
+      double queued = 0, kv = 0;
+      int n = 0;
+      for (int i = r.first; i < r.first + r.count; ++i) {
+        if (state_[static_cast<std::size_t>(i)] != State::ready) continue;
+        const Worker& w = f.worker(i);
+        queued += double(w.scheduler().waiting_tokens());
+        const auto& pool = w.scheduler().pool();
+        kv += pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0;
+        ++n;
+      }
+      if (n == 0) continue;
+      r.queue_sum += queued / double(n) / r.isl_mean;
+      r.kv_sum += kv / double(n);
+      ++r.samples;
+    }
+  }
+  int rule_load(const RoleState& r, int up) const {
+    if (r.samples == 0) return up;   // nothing ready to read: hold
+    const double q = r.queue_sum / r.samples, kv = r.kv_sum / r.samples;
+    const bool reads_queue = r.kind != RoleKind::decode, reads_kv = r.kind != RoleKind::prefill;
+    const bool grow = (reads_queue && q > spec_.queue_up) || (reads_kv && kv > spec_.kv_up);
+    const bool shrink = (!reads_queue || q < spec_.queue_down) && (!reads_kv || kv < spec_.kv_down);
+    return std::clamp(up + (grow ? 1 : shrink ? -1 : 0), r.min, r.max);
+  }
+  void adjust(double now_s, Fleet& f) {
+    const auto k = static_cast<std::size_t>(std::llround(now_s / spec_.interval_s));
+    if (k == 0 || k > timeline_->size()) return;
+    PlannerInterval& iv = (*timeline_)[k - 1];
+    const std::int64_t n = arrivals_->count(k - 1);
+    const double observed = double(n) / spec_.interval_s;
+    const double isl = n > 0 ? double(arrivals_->input_tokens(k - 1)) / double(n) : 0.0;
+    const double osl = n > 0 ? double(arrivals_->output_tokens(k - 1)) / double(n) : 0.0;
+    iv.observed_rps = observed;
+    iv.roles.assign(roles_.size(), RoleInterval{});
+    iv.workers_ready = iv.workers_held = 0;
+    for (std::size_t ri = 0; ri < roles_.size(); ++ri) {
+      RoleState& r = roles_[ri];
+      int up = 0;
+      for (int i = r.first; i < r.first + r.count; ++i) {
+        const State st = state_[static_cast<std::size_t>(i)];
+        up += st == State::ready || st == State::starting;
+      }
+      const int want = spec_.rule == PlannerSpec::Rule::load ? rule_load(r, up) : wanted(r, observed, isl, osl);
+      for (int i = r.first; i < r.first + r.count && up < want; ++i)   // start workers
+        if (state_[static_cast<std::size_t>(i)] == State::off) {
+          state_[static_cast<std::size_t>(i)] = State::starting;
+          ready_at_[static_cast<std::size_t>(i)] = now_s + r.startup_s;
+          f.schedule_tick(now_s + r.startup_s);
+          ++up;
+        }
+      for (int i = r.first + r.count; i-- > r.first && up > want;)   // the newest first: cancel starts, then drain
+        if (state_[static_cast<std::size_t>(i)] == State::starting) state_[static_cast<std::size_t>(i)] = State::off, --up;
+      for (int i = r.first + r.count; i-- > r.first && up > want;)
+        if (state_[static_cast<std::size_t>(i)] == State::ready) {
+          state_[static_cast<std::size_t>(i)] = State::draining;
+          f.set_routable(i, false);
+          --up;
+        }
+      RoleInterval& ro = iv.roles[ri];
+      ro.held = held(r);
+      for (int i = r.first; i < r.first + r.count; ++i) ro.ready += state_[static_cast<std::size_t>(i)] == State::ready;
+      if (r.samples > 0) ro.queue = r.queue_sum / r.samples, ro.kv_utilization = r.kv_sum / r.samples;
+      r.queue_sum = r.kv_sum = 0;
+      r.samples = 0;
+      iv.workers_ready += ro.ready;
+      iv.workers_held += ro.held;
+    }
+  }
+  int held(const RoleState& r) const {
+    int n = 0;
+    for (int i = r.first; i < r.first + r.count; ++i) n += state_[static_cast<std::size_t>(i)] != State::off;
+    return n;
+  }
+
   const PlannerSpec& spec_;
   const CountingWorkload* arrivals_;
+  std::vector<RoleState> roles_;
+  std::vector<PlannerInterval>* timeline_;
   std::vector<State> state_;
   std::vector<double> ready_at_;
-  int gpus_;
-  double replica_rps_, startup_s_;
-  std::vector<PlannerInterval>* timeline_;
-  double gpu_s_ = 0, last_s_ = 0;
+  double gpu_s_ = 0, last_s_ = 0, next_cadence_ = 0;
+};
+
+class AggregatedControl final : public FleetController {
+ public:
+  explicit AggregatedControl(Planner& p) : p_(&p) {}
+  void tick(double now_s, AggregatedCluster& c) override {
+    FleetOf<AggregatedCluster> f(c);
+    p_->tick(now_s, f);
+  }
+
+ private:
+  Planner* p_;
+};
+
+class DisaggregatedControl final : public DisaggFleetController {
+ public:
+  explicit DisaggregatedControl(Planner& p) : p_(&p) {}
+  void tick(double now_s, DisaggregatedCluster& c) override {
+    FleetOf<DisaggregatedCluster> f(c);
+    p_->tick(now_s, f);
+  }
+
+ private:
+  Planner* p_;
 };
 
 const hw::InstanceSpec* instance_of(const hw::GpuSpec& gpu) {
@@ -166,9 +310,11 @@ const hw::InstanceSpec* instance_of(const hw::GpuSpec& gpu) {
 
 PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   const JsonReader j(args, where);
-  static const std::vector<std::string> known = {"load_profile", "peak_rps", "trough_fraction", "hours", "arrivals",
-                                                 "adjustment_interval", "ttft_ms", "itl_ms", "min_workers", "max_workers",
-                                                 "replica_rps", "storage_gbps", "startup_extra_s", "fixed_fleet"};
+  static const std::vector<std::string> known = {
+      "load_profile", "peak_rps",   "trough_fraction", "hours",           "arrivals",      "adjustment_interval",
+      "ttft_ms",      "itl_ms",     "min_workers",     "max_workers",     "replica_rps",   "prefill_rps",
+      "decode_rps",   "storage_gbps", "startup_extra_s", "fixed_fleet",   "rule",          "metric_interval",
+      "kv_scale_up",  "kv_scale_down", "queue_scale_up", "queue_scale_down"};
   for (const auto& item : args.items())
     if (std::find(known.begin(), known.end(), item.key()) == known.end())
       j.fail(item.key(), "unknown option; known: " + text::join(known));
@@ -184,22 +330,36 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   const std::string arr = text::lower(j.string_or("arrivals", "poisson"));
   if (arr != "poisson" && arr != "uniform") j.fail("arrivals", "expected poisson or uniform, got '" + arr + "'");
   spec.poisson = arr == "poisson";
+  const std::string rule = text::lower(j.string_or("rule", "throughput"));
+  if (rule != "throughput" && rule != "load") j.fail("rule", "expected throughput or load, got '" + rule + "'");
+  spec.rule = rule == "load" ? PlannerSpec::Rule::load : PlannerSpec::Rule::throughput;
   spec.interval_s = j.number_in("adjustment_interval", 180, 1, 86400);
+  spec.metric_interval_s = j.number_in("metric_interval", 10, 0.1, 86400);
+  if (spec.metric_interval_s > spec.interval_s) j.fail("metric_interval", "must not exceed the adjustment interval");
+  spec.kv_up = j.number_in("kv_scale_up", 0.9, 0, 1);
+  spec.kv_down = j.number_in("kv_scale_down", 0.5, 0, 1);
+  if (spec.kv_down > spec.kv_up) j.fail("kv_scale_down", "must not exceed kv_scale_up");
+  spec.queue_up = j.number_in("queue_scale_up", 5.0, 0, 1e6);
+  spec.queue_down = j.number_in("queue_scale_down", 0.2, 0, 1e6);
+  if (spec.queue_down > spec.queue_up) j.fail("queue_scale_down", "must not exceed queue_scale_up");
   spec.ttft_ms = j.number_in("ttft_ms", 0, 0, 1e9);
   spec.itl_ms = j.number_in("itl_ms", 0, 0, 1e9);
   if (!(spec.ttft_ms > 0) && !(spec.itl_ms > 0)) j.fail("ttft_ms", "give the SLO: ttft_ms and/or itl_ms");
   spec.min_workers = static_cast<int>(j.number_in("min_workers", 1, 0, 1e6));
   spec.max_workers = static_cast<int>(j.number_in("max_workers", 0, 0, 1e6));
   spec.replica_rps = j.number_in("replica_rps", 0, 0, 1e7);
+  spec.prefill_rps = j.number_in("prefill_rps", 0, 0, 1e7);
+  spec.decode_rps = j.number_in("decode_rps", 0, 0, 1e7);
   spec.storage_bytes_per_s = 1e9 * j.number_in("storage_gbps", 10, 1e-6, 1e6);
   spec.startup_extra_s = j.number_in("startup_extra_s", 0, 0, 1e6);
   spec.run_fixed_fleet = j.boolean_or("fixed_fleet", true);
   return spec;
 }
 
-double profile_replica_rps(const Scenario& base, double ttft_ms, double itl_ms) {
-  Scenario s = base;
-  s.gpus = s.gpus_per_replica();
+namespace {
+// The request rate at which the scenario (one replica, or a topology) keeps p90 TTFT and p90 ITL
+// within the SLO: open-loop Poisson runs of 2,000 requests, bisected.
+double bisect_rps(const Scenario& s, double ttft_ms, double itl_ms, const std::string& what) {
   const Prepared p = prepare(s);
   auto meets = [&](double rps) {
     workloads::WorkloadConfig w = s.workload;
@@ -214,34 +374,106 @@ double profile_replica_rps(const Scenario& base, double ttft_ms, double itl_ms) 
   while (meets(hi)) {
     lo = hi;
     hi *= 2;
-    if (hi > 1e5) throw Error("planner", "replica_rps", "one replica meets the SLO at every rate tried; give a tighter SLO");
+    if (hi > 1e5) throw Error("planner", "replica_rps", "one " + what + " meets the SLO at every rate tried; give a tighter SLO");
   }
   for (int i = 0; i < 8; ++i) {
     const double mid = 0.5 * (lo + hi);
     (meets(mid) ? lo : hi) = mid;
   }
   if (!(lo > 0))
-    throw Error("planner", "slo", "one replica misses the SLO even at " + fixed(hi, 3) + " requests/s: loosen it or use a larger replica");
+    throw Error("planner", "slo", "one " + what + " misses the SLO even at " + fixed(hi, 3) + " requests/s: loosen it or use a larger worker");
   return lo;
+}
+}  // namespace
+
+double profile_replica_rps(const Scenario& base, double ttft_ms, double itl_ms) {
+  Scenario s = base;
+  s.gpus = s.gpus_per_replica();
+  return bisect_rps(s, ttft_ms, itl_ms, "replica");
+}
+
+std::pair<double, double> profile_role_rps(const Scenario& base, double ttft_ms, double itl_ms, double prefill_rps,
+                                           double decode_rps) {
+  double pr = prefill_rps, dr = decode_rps;
+  int others = 4;   // workers of the other role: enough that they never bind
+  for (int round = 0; round < 3; ++round) {
+    Scenario s = base;
+    s.topology.nodes = s.topology.prefill_nodes = s.topology.decode_nodes = 0;
+    if (!(prefill_rps > 0)) {
+      s.topology.prefill_workers = 1;
+      s.topology.decode_workers = others;
+      pr = bisect_rps(s, ttft_ms, itl_ms, "prefill worker (with " + std::to_string(others) + " decode workers)");
+    }
+    if (!(decode_rps > 0)) {
+      s.topology.prefill_workers = others;
+      s.topology.decode_workers = 1;
+      dr = bisect_rps(s, ttft_ms, itl_ms, "decode worker (with " + std::to_string(others) + " prefill workers)");
+    }
+    const int need = static_cast<int>(std::ceil(2 * std::max(pr / dr, dr / pr)));
+    if (others >= need || (prefill_rps > 0 && decode_rps > 0)) break;
+    others = need;
+  }
+  return {pr, dr};
 }
 
 PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (s0.topology.present) throw Error(s0.source, "topology", "the planner scales aggregated replicas (gpus / tensor_parallel_size)");
+  const bool disagg = s0.topology.present && s0.topology.disaggregated;
+  if (s0.topology.present && !disagg)
+    throw Error(s0.source, "topology", "the planner scales aggregated replicas (gpus / tensor_parallel_size, no topology) or a "
+                                       "disaggregated topology's prefill and decode workers");
+  if (disagg && s0.topology.encode_workers > 0)
+    throw Error(s0.source, "topology.encode_workers", "the planner scales prefill and decode workers; run encode on prefill (0)");
   if (!(spec.interval_s >= 1 && spec.interval_s <= 86400)) throw Error("--adjustment-interval", "", "must be 1..86400 s");
   if (!(spec.profile.duration_s > 0)) throw Error("--load-profile", "", "the profile covers no time");
-  if (spec.min_workers < 0) throw Error("--min-workers", "", "must be >= 0");
+  if (spec.min_workers < 0 || (disagg && spec.min_workers < 1))
+    throw Error("--min-workers", "", disagg ? "must be >= 1 (a disaggregated topology needs a worker of each role)" : "must be >= 0");
   if (!(spec.storage_bytes_per_s > 0)) throw Error("--storage-gbps", "", "must be > 0");
   PlannerResult out;
-  out.replica_rps = spec.replica_rps > 0 ? spec.replica_rps : profile_replica_rps(s0, spec.ttft_ms, spec.itl_ms);
-  out.peak_workers = std::max(1, static_cast<int>(std::ceil(spec.profile.peak() / out.replica_rps - 1e-9)));
-  const int replicas = spec.max_workers > 0 ? std::max(spec.max_workers, out.peak_workers) : 2 * out.peak_workers;
+  out.disaggregated = disagg;
+  if (disagg) {
+    const auto [pr, dr] = profile_role_rps(s0, spec.ttft_ms, spec.itl_ms, spec.prefill_rps, spec.decode_rps);
+    out.roles = {{"prefill", 0, 0, 0, pr, spec.prefill_rps > 0, 0}, {"decode", 0, 0, 0, dr, spec.decode_rps > 0, 0}};
+  } else {
+    const double rr = spec.replica_rps > 0 ? spec.replica_rps : profile_replica_rps(s0, spec.ttft_ms, spec.itl_ms);
+    out.roles = {{"replica", 0, 0, 0, rr, spec.replica_rps > 0, 0}};
+  }
+  for (auto& r : out.roles) {
+    r.peak_workers = std::max(1, static_cast<int>(std::ceil(spec.profile.peak() / r.capacity_rps - 1e-9)));
+    r.max_workers = spec.max_workers > 0 ? std::max(spec.max_workers, r.peak_workers) : 2 * r.peak_workers;
+  }
 
   Scenario s = s0;
-  s.gpus = replicas * s.gpus_per_replica();
+  if (disagg) {
+    s.topology.nodes = s.topology.prefill_nodes = s.topology.decode_nodes = 0;
+    s.topology.prefill_workers = out.roles[0].max_workers;
+    s.topology.decode_workers = out.roles[1].max_workers;
+  } else {
+    s.gpus = out.roles[0].max_workers * s.gpus_per_replica();
+  }
   const Prepared p = prepare(s);
-  out.gpus_per_worker = s.gpus_per_replica();
-  out.startup_s = p.plan.weight_bytes * double(out.gpus_per_worker) / spec.storage_bytes_per_s + spec.startup_extra_s;
+  std::vector<RoleState> states;
+  int first = 0;
+  for (auto& r : out.roles) {
+    const WorkerRole role = r.name == "prefill" ? WorkerRole::prefill_only : r.name == "decode" ? WorkerRole::decode_only
+                                                                                               : WorkerRole::aggregated;
+    r.gpus_per_worker = disagg ? p.deployment->role_gpus(role) : s.gpus_per_replica();
+    const double weights = disagg ? p.deployment->role_weight_bytes(role) : p.plan.weight_bytes;
+    r.startup_s = weights * double(r.gpus_per_worker) / spec.storage_bytes_per_s + spec.startup_extra_s;
+    RoleState st;
+    st.kind = role == WorkerRole::prefill_only ? RoleKind::prefill : role == WorkerRole::decode_only ? RoleKind::decode : RoleKind::replica;
+    st.first = first;
+    st.count = r.max_workers;
+    st.gpus = r.gpus_per_worker;
+    st.min = std::min(spec.min_workers, r.max_workers);
+    st.max = r.max_workers;
+    st.capacity_rps = r.capacity_rps;
+    st.startup_s = r.startup_s;
+    st.isl_mean = std::max(1.0, s.workload.isl.mean);
+    st.osl_mean = std::max(1.0, s.workload.osl.mean);
+    states.push_back(st);
+    first += r.max_workers;
+  }
   if (const hw::InstanceSpec* inst = instance_of(*p.gpu); inst && inst->usd_per_hour) {
     out.usd_per_gpu_hour = *inst->usd_per_hour / double(inst->gpus);
     out.instance = inst->name;
@@ -254,27 +486,52 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     out.timeline[k].offered_rps = spec.profile.requests_between(a, b) / (b - a);
   }
 
+  // One run of the day: planned (the planner in the loop) or the fixed fleet (each role's peak count).
   auto run = [&](bool planned, std::vector<PlannerInterval>& timeline, double* gpu_s) {
-    ClusterShape shape = cluster_shape(p, s, s.workload.seed);
-    if (!planned) shape.replicas = out.peak_workers;
-    AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
     workloads::ProfileWorkload base(spec.profile, s.workload.isl, s.workload.osl, s.workload.seed, spec.poisson);
     CountingWorkload counted(base, spec.interval_s, n);
-    MetricsCollector metrics;
-    MetricsSink msink(metrics);
-    IntervalSink sink(msink, spec.interval_s, n, spec.ttft_ms, spec.itl_ms);
-    Planner planner(spec, counted, shape.replicas, out.gpus_per_worker, out.replica_rps, out.startup_s, timeline);
-    if (planned) {
-      cluster.set_controller(&planner);
-      planner.start(cluster);
+    IntervalStats stats(spec.interval_s, n, spec.ttft_ms, spec.itl_ms);
+    Planner planner(spec, counted, states, timeline);
+    if (disagg) {
+      MetricsCollector metrics(true);
+      DisaggregatedControl control(planner);
+      p.deployment->run_disaggregated(counted, metrics, [&](DisaggregatedCluster& c) {
+        FleetOf<DisaggregatedCluster> f(c);
+        if (planned) {
+          c.set_controller(&control);
+          planner.start(f);
+        } else {
+          for (std::size_t ri = 0; ri < states.size(); ++ri)
+            for (int i = out.roles[ri].peak_workers; i < states[ri].count; ++i) c.set_routable(states[ri].first + i, false);
+        }
+      });
+      for (const RequestRecord& r : metrics.records())
+        stats.add(r.arrival_s, r.first_token_s, r.finish_s, r.output_tokens);
+      if (planned) {
+        // GPU time over the profile's span (the last answers drain a few seconds past it).
+        planner.account(spec.profile.duration_s, nullptr);
+        *gpu_s = planner.gpu_seconds();
+      }
+    } else {
+      ClusterShape shape = cluster_shape(p, s, s.workload.seed);
+      if (!planned) shape.replicas = out.roles[0].peak_workers;
+      AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
+      MetricsCollector metrics;
+      MetricsSink msink(metrics);
+      IntervalSink sink(msink, stats);
+      AggregatedControl control(planner);
+      if (planned) {
+        cluster.set_controller(&control);
+        FleetOf<AggregatedCluster> f(cluster);
+        planner.start(f);
+      }
+      cluster.run(counted, sink);
+      if (planned) {   // GPU time over the profile's span (the last answers drain a few seconds past it)
+        planner.account(spec.profile.duration_s, nullptr);
+        *gpu_s = planner.gpu_seconds();
+      }
     }
-    const double end_s = cluster.run(counted, sink);
-    sink.fill(timeline);
-    if (planned) {
-      (void)end_s;   // GPU time over the profile's span (the last answers drain a few seconds past it)
-      planner.account(spec.profile.duration_s, cluster);
-      *gpu_s = planner.gpu_seconds();
-    }
+    stats.fill(timeline);
     std::int64_t req = 0, good = 0;
     for (const auto& iv : timeline) req += iv.requests, good += iv.good;
     return std::pair{req, good};
@@ -284,7 +541,8 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   out.requests = req;
   out.slo_attainment = req > 0 ? double(good) / double(req) : 0;
   out.gpu_hours = gpu_s / 3600;
-  out.fixed_fleet_gpu_hours = double(out.peak_workers * out.gpus_per_worker) * spec.profile.duration_s / 3600;
+  out.fixed_fleet_gpu_hours = 0;
+  for (const auto& r : out.roles) out.fixed_fleet_gpu_hours += double(r.peak_workers * r.gpus_per_worker) * spec.profile.duration_s / 3600;
   if (spec.run_fixed_fleet) {
     std::vector<PlannerInterval> fixed_tl = out.timeline;
     const auto [freq, fgood] = run(false, fixed_tl, nullptr);
@@ -297,20 +555,36 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
   nlohmann::json tl = nlohmann::json::array();
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  for (const auto& iv : r.timeline)
-    tl.push_back({{"start_s", iv.start_s},
-                  {"offered_rps", iv.offered_rps},
-                  {"observed_rps", iv.observed_rps},
-                  {"workers_ready", iv.workers_ready},
-                  {"workers_held", iv.workers_held},
-                  {"requests", iv.requests},
-                  {"slo_attainment", iv.requests > 0 ? num(double(iv.good) / double(iv.requests)) : nlohmann::json(nullptr)},
-                  {"ttft_p90_ms", num(iv.ttft_p90_ms)},
-                  {"itl_p90_ms", num(iv.itl_p90_ms)}});
-  nlohmann::json j = {{"replica_rps", r.replica_rps},
-                      {"gpus_per_worker", r.gpus_per_worker},
-                      {"peak_workers", r.peak_workers},
-                      {"startup_s", r.startup_s},
+  for (const auto& iv : r.timeline) {
+    nlohmann::json x = {{"start_s", iv.start_s},
+                        {"offered_rps", iv.offered_rps},
+                        {"observed_rps", iv.observed_rps},
+                        {"workers_ready", iv.workers_ready},
+                        {"workers_held", iv.workers_held},
+                        {"requests", iv.requests},
+                        {"slo_attainment", iv.requests > 0 ? num(double(iv.good) / double(iv.requests)) : nlohmann::json(nullptr)},
+                        {"ttft_p90_ms", num(iv.ttft_p90_ms)},
+                        {"itl_p90_ms", num(iv.itl_p90_ms)}};
+    for (std::size_t ri = 0; ri < r.roles.size(); ++ri) {   // per role: "prefill_ready", "decode_held", ...
+      const RoleInterval ro = ri < iv.roles.size() ? iv.roles[ri] : RoleInterval{};
+      const std::string& name = r.roles[ri].name;
+      x[name + "_ready"] = ro.ready;
+      x[name + "_held"] = ro.held;
+      if (spec.rule == PlannerSpec::Rule::load) {
+        x[name + "_queue"] = num(ro.queue);
+        x[name + "_kv_utilization"] = num(ro.kv_utilization);
+      }
+    }
+    tl.push_back(x);
+  }
+  nlohmann::json roles = nlohmann::json::array();
+  for (const auto& x : r.roles)
+    roles.push_back({{"name", x.name}, {"gpus_per_worker", x.gpus_per_worker}, {"capacity_rps", x.capacity_rps},
+                     {"capacity_given", x.capacity_given}, {"peak_workers", x.peak_workers}, {"max_workers", x.max_workers},
+                     {"startup_s", x.startup_s}});
+  nlohmann::json j = {{"rule", spec.rule == PlannerSpec::Rule::load ? "load" : "throughput"},
+                      {"disaggregated", r.disaggregated},
+                      {"roles", roles},
                       {"adjustment_interval_s", spec.interval_s},
                       {"slo", {{"ttft_ms", spec.ttft_ms}, {"itl_ms", spec.itl_ms}}},
                       {"requests", r.requests},
@@ -319,6 +593,15 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
                       {"slo_attainment", r.slo_attainment},
                       {"fixed_fleet_slo_attainment", num(r.fixed_fleet_slo_attainment)},
                       {"timeline", tl}};
+  if (spec.rule == PlannerSpec::Rule::load)
+    j["load_rule"] = {{"metric_interval_s", spec.metric_interval_s}, {"kv_scale_up", spec.kv_up}, {"kv_scale_down", spec.kv_down},
+                      {"queue_scale_up", spec.queue_up}, {"queue_scale_down", spec.queue_down}};
+  if (!r.disaggregated) {   // one role: its figures at the top level too
+    j["replica_rps"] = r.roles[0].capacity_rps;
+    j["gpus_per_worker"] = r.roles[0].gpus_per_worker;
+    j["peak_workers"] = r.roles[0].peak_workers;
+    j["startup_s"] = r.roles[0].startup_s;
+  }
   if (r.usd_per_gpu_hour) {
     j["usd_per_gpu_hour"] = *r.usd_per_gpu_hour;
     j["usd"] = r.gpu_hours * *r.usd_per_gpu_hour;

@@ -194,33 +194,53 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
   } else {
     if (wc.arrival == workloads::Arrival::sessions)
       throw Error("workload", "sessions", "multi-turn sessions run on aggregated topologies only (disaggregated: not modelled)");
-    DisaggShape shape;
-    shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
-                     prefill_.cost.get(), pool_blocks(prefill_.plan), prefill_.plan.kv.demand};
-    shape.decode = {topo_.decode_workers, with_block_size(engine_for(WorkerRole::decode_only), decode_.plan),
-                    decode_.cost.get(), pool_blocks(decode_.plan), decode_.plan.kv.demand};
-    shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, {}};
-    shape.router = spec_.router;
-    shape.kv_router = spec_.kv_router;
-    shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
-    shape.placement = placement_.get();
-    shape.gpu = prefill_gpu_;
-    shape.decode_gpu = decode_gpu_;
-    const models::ModelSpec* m = spec_.model;
-    const hw::Precision kv = spec_.kv_dtype;
-    shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
-    shape.frontend = spec_.frontend && spec_.frontend->enabled ? &*spec_.frontend : nullptr;
-    shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
-    shape.seed = spec_.seed;
-    DisaggregatedCluster cluster(std::move(shape));
-    out.end_s = cluster.run(*workload, metrics);
-    out.transfers = cluster.transfers();
-    for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
-    if (const KvRouter* kv = cluster.kv_router())
-      out.routed_blocks = kv->routed_blocks(), out.routed_overlap_blocks = kv->routed_overlap_blocks();
+    return run_disaggregated(*workload, metrics, nullptr);
   }
   out.summary = metrics.summary();
   return out;
+}
+
+PointResult Deployment::run_disaggregated(workloads::Workload& workload, MetricsCollector& metrics,
+                                          const std::function<void(DisaggregatedCluster&)>& setup) const {
+  if (!disaggregated()) throw Error("topology", "kind", "a disaggregated topology was expected");
+  PointResult out;
+  DisaggShape shape;
+  shape.prefill = {topo_.prefill_workers, with_block_size(engine_for(WorkerRole::prefill_only), prefill_.plan),
+                   prefill_.cost.get(), pool_blocks(prefill_.plan), prefill_.plan.kv.demand};
+  shape.decode = {topo_.decode_workers, with_block_size(engine_for(WorkerRole::decode_only), decode_.plan),
+                  decode_.cost.get(), pool_blocks(decode_.plan), decode_.plan.kv.demand};
+  shape.encode = {topo_.encode_workers, engine_for(WorkerRole::prefill_only), encode_.cost.get(), 0, {}};
+  shape.router = spec_.router;
+  shape.kv_router = spec_.kv_router;
+  shape.max_encode_tiles_per_step = std::max<int>(1, int(spec_.engine.max_num_batched_tokens / 256));
+  shape.placement = placement_.get();
+  shape.gpu = prefill_gpu_;
+  shape.decode_gpu = decode_gpu_;
+  const models::ModelSpec* m = spec_.model;
+  const hw::Precision kv = spec_.kv_dtype;
+  shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
+  shape.frontend = spec_.frontend && spec_.frontend->enabled ? &*spec_.frontend : nullptr;
+  shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
+  shape.seed = spec_.seed;
+  DisaggregatedCluster cluster(std::move(shape));
+  if (setup) setup(cluster);
+  out.end_s = cluster.run(workload, metrics);
+  out.transfers = cluster.transfers();
+  for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
+  if (const KvRouter* kvr = cluster.kv_router())
+    out.routed_blocks = kvr->routed_blocks(), out.routed_overlap_blocks = kvr->routed_overlap_blocks();
+  out.summary = metrics.summary();
+  return out;
+}
+
+int Deployment::role_gpus(WorkerRole role) const {
+  const Pool& p = !disaggregated() ? agg_ : role == WorkerRole::prefill_only ? prefill_ : decode_;
+  return p.par.gpus();
+}
+
+double Deployment::role_weight_bytes(WorkerRole role) const {
+  const Pool& p = !disaggregated() ? agg_ : role == WorkerRole::prefill_only ? prefill_ : decode_;
+  return p.plan.weight_bytes;
 }
 
 SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus) {

@@ -3,6 +3,7 @@
 // each worker with its own TP/PP/EP shape, placed on `nodes` instances. Builds the memory plans
 // and step-cost models once and runs workloads on it.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,6 +104,13 @@ class Deployment {
   PointResult run(const workloads::WorkloadConfig& workload) const;
   // The same into `metrics` (for per-request records, input config, worker samples).
   PointResult run(const workloads::WorkloadConfig& workload, MetricsCollector& metrics) const;
+  // A disaggregated topology on a given workload, `setup` called on the cluster before it runs
+  // (a fleet controller: sim/studies/planner.hpp).
+  PointResult run_disaggregated(workloads::Workload& workload, MetricsCollector& metrics,
+                                const std::function<void(DisaggregatedCluster&)>& setup) const;
+  // One worker of a role (disaggregated: prefill or decode; else a replica): its GPUs and weights per GPU.
+  int role_gpus(WorkerRole role) const;
+  double role_weight_bytes(WorkerRole role) const;
 
  private:
   struct Pool {

@@ -38,6 +38,7 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
     prefill_mask_.assign(static_cast<std::size_t>(P + D), 0);
     std::fill(prefill_mask_.begin(), prefill_mask_.begin() + P, char(1));
   }
+  routable_.assign(static_cast<std::size_t>(P + D), char(1));
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
   rng_ = shape_.seed ^ 0x6a09e667f3bcc909ULL;
@@ -88,10 +89,24 @@ std::int32_t DisaggregatedCluster::new_handle(const workloads::RequestSpec& spec
 }
 
 int DisaggregatedCluster::pick(int first, int count) const {
-  int best = first;
-  for (int i = first + 1; i < first + count; ++i)
-    if (workers_[static_cast<std::size_t>(i)].outstanding() < workers_[static_cast<std::size_t>(best)].outstanding()) best = i;
+  int best = -1;
+  for (int pass = 0; pass < 2 && best < 0; ++pass)   // the routable workers; none: all of the role
+    for (int i = first; i < first + count; ++i)
+      if ((pass == 1 || routable_[static_cast<std::size_t>(i)]) &&
+          (best < 0 || workers_[static_cast<std::size_t>(i)].outstanding() < workers_[static_cast<std::size_t>(best)].outstanding()))
+        best = i;
   return best;
+}
+
+void DisaggregatedCluster::schedule_tick(double t_s) { queue_.push(t_s, EventKind::custom, -1); }
+
+void DisaggregatedCluster::set_routable(int w, bool on) {
+  routable_.at(static_cast<std::size_t>(w)) = on ? 1 : 0;
+  if (!kv_ || w >= shape_.prefill.count) return;
+  bool any = false;
+  for (int i = 0; i < shape_.prefill.count; ++i) any = any || routable_[static_cast<std::size_t>(i)];
+  for (int i = 0; i < shape_.prefill.count; ++i)
+    prefill_mask_[static_cast<std::size_t>(i)] = any ? routable_[static_cast<std::size_t>(i)] : char(1);
 }
 
 int DisaggregatedCluster::pick_prefill(const workloads::RequestSpec& spec, double now_s) {
@@ -335,7 +350,13 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
         break;
       }
       case EventKind::step_end: step_end(e.target, now_s); break;
-      case EventKind::custom: encoder_end(e.target, now_s); break;
+      case EventKind::custom:
+        if (e.target < 0) {
+          if (controller_) controller_->tick(now_s, *this);
+        } else {
+          encoder_end(e.target, now_s);
+        }
+        break;
       case EventKind::handoff: handoff(static_cast<std::int32_t>(e.payload), e.target, now_s); break;
       default: break;
     }

@@ -62,9 +62,24 @@ struct TransferStats {
   int max_in_flight = 0;
 };
 
+class DisaggregatedCluster;
+// Takes prefill and decode workers in and out of routing as a run goes (sim/studies/planner.hpp):
+// ticked at the times it asks for with DisaggregatedCluster::schedule_tick().
+class DisaggFleetController {
+ public:
+  virtual ~DisaggFleetController() = default;
+  virtual void tick(double now_s, DisaggregatedCluster& cluster) = 0;
+};
+
 class DisaggregatedCluster {
  public:
   explicit DisaggregatedCluster(DisaggShape shape);
+
+  // Fleet control: a worker out of routing (index as workers()) finishes what it holds and gets
+  // no new request; with none of a role routable, all of it is.
+  void set_controller(DisaggFleetController* c) { controller_ = c; }
+  void schedule_tick(double t_s);
+  void set_routable(int w, bool on);
 
   // Runs the workload to the last response; every client-visible request goes to `metrics`.
   double run(workloads::Workload& workload, MetricsCollector& metrics);
@@ -121,6 +136,8 @@ class DisaggregatedCluster {
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;
   std::uint64_t rng_ = 0;                    // the disaggregated path's draws
+  DisaggFleetController* controller_ = nullptr;
+  std::vector<char> routable_;               // per worker (prefill..., decode...)
 };
 
 }  // namespace servesim::sim

@@ -23,3 +23,12 @@ add_test(NAME cli_dynamo_memory_offload COMMAND ${SS} memory --model llama-3.1-8
          --kv-offload cpu:100)
 set_tests_properties(cli_dynamo_memory_offload PROPERTIES PASS_REGULAR_EXPRESSION
   "cpu tier +100\\.00 GiB = 51200 blocks = 819200 tokens.*onboard 8000 tokens +499 blocks, 998\\.00 MiB per GPU: 19\\.045 ms")
+# Disaggregated: 10 requests/s for 20 minutes at 4 per prefill and 8 per decode worker: 3 prefill
+# + 2 decode workers (5 GPUs at TP1), 5/3 = 1.7 GPU-hours.
+add_test(NAME cli_dynamo_planner_disagg COMMAND ${SS} planner --model llama-3.1-8b --gpu h200 --tp 1 --precision fp8
+         --topology disagg --isl 1000 --osl 100 --load-profile ${CMAKE_CURRENT_BINARY_DIR}/flat_profile.csv --arrivals uniform
+         --adjustment-interval 60 --prefill-rps 4 --decode-rps 8 --ttft-ms 2000 --itl-ms 100 --no-fixed-fleet)
+set_tests_properties(cli_dynamo_planner_disagg PROPERTIES PASS_REGULAR_EXPRESSION
+  "prefill +prefill held +decode +decode held.*\n0\\.00 +10\\.00 +10\\.00 +3 +3 +2 +2 .*GPU-hours 1\\.7 against 1\\.7 for the fixed fleet")
+add_test(NAME cli_dynamo_planner_bad_rule COMMAND ${SS} planner --peak-rps 5 --ttft-ms 500 --rule queue)
+set_tests_properties(cli_dynamo_planner_bad_rule PROPERTIES PASS_REGULAR_EXPRESSION "planner: rule: expected throughput or load, got 'queue'")

@@ -219,7 +219,8 @@ TEST(Planner, ConstantLoadHoldsAConstantFleet) {
     EXPECT_EQ(iv.workers_held, 3) << iv.start_s;
     EXPECT_NEAR(iv.observed_rps, 10, 0.02) << iv.start_s;
   }
-  EXPECT_EQ(r.peak_workers, 3);
+  ASSERT_EQ(r.roles.size(), 1u);
+  EXPECT_EQ(r.roles[0].peak_workers, 3);
   EXPECT_NEAR(r.gpu_hours, 3.0 * 1200 / 3600, 1e-9);
   EXPECT_NEAR(r.fixed_fleet_gpu_hours, r.gpu_hours, 1e-9);
   EXPECT_EQ(r.requests, 12000);
@@ -230,7 +231,7 @@ TEST(Planner, AStepAddsWorkersAfterOneIntervalPlusStartUp) {
   // ceil(14 / 4) - ceil(6 / 4) = 2 workers, which take requests from 360 s + start-up on.
   PlannerSpec spec = planner_spec(workloads::step_profile(6, 14, 300, 900));
   const PlannerResult r = run_planner(planner_scenario(), spec);
-  const double startup = r.startup_s;
+  const double startup = r.roles[0].startup_s;
   EXPECT_GT(startup, 1.0);
   EXPECT_LT(startup, 60.0);
   for (const auto& iv : r.timeline) {
@@ -341,6 +342,108 @@ TEST(KvOffload, MemoryRowsAreTheHandSums) {
 
   a.kv_offload = "cpu:5000";   // more than the replica's 2 x 256 GiB of p5en host memory
   EXPECT_THROW(api::memory(a), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// Llama-3.1-8B FP8 disaggregated on p5en: prefill workers TP1, decode workers TP2, 1,000 + 100 tokens.
+Scenario disagg_planner_scenario() {
+  nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"tp", 1}, {"precision", "fp8"},
+                      {"engine_profile", "vllm-0.19"},
+                      {"topology", {{"kind", "disagg"}, {"instance", "p5en.48xlarge"}, {"decode_tp", 2}}},
+                      {"workload", {{"request_rate", 1.0}, {"isl", 1000}, {"osl", 100}, {"seed", 5}}}};
+  return parse_scenario(j.dump(), "test");
+}
+
+PlannerSpec disagg_spec(workloads::LoadProfile profile) {
+  PlannerSpec p = planner_spec(std::move(profile));
+  p.prefill_rps = 4;   // given: prefill workers = ceil(rate / 4), decode workers = ceil(rate / 8), by hand
+  p.decode_rps = 8;
+  return p;
+}
+
+int held(const PlannerInterval& iv, std::size_t role) { return iv.roles.at(role).held; }
+int ready(const PlannerInterval& iv, std::size_t role) { return iv.roles.at(role).ready; }
+
+TEST(Planner, DisaggregatedConstantLoadHoldsEachRole) {
+  // 10 requests/s: ceil(10 / 4) = 3 prefill workers and ceil(10 / 8) = 2 decode workers throughout.
+  const PlannerResult r = run_planner(disagg_planner_scenario(), disagg_spec(workloads::step_profile(10, 10, 600, 1200)));
+  ASSERT_EQ(r.roles.size(), 2u);
+  EXPECT_EQ(r.roles[0].name, "prefill");
+  EXPECT_EQ(r.roles[1].gpus_per_worker, 2);
+  for (const auto& iv : r.timeline) {
+    EXPECT_EQ(held(iv, 0), 3) << iv.start_s;
+    EXPECT_EQ(ready(iv, 0), 3) << iv.start_s;
+    EXPECT_EQ(held(iv, 1), 2) << iv.start_s;
+    EXPECT_EQ(ready(iv, 1), 2) << iv.start_s;
+  }
+  EXPECT_NEAR(r.gpu_hours, (3 * 1 + 2 * 2) * 1200.0 / 3600, 1e-9);   // 3 TP1 + 2 TP2 workers for 20 minutes
+  EXPECT_NEAR(r.fixed_fleet_gpu_hours, r.gpu_hours, 1e-9);
+  EXPECT_EQ(r.requests, 12000);
+}
+
+TEST(Planner, DisaggregatedStepScalesEachRoleByItsOwnRule) {
+  // 6 -> 14 requests/s at 300 s: the tick at 360 s wants ceil(14 / 4) = 4 prefill workers (2 more)
+  // and ceil(14 / 8) = 2 decode workers (1 more); each role's new workers take requests after its
+  // own start-up: its weights on its GPUs at 1 GB/s.
+  const PlannerSpec spec = disagg_spec(workloads::step_profile(6, 14, 300, 900));
+  const PlannerResult r = run_planner(disagg_planner_scenario(), spec);
+  for (const auto& role : r.roles) {
+    EXPECT_GT(role.startup_s, 1.0) << role.name;
+    EXPECT_LT(role.startup_s, 60.0) << role.name;
+  }
+  // TP2 decode workers read their two shards: a little more than one TP1 prefill worker's copy
+  // (the embeddings and norms are replicated).
+  EXPECT_GT(r.roles[1].startup_s, r.roles[0].startup_s);
+  for (const auto& iv : r.timeline) {
+    const bool after = iv.start_s + spec.interval_s > 360 - 1e-9;
+    EXPECT_EQ(held(iv, 0), after ? 4 : 2) << iv.start_s;
+    EXPECT_EQ(held(iv, 1), after ? 2 : 1) << iv.start_s;
+  }
+  EXPECT_EQ(ready(r.timeline[5], 0), 2);   // at 360 s the new workers are loading
+  EXPECT_EQ(ready(r.timeline[5], 1), 1);
+  EXPECT_EQ(ready(r.timeline[6], 0), 4);   // at 420 s they serve
+  EXPECT_EQ(ready(r.timeline[6], 1), 2);
+  EXPECT_NEAR(r.gpu_hours, (2.0 * 900 + 2.0 * 540 + 2 * (1.0 * 900 + 1.0 * 540)) / 3600, 1e-9);
+  EXPECT_GT(r.slo_attainment, 0.99);
+}
+
+TEST(Planner, LoadRuleShrinksAnIdleFleetOneWorkerPerInterval) {
+  // Aggregated, 2 requests/s with replica_rps 0.5 given: the fleet opens at ceil(2 / 0.5) = 4
+  // replicas; the load is far below the scale-down thresholds (KV utilisation < 0.5, no queue), so
+  // each tick removes one worker until one is left.
+  PlannerSpec spec = planner_spec(workloads::step_profile(2, 2, 300, 600));
+  spec.rule = PlannerSpec::Rule::load;
+  spec.replica_rps = 0.5;
+  const PlannerResult r = run_planner(planner_scenario(), spec);
+  const int want[] = {3, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+  ASSERT_EQ(r.timeline.size(), 10u);
+  for (std::size_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(r.timeline[k].workers_ready, want[k]) << k;
+    EXPECT_LT(r.timeline[k].roles[0].kv_utilization, spec.kv_down) << k;
+    EXPECT_LT(r.timeline[k].roles[0].queue, spec.queue_down) << k;
+  }
+}
+
+TEST(Planner, LoadRuleAddsAPrefillWorkerWhileItsQueueIsLong) {
+  // Disaggregated, 1 request/s of 1,000-token prompts and then 200/s: far past one prefill worker,
+  // so its queue passes 5 prompts per worker and every tick adds exactly one prefill worker.
+  PlannerSpec spec = disagg_spec(workloads::step_profile(1, 200, 120, 480));
+  spec.rule = PlannerSpec::Rule::load;
+  spec.max_workers = 8;
+  const PlannerResult r = run_planner(disagg_planner_scenario(), spec);
+  EXPECT_EQ(held(r.timeline[0], 0), 1);
+  EXPECT_EQ(held(r.timeline[1], 0), 1);   // the first minute: no queue (shrink stops at one)
+  for (std::size_t k = 2; k < r.timeline.size(); ++k) {
+    if (r.timeline[k].roles[0].queue > spec.queue_up && held(r.timeline[k - 1], 0) < 8)
+      EXPECT_EQ(held(r.timeline[k], 0), held(r.timeline[k - 1], 0) + 1) << k;
+  }
+  EXPECT_GT(r.timeline[2].roles[0].queue, spec.queue_up);
+  EXPECT_GT(held(r.timeline.back(), 0), 2);
 }
 
 }  // namespace
