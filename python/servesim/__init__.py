@@ -513,7 +513,9 @@ def planner(scenario=None, load_profile="diurnal", peak_rps=None, ttft_ms=None, 
     replica's shape (or the topology) and the request lengths; ``options``: trough_fraction, hours,
     arrivals ("poisson" | "uniform"), rule ("throughput" | "load"), adjustment_interval,
     metric_interval, kv_scale_up, kv_scale_down, queue_scale_up, queue_scale_down, min_workers,
-    max_workers, replica_rps, prefill_rps, decode_rps, storage_gbps, startup_extra_s, fixed_fleet.
+    max_workers, replica_rps, prefill_rps, decode_rps, storage_gbps, startup_extra_s, fixed_fleet,
+    reserved_price or reserved_discount (then ``reserved_split``: the cheapest reserved baseline +
+    on-demand peaks).
     Returns gpu_hours, fixed_fleet_gpu_hours, slo_attainment, ``roles`` and the per-interval
     ``timeline`` (workers per role: ``<role>_ready``, ``<role>_held``)."""
     s = scenario if scenario is not None else _build_scenario(None)

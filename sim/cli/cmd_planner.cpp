@@ -21,6 +21,7 @@ struct PlannerOpts {
   std::string load_profile = "diurnal", arrivals = "poisson", rule = "throughput", plot;
   double peak_rps = 0, trough_fraction = 0.2, hours = 24, interval_s = 180, ttft_ms = 0, itl_ms = 0;
   double replica_rps = 0, prefill_rps = 0, decode_rps = 0, storage_gbps = 10, startup_extra_s = 0;
+  double reserved_price = 0, reserved_discount = -1;
   double metric_interval = 10, kv_up = 0.9, kv_down = 0.5, queue_up = 5.0, queue_down = 0.2;
   int min_workers = 1, max_workers = 0;
   bool no_fixed_fleet = false;
@@ -39,6 +40,8 @@ void run(const PlannerOpts& o) {
                       {"prefill_rps", o.prefill_rps}, {"decode_rps", o.decode_rps}, {"rule", o.rule},
                       {"metric_interval", o.metric_interval}, {"kv_scale_up", o.kv_up}, {"kv_scale_down", o.kv_down},
                       {"queue_scale_up", o.queue_up}, {"queue_scale_down", o.queue_down}};
+  if (o.reserved_price > 0) a["reserved_price"] = o.reserved_price;
+  if (o.reserved_discount >= 0) a["reserved_discount"] = o.reserved_discount;
   const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
   const sim::PlannerResult r = sim::run_planner(s, spec);
@@ -100,6 +103,26 @@ void run(const PlannerOpts& o) {
   if (r.usd_per_gpu_hour)
     out += "; $" + fixed(r.gpu_hours * *r.usd_per_gpu_hour, 0) + " against $" + fixed(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour, 0) +
            " at " + r.instance + " on-demand ($" + fixed(*r.usd_per_gpu_hour, 2) + " per GPU-hour)";
+  if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
+    const sim::ReservedSplit& x = *r.reserved;
+    out += "\n\nreserved + on-demand over " + fixed(x.span_h, 2) + " h: reserved $" + fixed(x.reserved_usd_per_gpu_hour, 3) +
+           " per GPU-hour (" + x.reserved_source + "), on-demand $" + fixed(x.on_demand_usd_per_gpu_hour, 3) + " (" +
+           x.on_demand_source + ")\n";
+    Table rt({"reserved GPUs", "reserved $", "on-demand GPU-hours above", "on-demand $", "total $", ""});
+    for (std::size_t i = 0; i < x.options.size(); ++i) {
+      const auto& op = x.options[i];
+      rt.add_row({std::to_string(op.reserved_gpus),
+                  std::to_string(op.reserved_gpus) + " x " + fixed(x.span_h, 2) + " h x " + fixed(x.reserved_usd_per_gpu_hour, 3) +
+                      " = " + fixed(op.reserved_usd, 2),
+                  fixed(op.on_demand_gpu_hours, 3),
+                  fixed(op.on_demand_gpu_hours, 3) + " x " + fixed(x.on_demand_usd_per_gpu_hour, 3) + " = " + fixed(op.on_demand_usd, 2),
+                  fixed(op.total_usd, 2), i == x.best ? "cheapest" : ""});
+    }
+    const auto& b = x.options[x.best];
+    out += rt.render() + "cheapest: reserve " + std::to_string(b.reserved_gpus) + " GPUs and rent " + fixed(b.on_demand_gpu_hours, 1) +
+           " GPU-hours on demand for the peaks: $" + fixed(b.reserved_usd, 2) + " + $" + fixed(b.on_demand_usd, 2) + " = $" +
+           fixed(b.total_usd, 2) + " (all on demand: $" + fixed(x.options.front().total_usd, 2) + ")";
+  }
   out += "\nsimulated in " + fixed(r.wall_s, 1) + " s\n";
   emit(o.format, j, out);
 }
@@ -136,6 +159,9 @@ void add_planner_command(CLI::App& app) {
   c->add_option("--storage-gbps", o->storage_gbps, "Weight loading bandwidth per starting worker, GB/s (default 10: FSx for Lustre, "
                                                    "10 TiB at 1,000 MB/s per TiB)")->group(g);
   c->add_option("--startup-extra-s", o->startup_extra_s, "Start-up time beyond reading the weights (default 0)")->group(g);
+  c->add_option("--reserved-price", o->reserved_price, "Reserved (committed) price per GPU-hour in $: prices the cheapest reserved "
+                                                       "baseline + on-demand peaks (the catalogue has on-demand prices only)")->group(g);
+  c->add_option("--reserved-discount", o->reserved_discount, "... or the reserved discount on the on-demand price, 0..1 (e.g. 0.4)")->group(g);
   c->add_flag("--no-fixed-fleet", o->no_fixed_fleet, "Skip simulating the peak-sized fixed fleet")->group(g);
   c->add_option("--plot", o->plot, "Chart (.png) of load, workers and p90 TTFT / ITL over time")->group(g);
   add_format_option(*c, o->format);

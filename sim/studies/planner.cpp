@@ -170,12 +170,17 @@ class Planner {
   // GPU time since the last call; drained workers with nothing left are released (f null: the
   // run is over, nothing to release).
   void account(double now_s, const Fleet* f) {
-    for (const auto& r : roles_) gpu_s_ += double(held(r)) * double(r.gpus) * (now_s - last_s_);
+    int gpus = 0;
+    for (const auto& r : roles_) gpus += held(r) * r.gpus;
+    gpu_s_ += double(gpus) * (now_s - last_s_);
+    if (static_cast<std::size_t>(gpus) >= seconds_at_gpus_.size()) seconds_at_gpus_.resize(static_cast<std::size_t>(gpus) + 1, 0.0);
+    seconds_at_gpus_[static_cast<std::size_t>(gpus)] += now_s - last_s_;
     last_s_ = now_s;
     for (std::size_t w = 0; w < state_.size() && f; ++w)
       if (state_[w] == State::draining && f->worker(static_cast<int>(w)).outstanding() == 0) state_[w] = State::off;
   }
   double gpu_seconds() const { return gpu_s_; }
+  const std::vector<double>& seconds_at_gpus() const { return seconds_at_gpus_; }
 
  private:
   static bool on_grid(double t, double step) {
@@ -274,6 +279,7 @@ class Planner {
   std::vector<State> state_;
   std::vector<double> ready_at_;
   double gpu_s_ = 0, last_s_ = 0, next_cadence_ = 0;
+  std::vector<double> seconds_at_gpus_;
 };
 
 class AggregatedControl final : public FleetController {
@@ -314,7 +320,7 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
       "load_profile", "peak_rps",   "trough_fraction", "hours",           "arrivals",      "adjustment_interval",
       "ttft_ms",      "itl_ms",     "min_workers",     "max_workers",     "replica_rps",   "prefill_rps",
       "decode_rps",   "storage_gbps", "startup_extra_s", "fixed_fleet",   "rule",          "metric_interval",
-      "kv_scale_up",  "kv_scale_down", "queue_scale_up", "queue_scale_down"};
+      "kv_scale_up",  "kv_scale_down", "queue_scale_up", "queue_scale_down", "reserved_price", "reserved_discount"};
   for (const auto& item : args.items())
     if (std::find(known.begin(), known.end(), item.key()) == known.end())
       j.fail(item.key(), "unknown option; known: " + text::join(known));
@@ -353,6 +359,11 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   spec.storage_bytes_per_s = 1e9 * j.number_in("storage_gbps", 10, 1e-6, 1e6);
   spec.startup_extra_s = j.number_in("startup_extra_s", 0, 0, 1e6);
   spec.run_fixed_fleet = j.boolean_or("fixed_fleet", true);
+  spec.reserved_usd_per_gpu_hour = j.number_in("reserved_price", 0, 0, 1e6);
+  spec.reserved_discount = j.has("reserved_discount") && !args.at("reserved_discount").is_null()
+                               ? j.number_in("reserved_discount", 0, 0, 1) : -1;
+  if (spec.reserved_usd_per_gpu_hour > 0 && spec.reserved_discount >= 0)
+    j.fail("reserved_discount", "give a reserved price or a discount, not both");
   return spec;
 }
 
@@ -511,6 +522,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
         // GPU time over the profile's span (the last answers drain a few seconds past it).
         planner.account(spec.profile.duration_s, nullptr);
         *gpu_s = planner.gpu_seconds();
+        out.seconds_at_gpus = planner.seconds_at_gpus();
       }
     } else {
       ClusterShape shape = cluster_shape(p, s, s.workload.seed);
@@ -529,6 +541,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
       if (planned) {   // GPU time over the profile's span (the last answers drain a few seconds past it)
         planner.account(spec.profile.duration_s, nullptr);
         *gpu_s = planner.gpu_seconds();
+        out.seconds_at_gpus = planner.seconds_at_gpus();
       }
     }
     stats.fill(timeline);
@@ -543,12 +556,45 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   out.gpu_hours = gpu_s / 3600;
   out.fixed_fleet_gpu_hours = 0;
   for (const auto& r : out.roles) out.fixed_fleet_gpu_hours += double(r.peak_workers * r.gpus_per_worker) * spec.profile.duration_s / 3600;
+  if (spec.reserved_usd_per_gpu_hour > 0 || spec.reserved_discount >= 0) {
+    if (!out.usd_per_gpu_hour)
+      throw Error("--reserved-price", "", "the catalogue has no on-demand price for " + p.gpu->name +
+                                          " instances; give one with --price INSTANCE=USD");
+    const double reserved = spec.reserved_usd_per_gpu_hour > 0 ? spec.reserved_usd_per_gpu_hour
+                                                                : *out.usd_per_gpu_hour * (1 - spec.reserved_discount);
+    out.reserved = price_reserved_split(out.seconds_at_gpus, reserved, *out.usd_per_gpu_hour);
+    out.reserved->reserved_source = spec.reserved_usd_per_gpu_hour > 0
+                                        ? "--reserved-price"
+                                        : "--reserved-discount " + fixed(100 * spec.reserved_discount, 1) + " % off on-demand";
+    out.reserved->on_demand_source = out.instance + " on-demand, catalogue";
+  }
   if (spec.run_fixed_fleet) {
     std::vector<PlannerInterval> fixed_tl = out.timeline;
     const auto [freq, fgood] = run(false, fixed_tl, nullptr);
     out.fixed_fleet_slo_attainment = freq > 0 ? double(fgood) / double(freq) : 0;
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+ReservedSplit price_reserved_split(const std::vector<double>& seconds_at_gpus, double reserved, double on_demand) {
+  ReservedSplit out;
+  out.reserved_usd_per_gpu_hour = reserved;
+  out.on_demand_usd_per_gpu_hour = on_demand;
+  double span_s = 0;
+  for (double x : seconds_at_gpus) span_s += x;
+  out.span_h = span_s / 3600;
+  for (std::size_t r = 0; r < seconds_at_gpus.size(); ++r) {
+    if (r > 0 && !(seconds_at_gpus[r] > 0)) continue;   // not a level held: never the cheapest
+    ReservedOption o;
+    o.reserved_gpus = static_cast<int>(r);
+    o.reserved_usd = double(r) * out.span_h * reserved;
+    for (std::size_t g = r + 1; g < seconds_at_gpus.size(); ++g) o.on_demand_gpu_hours += double(g - r) * seconds_at_gpus[g] / 3600;
+    o.on_demand_usd = o.on_demand_gpu_hours * on_demand;
+    o.total_usd = o.reserved_usd + o.on_demand_usd;
+    if (out.options.empty() || o.total_usd < out.options[out.best].total_usd - 1e-9) out.best = out.options.size();
+    out.options.push_back(o);
+  }
   return out;
 }
 
@@ -601,6 +647,17 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["gpus_per_worker"] = r.roles[0].gpus_per_worker;
     j["peak_workers"] = r.roles[0].peak_workers;
     j["startup_s"] = r.roles[0].startup_s;
+  }
+  if (r.reserved) {
+    const ReservedSplit& x = *r.reserved;
+    nlohmann::json opts = nlohmann::json::array();
+    for (const auto& o : x.options)
+      opts.push_back({{"reserved_gpus", o.reserved_gpus}, {"reserved_usd", o.reserved_usd},
+                      {"on_demand_gpu_hours", o.on_demand_gpu_hours}, {"on_demand_usd", o.on_demand_usd}, {"total_usd", o.total_usd}});
+    j["reserved_split"] = {{"span_h", x.span_h}, {"reserved_usd_per_gpu_hour", x.reserved_usd_per_gpu_hour},
+                           {"reserved_source", x.reserved_source}, {"on_demand_usd_per_gpu_hour", x.on_demand_usd_per_gpu_hour},
+                           {"on_demand_source", x.on_demand_source}, {"options", opts},
+                           {"best", opts[x.best]}};
   }
   if (r.usd_per_gpu_hour) {
     j["usd_per_gpu_hour"] = *r.usd_per_gpu_hour;

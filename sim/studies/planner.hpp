@@ -44,7 +44,29 @@ struct PlannerSpec {
   double storage_bytes_per_s = 10e9;    // weights read at start-up (per worker)
   double startup_extra_s = 0;           // engine start beyond reading weights (graphs, compile)
   bool run_fixed_fleet = true;          // also simulate the peak-sized fixed fleet
+  // Reserved capacity plus on-demand for the peaks: a reserved GPU-hour's price, or a discount on
+  // the on-demand one (the catalogue has no reserved prices); neither: no split.
+  double reserved_usd_per_gpu_hour = 0;
+  double reserved_discount = -1;        // 0..1
 };
+
+// The cheapest split of a day's GPU demand into reserved GPUs (paid for the whole span) and
+// on-demand GPU-hours above them. Cost(R) = R x span x reserved + sum over time of
+// max(0, GPUs held - R) x on-demand; piecewise linear in R with its corners at the levels held,
+// so the levels (and 0) are the candidates.
+struct ReservedOption {
+  int reserved_gpus = 0;
+  double reserved_usd = 0, on_demand_gpu_hours = 0, on_demand_usd = 0, total_usd = 0;
+};
+struct ReservedSplit {
+  double span_h = 0, reserved_usd_per_gpu_hour = 0, on_demand_usd_per_gpu_hour = 0;
+  std::string reserved_source, on_demand_source;
+  std::vector<ReservedOption> options;  // by reserved GPUs, ascending
+  std::size_t best = 0;                 // the cheapest (fewest GPUs on a tie)
+};
+// `seconds_at_gpus[g]`: time during which g GPUs were held.
+ReservedSplit price_reserved_split(const std::vector<double>& seconds_at_gpus, double reserved_usd_per_gpu_hour,
+                                   double on_demand_usd_per_gpu_hour);
 
 // One role's workers at the end of an interval and, for the load rule, the interval's mean metrics.
 struct RoleInterval {
@@ -79,6 +101,8 @@ struct PlannerResult {
   double slo_attainment = 0, fixed_fleet_slo_attainment = NAN;
   std::int64_t requests = 0;
   std::vector<PlannerInterval> timeline;
+  std::vector<double> seconds_at_gpus;  // the planned fleet: time during which [g] GPUs were held
+  std::optional<ReservedSplit> reserved;
   double wall_s = 0;
   std::string instance;
 };

@@ -32,3 +32,11 @@ set_tests_properties(cli_dynamo_planner_disagg PROPERTIES PASS_REGULAR_EXPRESSIO
   "prefill +prefill held +decode +decode held.*\n0\\.00 +10\\.00 +10\\.00 +3 +3 +2 +2 .*GPU-hours 1\\.7 against 1\\.7 for the fixed fleet")
 add_test(NAME cli_dynamo_planner_bad_rule COMMAND ${SS} planner --peak-rps 5 --ttft-ms 500 --rule queue)
 set_tests_properties(cli_dynamo_planner_bad_rule PROPERTIES PASS_REGULAR_EXPRESSION "planner: rule: expected throughput or load, got 'queue'")
+# Reserved + on-demand over a two-level load (6 then 14 requests/s for an hour each, 4 per worker):
+# 2 reserved GPUs x 2 h x $5 + 1.967 GPU-hours x $7.912 = $35.56, the cheapest of 0, 2 and 4 reserved.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/two_level_profile.csv "time_s,rps\n0,6\n3600,6\n3600.001,14\n7200,14\n")
+add_test(NAME cli_dynamo_planner_reserved COMMAND ${SS} planner --model llama-3.1-8b --gpu h200 --gpus 1 --tp 1 --precision fp8
+         --isl 1000 --osl 100 --load-profile ${CMAKE_CURRENT_BINARY_DIR}/two_level_profile.csv --arrivals uniform
+         --adjustment-interval 60 --replica-rps 4 --ttft-ms 2000 --itl-ms 100 --no-fixed-fleet --reserved-price 5)
+set_tests_properties(cli_dynamo_planner_reserved PROPERTIES PASS_REGULAR_EXPRESSION
+  "2  2 x 2\\.00 h x 5\\.000 = 20\\.00 +1\\.967 +1\\.967 x 7\\.912 = 15\\.56 +35\\.56 +cheapest.*\\$20\\.00 \\+ \\$15\\.56 = \\$35\\.56")

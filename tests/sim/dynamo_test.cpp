@@ -448,3 +448,40 @@ TEST(Planner, LoadRuleAddsAPrefillWorkerWhileItsQueueIsLong) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+TEST(Planner, ReservedPlusOnDemandIsTheHandSum) {
+  // Two levels over an hour: 6 requests/s, then 14 from 1800 s. At 4 per worker the planner holds
+  // 2 one-GPU workers until the tick at 1860 s and 4 after it. With reserved GPUs at $5/hour and
+  // p5en on demand at $63.296 / 8 per GPU-hour:
+  //   R = 0: (2 x 3600 + 2 x 1740) s on demand;  R = 2: 2 x 1 h reserved + 2 x 1740 s on demand;
+  //   R = 4: 4 x 1 h reserved. The cheapest is R = 2.
+  PlannerSpec spec = planner_spec(workloads::step_profile(6, 14, 1800, 3600));
+  spec.reserved_usd_per_gpu_hour = 5;
+  const PlannerResult r = run_planner(planner_scenario(), spec);
+  ASSERT_TRUE(r.reserved.has_value());
+  const ReservedSplit& x = *r.reserved;
+  const double od = 63.296 / 8;
+  ASSERT_NEAR(x.on_demand_usd_per_gpu_hour, od, 1e-9);
+  ASSERT_EQ(x.options.size(), 3u);
+  EXPECT_EQ(x.options[0].reserved_gpus, 0);
+  EXPECT_EQ(x.options[1].reserved_gpus, 2);
+  EXPECT_EQ(x.options[2].reserved_gpus, 4);
+  EXPECT_NEAR(x.options[0].total_usd, (2.0 * 3600 + 2.0 * 1740) / 3600 * od, 1e-9);
+  EXPECT_NEAR(x.options[1].total_usd, 2 * 1 * 5.0 + 2.0 * 1740 / 3600 * od, 1e-9);
+  EXPECT_NEAR(x.options[2].total_usd, 4 * 1 * 5.0, 1e-9);
+  EXPECT_EQ(x.best, 1u);
+  EXPECT_NEAR(x.options[0].total_usd, r.gpu_hours * od, 1e-9);   // all on demand: the planner's GPU-hours
+
+  // A 60 % reserved discount ($3.16) makes reserving the peak cheapest: 4 x 1 h x 3.16 < 2 x 1 h x 3.16 + 0.97 h x 7.91.
+  spec.reserved_usd_per_gpu_hour = 0;
+  spec.reserved_discount = 0.6;
+  const PlannerResult d = run_planner(planner_scenario(), spec);
+  EXPECT_EQ(d.reserved->options[d.reserved->best].reserved_gpus, 4);
+  EXPECT_NEAR(d.reserved->reserved_usd_per_gpu_hour, 0.4 * od, 1e-9);
+}
+
+}  // namespace
+}  // namespace servesim::sim
