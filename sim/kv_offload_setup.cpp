@@ -89,6 +89,19 @@ nlohmann::json offload_memory_json(const OffloadConfig& c, double block_bytes_pe
           {"context_tokens", context_tokens}, {"overlap", c.overlap}, {"tiers", tiers}};
 }
 
+std::vector<double> offload_block_costs(const OffloadConfig& c, double block_bytes_per_gpu, const models::StepCostModel& cost,
+                                        int block_size, std::int64_t chunk_tokens) {
+  models::StepBatch b;
+  b.prefill_seqs = 1;
+  b.prefill_tokens = std::max<std::int64_t>(block_size, chunk_tokens);
+  b.prefill_attention_pairs = double(b.prefill_tokens) * double(b.prefill_tokens + 1) / 2;
+  const double per_block = cost.seconds(b) * double(block_size) / double(b.prefill_tokens);
+  std::vector<double> out;
+  for (const OffloadTier& t : c.tiers)
+    out.push_back(per_block > 0 ? std::min(1.0, block_bytes_per_gpu / t.bytes_per_s / per_block) : 1.0);
+  return out;
+}
+
 nlohmann::json parse_offload_flag(const std::string& text_in) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& part : text::split_csv(text_in)) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hwmodels/catalog.hpp"
+#include "models/step_cost.hpp"
 #include "sim/scheduler/kv_offload.hpp"
 
 namespace servesim::sim {
@@ -24,6 +25,11 @@ OffloadConfig resolve_offload(const nlohmann::json& j, const hw::GpuSpec& gpu, c
 // `state_bytes_per_gpu`: the state pages a hit brings along (0 without Mamba layers).
 nlohmann::json offload_memory_json(const OffloadConfig& c, double block_bytes_per_gpu, double state_bytes_per_gpu,
                                    int block_size, int replica_gpus, std::int64_t context_tokens);
+// What the KV router counts a block in each tier as, in blocks to prefill: its onboarding time
+// (block bytes on one GPU / the tier's bandwidth) over its prefill time (a full chunk of
+// `chunk_tokens` prefilled from an empty cache, per block of `block_size`), at most 1.
+std::vector<double> offload_block_costs(const OffloadConfig& c, double block_bytes_per_gpu, const models::StepCostModel& cost,
+                                        int block_size, std::int64_t chunk_tokens);
 // "cpu:100,disk:2000" -> {"cpu_gib": 100, "disk_gib": 2000}.
 nlohmann::json parse_offload_flag(const std::string& text);
 

@@ -94,6 +94,14 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   } else {
     c.replicas = t.replicas;
   }
+  if (!s.kv_offload_json.is_null()) {   // beside each aggregated replica's or prefill worker's pool
+    if (!d.engine.enable_prefix_caching)
+      throw Error(s.source, "kv_offload", "offload tiers hold prefix-cache blocks: turn engine.enable_prefix_caching on "
+                                          "(--enable-prefix-caching; vLLM leaves it off for hybrid models)");
+    const hw::InstanceSpec& inst = t.disaggregated && d.prefill_instance ? *d.prefill_instance : *d.instance;
+    const models::Parallelism& par = t.disaggregated ? c.prefill : c.agg;
+    d.offload = resolve_offload(s.kv_offload_json, hw::Catalog::global().gpu(inst.gpu), &inst, par.gpus(), s.source);
+  }
   auto build = [&](int nodes) {
     d.nodes = nodes;
     try {
@@ -194,9 +202,8 @@ Prepared prepare(const Scenario& s) {
                                                "'s max_position_embeddings (" + std::to_string(m.max_context) +
                                                "), which vLLM refuses");
   if (s.topology.present) {
-    if (!s.kv_offload_json.is_null())
-      throw Error(f, "kv_offload", "offload tiers are modelled for replicas without a \"topology\" (use gpus and tensor_parallel_size)");
     p.deployment = make_deployment(s, m);
+    p.offload = p.deployment->offload();
     return p;
   }
 
@@ -281,8 +288,12 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
     r.engine = p.engine;
     r.calibration = d.calibration();
     r.transfers = pr.transfers;
+    r.turns = pr.turns;
+    r.offload = p.offload;
+    r.offload_stats = pr.offload;
     r.routed_blocks = pr.routed_blocks;
     r.routed_overlap_blocks = pr.routed_overlap_blocks;
+    r.routed_offload_blocks = pr.routed_offload_blocks;
     r.end_s = pr.end_s;
     r.kv_blocks = d.kv_blocks();
     r.plan = d.memory_plan();
@@ -306,6 +317,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   if (const KvRouter* kv = cluster.router().kv_router()) {
     r.routed_blocks = kv->routed_blocks();
     r.routed_overlap_blocks = kv->routed_overlap_blocks();
+    r.routed_offload_blocks = kv->routed_offload_blocks();
   }
   r.events = cluster.events_processed();
   r.kv_blocks = p.plan.num_kv_blocks * p.plan.dp;
@@ -338,6 +350,9 @@ ClusterShape cluster_shape(const Prepared& p, const Scenario& s, std::uint64_t s
   shape.offload_block_bytes = p.plan.kv.bytes_per_block;
   shape.offload_state_bytes = double(p.plan.kv.demand.state_groups) * p.plan.kv.bytes_per_block;
   shape.gpus_per_replica = s.gpus_per_replica();
+  if (p.offload.enabled())
+    shape.kv_router.offload_block_cost = offload_block_costs(p.offload, p.plan.kv.bytes_per_block, *p.cost, p.plan.block_size,
+                                                             p.engine.max_num_batched_tokens);
   shape.seed = seed;
   return shape;
 }
@@ -476,7 +491,9 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
                           {"router_temperature", s.kv_router.router_temperature},
                           {"kv_event_delay_ms", 1e3 * s.kv_router.kv_event_delay_s},
                           {"routed_blocks", r.routed_blocks},
-                          {"expected_overlap_blocks", r.routed_overlap_blocks}});
+                          {"expected_overlap_blocks", r.routed_overlap_blocks},
+                          {"expected_offload_blocks", r.routed_offload_blocks},
+                          {"offload_aware", s.kv_router.offload_aware}});
   }
   if (r.offload.enabled()) {   // per tier: capacity, what moved in, hits and bytes onboarded (per GPU)
     nlohmann::json tiers = nlohmann::json::array();

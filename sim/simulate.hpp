@@ -80,6 +80,7 @@ struct SimResult {
   std::vector<OffloadTierStats> offload_stats; // per tier, summed over replicas
   // KV router: prompt blocks routed, and those it expected the chosen replica to hold.
   std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;
+  std::int64_t routed_offload_blocks = 0;      // the KV router expected these in the chosen replica's offload tiers
   double behind_prefill_fraction() const { return prompts > 0 ? double(prompts_behind_prefill) / double(prompts) : 0.0; }
   double prefill_duty() const {   // over the workers that prefill (a disaggregated decode worker does not)
     const auto n = std::count_if(workers.begin(), workers.end(), [](const WorkerStats& w) { return w.prefill_step_s > 0; });

@@ -505,7 +505,11 @@ std::string prefix_cache_lines(const sim::Scenario& s, const sim::SimResult& r) 
     out += "  kv router: expected " + fixed(100.0 * double(r.routed_overlap_blocks) / double(r.routed_blocks), 1) +
            "% of routed prompt blocks cached where it sent them (overlap_score_weight " + compact(s.kv_router.overlap_score_weight) +
            ", router_temperature " + compact(s.kv_router.router_temperature) + ", KV events " +
-           compact(1e3 * s.kv_router.kv_event_delay_s) + " ms late)\n";
+           compact(1e3 * s.kv_router.kv_event_delay_s) + " ms late)" +
+           (r.offload.enabled() ? ", and " + fixed(100.0 * double(r.routed_offload_blocks) / double(r.routed_blocks), 1) +
+                                      "% in its offload tiers" + (s.kv_router.offload_aware ? "" : " (unseen: offload_aware false)")
+                                : std::string()) +
+           "\n";
   return out;
 }
 

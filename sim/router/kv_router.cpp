@@ -59,12 +59,25 @@ int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestS
   const std::int64_t limit = (spec.input_tokens - 1) / bs;   // the engine recomputes the last token
   const double request_blocks = double((spec.input_tokens + bs - 1) / bs);
   logits_.assign(static_cast<std::size_t>(n), 0.0);
-  std::vector<std::int64_t> overlaps(static_cast<std::size_t>(n), 0);
+  std::vector<std::int64_t> overlaps(static_cast<std::size_t>(n), 0), offloaded(static_cast<std::size_t>(n), 0);
+  std::vector<double> new_tokens(static_cast<std::size_t>(n), 0.0);
   for (int w = 0; w < n; ++w) {
     const std::int64_t o = overlap(w, keys_, limit, now_s);
     overlaps[static_cast<std::size_t>(w)] = o;
+    // The blocks after the overlap that the worker's tiers hold: onboarded at their cost, not prefilled.
+    double saved = 0;
+    const KvOffload* off = workers[static_cast<std::size_t>(w)].scheduler().offload();
+    if (off && c_.offload_aware && !c_.offload_block_cost.empty())
+      for (std::int64_t i = o; i < limit && i < static_cast<std::int64_t>(keys_.size()); ++i) {
+        const int t = off->tier(keys_[static_cast<std::size_t>(i)]);
+        if (t < 0) break;
+        const double cost = c_.offload_block_cost[std::min<std::size_t>(static_cast<std::size_t>(t), c_.offload_block_cost.size() - 1)];
+        saved += double(bs) * (1 - cost);
+        ++offloaded[static_cast<std::size_t>(w)];
+      }
+    new_tokens[static_cast<std::size_t>(w)] = double(spec.input_tokens - o * bs) - saved;
     const WorkerView& v = views_[static_cast<std::size_t>(w)];
-    const double prefill_blocks = (v.prefill_tokens + double(spec.input_tokens - o * bs)) / double(bs);
+    const double prefill_blocks = (v.prefill_tokens + new_tokens[static_cast<std::size_t>(w)]) / double(bs);
     logits_[static_cast<std::size_t>(w)] = c_.overlap_score_weight * prefill_blocks + v.blocks + request_blocks;
     if (routable && !(*routable)[static_cast<std::size_t>(w)]) logits_[static_cast<std::size_t>(w)] = kOff;
   }
@@ -103,12 +116,13 @@ int KvRouter::pick(const std::vector<Worker>& workers, const workloads::RequestS
   }
   const std::int64_t o = overlaps[static_cast<std::size_t>(best)];
   WorkerView& v = views_[static_cast<std::size_t>(best)];
-  const Active a{best, double(spec.input_tokens - o * bs), request_blocks, true};
+  const Active a{best, new_tokens[static_cast<std::size_t>(best)], request_blocks, true};
   v.prefill_tokens += a.prefill_tokens;
   v.blocks += a.blocks;
   active_[spec.id] = a;
   routed_blocks_ += static_cast<std::int64_t>(request_blocks);
   overlap_blocks_ += o;
+  offload_blocks_ += offloaded[static_cast<std::size_t>(best)];
   return best;
 }
 

@@ -5,7 +5,9 @@
 // blocks whose first `overlap` blocks a worker holds costs that worker
 //     logit = overlap_score_weight x (active prefill tokens + new prefill tokens) / block_size
 //           + (active blocks + B)
-// and the router takes the cheapest worker (router_temperature 0; ties at random) or samples
+// Blocks that follow the overlap in the worker's KV offload tiers (read from the worker's tiers,
+// fresh) are new prefill at offload_block_cost[tier] of a block each: onboarding instead of
+// prefilling them. The router takes the cheapest worker (router_temperature 0; ties at random) or samples
 // softmax(-logit / range / temperature). Block hashes are chained over the engine's block size,
 // so a hybrid model's 8,320-token blocks make overlap coarse.
 #pragma once
@@ -34,6 +36,7 @@ class KvRouter {
   // Prompt blocks of routed requests, and those the router expected to be cached where it sent them.
   std::int64_t routed_blocks() const { return routed_blocks_; }
   std::int64_t routed_overlap_blocks() const { return overlap_blocks_; }
+  std::int64_t routed_offload_blocks() const { return offload_blocks_; }   // expected in the chosen worker's tiers
 
  private:
   struct PendingEvent { double visible_s; std::uint64_t key; bool stored; };
@@ -53,7 +56,7 @@ class KvRouter {
   std::unordered_map<std::uint64_t, Active> active_;
   std::vector<std::uint64_t> keys_;
   std::vector<double> logits_;
-  std::int64_t routed_blocks_ = 0, overlap_blocks_ = 0;
+  std::int64_t routed_blocks_ = 0, overlap_blocks_ = 0, offload_blocks_ = 0;
 };
 
 }  // namespace servesim::sim

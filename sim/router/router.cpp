@@ -34,12 +34,13 @@ RouterPolicy parse_router_json(const JsonReader& j, KvRouterConfig& kv) {
   const JsonReader r = j.object("router");
   for (const auto& item : r.json().items())
     if (item.key() != "kind" && item.key() != "overlap_score_weight" && item.key() != "router_temperature" &&
-        item.key() != "kv_event_delay_ms")
-      r.fail(item.key(), "unknown field; known: kind, overlap_score_weight, router_temperature, kv_event_delay_ms");
+        item.key() != "kv_event_delay_ms" && item.key() != "offload_aware")
+      r.fail(item.key(), "unknown field; known: kind, overlap_score_weight, router_temperature, kv_event_delay_ms, offload_aware");
   const RouterPolicy p = parse_router(r.string("kind"), j.file());
   if (p != RouterPolicy::kv)
-    for (const char* k : {"overlap_score_weight", "router_temperature", "kv_event_delay_ms"})
+    for (const char* k : {"overlap_score_weight", "router_temperature", "kv_event_delay_ms", "offload_aware"})
       if (r.has(k)) r.fail(k, "applies to the kv router only");
+  kv.offload_aware = r.boolean_or("offload_aware", kv.offload_aware);
   kv.overlap_score_weight = r.number_in("overlap_score_weight", kv.overlap_score_weight, 0, 1e6);
   kv.router_temperature = r.number_in("router_temperature", kv.router_temperature, 0, 1e6);
   kv.kv_event_delay_s = 1e-3 * r.number_in("kv_event_delay_ms", 1e3 * kv.kv_event_delay_s, 0, 1e9);

@@ -35,6 +35,10 @@ struct KvRouterConfig {
   double router_temperature = 0.0;
   double kv_event_delay_s = 0.0;
   int block_size = 16;                 // the engine's (set by the cluster)
+  // A block in a worker's offload tier t counts as offload_block_cost[t] of a block to prefill
+  // (its onboarding time / its prefill time, set by the cluster); empty: tiers unseen.
+  std::vector<double> offload_block_cost;
+  bool offload_aware = true;           // "offload_aware": false hides the tiers from the router
 };
 // The scenario's "router" value: a name, or {"kind": name, "overlap_score_weight", "router_temperature", "kv_event_delay_ms"}.
 RouterPolicy parse_router_json(const JsonReader& j, KvRouterConfig& kv);

@@ -59,6 +59,7 @@ class KvOffload {
   double onboard(const std::vector<std::uint64_t>& keys, std::int64_t first, std::int64_t n, int block_size,
                  bool count_hits);
   bool overlap() const { return c_.overlap; }
+  int tier(std::uint64_t key) const { return tier_of(key); }   // the tier holding `key`, -1: none
   const OffloadConfig& config() const { return c_; }
   const std::vector<OffloadTierStats>& stats() const { return stats_; }
 

@@ -9,6 +9,7 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/metrics_sink.hpp"
+#include "sim/kv_offload_setup.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -26,6 +27,23 @@ EngineConfig with_block_size(EngineConfig e, const models::MemoryPlan& plan) {
 }
 // The block pool of a worker: one per attention data-parallel rank.
 std::int64_t pool_blocks(const models::MemoryPlan& plan) { return plan.num_kv_blocks * plan.dp; }
+
+// Offload tiers of the workers that have them, summed per tier.
+std::vector<OffloadTierStats> offload_stats(const std::vector<Worker>& workers) {
+  std::vector<OffloadTierStats> out;
+  for (const Worker& w : workers)
+    if (const KvOffload* o = w.scheduler().offload()) {
+      out.resize(o->stats().size());
+      for (std::size_t t = 0; t < o->stats().size(); ++t) out[t] += o->stats()[t];
+    }
+  return out;
+}
+
+// Passes nothing on (the disaggregated path reports to its MetricsCollector itself).
+class NullSink final : public RequestSink {
+ public:
+  void on_finished(const Request&) override {}
+};
 
 }  // namespace
 
@@ -184,16 +202,29 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
     shape.router = spec_.router;
     shape.kv_router = spec_.kv_router;
     shape.seed = spec_.seed;
+    shape.offload = spec_.offload;
+    shape.offload_block_bytes = agg_.plan.kv.bytes_per_block;
+    shape.offload_state_bytes = double(agg_.plan.kv.demand.state_groups) * agg_.plan.kv.bytes_per_block;
+    shape.gpus_per_replica = agg_.par.gpus();
+    if (spec_.offload.enabled())
+      shape.kv_router.offload_block_cost = offload_block_costs(spec_.offload, agg_.plan.kv.bytes_per_block, *agg_.cost,
+                                                               agg_.plan.block_size, spec_.engine.max_num_batched_tokens);
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
                               spec_.frontend ? &*spec_.frontend : nullptr);
     MetricsSink sink(metrics);
-    out.end_s = cluster.run(*workload, sink);
+    if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
+      SessionSink turns(sink, *sessions);
+      out.end_s = cluster.run(*workload, turns);
+      out.turns = turns.summary();
+    } else {
+      out.end_s = cluster.run(*workload, sink);
+    }
     for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
+    out.offload = offload_stats(cluster.workers());
     if (const KvRouter* kv = cluster.router().kv_router())
-      out.routed_blocks = kv->routed_blocks(), out.routed_overlap_blocks = kv->routed_overlap_blocks();
+      out.routed_blocks = kv->routed_blocks(), out.routed_overlap_blocks = kv->routed_overlap_blocks(),
+      out.routed_offload_blocks = kv->routed_offload_blocks();
   } else {
-    if (wc.arrival == workloads::Arrival::sessions)
-      throw Error("workload", "sessions", "multi-turn sessions run on aggregated topologies only (disaggregated: not modelled)");
     return run_disaggregated(*workload, metrics, nullptr);
   }
   out.summary = metrics.summary();
@@ -221,14 +252,30 @@ PointResult Deployment::run_disaggregated(workloads::Workload& workload, Metrics
   shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
   shape.frontend = spec_.frontend && spec_.frontend->enabled ? &*spec_.frontend : nullptr;
   shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
+  shape.offload = spec_.offload;
+  shape.offload_block_bytes = prefill_.plan.kv.bytes_per_block;
+  shape.offload_state_bytes = double(prefill_.plan.kv.demand.state_groups) * prefill_.plan.kv.bytes_per_block;
+  shape.prefill_gpus = prefill_.par.gpus();
+  if (spec_.offload.enabled())
+    shape.kv_router.offload_block_cost = offload_block_costs(spec_.offload, prefill_.plan.kv.bytes_per_block, *prefill_.cost,
+                                                             prefill_.plan.block_size, spec_.engine.max_num_batched_tokens);
   shape.seed = spec_.seed;
   DisaggregatedCluster cluster(std::move(shape));
   if (setup) setup(cluster);
-  out.end_s = cluster.run(workload, metrics);
+  if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(&workload)) {
+    NullSink none;
+    SessionSink turns(none, *sessions);
+    out.end_s = cluster.run(workload, metrics, &turns);
+    out.turns = turns.summary();
+  } else {
+    out.end_s = cluster.run(workload, metrics);
+  }
+  out.offload = offload_stats(cluster.workers());
   out.transfers = cluster.transfers();
   for (const Worker& w : cluster.workers()) out.workers.push_back(w.stats());
   if (const KvRouter* kvr = cluster.kv_router())
-    out.routed_blocks = kvr->routed_blocks(), out.routed_overlap_blocks = kvr->routed_overlap_blocks();
+    out.routed_blocks = kvr->routed_blocks(), out.routed_overlap_blocks = kvr->routed_overlap_blocks(),
+    out.routed_offload_blocks = kvr->routed_offload_blocks();
   out.summary = metrics.summary();
   return out;
 }

@@ -21,6 +21,7 @@
 #include "sim/router/router.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/disagg_cluster.hpp"
+#include "sim/session_metrics.hpp"
 #include "workloads/workload.hpp"
 
 namespace servesim::sim {
@@ -55,6 +56,8 @@ struct DeploymentSpec {
   MtpConfig mtp;                          // speculative decoding on decode-carrying workers
   RouterPolicy router = RouterPolicy::least_outstanding;
   KvRouterConfig kv_router;
+  // KV offload tiers beside each aggregated replica's or prefill worker's pool (sim/kv_offload_setup.hpp).
+  OffloadConfig offload;
   std::uint64_t seed = 0;
 };
 
@@ -80,6 +83,9 @@ struct PointResult {
   std::vector<WorkerStats> workers;       // aggregated: replicas; disaggregated: prefill..., decode...
   double end_s = 0;
   std::int64_t routed_blocks = 0, routed_overlap_blocks = 0;   // the KV router's (RouterPolicy::kv)
+  std::int64_t routed_offload_blocks = 0;
+  std::vector<TurnSummary> turns;         // multi-turn sessions: per turn index
+  std::vector<OffloadTierStats> offload;  // per tier, summed over the workers that have tiers
 };
 
 class Deployment {
@@ -95,6 +101,7 @@ class Deployment {
   // The memory plan of a replica (disaggregated: of a decode worker).
   const models::MemoryPlan& memory_plan() const { return disaggregated() ? decode_.plan : agg_.plan; }
   const Placement& placement() const { return *placement_; }
+  const OffloadConfig& offload() const { return spec_.offload; }
   TopologyUnit unit() const;              // what one copy costs, for the planner
   std::string describe() const;           // workers, shapes and placement in one line
   // The step-cost model's provenance (a replica's; disaggregated: a decode worker's).

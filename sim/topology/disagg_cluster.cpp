@@ -29,6 +29,10 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
   for (int i = 0; i < D; ++i)
     workers_.emplace_back(shape_.decode.engine, *shape_.decode.cost, shape_.decode.kv_blocks, shape_.decode.kv_demand,
                           shape_.seed + 7919ULL * std::uint64_t(P + i));
+  if (shape_.offload.enabled())   // prefill workers keep evicted prefix blocks in their tiers
+    for (int i = 0; i < P; ++i)
+      workers_[static_cast<std::size_t>(i)].scheduler().set_offload(std::make_shared<KvOffload>(
+          shape_.offload, shape_.offload_block_bytes, shape_.prefill_gpus, shape_.offload_state_bytes));
   if (shape_.router == RouterPolicy::kv) {   // prefill workers by KV overlap; their caches reach the router as KV events
     KvRouterConfig kc = shape_.kv_router;
     kc.block_size = shape_.prefill.engine.block_size;
@@ -217,6 +221,7 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
       if (o.kind != Output::handoff) continue;
       const std::int32_t h = sched.request(o.slot).client;
       Handle& x = handles_[static_cast<std::size_t>(h)];
+      x.cached = sched.request(o.slot).cached_tokens;
       if (kv_) kv_->finished(x.spec.id);   // its prefill is done: no longer the prefill worker's active work
       const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
       x.decode = d;
@@ -302,13 +307,42 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
     metrics_->measure_workers_from(x.sent_s);
   }
   metrics_->add(rec);
+  if (sink_) {   // the request as its client saw it
+    Request r;
+    r.id = x.spec.id;
+    r.input_tokens = x.spec.input_tokens;
+    r.output_tokens = x.spec.output_tokens;
+    r.preamble_tokens = shape_.decode.engine.response_preamble_tokens;
+    r.cached_tokens = x.cached;
+    r.sent_s = x.sent_s;
+    r.first_token_s = rec.first_token_s;
+    r.finish_s = now_s;
+    r.warmup = x.warmup;
+    sink_->on_finished(r);
+  }
+  if (sessions_)   // the session's next turn, a think time after this answer
+    if (auto next = sessions_->on_finished(x.spec.id, now_s)) {
+      std::int32_t k;
+      if (!free_turns_.empty()) {
+        k = free_turns_.back();
+        free_turns_.pop_back();
+      } else {
+        k = static_cast<std::int32_t>(turns_.size());
+        turns_.emplace_back();
+      }
+      const double t = next->arrival_s;
+      turns_[static_cast<std::size_t>(k)] = std::move(*next);
+      queue_.push(t, EventKind::session_turn, 0, k);
+    }
   free_handles_.push_back(h);
   if (clients_)
     if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
 }
 
-double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector& metrics) {
+double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector& metrics, RequestSink* sink) {
   metrics_ = &metrics;
+  sink_ = sink;
+  sessions_ = dynamic_cast<workloads::SessionWorkload*>(&workload);
   warmup_ = workload.warmup_requests();
   std::optional<workloads::RequestSpec> next_arrival;
   if (workload.concurrency() > 0) {
@@ -358,6 +392,13 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
         }
         break;
       case EventKind::handoff: handoff(static_cast<std::int32_t>(e.payload), e.target, now_s); break;
+      case EventKind::session_turn: {
+        const auto k = static_cast<std::int32_t>(e.payload);
+        free_turns_.push_back(k);
+        const workloads::RequestSpec spec = std::move(turns_[static_cast<std::size_t>(k)]);
+        route(spec, now_s);
+        break;
+      }
       default: break;
     }
   }

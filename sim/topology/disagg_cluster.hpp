@@ -24,7 +24,10 @@
 #include "sim/metrics.hpp"
 #include "sim/scheduler/ring.hpp"
 #include "workloads/frontend.hpp"
+#include "workloads/sessions.hpp"
 #include "workloads/workload.hpp"
+#include "sim/engine/cluster.hpp"
+#include "sim/scheduler/kv_offload.hpp"
 
 namespace servesim::sim {
 
@@ -51,6 +54,11 @@ struct DisaggShape {
   // their active blocks); decode workers stay least outstanding. Other policies: least outstanding.
   RouterPolicy router = RouterPolicy::least_outstanding;
   KvRouterConfig kv_router;
+  // KV offload tiers beside each prefill worker's pool (sim/scheduler/kv_offload.hpp): one block id
+  // and a hybrid hit's state pages in bytes on one GPU, and a prefill worker's GPUs.
+  OffloadConfig offload;
+  double offload_block_bytes = 0, offload_state_bytes = 0;
+  int prefill_gpus = 1;
   std::uint64_t seed = 0;
 };
 
@@ -81,8 +89,10 @@ class DisaggregatedCluster {
   void schedule_tick(double t_s);
   void set_routable(int w, bool on);
 
-  // Runs the workload to the last response; every client-visible request goes to `metrics`.
-  double run(workloads::Workload& workload, MetricsCollector& metrics);
+  // Runs the workload to the last response; every client-visible request goes to `metrics` (and,
+  // when given, to `sink` as a Request: its prompt, the prefill's cache hit, the client's times).
+  // A SessionWorkload's next turn is sent a think time after the previous answer.
+  double run(workloads::Workload& workload, MetricsCollector& metrics, RequestSink* sink = nullptr);
 
   const std::vector<Worker>& workers() const { return workers_; }   // prefill..., decode...
   const TransferStats& transfers() const { return tstats_; }
@@ -94,6 +104,7 @@ class DisaggregatedCluster {
     bool warmup = false;
     int prefill = -1, decode = -1;
     std::int32_t pslot = -1, dslot = -1;
+    std::int64_t cached = 0;                 // prompt tokens the prefill worker's cache (and tiers) served
   };
   struct Encoder { Ring<std::int32_t> queue; std::vector<std::int32_t> batch; bool busy = false; };
 
@@ -137,6 +148,10 @@ class DisaggregatedCluster {
   std::vector<std::uint64_t> done_tags_;
   std::uint64_t rng_ = 0;                    // the disaggregated path's draws
   DisaggFleetController* controller_ = nullptr;
+  workloads::SessionWorkload* sessions_ = nullptr;   // multi-turn sessions: next turns by event payload
+  std::vector<workloads::RequestSpec> turns_;
+  std::vector<std::int32_t> free_turns_;
+  RequestSink* sink_ = nullptr;
   std::vector<char> routable_;               // per worker (prefill..., decode...)
 };
 

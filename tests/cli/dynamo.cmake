@@ -40,3 +40,9 @@ add_test(NAME cli_dynamo_planner_reserved COMMAND ${SS} planner --model llama-3.
          --adjustment-interval 60 --replica-rps 4 --ttft-ms 2000 --itl-ms 100 --no-fixed-fleet --reserved-price 5)
 set_tests_properties(cli_dynamo_planner_reserved PROPERTIES PASS_REGULAR_EXPRESSION
   "2  2 x 2\\.00 h x 5\\.000 = 20\\.00 +1\\.967 +1\\.967 x 7\\.912 = 15\\.56 +35\\.56 +cheapest.*\\$20\\.00 \\+ \\$15\\.56 = \\$35\\.56")
+# Sessions with host offload on 2 prefill + 1 decode workers: the per-turn table and the tier line.
+add_test(NAME cli_dynamo_sessions_disagg COMMAND ${SS} simulate --model llama-3.1-8b --gpu h200 --tp 1 --precision fp8
+         --topology disagg --prefill-workers 2 --decode-workers 1 --router kv --sessions 4 --turns 3 --isl 4000
+         --turn-isl 500 --osl 100 --enable-prefix-caching --kv-offload cpu:100)
+set_tests_properties(cli_dynamo_sessions_disagg PROPERTIES PASS_REGULAR_EXPRESSION
+  "offload cpu: 100 GiB per replica.*kv router: expected.*% in its offload tiers.*per turn of the sessions")
