@@ -424,6 +424,14 @@ PYBIND11_MODULE(_servesim, m) {
         return to_py(r);
       }, py::arg("scenario"), py::arg("args"),
       "servesim planner: workers, SLO attainment and GPU-hours over a load profile against a fixed fleet");
+  m.def("reserved_split", [](std::vector<double> seconds_at_gpus, double reserved, double on_demand) {
+        if (!(reserved > 0) || !(on_demand > 0))
+          throw servesim::Error("reserved_split()", "price", "reserved and on-demand prices per GPU-hour must be > 0");
+        for (double x : seconds_at_gpus)
+          if (!(x >= 0)) throw servesim::Error("reserved_split()", "seconds_at_gpus", "times must be >= 0");
+        return to_py(servesim::sim::to_json(servesim::sim::price_reserved_split(seconds_at_gpus, reserved, on_demand)));
+      }, py::arg("seconds_at_gpus"), py::arg("reserved_usd_per_gpu_hour"), py::arg("on_demand_usd_per_gpu_hour"),
+      "The cheapest reserved GPUs + on-demand GPU-hours for a planner day's fleet (its seconds_at_gpus)");
   // ---- end of the Dynamo layer block.
   m.def("emit", [](py::object deployment, py::object dir) {
         if (!py::isinstance<py::dict>(deployment))

@@ -526,6 +526,20 @@ def planner(scenario=None, load_profile="diurnal", peak_rps=None, ttft_ms=None, 
     return _c.planner(s, args)
 
 
+def reserved_split(day, reserved_usd_per_gpu_hour=None, reserved_discount=None):
+    """The cheapest reserved baseline + on-demand peaks for a planner result's fleet (its
+    ``seconds_at_gpus``), at a reserved price per GPU-hour or a discount off the result's on-demand
+    ``usd_per_gpu_hour`` (the catalogue has no reserved prices: give yours). Returns ``options``
+    (reserved GPUs, reserved $, on-demand GPU-hours and $, total) and ``best``."""
+    if (reserved_usd_per_gpu_hour is None) == (reserved_discount is None):
+        raise Error("reserved_split(): give reserved_usd_per_gpu_hour or reserved_discount")
+    if "usd_per_gpu_hour" not in day:
+        raise Error("reserved_split(): the result has no on-demand price (its instance has none in the catalogue)")
+    od = day["usd_per_gpu_hour"]
+    rp = reserved_usd_per_gpu_hour if reserved_usd_per_gpu_hour is not None else od * (1 - reserved_discount)
+    return _c.reserved_split(day["seconds_at_gpus"], rp, od)
+
+
 def timeline_frame(result):
     """The planner's per-interval timeline as a pandas.DataFrame (``hour`` added)."""
     import pandas as pd
@@ -535,4 +549,4 @@ def timeline_frame(result):
     return df
 
 
-__all__ += ["planner", "timeline_frame"]
+__all__ += ["planner", "reserved_split", "timeline_frame"]

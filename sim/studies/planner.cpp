@@ -598,6 +598,16 @@ ReservedSplit price_reserved_split(const std::vector<double>& seconds_at_gpus, d
   return out;
 }
 
+nlohmann::json to_json(const ReservedSplit& x) {
+  nlohmann::json opts = nlohmann::json::array();
+  for (const auto& o : x.options)
+    opts.push_back({{"reserved_gpus", o.reserved_gpus}, {"reserved_usd", o.reserved_usd},
+                    {"on_demand_gpu_hours", o.on_demand_gpu_hours}, {"on_demand_usd", o.on_demand_usd}, {"total_usd", o.total_usd}});
+  return {{"span_h", x.span_h}, {"reserved_usd_per_gpu_hour", x.reserved_usd_per_gpu_hour},
+          {"reserved_source", x.reserved_source}, {"on_demand_usd_per_gpu_hour", x.on_demand_usd_per_gpu_hour},
+          {"on_demand_source", x.on_demand_source}, {"options", opts}, {"best", opts.empty() ? nlohmann::json(nullptr) : opts[x.best]}};
+}
+
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
   nlohmann::json tl = nlohmann::json::array();
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -648,17 +658,8 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["peak_workers"] = r.roles[0].peak_workers;
     j["startup_s"] = r.roles[0].startup_s;
   }
-  if (r.reserved) {
-    const ReservedSplit& x = *r.reserved;
-    nlohmann::json opts = nlohmann::json::array();
-    for (const auto& o : x.options)
-      opts.push_back({{"reserved_gpus", o.reserved_gpus}, {"reserved_usd", o.reserved_usd},
-                      {"on_demand_gpu_hours", o.on_demand_gpu_hours}, {"on_demand_usd", o.on_demand_usd}, {"total_usd", o.total_usd}});
-    j["reserved_split"] = {{"span_h", x.span_h}, {"reserved_usd_per_gpu_hour", x.reserved_usd_per_gpu_hour},
-                           {"reserved_source", x.reserved_source}, {"on_demand_usd_per_gpu_hour", x.on_demand_usd_per_gpu_hour},
-                           {"on_demand_source", x.on_demand_source}, {"options", opts},
-                           {"best", opts[x.best]}};
-  }
+  j["seconds_at_gpus"] = r.seconds_at_gpus;
+  if (r.reserved) j["reserved_split"] = to_json(*r.reserved);
   if (r.usd_per_gpu_hour) {
     j["usd_per_gpu_hour"] = *r.usd_per_gpu_hour;
     j["usd"] = r.gpu_hours * *r.usd_per_gpu_hour;

@@ -115,6 +115,7 @@ struct PlannerResult {
 PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where);
 PlannerResult run_planner(const Scenario& s, const PlannerSpec& spec);
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec);
+nlohmann::json to_json(const ReservedSplit& x);
 // One replica's request rate within the SLO (p90 TTFT and ITL): open-loop Poisson runs of the
 // scenario's lengths on one replica, bisected.
 double profile_replica_rps(const Scenario& s, double ttft_ms, double itl_ms);

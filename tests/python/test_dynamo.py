@@ -38,3 +38,23 @@ def test_planner_constant_load_and_cli_agree(cli, tmp_path):
     assert out["gpu_hours"] == pytest.approx(r["gpu_hours"])
     with pytest.raises(servesim.Error, match="ttft_ms"):
         servesim.planner(base, peak_rps=5)
+
+
+def test_planner_disaggregated_roles_and_reserved_split(tmp_path):
+    base = {"model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "precision": "fp8",
+            "topology": {"kind": "disagg", "instance": "p5en.48xlarge"},
+            "workload": {"request_rate": 1, "isl": 1000, "osl": 100}}
+    csv = tmp_path / "flat.csv"
+    csv.write_text("time_s,rps\n0,10\n1200,10\n")
+    r = servesim.planner(base, load_profile=str(csv), ttft_ms=2000, itl_ms=100, prefill_rps=4, decode_rps=8,
+                         arrivals="uniform", adjustment_interval=60, fixed_fleet=False)
+    assert [x["name"] for x in r["roles"]] == ["prefill", "decode"]
+    # ceil(10 / 4) = 3 prefill and ceil(10 / 8) = 2 decode workers of one GPU for 20 minutes.
+    assert {(x["prefill_held"], x["decode_held"]) for x in r["timeline"]} == {(3, 2)}
+    assert r["seconds_at_gpus"][5] == pytest.approx(1200)
+    # Reserving all 5 GPUs at any reserved price below on-demand is cheapest for a flat day.
+    split = servesim.reserved_split(r, reserved_discount=0.3)
+    assert split["best"]["reserved_gpus"] == 5
+    assert split["best"]["total_usd"] == pytest.approx(5 * 1200 / 3600 * 0.7 * r["usd_per_gpu_hour"])
+    with pytest.raises(servesim.Error, match="reserved"):
+        servesim.reserved_split(r)
