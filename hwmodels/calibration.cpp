@@ -618,6 +618,19 @@ std::vector<std::string> Calibration::family_names(std::string_view prefix, bool
   return out;
 }
 
+const FamilyCalibration* Calibration::header(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->read_for(name);
+  auto it = lazy_->families.find(name);
+  return it == lazy_->families.end() ? nullptr : &it->second;
+}
+
+const std::map<std::string, FamilyCalibration, std::less<>>& Calibration::headers() const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->read_for({});
+  return lazy_->families;
+}
+
 const std::map<std::string, FamilyCalibration, std::less<>>& Calibration::families() const {
   std::lock_guard<std::mutex> lock(lazy_->mu);
   lazy_->load_all(*gpu_);
