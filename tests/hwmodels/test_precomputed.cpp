@@ -1,11 +1,19 @@
 // The build step's tables (hwmodels/precompute/): every entry equals what the run-time code computes
-// afresh, bit for bit, and they cover every row of the embedded tables that needs one.
+// afresh, bit for bit, and they cover every row of the embedded tables that needs one; and the rows
+// of the reducer's layout, read in place, give what the same points as JSON objects give.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/embedded.hpp"
 #include "hwmodels/calibration.hpp"
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/work.hpp"
@@ -62,4 +70,46 @@ TEST(PrecomputedRoutings, CoverEveryMeasuredFusedMoeRow) {
   }
   EXPECT_GT(families, 50u);
   EXPECT_EQ(power_law_routing_table_misses(), misses);
+}
+
+// The rows of the reducer's layout ("columns", one list of values per point) are read in place,
+// without a JSON object per row; the same points written as objects go through JsonReader. Both
+// give the same samples, bit for bit (every row kind the H200 tables hold: strings, integers,
+// decimals, exponents, nulls).
+TEST(CalibrationRows, ReadInPlaceGiveTheSameSamplesAsObjects) {
+  namespace fs = std::filesystem;
+  const GpuSpec& g = Catalog::global().gpu("H200");
+  const fs::path dir = fs::temp_directory_path() / ("servesim_rows_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const char* files[] = {"gemm", "attention_prefill", "attention_decode", "moe", "custom_all_reduce", "conv1d"};
+  for (const char* f : files) {
+    const std::string path = std::string("hwmodels/calibration/h200/vllm-0.19.0/") + f + ".json";
+    const std::string_view text = servesim::data::get(path);
+    ASSERT_NE(text.find("\"columns\""), std::string_view::npos) << path;  // the reducer's layout
+    nlohmann::json doc = nlohmann::json::parse(text);
+    expand_point_rows(doc, path);
+    doc.erase("columns");
+    ASSERT_TRUE(doc["points"][0].is_object());
+    std::ofstream(dir / (std::string(f) + ".json")) << doc.dump();
+  }
+  const Calibration objects = Calibration::from_dir(dir.string(), g);
+  const Calibration rows = Calibration::embedded(g, "vllm-0.19.0");
+  std::size_t compared = 0;
+  for (const auto& [name, o] : objects.families()) {
+    const FamilyCalibration* r = rows.family(name);
+    ASSERT_NE(r, nullptr) << name;
+    ASSERT_EQ(r->samples.size(), o.samples.size()) << name;
+    for (std::size_t i = 0; i < o.samples.size(); ++i, ++compared) {
+      const Sample &a = r->samples[i], &b = o.samples[i];
+      EXPECT_TRUE(a.key == b.key && a.group == b.group && a.kernel == b.kernel) << name << " " << i;
+      for (int k = 0; k < kMaxFeatures; ++k) EXPECT_TRUE(same_bits(a.x[k], b.x[k])) << name << " " << i << " x" << k;
+      EXPECT_TRUE(same_bits(a.compute_s, b.compute_s) && same_bits(a.memory_s, b.memory_s) &&
+                  same_bits(a.dispatch_s, b.dispatch_s) && same_bits(a.seconds, b.seconds) &&
+                  same_bits(a.eager_seconds, b.eager_seconds))
+          << name << " " << i;
+    }
+    EXPECT_EQ(r->rejected, o.rejected) << name;
+  }
+  EXPECT_GT(compared, 5000u);
+  fs::remove_all(dir);
 }
