@@ -666,14 +666,31 @@ struct Calibration::Lazy {
     auto node = unfitted.extract(name);
     if (node.empty()) return;
     FamilyCalibration& f = families.at(name);
+    f.samples.reserve(node.mapped().size());
+    const Doc* last = nullptr;
+    std::vector<char> marlin_kid;  // per kernel of the doc: vLLM's fused Marlin MoE (block-padded math)
     for (const PointRef& ref : node.mapped()) {
       const Doc& d = *ref.doc;
+      if (&d != last) {  // what depends on the file, not the row
+        last = &d;
+        marlin_kid.assign(d.kernels.size(), 0);
+        for (std::size_t k = 0; k < d.kernels.size(); ++k)
+          marlin_kid[k] = d.family == "moe" && moe_kernel_library(d.kernels[k]) == "marlin";
+        f.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
+                                 std::end(kRobustPlaneFamilies);
+        // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
+        // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
+        // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
+        f.options.size_envelope = d.family == "nccl";
+        f.prior_compute = name.find("fp8") != std::string::npos && gpu.priors.gemm_fp8 > 0 ? gpu.priors.gemm_fp8
+                                                                                           : gpu.priors.gemm_bf16;
+        f.prior_memory = d.family == "nccl" || d.family == "custom_all_reduce" ? gpu.priors.nccl_busbw : gpu.priors.memory;
+      }
       Sample s;
       const auto sample = [&](const auto& p) {
         s = Sample{};
         const int kid = p.has("kid") ? int(p.integer("kid")) : -1;
-        const bool marlin = d.family == "moe" && kid >= 0 && moe_kernel_library(d.kernels[size_t(kid)]) == "marlin";
-        to_sample(d.family, p, gpu, s, marlin);
+        to_sample(d.family, p, gpu, s, kid >= 0 && marlin_kid[size_t(kid)]);
         s.seconds = positive(p, "ms") * 1e-3;
         if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
         s.kernel = kid;
@@ -688,15 +705,6 @@ struct Calibration::Lazy {
         sample(JsonReader(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where));
       }
       f.samples.push_back(s);
-      f.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
-                               std::end(kRobustPlaneFamilies);
-      // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
-      // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
-      // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
-      f.options.size_envelope = d.family == "nccl";
-      f.prior_compute = name.find("fp8") != std::string::npos && gpu.priors.gemm_fp8 > 0 ? gpu.priors.gemm_fp8
-                                                                                         : gpu.priors.gemm_bf16;
-      f.prior_memory = d.family == "nccl" || d.family == "custom_all_reduce" ? gpu.priors.nccl_busbw : gpu.priors.memory;
     }
     fit_family(f);
   }
