@@ -97,8 +97,9 @@ TEST(Launch, BlockFp8LinearsIssueAtTheirMeasuredEagerCall) {
     const auto bf16 = models::make_step_cost(m, gpu, hw::Precision::bf16, {4, 1, 1});
     const auto lc = fp8->launch_counts();
     EXPECT_EQ(lc.fp8_block_linears, 94 * 2);
-    // 94 x (attention 5 + QK-norm 1) + 94 x MoE 6 + 94 all-reduces (TP 2) + 5.
-    EXPECT_EQ(lc.kernels, 94 * 6 + 94 * 6 + 94 + 5);
+    // 94 x (attention 5 + QK-norm 1) + 94 x MoE 6 + 188 all-reduces (TP 2: after attention and
+    // after the MoE) + 5 (final norm, LM head, sampler).
+    EXPECT_EQ(lc.kernels, 94 * 6 + 94 * 6 + 188 + 5);
     EXPECT_EQ(bf16->launch_counts().fp8_block_linears, 0);
     EngineConfig cfg;
     apply_profile(engine_profile("vllm-0.12"), m, gpu, nlohmann::json::object(), cfg, 2);
