@@ -263,6 +263,71 @@ TEST(Engines, MemoryPlannersPoolSizes) {
   }
 }
 
+// A step costs 1 ms whatever it holds (prefill or decode).
+class MillisecondStep : public models::StepCostModel {
+ public:
+  double seconds(const models::StepBatch&) const override { return 0.001; }
+  double encoder_seconds(int) const override { return 0; }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
+  std::string provenance() const override { return "test cost"; }
+};
+
+// The engine-level terms fitted on SGLang's and TRT-LLM's measured rows (each profile's
+// closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = 6 x
+// (C/16)^0.25 x (OSL/1024)^0.25 tokens: 6 at 16 clients of 1,024 tokens, 6 x 16^0.25 = 12 at 256
+// clients or at 16,384-token answers; and each profile's API-server request time and hop.
+TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
+  struct Fit {
+    const char* profile;
+    double request_ms, ipc_ms;
+  };
+  for (const Fit& f : {Fit{"trtllm", 15, 0.1}, Fit{"sglang", 15, 50}}) {
+    const EngineConfig e = profiled(f.profile, "H200", 1);
+    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), 6, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 12, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 16384), 12, 1e-12) << f.profile;
+    const workloads::FrontendConfig fe = profile_frontend(engine_profile(f.profile));
+    EXPECT_NEAR(fe.api.request.mean_s, f.request_ms * 1e-3, 1e-12) << f.profile;
+    EXPECT_NEAR(fe.api.ipc_s, f.ipc_ms * 1e-3, 1e-12) << f.profile;
+  }
+}
+
+// The API server is one process taking requests and step outputs in FIFO order: four requests sent
+// together at t = 0 reach TRT-LLM at R, 2R, 3R, 4R (R = its fitted 15 ms, no spread, no network or
+// IPC). Each prefills alone in a 1 ms step (R + 1 ms, 2R + 1 ms, ...), but its first token is handled
+// after the four requests already queued at t = 0: TTFT 4R = 60 ms for the first three, 4R + 1 ms
+// for the last. Without the API server it would be 1 ms each.
+TEST(Engines, ApiServerTakesOneRequestAtATime) {
+  workloads::FrontendConfig f = profile_frontend(engine_profile("trtllm"));
+  const double R = f.api.request.mean_s;
+  f.api.request.cv = 0;
+  f.api.cv = 0;
+  f.api.ipc_s = f.api.tokenize_s_per_token = f.api.output_step_s = f.api.output_s_per_request = 0;
+  f.client.network = {0, 0};
+  ClusterShape shape;
+  shape.kv_blocks = 100000;
+  MillisecondStep cost;
+  AggregatedCluster c(shape, plain(EngineKind::trtllm), cost, &f);
+  workloads::WorkloadConfig w;
+  w.arrival = workloads::Arrival::schedule;
+  w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>(4, 0.0));
+  w.requests = 0;
+  w.isl = workloads::LengthDist::fixed_at(100);
+  w.osl = workloads::LengthDist::fixed_at(2);
+  auto workload = workloads::make_workload(w);
+  Keep k;
+  c.run(*workload, k);
+  ASSERT_EQ(k.all.size(), 4u);
+  std::vector<double> ttft;
+  for (const auto& r : k.all) ttft.push_back(r.first_token_s - r.sent_s);
+  std::sort(ttft.begin(), ttft.end());
+  EXPECT_NEAR(R, 0.015, 1e-12);
+  EXPECT_NEAR(ttft[0], 4 * R, 1e-9);
+  EXPECT_NEAR(ttft[1], 4 * R, 1e-9);
+  EXPECT_NEAR(ttft[2], 4 * R, 1e-9);
+  EXPECT_NEAR(ttft[3], 4 * R + 0.001, 1e-9);
+}
+
 // A measured point runs on its backend's profile; --engine-any runs sglang / trtllm as the newest vLLM.
 TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
   validate::MeasuredPoint p;
