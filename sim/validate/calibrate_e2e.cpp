@@ -52,8 +52,6 @@ const Param kParams[] = {
     {"spread_factor", 0, 0.30, 0.10, true, "gpu+engine"},
 };
 
-std::string lower_engine(const MeasuredPoint& p) { return text::lower(p.backend.empty() ? "vllm" : p.backend); }
-
 double value_of(const Param& p, double x) { return p.log ? std::exp(x) : std::max(0.0, x); }
 
 CalibrationProfile profile_of(const std::vector<const Param*>& ps, const Eigen::VectorXd& x, const CalibrationProfile& base) {
