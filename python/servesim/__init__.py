@@ -273,8 +273,9 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
     prefill_workers, decode_workers, requests, seed, statistic, ...). ``client``: a Dask client
     to run the sweep points on."""
-    if "model_file" in kw:
-        kw["model_file"] = _path(kw["model_file"])
+    for k in ("model_file", "calibration"):   # calibration: a profile file from calibrate_e2e
+        if k in kw:
+            kw[k] = _path(kw[k])
     args = dict(model=model, instance=instance, nodes=nodes, precision=precision, isl=isl, osl=osl, ttft_ms=ttft_ms,
                 itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
     args = {k: v for k, v in args.items() if v is not None}
@@ -365,6 +366,8 @@ def _dask_threads(client):
 
 def _search_args(kw):
     args = {k: v for k, v in kw.items() if v is not None}
+    if "calibration" in args:   # a profile file from calibrate_e2e, applied where it was fitted
+        args["calibration"] = _path(args["calibration"])
     for k in ("gpu", "gpus"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]
@@ -422,7 +425,8 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
     max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
-    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads.
+    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads, calibration (a profile
+    file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
     :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`
     into one of frontier points."""

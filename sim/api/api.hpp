@@ -126,6 +126,9 @@ struct PlanArgs {
   // fewest copies that meet both SLOs when R requests/s arrive (R / copies per copy).
   std::optional<double> target_rps, burstiness;
   std::string arrival;
+  // A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build
+  // it was fitted on, as simulate --calibration applies it; without --engine the plan runs its build.
+  std::string calibration;
 };
 // The whole plan: {"topologies": [...], "slo", "target", "sweep": {"columns": {...}}, ...}.
 // progress(done, points), if given, is called after each sweep point.
@@ -156,6 +159,7 @@ struct SearchArgs {
   double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
          target_rps = std::numeric_limits<double>::quiet_NaN();
   int threads = 0;
+  std::string calibration;                         // a calibration profile file ("" = none), as PlanArgs::calibration
 };
 // progress(simulated, pending, pruned, total) between rounds (from the calling thread).
 using SearchProgressFn = std::function<void(int, int, int, int)>;

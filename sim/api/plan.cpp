@@ -15,6 +15,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 #include "sim/parallel.hpp"
@@ -125,7 +126,18 @@ struct Study {
     if (o.max_num_seqs) given["max_num_seqs"] = spec.engine.max_num_seqs = *o.max_num_seqs;
     if (o.max_num_batched_tokens) given["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens = *o.max_num_batched_tokens;
     if (o.gpu_memory_utilization) given["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization = *o.gpu_memory_utilization;
-    const sim::EngineProfile& profile = sim::engine_profile("vllm");
+    // With a calibration the plan runs the engine build it was fitted on (as a scenario naming one does).
+    std::string engine_name = "vllm";
+    if (!o.calibration.empty()) {
+      spec.calibration = std::make_shared<const sim::CalibrationProfile>(sim::load_calibration(o.calibration));
+      if (!spec.calibration->engine_profile.empty()) {
+        try {
+          engine_name = sim::engine_profile(spec.calibration->engine_profile).name;
+        } catch (const Error&) {   // a build this binary has no profile of: the newest, and the header says nothing applies
+        }
+      }
+    }
+    const sim::EngineProfile& profile = sim::engine_profile(engine_name);
     sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
     spec.frontend = sim::profile_frontend(profile);
     spec.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
@@ -375,6 +387,12 @@ struct Study {
       r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);
     }
+    if (spec.calibration) {
+      const sim::Deployment& d = *deps.front();
+      j["calibration"] = sim::to_json(sim::applicable(*spec.calibration, spec.gpu->name, spec.engine.engine_profile, spec.model->name),
+                                      *spec.calibration);
+      j["calibration"]["summary"] = d.user_calibration();
+    }
     j["sweep"] = {{"columns", sim::sweep_columns(rows)}};
     add_bands(rows, j);
     return j;
@@ -388,6 +406,10 @@ struct Study {
     const std::string gpu = text::lower(spec.gpu->name);
     const std::string engine =
         sim::engine_profile(spec.engine.engine_profile.empty() ? sim::kNewestEngine : spec.engine.engine_profile).engine;
+    // A calibrated plan on the GPU, engine build and model its profile was fitted on takes the
+    // profile's cross-validated bands (as simulate does); any other the validated ones.
+    const bool own = deps.front()->calibrated_on(gpu);
+    const v::BandTable& table = own ? spec.calibration->bands : v::embedded_bands();
     std::vector<std::string> regimes, modes;
     for (const auto& r : rows) {
       int serving = 1;
@@ -406,7 +428,7 @@ struct Study {
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        const v::Band b = v::band_for(gpu, engine, modes[i], metric, regimes[i], value(rows[i]));
+        const v::Band b = v::band_for(table, gpu, engine, modes[i], metric, regimes[i], value(rows[i]));
         lo.push_back(b.present ? nlohmann::json(b.lo) : nlohmann::json(nullptr));
         hi.push_back(b.present ? nlohmann::json(b.hi) : nlohmann::json(nullptr));
       }
@@ -418,7 +440,8 @@ struct Study {
     band_cols("output_tps", "output_tps", [](const sim::SweepRow& r) { return r.output_tps; });
     c["load_regime"] = regimes;
     j["prediction_band"] = {{"gpu", gpu}, {"columns", "*_band_lo, *_band_hi (null: no measured runs of this kind)"},
-                            {"source", v::embedded_bands().meta.value("summary", std::string("none embedded"))}};
+                            {"source", own ? "cross-validated residuals of the calibration " + spec.calibration->file
+                                           : v::embedded_bands().meta.value("summary", std::string("none embedded"))}};
   }
 };
 

@@ -115,6 +115,7 @@ std::string search_table(const nlohmann::json& j) {
                 str(j["objective"]["kind"]).c_str());
   out += line;
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
+  if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   // The resolved space: GPU types (with the instance each stands for), precisions, and the KV
   // dtypes: the checkpoint's (models::checkpoint_kv_dtype) unless --kv-cache-dtype adds others.
   std::vector<std::string> gpus, precisions, kvs;
@@ -303,6 +304,7 @@ std::string recommend_text(const nlohmann::json& j) {
                 j["itl_ms"].get<double>());
   out += line;
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
+  if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   const auto& n = j["counts"];
   std::snprintf(line, sizeof line, "%d configurations: %d simulated, %d do not fit, %d cannot meet the SLO, %d cannot win\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["does_not_fit"].get<int>(),
@@ -319,7 +321,7 @@ std::string recommend_text(const nlohmann::json& j) {
       if (b.contains("lo")) s += " (" + fixed(b["lo"].get<double>(), digits) + "-" + fixed(b["hi"].get<double>(), digits) + ")";
       return s;
     };
-    t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
+    t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]) + (r.contains("calibration") && r.value("calibrated", false) ? " (calibrated)" : ""), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
                usd(r["usd_per_million_output_tokens"]), fixed(r["power_watts"].get<double>() / 1e3, 1),
                fixed(r["joules_per_output_token"].get<double>(), 2), banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""),
                banded("itl_ms", "itl_ms", 2), banded("capacity_tps", "capacity_tps", 0),
@@ -426,6 +428,10 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs")->check(finite);
   c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s")->check(finite);
   c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)")->check(finite);
+  c.add_option("--calibration", a.calibration,
+               "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
+               "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "
+               "candidates on other GPUs run uncalibrated");
   c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
 }
 

@@ -421,15 +421,23 @@ EngineConfig Search::engine_of(const SearchConfig& c) const {
 }
 
 const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv,
-                                          const models::Parallelism& par, const hw::KernelTables& tables) {
+                                          const models::Parallelism& par, const hw::KernelTables& tables,
+                                          const std::string& engine) {
+  // The bounds use the kernel factors of a calibration that applies on this GPU and engine build,
+  // as the simulation does: otherwise a calibration making kernels faster would make them no bounds.
+  const hw::KernelScales scales = space_.calibration
+                                      ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name).kernels
+                                      : hw::KernelScales{};
   const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
                           std::to_string(par.tp) + "|" +
                           std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
-                          tables.engine + "-" + tables.version;
+                          tables.engine + "-" + tables.version + "|" + std::to_string(scales.gemm) + "," +
+                          std::to_string(scales.moe) + "," + std::to_string(scales.attention) + "," +
+                          std::to_string(scales.communication);
   auto it = costs_.find(key);
   if (it == costs_.end())
     // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables)).first;
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables, scales)).first;
   return *it->second;
 }
 
@@ -471,8 +479,8 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   b.fits = true;
 
   const hw::KernelTables& tables = engine_profile(c.engine).kernel_tables;
-  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables);
-  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables);
+  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables, c.engine);
+  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables, c.engine);
   auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
   const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
   const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
@@ -683,6 +691,14 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
 
 // ---- rounds ----------------------------------------------------------------------------------------
 
+bool Search::calibrated(const SearchConfig& c) const {
+  if (!space_.calibration) return false;
+  const auto& cat = hw::Catalog::global();
+  const std::string build = engine_profile(c.engine).name;
+  return applicable(*space_.calibration, cat.gpu(c.instance->gpu).name, build, space_.model->name).any ||
+         applicable(*space_.calibration, cat.gpu(c.decode_instance->gpu).name, build, space_.model->name).any;
+}
+
 std::string Search::group_of(int index) const { return goal_.per_instance ? configs_[std::size_t(index)].group : ""; }
 
 std::vector<int> Search::next_round() {
@@ -735,6 +751,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
   d.router = space_.router;
   d.seed = traffic_.seed;
+  d.calibration = space_.calibration;
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
@@ -866,6 +883,28 @@ nlohmann::json Search::report() const {
                     : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
   j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
   j["pruning"] = prune_;
+  if (space_.calibration) {   // which candidates the profile applied to
+    const CalibrationProfile& cp = *space_.calibration;
+    std::vector<std::string> on, off;
+    for (const auto* i : space_.instances) {
+      const std::string g = cat.gpu(i->gpu).name;
+      bool any = false;
+      for (const auto& c : configs_) any = any || applicable(cp, g, engine_profile(c.engine).name, space_.model->name).any;
+      auto& v = any ? on : off;
+      if (std::find(v.begin(), v.end(), g) == v.end()) v.push_back(g);
+    }
+    int n = 0;
+    for (const auto& c : configs_) n += calibrated(c);
+    j["calibration"] = {{"file", cp.file},
+                        {"fitted_on", {{"gpu", cp.gpu}, {"engine", cp.engine}, {"engine_profile", cp.engine_profile},
+                                       {"model", cp.model}, {"points", cp.points}}},
+                        {"applies_to_gpus", on}, {"uncalibrated_gpus", off}, {"calibrated_configurations", n},
+                        {"summary", "calibration " + cp.file + " (fitted on " + cp.model + ", " + cp.gpu + ", " +
+                                        (cp.engine_profile.empty() ? cp.engine : cp.engine_profile) + "): applies to " +
+                                        std::to_string(n) + " of " + std::to_string(configs_.size()) + " configurations (" +
+                                        (on.empty() ? std::string("none") : text::join(on, ", ") + " workers") + ")" +
+                                        (off.empty() ? std::string() : "; " + text::join(off, ", ") + " run uncalibrated")}};
+  }
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto* i : space_.instances) gpus.push_back({{"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}});
   j["instances"] = gpus;
@@ -887,6 +926,7 @@ nlohmann::json Search::report() const {
     x["status"] = s.simulated ? "simulated" : std::string(to_string(s.pruned));
     x["bound"] = s.bound.to_json();
     x["score"] = s.simulated ? s.score.to_json() : nlohmann::json(nullptr);
+    if (space_.calibration) x["calibrated"] = calibrated(c);
     cfgs.push_back(std::move(x));
   }
   j["configurations"] = std::move(cfgs);
@@ -902,6 +942,13 @@ nlohmann::json Search::report() const {
     const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
                       traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
     w["what_ran"] = what_ran_json(ran);
+    if (space_.calibration) {
+      w["calibrated"] = calibrated(c);
+      w["calibration"] = dep.user_calibration();
+      // Bands from the profile's cross-validated residuals where it was fitted (GPU, build, model).
+      w["calibration_bands"] = {{"prefill", dep.calibrated_on(cat.gpu(c.instance->gpu).name)},
+                                {"decode", dep.calibrated_on(cat.gpu(c.decode_instance->gpu).name)}};
+    }
     w["deployment"] = deployment(i);
     return w;
   };

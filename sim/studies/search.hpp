@@ -22,6 +22,7 @@
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
@@ -51,6 +52,9 @@ struct SearchSpace {
   std::vector<std::string> kv_cache_dtypes = {"auto"};
   double gpu_memory_utilization = 0.9;   // < 0: the engine's (SGLang: its mem_fraction_static heuristic)
   RouterPolicy router = RouterPolicy::least_outstanding;
+  // A user's calibration: each candidate's roles take the parts that transfer to their GPU and
+  // engine build (candidates on other GPUs run uncalibrated, and the report says which applied).
+  std::shared_ptr<const CalibrationProfile> calibration;
 };
 
 struct SearchTraffic {
@@ -185,8 +189,9 @@ class Search {
   std::int64_t prompt_tokens() const;
   int vision_tiles() const;
   const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv, const models::Parallelism& par,
-                                    const hw::KernelTables& tables);
+                                    const hw::KernelTables& tables, const std::string& engine);
   std::string group_of(int index) const;
+  bool calibrated(const SearchConfig& c) const;   // the calibration applies to one of its roles
 
   SearchSpace space_;
   SearchTraffic traffic_;
