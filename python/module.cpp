@@ -225,7 +225,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms)
       .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("arrival", a.arrival).opt("burstiness", a.burstiness).opt("threads", a.threads)
-      .opt("calibration", a.calibration).finish();
+      .opt("calibration", a.calibration).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
   return a;
 }
 
@@ -240,7 +240,8 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
       .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus)
-      .opt("calibration", a.calibration).finish();
+      .opt("calibration", a.calibration).opt("image_fraction", a.image_fraction).opt("arrival", a.arrival)
+      .opt("burstiness", a.burstiness).finish();
   return a;
 }
 

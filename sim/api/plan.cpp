@@ -55,6 +55,7 @@ struct Study {
   bool auto_concurrency = false;
   std::vector<std::string> notes;           // what the resolver chose (sim/resolve.hpp), for the header
   std::optional<workloads::Arrival> arrival; // open loop (--arrival with --target-rps)
+  workloads::MultimodalConfig media;         // --images on --image-fraction of the requests
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
@@ -74,11 +75,7 @@ struct Study {
              "output tokens/s the deployment must serve (or --target-rps requests/s)");
     if (!o.arrival.empty()) {
       if (!o.target_rps) throw Error("--arrival", "", "needs --target-rps R: the open-loop plan offers R requests/s to the deployment");
-      const std::string a = text::lower(o.arrival);
-      if (a == "poisson") arrival = workloads::Arrival::poisson;
-      else if (a == "gamma") arrival = workloads::Arrival::gamma;
-      else if (a == "constant") arrival = workloads::Arrival::constant;
-      else throw Error("--arrival", "", "unknown arrival '" + o.arrival + "'; known: poisson, gamma, constant");
+      arrival = workloads::parse_arrival(o.arrival, "--arrival");
     }
     if (o.burstiness && (!arrival || *arrival != workloads::Arrival::gamma))
       throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
@@ -96,6 +93,14 @@ struct Study {
 
     const auto& cat = hw::Catalog::global();
     spec.model = &resolve_model(o.model, o.model_file);
+    media = workloads::parse_images_flag(o.images);
+    if (o.image_fraction) {
+      workloads::check_fraction(*o.image_fraction);
+      if (media.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");
+      media.fraction = *o.image_fraction;
+    }
+    if (!media.empty() && !spec.model->has_vision)
+      throw Error("--images", "", "model " + spec.model->name + " has no vision encoder (text only)");
     spec.instance = &cat.instance(o.instance);
     spec.gpu = &cat.gpu(spec.instance->gpu);
     spec.nodes = o.nodes;
@@ -217,7 +222,9 @@ struct Study {
 
   sim::SweepRow run_at(std::size_t dep, int c) const {
     const auto& d = *deps[dep];
-    const sim::PointResult pr = d.run(sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl));
+    workloads::WorkloadConfig wc = sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl);
+    wc.multimodal = media;
+    const sim::PointResult pr = d.run(wc);
     sim::SweepRow row = sim::sweep_row(d.name(), c, pr.summary, d.gpus());
     row.prefill_train = sim::is_prefill_train(pr.workers, pr.end_s);
     return row;
@@ -232,34 +239,24 @@ struct Study {
     const double rps = *o.target_rps;
     auto point = [&](std::int64_t k) {
       const double rate = rps / double(k);
-      const sim::PointResult pr = d.run(sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests,
-                                                                spec.seed, *o.isl, *o.osl));
+      workloads::WorkloadConfig wc =
+          sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests, spec.seed, *o.isl, *o.osl);
+      wc.multimodal = media;
+      const sim::PointResult pr = d.run(wc);
       return sim::sweep_row(d.name(), 0, pr.summary, d.gpus());
     };
-    constexpr std::int64_t kMaxCopies = std::int64_t{1} << 20;
-    std::int64_t hi = 1, lo = 0;
-    sim::SweepRow at_hi = point(1), at_lo;
-    while (!passes(at_hi)) {
-      if (hi >= kMaxCopies) break;
-      lo = hi;
-      at_lo = at_hi;
-      hi *= 2;
-      at_hi = point(hi);
-    }
+    const sim::CopiesSearch cs = sim::fewest_copies(point, [&](const sim::SweepRow& r) { return passes(r); });
     sim::PlanRow row;
     row.name = d.name();
     const int st = static_cast<int>(slo.statistic);
-    if (!passes(at_hi)) {
-      detail = {{"name", d.name()}, {"feasible", false}, {"copies_tried", hi}};
+    if (cs.copies == 0) {
+      detail = {{"name", d.name()}, {"feasible", false}, {"copies_tried", cs.tried.back().first}};
       row.limited_by = sim::LimitedBy::none;
       return row;
     }
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      const sim::SweepRow r = point(mid);
-      if (passes(r)) hi = mid, at_hi = r;
-      else lo = mid, at_lo = r;
-    }
+    const std::int64_t hi = cs.copies, lo = cs.fewer;
+    const sim::SweepRow& at_hi = *cs.at(hi);
+    const sim::SweepRow at_lo = lo >= 1 ? *cs.at(lo) : sim::SweepRow{};
     row.feasible = true;
     row.tps_per_replica = at_hi.output_tps;
     sim::size_copies(row, u, double(hi), slo.target_tps);
@@ -325,6 +322,8 @@ struct Study {
     j["isl"] = *o.isl;
     j["osl"] = *o.osl;
     j["images"] = nlohmann::json::array();
+    for (const auto& x : media.images) j["images"].push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
+    j["image_fraction"] = media.fraction;
     j["vision"] = spec.model->has_vision;
     j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;
     j["concurrency"] = conc;
@@ -361,6 +360,8 @@ struct Study {
     j["defaults"] = notes;
     j["isl"] = *o.isl;
     j["osl"] = *o.osl;
+    j["vision_tokens_per_request"] = workloads::vision_work(media).tokens;
+    j["image_fraction"] = media.fraction;
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["ttft_ms"] = slo.ttft_ms;   // flat copies for python/servesim/plot.py
     j["itl_ms"] = slo.itl_ms;

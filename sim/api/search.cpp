@@ -56,23 +56,6 @@ const hw::InstanceSpec* instance_of(const std::string& name) {
                                "; instances: " + text::join(cat.instance_names()));
 }
 
-workloads::MultimodalConfig images_of(const std::string& csv) {
-  workloads::MultimodalConfig mm;
-  for (const auto& s : text::split_csv(csv)) {
-    // WIDTHxHEIGHT[:COUNT]
-    const auto colon = s.find(':');
-    const std::string dims = s.substr(0, colon);
-    const auto x = text::lower(dims).find('x');
-    if (x == std::string::npos) throw Error("--images", "", "'" + s + "' is not WIDTHxHEIGHT[:COUNT], e.g. 1024x768 or 1024x768:2");
-    workloads::ImageSpec im;
-    im.width_px = int(parse_int(dims.substr(0, x), "--images", 1, 65536));
-    im.height_px = int(parse_int(dims.substr(x + 1), "--images", 1, 65536));
-    im.count = colon == std::string::npos ? 1 : int(parse_int(s.substr(colon + 1), "--images", 1, 64));
-    mm.images.push_back(im);
-  }
-  return mm;
-}
-
 std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance) {
   const auto required = [](const char* flag, bool given, const char* what) {
     if (!given) throw Error(flag, "", std::string("required: ") + what);
@@ -145,7 +128,12 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sim::SearchTraffic tr;
   tr.isl = a.isl;
   tr.osl = a.osl;
-  tr.multimodal = images_of(a.images);
+  tr.multimodal = workloads::parse_images_flag(a.images);
+  if (a.image_fraction) {
+    workloads::check_fraction(*a.image_fraction);
+    if (tr.multimodal.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");
+    tr.multimodal.fraction = *a.image_fraction;
+  }
   if (!tr.multimodal.empty() && !sp.model->has_vision)
     throw Error("--images", "", "model " + sp.model->name + " has no vision encoder");
   tr.concurrency = int_list<int>(a.concurrency, "--concurrency", 1, 100000);
@@ -173,6 +161,17 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
       throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
+  }
+  if (!a.arrival.empty()) {
+    if (!given(a.target_rps))
+      throw Error("--arrival", "", "needs --target-rps R: the open-loop search offers R requests/s to each candidate's copies");
+    tr.arrival = workloads::parse_arrival(a.arrival, "--arrival");
+    tr.rate = a.target_rps;
+  }
+  if (a.burstiness) {
+    if (!tr.arrival || *tr.arrival != workloads::Arrival::gamma) throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
+    if (!(*a.burstiness > 0) || !std::isfinite(*a.burstiness)) throw Error("--burstiness", "", "must be a finite number > 0");
+    tr.burstiness = *a.burstiness;
   }
   g.per_instance = per_instance;
   return std::make_unique<sim::Search>(std::move(sp), std::move(tr), g, a.prune);
@@ -253,7 +252,8 @@ nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
                       {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
-                      {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"isl", a.isl},
+                      {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
+                      {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
                       {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
@@ -315,6 +315,8 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["power_source"] = source;
     r["capacity_tps"] = s["copies"].get<double>() * s["tps_per_copy"].get<double>();
     r["slo_concurrency"] = s["slo_concurrency"];
+    if (s.contains("rate_per_copy")) r["rate_per_copy"] = s["rate_per_copy"], r["in_flight_per_copy"] = s["in_flight_per_copy"];
+    r["limited_by"] = s["limited_by"];
     r["ttft_ms"] = s["ttft_ms"];
     r["itl_ms"] = s["itl_ms"];
     r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());
@@ -327,7 +329,9 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       const bool disagg = b["kind"] == "disaggregated";
       const std::string pgpu = b["gpu"].get<std::string>();
       const std::string dgpu = disagg ? b["decode_gpu"].get<std::string>() : pgpu;
-      const double clients = s["slo_concurrency"].get<double>() / (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
+      // Open loop: the requests in flight per copy (rate x latency, Little's law) stand for its clients.
+      const double clients = (s.contains("in_flight_per_copy") ? s["in_flight_per_copy"].get<double>() : s["slo_concurrency"].get<double>()) /
+                             (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
       const int seqs = b["max_num_seqs"].get<int>();
       const std::string mode = v::band_mode(disagg);
       // A role the calibration was fitted on takes the profile's cross-validated bands (as simulate does).

@@ -83,7 +83,12 @@ void run_plan(const PlanOpts& o) {
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";
   out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + " weights, KV " + str(j["kv_cache_dtype"]) + ") on " +
          num(j["nodes"]) + " x " + str(j["instance"]) + " (" + str(j["gpu"]) + "); ISL " + num(j["isl"]) + " / OSL " +
-         num(j["osl"]) + "\n" + defaults_line(j["defaults"]);
+         num(j["osl"]) +
+         (j.value("vision_tokens_per_request", 0) > 0
+              ? "; + " + num(j["vision_tokens_per_request"]) + " vision tokens on " + fixed(100 * j["image_fraction"].get<double>(), 0) +
+                    " % of requests"
+              : std::string()) +
+         "\n" + defaults_line(j["defaults"]);
   for (const auto& t : j["topologies"]) out += sim::what_ran_text(t["what_ran"]);
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + "\n";
@@ -170,6 +175,9 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--decode-nodes", o->args.decode_nodes, "Nodes of the decode instance type (default: the fewest that hold them)");
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
+  c->add_option("--images", o->args.images, "Images per request that carries them: WIDTHxHEIGHT[:COUNT],... (vision models)");
+  c->add_option("--image-fraction", o->args.image_fraction,
+                "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
   c->add_option("--requests", o->args.requests, "Measured requests per point (default max(1000, 8 x concurrency), after 32 warm-up requests per client)");
   c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());

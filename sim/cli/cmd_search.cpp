@@ -110,7 +110,9 @@ std::string search_table(const nlohmann::json& j) {
                 "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective %s\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
                 j["vision_tokens_per_request"].get<std::int64_t>() > 0
-                    ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens").c_str() : "",
+                    ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens" +
+                       (j.value("image_fraction", 1.0) < 1 ? " on " + fixed(100 * j["image_fraction"].get<double>(), 0) + " % of requests" : std::string()))
+                          .c_str() : "",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 str(j["objective"]["kind"]).c_str());
   out += line;
@@ -303,6 +305,13 @@ std::string recommend_text(const nlohmann::json& j) {
                 j["objective"]["target_tps"].get<double>(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(),
                 j["itl_ms"].get<double>());
   out += line;
+  if (j["vision_tokens_per_request"].get<std::int64_t>() > 0)
+    out += "Images: + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens on " +
+           fixed(100 * j.value("image_fraction", 1.0), 0) + " % of requests\n";
+  const bool open = j.contains("arrival");
+  if (open)
+    out += "Offered load: " + compact(j["target_rps"].get<double>()) + " requests/s, " + str(j["arrival"]) +
+           " arrivals (open loop), split evenly over each configuration's copies\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   const auto& n = j["counts"];
@@ -410,6 +419,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--isl", a.isl, "Input text tokens per request");
   c.add_option("--osl", a.osl, "Output tokens per request");
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
+  c.add_option("--image-fraction", a.image_fraction,
+               "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
   c.add_option("--requests", a.requests, "Measured requests per point (default max(1000, 8 x clients), after 32 warm-up requests per client)");
   c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
@@ -432,6 +443,10 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
                "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
                "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "
                "candidates on other GPUs run uncalibrated");
+  c.add_option("--arrival", a.arrival,
+               "Open-loop search: poisson, gamma or constant arrivals at --target-rps; each candidate gets the fewest copies "
+               "that meet both SLOs at that rate (default: closed loop over --concurrency)");
+  c.add_option("--burstiness", a.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
   c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
 }
 
