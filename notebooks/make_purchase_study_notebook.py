@@ -3,18 +3,10 @@
     /usr/bin/python3 notebooks/make_purchase_study_notebook.py
 """
 import os
+import sys
 
-import nbformat as nbf
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def md(s):
-    return nbf.v4.new_markdown_cell(s.strip())
-
-
-def code(s):
-    return nbf.v4.new_code_cell(s.strip())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_notebooks import code, md, write  # noqa: E402  (the notebooks' shared cell helpers)
 
 
 cells = [
@@ -162,8 +154,4 @@ print(f"one client, text: TTFT {s['time_to_first_token_ms_avg']:.0f} ms, ITL {s[
 ]
 
 if __name__ == "__main__":
-    nb = nbf.v4.new_notebook()
-    nb.cells = cells
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbf.write(nb, os.path.join(HERE, "purchase_study.ipynb"))
+    write("purchase_study.ipynb", cells)

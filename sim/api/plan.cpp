@@ -332,6 +332,10 @@ struct Study {
       if (r.topology == d.name()) mine.push_back(r);
     j["predicted"] = sim::sweep_columns(mine);
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    j["router"] = std::string(sim::to_string(spec.router));
+    j["seed"] = spec.seed;
+    if (arrival && row.feasible)
+      j["rate_per_copy"] = *o.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
     return j;
   }
 

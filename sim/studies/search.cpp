@@ -926,6 +926,10 @@ nlohmann::json Search::deployment(int index) const {
   for (const auto& x : traffic_.multimodal.images) im.push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
   d["images"] = im;
   d["image_fraction"] = traffic_.multimodal.fraction;
+  d["router"] = std::string(to_string(space_.router));
+  d["seed"] = traffic_.seed;
+  if (traffic_.open_loop() && s.score.rate_per_copy > 0)
+    d["rate_per_copy"] = s.score.rate_per_copy, d["arrival"] = workloads::arrival_name(*traffic_.arrival);
   d["vision"] = space_.model->has_vision;
   d["has_encode_workers"] = false;
   nlohmann::json conc = nlohmann::json::array();

@@ -58,3 +58,4 @@ set_tests_properties(cli_simulate_image_fraction PROPERTIES PASS_REGULAR_EXPRESS
   "input_sequence_length +tokens +1(3[3-9][0-9]|4[0-3][0-9])\\.[0-9]+ +1000\\.00 +1000\\.00 +2280\\.00")
 add_test(NAME cli_image_fraction_needs_images COMMAND ${SS} simulate --model nemotron-3.5-super-vl --gpu b200 --image-fraction 0.3)
 set_tests_properties(cli_image_fraction_needs_images PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --image-fraction: needs --images[^\n]*\n$")
+add_test(NAME cli_emit_scenario_resimulates COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/scripts/emit_scenario.cmake)
