@@ -1,6 +1,7 @@
 #include "hwmodels/calibration.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -111,7 +112,8 @@ namespace {
 
 // A measured time in ms (1 ns to about 3 hours), or a shape or size: a whole number from 1 to
 // 2^40 (no kernel of a serving engine is timed beyond that; 1e15 rows is a typo, not a shape).
-double positive(const JsonReader& r, std::string_view key) {
+template <class Reader>
+double positive(const Reader& r, std::string_view key) {
   double v = r.number(key);
   if (v <= 0) r.fail(key, "must be > 0");
   if (key == "ms" || key == "ms_eager") {
@@ -122,14 +124,16 @@ double positive(const JsonReader& r, std::string_view key) {
   return v;
 }
 
-Precision dtype_of(const JsonReader& p) {
+template <class Reader>
+Precision dtype_of(const Reader& p) {
   std::string d = p.string("dtype");
   if (d == "fp8_block") return Precision::fp8;
   if (d != "bf16" && d != "fp8" && d != "nvfp4") p.fail("dtype", "expected bf16, fp8, fp8_block or nvfp4, got '" + d + "'");
   return parse_precision(d);
 }
 
-double kv_bytes_of(const JsonReader& p) {
+template <class Reader>
+double kv_bytes_of(const Reader& p) {
   std::string d = p.string_or("kv_dtype", "bf16");
   if (d != "bf16" && d != "fp8") p.fail("kv_dtype", "expected bf16 or fp8, got '" + d + "'");
   return d == "fp8" ? 1 : 2;
@@ -137,7 +141,8 @@ double kv_bytes_of(const JsonReader& p) {
 
 // The calibration family of one measured point of a file of `family`: the file's family with the
 // point's dtype, phase, mode or collective, and for a fused MoE the kernel library of its `kid`.
-std::string point_name(const std::string& family, const JsonReader& p, const std::vector<std::string>& kernels) {
+template <class Reader>
+std::string point_name(const std::string& family, const Reader& p, const std::vector<std::string>& kernels) {
   std::string name = family;
   if (family == "gemm") {
     const Precision d = dtype_of(p);
@@ -173,7 +178,8 @@ std::string point_name(const std::string& family, const JsonReader& p, const std
 
 // Roofline terms of one measured point (named by point_name), on `g`'s datasheet peaks. `marlin`:
 // the point was timed by vLLM's fused Marlin MoE (its math over block-padded slots, marlin_block_m).
-void to_sample(const std::string& family, const JsonReader& p, const GpuSpec& g, Sample& s, bool marlin) {
+template <class Reader>
+void to_sample(const std::string& family, const Reader& p, const GpuSpec& g, Sample& s, bool marlin) {
   Work w;
   auto at = [&](Precision prec) { return g.dense_flops(prec) > 0 ? g.dense_flops(prec) : g.bf16_flops; };
   double peak = g.bf16_flops;
@@ -301,6 +307,132 @@ double median(std::vector<double> v) {
 
 namespace {
 
+// One row of the reducer's layout ("[v, v, ...]" under "columns") read in place, without building
+// a JSON object: the same accessors as JsonReader for the values a row holds, numbers (JSON's
+// grammar, parsed to the same double: correctly rounded either way), strings without escapes and
+// nulls. Anything else (an escape, true/false, a nested value, a number out of range) or a field
+// the caller would refuse throws RowReader::Slow, and the caller reads that row through
+// JsonReader, whose error names the field: read this way, a row gives what JsonReader gives.
+class RowReader {
+ public:
+  struct Slow {};
+  RowReader(std::string_view row, const std::vector<std::string>& columns, const std::string& file)
+      : columns_(columns), file_(file) {
+    if (row.size() < 2 || row.front() != '[' || row.back() != ']') throw Slow{};
+    values_.reserve(columns.size());
+    std::size_t i = 1;
+    const std::size_t end = row.size() - 1;
+    for (;;) {
+      while (i < end && is_space(row[i])) ++i;
+      if (i >= end) break;
+      std::size_t j = i;
+      Value v;
+      if (row[i] == '"') {
+        j = row.find('"', i + 1);
+        if (j == std::string_view::npos || j >= end) throw Slow{};
+        v.text = row.substr(i + 1, j - i - 1);
+        if (v.text.find('\\') != std::string_view::npos) throw Slow{};
+        for (char c : v.text)
+          if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80) throw Slow{};  // JsonReader checks UTF-8
+        v.kind = Kind::string;
+        ++j;
+      } else {
+        while (j < end && row[j] != ',' && !is_space(row[j])) ++j;
+        const std::string_view tok = row.substr(i, j - i);
+        if (tok == "null") v.kind = Kind::null;
+        else number_token(tok, v);
+      }
+      values_.push_back(v);
+      while (j < end && is_space(row[j])) ++j;
+      if (j < end && row[j] != ',') throw Slow{};
+      i = j + 1;
+      if (j >= end) break;
+      if (i >= end) throw Slow{};  // a trailing comma
+    }
+    if (values_.size() != columns.size()) throw Slow{};
+  }
+
+  bool has(std::string_view key) const {
+    const Value* v = find(key);
+    return v && v->kind != Kind::null;
+  }
+  double number(std::string_view key) const {
+    const Value* v = find(key);
+    if (!v || (v->kind != Kind::integer && v->kind != Kind::real)) throw Slow{};
+    return v->kind == Kind::integer ? double(v->integer) : v->real;
+  }
+  double number_or(std::string_view key, double fallback) const { return has(key) ? number(key) : fallback; }
+  std::int64_t integer(std::string_view key) const {
+    const Value* v = find(key);
+    if (v && v->kind == Kind::integer) return v->integer;
+    if (v && v->kind == Kind::real && v->real == std::floor(v->real) && std::fabs(v->real) < 9e15)
+      return static_cast<std::int64_t>(v->real);
+    throw Slow{};
+  }
+  std::string string(std::string_view key) const {
+    const Value* v = find(key);
+    if (!v || v->kind != Kind::string) throw Slow{};
+    return std::string(v->text);
+  }
+  std::string string_or(std::string_view key, std::string fallback) const {
+    return has(key) ? string(key) : std::move(fallback);
+  }
+  [[noreturn]] void fail(std::string_view, const std::string&) const { throw Slow{}; }
+  const std::string& file() const { return file_; }
+  nlohmann::json json() const { throw Slow{}; }  // only ever asked for an error message
+
+ private:
+  enum class Kind { null, integer, real, string };
+  struct Value {
+    Kind kind = Kind::null;
+    std::int64_t integer = 0;
+    double real = 0;
+    std::string_view text;
+  };
+  static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+  // A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; an integer that fits int64 stays one.
+  static void number_token(std::string_view t, Value& v) {
+    std::size_t k = 0;
+    if (k < t.size() && t[k] == '-') ++k;
+    if (k >= t.size() || !digit(t[k])) throw Slow{};
+    if (t[k] == '0') ++k;
+    else while (k < t.size() && digit(t[k])) ++k;
+    bool real = false;
+    if (k < t.size() && t[k] == '.') {
+      real = true, ++k;
+      if (k >= t.size() || !digit(t[k])) throw Slow{};
+      while (k < t.size() && digit(t[k])) ++k;
+    }
+    if (k < t.size() && (t[k] == 'e' || t[k] == 'E')) {
+      real = true, ++k;
+      if (k < t.size() && (t[k] == '+' || t[k] == '-')) ++k;
+      if (k >= t.size() || !digit(t[k])) throw Slow{};
+      while (k < t.size() && digit(t[k])) ++k;
+    }
+    if (k != t.size()) throw Slow{};
+    const char* first = t.data();
+    if (!real) {
+      const auto r = std::from_chars(first, t.data() + t.size(), v.integer);
+      if (r.ec != std::errc() || r.ptr != t.data() + t.size()) throw Slow{};
+      v.kind = Kind::integer;
+      return;
+    }
+    const auto r = std::from_chars(first, t.data() + t.size(), v.real);
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size() || !std::isfinite(v.real)) throw Slow{};
+    v.kind = Kind::real;
+  }
+  // The last column of that name (a later column overwrites an earlier one in row_object).
+  const Value* find(std::string_view key) const {
+    for (std::size_t c = columns_.size(); c-- > 0;)
+      if (columns_[c] == key) return &values_[c];
+    return nullptr;
+  }
+  const std::vector<std::string>& columns_;
+  const std::string& file_;
+  std::vector<Value> values_;
+};
+
 // One parsed calibration file: its header and its points, either as objects (json["points"]) or,
 // in the reducer's layout ("columns" and one row per point), as the text of each row, parsed when
 // its family is fitted.
@@ -406,6 +538,21 @@ struct Calibration::Lazy {
   std::vector<std::unique_ptr<Doc>> docs;
   std::map<std::string, std::vector<PointRef>, std::less<>> unfitted;  // named, not yet sampled and fitted
 
+  // Calls use(RowReader) on row `i` of a file in the reducer's layout; false (use not finished)
+  // when the file has no rows or the row needs JsonReader (RowReader::Slow, or an Error to be
+  // reported with JsonReader's field names).
+  template <class Use>
+  static bool read_row(const Doc& d, std::size_t i, const Use& use) {
+    if (d.columns.empty()) return false;
+    try {
+      use(RowReader(d.rows[i], d.columns, d.file));
+      return true;
+    } catch (const RowReader::Slow&) {
+    } catch (const Error&) {
+    }
+    return false;
+  }
+
   void read(const std::string& file, std::string_view text, bool owned = false) {
     auto doc = std::make_unique<Doc>();
     Doc& d = *doc;
@@ -461,14 +608,20 @@ struct Calibration::Lazy {
       root.fail("points", std::to_string(n) + " points, more than " + std::to_string(kMaxPointsPerFile) +
                               " per file (the fit's time grows with the square of the points); thin the sweep");
     for (std::size_t i = 0; i < n; ++i) {
-      nlohmann::json fields;
-      if (!d.columns.empty()) fields = naming_fields(d.rows[i], d.columns);
-      const JsonReader p = d.columns.empty() ? points[i] : JsonReader(fields, file, "points[" + std::to_string(i) + "]");
-      std::string name = point_name(d.family, p, d.kernels);
+      std::string name;
       int kid = -1;
-      if (p.has("kid")) {
-        kid = int(p.integer("kid"));
-        if (kid < 0 || kid >= int(d.kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
+      const auto name_point = [&](const auto& p) {
+        name = point_name(d.family, p, d.kernels);
+        kid = -1;
+        if (p.has("kid")) {
+          kid = int(p.integer("kid"));
+          if (kid < 0 || kid >= int(d.kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
+        }
+      };
+      if (!read_row(d, i, name_point)) {
+        nlohmann::json fields;
+        if (!d.columns.empty()) fields = naming_fields(d.rows[i], d.columns);
+        name_point(d.columns.empty() ? points[i] : JsonReader(fields, file, "points[" + std::to_string(i) + "]"));
       }
       // A vLLM measurement shadows this project's PyTorch run of the same family.
       if (auto it = families.find(name); it != families.end() && it->second.origin != d.origin) {
@@ -513,32 +666,45 @@ struct Calibration::Lazy {
     auto node = unfitted.extract(name);
     if (node.empty()) return;
     FamilyCalibration& f = families.at(name);
+    f.samples.reserve(node.mapped().size());
+    const Doc* last = nullptr;
+    std::vector<char> marlin_kid;  // per kernel of the doc: vLLM's fused Marlin MoE (block-padded math)
     for (const PointRef& ref : node.mapped()) {
       const Doc& d = *ref.doc;
-      const std::string where = "points[" + std::to_string(ref.index) + "]";
-      nlohmann::json row;
-      if (!d.columns.empty()) {
-        row = parse_json(d.rows[ref.index], d.file);
-        row = row_object(row, d.columns, d.file, ref.index);
+      if (&d != last) {  // what depends on the file, not the row
+        last = &d;
+        marlin_kid.assign(d.kernels.size(), 0);
+        for (std::size_t k = 0; k < d.kernels.size(); ++k)
+          marlin_kid[k] = d.family == "moe" && moe_kernel_library(d.kernels[k]) == "marlin";
+        f.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
+                                 std::end(kRobustPlaneFamilies);
+        // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
+        // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
+        // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
+        f.options.size_envelope = d.family == "nccl";
+        f.prior_compute = name.find("fp8") != std::string::npos && gpu.priors.gemm_fp8 > 0 ? gpu.priors.gemm_fp8
+                                                                                           : gpu.priors.gemm_bf16;
+        f.prior_memory = d.family == "nccl" || d.family == "custom_all_reduce" ? gpu.priors.nccl_busbw : gpu.priors.memory;
       }
-      JsonReader p(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where);
       Sample s;
-      const int kid = p.has("kid") ? int(p.integer("kid")) : -1;
-      const bool marlin = d.family == "moe" && kid >= 0 && moe_kernel_library(d.kernels[size_t(kid)]) == "marlin";
-      to_sample(d.family, p, gpu, s, marlin);
-      s.seconds = positive(p, "ms") * 1e-3;
-      if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
-      s.kernel = kid;
+      const auto sample = [&](const auto& p) {
+        s = Sample{};
+        const int kid = p.has("kid") ? int(p.integer("kid")) : -1;
+        to_sample(d.family, p, gpu, s, kid >= 0 && marlin_kid[size_t(kid)]);
+        s.seconds = positive(p, "ms") * 1e-3;
+        if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
+        s.kernel = kid;
+      };
+      if (!read_row(d, ref.index, sample)) {
+        const std::string where = "points[" + std::to_string(ref.index) + "]";
+        nlohmann::json row;
+        if (!d.columns.empty()) {
+          row = parse_json(d.rows[ref.index], d.file);
+          row = row_object(row, d.columns, d.file, ref.index);
+        }
+        sample(JsonReader(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where));
+      }
       f.samples.push_back(s);
-      f.options.robust_plane = std::find(std::begin(kRobustPlaneFamilies), std::end(kRobustPlaneFamilies), name) !=
-                               std::end(kRobustPlaneFamilies);
-      // NCCL collectives only: vLLM's all-reduce switches implementation by size within one table
-      // (B200, 8 GPUs: 25.8 us at 256 KiB, 17.2 us at 1 MiB), and the measured serving runs agree
-      // with the slower rows (gpt-oss-120b TP 8 at 64 clients: TPOT 15 % low without them).
-      f.options.size_envelope = d.family == "nccl";
-      f.prior_compute = name.find("fp8") != std::string::npos && gpu.priors.gemm_fp8 > 0 ? gpu.priors.gemm_fp8
-                                                                                         : gpu.priors.gemm_bf16;
-      f.prior_memory = d.family == "nccl" || d.family == "custom_all_reduce" ? gpu.priors.nccl_busbw : gpu.priors.memory;
     }
     fit_family(f);
   }
@@ -616,6 +782,19 @@ std::vector<std::string> Calibration::family_names(std::string_view prefix, bool
   for (auto it = lazy_->families.lower_bound(prefix); it != lazy_->families.end() && it->first.starts_with(prefix); ++it)
     if (!usable_only || it->second.rejected.empty()) out.push_back(it->first);
   return out;
+}
+
+const FamilyCalibration* Calibration::header(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->read_for(name);
+  auto it = lazy_->families.find(name);
+  return it == lazy_->families.end() ? nullptr : &it->second;
+}
+
+const std::map<std::string, FamilyCalibration, std::less<>>& Calibration::headers() const {
+  std::lock_guard<std::mutex> lock(lazy_->mu);
+  lazy_->read_for({});
+  return lazy_->families;
 }
 
 const std::map<std::string, FamilyCalibration, std::less<>>& Calibration::families() const {

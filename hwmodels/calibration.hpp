@@ -80,6 +80,12 @@ class Calibration {
   std::vector<std::string> family_names(std::string_view prefix, bool usable_only = false) const;
   // Every family, each read and fitted.
   const std::map<std::string, FamilyCalibration, std::less<>>& families() const;
+  // The family as read from its file, fitted or not: its name, file, origin, runtime, kernels and
+  // rejected reason are set, its samples and fit only once family() or families() fitted it.
+  // What a provenance line needs, without the cost of fitting (nullptr when not measured).
+  const FamilyCalibration* header(std::string_view name) const;
+  // Every family as header() gives it: every file read, nothing fitted that was not already.
+  const std::map<std::string, FamilyCalibration, std::less<>>& headers() const;
   // The engine's CPU launch cost per eager kernel (the Mamba state update's eager minus graph time
   // when measured, else the smallest family median); `graph_floor`: also the smallest measured
   // time of any point (reads every family).

@@ -472,8 +472,8 @@ class Model final : public KernelModel {
       out = "kernel tables for " + asked_ + ", nearest release first:";
       for (const Layer& l : releases_) {
         std::string fams;
-        for (const auto& [name, f] : l.cal->families())
-          if (f.rejected.empty() && !find(name).table.compare(l.label)) fams += (fams.empty() ? "" : ", ") + name;
+        for (const auto& [name, f] : l.cal->headers())
+          if (f.rejected.empty() && !find(name, false).table.compare(l.label)) fams += (fams.empty() ? "" : ", ") + name;
         if (!fams.empty()) out += " " + l.label + ": " + fams + ";";
       }
       out += " every other family: ";
@@ -486,7 +486,7 @@ class Model final : public KernelModel {
     if (!own_.empty()) {
       int vllm = 0, torch = 0;
       std::string runtimes;
-      for (const auto& [name, f] : own_.families()) {
+      for (const auto& [name, f] : own_.headers()) {
         if (name.ends_with("_torch")) continue;
         (f.origin == "vllm" ? vllm : torch)++;
         if (f.origin == "vllm" && runtimes.find(f.runtime) == std::string::npos)
@@ -497,8 +497,8 @@ class Model final : public KernelModel {
       if (torch) out += std::string(vllm ? " and" : "") + " (PyTorch/Triton runs: " + std::to_string(torch) + " families)";
       std::string moved;
       if (ref_)
-        for (const auto& [name, f] : ref_->families())
-          if (!name.ends_with("_torch") && !own_.family(name)) moved += (moved.empty() ? "" : ", ") + name;
+        for (const auto& [name, f] : ref_->headers())
+          if (!name.ends_with("_torch") && !own_.header(name)) moved += (moved.empty() ? "" : ", ") + name;
       if (!moved.empty())
         out += "; transferred from " + ref_->gpu().name + " (scaled by the datasheet bandwidth and compute ratios "
                "with achieved-fraction priors): " + moved;
@@ -533,9 +533,10 @@ class Model final : public KernelModel {
 
   // The first table that timed `family`, nearest release first, then vLLM 0.24, then the reference
   // GPU's. A family whose timings the data's provenance rejects is never used (FamilyCalibration::rejected).
-  Found find(std::string_view family) const {
+  // `fitted` false: the family as read (Calibration::header), for naming its table without fitting it.
+  Found find(std::string_view family, bool fitted = true) const {
     for (const Layer& l : layers_)
-      if (const auto* f = l.cal->family(family); f && f->rejected.empty())
+      if (const auto* f = fitted ? l.cal->family(family) : l.cal->header(family); f && f->rejected.empty())
         return {f, l.own, &l.cal->gpu(), l.label.empty() ? std::string_view(f->runtime) : std::string_view(l.label)};
     return {};
   }

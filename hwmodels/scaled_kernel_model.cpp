@@ -1,9 +1,12 @@
 #include "hwmodels/scaled_kernel_model.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace servesim::hw {
 namespace {
+
+constexpr double kPrefillHalfTokens = 512;   // m at which a query takes half the prefill factor
 
 OpTime scaled(OpTime t, double f) {
   t.seconds *= f;
@@ -14,22 +17,27 @@ OpTime scaled(OpTime t, double f) {
 class Scaled final : public KernelModel {
  public:
   Scaled(const KernelModel& base, const KernelScales& s) : b_(base), s_(s) {}
+
+  // The prefill factor's share for a query of m tokens.
+  double compute(double f, double m) const {
+    return s_.prefill == 1 ? f : f * std::pow(s_.prefill, m / (m + kPrefillHalfTokens));
+  }
   OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
-    return scaled(b_.gemm(m, n, k, p), s_.gemm);
+    return scaled(b_.gemm(m, n, k, p), compute(s_.gemm, double(m)));
   }
   OpTime grouped_gemm(int experts, std::int64_t tokens, std::int64_t n, std::int64_t k, Precision p, double skew) const override {
-    return scaled(b_.grouped_gemm(experts, tokens, n, k, p, skew), s_.moe);
+    return scaled(b_.grouped_gemm(experts, tokens, n, k, p, skew), compute(s_.moe, double(tokens)));
   }
   OpTime attention_prefill(int batch, std::int64_t seq, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
-    return scaled(b_.attention_prefill(batch, seq, heads, kv_heads, head_dim, kv, window), s_.attention);
+    return scaled(b_.attention_prefill(batch, seq, heads, kv_heads, head_dim, kv, window), s_.attention * s_.prefill);
   }
   OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
     return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention);
   }
   OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
-    return scaled(b_.encoder_attention(batch, seq, heads, head_dim), s_.attention);
+    return scaled(b_.encoder_attention(batch, seq, heads, head_dim), s_.attention * s_.prefill);
   }
-  OpTime moe(const MoeShape& shape, Precision p) const override { return scaled(b_.moe(shape, p), s_.moe); }
+  OpTime moe(const MoeShape& shape, Precision p) const override { return scaled(b_.moe(shape, p), compute(s_.moe, shape.tokens)); }
   ColdWeights cold_weights(std::string_view family) const override { return b_.cold_weights(family); }
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim, int head_v_dim) const override {
     return b_.gdn(decode, batch, seq, k_heads, v_heads, head_k_dim, head_v_dim);
@@ -52,9 +60,9 @@ class Scaled final : public KernelModel {
     return scaled(b_.transfer(bytes, cross_node, instance), s_.communication);
   }
   std::string provenance() const override {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g", s_.gemm,
-                  s_.moe, s_.attention, s_.communication);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g",
+                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill);
     return b_.provenance() + buf;
   }
 

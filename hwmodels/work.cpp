@@ -275,21 +275,46 @@ MoeRouting power_law_draws(const MoeShape& s, int block_m) {
 }
 }  // namespace
 
+namespace {
+using RoutingKey = std::tuple<int, double, int, int, double, int>;
+RoutingKey key_of(const PowerLawRouting& r) { return {r.experts, r.tokens, r.topk, r.ep, r.skew, r.block_m}; }
+// Drawn routings memoised per key (many shapes share one): the same key always gives the same value.
+std::map<RoutingKey, MoeRouting> drawn_memo;
+std::mutex drawn_mu;
+std::size_t table_misses = 0;
+}  // namespace
+
+MoeRouting power_law_routing_drawn(const MoeShape& s, int block_m) { return power_law_draws(s, block_m); }
+
+std::vector<PowerLawRouting> power_law_routings_drawn() {
+  std::lock_guard<std::mutex> lock(drawn_mu);
+  std::vector<PowerLawRouting> out;
+  for (const auto& [k, r] : drawn_memo)
+    out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k), r});
+  return out;
+}
+
+std::size_t power_law_routing_table_misses() {
+  std::lock_guard<std::mutex> lock(drawn_mu);
+  return table_misses;
+}
+
 MoeRouting moe_routing_measured(const MoeShape& s, int block_m) {
   if (s.experts <= 0 || s.tokens <= 0) return {};
   if (s.skew > 0) {
-    // Memoised per routing (many shapes share one): the same key always gives the same value.
-    using Key = std::tuple<int, double, int, int, double, int>;
-    static std::map<Key, MoeRouting> memo;
-    static std::mutex mu;
-    const Key k{s.experts, s.tokens, s.topk, s.ep, s.skew, block_m};
+    const RoutingKey k{s.experts, s.tokens, s.topk, s.ep, s.skew, block_m};
+    const auto table = precomputed_power_law_routings();
+    const auto at = std::lower_bound(table.begin(), table.end(), k,
+                                     [](const PowerLawRouting& e, const RoutingKey& key) { return key_of(e) < key; });
+    if (at != table.end() && key_of(*at) == k) return at->routing;
     {
-      std::lock_guard<std::mutex> lock(mu);
-      if (auto it = memo.find(k); it != memo.end()) return it->second;
+      std::lock_guard<std::mutex> lock(drawn_mu);
+      ++table_misses;
+      if (auto it = drawn_memo.find(k); it != drawn_memo.end()) return it->second;
     }
     const MoeRouting r = power_law_draws(s, block_m);
-    std::lock_guard<std::mutex> lock(mu);
-    return memo.emplace(k, r).first->second;
+    std::lock_guard<std::mutex> lock(drawn_mu);
+    return drawn_memo.emplace(k, r).first->second;
   }
   const double local = double(s.experts) / std::max(1, s.ep);
   const double slots = s.tokens * s.topk / std::max(1, s.ep);

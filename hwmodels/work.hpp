@@ -2,8 +2,10 @@
 // (measured points) and the predictions (queries), so both see the same physics.
 #pragma once
 
-#include <string>
 #include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/fit.hpp"
@@ -89,6 +91,27 @@ MoeRouting moe_routing_expected(const MoeShape& s, int block_m = 0);
 // block_m > 0: also the padded slots of those loads (balanced: the local slots split as evenly as
 // whole slots allow).
 MoeRouting moe_routing_measured(const MoeShape& s, int block_m = 0);
+// One power-law routing of a measured fused-MoE row: what moe_routing_measured(s, block_m) gives
+// for s.skew > 0, keyed by the fields it depends on.
+struct PowerLawRouting {
+  int experts = 0;
+  double tokens = 0;
+  int topk = 0, ep = 0;
+  double skew = 0;
+  int block_m = 0;
+  MoeRouting routing;
+};
+// The power-law routings of every measured fused-MoE row of the embedded tables, drawn at build
+// time (hwmodels/precompute/, run by CMake) and compiled into the binary, sorted by key:
+// moe_routing_measured looks a row up here before drawing (the draws are half of reading a GPU's
+// MoE tables). Empty in the generator itself.
+std::span<const PowerLawRouting> precomputed_power_law_routings();
+// The routing drawn afresh, never looked up: what a table entry must equal bit for bit.
+MoeRouting power_law_routing_drawn(const MoeShape& s, int block_m);
+// Every power-law routing this process drew (found in no table), sorted by key: the generator's output.
+std::vector<PowerLawRouting> power_law_routings_drawn();
+// How many lookups found no table entry so far in this process (then drew or took the memo).
+std::size_t power_law_routing_table_misses();
 // Weights of the touched experts at `weights` bytes/param, tokens in/out in bf16, the intermediate
 // activations written and read once; FLOPs 2 x slots x (3 or 2) x hidden x inter/tp. Where the
 // routing has padded slots (block-padded kernels): FLOPs over the padded slots (the math of whole

@@ -138,6 +138,7 @@ class Model final : public StepCostModel {
         if (m.layers[i] == LayerKind::mamba) ++n_mamba_hp_;
         if (m.layers[i] == LayerKind::attention || m.layers[i] == LayerKind::sliding_attention) ++n_attn_hp_;
       }
+    if (dp_ == hw::Precision::fp8_block) launch_counts_.fp8_block_linears = fp8_block_linears();
     if (n_mamba_) {
       const std::int64_t di = m.mamba_d_inner() / tp, g = std::max(1, m.groups / tp);
       const std::int64_t in_n = 2 * di + 2 * g * m.d_state + m.mamba_heads / tp;
@@ -582,6 +583,16 @@ class Model final : public StepCostModel {
     return full;
   }
   bool attn_elt_active() const { return m_.qk_norm || m_.attn_output_gate; }
+  // Dense linear layers of one forward that run at the block-FP8 format (the step's dp_ GEMMs, as
+  // priced below): attention QKV + O, MLA's projections (q_a + q_b or q, kv_a, o, kv_b, the DSA
+  // indexer's wq_b and wk), Mamba and Gated DeltaNet in + out, MLP gate_up + down, shared-expert
+  // and latent pairs. Routers stay BF16 and routed experts run inside the fused MoE.
+  int fp8_block_linears() const {
+    const int per_mla = (m_.q_lora_rank > 0 ? 2 : 1) + 3 + (m_.index_topk > 0 ? 2 : 0);
+    const int per_moe = (m_.shared_experts > 0 && m_.shared_intermediate > 0 ? 2 : 0) + (m_.moe_latent > 0 ? 2 : 0);
+    return 2 * (n_attn_ - n_attn_hp_) + per_mla * n_mla_ + 2 * (n_mamba_ - n_mamba_hp_) + 2 * n_gdn_ + 2 * n_mlp_ +
+           per_moe * n_moe_;
+  }
   // MiniMax-M2's per_layer QK-norm (vLLM MiniMaxText01RMSNormTP): q and k are each normalised over
   // the whole projection in FP32, so under TP the sum of squares is all-reduced across the ranks
   // (M FP32 values per norm) between a reduction kernel and a normalising kernel; with TP 1 each norm

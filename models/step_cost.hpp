@@ -58,8 +58,11 @@ class StepCostModel {
   // graph-replay kernel times that seconds() sums. 0 when unknown.
   virtual double eager_launch_seconds() const { return 0; }
   // Kernels one forward launches, and the attention / Mamba layers whose ops run eagerly between
-  // piecewise CUDA graphs. Zeros when unknown.
-  struct LaunchCounts { int kernels = 0, attention_layers = 0, mamba_layers = 0; };
+  // piecewise CUDA graphs. Zeros when unknown. `fp8_block_linears`: the dense linear layers among
+  // `kernels` whose weights are 128x128 block FP8 (one count each): outside a CUDA graph vLLM issues
+  // each as its block-FP8 linear op (activation quantisation + GEMM through the op's Python path),
+  // whose measured eager cost per call the engine profile gives (host.launch_us_per_fp8_block_linear).
+  struct LaunchCounts { int kernels = 0, attention_layers = 0, mamba_layers = 0, fp8_block_linears = 0; };
   virtual LaunchCounts launch_counts() const { return {}; }
 };
 

@@ -11,7 +11,7 @@
 namespace servesim::sim {
 
 namespace {
-const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale",
+const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale",
                               "step_cpu_factor", "step_overhead_factor", "request_overhead_ms", "spread_factor"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
@@ -19,6 +19,12 @@ bool known(const std::string& n) {
   return false;
 }
 }  // namespace
+
+std::string calibration_parameter_names() {
+  std::string s;
+  for (const char* k : kNames) s += (s.empty() ? "" : ", ") + std::string(k);
+  return s;
+}
 
 const CalibratedParameter* CalibrationProfile::parameter(const std::string& name) const {
   for (const auto& p : parameters)
@@ -41,8 +47,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     CalibratedParameter c;
     c.name = x.string("name");
     if (!known(c.name))
-      x.fail("name", "unknown parameter '" + c.name + "'; known: gemm_scale, moe_scale, attention_scale, communication_scale, "
-                     "step_cpu_factor, step_overhead_factor, request_overhead_ms, spread_factor");
+      x.fail("name", "unknown parameter '" + c.name + "'; known: " + calibration_parameter_names());
     c.prior = x.number("prior");
     c.value = x.number("value");
     c.sd = x.number_or("sd", 0);
@@ -57,7 +62,8 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     const auto* c = p.parameter(n);
     return c ? c->value : d;
   };
-  p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1)};
+  p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1),
+               val("prefill_scale", 1)};
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.request_overhead_ms = val("request_overhead_ms", 0);
@@ -105,6 +111,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "moe_scale") a.kernels.moe = c.value;
     else if (c.name == "attention_scale") a.kernels.attention = c.value;
     else if (c.name == "communication_scale") a.kernels.communication = c.value;
+    else if (c.name == "prefill_scale") a.kernels.prefill = c.value;
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;

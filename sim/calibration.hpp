@@ -40,6 +40,8 @@ struct CalibrationProfile {
 
 // The profile's JSON layout (what calibrate e2e writes) and back; errors name `file` and the field.
 CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string& file);
+// The parameters a profile may carry, comma-separated (for messages).
+std::string calibration_parameter_names();
 nlohmann::json to_json(const CalibrationProfile& p);
 CalibrationProfile load_calibration(const std::string& path);
 

@@ -80,6 +80,9 @@ struct EngineConfig {
   // model's own eager launch estimate.
   double launch_per_kernel_s = 0, launch_per_kernel_eager_s = 0;
   int eager_kernels_per_attention_layer = 0, eager_kernels_per_mamba_layer = 0;
+  // One block-FP8 dense linear issued outside a CUDA graph (vLLM's op: activation quantisation +
+  // GEMM), measured per GPU; 0: one kernel launch like any other.
+  double launch_per_fp8_block_linear_s = 0;
   std::string engine_profile;                            // profile that filled the unset knobs
   // Speculative decoding hook: draft tokens verified per decode step, and the probability that
   // the draft token at position i (0-based) is accepted given all before it were. Empty: 1.0.

@@ -135,6 +135,13 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.host.launch_per_kernel_eager_s = h.number("launch_us_per_kernel_eager") * 1e-6;
   p.host.eager_kernels_per_attention_layer = static_cast<int>(h.integer("eager_kernels_per_attention_layer"));
   p.host.eager_kernels_per_mamba_layer = static_cast<int>(h.integer("eager_kernels_per_mamba_layer"));
+  if (h.has("launch_us_per_fp8_block_linear")) {
+    const JsonReader f = h.object("launch_us_per_fp8_block_linear");
+    for (const auto& [gpu, v] : f.json().items()) {
+      const double us = f.number_in(gpu, 0, 0, 1e4);
+      p.host.launch_per_fp8_block_linear_s[text::lower(gpu)] = us * 1e-6;
+    }
+  }
   p.api_server = p.json.at("api_server");
   for (const auto& s : p.json.value("sources", nlohmann::json::array())) p.sources.push_back(s.get<std::string>());
   for (const auto& s : p.json.value("unverified", nlohmann::json::array())) p.unverified.push_back(s.get<std::string>());
@@ -404,6 +411,10 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   if (unset("step_overhead_us_per_seq")) cfg.step_overhead_per_seq_s = p.host.step_cpu_per_seq_s;
   cfg.launch_per_kernel_s = p.host.launch_per_kernel_s;
   cfg.launch_per_kernel_eager_s = p.host.launch_per_kernel_eager_s;
+  {
+    const auto it = p.host.launch_per_fp8_block_linear_s.find(text::lower(gpu.name));
+    cfg.launch_per_fp8_block_linear_s = it == p.host.launch_per_fp8_block_linear_s.end() ? 0.0 : it->second;
+  }
   cfg.eager_kernels_per_attention_layer = p.host.eager_kernels_per_attention_layer;
   cfg.eager_kernels_per_mamba_layer = p.host.eager_kernels_per_mamba_layer;
   if (unset("cudagraph_mode")) cfg.cudagraph_mode = p.graphs.mode;

@@ -68,6 +68,10 @@ struct HostCosts {                 // engine-level host-side costs (fitted or me
   double launch_per_kernel_eager_s = 23.1e-6;  // enforce_eager
   int eager_kernels_per_attention_layer = 2;   // piecewise graphs: attention runs eagerly
   int eager_kernels_per_mamba_layer = 3;
+  // Outside a CUDA graph, one block-FP8 dense linear (vLLM's block-FP8 linear op: activation
+  // quantisation + GEMM) costs its measured eager call instead of one kernel launch; by GPU name
+  // (lower case), absent where none was measured (then one kernel launch).
+  std::map<std::string, double> launch_per_fp8_block_linear_s;
 };
 
 struct EngineProfile {

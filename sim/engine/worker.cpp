@@ -40,6 +40,9 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
   const auto lc = cost.launch_counts();
   const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
   launch_full_s_ = lc.kernels > 0 && per_kernel > 0 ? lc.kernels * per_kernel : cost.eager_launch_seconds();
+  // Block-FP8 dense linears issued from the host cost their measured eager call, not one launch.
+  if (lc.kernels > 0 && per_kernel > 0 && cfg.launch_per_fp8_block_linear_s > 0)
+    launch_full_s_ += lc.fp8_block_linears * (cfg.launch_per_fp8_block_linear_s - per_kernel);
   launch_piecewise_s_ = per_kernel > 0 ? (double(lc.attention_layers) * cfg.eager_kernels_per_attention_layer +
                                           double(lc.mamba_layers) * cfg.eager_kernels_per_mamba_layer) * per_kernel
                                        : 0.0;

@@ -109,6 +109,8 @@ std::string precision_of(const MeasuredPoint& p) {
   if (!gemm.empty() && !moe.empty() && family(gemm) != family(moe))
     cannot("mixed quantization (GEMMs " + p.gemm_quant + ", MoE " + p.moe_quant + ") not modelled");
   if (label.empty()) label = !moe.empty() ? moe : gemm;
+  // The quantisation modes refine an FP8 label's scaling: AIC's fp8_block is the 128x128 block format.
+  if (label == "fp8" && (gemm == "fp8_block" || moe == "fp8_block")) label = "fp8_block";
   if (label.empty()) {   // nothing recorded: the checkpoint named by model_path
     const std::string m = text::lower(p.model_path);
     label = ends_with(m, "-fp8") ? "fp8" : (ends_with(m, "-nvfp4") || ends_with(m, "-fp4")) ? "nvfp4" : "bf16";
@@ -120,9 +122,18 @@ std::string precision_of(const MeasuredPoint& p) {
 // FP8 label on a 128x128 block checkpoint (MiniMax-M2.5) runs fp8_block, an FP4 label on an MXFP4
 // checkpoint (gpt-oss) runs mxfp4. A label of another type (Kimi-K2.5's NVFP4 rows: NVIDIA's
 // NVFP4 checkpoint of the INT4 model) runs as labelled.
-std::string checkpoint_format(const std::string& label, const models::ModelSpec& m) {
+// A model_path naming a published "-FP8" checkpoint (Qwen/Qwen3-235B-A22B-FP8) runs that checkpoint's
+// format when the catalogue publishes only one FP8 format for the model (Qwen3's: 128x128 blocks).
+std::string checkpoint_format(const std::string& label, const models::ModelSpec& m, const std::string& model_path) {
   const hw::Precision want = hw::parse_precision(label), ckpt = hw::parse_precision(m.checkpoint_precision);
-  return hw::storage_family(want) == hw::storage_family(ckpt) ? m.checkpoint_precision : label;
+  if (hw::storage_family(want) == hw::storage_family(ckpt)) return m.checkpoint_precision;
+  if (label == "fp8" && ends_with(text::lower(model_path), "-fp8")) {
+    const auto& pub = m.checkpoint_precisions;
+    const bool block = std::find(pub.begin(), pub.end(), "fp8_block") != pub.end();
+    const bool tensor = std::find(pub.begin(), pub.end(), "fp8") != pub.end();
+    if (block && !tensor) return "fp8_block";
+  }
+  return label;
 }
 
 // Expert parallelism of a worker: 1 (experts sharded by TP x DP) or TP x DP (servesim's two options).
@@ -256,7 +267,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   const models::ModelSpec* m = resolve_model(p.model_path, o.model_files, &model_file);
   if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
   if (resolved_model) *resolved_model = m->name;
-  precision = checkpoint_format(precision, *m);
+  precision = checkpoint_format(precision, *m, p.model_path);
   const std::string gpu = gpu_of(p.system);
   try {
     hw::Catalog::global().gpu(gpu);

@@ -122,3 +122,31 @@ TEST(KernelTables, LazyReadingFitsTheSameBitsAsAWholeRead) {
     }
   }
 }
+
+// A provenance line needs each family's name, origin, runtime and rejected reason: header() and
+// headers() give them from the files alone, nothing fitted, the same as the fitted families say.
+TEST(KernelTables, HeadersNameEveryFamilyWithoutFittingIt) {
+  const GpuSpec& g = Catalog::global().gpu("H200");
+  for (const std::string& release : {std::string(), std::string("vllm-0.19.0")}) {
+    const Calibration read = Calibration::embedded(g, release);
+    const auto& headers = read.headers();
+    ASSERT_FALSE(headers.empty()) << release;
+    for (const auto& [name, h] : headers) {
+      EXPECT_TRUE(h.samples.empty()) << name;  // read, not fitted
+      EXPECT_EQ(read.header(name), &h) << name;
+    }
+    const Calibration fitted = Calibration::embedded(g, release);
+    const auto& all = fitted.families();
+    ASSERT_EQ(all.size(), headers.size()) << release;
+    for (const auto& [name, f] : all) {
+      const FamilyCalibration* h = read.header(name);
+      ASSERT_NE(h, nullptr) << name;
+      EXPECT_FALSE(f.samples.empty()) << name;
+      EXPECT_EQ(h->origin, f.origin) << name;
+      EXPECT_EQ(h->runtime, f.runtime) << name;
+      EXPECT_EQ(h->rejected, f.rejected) << name;
+      EXPECT_EQ(h->file, f.file) << name;
+    }
+    EXPECT_EQ(read.header("no_such_family"), nullptr);
+  }
+}

@@ -8,6 +8,8 @@
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/engine_profile.hpp"
+#include "sim/engine/worker.hpp"
 #include "sim/metrics.hpp"
 #include "workloads/workload.hpp"
 
@@ -80,4 +82,41 @@ TEST(Launch, RealModelEagerLaunchIsKernelsTimesTheMeasuredCost) {
   EXPECT_NEAR(kernels, std::round(kernels), 1e-9);
   // 40 Mamba x 6 + 8 attention x 5 + 40 MoE x (6 + 3 shared + 2 latent) + 88 all-reduces + 5.
   EXPECT_EQ(std::lround(kernels), 40 * 6 + 8 * 5 + 40 * 11 + 88 + 5);
+}
+
+// Outside a CUDA graph vLLM issues a block-FP8 dense linear as its op (activation quantisation +
+// GEMM through Python), whose measured eager call (AIConfigurator's eager fp8_block GEMM rows at
+// m <= 64: 62 us on the H200, 182 us on the B200) replaces that linear's one kernel launch.
+// Qwen3-235B-A22B (94 layers, block FP8): 2 linears per layer (QKV, O); the router stays BF16 and
+// the routed experts run in the fused MoE. A BF16 checkpoint has none.
+TEST(Launch, BlockFp8LinearsIssueAtTheirMeasuredEagerCall) {
+  const auto& m = models::model("qwen3-235b-a22b");
+  for (const char* name : {"H200", "B200"}) {
+    const auto& gpu = hw::Catalog::global().gpu(name);
+    const auto fp8 = models::make_step_cost(m, gpu, hw::Precision::fp8_block, {2, 1, 1});
+    const auto bf16 = models::make_step_cost(m, gpu, hw::Precision::bf16, {4, 1, 1});
+    const auto lc = fp8->launch_counts();
+    EXPECT_EQ(lc.fp8_block_linears, 94 * 2);
+    // 94 x (attention 5 + QK-norm 1) + 94 x MoE 6 + 188 all-reduces (TP 2: after attention and
+    // after the MoE) + 5 (final norm, LM head, sampler).
+    EXPECT_EQ(lc.kernels, 94 * 6 + 94 * 6 + 188 + 5);
+    EXPECT_EQ(bf16->launch_counts().fp8_block_linears, 0);
+    EngineConfig cfg;
+    apply_profile(engine_profile("vllm-0.12"), m, gpu, nlohmann::json::object(), cfg, 2);
+    const double per_linear = std::string(name) == "H200" ? 62e-6 : 182e-6;
+    EXPECT_DOUBLE_EQ(cfg.launch_per_fp8_block_linear_s, per_linear);
+    EXPECT_DOUBLE_EQ(cfg.launch_per_kernel_s, 27.6e-6);
+    Worker w(cfg, *fp8, 100000, {}, 0);
+    // A 1000-token prefill is beyond the largest graph (512): every kernel from the host, the
+    // 188 linears at their measured call. H200: 27.6 us x (kernels - 188) + 62 us x 188.
+    EXPECT_NEAR(w.launch_seconds(1000, false), 27.6e-6 * (lc.kernels - 188) + per_linear * 188, 1e-12) << name;
+    EXPECT_EQ(w.launch_seconds(8, true), 0.0);   // a decode of 8 replays its full graph
+  }
+  // A GPU the profile measured nothing for keeps one kernel launch per linear.
+  EngineConfig cfg;
+  apply_profile(engine_profile("vllm-0.12"), m, hw::Catalog::global().gpu("H200"), nlohmann::json::object(), cfg, 2);
+  cfg.launch_per_fp8_block_linear_s = 0;
+  const auto fp8 = models::make_step_cost(m, hw::Catalog::global().gpu("H200"), hw::Precision::fp8_block, {2, 1, 1});
+  Worker w(cfg, *fp8, 100000, {}, 0);
+  EXPECT_NEAR(w.launch_seconds(1000, false), 27.6e-6 * fp8->launch_counts().kernels, 1e-12);
 }

@@ -663,3 +663,34 @@ TEST(ValidateTransfer, LeaveOneModelOutRecoversTheClusterFactor) {
   const auto& p16 = shipped.points[5];
   EXPECT_NEAR(p16.measured.tpot_ms - p16.itl_ms, 16 * 10e-3, 0.05) << p16.measured.tpot_ms << " " << p16.itl_ms;
 }
+
+// A row's FP8 label runs the checkpoint's FP8 scaling: AIC's fp8_block quantisation modes, or a
+// model_path naming a "-FP8" checkpoint whose only published FP8 format is 128x128 blocks
+// (Qwen3-235B-A22B-FP8), run fp8_block (vLLM's "auto" KV cache stays BF16 on Hopper); the BF16
+// checkpoint quantised on load (Qwen3-32B with fp8 modes) stays per-tensor fp8.
+TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
+  const std::string head =
+      "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,"
+      "batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,"
+      "prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,"
+      "decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,"
+      "silicon_ttft_ms,silicon_tpot_ms\n";
+  auto row = [](const std::string& id, const std::string& model, const std::string& gemm, const std::string& moe) {
+    return id + ",x; silicon_concurrency=8,vllm,0.12.0," + model + ",h200_sxm,fp8,agg,1024,512," + gemm + "," + moe +
+           ",8,2,1,1,2,1,,,,,,,,,,,,,,,100,50\n";
+  };
+  const auto path = std::filesystem::temp_directory_path() / "servesim_fp8_block_rows.csv";
+  {
+    std::ofstream f(path);
+    f << head << row("a_c8_", "Qwen/Qwen3-235B-A22B-FP8", "fp8_block", "fp8_block")
+      << row("b_c8_", "Qwen/Qwen3-235B-A22B-FP8", "", "") << row("c_c8_", "Qwen/Qwen3-32B", "fp8", "fp8");
+  }
+  const auto points = v::read_silicon_csv(path.string());
+  std::filesystem::remove(path);
+  v::Options o;
+  auto precision = [&](const std::string& id) { return v::point_scenario(by_id(points, id), o, nullptr).at("precision"); };
+  EXPECT_EQ(precision("a_c8_"), "fp8_block");
+  EXPECT_EQ(precision("b_c8_"), "fp8_block");
+  EXPECT_EQ(precision("c_c8_"), "fp8");
+  EXPECT_FALSE(v::point_scenario(by_id(points, "a_c8_"), o, nullptr).contains("kv_cache_dtype"));
+}
