@@ -54,6 +54,8 @@ void MetricsCollector::add(const RequestRecord& r) {
   osl_.push_back(clamp32(r.output_tokens));
   first_arrival_s_ = std::min(first_arrival_s_, r.arrival_s);
   last_finish_s_ = std::max(last_finish_s_, r.finish_s);
+  last_arrival_s_ = std::max(last_arrival_s_, r.arrival_s);
+  finish_s_.push_back(r.finish_s);
 }
 
 int MetricsCollector::add_replica(std::string name) {
@@ -120,6 +122,17 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
   if (s.duration_s > 0) {
     s.request_throughput_per_s = static_cast<double>(n) / s.duration_s;
     s.output_token_throughput_per_s = static_cast<double>(s.total_output_tokens) / s.duration_s;
+  }
+  // The window opens one median request latency after the first send (answers are then coming
+  // back at the rate they are sent) and closes at the last send (the drain begins).
+  const double open_s = n ? first_arrival_s_ + s.request_latency_ms.p50 * 1e-3 : 0;
+  if (n > 0 && last_arrival_s_ > open_s) {
+    s.steady_window_s = last_arrival_s_ - open_s;
+    std::int64_t done = 0, tokens = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (finish_s_[i] > open_s && finish_s_[i] <= last_arrival_s_) ++done, tokens += osl_[i];
+    s.steady_request_throughput_per_s = double(done) / s.steady_window_s;
+    s.steady_output_token_throughput_per_s = double(tokens) / s.steady_window_s;
   }
   if (slo && slo->any()) {
     s.has_slo = true;

@@ -58,6 +58,10 @@ struct Summary {
   std::int64_t request_count = 0, warmup_request_count = 0;
   std::int64_t total_input_tokens = 0, total_output_tokens = 0;
   double request_throughput_per_s = 0;                  // request_count / duration
+  // The steady window: from one median request latency after the first measured send to the last
+  // send. Answers completed in it over its length: an open loop's served rate without the ramp-up
+  // and the drain that request_throughput (aiperf's definition) counts. 0: the run is too short.
+  double steady_window_s = 0, steady_request_throughput_per_s = 0, steady_output_token_throughput_per_s = 0;
   double output_token_throughput_per_s = 0;             // total output tokens / duration
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
@@ -121,7 +125,8 @@ class MetricsCollector {
   bool keep_records_;
   std::vector<double> latency_s_, ttft_s_, ttst_s_;   // ttst NaN when OSL == 1
   std::vector<std::int32_t> isl_, osl_;
-  double first_arrival_s_ = INFINITY, last_finish_s_ = -INFINITY;
+  double first_arrival_s_ = INFINITY, last_finish_s_ = -INFINITY, last_arrival_s_ = -INFINITY;
+  std::vector<double> finish_s_;   // per measured request, for the steady window
   std::int64_t warmup_count_ = 0;
   std::vector<RequestRecord> records_;
   std::vector<ReplicaAcc> replicas_;

@@ -599,6 +599,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
   col("request_count", [](const SimResult& r) { return double(r.summary.request_count); });
   col("benchmark_duration_s", [](const SimResult& r) { return r.summary.duration_s; });
   col("request_throughput", [](const SimResult& r) { return r.summary.request_throughput_per_s; });
+  col("request_throughput_steady", [](const SimResult& r) { return r.summary.steady_request_throughput_per_s; });
   col("output_token_throughput", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
   col("output_token_throughput_per_gpu",
       [&](const SimResult& r) { return r.summary.output_token_throughput_per_s / (r.gpus > 0 ? r.gpus : gpus); });

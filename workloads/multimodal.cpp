@@ -10,6 +10,11 @@
 // Special tokens around images/frames (a few per item) are not counted.
 #include "workloads/multimodal.hpp"
 
+#include "common/splitmix.hpp"
+#include <cstdlib>
+#include "common/text.hpp"
+#include "common/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -77,6 +82,42 @@ VisionWork vision_work(const MultimodalConfig& mm) {
     w.tokens += v.tokens;
   }
   return w;
+}
+
+MultimodalConfig parse_images_flag(const std::string& csv, const std::string& flag) {
+  MultimodalConfig mm;
+  auto whole = [&](const std::string& v, long lo, long hi) {
+    char* end = nullptr;
+    const long x = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || !end || *end || x < lo || x > hi)
+      throw Error(flag, "", "'" + v + "' is not a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
+    return int(x);
+  };
+  for (const auto& s : text::split_csv(csv)) {
+    const auto colon = s.find(':');
+    const std::string dims = s.substr(0, colon);
+    const auto x = text::lower(dims).find('x');
+    if (x == std::string::npos) throw Error(flag, "", "'" + s + "' is not WIDTHxHEIGHT[:COUNT], e.g. 1024x768 or 1024x768:2");
+    ImageSpec im;
+    im.width_px = whole(dims.substr(0, x), 1, 65536);
+    im.height_px = whole(dims.substr(x + 1), 1, 65536);
+    im.count = colon == std::string::npos ? 1 : whole(s.substr(colon + 1), 1, 64);
+    mm.images.push_back(im);
+  }
+  return mm;
+}
+
+void check_fraction(double fraction, const std::string& flag) {
+  if (!(fraction >= 0 && fraction <= 1))
+    throw Error(flag, "", "must be the share of requests that carry the images, from 0 to 1 (e.g. 0.3)");
+}
+
+bool media_carried(const MultimodalConfig& mm, std::uint64_t seed, std::int64_t index) {
+  if (mm.fraction >= 1) return true;
+  if (!(mm.fraction > 0)) return false;
+  // A uniform draw in [0, 1) from the seed and the request's index alone (53 bits of a splitmix64 hash).
+  const std::uint64_t h = splitmix64(splitmix64(seed ^ 0x6d65646961ULL) + static_cast<std::uint64_t>(index));
+  return double(h >> 11) * 0x1.0p-53 < mm.fraction;
 }
 
 }  // namespace servesim::workloads

@@ -2,6 +2,7 @@
 // (RADIO ViT-H/16 at 512x512 tiles, pixel-shuffle 0.5: 256 tokens per tile).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace servesim::workloads {
@@ -37,13 +38,23 @@ VideoTokens video_tokens(const VideoSpec& v, const TilingConfig& cfg = {});
 
 struct ImageSpec { int width_px = 0, height_px = 0, count = 1; };
 struct MultimodalConfig {
-  std::vector<ImageSpec> images;   // every request carries all of these
+  std::vector<ImageSpec> images;   // every request that carries media carries all of these
   bool has_video = false;
+  // The share of requests that carry the images / video (the rest are text only), decided per
+  // request from the seed and its index alone (media_carried): the same requests at any rate,
+  // concurrency or thread count.
+  double fraction = 1;
   VideoSpec video;
   TilingConfig tiling;
   bool empty() const { return images.empty() && !has_video; }
 };
 struct VisionWork { int tiles = 0; std::int64_t tokens = 0; };
-VisionWork vision_work(const MultimodalConfig& mm);   // per request
+VisionWork vision_work(const MultimodalConfig& mm);   // per request that carries the media
+// The --images flag: "WIDTHxHEIGHT[:COUNT],..." (every image on each request that carries media);
+// throws Error naming `flag`. --image-fraction F sets `fraction` (checked by check_fraction).
+MultimodalConfig parse_images_flag(const std::string& csv, const std::string& flag = "--images");
+void check_fraction(double fraction, const std::string& flag = "--image-fraction");
+// Whether request `index` of a workload seeded `seed` carries the media (always when fraction >= 1).
+bool media_carried(const MultimodalConfig& mm, std::uint64_t seed, std::int64_t index);
 
 }  // namespace servesim::workloads

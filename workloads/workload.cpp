@@ -48,9 +48,11 @@ class Generator final : public Workload {
       r.prefix_hashes = e->hash_ids;
       r.hash_block_tokens = c_.hash_block_tokens;
     }
-    r.vision_tokens = vision_.tokens;
-    r.vision_tiles = vision_.tiles;
-    r.input_tokens += vision_.tokens;
+    if (media_carried(c_.multimodal, c_.seed, i_)) {   // every request, or the --image-fraction share of them
+      r.vision_tokens = vision_.tokens;
+      r.vision_tiles = vision_.tiles;
+      r.input_tokens += vision_.tokens;
+    }
     if (d) {   // the entry's content: one hash per 512-token block, distinct between entries
       const std::int64_t blocks = (r.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
       r.prefix_hashes.reserve(static_cast<std::size_t>(blocks));
@@ -157,8 +159,10 @@ void check_keys(const JsonReader& j, const std::vector<std::string>& known) {
 }
 
 MultimodalConfig parse_multimodal(const JsonReader& m) {
-  check_keys(m, {"images", "video", "max_tiles", "min_tiles", "use_thumbnail", "tile_px", "tokens_per_tile"});
+  check_keys(m, {"images", "video", "fraction", "max_tiles", "min_tiles", "use_thumbnail", "tile_px", "tokens_per_tile"});
   MultimodalConfig mm;
+  mm.fraction = m.number_or("fraction", 1);
+  if (!(mm.fraction >= 0 && mm.fraction <= 1)) m.fail("fraction", "must be a share of requests from 0 to 1 (e.g. 0.3)");
   mm.tiling.max_tiles = static_cast<int>(std::clamp<std::int64_t>(m.integer_or("max_tiles", 12), -1, 1 << 20));
   mm.tiling.min_tiles = static_cast<int>(std::clamp<std::int64_t>(m.integer_or("min_tiles", 1), -1, 1 << 20));
   mm.tiling.use_thumbnail = m.boolean_or("use_thumbnail", true);
@@ -188,6 +192,14 @@ MultimodalConfig parse_multimodal(const JsonReader& m) {
 }
 
 }  // namespace
+
+Arrival parse_arrival(const std::string& name, const std::string& flag) {
+  const std::string a = text::lower(name);
+  if (a == "poisson") return Arrival::poisson;
+  if (a == "gamma") return Arrival::gamma;
+  if (a == "constant") return Arrival::constant;
+  throw Error(flag, "", "unknown arrival '" + name + "'; known: poisson, gamma, constant");
+}
 
 const char* sampling_name(DatasetSampling s) {
   switch (s) {

@@ -35,6 +35,8 @@ enum class Arrival {
   sessions,      // multi-turn sessions, each a closed loop of its own (workloads/sessions.hpp)
 };
 const char* arrival_name(Arrival a);
+// An open-loop arrival process by name (poisson, gamma, constant; any case); throws Error naming `flag`.
+Arrival parse_arrival(const std::string& name, const std::string& flag);
 
 // aiperf's synthetic dataset: the prompts a client draws from. aiperf synthesises
 // --num-dataset-entries prompts (100 by default) and cycles through them, so a run of more

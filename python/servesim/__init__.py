@@ -119,7 +119,7 @@ _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "
            "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms",
            "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent", "closed_loop_osl_spread_length_exponent"]
 _WORKLOAD = ["isl", "osl", "isl_stddev", "osl_stddev", "concurrency", "request_rate", "arrival", "burstiness",
-             "requests", "warmup_requests", "dataset_entries", "dataset_sampling"]
+             "requests", "warmup_requests", "dataset_entries", "dataset_sampling", "images", "image_fraction"]
 
 
 def _as_dict(s):
@@ -143,7 +143,8 @@ def scenario(base=None, **flags):
     """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
     with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, dp, precision, kv_cache_dtype,
     router, seed, calibration (a profile file from :func:`calibrate_e2e`, or its dict); the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
-    request_rate, arrival, burstiness, requests, warmup_requests; dataset_entries and dataset_sampling (aiperf's
+    request_rate, arrival, burstiness, requests, warmup_requests; images ("1024x1024[:N],...") and image_fraction
+    (the share of requests carrying them); dataset_entries and dataset_sampling (aiperf's
     prompt dataset: repeats of an entry hit the prefix cache, see workloads/README.md)."""
     s = _as_dict(base)
     known = sorted(set(_TOP) | set(_ENGINE) | set(_WORKLOAD))
@@ -189,6 +190,25 @@ def scenario(base=None, **flags):
     for k in ("arrival", "burstiness", "requests", "warmup_requests"):
         if k in f:
             w[k] = f[k]
+    if "images" in f:   # "1024x1024[:N],..." or [(w, h[, n]), ...], as the CLI's --images
+        ims = f["images"].split(",") if isinstance(f["images"], str) else list(f["images"])
+        out = []
+        for i in ims:
+            if isinstance(i, str):
+                dims, _, n = i.strip().partition(":")
+                wh = dims.lower().split("x")
+                if len(wh) != 2:
+                    raise Error(f"scenario(): images: {i!r} is not WIDTHxHEIGHT[:COUNT], e.g. 1024x768 or 1024x768:2")
+                i = (wh[0], wh[1], n or 1)
+            try:
+                out.append({"width": int(i[0]), "height": int(i[1]), "count": int(i[2]) if len(i) > 2 else 1})
+            except (TypeError, ValueError, IndexError):
+                raise Error(f"scenario(): images: {i!r} is not (width, height[, count])") from None
+        w.setdefault("multimodal", {})["images"] = out
+    if "image_fraction" in f:   # the share of requests that carry the images
+        if "images" not in w.get("multimodal", {}):
+            raise Error("scenario(): image_fraction: needs images (the images that share of requests carries)")
+        w["multimodal"]["fraction"] = f["image_fraction"]
     if "dataset_entries" in f:
         w.setdefault("dataset", {})["entries"] = f["dataset_entries"]
     if "dataset_sampling" in f:
@@ -273,8 +293,9 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
     prefill_workers, decode_workers, requests, seed, statistic, ...). ``client``: a Dask client
     to run the sweep points on."""
-    if "model_file" in kw:
-        kw["model_file"] = _path(kw["model_file"])
+    for k in ("model_file", "calibration"):   # calibration: a profile file from calibrate_e2e
+        if k in kw:
+            kw[k] = _path(kw[k])
     args = dict(model=model, instance=instance, nodes=nodes, precision=precision, isl=isl, osl=osl, ttft_ms=ttft_ms,
                 itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
     args = {k: v for k, v in args.items() if v is not None}
@@ -365,6 +386,8 @@ def _dask_threads(client):
 
 def _search_args(kw):
     args = {k: v for k, v in kw.items() if v is not None}
+    if "calibration" in args:   # a profile file from calibrate_e2e, applied where it was fitted
+        args["calibration"] = _path(args["calibration"])
     for k in ("gpu", "gpus"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]
@@ -422,7 +445,8 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
     max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
-    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads.
+    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads, calibration (a profile
+    file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
     :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`
     into one of frontier points."""

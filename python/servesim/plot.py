@@ -339,6 +339,72 @@ def save_search_chart(result, path, title=None):
     return path
 
 
+def cost_figure(result, title=None, top=8):
+    """The manager's chart of a recommend result (``servesim recommend --format json``): $/hour of
+    the cheapest deployment per GPU type (and prefill/decode pair), cheapest first, hatched when
+    disaggregated, each bar labelled with its GPUs, nodes and $ per million output tokens, the
+    winner outlined. Rows without a price are left out (named in the title)."""
+    import matplotlib.pyplot as plt
+    rows = [r for r in result["recommendations"] if r.get("usd_per_hour") is not None][:top]
+    unpriced = [r["gpu"] for r in result["recommendations"] if r.get("usd_per_hour") is None]
+    fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(rows)) + 1.4))
+    names = [f"{r['gpu']}\n{r['instance']}" for r in rows]
+    usd = [r["usd_per_hour"] for r in rows]
+    for i, r in enumerate(rows):
+        ax.barh(i, usd[i], color="#2ca02c" if i == 0 else "#9ab8d3", edgecolor="black", linewidth=1.6 if i == 0 else 0.5,
+                hatch="//" if r["kind"] == "disaggregated" else None)
+        per_m = r.get("usd_per_million_output_tokens")
+        ax.text(usd[i], i, f"  {r['gpus']} GPUs, {r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
+                           + (f", {per_m:.2f} USD/M tok" if per_m is not None else ""), va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per hour (catalogue prices or --price; hatched: disaggregated)")
+    ax.set_xlim(0, max(usd) * 1.6 if usd else 1)
+    load = result["objective"]["target_tps"]
+    how = (f"{result['target_rps']:g} req/s, {result['arrival']} arrivals" if "arrival" in result
+           else f"{load:g} output tok/s, closed loop")
+    ax.set_title(title or f"{result['model']}: cheapest deployment per GPU type meeting TTFT {result['statistic']} <= "
+                          f"{result['ttft_ms']:g} ms and ITL {result['statistic']} <= {result['itl_ms']:g} ms at {how}"
+                 + (f"\n(no price: {', '.join(unpriced)})" if unpriced else ""), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def load_figure(sweep, ttft_ms, itl_ms, statistic="p90", peak_rps=None, title=None):
+    """Headroom at a glance: TTFT and ITL (at `statistic`) against the offered request rate of an
+    open-loop sweep (``servesim sweep --request-rate ... --format json``), the SLO lines, the peak
+    rate, and the highest swept rate that meets both (the capacity read off the sweep)."""
+    import matplotlib.pyplot as plt
+    c = _columns(sweep)
+    x = list(c["request_rate"])
+    t, i = list(c[f"ttft_{statistic}_ms"]), list(c[f"itl_{statistic}_ms"])
+    ok = [a <= ttft_ms and b <= itl_ms for a, b in zip(t, i)]
+    cap = max([r for r, k in zip(x, ok) if k], default=None)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, y, slo, name in ((axes[0], t, ttft_ms, "TTFT"), (axes[1], i, itl_ms, "ITL")):
+        ax.plot(x, y, "-", color="#1f77b4")
+        ax.scatter([a for a, k in zip(x, ok) if k], [b for b, k in zip(y, ok) if k], color="#1f77b4", zorder=3,
+                   label="meets both SLOs")
+        ax.scatter([a for a, k in zip(x, ok) if not k], [b for b, k in zip(y, ok) if not k], facecolors="none",
+                   edgecolors="#d62728", zorder=3, label="fails an SLO")
+        ax.axhline(slo, color="#d62728", ls="--", lw=1)
+        ax.text(x[0], slo, f" SLO {slo:g} ms", color="#d62728", va="bottom", fontsize=8)
+        if peak_rps:
+            ax.axvline(peak_rps, color="gray", ls=":", lw=1)
+            ax.text(peak_rps, ax.get_ylim()[1] * 0.95, " peak", color="gray", fontsize=8, va="top")
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.set_xlabel("offered load (requests/s, open loop)")
+        ax.set_ylabel(f"{name} {statistic} (ms)")
+        ax.set_ylim(0, max(max(y), slo) * 1.15)
+    axes[0].legend(fontsize=8, loc="upper left")
+    head = (f"capacity {cap:g} req/s (highest swept rate meeting both)" if cap is not None else "no swept rate meets both SLOs")
+    if cap is not None and peak_rps:
+        head += f", {100 * (cap / peak_rps - 1):+.0f} % over the {peak_rps:g} req/s peak"
+    fig.suptitle(title + "\n" + head if title else head, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def _save_atomic(fig, path):
     """savefig into a temporary file beside `path`; returns the temporary's name."""
     import os

@@ -127,6 +127,12 @@ struct PlanArgs {
   // fewest copies that meet both SLOs when R requests/s arrive (R / copies per copy).
   std::optional<double> target_rps, burstiness;
   std::string arrival;
+  // A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build
+  // it was fitted on, as simulate --calibration applies it; without --engine the plan runs its build.
+  std::string calibration;
+  // Images on a share of the requests (vision models): "WIDTHxHEIGHT[:COUNT],..." and that share.
+  std::string images;
+  std::optional<double> image_fraction;
 };
 // The whole plan: {"topologies": [...], "slo", "target", "sweep": {"columns": {...}}, ...}.
 // progress(done, points), if given, is called after each sweep point.
@@ -157,6 +163,12 @@ struct SearchArgs {
   double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
          target_rps = std::numeric_limits<double>::quiet_NaN();
   int threads = 0;
+  std::string calibration;                         // a calibration profile file ("" = none), as PlanArgs::calibration
+  std::optional<double> image_fraction;            // share of requests carrying `images` (unset: every request)
+  // Open loop: with target_rps, poisson|gamma|constant arrivals at that rate; each candidate gets the
+  // fewest copies meeting both SLOs (as PlanArgs::arrival). "" = closed loop over `concurrency`.
+  std::string arrival;
+  std::optional<double> burstiness;
 };
 // progress(simulated, pending, pruned, total) between rounds (from the calling thread).
 using SearchProgressFn = std::function<void(int, int, int, int)>;

@@ -302,9 +302,11 @@ std::string dynamo_manifest(const nlohmann::json& d) {
   const DynamoEngine eng = dynamo_engine(d);
   const std::string image = eng.image;
   nlohmann::json services = nlohmann::json::object();
+  // The frontend routes as the simulation did: Dynamo's KV-aware router when it ran "kv".
+  nlohmann::json frontend_cmd = {"python3", "-m", "dynamo.frontend", "--http-port", "8000"};
+  if (d.value("router", std::string()) == "kv") frontend_cmd.push_back("--router-mode"), frontend_cmd.push_back("kv");
   services["Frontend"] = {{"dynamoNamespace", name}, {"componentType", "frontend"}, {"replicas", 1},
-                          {"extraPodSpec", {{"mainContainer", {{"image", image},
-                                                                {"command", {"python3", "-m", "dynamo.frontend", "--http-port", "8000"}}}}}}};
+                          {"extraPodSpec", {{"mainContainer", {{"image", image}, {"command", frontend_cmd}}}}}};
   const bool disagg = d["kind"] == "disaggregated";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
@@ -525,9 +527,78 @@ void check_deployment(const nlohmann::json& d) {
   }
 }
 
+// One copy of the deployment as a scenario `simulate --scenario` re-runs: the topology with each
+// role's TP (and EP, which a scenario gives per role as its TP when expert_parallel_size > 1), the
+// engine knobs, and the traffic at one copy's operating point (open loop: its share of the rate;
+// closed loop: its highest swept client count). Null when the roles' EP cannot be written so
+// (one role with EP, another with TP-sharded experts of TP > 1).
+nlohmann::json copy_scenario(const nlohmann::json& d) {
+  const std::int64_t copies = std::max<std::int64_t>(1, d["copies"].get<std::int64_t>());
+  const nlohmann::json* agg = nullptr;
+  const nlohmann::json *pre = nullptr, *dec = nullptr, *enc = nullptr;
+  for (const auto& w : d["workers"]) {
+    const std::string role = w["role"];
+    (role == "aggregated" ? agg : role == "prefill" ? pre : role == "decode" ? dec : enc) = &w;
+  }
+  const nlohmann::json& main = agg ? *agg : *dec;
+  bool ep = false, sharded = false;   // a role with EP = its TP, a role of TP > 1 without EP
+  for (const auto* w : {agg, pre, dec, enc}) {
+    if (!w) continue;
+    const int e = (*w)["ep"].get<int>(), t = (*w)["tp"].get<int>() * (*w)["dp"].get<int>();
+    if (e > 1 && e != t) return nullptr;
+    ep |= e > 1;
+    sharded |= e <= 1 && t > 1;
+  }
+  if (ep && sharded) return nullptr;
+  nlohmann::json s;
+  s["model"] = d["model"];
+  s["gpu"] = main["gpu"];
+  s["precision"] = d["precision"];
+  s["kv_cache_dtype"] = d["kv_cache_dtype"];
+  s["tensor_parallel_size"] = main["tp"];
+  if (main["pp"].get<int>() > 1) s["pipeline_parallel_size"] = main["pp"];
+  if (main["dp"].get<int>() > 1) s["data_parallel_size"] = main["dp"];
+  if (main["ep"].get<int>() > 1) s["expert_parallel_size"] = main["ep"];
+  if (d.contains("engine")) s["engine_profile"] = d["engine"];
+  s["engine"] = {{"max_num_seqs", d["max_num_seqs"]}, {"max_num_batched_tokens", d["max_num_batched_tokens"]}};
+  if (d.contains("router")) s["router"] = d["router"];
+  nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};
+  if (agg) {
+    t["replicas"] = (*agg)["count"].get<std::int64_t>() / copies;
+  } else {
+    t["instance"] = (*pre)["instance"];
+    t["prefill_workers"] = (*pre)["count"].get<std::int64_t>() / copies;
+    t["prefill_tp"] = (*pre)["tp"];
+    t["decode_workers"] = (*dec)["count"].get<std::int64_t>() / copies;
+    t["decode_tp"] = (*dec)["tp"];
+    if ((*dec)["instance"] != (*pre)["instance"]) t["decode_instance"] = (*dec)["instance"];
+    if (enc) t["encode_workers"] = (*enc)["count"].get<std::int64_t>() / copies, t["encode_tp"] = (*enc)["tp"];
+  }
+  s["topology"] = t;
+  nlohmann::json w = {{"isl", d["isl"]}, {"osl", d["osl"]}, {"seed", d.value("seed", 0)}};
+  if (d.contains("rate_per_copy")) {
+    const double rate = d["rate_per_copy"].get<double>();
+    w["request_rate"] = rate;
+    w["arrival"] = d.value("arrival", std::string("poisson"));
+    w["warmup_requests"] = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate)));
+    w["requests"] = std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate)));
+  } else {
+    const std::int64_t c = d["concurrency"].back().get<std::int64_t>();
+    w["concurrency"] = c;
+    w["warmup_requests"] = 32 * c;
+    w["requests"] = std::max<std::int64_t>(1000, 8 * c);
+  }
+  if (d.contains("images") && !d["images"].empty()) {
+    w["multimodal"] = {{"images", d["images"]}};
+    if (d.value("image_fraction", 1.0) < 1) w["multimodal"]["fraction"] = d["image_fraction"];
+  }
+  s["workload"] = w;
+  return s;
+}
+
 // The files servesim writes into an --emit folder (an earlier set there is replaced whole).
 bool is_artefact(const std::string& f) {
-  return f == "vllm-serve.sh" || f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" ||
+  return f == "vllm-serve.sh" || f == "scenario.json" || f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" ||
          f == "deployment.json" || (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
 }
 
@@ -621,6 +692,8 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
     put("nccl-" + inst + "-expected.csv", csv);
   }
   put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  const nlohmann::json sc = copy_scenario(d);
+  if (!sc.is_null()) put("scenario.json", sc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 nlohmann::json DeploymentSet::commit() {

@@ -15,6 +15,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
 #include "sim/parallel.hpp"
@@ -54,6 +55,7 @@ struct Study {
   bool auto_concurrency = false;
   std::vector<std::string> notes;           // what the resolver chose (sim/resolve.hpp), for the header
   std::optional<workloads::Arrival> arrival; // open loop (--arrival with --target-rps)
+  workloads::MultimodalConfig media;         // --images on --image-fraction of the requests
 
   explicit Study(PlanArgs args) : o(std::move(args)) {
     ran = apply_reference(o);
@@ -73,11 +75,7 @@ struct Study {
              "output tokens/s the deployment must serve (or --target-rps requests/s)");
     if (!o.arrival.empty()) {
       if (!o.target_rps) throw Error("--arrival", "", "needs --target-rps R: the open-loop plan offers R requests/s to the deployment");
-      const std::string a = text::lower(o.arrival);
-      if (a == "poisson") arrival = workloads::Arrival::poisson;
-      else if (a == "gamma") arrival = workloads::Arrival::gamma;
-      else if (a == "constant") arrival = workloads::Arrival::constant;
-      else throw Error("--arrival", "", "unknown arrival '" + o.arrival + "'; known: poisson, gamma, constant");
+      arrival = workloads::parse_arrival(o.arrival, "--arrival");
     }
     if (o.burstiness && (!arrival || *arrival != workloads::Arrival::gamma))
       throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
@@ -95,6 +93,14 @@ struct Study {
 
     const auto& cat = hw::Catalog::global();
     spec.model = &resolve_model(o.model, o.model_file);
+    media = workloads::parse_images_flag(o.images);
+    if (o.image_fraction) {
+      workloads::check_fraction(*o.image_fraction);
+      if (media.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");
+      media.fraction = *o.image_fraction;
+    }
+    if (!media.empty() && !spec.model->has_vision)
+      throw Error("--images", "", "model " + spec.model->name + " has no vision encoder (text only)");
     spec.instance = &cat.instance(o.instance);
     spec.gpu = &cat.gpu(spec.instance->gpu);
     spec.nodes = o.nodes;
@@ -125,7 +131,18 @@ struct Study {
     if (o.max_num_seqs) given["max_num_seqs"] = spec.engine.max_num_seqs = *o.max_num_seqs;
     if (o.max_num_batched_tokens) given["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens = *o.max_num_batched_tokens;
     if (o.gpu_memory_utilization) given["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization = *o.gpu_memory_utilization;
-    const sim::EngineProfile& profile = sim::engine_profile("vllm");
+    // With a calibration the plan runs the engine build it was fitted on (as a scenario naming one does).
+    std::string engine_name = "vllm";
+    if (!o.calibration.empty()) {
+      spec.calibration = std::make_shared<const sim::CalibrationProfile>(sim::load_calibration(o.calibration));
+      if (!spec.calibration->engine_profile.empty()) {
+        try {
+          engine_name = sim::engine_profile(spec.calibration->engine_profile).name;
+        } catch (const Error&) {   // a build this binary has no profile of: the newest, and the header says nothing applies
+        }
+      }
+    }
+    const sim::EngineProfile& profile = sim::engine_profile(engine_name);
     sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
     spec.frontend = sim::profile_frontend(profile);
     spec.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
@@ -205,7 +222,9 @@ struct Study {
 
   sim::SweepRow run_at(std::size_t dep, int c) const {
     const auto& d = *deps[dep];
-    const sim::PointResult pr = d.run(sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl));
+    workloads::WorkloadConfig wc = sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl);
+    wc.multimodal = media;
+    const sim::PointResult pr = d.run(wc);
     sim::SweepRow row = sim::sweep_row(d.name(), c, pr.summary, d.gpus());
     row.prefill_train = sim::is_prefill_train(pr.workers, pr.end_s);
     return row;
@@ -220,34 +239,24 @@ struct Study {
     const double rps = *o.target_rps;
     auto point = [&](std::int64_t k) {
       const double rate = rps / double(k);
-      const sim::PointResult pr = d.run(sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests,
-                                                                spec.seed, *o.isl, *o.osl));
+      workloads::WorkloadConfig wc =
+          sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests, spec.seed, *o.isl, *o.osl);
+      wc.multimodal = media;
+      const sim::PointResult pr = d.run(wc);
       return sim::sweep_row(d.name(), 0, pr.summary, d.gpus());
     };
-    constexpr std::int64_t kMaxCopies = std::int64_t{1} << 20;
-    std::int64_t hi = 1, lo = 0;
-    sim::SweepRow at_hi = point(1), at_lo;
-    while (!passes(at_hi)) {
-      if (hi >= kMaxCopies) break;
-      lo = hi;
-      at_lo = at_hi;
-      hi *= 2;
-      at_hi = point(hi);
-    }
+    const sim::CopiesSearch cs = sim::fewest_copies(point, [&](const sim::SweepRow& r) { return passes(r); });
     sim::PlanRow row;
     row.name = d.name();
     const int st = static_cast<int>(slo.statistic);
-    if (!passes(at_hi)) {
-      detail = {{"name", d.name()}, {"feasible", false}, {"copies_tried", hi}};
+    if (cs.copies == 0) {
+      detail = {{"name", d.name()}, {"feasible", false}, {"copies_tried", cs.tried.back().first}};
       row.limited_by = sim::LimitedBy::none;
       return row;
     }
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      const sim::SweepRow r = point(mid);
-      if (passes(r)) hi = mid, at_hi = r;
-      else lo = mid, at_lo = r;
-    }
+    const std::int64_t hi = cs.copies, lo = cs.fewer;
+    const sim::SweepRow& at_hi = *cs.at(hi);
+    const sim::SweepRow at_lo = lo >= 1 ? *cs.at(lo) : sim::SweepRow{};
     row.feasible = true;
     row.tps_per_replica = at_hi.output_tps;
     sim::size_copies(row, u, double(hi), slo.target_tps);
@@ -313,6 +322,8 @@ struct Study {
     j["isl"] = *o.isl;
     j["osl"] = *o.osl;
     j["images"] = nlohmann::json::array();
+    for (const auto& x : media.images) j["images"].push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
+    j["image_fraction"] = media.fraction;
     j["vision"] = spec.model->has_vision;
     j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;
     j["concurrency"] = conc;
@@ -321,6 +332,10 @@ struct Study {
       if (r.topology == d.name()) mine.push_back(r);
     j["predicted"] = sim::sweep_columns(mine);
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    j["router"] = std::string(sim::to_string(spec.router));
+    j["seed"] = spec.seed;
+    if (arrival && row.feasible)
+      j["rate_per_copy"] = *o.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
     return j;
   }
 
@@ -349,6 +364,8 @@ struct Study {
     j["defaults"] = notes;
     j["isl"] = *o.isl;
     j["osl"] = *o.osl;
+    j["vision_tokens_per_request"] = workloads::vision_work(media).tokens;
+    j["image_fraction"] = media.fraction;
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["ttft_ms"] = slo.ttft_ms;   // flat copies for python/servesim/plot.py
     j["itl_ms"] = slo.itl_ms;
@@ -375,6 +392,12 @@ struct Study {
       r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);
     }
+    if (spec.calibration) {
+      const sim::Deployment& d = *deps.front();
+      j["calibration"] = sim::to_json(sim::applicable(*spec.calibration, spec.gpu->name, spec.engine.engine_profile, spec.model->name),
+                                      *spec.calibration);
+      j["calibration"]["summary"] = d.user_calibration();
+    }
     j["sweep"] = {{"columns", sim::sweep_columns(rows)}};
     add_bands(rows, j);
     return j;
@@ -388,6 +411,10 @@ struct Study {
     const std::string gpu = text::lower(spec.gpu->name);
     const std::string engine =
         sim::engine_profile(spec.engine.engine_profile.empty() ? sim::kNewestEngine : spec.engine.engine_profile).engine;
+    // A calibrated plan on the GPU, engine build and model its profile was fitted on takes the
+    // profile's cross-validated bands (as simulate does); any other the validated ones.
+    const bool own = deps.front()->calibrated_on(gpu);
+    const v::BandTable& table = own ? spec.calibration->bands : v::embedded_bands();
     std::vector<std::string> regimes, modes;
     for (const auto& r : rows) {
       int serving = 1;
@@ -406,7 +433,7 @@ struct Study {
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       nlohmann::json lo = nlohmann::json::array(), hi = nlohmann::json::array();
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        const v::Band b = v::band_for(gpu, engine, modes[i], metric, regimes[i], value(rows[i]));
+        const v::Band b = v::band_for(table, gpu, engine, modes[i], metric, regimes[i], value(rows[i]));
         lo.push_back(b.present ? nlohmann::json(b.lo) : nlohmann::json(nullptr));
         hi.push_back(b.present ? nlohmann::json(b.hi) : nlohmann::json(nullptr));
       }
@@ -418,7 +445,8 @@ struct Study {
     band_cols("output_tps", "output_tps", [](const sim::SweepRow& r) { return r.output_tps; });
     c["load_regime"] = regimes;
     j["prediction_band"] = {{"gpu", gpu}, {"columns", "*_band_lo, *_band_hi (null: no measured runs of this kind)"},
-                            {"source", v::embedded_bands().meta.value("summary", std::string("none embedded"))}};
+                            {"source", own ? "cross-validated residuals of the calibration " + spec.calibration->file
+                                           : v::embedded_bands().meta.value("summary", std::string("none embedded"))}};
   }
 };
 

@@ -14,6 +14,8 @@
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "sim/calibration.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/parallel.hpp"
 #include "sim/studies/search.hpp"
 #include "sim/validate/run_bands.hpp"
@@ -52,23 +54,6 @@ const hw::InstanceSpec* instance_of(const std::string& name) {
     }
   throw Error("--gpu", "", "unknown GPU or instance '" + name + "'; known GPUs: " + text::join(cat.gpu_names()) +
                                "; instances: " + text::join(cat.instance_names()));
-}
-
-workloads::MultimodalConfig images_of(const std::string& csv) {
-  workloads::MultimodalConfig mm;
-  for (const auto& s : text::split_csv(csv)) {
-    // WIDTHxHEIGHT[:COUNT]
-    const auto colon = s.find(':');
-    const std::string dims = s.substr(0, colon);
-    const auto x = text::lower(dims).find('x');
-    if (x == std::string::npos) throw Error("--images", "", "'" + s + "' is not WIDTHxHEIGHT[:COUNT], e.g. 1024x768 or 1024x768:2");
-    workloads::ImageSpec im;
-    im.width_px = int(parse_int(dims.substr(0, x), "--images", 1, 65536));
-    im.height_px = int(parse_int(dims.substr(x + 1), "--images", 1, 65536));
-    im.count = colon == std::string::npos ? 1 : int(parse_int(s.substr(colon + 1), "--images", 1, 64));
-    mm.images.push_back(im);
-  }
-  return mm;
 }
 
 std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance) {
@@ -114,6 +99,18 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
   // Knobs not given: each engine's default for the GPU (0).
   sp.engines = text::split_csv(text::lower(a.engines));
+  if (!a.calibration.empty()) {
+    sp.calibration = std::make_shared<const sim::CalibrationProfile>(sim::load_calibration(a.calibration));
+    // Without an engine named, the search runs the build the calibration was fitted on (as
+    // simulate does with a scenario that names one): every candidate on the same build.
+    const std::string& build = sp.calibration->engine_profile;
+    if (!build.empty() && sp.engines == std::vector<std::string>{"vllm"} && sp.calibration->engine == "vllm") {
+      try {
+        sp.engines = {sim::engine_profile(build).name};
+      } catch (const Error&) {   // a build this binary has no profile of: the newest, and the report says nothing applies
+      }
+    }
+  }
   sp.max_num_seqs = a.max_num_seqs.empty() ? std::vector<int>{0} : int_list<int>(a.max_num_seqs, "--max-num-seqs", 1, 1 << 20);
   sp.max_num_batched_tokens = a.max_num_batched_tokens.empty()
                                   ? std::vector<std::int64_t>{0}
@@ -131,7 +128,12 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sim::SearchTraffic tr;
   tr.isl = a.isl;
   tr.osl = a.osl;
-  tr.multimodal = images_of(a.images);
+  tr.multimodal = workloads::parse_images_flag(a.images);
+  if (a.image_fraction) {
+    workloads::check_fraction(*a.image_fraction);
+    if (tr.multimodal.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");
+    tr.multimodal.fraction = *a.image_fraction;
+  }
   if (!tr.multimodal.empty() && !sp.model->has_vision)
     throw Error("--images", "", "model " + sp.model->name + " has no vision encoder");
   tr.concurrency = int_list<int>(a.concurrency, "--concurrency", 1, 100000);
@@ -159,6 +161,17 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
       throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
+  }
+  if (!a.arrival.empty()) {
+    if (!given(a.target_rps))
+      throw Error("--arrival", "", "needs --target-rps R: the open-loop search offers R requests/s to each candidate's copies");
+    tr.arrival = workloads::parse_arrival(a.arrival, "--arrival");
+    tr.rate = a.target_rps;
+  }
+  if (a.burstiness) {
+    if (!tr.arrival || *tr.arrival != workloads::Arrival::gamma) throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
+    if (!(*a.burstiness > 0) || !std::isfinite(*a.burstiness)) throw Error("--burstiness", "", "must be a finite number > 0");
+    tr.burstiness = *a.burstiness;
   }
   g.per_instance = per_instance;
   return std::make_unique<sim::Search>(std::move(sp), std::move(tr), g, a.prune);
@@ -239,12 +252,14 @@ nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
                       {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
-                      {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"isl", a.isl},
+                      {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
+                      {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
                       {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
                       {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus},
-                      {"engine", a.engines}};
+                      {"engine", a.engines}, {"calibration", a.calibration.empty() ? std::string()
+                                                                   : std::filesystem::absolute(a.calibration).string()}};
   j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
   if (!a.model_file.empty()) j["model_file"] = std::filesystem::absolute(a.model_file).string();  // read where the search runs
   return j;
@@ -253,6 +268,11 @@ nlohmann::json search_args_json(const SearchArgs& a) {
 // The pre-purchase table from a per-instance search report: for each instance type (set), the
 // cheapest deployment that serves the target under the SLO, what it costs and draws.
 nlohmann::json recommend_table(const nlohmann::json& rep) {
+  // The calibration's own bands (read back from its file, so a report from any executor works).
+  std::optional<sim::CalibrationProfile> profile;
+  if (rep.contains("calibration") && rep["calibration"].value("file", std::string()) != "")
+    profile = sim::load_calibration(rep["calibration"]["file"].get<std::string>());
+  const sim::validate::BandTable* cal_bands = profile ? &profile->bands : nullptr;
   const auto& cat = hw::Catalog::global();
   const double target = rep["objective"]["target_tps"].get<double>();
   nlohmann::json rows = nlohmann::json::array();
@@ -295,6 +315,8 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["power_source"] = source;
     r["capacity_tps"] = s["copies"].get<double>() * s["tps_per_copy"].get<double>();
     r["slo_concurrency"] = s["slo_concurrency"];
+    if (s.contains("rate_per_copy")) r["rate_per_copy"] = s["rate_per_copy"], r["in_flight_per_copy"] = s["in_flight_per_copy"];
+    r["limited_by"] = s["limited_by"];
     r["ttft_ms"] = s["ttft_ms"];
     r["itl_ms"] = s["itl_ms"];
     r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());
@@ -307,16 +329,30 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       const bool disagg = b["kind"] == "disaggregated";
       const std::string pgpu = b["gpu"].get<std::string>();
       const std::string dgpu = disagg ? b["decode_gpu"].get<std::string>() : pgpu;
-      const double clients = s["slo_concurrency"].get<double>() / (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
+      // Open loop: the requests in flight per copy (rate x latency, Little's law) stand for its clients.
+      const double clients = (s.contains("in_flight_per_copy") ? s["in_flight_per_copy"].get<double>() : s["slo_concurrency"].get<double>()) /
+                             (disagg ? std::max(1, b["decode_workers"].get<int>()) : 1);
       const int seqs = b["max_num_seqs"].get<int>();
       const std::string mode = v::band_mode(disagg);
-      const v::Band tb = v::point_band(pgpu, mode, "ttft", clients, seqs, s["ttft_ms"].get<double>());
-      const v::Band ib = v::point_band(dgpu, mode, "itl", clients, seqs, s["itl_ms"].get<double>());
-      const v::Band cb = v::point_band(dgpu, mode, "output_tps", clients, seqs, r["capacity_tps"].get<double>());
+      // A role the calibration was fitted on takes the profile's cross-validated bands (as simulate does).
+      const auto& own = b.contains("calibration_bands") ? b["calibration_bands"] : nlohmann::json();
+      const bool own_p = own.is_object() && own["prefill"].get<bool>(), own_d = own.is_object() && own["decode"].get<bool>();
+      const v::BandTable& cal = cal_bands ? *cal_bands : v::embedded_bands();
+      const std::string engine = sim::engine_profile(b["engine"].get<std::string>()).engine;
+      const std::string regime = v::load_regime(clients, seqs);
+      auto band = [&](bool mine, const std::string& gpu, const char* metric, double value) {
+        return v::band_for(mine ? cal : v::embedded_bands(), text::lower(gpu), engine, mode, metric, regime, value);
+      };
+      const v::Band tb = band(own_p, pgpu, "ttft", s["ttft_ms"].get<double>());
+      const v::Band ib = band(own_d, dgpu, "itl", s["itl_ms"].get<double>());
+      const v::Band cb = band(own_d, dgpu, "output_tps", r["capacity_tps"].get<double>());
       r["band"] = {{"ttft_ms", v::band_json(tb)}, {"itl_ms", v::band_json(ib)}, {"capacity_tps", v::band_json(cb)},
                    {"load_regime", v::load_regime(clients, seqs)}, {"clients_per_replica", clients}};
       r["band_note"] = "prediction band: " + v::band_legend() + ", applied to the " + rep["statistic"].get<std::string>() +
-                       " figure; " + v::embedded_bands().meta.value("summary", std::string("no band table embedded"));
+                       " figure; " +
+                       (own_p || own_d ? "cross-validated residuals of the calibration " + rep["calibration"]["file"].get<std::string>()
+                                       : v::embedded_bands().meta.value("summary", std::string("no band table embedded")));
+      if (b.contains("calibration")) r["calibration"] = b["calibration"], r["calibrated"] = b["calibrated"];
     }
     r["prefill_train"] = s["prefill_train"];
     r["what_ran"] = b["what_ran"];

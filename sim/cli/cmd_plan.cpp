@@ -83,8 +83,14 @@ void run_plan(const PlanOpts& o) {
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";
   out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + " weights, KV " + str(j["kv_cache_dtype"]) + ") on " +
          num(j["nodes"]) + " x " + str(j["instance"]) + " (" + str(j["gpu"]) + "); ISL " + num(j["isl"]) + " / OSL " +
-         num(j["osl"]) + "\n" + defaults_line(j["defaults"]);
+         num(j["osl"]) +
+         (j.value("vision_tokens_per_request", 0) > 0
+              ? "; + " + num(j["vision_tokens_per_request"]) + " vision tokens on " + fixed(100 * j["image_fraction"].get<double>(), 0) +
+                    " % of requests"
+              : std::string()) +
+         "\n" + defaults_line(j["defaults"]);
   for (const auto& t : j["topologies"]) out += sim::what_ran_text(t["what_ran"]);
+  if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + "\n";
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
@@ -103,7 +109,10 @@ void run_plan(const PlanOpts& o) {
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
   out += "\nSweep\n" + sw.render() +
-         "(a-b): prediction band, " + sim::validate::band_legend() + "; none shown: no measured runs of this kind\n"
+         "(a-b): prediction band, " +
+         (str(j["prediction_band"]["source"]).rfind("cross-validated", 0) == 0 ? "the " + str(j["prediction_band"]["source"])
+                                                                                : sim::validate::band_legend()) +
+         "; none shown: no measured runs of this kind\n"
          "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
          "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n";
   const bool open = j.contains("open_loop");
@@ -166,6 +175,9 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--decode-nodes", o->args.decode_nodes, "Nodes of the decode instance type (default: the fewest that hold them)");
   c->add_option("--isl", o->args.isl, "Input tokens per request");
   c->add_option("--osl", o->args.osl, "Output tokens per request");
+  c->add_option("--images", o->args.images, "Images per request that carries them: WIDTHxHEIGHT[:COUNT],... (vision models)");
+  c->add_option("--image-fraction", o->args.image_fraction,
+                "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
   c->add_option("--requests", o->args.requests, "Measured requests per point (default max(1000, 8 x concurrency), after 32 warm-up requests per client)");
   c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());
@@ -184,6 +196,9 @@ void add_plan_command(CLI::App& app) {
                 "Open-loop plan: poisson, gamma or constant arrivals at --target-rps; each topology gets the fewest copies "
                 "that meet both SLOs at that rate (default: closed loop over --concurrency)");
   c->add_option("--burstiness", o->args.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
+  c->add_option("--calibration", o->args.calibration,
+                "A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build it was fitted on "
+                "(the plan then runs that build), its bands from the profile's cross-validated residuals");
   c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   c->add_option("--threads", o->args.threads, "Worker threads (default: all cores); results do not depend on it");

@@ -110,11 +110,14 @@ std::string search_table(const nlohmann::json& j) {
                 "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective %s\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
                 j["vision_tokens_per_request"].get<std::int64_t>() > 0
-                    ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens").c_str() : "",
+                    ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens" +
+                       (j.value("image_fraction", 1.0) < 1 ? " on " + fixed(100 * j["image_fraction"].get<double>(), 0) + " % of requests" : std::string()))
+                          .c_str() : "",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 str(j["objective"]["kind"]).c_str());
   out += line;
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
+  if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   // The resolved space: GPU types (with the instance each stands for), precisions, and the KV
   // dtypes: the checkpoint's (models::checkpoint_kv_dtype) unless --kv-cache-dtype adds others.
   std::vector<std::string> gpus, precisions, kvs;
@@ -229,7 +232,7 @@ struct SearchOpts {
   std::string output, plot, emit, dask;
   double dask_timeout_s = 10;
   Format format = Format::table;
-  bool no_prune = false, no_ep = false, same_gpu = false, dask_given = false;
+  bool no_prune = false, no_ep = false, same_gpu = false, dask_given = false, quiet = false;
 };
 
 // The search's rounds, on the Dask cluster of --dask or here (with a progress bar).
@@ -244,7 +247,8 @@ nlohmann::json run_rounds(SearchOpts& o, bool recommend) {
     return search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
   }
   SearchBar bar;
-  auto progress = [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); };
+  api::SearchProgressFn progress;
+  if (!o.quiet) progress = [&bar](int s, int p, int r, int t) { bar.update(s, p, r, t); };
   return recommend ? api::recommend(o.args, progress) : api::search(o.args, progress);
 }
 
@@ -302,16 +306,32 @@ std::string recommend_text(const nlohmann::json& j) {
                 j["objective"]["target_tps"].get<double>(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(),
                 j["itl_ms"].get<double>());
   out += line;
+  if (j["vision_tokens_per_request"].get<std::int64_t>() > 0)
+    out += "Images: + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens on " +
+           fixed(100 * j.value("image_fraction", 1.0), 0) + " % of requests\n";
+  const bool open = j.contains("arrival");
+  if (open)
+    out += "Offered load: " + compact(j["target_rps"].get<double>()) + " requests/s, " + str(j["arrival"]) +
+           " arrivals (open loop), split evenly over each configuration's copies\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
+  if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   const auto& n = j["counts"];
   std::snprintf(line, sizeof line, "%d configurations: %d simulated, %d do not fit, %d cannot meet the SLO, %d cannot win\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["does_not_fit"].get<int>(),
                 n["cannot_meet_slo"].get<int>(), n["cannot_win"].get<int>());
   out += line;
-  Table t({"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok", "kW (TDP max)", "J/tok (max)",
-           "TTFT " + stat + " ms", "ITL " + stat + " ms", "capacity tok/s", "TTFT headroom", "ITL headroom"});
-  int trains = 0;
+  const std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok",
+                                         "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
+                                         "TTFT " + stat + " ms", "ITL " + stat + " ms", "capacity tok/s", "limited by"};
+  // One GPU type per row first; prefill on one type and decode on another in a table of their own
+  // (the five cheapest; every row in --format json).
+  Table t(cols), mixed(cols);
+  int trains = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0;
   for (const auto& r : j["recommendations"]) {
+    const bool pair = str(r["gpu"]).find('+') != std::string::npos;
+    mixed_rows += pair;
+    if (pair && ++mixed_shown > 5) continue;
+    Table& into = pair ? mixed : t;
     // A figure with its prediction band "(lo-hi)" when its kind has one.
     auto banded = [&](const char* key, const char* band, int digits) {
       std::string s = fixed(r[key].get<double>(), digits);
@@ -319,14 +339,26 @@ std::string recommend_text(const nlohmann::json& j) {
       if (b.contains("lo")) s += " (" + fixed(b["lo"].get<double>(), digits) + "-" + fixed(b["hi"].get<double>(), digits) + ")";
       return s;
     };
-    t.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]), num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]),
-               usd(r["usd_per_million_output_tokens"]), fixed(r["power_watts"].get<double>() / 1e3, 1),
-               fixed(r["joules_per_output_token"].get<double>(), 2), banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""),
-               banded("itl_ms", "itl_ms", 2), banded("capacity_tps", "capacity_tps", 0),
-               fixed(r["ttft_headroom_pct"].get<double>(), 0) + "%", fixed(r["itl_headroom_pct"].get<double>(), 0) + "%"});
+    const std::string lim = str(r.value("limited_by", nlohmann::json("none")));
+    unbounded += !open && lim == "none";
+    into.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]) + (r.contains("calibration") && r.value("calibrated", false) ? " (calibrated)" : ""),
+                  num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]), usd(r["usd_per_million_output_tokens"]),
+                  fixed(r["power_watts"].get<double>() / 1e3, 1), fixed(r["joules_per_output_token"].get<double>(), 2),
+                  open ? fixed(r["rate_per_copy"].get<double>(), 2) : num(r["slo_concurrency"]),
+                  banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""), banded("itl_ms", "itl_ms", 2),
+                  banded("capacity_tps", "capacity_tps", 0), lim == "none" && !open ? "none (upper bound)" : lim});
     trains += r.value("prefill_train", false);
   }
   out += "\n" + t.render();
+  if (mixed_rows > 0)
+    out += "\nPrefill on one GPU type, decode on another (" + std::string(mixed_rows > 5 ? "the 5 cheapest of " : "") +
+           std::to_string(mixed_rows) + "; --same-gpu leaves them out, --format json lists all)\n" + mixed.render();
+  if (unbounded > 0)
+    out += "none (upper bound): " + std::to_string(unbounded) + " row(s) still meet both SLOs at the highest swept concurrency, so "
+           "one copy could serve more and their GPUs and $ are an upper bound: extend --concurrency (e.g. 1,2,4,...,512) or "
+           "size open loop (--arrival poisson)\n";
+  out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
+         "itl: add decode capacity\n";
   if (trains > 0)
     out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
            "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "
@@ -408,6 +440,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--isl", a.isl, "Input text tokens per request");
   c.add_option("--osl", a.osl, "Output tokens per request");
   c.add_option("--images", a.images, "Images per request: WIDTHxHEIGHT[:COUNT],... (vision models)");
+  c.add_option("--image-fraction", a.image_fraction,
+               "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
   c.add_option("--requests", a.requests, "Measured requests per point (default max(1000, 8 x clients), after 32 warm-up requests per client)");
   c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
@@ -426,6 +460,14 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs")->check(finite);
   c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s")->check(finite);
   c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)")->check(finite);
+  c.add_option("--calibration", a.calibration,
+               "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
+               "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "
+               "candidates on other GPUs run uncalibrated");
+  c.add_option("--arrival", a.arrival,
+               "Open-loop search: poisson, gamma or constant arrivals at --target-rps; each candidate gets the fewest copies "
+               "that meet both SLOs at that rate (default: closed loop over --concurrency)");
+  c.add_option("--burstiness", a.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
   c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
 }
 
@@ -447,6 +489,7 @@ void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char*
   c.add_option("--dask-timeout", o.dask_timeout_s, "Seconds to wait for the Dask scheduler before giving up (default 10)")
       ->check(CLI::Range(0.1, 3600.0));
   add_format_option(c, o.format);
+  add_quiet_flag(c, o.quiet);
 }
 }  // namespace
 

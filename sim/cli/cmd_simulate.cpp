@@ -30,6 +30,7 @@
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
 #include "sim/calibration.hpp"
+#include "workloads/multimodal.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
 #include "sim/kv_offload_setup.hpp"
@@ -41,6 +42,8 @@ namespace {
 
 struct SimOpts {
   std::string scenario, model, model_file, gpu, precision, kv_cache_dtype, router, concurrency, request_rate, arrival;
+  std::string images;                       // --images WxH[:N],... (workload.multimodal.images)
+  std::optional<double> image_fraction;     // --image-fraction (workload.multimodal.fraction)
   std::string calibration;
   std::optional<int> gpus, tp, pp, ep, dp, max_num_seqs, block_size;
   std::optional<std::int64_t> dataset_entries;
@@ -89,6 +92,11 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--isl-stddev", o.isl_stddev, "Standard deviation of the input length (normal, as aiperf)");
   c.add_option("--osl-stddev", o.osl_stddev, "Standard deviation of the output length (normal, as aiperf)");
   c.add_option("--concurrency", o.concurrency, sweep ? "Closed-loop clients, a list: 1,2,4,8" : "Closed-loop clients (aiperf --concurrency)");
+  c.add_option("--images", o.images, "Images per request that carries them: WIDTHxHEIGHT[:COUNT],... (vision models; "
+                                     "a scenario's workload.multimodal.images)");
+  c.add_option("--image-fraction", o.image_fraction,
+               "Share of requests that carry --images (default 1: every request), chosen per request from the seed "
+               "(workload.multimodal.fraction)");
   c.add_option("--request-rate", o.request_rate, sweep ? "Open-loop request rates per second, a list" : "Open-loop request rate per second");
   c.add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, gamma, constant");
   c.add_option("--burstiness", o.burstiness, "Gamma arrivals' shape (1 = Poisson)");
@@ -375,6 +383,18 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.requests) w["requests"] = *o.requests;
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
+  if (!o.images.empty()) {
+    nlohmann::json im = nlohmann::json::array();
+    for (const auto& x : workloads::parse_images_flag(o.images).images)
+      im.push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
+    w["multimodal"]["images"] = im;
+  }
+  if (o.image_fraction) {
+    workloads::check_fraction(*o.image_fraction);
+    if (!w.contains("multimodal") || !w["multimodal"].contains("images"))
+      throw Error("--image-fraction", "", "needs --images (or a scenario workload.multimodal.images): the images that share of requests carries");
+    w["multimodal"]["fraction"] = *o.image_fraction;
+  }
   if (o.dataset_entries) w["dataset"]["entries"] = *o.dataset_entries;
   if (!o.dataset_sampling.empty()) {
     if (!w.contains("dataset") || !w["dataset"].contains("entries"))
@@ -587,6 +607,11 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   row("output_sequence_length", "tokens", m.output_sequence_length);
   out += t.render() + "\n";
   out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
+  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.steady_window_s > 0)
+    out += "  open loop: offered " + compact(s.workload.rate_per_s) + " requests/sec; request_throughput (aiperf's: requests / "
+           "(last answer - first send)) counts the ramp-up and the drain; answered in the steady window (a median latency after the first send to the last send, " +
+           fixed(m.steady_window_s, 1) + " s): " + fixed(m.steady_request_throughput_per_s, 3) + " requests/sec, " +
+           fixed(m.steady_output_token_throughput_per_s, 1) + " tokens/sec\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
          fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +

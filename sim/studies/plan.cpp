@@ -156,6 +156,38 @@ std::string open_loop_rule(std::optional<std::int64_t> requests) {
          " measured requests; copies: the fewest that meet both SLOs (doubling, then bisection)";
 }
 
+const SweepRow* CopiesSearch::at(std::int64_t k) const {
+  for (const auto& [n, r] : tried)
+    if (n == k) return &r;
+  return nullptr;
+}
+
+CopiesSearch fewest_copies(const std::function<SweepRow(std::int64_t)>& point, const std::function<bool(const SweepRow&)>& passes,
+                           const std::function<bool(std::int64_t, const SweepRow&)>& hopeless) {
+  constexpr std::int64_t kMaxCopies = std::int64_t{1} << 20;
+  CopiesSearch out;
+  auto eval = [&](std::int64_t k) -> const SweepRow& {
+    out.tried.emplace_back(k, point(k));
+    return out.tried.back().second;
+  };
+  std::int64_t hi = 1, lo = 0;
+  for (;;) {
+    const SweepRow& r = eval(hi);
+    if (passes(r)) break;
+    if (hi >= kMaxCopies || (hopeless && hopeless(hi, r))) return out;
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (passes(eval(mid))) hi = mid;
+    else lo = mid;
+  }
+  out.copies = hi;
+  out.fewer = lo;
+  return out;
+}
+
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,
                                    const PlanSlo& slo) {
   slo.validate();

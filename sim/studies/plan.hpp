@@ -6,6 +6,7 @@
 // topology: its engine replicas behind the router; for xPyD: x prefill + y decode workers).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,20 @@ workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arr
                                              std::optional<std::int64_t> requests, std::uint64_t seed, std::int64_t isl,
                                              std::int64_t osl);
 std::string open_loop_rule(std::optional<std::int64_t> requests);
+
+// The fewest copies k in 1..2^20 whose point(k) meets the SLO (passes), k doubling from 1, then
+// bisection between the last failing and the first passing k (the SLO is taken to hold at every
+// rate below one that meets it). `hopeless(k, row)` may stop the doubling early (e.g. a copy that
+// fails with under one request in flight: more copies cannot help). Every evaluated point is kept
+// in `tried`, in evaluation order; `copies` 0: none passed; `fewer`: the largest failing k below
+// `copies` (0: none).
+struct CopiesSearch {
+  std::int64_t copies = 0, fewer = 0;
+  std::vector<std::pair<std::int64_t, SweepRow>> tried;
+  const SweepRow* at(std::int64_t k) const;
+};
+CopiesSearch fewest_copies(const std::function<SweepRow(std::int64_t)>& point, const std::function<bool(const SweepRow&)>& passes,
+                           const std::function<bool(std::int64_t, const SweepRow&)>& hopeless = {});
 
 // One row per unit, in the order given; rows of a unit's name that are absent throw Error.
 std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std::vector<TopologyUnit>& units,

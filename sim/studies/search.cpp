@@ -178,6 +178,7 @@ nlohmann::json SearchScore::to_json() const {
   j["limited_by"] = std::string(to_string(limited_by));
   j["advice"] = std::string(advice(limited_by));
   j["prefill_train"] = prefill_train;
+  if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
   return j;
 }
 
@@ -421,15 +422,23 @@ EngineConfig Search::engine_of(const SearchConfig& c) const {
 }
 
 const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv,
-                                          const models::Parallelism& par, const hw::KernelTables& tables) {
+                                          const models::Parallelism& par, const hw::KernelTables& tables,
+                                          const std::string& engine) {
+  // The bounds use the kernel factors of a calibration that applies on this GPU and engine build,
+  // as the simulation does: otherwise a calibration making kernels faster would make them no bounds.
+  const hw::KernelScales scales = space_.calibration
+                                      ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name).kernels
+                                      : hw::KernelScales{};
   const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
                           std::to_string(par.tp) + "|" +
                           std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
-                          tables.engine + "-" + tables.version;
+                          tables.engine + "-" + tables.version + "|" + std::to_string(scales.gemm) + "," +
+                          std::to_string(scales.moe) + "," + std::to_string(scales.attention) + "," +
+                          std::to_string(scales.communication);
   auto it = costs_.find(key);
   if (it == costs_.end())
     // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables)).first;
+    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables, scales)).first;
   return *it->second;
 }
 
@@ -440,9 +449,12 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const hw::GpuSpec& pg = cat.gpu(c.instance->gpu);
   const hw::GpuSpec& dg = cat.gpu(c.decode_instance->gpu);
   const hw::Precision kv = c.kv_dtype;
-  const std::int64_t prompt = prompt_tokens();
-  const std::int64_t seq_tokens = prompt + traffic_.osl;
-  const int tiles = vision_tiles();
+  // With images on a share of the requests only, the bounds take the text-only prompt (a lower
+  // bound on any request's cost); memory must hold a request that carries them.
+  const bool all_media = traffic_.multimodal.fraction >= 1;
+  const std::int64_t prompt = all_media ? prompt_tokens() : traffic_.isl;
+  const std::int64_t seq_tokens = prompt_tokens() + traffic_.osl;
+  const int tiles = all_media ? vision_tiles() : 0;
   // GPU time only: the engine's host work per step (scheduling, input preparation, the frontend)
   // may overlap the GPU's, so only the forward passes themselves bound a step from below.
   const double ovh = 0.0;
@@ -471,8 +483,8 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   b.fits = true;
 
   const hw::KernelTables& tables = engine_profile(c.engine).kernel_tables;
-  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables);
-  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables);
+  const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables, c.engine);
+  const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables, c.engine);
   auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
   const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
   const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
@@ -503,6 +515,28 @@ SearchBound Search::bound_of(const SearchConfig& c) {
     prefill_tokens_per_s = double(pb.prefill_tokens) / (K * pcm.seconds(pb) + ovh);
   }
 
+  // Aggregated: the least GPU time per output token with B sequences decoding. A decode token
+  // costs at least t(B)/B; each request's prompt tokens ride on decode steps at no less than their
+  // marginal cost in a step of B decodes. With attention data parallelism each of the dp ranks can
+  // carry a chunk in the same step.
+  auto agg_per_token = [&](int B) {
+    const int ranks = dpar.dp;
+    const std::int64_t ch =
+        std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - (B + ranks - 1) / ranks));
+    // The cheapest marginal cost per prompt token over the prompts one step may carry (1, 2, 4, ...
+    // chunks per rank within the token budget): several prompts in a step share its GEMMs, and the
+    // measured kernel tables make a token cheaper at larger m.
+    const double t_b = dcm.seconds(decode_batch(B, prompt));
+    double marg = kInf;
+    for (std::int64_t n = 1; n == 1 || ranks * n * ch + B <= c.max_num_batched_tokens; n *= 2) {
+      models::StepBatch mixed = decode_batch(B, prompt);
+      mixed.prefill_seqs = int(ranks * n);
+      mixed.prefill_tokens = ranks * n * ch;
+      mixed.prefill_attention_pairs = double(ranks * n) * double(ch) * double(ch + 1) / 2;
+      marg = std::min(marg, std::max(0.0, K * (dcm.seconds(mixed) - t_b)) / double(ranks * n * ch));
+    }
+    return t_dec(B) / B + (double(prompt) / osl) * marg + K * dcm.encoder_seconds(tiles) / osl;
+  };
   const bool ttft_ok = b.ttft_lb_ms <= goal_.ttft_ms;
   const bool itl_ok = b.itl_lb_ms <= goal_.itl_ms;
   for (int conc : traffic_.concurrency) {
@@ -513,26 +547,7 @@ SearchBound Search::bound_of(const SearchConfig& c) {
     bool slo_possible = ttft_ok && itl_ok;
     if (!c.disaggregated()) {
       const int B = std::min(n, cap);
-      // A decode token costs at least t(B)/B; each request's prompt tokens ride on decode steps
-      // at no less than their marginal cost in a step of B decodes.
-      // With attention data parallelism each of the dp ranks can carry a chunk in the same step.
-      const int ranks = dpar.dp;
-      const std::int64_t ch =
-          std::max<std::int64_t>(1, std::min<std::int64_t>(prompt, c.max_num_batched_tokens - (B + ranks - 1) / ranks));
-      // The cheapest marginal cost per prompt token over the prompts one step may carry (1, 2, 4, ...
-      // chunks per rank within the token budget): several prompts in a step share its GEMMs, and the
-      // measured kernel tables make a token cheaper at larger m.
-      const double t_b = dcm.seconds(decode_batch(B, prompt));
-      double marg = kInf;
-      for (std::int64_t n = 1; n == 1 || ranks * n * ch + B <= c.max_num_batched_tokens; n *= 2) {
-        models::StepBatch mixed = decode_batch(B, prompt);
-        mixed.prefill_seqs = int(ranks * n);
-        mixed.prefill_tokens = ranks * n * ch;
-        mixed.prefill_attention_pairs = double(ranks * n) * double(ch) * double(ch + 1) / 2;
-        marg = std::min(marg, std::max(0.0, K * (dcm.seconds(mixed) - t_b)) / double(ranks * n * ch));
-      }
-      const double per_token = t_dec(B) / B + (double(prompt) / osl) * marg + K * dcm.encoder_seconds(tiles) / osl;
-      ub = std::min(ub, 1.0 / per_token);
+      ub = std::min(ub, 1.0 / agg_per_token(B));
       // In steady state a closed loop keeps its clients in the engine and every step carries every
       // running sequence, so at least half the clients (up to the cap) share each step: ITL cannot
       // beat a decode step of that batch.
@@ -545,6 +560,23 @@ SearchBound Search::bound_of(const SearchConfig& c) {
     }
     b.tps_ub.push_back(ub);
     if (slo_possible) b.tps_ub_slo = std::max(b.tps_ub_slo, ub);
+  }
+  if (traffic_.open_loop()) {
+    // Open loop: no clients bound the load, so only capacity does: the most a copy's steps can
+    // serve at any batch up to the cap (aggregated: decode steps with the prompts riding on them;
+    // disaggregated: the decode workers and the prefill workers' token rate). Batches of powers of
+    // two and the cap are tried (the 0.9 margin covers those between).
+    double ub = 0;
+    for (int B = 1;; B = std::min(cap, B * 2)) {
+      const double at = c.disaggregated()
+                            ? std::min(c.topo.decode_workers * B / t_dec(B),
+                                       c.topo.prefill_workers * prefill_tokens_per_s / double(prompt) * osl)
+                            : 1.0 / agg_per_token(B);
+      ub = std::max(ub, at);
+      if (B >= cap) break;
+    }
+    b.tps_ub.assign(b.tps_ub.size(), ub);
+    b.tps_ub_slo = ttft_ok && itl_ok ? ub : 0;
   }
   if (!ttft_ok)
     b.reason = "TTFT cannot go below " + std::to_string(int(std::lround(b.ttft_lb_ms))) + " ms (prefill of one prompt alone)";
@@ -657,6 +689,33 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
   const int st = static_cast<int>(goal_.statistic);
   auto ttft_ok = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms; };
   auto itl_ok = [&](const SweepRow& r) { return r.itl_ms[st] <= goal_.itl_ms; };
+  if (traffic_.open_loop()) {
+    // The fewest passing copy count, and what the largest failing one below it breaks.
+    const SweepRow *best = nullptr, *fewer = nullptr;
+    for (const auto& r : rows)
+      if (ttft_ok(r) && itl_ok(r)) {
+        if (!best || r.concurrency < best->concurrency) best = &r;
+      }
+    for (const auto& r : rows)
+      if (!(ttft_ok(r) && itl_ok(r)) && (!best || r.concurrency < best->concurrency) && (!fewer || r.concurrency > fewer->concurrency))
+        fewer = &r;
+    SearchScore s;
+    if (best) {
+      const double k = double(best->concurrency);
+      s = score_bound(c, goal_.target_tps / k);   // k copies, each serving the target / k
+      s.rate_per_copy = traffic_.rate / k;
+      s.in_flight = s.rate_per_copy * (best->ttft_ms[st] + double(traffic_.osl - 1) * best->itl_ms[st]) * 1e-3;
+      s.tps_per_user = best->output_tps_per_user;
+      s.ttft_ms = best->ttft_ms[st];
+      s.itl_ms = best->itl_ms[st];
+      s.prefill_train = best->prefill_train;
+    }
+    if (fewer) {
+      const bool t = !ttft_ok(*fewer), i = !itl_ok(*fewer);
+      s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+    }
+    return s;
+  }
   int best = -1;
   for (int i = 0; i < int(rows.size()); ++i)
     if (ttft_ok(rows[std::size_t(i)]) && itl_ok(rows[std::size_t(i)])) best = i;
@@ -682,6 +741,14 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
 }
 
 // ---- rounds ----------------------------------------------------------------------------------------
+
+bool Search::calibrated(const SearchConfig& c) const {
+  if (!space_.calibration) return false;
+  const auto& cat = hw::Catalog::global();
+  const std::string build = engine_profile(c.engine).name;
+  return applicable(*space_.calibration, cat.gpu(c.instance->gpu).name, build, space_.model->name).any ||
+         applicable(*space_.calibration, cat.gpu(c.decode_instance->gpu).name, build, space_.model->name).any;
+}
 
 std::string Search::group_of(int index) const { return goal_.per_instance ? configs_[std::size_t(index)].group : ""; }
 
@@ -735,6 +802,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
   d.router = space_.router;
   d.seed = traffic_.seed;
+  d.calibration = space_.calibration;
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
@@ -753,6 +821,28 @@ std::vector<SweepRow> Search::run(int index) const {
   const SearchConfig& c = configs_[std::size_t(index)];
   const Deployment dep(c.topo, deployment_spec(c));
   std::vector<SweepRow> rows;
+  if (traffic_.open_loop()) {
+    // The fewest copies meeting both SLOs at the target rate split evenly over them; the rows are
+    // every evaluated copy count (SweepRow::concurrency holds the copies), in evaluation order.
+    const int st = static_cast<int>(goal_.statistic);
+    auto point = [&](std::int64_t k) {
+      workloads::WorkloadConfig wc = open_loop_workload(traffic_.rate / double(k), *traffic_.arrival, traffic_.burstiness,
+                                                        traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
+      wc.multimodal = traffic_.multimodal;
+      const PointResult pr = dep.run(wc);
+      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus());
+      r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
+      return r;
+    };
+    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms; };
+    // A copy that fails with under one request in flight (rate x latency, Little's law) fails
+    // alone: more copies cannot help.
+    auto hopeless = [&](std::int64_t k, const SweepRow& r) {
+      return traffic_.rate / double(k) * (r.ttft_ms[st] + double(traffic_.osl - 1) * r.itl_ms[st]) * 1e-3 < 1.0;
+    };
+    for (auto& [k, r] : fewest_copies(point, passes, hopeless).tried) rows.push_back(std::move(r));
+    return rows;
+  }
   for (int conc : traffic_.concurrency) {
     const int n = c.clients(conc);
     workloads::WorkloadConfig wc = capacity_workload(n, traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
@@ -767,7 +857,7 @@ std::vector<SweepRow> Search::run(int index) const {
 void Search::add(int index, std::vector<SweepRow> rows) {
   if (index < 0 || index >= int(configs_.size()))
     throw Error("search", "index", "must be in [0, " + std::to_string(configs_.size()) + ")");
-  if (rows.size() != traffic_.concurrency.size())
+  if (!traffic_.open_loop() && rows.size() != traffic_.concurrency.size())
     throw Error("search", "rows", "expected " + std::to_string(traffic_.concurrency.size()) + " rows for configuration " +
                                       std::to_string(index));
   State& s = state_[std::size_t(index)];
@@ -835,6 +925,11 @@ nlohmann::json Search::deployment(int index) const {
   nlohmann::json im = nlohmann::json::array();
   for (const auto& x : traffic_.multimodal.images) im.push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
   d["images"] = im;
+  d["image_fraction"] = traffic_.multimodal.fraction;
+  d["router"] = std::string(to_string(space_.router));
+  d["seed"] = traffic_.seed;
+  if (traffic_.open_loop() && s.score.rate_per_copy > 0)
+    d["rate_per_copy"] = s.score.rate_per_copy, d["arrival"] = workloads::arrival_name(*traffic_.arrival);
   d["vision"] = space_.model->has_vision;
   d["has_encode_workers"] = false;
   nlohmann::json conc = nlohmann::json::array();
@@ -856,29 +951,58 @@ nlohmann::json Search::report() const {
   const auto vw = workloads::vision_work(traffic_.multimodal);
   j["vision_tokens_per_request"] = vw.tokens;
   j["vision_tiles_per_request"] = vw.tiles;
+  j["image_fraction"] = traffic_.multimodal.fraction;   // the share of requests carrying them
   j["concurrency"] = traffic_.concurrency;
   j["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
   j["ttft_ms"] = goal_.ttft_ms;
   j["itl_ms"] = goal_.itl_ms;
   j["statistic"] = std::string(to_string(goal_.statistic));
-  j["method"] = capacity_rule(traffic_.requests);
+  j["method"] = traffic_.open_loop() ? open_loop_rule(traffic_.requests) : capacity_rule(traffic_.requests);
+  if (traffic_.open_loop()) {
+    j["arrival"] = workloads::arrival_name(*traffic_.arrival);
+    j["target_rps"] = traffic_.rate;
+    if (*traffic_.arrival == workloads::Arrival::gamma) j["burstiness"] = traffic_.burstiness;
+  }
   const char* obj = goal_.objective == SearchObjective::target_tps ? "target_tps"
                     : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
   j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
   j["pruning"] = prune_;
+  if (space_.calibration) {   // which candidates the profile applied to
+    const CalibrationProfile& cp = *space_.calibration;
+    std::vector<std::string> on, off;
+    for (const auto* i : space_.instances) {
+      const std::string g = cat.gpu(i->gpu).name;
+      bool any = false;
+      for (const auto& c : configs_) any = any || applicable(cp, g, engine_profile(c.engine).name, space_.model->name).any;
+      auto& v = any ? on : off;
+      if (std::find(v.begin(), v.end(), g) == v.end()) v.push_back(g);
+    }
+    int n = 0;
+    for (const auto& c : configs_) n += calibrated(c);
+    j["calibration"] = {{"file", cp.file},
+                        {"fitted_on", {{"gpu", cp.gpu}, {"engine", cp.engine}, {"engine_profile", cp.engine_profile},
+                                       {"model", cp.model}, {"points", cp.points}}},
+                        {"applies_to_gpus", on}, {"uncalibrated_gpus", off}, {"calibrated_configurations", n},
+                        {"summary", "calibration " + cp.file + " (fitted on " + cp.model + ", " + cp.gpu + ", " +
+                                        (cp.engine_profile.empty() ? cp.engine : cp.engine_profile) + "): applies to " +
+                                        std::to_string(n) + " of " + std::to_string(configs_.size()) + " configurations (" +
+                                        (on.empty() ? std::string("none") : text::join(on, ", ") + " workers") + ")" +
+                                        (off.empty() ? std::string() : "; " + text::join(off, ", ") + " run uncalibrated")}};
+  }
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto* i : space_.instances) gpus.push_back({{"instance", i->name}, {"gpu", cat.gpu(i->gpu).name}});
   j["instances"] = gpus;
 
   const SearchProgress p = progress();
-  int fit = 0, slo = 0, win = 0;
+  int fit = 0, slo = 0, win = 0, points = 0;
   for (const auto& s : state_) {
+    points += int(s.rows.size());
     fit += s.pruned == Pruned::does_not_fit;
     slo += s.pruned == Pruned::cannot_meet_slo;
     win += s.pruned == Pruned::cannot_win;
   }
   j["counts"] = {{"configurations", p.total}, {"simulated", p.simulated}, {"does_not_fit", fit},
-                 {"cannot_meet_slo", slo}, {"cannot_win", win}, {"points_simulated", p.simulated * int(traffic_.concurrency.size())}};
+                 {"cannot_meet_slo", slo}, {"cannot_win", win}, {"points_simulated", points}};
 
   nlohmann::json cfgs = nlohmann::json::array();
   for (const auto& c : configs_) {
@@ -887,6 +1011,7 @@ nlohmann::json Search::report() const {
     x["status"] = s.simulated ? "simulated" : std::string(to_string(s.pruned));
     x["bound"] = s.bound.to_json();
     x["score"] = s.simulated ? s.score.to_json() : nlohmann::json(nullptr);
+    if (space_.calibration) x["calibrated"] = calibrated(c);
     cfgs.push_back(std::move(x));
   }
   j["configurations"] = std::move(cfgs);
@@ -902,6 +1027,13 @@ nlohmann::json Search::report() const {
     const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
                       traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
     w["what_ran"] = what_ran_json(ran);
+    if (space_.calibration) {
+      w["calibrated"] = calibrated(c);
+      w["calibration"] = dep.user_calibration();
+      // Bands from the profile's cross-validated residuals where it was fitted (GPU, build, model).
+      w["calibration_bands"] = {{"prefill", dep.calibrated_on(cat.gpu(c.instance->gpu).name)},
+                                {"decode", dep.calibrated_on(cat.gpu(c.decode_instance->gpu).name)}};
+    }
     w["deployment"] = deployment(i);
     return w;
   };

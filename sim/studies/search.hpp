@@ -22,6 +22,7 @@
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "sim/calibration.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/deployment.hpp"
@@ -51,6 +52,9 @@ struct SearchSpace {
   std::vector<std::string> kv_cache_dtypes = {"auto"};
   double gpu_memory_utilization = 0.9;   // < 0: the engine's (SGLang: its mem_fraction_static heuristic)
   RouterPolicy router = RouterPolicy::least_outstanding;
+  // A user's calibration: each candidate's roles take the parts that transfer to their GPU and
+  // engine build (candidates on other GPUs run uncalibrated, and the report says which applied).
+  std::shared_ptr<const CalibrationProfile> calibration;
 };
 
 struct SearchTraffic {
@@ -59,6 +63,12 @@ struct SearchTraffic {
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 32, 64, 128};   // clients per decode-carrying worker
   std::optional<std::int64_t> requests;              // measured requests per point (default: capacity_requests, sim/studies/plan.hpp)
   std::uint64_t seed = 0;
+  // Open loop (--arrival with --target-rps): instead of the concurrency sweep, each candidate gets
+  // the fewest copies that meet both SLOs when `rate` requests/s arrive split evenly over them
+  // (fewest_copies, the open-loop plan's rule); its rows are the evaluated copy counts.
+  std::optional<workloads::Arrival> arrival;
+  double rate = 0, burstiness = 1;
+  bool open_loop() const { return arrival.has_value(); }
 };
 
 enum class SearchObjective {
@@ -116,7 +126,9 @@ struct SearchBound {
 // What a deployment of copies of one configuration costs for the goal.
 struct SearchScore {
   bool feasible = false;
-  int slo_concurrency = 0;               // clients of one copy at the rightmost point under both SLOs
+  int slo_concurrency = 0;               // clients of one copy at the rightmost point under both SLOs (open loop: 0)
+  double rate_per_copy = 0;              // open loop: requests/s one copy is offered (0: closed loop)
+  double in_flight = 0;                  // open loop: requests in flight per copy, rate x latency (Little's law)
   double tps_per_copy = 0, tps_per_gpu = 0, tps_per_user = 0;
   double ttft_ms = 0, itl_ms = 0;        // at that point, at the SLO statistic
   std::int64_t copies = 0, gpus = 0, instances = 0;   // at most 10^9 copies (kMaxCopies): no overflow
@@ -185,8 +197,9 @@ class Search {
   std::int64_t prompt_tokens() const;
   int vision_tiles() const;
   const models::StepCostModel& cost(const hw::GpuSpec& gpu, hw::Precision p, hw::Precision kv, const models::Parallelism& par,
-                                    const hw::KernelTables& tables);
+                                    const hw::KernelTables& tables, const std::string& engine);
   std::string group_of(int index) const;
+  bool calibrated(const SearchConfig& c) const;   // the calibration applies to one of its roles
 
   SearchSpace space_;
   SearchTraffic traffic_;

@@ -55,7 +55,21 @@ std::string TopologyChoice::name() const {
 }
 
 EngineConfig Deployment::engine_for(WorkerRole role) const {
+  const hw::GpuSpec* g = role == WorkerRole::prefill_only && prefill_gpu_   ? prefill_gpu_
+                         : role == WorkerRole::decode_only && decode_gpu_ ? decode_gpu_
+                                                                          : spec_.gpu;
+  return engine_for(role, *g);
+}
+
+EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) const {
   EngineConfig e = spec_.engine;
+  if (spec_.calibration) {   // the parts of a user's calibration that transfer to this role's GPU and engine build
+    const AppliedCalibration a = applicable(*spec_.calibration, gpu.name, e.engine_profile, spec_.model->name);
+    e.kernel_scales = a.kernels;
+    e.step_overhead_s *= a.step_cpu_factor;
+    e.step_overhead_per_seq_s *= a.step_overhead_factor;
+    e.closed_loop_osl_spread_tokens *= a.spread_factor;
+  }
   e.role = role;
   if (e.max_model_len <= 0) e.max_model_len = spec_.model->max_context;   // vLLM: the config's max_position_embeddings
   const bool decodes = role != WorkerRole::prefill_only;
@@ -73,7 +87,7 @@ EngineConfig Deployment::engine_for(WorkerRole role) const {
 Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const {
   Pool p;
   p.par = par;
-  const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only);
+  const EngineConfig e = engine_for(decodes ? WorkerRole::aggregated : WorkerRole::prefill_only, gpu);
   // A role whose TP differs from the aggregated one was given as --prefill-tp / --decode-tp: an
   // error about its TP names that flag.
   const bool own_tp = topo_.kind == TopologyChoice::Kind::disaggregated && par.tp != topo_.agg.tp;
@@ -149,6 +163,33 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
                                             engine_for(WorkerRole::prefill_only).kernel_scales);
     }
   }
+  frontend_ = spec_.frontend;
+  if (frontend_ && spec_.calibration)   // host time per request before the engine: the first GPU a request meets
+    frontend_->api.request.mean_s +=
+        applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "")
+            .request_overhead_ms * 1e-3;
+}
+
+std::string Deployment::calibration() const {
+  std::string s = (disaggregated() ? decode_.cost : agg_.cost)->provenance();
+  const std::string u = user_calibration();
+  return u.empty() ? s : s + "; " + u;
+}
+
+std::string Deployment::user_calibration() const {
+  if (!spec_.calibration) return "";
+  std::vector<const hw::GpuSpec*> gpus = {prefill_gpu_ ? prefill_gpu_ : spec_.gpu};
+  if (decode_gpu_ && decode_gpu_ != gpus[0]) gpus.push_back(decode_gpu_);
+  std::string out;
+  for (const hw::GpuSpec* g : gpus) {
+    const AppliedCalibration a = applicable(*spec_.calibration, g->name, spec_.engine.engine_profile, spec_.model->name);
+    out += (out.empty() ? "" : "; ") + std::string(gpus.size() > 1 ? g->name + " workers: " : "") + a.summary;
+  }
+  return out;
+}
+
+bool Deployment::calibrated_on(const std::string& gpu) const {
+  return spec_.calibration && applicable(*spec_.calibration, gpu, spec_.engine.engine_profile, spec_.model->name).bands;
 }
 
 TopologyUnit Deployment::unit() const {
@@ -191,7 +232,8 @@ PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {
 }
 
 PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsCollector& metrics) const {
-  const workloads::WorkloadConfig wc = closed_loop_lengths(given, spec_.engine);
+  const workloads::WorkloadConfig wc =
+      closed_loop_lengths(given, engine_for(disaggregated() ? WorkerRole::decode_only : WorkerRole::aggregated));
   auto workload = workloads::make_workload(wc);
   PointResult out;
   if (topo_.kind == TopologyChoice::Kind::aggregated) {
@@ -210,7 +252,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
       shape.kv_router.offload_block_cost = offload_block_costs(spec_.offload, agg_.plan.kv.bytes_per_block, *agg_.cost,
                                                                agg_.plan.block_size, spec_.engine.max_num_batched_tokens);
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
-                              spec_.frontend ? &*spec_.frontend : nullptr);
+                              frontend_ ? &*frontend_ : nullptr);
     MetricsSink sink(metrics);
     if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
       SessionSink turns(sink, *sessions);
@@ -250,7 +292,7 @@ PointResult Deployment::run_disaggregated(workloads::Workload& workload, Metrics
   const models::ModelSpec* m = spec_.model;
   const hw::Precision kv = spec_.kv_dtype;
   shape.handoff_bytes = [m, kv](std::int64_t n) { return models::handoff_bytes(*m, n, kv); };
-  shape.frontend = spec_.frontend && spec_.frontend->enabled ? &*spec_.frontend : nullptr;
+  shape.frontend = frontend_ && frontend_->enabled ? &*frontend_ : nullptr;
   shape.embedding_bytes_per_token = 2.0 * double(m->hidden);   // BF16 embeddings into the LLM
   shape.offload = spec_.offload;
   shape.offload_block_bytes = prefill_.plan.kv.bytes_per_block;

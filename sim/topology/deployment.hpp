@@ -15,6 +15,7 @@
 #include "models/step_cost.hpp"
 #include "sim/decoding/mtp.hpp"
 #include "sim/engine/engine_config.hpp"
+#include "sim/calibration.hpp"
 #include "workloads/frontend.hpp"
 #include "sim/links/placement.hpp"
 #include "sim/metrics.hpp"
@@ -59,6 +60,9 @@ struct DeploymentSpec {
   // KV offload tiers beside each aggregated replica's or prefill worker's pool (sim/kv_offload_setup.hpp).
   OffloadConfig offload;
   std::uint64_t seed = 0;
+  // A user's calibration (sim/calibration.hpp): each role takes the parts that transfer to its own
+  // GPU and the engine build (spec.engine.engine_profile), as `simulate --calibration` applies them.
+  std::shared_ptr<const CalibrationProfile> calibration;
 };
 
 // Step cost with MTP drafts added (sim/decoding/mtp.hpp); the identity when MTP is off.
@@ -105,7 +109,11 @@ class Deployment {
   TopologyUnit unit() const;              // what one copy costs, for the planner
   std::string describe() const;           // workers, shapes and placement in one line
   // The step-cost model's provenance (a replica's; disaggregated: a decode worker's).
-  std::string calibration() const { return (disaggregated() ? decode_.cost : agg_.cost)->provenance(); }
+  std::string calibration() const;
+  // What of spec.calibration applied to each role's GPU (empty without one): one line per GPU.
+  std::string user_calibration() const;
+  // Whether the calibration applied on `gpu` (catalogue name, any case) with its own bands.
+  bool calibrated_on(const std::string& gpu) const;
 
   // Runs one workload (a fresh cluster each call).
   PointResult run(const workloads::WorkloadConfig& workload) const;
@@ -127,6 +135,7 @@ class Deployment {
   };
   Pool make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const;
   EngineConfig engine_for(WorkerRole role) const;
+  EngineConfig engine_for(WorkerRole role, const hw::GpuSpec& gpu) const;
 
   TopologyChoice topo_;
   DeploymentSpec spec_;
@@ -136,6 +145,7 @@ class Deployment {
   const hw::GpuSpec* prefill_gpu_ = nullptr;
   const hw::GpuSpec* decode_gpu_ = nullptr;
   std::unique_ptr<Placement> placement_;
+  std::optional<workloads::FrontendConfig> frontend_;   // spec.frontend with the calibration's host time per request
 };
 
 // The planner's row for one run: p50/p90/p99 TTFT and ITL in ms, output tokens/s in total, per

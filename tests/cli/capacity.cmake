@@ -41,3 +41,21 @@ foreach(bad IN ITEMS "nope.xlarge=3" "p5.48xlarge=-1" "p5.48xlarge" "p5.48xlarge
   add_test(NAME cli_price_error_${name} COMMAND ${SS} --price ${bad} list instances)
   set_tests_properties(cli_price_error_${name} PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --price[^\n]+\n$")
 endforeach()
+# The open-loop recommend: the offered load in the header, the rate each copy is offered in the
+# table, and what one copy fewer breaks.
+add_test(NAME cli_recommend_open_loop COMMAND ${SS} recommend --model llama-3.1-8b --gpu h200 --precision bf16 --topology agg
+         --tp 1,2 --dp 1 --isl 2000 --osl 200 --ttft-ms 300 --itl-ms 15 --target-rps 60 --arrival poisson -q)
+set_tests_properties(cli_recommend_open_loop PROPERTIES PASS_REGULAR_EXPRESSION
+  "Offered load: 60 requests/s, poisson arrivals \\(open loop\\).*req/s per copy.*H200 +p5en\\.48xlarge +agg TP[12] [^\n]* (ttft|itl|ttft\\+itl)\n")
+add_test(NAME cli_recommend_arrival_needs_rate COMMAND ${SS} recommend --model llama-3.1-8b --gpu h200 --isl 2000 --osl 200
+         --ttft-ms 300 --itl-ms 15 --target-tps 12000 --arrival poisson)
+set_tests_properties(cli_recommend_arrival_needs_rate PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --arrival: needs --target-rps[^\n]*\n$")
+# Images on 30 % of requests: the mean prompt is 1000 + 0.3 x 1280 vision tokens (a 1024x1024
+# image is 2 x 2 tiles + a thumbnail of 256 tokens each), within the binomial noise of 400 requests.
+add_test(NAME cli_simulate_image_fraction COMMAND ${SS} simulate --model nemotron-3.5-super-vl --gpu b200 --gpus 1 --tp 1
+         --precision nvfp4 --isl 1000 --osl 20 --concurrency 8 --requests 400 --images 1024x1024 --image-fraction 0.3 -q)
+set_tests_properties(cli_simulate_image_fraction PROPERTIES PASS_REGULAR_EXPRESSION
+  "input_sequence_length +tokens +1(3[3-9][0-9]|4[0-3][0-9])\\.[0-9]+ +1000\\.00 +1000\\.00 +2280\\.00")
+add_test(NAME cli_image_fraction_needs_images COMMAND ${SS} simulate --model nemotron-3.5-super-vl --gpu b200 --image-fraction 0.3)
+set_tests_properties(cli_image_fraction_needs_images PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --image-fraction: needs --images[^\n]*\n$")
+add_test(NAME cli_emit_scenario_resimulates COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/scripts/emit_scenario.cmake)

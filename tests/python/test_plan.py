@@ -101,3 +101,25 @@ def test_concurrency_labels_do_not_touch():
 
     assert labelled([1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768]) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     assert labelled([1, 2, 4, 8, 16]) == [1, 2, 4, 8, 16]
+
+
+def test_calibration_on_plan_and_recommend():
+    """A profile fitted on H200 (tests/sim/data: GEMM and attention 1.3x) slows the H200 plan's
+    decode steps and leaves B200 candidates of a recommend as they were."""
+    import os
+    prof = os.path.join(os.environ.get("SERVESIM_SOURCE_DIR", "."), "tests", "sim", "data",
+                        "h200-slow-kernels.calibration.json")
+    kw = dict(model="llama-3.1-8b", isl=1000, osl=200, ttft_ms=500, itl_ms=30, topology="agg", concurrency=[1],
+              requests=100, threads=1)
+    base = servesim.plan(instance="p5en.48xlarge", nodes=1, tp=1, target_tps=5000, **kw)
+    cal = servesim.plan(instance="p5en.48xlarge", nodes=1, tp=1, target_tps=5000, calibration=prof, **kw)
+    ratio = cal["sweep"]["columns"]["itl_p50_ms"][0] / base["sweep"]["columns"]["itl_p50_ms"][0]
+    assert 1.1 < ratio <= 1.3 + 1e-9
+    assert "applies gemm_scale" in cal["calibration"]["summary"]
+    rkw = dict(kw, gpu=["h200", "b200"], precision=["bf16"], tp=[1], dp=[1], target_tps=20000)
+    rb = servesim.recommend(**rkw)
+    rc = servesim.recommend(calibration=prof, **rkw)
+    assert rc["calibration"]["uncalibrated_gpus"] == ["B200"]
+    b = [c["score"] for c in rb["configurations"] if c["gpu"] == "B200"]
+    c = [c["score"] for c in rc["configurations"] if c["gpu"] == "B200"]
+    assert b == c

@@ -1,7 +1,12 @@
 // Vision token counts checked by hand against InternVL's dynamic_preprocess.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
 #include "workloads/multimodal.hpp"
+#include "workloads/workload.hpp"
 
 using namespace servesim::workloads;
 
@@ -72,4 +77,64 @@ TEST(Vision, PerRequestSum) {
   const auto w = vision_work(mm);
   EXPECT_EQ(w.tiles, 2 * 5 + 1 + 3);
   EXPECT_EQ(w.tokens, (2 * 5 + 1 + 3) * 256);
+}
+
+// --image-fraction: the share of requests that carry the images, chosen per request from the
+// seed and its index alone.
+TEST(ImageFraction, ShareAndDeterminism) {
+  using namespace servesim::workloads;
+  MultimodalConfig mm;
+  mm.images.push_back({1024, 1024, 1});   // 2 x 2 tiles + thumbnail = 5 tiles, 1280 tokens
+  mm.fraction = 0.3;
+  WorkloadConfig c;
+  c.arrival = Arrival::concurrency;
+  c.concurrency = 8;
+  c.requests = 10000;
+  c.isl = LengthDist::fixed_at(6000);
+  c.osl = LengthDist::fixed_at(600);
+  c.multimodal = mm;
+  c.seed = 7;
+  auto count = [](WorkloadConfig w) {
+    auto wl = make_workload(w);
+    std::vector<bool> carried;
+    double isl = 0;
+    while (auto r = wl->next()) {
+      carried.push_back(r->vision_tokens > 0);
+      isl += double(r->input_tokens);
+      if (r->vision_tokens > 0) {
+        EXPECT_EQ(r->vision_tokens, 1280);
+        EXPECT_EQ(r->vision_tiles, 5);
+      }
+    }
+    return std::make_pair(carried, isl / double(carried.size()));
+  };
+  const auto [a, mean_isl] = count(c);
+  const double share = double(std::count(a.begin(), a.end(), true)) / double(a.size());
+  // Binomial: sd = sqrt(0.3 x 0.7 / 10000) = 0.0046; 4 sd either side.
+  EXPECT_NEAR(share, 0.3, 4 * 0.0046);
+  // Mean prompt = 6000 + share x 1280 vision tokens.
+  EXPECT_NEAR(mean_isl, 6000 + share * 1280, 1e-6);
+  // The same requests carry the images open loop at any rate (index and seed alone).
+  WorkloadConfig o = c;
+  o.arrival = Arrival::poisson;
+  o.rate_per_s = 40;
+  EXPECT_EQ(count(o).first, a);
+  // Another seed, other requests; fraction 1 and 0: all and none.
+  c.seed = 8;
+  EXPECT_NE(count(c).first, a);
+  c.multimodal.fraction = 1;
+  const auto all = count(c).first;
+  EXPECT_EQ(std::count(all.begin(), all.end(), true), 10000);
+  c.multimodal.fraction = 0;
+  const auto none = count(c).first;
+  EXPECT_EQ(std::count(none.begin(), none.end(), true), 0);
+}
+
+TEST(ImageFraction, BadValuesAreOneLine) {
+  using namespace servesim::workloads;
+  EXPECT_THROW(check_fraction(1.5), servesim::Error);
+  EXPECT_THROW(check_fraction(-0.1), servesim::Error);
+  EXPECT_THROW(check_fraction(std::nan("")), servesim::Error);
+  EXPECT_THROW(parse_images_flag("1024"), servesim::Error);
+  EXPECT_EQ(parse_images_flag("1024x768:2").images.at(0).count, 2);
 }
