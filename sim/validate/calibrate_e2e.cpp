@@ -340,8 +340,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   std::uint64_t st = o.seed * 0x9E3779B97F4A7C15ULL + 17;
   for (int i = n - 1; i > 0; --i) std::swap(order[i], order[splitmix64(st + std::uint64_t(i)) % std::uint64_t(i + 1)]);
   std::vector<double> before_t, before_i, after_t, after_i;
+  std::vector<double> fold_gain;   // per fold: the change of its TTFT + TPOT medians (negative: better)
   std::vector<Residual> res;
   for (int f = 0; f < k && k > 1; ++f) {
+    const std::size_t first = before_t.size();
     std::vector<MeasuredPoint> train, test;
     for (int i = 0; i < n; ++i) (i % k == f ? test : train).push_back(points[order[i]]);
     Fitter fold(train, o, ps, base);
@@ -357,14 +359,25 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       res.push_back({p.gpu, p.engine, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
       res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
     }
+    auto part = [&](const std::vector<double>& v) { return std::vector<double>(v.begin() + std::ptrdiff_t(first), v.end()); };
+    const double g = median_abs(part(after_t)) - median_abs(part(before_t)) + median_abs(part(after_i)) - median_abs(part(before_i));
+    if (std::isfinite(g)) fold_gain.push_back(g);
+  }
+  // The folds must agree that it helps: the mean change of a fold's medians plus its standard error
+  // stays below 0 (with five or six points a fold is one or two, and one lucky fold is not a gain).
+  double gain_mean = 0, gain_se = 0;
+  if (fold_gain.size() > 1) {
+    for (double g : fold_gain) gain_mean += g / double(fold_gain.size());
+    for (double g : fold_gain) gain_se += (g - gain_mean) * (g - gain_mean) / double(fold_gain.size() - 1);
+    gain_se = std::sqrt(gain_se / double(fold_gain.size()));
   }
   // Cross-validation decides whether the points support a calibration at all: when the folds'
   // calibrated error (TTFT + TPOT medians) is not below the uncalibrated one, or either metric's
-  // median gets worse by more than half a point, the profile keeps the priors (it changes nothing)
-  // and says so.
+  // median gets worse by more than half a point, or the folds do not agree (above), the profile
+  // keeps the priors (it changes nothing) and says so.
   const double d_ttft = median_abs(after_t) - median_abs(before_t), d_tpot = median_abs(after_i) - median_abs(before_i);
   const bool kept_priors = k > 1 && std::isfinite(d_ttft) && std::isfinite(d_tpot) &&
-                           (d_ttft + d_tpot >= 0 || d_ttft > 0.005 || d_tpot > 0.005);
+                           (d_ttft + d_tpot >= 0 || d_ttft > 0.005 || d_tpot > 0.005 || gain_mean + gain_se >= 0);
   if (kept_priors) {
     for (std::size_t i = 0; i < ps.size(); ++i) prof.parameters[i].value = prof.parameters[i].prior;
     prof.kernels = {};
@@ -429,7 +442,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     cv.add_row({"TPOT", pct(median_abs(before_i)), pct(median_abs(after_i))});
     txt += "\n" + cv.render();
     if (kept_priors)
-      txt += "Cross-validated, the fitted values predict the left-out points no better than the priors (or one metric worse by more than half a point): the profile keeps the "
+      txt += "Cross-validated, the fitted values predict the left-out points no better than the priors (or one metric worse by more than half a point, or the folds disagree): the profile keeps the "
              "priors (it changes no prediction); measure more points, or other loads\n";
   } else {
     txt += n > 1 ? "\nNo cross-validation (--folds 1)\n" : "\nOne point: no cross-validation (give more points to measure the calibrated error)\n";
