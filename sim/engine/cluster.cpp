@@ -198,17 +198,8 @@ void AggregatedCluster::kv_events(int w, double now_s) {
 void AggregatedCluster::session_done(const Request& r) {
   auto next = sessions_->on_finished(r.id, r.finish_s);
   if (!next) return;
-  std::int32_t k;
-  if (!free_turns_.empty()) {
-    k = free_turns_.back();
-    free_turns_.pop_back();
-  } else {
-    k = static_cast<std::int32_t>(turns_.size());
-    turns_.emplace_back();
-  }
   const double t = next->arrival_s;
-  turns_[static_cast<std::size_t>(k)] = std::move(*next);
-  queue_.push(t, EventKind::session_turn, 0, k);
+  queue_.push(t, EventKind::session_turn, 0, turns_.put(std::move(*next)));
 }
 
 double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) {
@@ -255,9 +246,7 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
         if (controller_) controller_->tick(now_s, *this);
         break;
       case EventKind::session_turn: {
-        const auto k = static_cast<std::int32_t>(e.payload);
-        free_turns_.push_back(k);
-        send(std::move(turns_[static_cast<std::size_t>(k)]), now_s, -1);
+        send(turns_.take(static_cast<std::int32_t>(e.payload)), now_s, -1);
         break;
       }
       case EventKind::api_arrival:

@@ -14,6 +14,7 @@
 
 #include "models/step_cost.hpp"
 #include "sim/engine/event_queue.hpp"
+#include "sim/engine/pending_turns.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/router/router.hpp"
 #include "workloads/frontend.hpp"
@@ -107,8 +108,7 @@ class AggregatedCluster {
   std::optional<workloads::RequestSpec> next_arrival_;  // open loop: the one request announced
   // Multi-turn sessions: the next turns announced (one per session at most), by event payload.
   workloads::SessionWorkload* sessions_ = nullptr;
-  std::vector<workloads::RequestSpec> turns_;
-  std::vector<std::int32_t> free_turns_;
+  PendingTurns turns_;
   std::vector<std::vector<KvEvent>> kv_logs_;           // per replica, drained into the KV router
   FleetController* controller_ = nullptr;
   std::vector<char> routable_;                          // empty: every replica

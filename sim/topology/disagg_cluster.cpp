@@ -322,17 +322,8 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
   }
   if (sessions_)   // the session's next turn, a think time after this answer
     if (auto next = sessions_->on_finished(x.spec.id, now_s)) {
-      std::int32_t k;
-      if (!free_turns_.empty()) {
-        k = free_turns_.back();
-        free_turns_.pop_back();
-      } else {
-        k = static_cast<std::int32_t>(turns_.size());
-        turns_.emplace_back();
-      }
       const double t = next->arrival_s;
-      turns_[static_cast<std::size_t>(k)] = std::move(*next);
-      queue_.push(t, EventKind::session_turn, 0, k);
+      queue_.push(t, EventKind::session_turn, 0, turns_.put(std::move(*next)));
     }
   free_handles_.push_back(h);
   if (clients_)
@@ -393,9 +384,7 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
         break;
       case EventKind::handoff: handoff(static_cast<std::int32_t>(e.payload), e.target, now_s); break;
       case EventKind::session_turn: {
-        const auto k = static_cast<std::int32_t>(e.payload);
-        free_turns_.push_back(k);
-        const workloads::RequestSpec spec = std::move(turns_[static_cast<std::size_t>(k)]);
+        const workloads::RequestSpec spec = turns_.take(static_cast<std::int32_t>(e.payload));
         route(spec, now_s);
         break;
       }

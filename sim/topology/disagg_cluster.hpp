@@ -17,6 +17,7 @@
 #include "hwmodels/catalog.hpp"
 #include "models/step_cost.hpp"
 #include "sim/engine/event_queue.hpp"
+#include "sim/engine/pending_turns.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/router/kv_router.hpp"
 #include "sim/links/placement.hpp"
@@ -149,8 +150,7 @@ class DisaggregatedCluster {
   std::uint64_t rng_ = 0;                    // the disaggregated path's draws
   DisaggFleetController* controller_ = nullptr;
   workloads::SessionWorkload* sessions_ = nullptr;   // multi-turn sessions: next turns by event payload
-  std::vector<workloads::RequestSpec> turns_;
-  std::vector<std::int32_t> free_turns_;
+  PendingTurns turns_;
   RequestSink* sink_ = nullptr;
   std::vector<char> routable_;               // per worker (prefill..., decode...)
 };
