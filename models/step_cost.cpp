@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "common/error.hpp"
 #include "hwmodels/kernel_model.hpp"
@@ -29,8 +31,16 @@ struct Curve {
   double operator()(double x) const {
     if (x <= 0) return 0;
     if (x <= 1) return y[1] * x;
-    const int i = std::min(N - 2, 1 + int(std::floor(std::log2(x))));
-    const double x0 = std::ldexp(1.0, i - 1), x1 = 2 * x0;
+    // i = min(N - 2, 1 + floor(log2(x))), read off the exponent bits. Within 2^-39 below a power of
+    // two log2 may round up to the integer: those x take the library's log2 as before, so every
+    // x gets the segment (and the bits) it always got.
+    int i = N - 2;
+    if (x < 0x1p19) {
+      const auto bits = std::bit_cast<std::uint64_t>(x);
+      const int e = int(bits >> 52) - 1022;   // x in [2^(e-1), 2^e): 1 + floor(log2(x)) = e
+      i = (bits & 0xfffffffffffffULL) >= 0xfffffffffe000ULL ? std::min(N - 2, 1 + int(std::floor(std::log2(x)))) : e;
+    }
+    const double x0 = std::bit_cast<double>(std::uint64_t(i - 1 + 1023) << 52), x1 = 2 * x0;
     return y[i] + (y[i + 1] - y[i]) * (x - x0) / (x1 - x0);
   }
 };

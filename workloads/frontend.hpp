@@ -19,6 +19,10 @@ namespace servesim::workloads {
 struct Duration {
   double mean_s = 0, cv = 0;
   double sample(std::uint64_t& state) const;
+  // Moves `state` past one sample() without computing it (the same draws, their value unused).
+  void skip(std::uint64_t& state) const {
+    if (cv > 0) state += 2 * 0x9e3779b97f4a7c15ULL;
+  }
   nlohmann::json to_json_ms() const;
 };
 // A lognormal factor of mean 1 and coefficient of variation cv (1 when cv <= 0).

@@ -98,8 +98,8 @@ void AggregatedCluster::engine_arrival(std::int32_t p, double now_s) {
 
 // When the client sees the tokens of a step that ended at now_s on worker w: the IPC hop, the API
 // server's output handler (FIFO; its processes split the step's requests), the network.
-double AggregatedCluster::emit_time(int w, double now_s, int requests) {
-  if (!frontend_ || requests <= 0) return now_s;
+EmitTime AggregatedCluster::emit_time(int w, double now_s, int requests) {
+  if (!frontend_ || requests <= 0) return EmitTime{now_s};
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
   const int k = static_cast<int>(servers.size());
   const double arrive = now_s + frontend_->api.ipc_s;
@@ -111,7 +111,10 @@ double AggregatedCluster::emit_time(int w, double now_s, int requests) {
     free_s = std::max(arrive, free_s) + frontend_->step_out_s(share, rng_);
     done = std::max(done, free_s);
   }
-  return done + frontend_->client.network.sample(rng_);
+  // The network hop is drawn here in stream order, its value computed only if a token is timed.
+  EmitTime emit{done, &frontend_->client.network, rng_};
+  frontend_->client.network.skip(rng_);
+  return emit;
 }
 
 // A client saw its last token at t_s: it sends its next request at once (aiperf), unless the
@@ -163,8 +166,8 @@ void AggregatedCluster::step_start(int w, double now_s) {
 void AggregatedCluster::step_end(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
   VllmScheduler& sched = worker.scheduler();
-  const double emit_s = emit_time(w, now_s, sched.num_emitting());
-  worker.finish_step(now_s, emit_s);
+  EmitTime emit = emit_time(w, now_s, sched.num_emitting());
+  worker.finish_step(now_s, emit);
   const std::int64_t release = ++release_seq_;
   kv_events(w, now_s);
   for (const Output& o : sched.outputs()) {

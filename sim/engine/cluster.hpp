@@ -87,7 +87,7 @@ class AggregatedCluster {
   void route(const workloads::RequestSpec& spec, double now_s, double sent_s, std::int64_t cohort, bool warmup);
   void api_arrival(std::int32_t p, double now_s);
   void engine_arrival(std::int32_t p, double now_s);
-  double emit_time(int w, double now_s, int requests);
+  EmitTime emit_time(int w, double now_s, int requests);
   void client_done(double t_s, std::int64_t cohort, bool was_warmup);
   void wake(int w, double now_s);
   void step_end(int w, double now_s);

@@ -62,8 +62,11 @@ class Worker {
   double start_step(double now_s);
   // The step in flight ends at `now_s`: tokens out (see scheduler().outputs()), visible to the
   // client at `emit_s` (default now_s).
-  void finish_step(double now_s, double emit_s);
-  void finish_step(double now_s) { finish_step(now_s, now_s); }
+  void finish_step(double now_s, EmitTime& emit);
+  void finish_step(double now_s) {
+    EmitTime e{now_s};
+    finish_step(now_s, e);
+  }
   // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed), as start_step charges it.
   double launch_seconds(std::int64_t tokens, bool uniform_decode) const;
   // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
@@ -88,8 +91,21 @@ class Worker {
   // (attention reads the KV linearly, everything else depends on D alone): a and b are measured
   // once per D from the cost model, checked for that linearity at a third point, and reused, so
   // the hot decode loop does not re-evaluate every layer kind's curve each step.
+  // Where the line does not hold (the cold-cache term of decode attention is not linear in the
+  // KV bytes), the model's value is remembered per (D, padding, tokens per sequence, context
+  // tokens) in a direct-mapped cache: a closed loop revisits the same context sums step after
+  // step, and a hit returns the bits the model returned.
   double step_seconds(const models::StepBatch& batch);
   struct DecodeLine { double a = 0, b = 0; std::int8_t state = 0; };  // 0 unknown, 1 linear, -1 not
+  struct DecodeMemo {
+    std::int64_t context = -1;   // decode_context_tokens; -1 empty
+    std::int32_t seqs = 0;       // decode_seqs
+    std::int16_t padding = 0;    // graph_padding_seqs
+    std::int16_t tokens = 0;     // tokens_per_decode_seq
+    double seconds = 0;
+  };
+  static constexpr int kMemoBits = 14;
+  double memo_seconds(const models::StepBatch& batch);
 
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
@@ -110,6 +126,7 @@ class Worker {
   std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
   std::vector<DecodeLine> decode_lines_;  // by decode_seqs
+  std::vector<DecodeMemo> decode_memo_;   // 2^kMemoBits entries once a line fails
 };
 
 }  // namespace servesim::sim

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/splitmix.hpp"
+#include "workloads/frontend.hpp"
 
 namespace servesim::sim {
 
@@ -362,7 +363,13 @@ void VllmScheduler::publish_blocks(Request& r) {
     pool_.publish(r.block_keys[static_cast<std::size_t>(r.keyed_blocks)], r.cached_block_ids);
 }
 
-void VllmScheduler::complete(double /*now_s*/, double emit_s) {
+double EmitTime::resolve() {
+  at_s += hop->sample(state);
+  hop = nullptr;
+  return at_s;
+}
+
+void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
   release_deferred();
   std::size_t kept = 0;
   const bool spec = cfg_.num_speculative_tokens > 0;
@@ -415,23 +422,23 @@ void VllmScheduler::complete(double /*now_s*/, double emit_s) {
     if (prev == 0) {  // the first sampled token
       outputs_.push_back({Output::first_token, h.slot});
       if (prefill_only) {
-        r.first_token_s = emit_s;
+        r.first_token_s = emit.get();
         r.phase = Phase::handed_off;  // keeps its blocks until release_handoff()
         outputs_.push_back({Output::handoff, h.slot});
         continue;
       }
     }
     if (time_visible) {  // the client's first two visible tokens are timed; the rest only counted
-      if (prev <= preamble && r.generated > preamble) r.first_token_s = emit_s;
-      if (prev <= preamble + 1 && r.generated > preamble + 1) r.second_token_s = emit_s;
+      if (prev <= preamble && r.generated > preamble) r.first_token_s = emit.get();
+      if (prev <= preamble + 1 && r.generated > preamble + 1) r.second_token_s = emit.get();
     }
     if (h.left == 0) {
       // Prefix-cache hook: the answer's full blocks whose content the request's keys describe (a
       // session's next turn re-sends it) join the cache as vLLM caches every full block.
       if (r.keyed_blocks < static_cast<std::int64_t>(r.block_keys.size())) publish_blocks(r);
       r.phase = Phase::finished;
-      r.finish_s = emit_s;
-      if (std::isnan(r.first_token_s)) r.first_token_s = emit_s;  // all preamble: seen at the end
+      r.finish_s = emit.get();
+      if (std::isnan(r.first_token_s)) r.first_token_s = emit.get();  // all preamble: seen at the end
       if (defer_release_) {
         r.release_pending = true;
         deferred_.push_back(h.slot);

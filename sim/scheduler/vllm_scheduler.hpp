@@ -21,7 +21,22 @@
 #include "sim/scheduler/ring.hpp"
 #include "workloads/request.hpp"
 
+namespace servesim::workloads { struct Duration; }
+
 namespace servesim::sim {
+
+// When a step's tokens reach the client: `at_s`, plus the client's network hop when `hop` is set,
+// drawn from the stream state `state` only when a token's time is recorded (a steady decode step
+// records none, so its hop is never computed; the caller has already moved its stream past it).
+struct EmitTime {
+  double at_s = 0;
+  const workloads::Duration* hop = nullptr;
+  std::uint64_t state = 0;
+  double get() { return hop ? resolve() : at_s; }
+
+ private:
+  double resolve();
+};
 
 // What a step (or an admission) produced, for the worker to report after the step is applied.
 struct Output {
@@ -55,7 +70,11 @@ class VllmScheduler {
   const models::StepBatch& schedule(double now_s) { return schedule(now_s, now_s); }
   // Applies the step's results at `now_s`: tokens sampled, requests finished or handed off.
   // Token timestamps are `emit_s` (when the client sees them; default now_s).
-  void complete(double now_s, double emit_s);
+  void complete(double now_s, EmitTime& emit);
+  void complete(double now_s, double emit_s) {
+    EmitTime e{emit_s};
+    complete(now_s, e);
+  }
   void complete(double now_s) { complete(now_s, now_s); }
   // Async scheduling: a finished request keeps its blocks and seat until the next complete()
   // (vLLM frees them in update_from_output, after the next batch was scheduled).
