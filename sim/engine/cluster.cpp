@@ -1,6 +1,7 @@
 #include "sim/engine/cluster.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/splitmix.hpp"
 
@@ -33,7 +34,11 @@ AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConf
   if (frontend && frontend->enabled) {
     frontend_ = *frontend;
     api_free_s_.assign(static_cast<std::size_t>(shape.replicas),
-                       std::vector<double>(static_cast<std::size_t>(std::max(1, frontend->api.api_server_count)), 0.0));
+                       std::vector<ApiProcess>(static_cast<std::size_t>(std::max(1, frontend->api.api_server_count))));
+    // lognormal_factor's z = sqrt(-2 ln u1) cos(2 pi u2) <= sqrt(-2 ln 2^-20) = 5.27 when u1 >=
+    // 2^-20, so its factor exp(sigma z - sigma^2 / 2) stays below exp(5.3 sigma) (with margin for rounding).
+    const double cv = frontend->api.cv;
+    if (cv > 0) out_factor_max_ = std::exp(5.3 * std::sqrt(std::log1p(cv * cv))) * 1.000001;
     api_next_.assign(static_cast<std::size_t>(shape.replicas), 0);
   }
 }
@@ -78,9 +83,10 @@ void AggregatedCluster::api_arrival(std::int32_t p, double now_s) {
   const int w = router_.pick(workers_, &x.spec, now_s);
   x.worker = w;
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
-  double& free_s = servers[static_cast<std::size_t>(api_next_[static_cast<std::size_t>(w)]++ % std::int64_t(servers.size()))];
-  const double done = std::max(now_s, free_s) + frontend_->request_in_s(x.spec.input_tokens, rng_);
-  free_s = done;
+  ApiProcess& proc = servers[static_cast<std::size_t>(api_next_[static_cast<std::size_t>(w)]++ % std::int64_t(servers.size()))];
+  const double done = start_after(proc, now_s) + frontend_->request_in_s(x.spec.input_tokens, rng_);
+  proc.free_s = done;
+  proc.pending = false;
   queue_.push(done + frontend_->api.ipc_s, EventKind::engine_arrival, w, p);
 }
 
@@ -103,18 +109,55 @@ EmitTime AggregatedCluster::emit_time(int w, double now_s, int requests) {
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
   const int k = static_cast<int>(servers.size());
   const double arrive = now_s + frontend_->api.ipc_s;
-  double done = arrive;
-  for (int j = 0; j < k; ++j) {
-    const int share = requests / k + (j < requests % k ? 1 : 0);
-    if (share == 0) continue;
-    double& free_s = servers[static_cast<std::size_t>(j)];
-    free_s = std::max(arrive, free_s) + frontend_->step_out_s(share, rng_);
-    done = std::max(done, free_s);
+  const workloads::ApiServerConfig& api = frontend_->api;
+  EmitTime emit;
+  if (k == 1 && api.cv > 0) {
+    // One process: the batch starts at max(arrive, busy until) and ends at that + out_s x factor,
+    // which is also when the step's last chunk leaves it (it ends after arrive). Both draws are
+    // taken here in stream order; their values are computed only when needed.
+    ApiProcess& p = servers[0];
+    p.free_s = start_after(p, arrive);
+    p.out_s = api.output_step_s + api.output_s_per_request * double(requests);
+    p.state = rng_;
+    p.pending = true;
+    rng_ += 2 * 0x9e3779b97f4a7c15ULL;   // the two uniforms of its lognormal factor
+    emit.at_s = p.free_s;
+    emit.out_s = p.out_s;
+    emit.out_cv = api.cv;
+    emit.out_state = p.state;
+  } else {
+    double done = arrive;
+    for (int j = 0; j < k; ++j) {
+      const int share = requests / k + (j < requests % k ? 1 : 0);
+      if (share == 0) continue;
+      ApiProcess& p = servers[static_cast<std::size_t>(j)];
+      p.free_s = start_after(p, arrive) + frontend_->step_out_s(share, rng_);
+      p.pending = false;
+      done = std::max(done, p.free_s);
+    }
+    emit.at_s = done;
   }
   // The network hop is drawn here in stream order, its value computed only if a token is timed.
-  EmitTime emit{done, &frontend_->client.network, rng_};
+  emit.hop = &frontend_->client.network;
+  emit.state = rng_;
   frontend_->client.network.skip(rng_);
   return emit;
+}
+
+double AggregatedCluster::busy_until(const ApiProcess& p) const {
+  if (!p.pending) return p.free_s;
+  std::uint64_t st = p.state;
+  return p.free_s + p.out_s * workloads::lognormal_factor(frontend_->api.cv, st);
+}
+
+double AggregatedCluster::start_after(const ApiProcess& p, double t_s) const {
+  if (p.pending) {
+    // The pending batch ends before t_s whatever its factor when its first uniform is not tiny:
+    // then max(t_s, end) is t_s without computing the draw.
+    const double u1 = std::max(unit_interval(splitmix64(p.state)), 1e-300);
+    if (u1 >= 0x1p-20 && p.free_s + p.out_s * out_factor_max_ <= t_s) return t_s;
+  }
+  return std::max(t_s, busy_until(p));
 }
 
 // A client saw its last token at t_s: it sends its next request at once (aiperf), unless the

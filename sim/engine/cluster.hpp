@@ -118,7 +118,18 @@ class AggregatedCluster {
   std::optional<workloads::FrontendConfig> frontend_;
   std::vector<Pending> pending_;
   std::vector<std::int32_t> free_pending_;
-  std::vector<std::vector<double>> api_free_s_;          // per replica, per API-server process: busy until
+  // One API-server process: busy until free_s, or, while an output batch's draw is pending (a
+  // single process with a random output cost), until free_s + out_s x that draw's lognormal
+  // factor, computed only when a later event could start before it ends (bound_s says when not).
+  struct ApiProcess {
+    double free_s = 0, out_s = 0;
+    std::uint64_t state = 0;
+    bool pending = false;
+  };
+  double busy_until(const ApiProcess& p) const;
+  double start_after(const ApiProcess& p, double t_s) const;   // max(t_s, busy_until(p))
+  std::vector<std::vector<ApiProcess>> api_free_s_;      // per replica, per API-server process
+  double out_factor_max_ = 0;                            // bound on an output draw's factor when its u1 >= 2^-20
   std::vector<std::int64_t> api_next_;                   // per replica: round-robin over its processes
   std::uint64_t rng_ = 0;
   // Closed-loop bookkeeping: cohorts (the event that released a client) and aiperf's warm-up barrier.

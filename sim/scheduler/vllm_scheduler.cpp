@@ -245,8 +245,11 @@ void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
   const std::int64_t threshold = cfg_.long_prefill_token_threshold;
   bool preempted = false;
 
-  // Running requests, oldest first.
+  // Running requests, oldest first. Decodes are counted into locals and added to the batch
+  // summary after the loop (integer sums: the same totals, kept in registers).
   const std::int64_t tpd = batch_.tokens_per_decode_seq;
+  int decodes = 0;
+  std::int64_t decode_context = 0;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Running& h = running_[i];
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
@@ -280,8 +283,17 @@ void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
     }
     h.step = static_cast<std::int32_t>(n);
     budget -= n;
-    count_running(h, n, decode);
+    if (decode) {
+      ++decodes;
+      decode_context += h.computed + 1;
+    } else {
+      count_running(h, n, false);
+    }
   }
+  scheduled_ += decodes;
+  emitting_ += decodes;
+  batch_.decode_seqs += decodes;
+  batch_.decode_context_tokens += decode_context;
 
   // Waiting requests, FCFS, only when this step preempted nothing (as vLLM does).
   if (!preempted) {
@@ -364,8 +376,14 @@ void VllmScheduler::publish_blocks(Request& r) {
 }
 
 double EmitTime::resolve() {
-  at_s += hop->sample(state);
-  hop = nullptr;
+  if (out_cv > 0) {
+    at_s = at_s + out_s * workloads::lognormal_factor(out_cv, out_state);
+    out_cv = 0;
+  }
+  if (hop) {
+    at_s += hop->sample(state);
+    hop = nullptr;
+  }
   return at_s;
 }
 

@@ -25,14 +25,17 @@ namespace servesim::workloads { struct Duration; }
 
 namespace servesim::sim {
 
-// When a step's tokens reach the client: `at_s`, plus the client's network hop when `hop` is set,
-// drawn from the stream state `state` only when a token's time is recorded (a steady decode step
-// records none, so its hop is never computed; the caller has already moved its stream past it).
+// When a step's tokens reach the client: `at_s`, plus the API server's output batch when
+// `out_cv` > 0 (out_s x a lognormal factor drawn from `out_state`), plus the client's network hop
+// when `hop` is set (drawn from `state`). The draws are computed only when a token's time is
+// recorded (a steady decode step records none); the caller has already moved its stream past them.
 struct EmitTime {
   double at_s = 0;
   const workloads::Duration* hop = nullptr;
   std::uint64_t state = 0;
-  double get() { return hop ? resolve() : at_s; }
+  double out_s = 0, out_cv = 0;
+  std::uint64_t out_state = 0;
+  double get() { return hop || out_cv > 0 ? resolve() : at_s; }
 
  private:
   double resolve();
