@@ -64,6 +64,13 @@ double lognormal_factor(double cv, std::uint64_t& state) {
   return std::exp(sigma * z - half_s2);
 }
 
+bool lognormal_bounded(std::uint64_t state) { return unit_interval(splitmix64(state)) >= 0x1p-20; }
+
+double lognormal_factor_bound(double cv) {
+  if (!(cv > 0)) return 1.0;
+  return std::exp(5.3 * std::sqrt(std::log1p(cv * cv))) * 1.000001;   // margin for the rounding of z and exp
+}
+
 double Duration::sample(std::uint64_t& state) const { return mean_s * lognormal_factor(cv, state); }
 
 nlohmann::json Duration::to_json_ms() const { return {{"mean", mean_s * 1e3}, {"cv", cv}}; }

@@ -27,6 +27,12 @@ struct Duration {
 };
 // A lognormal factor of mean 1 and coefficient of variation cv (1 when cv <= 0).
 double lognormal_factor(double cv, std::uint64_t& state);
+// When the first uniform a draw from `state` takes is at least 2^-20 (lognormal_bounded), its
+// factor is below lognormal_factor_bound(cv): Box-Muller's z = sqrt(-2 ln u1) cos(2 pi u2) is at
+// most sqrt(-2 ln 2^-20) = 5.27, so the factor exp(sigma z - sigma^2 / 2) < exp(5.3 sigma). A
+// loop can then tell that a pending draw ends before a given time without computing it.
+bool lognormal_bounded(std::uint64_t state);
+double lognormal_factor_bound(double cv);
 
 struct ClientConfig {                   // aiperf's side
   Duration network{1e-4, 0.2};          // one way, client <-> API server, per request or per chunk

@@ -1,7 +1,6 @@
 #include "sim/engine/cluster.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "common/splitmix.hpp"
 
@@ -35,10 +34,7 @@ AggregatedCluster::AggregatedCluster(const ClusterShape& shape, const EngineConf
     frontend_ = *frontend;
     api_free_s_.assign(static_cast<std::size_t>(shape.replicas),
                        std::vector<ApiProcess>(static_cast<std::size_t>(std::max(1, frontend->api.api_server_count))));
-    // lognormal_factor's z = sqrt(-2 ln u1) cos(2 pi u2) <= sqrt(-2 ln 2^-20) = 5.27 when u1 >=
-    // 2^-20, so its factor exp(sigma z - sigma^2 / 2) stays below exp(5.3 sigma) (with margin for rounding).
-    const double cv = frontend->api.cv;
-    if (cv > 0) out_factor_max_ = std::exp(5.3 * std::sqrt(std::log1p(cv * cv))) * 1.000001;
+    out_factor_max_ = workloads::lognormal_factor_bound(frontend->api.cv);
     api_next_.assign(static_cast<std::size_t>(shape.replicas), 0);
   }
 }
@@ -152,10 +148,9 @@ double AggregatedCluster::busy_until(const ApiProcess& p) const {
 
 double AggregatedCluster::start_after(const ApiProcess& p, double t_s) const {
   if (p.pending) {
-    // The pending batch ends before t_s whatever its factor when its first uniform is not tiny:
-    // then max(t_s, end) is t_s without computing the draw.
-    const double u1 = std::max(unit_interval(splitmix64(p.state)), 1e-300);
-    if (u1 >= 0x1p-20 && p.free_s + p.out_s * out_factor_max_ <= t_s) return t_s;
+    // The pending batch ends by t_s whatever its factor (workloads::lognormal_bounded): then
+    // max(t_s, end) is t_s without computing the draw.
+    if (p.free_s + p.out_s * out_factor_max_ <= t_s && workloads::lognormal_bounded(p.state)) return t_s;
   }
   return std::max(t_s, busy_until(p));
 }

@@ -129,7 +129,7 @@ class AggregatedCluster {
   double busy_until(const ApiProcess& p) const;
   double start_after(const ApiProcess& p, double t_s) const;   // max(t_s, busy_until(p))
   std::vector<std::vector<ApiProcess>> api_free_s_;      // per replica, per API-server process
-  double out_factor_max_ = 0;                            // bound on an output draw's factor when its u1 >= 2^-20
+  double out_factor_max_ = 0;                            // workloads::lognormal_factor_bound(api cv)
   std::vector<std::int64_t> api_next_;                   // per replica: round-robin over its processes
   std::uint64_t rng_ = 0;
   // Closed-loop bookkeeping: cohorts (the event that released a client) and aiperf's warm-up barrier.

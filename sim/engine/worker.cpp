@@ -186,27 +186,8 @@ double Worker::step_seconds(const models::StepBatch& batch) {
     const double pred = l.a + l.b * (4096.0 * d);
     l.state = std::abs(pred - mid) <= 1e-12 * std::abs(mid) ? 1 : -1;
   }
-  if (l.state < 0) return memo_seconds(batch);
+  if (l.state < 0) return decode_memo_.get(batch, [this](const models::StepBatch& b) { return cost_->seconds(b); });
   return l.a + l.b * double(batch.decode_context_tokens);
-}
-
-double Worker::memo_seconds(const models::StepBatch& batch) {
-  const std::int64_t ctx = batch.decode_context_tokens;
-  const int pad = batch.graph_padding_seqs, tok = batch.tokens_per_decode_seq;
-  if (pad < 0 || pad > INT16_MAX || tok < 0 || tok > INT16_MAX || ctx < 0 || batch.prefill_attention_pairs != 0 ||
-      batch.prefill_tokens != 0)
-    return cost_->seconds(batch);
-  if (decode_memo_.empty()) decode_memo_.resize(std::size_t(1) << kMemoBits);
-  const std::uint64_t key = std::uint64_t(ctx) * 0x9e3779b97f4a7c15ULL ^ std::uint64_t(batch.decode_seqs) * 0xbf58476d1ce4e5b9ULL ^
-                            std::uint64_t(pad) << 40 ^ std::uint64_t(tok) << 52;
-  DecodeMemo& m = decode_memo_[static_cast<std::size_t>((key * 0x94d049bb133111ebULL) >> (64 - kMemoBits))];
-  if (m.context == ctx && m.seqs == batch.decode_seqs && m.padding == pad && m.tokens == tok) return m.seconds;
-  m.context = ctx;
-  m.seqs = batch.decode_seqs;
-  m.padding = static_cast<std::int16_t>(pad);
-  m.tokens = static_cast<std::int16_t>(tok);
-  m.seconds = cost_->seconds(batch);
-  return m.seconds;
 }
 
 void Worker::finish_step(double now_s, EmitTime& emit) {

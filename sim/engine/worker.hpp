@@ -47,6 +47,48 @@ inline bool is_prefill_train(double behind_fraction, double prefill_duty) {
 // The same over a run's workers (end_s: its simulated end).
 bool is_prefill_train(const std::vector<WorkerStats>& workers, double end_s);
 
+// Pure-decode step times remembered by their batch (decode sequences, graph padding, tokens per
+// sequence, context tokens) in a direct-mapped table of 2^14 entries, allocated at the first
+// miss: a hit returns the bits stored for exactly that batch; a batch landing on a taken entry
+// replaces it. Batches with prefill work or fields the key cannot hold are computed every time.
+class DecodeStepMemo {
+ public:
+  template <class F> double get(const models::StepBatch& b, F&& compute) {
+    const std::int64_t ctx = b.decode_context_tokens;
+    const int pad = b.graph_padding_seqs, tok = b.tokens_per_decode_seq;
+    if (pad < 0 || pad > INT16_MAX || tok < 0 || tok > INT16_MAX || ctx < 0 || b.prefill_seqs != 0 ||
+        b.prefill_tokens != 0 || b.prefill_attention_pairs != 0 || b.vision_tiles != 0)
+      return compute(b);
+    if (table_.empty()) table_.resize(std::size_t(1) << kBits);
+    const std::uint64_t key = std::uint64_t(ctx) * 0x9e3779b97f4a7c15ULL ^ std::uint64_t(b.decode_seqs) * 0xbf58476d1ce4e5b9ULL ^
+                              std::uint64_t(pad) << 40 ^ std::uint64_t(tok) << 52;
+    Entry& e = table_[static_cast<std::size_t>((key * 0x94d049bb133111ebULL) >> (64 - kBits))];
+    if (e.context == ctx && e.seqs == b.decode_seqs && e.padding == pad && e.tokens == tok) {
+      ++hits_;
+      return e.seconds;
+    }
+    e.context = ctx;
+    e.seqs = b.decode_seqs;
+    e.padding = static_cast<std::int16_t>(pad);
+    e.tokens = static_cast<std::int16_t>(tok);
+    e.seconds = compute(b);
+    return e.seconds;
+  }
+  std::int64_t hits() const { return hits_; }
+
+ private:
+  static constexpr int kBits = 14;
+  struct Entry {
+    std::int64_t context = -1;   // decode_context_tokens; -1 empty
+    std::int32_t seqs = 0;       // decode_seqs
+    std::int16_t padding = 0;    // graph_padding_seqs
+    std::int16_t tokens = 0;     // tokens_per_decode_seq
+    double seconds = 0;
+  };
+  std::vector<Entry> table_;
+  std::int64_t hits_ = 0;
+};
+
 class Worker {
  public:
   Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::int64_t kv_blocks, const models::KvDemand& kv_demand,
@@ -92,20 +134,10 @@ class Worker {
   // once per D from the cost model, checked for that linearity at a third point, and reused, so
   // the hot decode loop does not re-evaluate every layer kind's curve each step.
   // Where the line does not hold (the cold-cache term of decode attention is not linear in the
-  // KV bytes), the model's value is remembered per (D, padding, tokens per sequence, context
-  // tokens) in a direct-mapped cache: a closed loop revisits the same context sums step after
-  // step, and a hit returns the bits the model returned.
+  // KV bytes), the model's value is remembered (DecodeStepMemo): a closed loop revisits the same
+  // context sums step after step.
   double step_seconds(const models::StepBatch& batch);
   struct DecodeLine { double a = 0, b = 0; std::int8_t state = 0; };  // 0 unknown, 1 linear, -1 not
-  struct DecodeMemo {
-    std::int64_t context = -1;   // decode_context_tokens; -1 empty
-    std::int32_t seqs = 0;       // decode_seqs
-    std::int16_t padding = 0;    // graph_padding_seqs
-    std::int16_t tokens = 0;     // tokens_per_decode_seq
-    double seconds = 0;
-  };
-  static constexpr int kMemoBits = 14;
-  double memo_seconds(const models::StepBatch& batch);
 
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
@@ -126,7 +158,7 @@ class Worker {
   std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
   std::vector<DecodeLine> decode_lines_;  // by decode_seqs
-  std::vector<DecodeMemo> decode_memo_;   // 2^kMemoBits entries once a line fails
+  DecodeStepMemo decode_memo_;            // the steps whose D has no line
 };
 
 }  // namespace servesim::sim

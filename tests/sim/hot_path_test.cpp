@@ -1,0 +1,167 @@
+// The engine loop's shortcuts against the values they stand for: a remembered decode step time is
+// the model's for exactly that batch, a draw whose value is never needed moves the random stream
+// as computing it would, a pending lognormal draw stays under its bound, and the API server's
+// output handler, whose draws are computed only when needed, times tokens as a FIFO queue does by
+// hand (batches that overlap the next step and batches that do not).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "sim/engine/cluster.hpp"
+#include "sim/engine/worker.hpp"
+#include "workloads/frontend.hpp"
+#include "workloads/workload.hpp"
+
+namespace servesim::sim {
+namespace {
+
+// A step time that depends on every field of a decode batch, non-linearly in its context.
+double nonlinear(const models::StepBatch& b) {
+  return 1e-3 + 1e-6 * b.decode_seqs + 1e-7 * b.graph_padding_seqs + 1e-8 * b.tokens_per_decode_seq +
+         1e-12 * std::pow(double(b.decode_context_tokens), 1.5);
+}
+
+TEST(DecodeStepMemo, ReturnsTheModelsValueForExactlyThatBatch) {
+  DecodeStepMemo memo;
+  int calls = 0;
+  auto model = [&](const models::StepBatch& b) { ++calls; return nonlinear(b); };
+  int lookups = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int d = 1; d <= 40; ++d)
+      for (std::int64_t ctx = 0; ctx < 3000; ctx += 7)
+        for (int pad = 0; pad < 2; ++pad) {
+          models::StepBatch b;
+          b.decode_seqs = d;
+          b.decode_context_tokens = ctx * d;
+          b.graph_padding_seqs = pad;
+          b.tokens_per_decode_seq = 1 + pad;
+          EXPECT_EQ(memo.get(b, model), nonlinear(b));
+          ++lookups;
+        }
+  // 34,400 distinct batches in 16,384 entries: the second pass finds some, never a wrong one.
+  EXPECT_GT(memo.hits(), 0);
+  EXPECT_EQ(calls + memo.hits(), lookups);
+  // A batch with prefill work is never remembered.
+  models::StepBatch mixed;
+  mixed.decode_seqs = 4;
+  mixed.prefill_seqs = 1;
+  mixed.prefill_tokens = 100;
+  const int before = calls;
+  memo.get(mixed, model);
+  memo.get(mixed, model);
+  EXPECT_EQ(calls, before + 2);
+}
+
+TEST(LazyDraws, SkipMovesTheStreamAsASample) {
+  const workloads::Duration d{1e-3, 0.2}, fixed{1e-3, 0};
+  std::uint64_t a = 12345, b = 12345;
+  d.sample(a);
+  d.skip(b);
+  EXPECT_EQ(a, b);
+  fixed.sample(a);   // cv 0 draws nothing
+  fixed.skip(b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, 12345 + 2 * 0x9e3779b97f4a7c15ULL);
+}
+
+TEST(LazyDraws, FactorStaysUnderItsBoundWhenTheFirstUniformIsNotTiny) {
+  for (const double cv : {0.05, 0.2, 1.0, 3.0}) {
+    const double bound = workloads::lognormal_factor_bound(cv);
+    // exp(5.3 sigma) with sigma^2 = ln(1 + cv^2): 1.30 at cv 0.2.
+    EXPECT_NEAR(bound, std::exp(5.3 * std::sqrt(std::log1p(cv * cv))), 1e-5 * bound);
+    std::uint64_t state = 7;
+    int unbounded = 0;
+    double top = 0;
+    for (int i = 0; i < 1000000; ++i) {
+      std::uint64_t s = state;
+      const double f = workloads::lognormal_factor(cv, s);
+      if (workloads::lognormal_bounded(state)) {
+        ASSERT_LT(f, bound) << "cv " << cv << " draw " << i;
+        top = std::max(top, f);
+      } else {
+        ++unbounded;
+      }
+      state = s;
+    }
+    EXPECT_LE(unbounded, 10);            // 2^-20 of the draws: about one in a million
+    // The largest z among a million draws (about 4.9) is close to the 5.27 the bound allows.
+    const double s2 = std::log1p(cv * cv);
+    EXPECT_GT((std::log(top) + s2 / 2) / std::sqrt(s2), 4.5);
+  }
+  EXPECT_EQ(workloads::lognormal_factor_bound(0), 1.0);
+}
+
+TEST(LazyDraws, EmitTimeAddsItsDrawsInStreamOrderOnce) {
+  const workloads::Duration hop{1e-4, 0.2};
+  std::uint64_t stream = 99;
+  const std::uint64_t out_state = stream;
+  const double out = 7e-4 * workloads::lognormal_factor(0.2, stream);
+  const std::uint64_t hop_state = stream;
+  const double net = hop.sample(stream);
+  EmitTime e{1.5, &hop, hop_state, 7e-4, 0.2, out_state};
+  const double want = 1.5 + out + net;
+  EXPECT_EQ(e.get(), want);
+  EXPECT_EQ(e.get(), want);   // resolved once
+  EmitTime plain{2.5};
+  EXPECT_EQ(plain.get(), 2.5);
+}
+
+// 10 ms of GPU per step.
+class FlatCost : public models::StepCostModel {
+ public:
+  double seconds(const models::StepBatch&) const override { return 0.010; }
+  double encoder_seconds(int) const override { return 0; }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
+  std::string provenance() const override { return "flat test cost"; }
+};
+
+struct Last : RequestSink {
+  Request r;
+  void on_finished(const Request& x) override { r = x; }
+};
+
+// One client, a 10-token prompt and 5 answer tokens, steps of 1 ms host + 10 ms GPU (sync): the
+// steps end at 11, 22, 33, 44, 55 ms. The API server's output handler (one process, no other
+// cost, a cv of 1e-12 so its draws are pending but equal their mean) takes `out_ms` per batch.
+Request one_request(double out_ms) {
+  FlatCost cost;
+  ClusterShape shape;
+  shape.kv_blocks = 1000;
+  EngineConfig cfg;
+  cfg.step_overhead_s = 0.001;
+  cfg.async_scheduling = false;
+  workloads::FrontendConfig f;
+  f.client.network = {0, 0};
+  f.api.request = {0, 0};
+  f.api.tokenize_s_per_token = 0;
+  f.api.ipc_s = 0;
+  f.api.output_step_s = out_ms * 1e-3;
+  f.api.output_s_per_request = 0;
+  f.api.cv = 1e-12;
+  AggregatedCluster c(shape, cfg, cost, &f);
+  workloads::WorkloadConfig w;
+  w.concurrency = 1;
+  w.requests = 1;
+  w.isl = workloads::LengthDist::fixed_at(10);
+  w.osl = workloads::LengthDist::fixed_at(5);
+  auto workload = workloads::make_workload(w);
+  Last sink;
+  c.run(*workload, sink);
+  return sink.r;
+}
+
+TEST(LazyDraws, OutputHandlerQueuesAsByHand) {
+  // 1 ms batches end before the next step's: first token at 11 + 1, last at 55 + 1 ms.
+  const Request fast = one_request(1);
+  EXPECT_NEAR(fast.first_token_s, 0.012, 1e-9);
+  EXPECT_NEAR(fast.finish_s, 0.056, 1e-9);
+  // 30 ms batches queue behind each other: they end at 41, 71, 101, 131 and 161 ms.
+  const Request slow = one_request(30);
+  EXPECT_NEAR(slow.first_token_s, 0.041, 1e-9);
+  EXPECT_NEAR(slow.second_token_s, 0.071, 1e-9);
+  EXPECT_NEAR(slow.finish_s, 0.161, 1e-9);
+}
+
+}  // namespace
+}  // namespace servesim::sim
