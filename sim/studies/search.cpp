@@ -179,6 +179,7 @@ nlohmann::json SearchScore::to_json() const {
   j["advice"] = std::string(advice(limited_by));
   j["prefill_train"] = prefill_train;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
+  if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
   return j;
 }
 
@@ -692,12 +693,13 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
   if (traffic_.open_loop()) {
     // The fewest passing copy count, and what the largest failing one below it breaks.
     const SweepRow *best = nullptr, *fewer = nullptr;
+    auto ok = [&](const SweepRow& r) { return ttft_ok(r) && itl_ok(r) && !r.overloaded; };   // a growing queue fails in time
     for (const auto& r : rows)
-      if (ttft_ok(r) && itl_ok(r)) {
+      if (ok(r)) {
         if (!best || r.concurrency < best->concurrency) best = &r;
       }
     for (const auto& r : rows)
-      if (!(ttft_ok(r) && itl_ok(r)) && (!best || r.concurrency < best->concurrency) && (!fewer || r.concurrency > fewer->concurrency))
+      if (!ok(r) && (!best || r.concurrency < best->concurrency) && (!fewer || r.concurrency > fewer->concurrency))
         fewer = &r;
     SearchScore s;
     if (best) {
@@ -711,7 +713,8 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.prefill_train = best->prefill_train;
     }
     if (fewer) {
-      const bool t = !ttft_ok(*fewer), i = !itl_ok(*fewer);
+      const bool t = !ttft_ok(*fewer) || fewer->overloaded, i = !itl_ok(*fewer);
+      s.fewer_overloaded = fewer->overloaded;
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
     }
     return s;
@@ -834,7 +837,7 @@ std::vector<SweepRow> Search::run(int index) const {
       r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
       return r;
     };
-    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms; };
+    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms && !r.overloaded; };
     // A copy that fails with under one request in flight (rate x latency, Little's law) fails
     // alone: more copies cannot help.
     auto hopeless = [&](std::int64_t k, const SweepRow& r) {
