@@ -305,8 +305,16 @@ std::string dynamo_manifest(const nlohmann::json& d) {
   // The frontend routes as the simulation did: Dynamo's KV-aware router when it ran "kv".
   nlohmann::json frontend_cmd = {"python3", "-m", "dynamo.frontend", "--http-port", "8000"};
   if (d.value("router", std::string()) == "kv") frontend_cmd.push_back("--router-mode"), frontend_cmd.push_back("kv");
+  // Probes: the frontend's HTTP port answers /health; a worker's system server (DYN_SYSTEM_ENABLED,
+  // port 9090) answers /live and /health once its engine has loaded the weights, which the startup
+  // probe waits for (up to 60 x 10 s).
+  auto probe = [](const char* path, int port, int period_s, int failures) {
+    return nlohmann::json{{"httpGet", {{"path", path}, {"port", port}}}, {"periodSeconds", period_s}, {"failureThreshold", failures}};
+  };
   services["Frontend"] = {{"dynamoNamespace", name}, {"componentType", "frontend"}, {"replicas", 1},
-                          {"extraPodSpec", {{"mainContainer", {{"image", image}, {"command", frontend_cmd}}}}}};
+                          {"extraPodSpec", {{"mainContainer", {{"image", image}, {"command", frontend_cmd},
+                                                               {"livenessProbe", probe("/health", 8000, 10, 3)},
+                                                               {"readinessProbe", probe("/health", 8000, 5, 3)}}}}}};
   const bool disagg = d["kind"] == "disaggregated";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
@@ -328,15 +336,23 @@ std::string dynamo_manifest(const nlohmann::json& d) {
       svc = eng.service + "EncodeWorker";
       args.push_back("--multimodal-encode-worker");
     }
-    (void)disagg;
-    // GPUs through the operator's resources; EFA adapters (an extended resource) on the container.
+    // Prefill and decode workers move the KV cache over NIXL, as vllm-serve.sh configures them.
+    if (disagg && !eng.args && (role == "prefill" || role == "decode")) args.insert(args.end(), {"--kv-transfer-config", kNixl});
+    // GPUs through the operator's resources (requested = limit); EFA adapters (an extended
+    // resource) on the container.
     nlohmann::json limits = nlohmann::json::object();
     if (p.efa > 0) limits["vpc.amazonaws.com/efa"] = std::to_string(p.efa);
-    s["resources"] = {{"limits", {{"gpu", std::to_string(p.gpus_per_node)}}}};
+    const nlohmann::json gpus = {{"gpu", std::to_string(p.gpus_per_node)}};
+    s["resources"] = {{"limits", gpus}, {"requests", gpus}};
     if (p.nodes > 1) s["multinode"] = {{"nodeCount", p.nodes}};
     nlohmann::json cmd = nlohmann::json::array({"python3", "-m", eng.module});
+    nlohmann::json env = nlohmann::json::array({nlohmann::json{{"name", "DYN_SYSTEM_ENABLED"}, {"value", "true"}},
+                                                nlohmann::json{{"name", "DYN_SYSTEM_PORT"}, {"value", "9090"}}});
     s["extraPodSpec"] = {{"nodeSelector", {{"node.kubernetes.io/instance-type", w["instance"]}}},
-                         {"mainContainer", {{"image", image}, {"command", cmd}, {"args", args},
+                         {"mainContainer", {{"image", image}, {"command", cmd}, {"args", args}, {"env", env},
+                                            {"startupProbe", probe("/live", 9090, 10, 60)},
+                                            {"livenessProbe", probe("/live", 9090, 10, 3)},
+                                            {"readinessProbe", probe("/health", 9090, 10, 3)},
                                             {"resources", {{"limits", limits}, {"requests", limits}}}}}};
     services[svc] = s;
   }

@@ -1067,9 +1067,17 @@ nlohmann::json Search::report() const {
   nlohmann::json fr = nlohmann::json::array();
   const int st = static_cast<int>(goal_.statistic);
   std::vector<SweepRow> all;
-  nlohmann::json fam_col = nlohmann::json::array(), idx_col = nlohmann::json::array(), slo_col = nlohmann::json::array();
+  nlohmann::json fam_col = nlohmann::json::array(), idx_col = nlohmann::json::array(), slo_col = nlohmann::json::array(),
+                 usd_col = nlohmann::json::array();
   for (const auto& f : families) {
     struct Pt { double user, gpu; int index, clients; bool meets; };
+    // $ per GPU-hour of a configuration: its nodes' price over their GPUs (copies packed into
+    // whole nodes); NaN without a price. The frontier chart's per-dollar axis divides by it.
+    auto usd_per_gpu_hour = [](const SearchConfig& c) {
+      const double node_gpus = double(c.nodes) * c.instance->gpus +
+                               (c.decode_instance ? double(c.decode_nodes) * c.decode_instance->gpus : 0.0);
+      return c.usd_per_hour && node_gpus > 0 ? *c.usd_per_hour / node_gpus : std::numeric_limits<double>::quiet_NaN();
+    };
     std::vector<Pt> pts;
     for (const auto& c : configs_) {
       if (c.family != f) continue;
@@ -1082,6 +1090,8 @@ nlohmann::json Search::report() const {
         fam_col.push_back(f);
         idx_col.push_back(c.index);
         slo_col.push_back(meets);
+        const double g = usd_per_gpu_hour(c);
+        usd_col.push_back(std::isfinite(g) ? nlohmann::json(g) : nlohmann::json(nullptr));
       }
     }
     std::stable_sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) {
@@ -1092,8 +1102,12 @@ nlohmann::json Search::report() const {
     for (const auto& q : pts)
       if (q.gpu > top) {
         top = q.gpu;
+        const double g = usd_per_gpu_hour(configs_[std::size_t(q.index)]);
         front.push_back({{"index", q.index}, {"label", configs_[std::size_t(q.index)].label}, {"concurrency", q.clients},
-                         {"output_tps_per_user", q.user}, {"output_tps_per_gpu", q.gpu}, {"meets_slo", q.meets}});
+                         {"output_tps_per_user", q.user}, {"output_tps_per_gpu", q.gpu}, {"meets_slo", q.meets},
+                         {"usd_per_gpu_hour", std::isfinite(g) ? nlohmann::json(g) : nlohmann::json(nullptr)},
+                         {"usd_per_million_output_tokens",
+                          std::isfinite(g) && q.gpu > 0 ? nlohmann::json(g / (q.gpu * 3600.0) * 1e6) : nlohmann::json(nullptr)}});
       }
     std::reverse(front.begin(), front.end());
     fr.push_back({{"family", f}, {"frontier", front}, {"simulated_points", pts.size()}});
@@ -1103,6 +1117,7 @@ nlohmann::json Search::report() const {
   cols["family"] = fam_col;
   cols["index"] = idx_col;
   cols["meets_slo"] = slo_col;
+  cols["usd_per_gpu_hour"] = usd_col;
   j["sweep"] = {{"columns", cols}};
   return j;
 }
