@@ -493,7 +493,9 @@ void check_deployment(const nlohmann::json& d) {
   whole(r, "max_num_seqs", 1, 1048576);
   whole(r, "max_num_batched_tokens", 1, 100000000);
   const double util = r.number("gpu_memory_utilization");
-  if (!(util > 0 && util <= 1)) r.fail("gpu_memory_utilization", "must be in (0, 1]");
+  // 0: SGLang's own mem_fraction_static heuristic (its profiles' default), as the engine profiles allow.
+  if (!(util > 0 && util <= 1) && !(util == 0 && d.value("engine_kind", std::string()) == "sglang"))
+    r.fail("gpu_memory_utilization", "must be in (0, 1] (0: SGLang's heuristic, engine_kind sglang only)");
   const std::int64_t copies = whole(r, "copies", 1, kMaxCount);
   whole(r, "isl", 1, 100000000);
   whole(r, "osl", 1, 100000000);
@@ -614,8 +616,20 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
 
 // The files servesim writes into an --emit folder (an earlier set there is replaced whole).
 bool is_artefact(const std::string& f) {
-  return f == "vllm-serve.sh" || f == "scenario.json" || f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" ||
-         f == "deployment.json" || (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+  return f == "vllm-serve.sh" || f == "sglang-launch.sh" || f == "trtllm-serve.sh" || f == "scenario.json" ||
+         f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" || f == "deployment.json" ||
+         (f.rfind("trtllm-", 0) == 0 && f.ends_with(".yaml")) ||
+         (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+}
+
+// Whether `path` is the deployment.json of an emitted set: servesim's deployment description.
+bool is_emitted_deployment(const std::string& path) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_input_file(path, 1 << 24));
+    return j.is_object() && j.contains("workers") && j.contains("describe") && j.contains("copies");
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -661,6 +675,16 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
     stale_.push_back(e.path().string());
   }
   if (ec) throw Error(flag_, "", dir + ": cannot list the folder: " + ec.message());
+  // Files named like ours are an earlier set only beside its deployment.json: a user's own
+  // vllm-serve.sh or scenario.json in the folder is never replaced.
+  std::string named;
+  for (const auto& f : stale_) {
+    const std::string n = fs::path(f).filename().string();
+    if (n[0] != '.') named = n;
+  }
+  if (!named.empty() && !is_emitted_deployment((fs::path(dir) / "deployment.json").string()))
+    throw Error(flag_, "", dir + ": the folder holds '" + named +
+                               "', with no deployment.json of an earlier emitted set beside it: servesim did not write it; give a new or empty folder");
 }
 
 void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
