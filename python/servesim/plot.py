@@ -450,12 +450,14 @@ def cost_figure(result, title=None, top=8):
 def load_figure(sweep, ttft_ms, itl_ms, statistic="p90", peak_rps=None, title=None):
     """Headroom at a glance: TTFT and ITL (at `statistic`) against the offered request rate of an
     open-loop sweep (``servesim sweep --request-rate ... --format json``), the SLO lines, the peak
-    rate, and the highest swept rate that meets both (the capacity read off the sweep)."""
+    rate, and the highest swept rate that meets both and keeps up (not OVERLOADED: the capacity
+    read off the sweep)."""
     import matplotlib.pyplot as plt
     c = _columns(sweep)
     x = list(c["request_rate"])
     t, i = list(c[f"ttft_{statistic}_ms"]), list(c[f"itl_{statistic}_ms"])
-    ok = [a <= ttft_ms and b <= itl_ms for a, b in zip(t, i)]
+    over = c.get("overloaded") or [None] * len(x)   # served < offered: fails whatever its percentiles read
+    ok = [a <= ttft_ms and b <= itl_ms and not o for a, b, o in zip(t, i, over)]
     cap = max([r for r, k in zip(x, ok) if k], default=None)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, y, slo, name in ((axes[0], t, ttft_ms, "TTFT"), (axes[1], i, itl_ms, "ITL")):
