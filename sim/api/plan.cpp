@@ -243,7 +243,7 @@ struct Study {
           sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests, spec.seed, *o.isl, *o.osl);
       wc.multimodal = media;
       const sim::PointResult pr = d.run(wc);
-      return sim::sweep_row(d.name(), 0, pr.summary, d.gpus());
+      return sim::sweep_row(d.name(), 0, pr.summary, d.gpus(), true);
     };
     const sim::CopiesSearch cs = sim::fewest_copies(point, [&](const sim::SweepRow& r) { return passes(r); });
     sim::PlanRow row;

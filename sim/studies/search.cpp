@@ -833,7 +833,7 @@ std::vector<SweepRow> Search::run(int index) const {
                                                         traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
       wc.multimodal = traffic_.multimodal;
       const PointResult pr = dep.run(wc);
-      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus());
+      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus(), true);
       r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
       return r;
     };

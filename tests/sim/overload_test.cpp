@@ -57,8 +57,9 @@ TEST(Overload, TwiceTheCapacityIsFlaggedAndHalfIsNot) {
   EXPECT_NEAR(served_rps(over.summary), capacity, 0.03 * capacity);   // the server answers at its capacity
   // Sent at 2x, answered at 1x: about half of what was sent over the window is still queued.
   EXPECT_GT(over.summary.in_flight_at_end, over.summary.load_sent / 3);
-  const SweepRow row = sweep_row("agg", 0, over.summary, d.gpus());
+  const SweepRow row = sweep_row("agg", 0, over.summary, d.gpus(), true);
   EXPECT_TRUE(row.overloaded);
+  EXPECT_FALSE(sweep_row("agg", 0, over.summary, d.gpus()).overloaded);   // a closed loop's row is never flagged
   const nlohmann::json j = load_json(over.summary, 2 * capacity);
   EXPECT_EQ(j["overloaded"], true);
   EXPECT_NE(overload_line(over.summary, 2 * capacity).find("OVERLOADED: offered"), std::string::npos);
@@ -79,6 +80,12 @@ TEST(Overload, ClosedLoopsAndShortRunsAreNeverFlagged) {
   closed.arrival = workloads::Arrival::concurrency;
   closed.concurrency = 8;   // 8 clients on one seat: a long queue, but it cannot grow
   EXPECT_FALSE(overloaded(d.run(closed).summary).value_or(false));
+  // Measured requests sent while warm-up ones are answered (no barrier, fewer measured requests
+  // than clients) look like a growing queue to the window; plan and search never judge closed loops.
+  workloads::WorkloadConfig unbarriered = closed;
+  unbarriered.warmup_requests = 64;
+  unbarriered.requests = 30;
+  EXPECT_FALSE(sweep_row("agg", 8, d.run(unbarriered).summary, d.gpus()).overloaded);
   workloads::WorkloadConfig burst = load(1e4, 128, 100);   // every request sent before the first answer
   burst.requests = 50;
   EXPECT_FALSE(overloaded(d.run(burst).summary).has_value());
