@@ -64,7 +64,12 @@ void run(const PlannerOpts& o) {
     out += "one " + (x.name == "replica" ? std::string("worker") : x.name + " worker") + " (" + std::to_string(x.gpus_per_worker) +
            " GPU" + (x.gpus_per_worker > 1 ? "s" : "") + ") serves " + fixed(x.capacity_rps, 3) + " requests/s within the SLO (p90, " +
            (x.capacity_given ? std::string("given") : std::string("profiled by simulation")) + "); peak " +
-           fixed(spec.profile.peak(), 2) + " requests/s -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
+           fixed(spec.profile.peak(), 2) + " requests/s" +
+           // A short --hours window of the diurnal curve may end before its peak.
+           (o.peak_rps > 0 && spec.profile.peak() < 0.99 * o.peak_rps
+                ? " (the most the simulated hours reach; --peak-rps " + compact(o.peak_rps) + " falls outside them)"
+                : std::string()) +
+           " -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
            fixed(x.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n";
   out += "\n";
   std::vector<std::string> head = {"hour", "offered rps", "observed rps"};
