@@ -447,9 +447,14 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
     const auto sizes = p.capture_sizes(cfg.max_num_seqs, cfg.num_speculative_tokens, cfg.max_num_batched_tokens, false);
     cfg.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();
   }
-  // The list itself: the profile's steps up to the (possibly user-set) largest size.
-  if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") cfg.cudagraph_capture_sizes.clear();
-  else cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+  // The list itself: the profile's steps up to the (possibly user-set) largest size, which then
+  // is the list's last (a user's 12 gives [1, 2, 4, 8]: the largest graph holds 8).
+  if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") {
+    cfg.cudagraph_capture_sizes.clear();
+  } else {
+    cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+    if (!cfg.cudagraph_capture_sizes.empty()) cfg.max_cudagraph_capture_size = cfg.cudagraph_capture_sizes.back();
+  }
 }
 
 workloads::FrontendConfig profile_frontend(const EngineProfile& p) {

@@ -146,6 +146,7 @@ TEST(Launch, ExplicitCaptureListGivesEveryListedBatchItsGraph) {
   const double eager = 27.6e-6 * (fp8->launch_counts().kernels - 188) + 62e-6 * 188;
   const EngineConfig capped = with_engine({{"max_cudagraph_capture_size", 12}}, m, gpu);
   EXPECT_EQ(capped.cudagraph_capture_sizes, (std::vector<std::int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(capped.max_cudagraph_capture_size, 8);   // the largest graph captured
   const EngineConfig every = with_engine({{"cudagraph_capture_sizes", {12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 9}}}, m, gpu);
   ASSERT_EQ(every.cudagraph_capture_sizes.size(), 12u);   // sorted, the repeat dropped
   EXPECT_EQ(every.cudagraph_capture_sizes.front(), 1);
