@@ -568,6 +568,20 @@ TEST(Validate, HarnessEngineFlags) {
   }
   EXPECT_GT(checked, 0);
   EXPECT_EQ(blackwell, 1);  // the B200 row (its columns' TP2 DP2 EP4 pattern runs TP2 EP2)
+  {
+    // A TRT-LLM point: graphs up to the batch by that engine's own size rule, not every size.
+    v::Options t = h200_agg();
+    t.gpus = {"h100"};
+    t.backends = {"trtllm"};
+    int trt = 0;
+    for (const auto& p : run_sample(t)) {
+      if (!p.unmodellable.empty()) continue;
+      EXPECT_EQ(p.scenario.at("engine").at("max_cudagraph_capture_size"), p.measured.concurrency);
+      EXPECT_FALSE(p.scenario.at("engine").contains("cudagraph_capture_sizes"));
+      ++trt;
+    }
+    EXPECT_EQ(trt, 1);
+  }
   o.harness = "serve";
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
