@@ -543,7 +543,7 @@ double FamilyFit::outside_grid(std::uint64_t group, const Features& x, unsigned 
   // measured value inside its own range.
   double d = 0;
   for (int f = 0; f < kMaxFeatures; ++f)
-    if (dims >> f & 1u) d += std::max({0.0, lo[f] - x[f] - 1e-9, x[f] - hi[f] - 1e-9});
+    if (const double out = std::max({0.0, lo[f] - x[f], x[f] - hi[f]}); dims >> f & 1u && out > 1e-9) d += out;
   return d;
 }
 
