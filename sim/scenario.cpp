@@ -196,6 +196,8 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   if (j.has("calibration")) {
     // A profile file (resolved against the scenario's folder) or the profile itself, inline.
     const auto& c = s.json.at("calibration");
+    if (c.is_string() && c.get<std::string>().empty())
+      j.fail("calibration", "empty file name; give a profile file (servesim calibrate e2e --output), relative to the scenario's folder");
     if (c.is_string())
       s.calibration = std::make_shared<const CalibrationProfile>(
           load_calibration(workloads::resolve_path(workloads::folder_of(file), c.get<std::string>())));
