@@ -129,7 +129,8 @@ TEST(EngineProfile, VersionsResolveToTheNewestAtOrBelow) {
   EXPECT_EQ(engine_profile("VLLM-0.12").name, "vllm-0.12");
   EXPECT_EQ(engine_profile("vllm-0.12.0").name, "vllm-0.12");
   EXPECT_THROW(engine_profile("vllm-0.10"), Error);
-  EXPECT_EQ(engine_profile("sglang-0.5.9").name, "sglang-0.5");
+  EXPECT_EQ(engine_profile("sglang-0.5.9").name, "sglang-0.5.6");
+  EXPECT_EQ(engine_profile("sglang-0.5.1.post1").name, "sglang-0.5");
   EXPECT_THROW(engine_profile("sglang-0.4"), Error);   // older than every SGLang profile
   EXPECT_THROW(engine_profile("tgi"), Error);
 }

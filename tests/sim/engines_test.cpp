@@ -101,6 +101,27 @@ TEST(Engines, SglangDecodeWaitsForEachPrefillStep) {
   }
 }
 
+// Why SGLang's measured closed loops stay in whichever orbit they start in: prefill priority erases
+// any stagger in a cohort's arrivals shorter than a prefill step. A at 0 ms, B, C, D at 10, 20, 30 ms
+// (10 + 100 tokens each). SGLang prefills A alone (0-50 ms), then B, C and D together (50-100 ms)
+// while A's decode waits, so all four decode from the same step and end together at
+// 100 + 99 x 10 = 1,090 ms: one cohort again. vLLM puts A's second token into that prefill step
+// (one 50 ms mixed step), so A stays one token ahead and ends a step earlier, at 100 + 98 x 10 =
+// 1,080 ms: the stagger survives and the clients drift apart as it grows.
+TEST(Engines, SglangPrefillPriorityMergesACohort) {
+  PrefillDecodeCost cost;
+  const auto sg = run(plain(EngineKind::sglang), cost, {0.0, 10.0, 20.0, 30.0}, 10, 100, 100000);
+  ASSERT_EQ(sg.size(), 4u);
+  EXPECT_EQ(cost.prefill, 2);
+  for (const auto& r : sg) EXPECT_NEAR(r.finish_s, 1.090, 1e-9) << r.id;
+  PrefillDecodeCost vcost;
+  const auto v = run(plain(EngineKind::vllm), vcost, {0.0, 10.0, 20.0, 30.0}, 10, 100, 100000);
+  Keep k;
+  k.all = v;
+  EXPECT_NEAR(k.by_id(0).finish_s, 1.080, 1e-9);
+  for (std::uint64_t id : {1, 2, 3}) EXPECT_NEAR(k.by_id(id).finish_s, 1.090, 1e-9) << id;
+}
+
 // SGLang chunks one prompt at a time at chunked_prefill_size (max_num_batched_tokens): a 2,500-token
 // prompt with a 1,000-token budget takes 3 prefill steps (1,000 + 1,000 + 500), the first token after
 // the third: 3 x 50 ms.
@@ -273,22 +294,39 @@ class MillisecondStep : public models::StepCostModel {
 };
 
 // The engine-level terms fitted on SGLang's and TRT-LLM's measured rows (each profile's
-// closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = 6 x
-// (C/16)^0.25 x (OSL/1024)^0.25 tokens: 6 at 16 clients of 1,024 tokens, 6 x 16^0.25 = 12 at 256
-// clients or at 16,384-token answers; and each profile's API-server request time and hop.
+// closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = base x
+// (C/16)^0.25 x (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it
+// (16^0.25 = 2) at 256 clients or at 16,384-token answers; and each profile's API-server request
+// time and hop. SGLang 0.5.0-0.5.5 keeps fixed lengths (its measured loops stay locked).
 TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
   struct Fit {
     const char* profile;
-    double request_ms, ipc_ms;
+    double spread, request_ms, ipc_ms;
   };
-  for (const Fit& f : {Fit{"trtllm", 15, 0.1}, Fit{"sglang", 15, 50}}) {
+  for (const Fit& f : {Fit{"trtllm", 6, 15, 0.1}, Fit{"sglang-0.5.6", 20, 1, 65}, Fit{"sglang-0.5", 0, 1, 65}}) {
     const EngineConfig e = profiled(f.profile, "H200", 1);
-    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), 6, 1e-12) << f.profile;
-    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 12, 1e-12) << f.profile;
-    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 16384), 12, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), f.spread, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 2 * f.spread, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 16, 16384), 2 * f.spread, 1e-12) << f.profile;
     const workloads::FrontendConfig fe = profile_frontend(engine_profile(f.profile));
     EXPECT_NEAR(fe.api.request.mean_s, f.request_ms * 1e-3, 1e-12) << f.profile;
     EXPECT_NEAR(fe.api.ipc_s, f.ipc_ms * 1e-3, 1e-12) << f.profile;
+  }
+}
+
+// One SGLang API server (TokenizerManager) takes one request at a time, so it serves at most
+// 1 / request_ms requests a second. The measured Llama-3.1-8B H200 TP8 run of 448 clients of
+// 1,000 + 100 tokens completes a request cycle in 915.5 ms + 99 x 34.08 ms = 4.289 s: 448 / 4.289 =
+// 104.4 requests/s, so a request can hold the API server for at most 9.6 ms. Every SGLang
+// profile must let that through (the 15 ms fitted before capped it at 67 requests/s).
+TEST(Engines, SglangApiServerPassesTheMeasuredRequestRate) {
+  const double cycle_s = 0.9155 + 99 * 0.03408;
+  const double measured_rps = 448 / cycle_s;
+  EXPECT_NEAR(measured_rps, 104.4, 0.1);
+  for (const char* name : {"sglang-0.5", "sglang-0.5.6"}) {
+    const workloads::FrontendConfig fe = profile_frontend(engine_profile(name));
+    EXPECT_EQ(fe.api.api_server_count, 1) << name;
+    EXPECT_LT(fe.api.request.mean_s + 1000 * fe.api.tokenize_s_per_token, 1 / measured_rps) << name;
   }
 }
 
@@ -333,8 +371,12 @@ TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
   validate::MeasuredPoint p;
   p.backend = "sglang";
   p.backend_version = "0.5.9";
-  EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5");
+  EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5.6");
   EXPECT_EQ(validate::point_engine_profile(p, true), "");
+  p.backend_version = "0.5.1.post1";   // the release whose measured loops stay locked
+  EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5");
+  p.backend_version = "nightly-dev";   // no release: the newest
+  EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5.6");
   p.backend = "trtllm";
   p.backend_version = "1.2.0rc6.post2";   // older than every TRT-LLM profile: the only one
   EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.3");
@@ -343,7 +385,7 @@ TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
   p.backend = "vllm";
   p.backend_version = "0.16.0";
   EXPECT_EQ(validate::point_engine_profile(p, true), "vllm-0.14");
-  EXPECT_EQ(engine_profile("sglang").name, "sglang-0.5");
+  EXPECT_EQ(engine_profile("sglang").name, "sglang-0.5.6");
   EXPECT_EQ(engine_profile("trtllm").name, "trtllm-1.3");
 }
 
@@ -369,7 +411,7 @@ TEST(Engines, SearchRanksAcrossEngines) {
   Search s(sp, t, g);
   ASSERT_EQ(s.configs().size(), 3u);
   EXPECT_EQ(s.configs()[0].engine, "vllm-0.19");
-  EXPECT_EQ(s.configs()[1].engine, "sglang-0.5");
+  EXPECT_EQ(s.configs()[1].engine, "sglang-0.5.6");
   EXPECT_EQ(s.configs()[2].engine, "trtllm-1.3");
   EXPECT_EQ(s.configs()[0].max_num_seqs, 1024);
   EXPECT_EQ(s.configs()[2].max_num_seqs, 2048);
