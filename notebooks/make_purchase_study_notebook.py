@@ -96,8 +96,9 @@ print(best['what_ran']['calibration'][:200], '...')
 The same layout offered 20 … 60 requests/s: where do p90 TTFT and ITL cross their SLO lines?
 That rate is the deployment's capacity, and its distance from the peak is the headroom. Each
 point sends 800 warm-up requests (20 s at the peak, past the ~18 s it takes a 600-token answer to
-fill the engines) and measures 4,800. "Answered in the steady window" below the offered rate
-means the deployment is falling behind (its queue grows), whatever the percentiles say.
+fill the engines) and measures 4,800. A rate marked **overloaded** is one the deployment falls
+behind at (served < offered, its queue grows over the run), whatever its percentiles say: sweep
+prints an `OVERLOADED` line for it and the column says 1.
 """),
     code("""
 shape = best['deployment']['workers'][0]
@@ -105,7 +106,8 @@ sw = servesim.sweep(model='nemotron-3.5-super-vl', gpu=best['gpu'].lower(), gpus
                     precision=best['precision'], isl=6000, osl=600, images='1024x1024', image_fraction=0.3,
                     warmup_requests=800, requests=4800, request_rate=[20, 30, 40, 50, 60], threads=2)
 pd.DataFrame({'offered req/s': sw['request_rate'], 'answered req/s (steady window)': sw['request_throughput_steady'],
-              'TTFT p90 ms': sw['time_to_first_token_ms_p90'], 'ITL p90 ms': sw['inter_token_latency_ms_p90']}).round(1)
+              'TTFT p90 ms': sw['time_to_first_token_ms_p90'], 'ITL p90 ms': sw['inter_token_latency_ms_p90'],
+              'in flight at the last send': sw['in_flight_at_last_send'], 'overloaded': sw['overloaded']}).round(1)
 """),
     md("""
 ## 4. Charts for a manager
@@ -119,6 +121,9 @@ fig.savefig(os.path.join(PLOT_DIR, 'purchase_cost.png'), dpi=100, bbox_inches='t
 fig2 = plot.load_figure(sw, ttft_ms=1000, itl_ms=60, statistic='p90', peak_rps=PEAK_RPS,
                         title=f"{best['gpus']} x {best['gpu']} ({best['label']}), 30 % of requests with an image")
 fig2.savefig(os.path.join(PLOT_DIR, 'purchase_headroom.png'), dpi=100, bbox_inches='tight')
+# The same sweep with the median beside the p90 the SLO is on (and any overloaded rate marked).
+fig3 = plot.latency_figure(sw, ttft_ms=1000, itl_ms=60, title=f"{best['gpus']} x {best['gpu']}: p50 and p90 against offered load")
+fig3.savefig(os.path.join(PLOT_DIR, 'purchase_latency.png'), dpi=100, bbox_inches='tight')
 """),
     md("""
 ## 5. The files to deploy

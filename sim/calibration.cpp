@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
+#include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/engine/engine_profile.hpp"
 
@@ -35,6 +36,10 @@ const CalibratedParameter* CalibrationProfile::parameter(const std::string& name
 CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string& file) {
   if (!j.is_object()) throw Error(file, "", "expected a JSON object (a profile `servesim calibrate e2e` writes)");
   const JsonReader r(j, file);
+  // The format version: a profile of another version names fields this reader would misread.
+  if (const double v = r.number_or("servesim_calibration", 1); v != 1)
+    r.fail("servesim_calibration", "format version " + compact(v) + " is not one this servesim reads (1); write it again with "
+                                   "`servesim calibrate e2e --output`");
   CalibrationProfile p;
   p.file = file;
   const JsonReader on = r.object("fitted_on");
@@ -53,7 +58,12 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     c.sd = x.number_or("sd", 0);
     const bool ms = c.name.size() > 3 && c.name.compare(c.name.size() - 3, 3, "_ms") == 0;
     c.unit = x.string_or("unit", ms ? "ms" : "x");
+    if (p.parameter(c.name))   // which of two values applies would be a guess
+      x.fail("name", "'" + c.name + "' appears twice in parameters; keep one");
     c.scope = x.string_or("scope", "");
+    if (!c.scope.empty() && c.scope != "gpu+engine")   // a profile applies on its GPU and engine build only
+      x.fail("scope", "'" + c.scope + "' is not a scope a profile has; known: gpu+engine (it applies on the GPU and engine "
+                      "build it was fitted on, nowhere else)");
     if (!std::isfinite(c.value) || (ms ? (c.value < 0 || c.value > 10000) : (c.value < 0.05 || c.value > 20)))
       x.fail("value", ms ? "must be 0..10000 ms" : "must be a factor from 0.05 to 20");
     p.parameters.push_back(std::move(c));

@@ -3,11 +3,49 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 namespace servesim::sim {
 
+std::optional<bool> overloaded(const Summary& s) {
+  if (s.load_window_s <= 0 || s.load_sent < 20) return std::nullopt;
+  const double grew = double(s.load_sent - s.load_answered);
+  return grew > 0.1 * double(s.load_sent) && grew > 3 * std::sqrt(std::max<double>(1, double(s.in_flight_at_open)));
+}
+
+double served_rps(const Summary& s) { return s.load_window_s > 0 ? double(s.load_answered) / s.load_window_s : 0.0; }
+
+nlohmann::json load_json(const Summary& s, double offered_rps) {
+  const auto o = overloaded(s);
+  const bool w = s.load_window_s > 0;
+  return {{"offered_requests_per_s", offered_rps},
+          {"sent_requests_per_s", w ? nlohmann::json(double(s.load_sent) / s.load_window_s) : nlohmann::json(nullptr)},
+          {"served_requests_per_s", w ? nlohmann::json(served_rps(s)) : nlohmann::json(nullptr)},
+          {"window", "first measured answer to the last send"},
+          {"window_s", s.load_window_s},
+          {"in_flight_at_window_start", s.in_flight_at_open},
+          {"in_flight_at_last_send", s.in_flight_at_end},
+          {"overloaded", o ? nlohmann::json(*o) : nlohmann::json(nullptr)}};
+}
+
+std::string overload_line(const Summary& s, double offered_rps) {
+  if (!overloaded(s).value_or(false)) return "";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "OVERLOADED: offered %.4g requests/s, served %.4g (first answer to last send, %.1f s); the queue grew from %lld to "
+                "%lld requests in flight at the last send, so TTFT grows with the run's length: lower the rate or add capacity",
+                offered_rps, served_rps(s), s.load_window_s, static_cast<long long>(s.in_flight_at_open),
+                static_cast<long long>(s.in_flight_at_end));
+  return buf;
+}
+
+std::string overload_note(int rows) {
+  return "OVERLOADED below: for " + std::to_string(rows) +
+         " row(s) one copy fewer served less than its share of the offered rate (its queue grew over the run, so its TTFT "
+         "only grows with time): counted as failing the SLO, whatever its percentiles read\n";
+}
 
 Stats compute_stats(std::vector<double>& values) {
   Stats s;
@@ -133,6 +171,17 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
       if (finish_s_[i] > open_s && finish_s_[i] <= last_arrival_s_) ++done, tokens += osl_[i];
     s.steady_request_throughput_per_s = double(done) / s.steady_window_s;
     s.steady_output_token_throughput_per_s = double(tokens) / s.steady_window_s;
+  }
+  if (n > 0) {   // the load window: first measured answer .. last send
+    const double from_s = *std::min_element(finish_s_.begin(), finish_s_.end());
+    s.load_window_s = std::max(0.0, last_arrival_s_ - from_s);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double sent_s = finish_s_[i] - latency_s_[i];
+      if (finish_s_[i] <= last_arrival_s_) s.load_answered += finish_s_[i] > from_s;
+      else ++s.in_flight_at_end;
+      if (sent_s > from_s) ++s.load_sent;
+      else if (finish_s_[i] > from_s) ++s.in_flight_at_open;
+    }
   }
   if (slo && slo->any()) {
     s.has_slo = true;

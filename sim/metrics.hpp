@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ struct Summary {
   // send. Answers completed in it over its length: an open loop's served rate without the ramp-up
   // and the drain that request_throughput (aiperf's definition) counts. 0: the run is too short.
   double steady_window_s = 0, steady_request_throughput_per_s = 0, steady_output_token_throughput_per_s = 0;
+  // The load window, from the first measured answer to the last send: the server has work from its
+  // start, so an overloaded one answers at its capacity all through it. Requests sent and answered
+  // in it, in flight (sent, not yet answered) at its start and at the last send; sent - answered
+  // is how much the queue grew. 0 s: every request was sent before the first answer.
+  double load_window_s = 0;
+  std::int64_t load_sent = 0, load_answered = 0, in_flight_at_open = 0, in_flight_at_end = 0;
   double output_token_throughput_per_s = 0;             // total output tokens / duration
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
@@ -72,6 +79,20 @@ struct Summary {
   double goodput_per_s = 0;                             // good requests / duration
   std::vector<ReplicaSummary> replicas;
 };
+
+// An open loop offered more than it served: over the load window the queue grew by more than a
+// tenth of the requests sent in it and by more than 3 standard deviations of a stable queue's
+// count (3 sqrt(in flight at the window's start), Poisson). Needs >= 20 sends in the window;
+// nullopt when the run is too short to tell.
+std::optional<bool> overloaded(const Summary& s);
+// The open loop's load in JSON: offered (the configured rate), sent and served rates over the load
+// window, in flight at its start and at the last send, "overloaded" (null: too short to tell).
+nlohmann::json load_json(const Summary& s, double offered_rps);
+double served_rps(const Summary& s);   // answers per second over the load window (0: none)
+// One line when overloaded ("" otherwise): offered vs served rate and the queue at the end.
+std::string overload_line(const Summary& s, double offered_rps);
+// plan / search / recommend, open loop: n rows whose next smaller copy count could not keep up.
+std::string overload_note(int rows);
 
 class MetricsCollector {
  public:

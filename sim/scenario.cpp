@@ -53,6 +53,23 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.max_model_len = int_in(e, "max_model_len", 0, 0, 1LL << 31);
   c.enforce_eager = e.boolean_or("enforce_eager", c.enforce_eager);
   c.max_cudagraph_capture_size = int_in(e, "max_cudagraph_capture_size", c.max_cudagraph_capture_size, 0, 1LL << 30);
+  if (e.has("cudagraph_capture_sizes")) {
+    // An explicit capture list (vLLM cudagraph_capture_sizes / --cuda-graph-sizes with several
+    // values; SGLang --cuda-graph-bs; TRT-LLM cuda_graph_config.batch_sizes): exactly these sizes.
+    const char* k = "cudagraph_capture_sizes";
+    for (double x : e.numbers(k)) {
+      if (!(x >= 1 && x <= double(1LL << 30) && x == std::floor(x))) e.fail(k, "each size must be a whole number >= 1");
+      c.cudagraph_capture_sizes.push_back(static_cast<std::int64_t>(x));
+    }
+    if (c.cudagraph_capture_sizes.empty()) e.fail(k, "needs at least one size (graphs off: enforce_eager or cudagraph_mode NONE)");
+    std::sort(c.cudagraph_capture_sizes.begin(), c.cudagraph_capture_sizes.end());
+    c.cudagraph_capture_sizes.erase(std::unique(c.cudagraph_capture_sizes.begin(), c.cudagraph_capture_sizes.end()),
+                                    c.cudagraph_capture_sizes.end());
+    if (e.has("max_cudagraph_capture_size") && c.max_cudagraph_capture_size != c.cudagraph_capture_sizes.back())
+      e.fail("max_cudagraph_capture_size", "is " + std::to_string(c.max_cudagraph_capture_size) +
+                                               " but the largest of cudagraph_capture_sizes is " +
+                                               std::to_string(c.cudagraph_capture_sizes.back()) + "; give one, or make them agree");
+  }
   c.step_overhead_s = e.number_or("step_overhead_ms", c.step_overhead_s * 1e3) / 1e3;
   c.step_overhead_per_seq_s = e.number_or("step_overhead_us_per_seq", 0) * 1e-6;
   if (!(c.step_overhead_per_seq_s >= 0 && c.step_overhead_per_seq_s < 1e-2))
@@ -136,7 +153,7 @@ const std::vector<std::string>& engine_keys() {
   static const std::vector<std::string> k{"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                                           "block_size", "enable_prefix_caching", "enable_chunked_prefill",
                                           "long_prefill_token_threshold", "max_model_len", "enforce_eager", "max_cudagraph_capture_size",
-                                          "step_overhead_ms", "step_overhead_us_per_seq", "eager_overhead_ms",
+                                          "cudagraph_capture_sizes", "step_overhead_ms", "step_overhead_us_per_seq", "eager_overhead_ms",
                                           "num_speculative_tokens", "acceptance_rate", "async_scheduling", "cudagraph_mode",
                                           "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent",
                                           "closed_loop_osl_spread_length_exponent"};
@@ -196,6 +213,8 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   if (j.has("calibration")) {
     // A profile file (resolved against the scenario's folder) or the profile itself, inline.
     const auto& c = s.json.at("calibration");
+    if (c.is_string() && c.get<std::string>().empty())
+      j.fail("calibration", "empty file name; give a profile file (servesim calibrate e2e --output), relative to the scenario's folder");
     if (c.is_string())
       s.calibration = std::make_shared<const CalibrationProfile>(
           load_calibration(workloads::resolve_path(workloads::folder_of(file), c.get<std::string>())));

@@ -458,6 +458,8 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
   nlohmann::json j = r.metrics.aiperf_json();
   j["what_ran"] = what_ran_json(s, r);
   j["prediction_band"] = validate::run_bands(s, r);
+  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0)
+    j["load"] = load_json(r.summary, s.workload.rate_per_s);   // offered vs served, the queue at the end
   if (s.calibration) {
     const validate::RunKind k = validate::run_kind(s, r);
     j["calibration"] = to_json(applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model), *s.calibration);
@@ -602,6 +604,11 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
   col("benchmark_duration_s", [](const SimResult& r) { return r.summary.duration_s; });
   col("request_throughput", [](const SimResult& r) { return r.summary.request_throughput_per_s; });
   col("request_throughput_steady", [](const SimResult& r) { return r.summary.steady_request_throughput_per_s; });
+  col("in_flight_at_last_send", [](const SimResult& r) { return double(r.summary.in_flight_at_end); });
+  col("overloaded", [&](const SimResult& r) {   // rate sweeps only: 1 when the queue grew, NaN when too short to tell
+    const auto o = overloaded(r.summary);
+    return spec.axis == SweepSpec::Axis::concurrency || !o ? NAN : double(*o);
+  });
   col("output_token_throughput", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
   col("output_token_throughput_per_gpu",
       [&](const SimResult& r) { return r.summary.output_token_throughput_per_s / (r.gpus > 0 ? r.gpus : gpus); });

@@ -39,10 +39,15 @@ def models():
     return _c.models()
 
 
-def _path(p):
-    """A model file path as an absolute string (os.PathLike accepted), None unchanged."""
+def _path(p, what="path"):
+    """A file path as an absolute string (os.PathLike accepted), None unchanged; anything else is
+    one servesim.Error naming `what`."""
     import os
-    return None if p is None else os.path.abspath(os.fspath(p))
+    if p is None:
+        return None
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise Error(f"{what}: expected a file name (str or os.PathLike), got {type(p).__name__} {p!r}"[:300])
+    return os.path.abspath(os.fsdecode(os.fspath(p)))
 
 
 def model(name=None, model_file=None):
@@ -162,7 +167,7 @@ def scenario(base=None, **flags):
     if "model" in f:
         s.pop("model_file", None)
     if "calibration" in f and not isinstance(f["calibration"], dict):
-        f["calibration"] = _path(f["calibration"])   # a profile file (calibrate_e2e's output), or the profile as a dict
+        f["calibration"] = _path(f["calibration"], "calibration")   # a profile file (calibrate_e2e's output), or the profile as a dict
     for k, key in _TOP.items():
         if k in f:
             s.pop(short.get(key, key), None)  # the file may use the short alias
@@ -331,7 +336,7 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     the points run."""
     args = dict(path=str(path), backend=backend, mode=mode, gpu=gpu, model=model, **kw)
     if args.get("calibration") is not None:
-        args["calibration"] = _path(args["calibration"])
+        args["calibration"] = _path(args["calibration"], "calibration")
     if isinstance(args.get("model_file"), str):
         args["model_file"] = [args["model_file"]]
     return _c.validate({k: v for k, v in args.items() if v is not None})
@@ -347,8 +352,12 @@ def calibrate_e2e(inputs, output=None, **kw):
     ``parameters`` (prior, value, sd), ``cross_validation`` (median |error| before / after), ``held_out``
     (with train_fraction), the ``profile`` itself and its ``text``. The GIL is released while it runs."""
     import os
-    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    args = dict(inputs=[_path(p) for p in paths], output=_path(output), **kw)
+    if not isinstance(inputs, (str, bytes, os.PathLike, list, tuple)):
+        raise Error(f"calibrate_e2e(): inputs: expected a path or a list of paths, got {type(inputs).__name__}")
+    paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else list(inputs)
+    if not paths:
+        raise Error("calibrate_e2e(): inputs: empty list; give measured runs (aiperf folders, bench JSON/JSONL, CSV)")
+    args = dict(inputs=[_path(p, "calibrate_e2e(): inputs") for p in paths], output=_path(output, "calibrate_e2e(): output"), **kw)
     if isinstance(args.get("model_file"), (str, os.PathLike)):
         args["model_file"] = [_path(args["model_file"])]
     return _c.calibrate_e2e({k: v for k, v in args.items() if v is not None})
@@ -387,7 +396,7 @@ def _dask_threads(client):
 def _search_args(kw):
     args = {k: v for k, v in kw.items() if v is not None}
     if "calibration" in args:   # a profile file from calibrate_e2e, applied where it was fitted
-        args["calibration"] = _path(args["calibration"])
+        args["calibration"] = _path(args["calibration"], "calibration")
     for k in ("gpu", "gpus"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]

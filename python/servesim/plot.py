@@ -106,31 +106,47 @@ def _robust_top(values, slo=None):
     return None if v[-1] <= top else top
 
 
-def latency_figure(sweep, plan=None, statistic="p50", title=None):
-    """Two panels: TTFT vs concurrency and ITL vs concurrency, SLO lines, planned points. The
-    legend sits below the panels, never on an SLO line; the title names model, hardware,
-    precision and ISL/OSL when a plan is given."""
+def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, itl_ms=None):
+    """Two panels: TTFT vs concurrency (or offered rate) and ITL, SLO lines, planned points. With
+    no statistic given (and no plan naming one) p50 is drawn solid and p90 dashed; a rate sweep's
+    points that were OVERLOADED (the queue grew: ``overloaded`` column) are marked with a red x.
+    SLO lines come from the plan or from ttft_ms / itl_ms. The legend sits below the panels, never
+    on an SLO line; the title names model, hardware, precision and ISL/OSL when a plan is given."""
     import matplotlib
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     cols = _columns(sweep)
     stat = (plan or {}).get("statistic", statistic)
+    stats = [stat] if stat else [s for s in ("p50", "p90") if f"ttft_{s}_ms" in cols and f"itl_{s}_ms" in cols]
+    stat = stats[-1]   # the SLO and the planned points read at this one
     fig, (ax_t, ax_i) = plt.subplots(1, 2, figsize=(12, 4.9))
     groups = _by_topology(cols)
     planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
-    handles, any_star = [], False
-    slos = {ax_t: (plan or {}).get("ttft_ms"), ax_i: (plan or {}).get("itl_ms")}
+    handles, any_star, any_over = [], False, False
+    slos = {ax_t: (plan or {}).get("ttft_ms", ttft_ms), ax_i: (plan or {}).get("itl_ms", itl_ms)}
     keys = {ax_t: f"ttft_{stat}_ms", ax_i: f"itl_{stat}_ms"}
-    tops = {ax: _robust_top(cols[keys[ax]], slos[ax]) for ax in (ax_t, ax_i)}
+    tops = {ax: _robust_top([v for s in stats for v in cols[keys[ax].replace(stat, s)]], slos[ax]) for ax in (ax_t, ax_i)}
+    over = cols.get("overloaded") or [None] * len(cols["_x"])
     for k, (name, idx) in enumerate(groups.items()):
         c = COLORS[k % len(COLORS)]
         x = [cols["_x"][i] for i in idx]
         for ax in (ax_t, ax_i):
-            key, top = keys[ax], tops[ax]
+            top = tops[ax]
+            for s in stats:
+                if s == stat:
+                    continue
+                y = [cols[keys[ax].replace(stat, s)][i] for i in idx]
+                ax.plot(x, [min(v, top) if top else v for v in y], "o-", color=c, ms=3, lw=1, alpha=0.55)
+            key = keys[ax]
             y = [cols[key][i] for i in idx]
-            line, = ax.plot(x, [min(v, top) if top else v for v in y], "o-", color=c, label=name, ms=4)
+            line, = ax.plot(x, [min(v, top) if top else v for v in y], "s--" if len(stats) > 1 else "o-", color=c,
+                            label=name, ms=4)
             _shade_band(ax, cols, key, idx, x, c)
+            bad = [(xi, min(yi, top) if top else yi) for xi, yi, i in zip(x, y, idx) if over[i]]
+            if bad:
+                ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color="#d62728", ms=10, mew=2, zorder=7)
+                any_over = True
             if ax is ax_t:
                 handles.append(line)
             if top:
@@ -154,9 +170,25 @@ def latency_figure(sweep, plan=None, statistic="p50", title=None):
     if any_star:
         handles.append(Line2D([], [], ls="", marker="*", ms=14, color="white", markeredgecolor="black",
                               label="planned point (most clients under both SLOs)"))
+    if len(stats) > 1:
+        handles.append(Line2D([], [], ls="--", marker="s", ms=4, color="gray", label=f"{stat} (dashed)"))
+        handles.append(Line2D([], [], ls="-", marker="o", ms=3, color="gray", alpha=0.55,
+                              label=", ".join(s for s in stats if s != stat) + " (thin)"))
+    if any_over:
+        handles.append(Line2D([], [], ls="", marker="x", ms=10, mew=2, color="#d62728",
+                              label="OVERLOADED: served < offered, the queue grew"))
+    rate = cols["_xname"] == "request rate"
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
-        ax.set_xscale("log", base=2)
         swept = sorted(set(cols["_x"]))
+        if rate:   # offered rates: a linear axis, every swept rate labelled
+            ax.set_xticks(swept, [f"{v:g}" for v in swept])
+            ax.set_xlabel(cols["_xlabel"])
+            ax.set_ylabel(f"{what} (ms)" if len(stats) > 1 else f"{what} {stat} (ms)")
+            ax.set_title(f"{what} {' and '.join(stats)} vs {cols['_xname']}")
+            ax.set_ylim(bottom=0, top=tops[ax] if tops[ax] else None)
+            ax.grid(True, which="both", alpha=0.3)
+            continue
+        ax.set_xscale("log", base=2)
         spaced = all(b >= 1.7 * a for a, b in zip(swept, swept[1:]))   # labels that do not touch
         if len(swept) <= 12 and spaced:   # label every swept concurrency, not just every other power of two
             ax.set_xticks(swept)
@@ -172,8 +204,8 @@ def latency_figure(sweep, plan=None, statistic="p50", title=None):
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel(cols["_xlabel"])
-        ax.set_ylabel(f"{what} {stat} (ms)")
-        ax.set_title(f"{what} {stat} vs {cols['_xname']}")
+        ax.set_ylabel(f"{what} (ms)" if len(stats) > 1 else f"{what} {stat} (ms)")
+        ax.set_title(f"{what} {' and '.join(stats)} vs {cols['_xname']}")
         ax.set_ylim(bottom=0, top=tops[ax] if tops[ax] else None)
         ax.grid(True, which="both", alpha=0.3)
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=9, frameon=False)
@@ -259,70 +291,115 @@ def _family_styles(families):
     return out
 
 
-def search_figure(result, title=None):
+def _usd_per_m(usd_per_gpu_hour, tps_per_gpu):
+    """$ per million output tokens of a GPU at a price and a rate (None without either)."""
+    if usd_per_gpu_hour is None or not tps_per_gpu or tps_per_gpu <= 0:
+        return None
+    return usd_per_gpu_hour / (tps_per_gpu * 3600.0) * 1e6
+
+
+def search_figure(result, title=None, per=None):
     """The Pareto chart of a search (``servesim search --format json`` / servesim.search()): every
     simulated point per topology family (faint; filled when it meets both SLOs), each family's
     frontier of output tok/s per GPU against tok/s per user (colour: GPU type; solid: aggregated,
     dashed: disaggregated), the ITL SLO as the per-user rate it implies (1000 / ITL ms, a vertical
-    line), and the best configuration under the SLO (a star). The legend sits beside the axes."""
+    line), and the best configuration under the SLO (a star). When the configurations have prices
+    a second panel puts the same frontiers per dollar: $ per million output tokens (a GPU-hour's
+    price, nodes' price over their GPUs, over an hour of its tokens; lower is better), where GPU
+    types of different prices compare. ``per``: ("gpu",), ("dollar",) or both (default: both when
+    priced). The legend sits beside the axes."""
     import matplotlib.pyplot as plt
+    import matplotlib.ticker as mt
 
     if not isinstance(result, dict) or "frontiers" not in result or "sweep" not in result:
         raise ValueError("expected a search result (servesim search --format json)")
     cols = result["sweep"]["columns"]
-    fig, ax = plt.subplots(figsize=(11, 5.6))
+    priced = any(v is not None for v in cols.get("usd_per_gpu_hour", []))
+    panels = tuple(per) if per else (("gpu", "dollar") if priced else ("gpu",))
+    for p in panels:
+        if p not in ("gpu", "dollar"):
+            raise ValueError(f"per: unknown panel '{p}'; known: gpu, dollar")
+    if "dollar" in panels and not priced:
+        raise ValueError("per dollar: no configuration of this search has a price (give --price or --hw-file)")
+    fig, axes = plt.subplots(1, len(panels), figsize=(11 + 5.5 * (len(panels) - 1), 5.6), squeeze=False)
     styles = _family_styles([f["family"] for f in result["frontiers"]])
-    for f in result["frontiers"]:
-        c, ls, mk = styles[f["family"]]
-        idx = [i for i, fam in enumerate(cols.get("family", [])) if fam == f["family"]]
-        if idx:
-            meets = [i for i in idx if cols["meets_slo"][i]]
-            miss = [i for i in idx if not cols["meets_slo"][i]]
-            ax.scatter([cols["output_tps_per_user"][i] for i in meets], [cols["output_tps_per_gpu"][i] for i in meets],
-                       s=10, color=c, marker=mk, alpha=0.3, linewidths=0)
-            ax.scatter([cols["output_tps_per_user"][i] for i in miss], [cols["output_tps_per_gpu"][i] for i in miss],
-                       s=10, facecolors="none", edgecolors=c, marker=mk, alpha=0.3, linewidths=0.6)
-        fr = f["frontier"]
-        if fr:
-            # The line joins the frontier; its markers say which points meet both SLOs (filled) and
-            # which fail one (open), so a frontier point over the TTFT line never reads as a pass.
-            ax.plot([p["output_tps_per_user"] for p in fr], [p["output_tps_per_gpu"] for p in fr], ls,
-                    color=c, lw=1.8, label=f"{f['family']} ({f['simulated_points']} points)")
-            ok = [p for p in fr if p.get("meets_slo")]
-            bad = [p for p in fr if not p.get("meets_slo")]
-            ax.scatter([p["output_tps_per_user"] for p in ok], [p["output_tps_per_gpu"] for p in ok], s=22, color=c,
-                       marker=mk, zorder=4, gid="frontier-meets")
-            ax.scatter([p["output_tps_per_user"] for p in bad], [p["output_tps_per_gpu"] for p in bad], s=22,
-                       facecolors="white", edgecolors=c, marker=mk, linewidths=1.0, zorder=4, gid="frontier-fails")
-    itl = result.get("itl_ms")
-    if itl:
-        ax.axvline(1000.0 / itl, color="gray", ls=":", lw=1.4,
-                   label=f"ITL SLO {itl:g} ms ({result.get('statistic', 'p50')}) = {1000.0 / itl:g} tok/s/user")
-    best = result.get("best")
-    if best and best.get("score"):
-        s = best["score"]
-        ax.plot([s["tps_per_user"]], [s["tps_per_gpu"]], marker="*", ms=18, color="gold", markeredgecolor="black",
-                zorder=6, ls="none", label="best under SLO: " + best["label"])
-    import matplotlib.ticker as mt
-    ax.set_xlabel("output tokens/s per user")
-    ax.set_ylabel("output tokens/s per GPU")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(mt.NullFormatter())
-    ax.set_ylim(bottom=0)
-    ax.grid(True, which="both", alpha=0.3)
+    usd_col = cols.get("usd_per_gpu_hour", [None] * len(cols.get("family", [])))
     stat = result.get("statistic", "p50")
-    ax.set_title(title or f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
-                          f"SLO TTFT {stat} <= {result.get('ttft_ms', 0):g} ms, ITL {stat} <= {result.get('itl_ms', 0):g} ms "
-                          f"(filled: meets both; open: fails one)", fontsize=10)
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False,
-              title="frontier per family", title_fontsize=8)
+    for ax, panel in zip(axes[0], panels):
+        dollar = panel == "dollar"
+
+        def y_of(tps, usd):
+            return _usd_per_m(usd, tps) if dollar else tps
+
+        def keep(xs, ys):
+            pairs = [(a, b) for a, b in zip(xs, ys) if b is not None]
+            return [a for a, _ in pairs], [b for _, b in pairs]
+
+        for f in result["frontiers"]:
+            c, ls, mk = styles[f["family"]]
+            idx = [i for i, fam in enumerate(cols.get("family", [])) if fam == f["family"]]
+            if idx:
+                for meets, kw in ((True, dict(color=c, alpha=0.3, linewidths=0)),
+                                  (False, dict(facecolors="none", edgecolors=c, alpha=0.3, linewidths=0.6))):
+                    sel = [i for i in idx if bool(cols["meets_slo"][i]) == meets]
+                    xs, ys = keep([cols["output_tps_per_user"][i] for i in sel],
+                                  [y_of(cols["output_tps_per_gpu"][i], usd_col[i]) for i in sel])
+                    ax.scatter(xs, ys, s=10, marker=mk, **kw)
+            fr = f["frontier"]
+            if fr:
+                # The line joins the frontier; its markers say which points meet both SLOs (filled) and
+                # which fail one (open), so a frontier point over the TTFT line never reads as a pass.
+                xs, ys = keep([p["output_tps_per_user"] for p in fr],
+                              [y_of(p["output_tps_per_gpu"], p.get("usd_per_gpu_hour")) for p in fr])
+                ax.plot(xs, ys, ls, color=c, lw=1.8, label=f"{f['family']} ({f['simulated_points']} points)")
+                for ok, kw, gid in ((True, dict(color=c), "frontier-meets"),
+                                    (False, dict(facecolors="white", edgecolors=c, linewidths=1.0), "frontier-fails")):
+                    sel = [p for p in fr if bool(p.get("meets_slo")) == ok]
+                    xs, ys = keep([p["output_tps_per_user"] for p in sel],
+                                  [y_of(p["output_tps_per_gpu"], p.get("usd_per_gpu_hour")) for p in sel])
+                    ax.scatter(xs, ys, s=22, marker=mk, zorder=4, gid=gid, **kw)
+        itl = result.get("itl_ms")
+        if itl:
+            ax.axvline(1000.0 / itl, color="gray", ls=":", lw=1.4,
+                       label=f"ITL SLO {itl:g} ms ({stat}) = {1000.0 / itl:g} tok/s/user")
+        best = result.get("best")
+        if best and best.get("score"):
+            s = best["score"]
+            y = s["tps_per_gpu"]
+            if dollar:
+                y = (s["usd_per_hour"] / (s["served_tps"] * 3600.0) * 1e6
+                     if s.get("usd_per_hour") is not None and s.get("served_tps") else None)
+            if y is not None:
+                ax.plot([s["tps_per_user"]], [y], marker="*", ms=18, color="gold", markeredgecolor="black",
+                        zorder=6, ls="none", label="best under SLO: " + best["label"])
+        ax.set_xlabel("output tokens/s per user")
+        ax.set_ylabel("USD per million output tokens (lower is better)" if dollar else "output tokens/s per GPU")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(mt.NullFormatter())
+        if dollar:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.set_title("per dollar: GPU-hour price / an hour of its tokens (best: its whole nodes at the target)",
+                         fontsize=9)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.grid(True, which="both", alpha=0.3)
+    head = title or (f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
+                     f"SLO TTFT {stat} <= {result.get('ttft_ms', 0):g} ms, ITL {stat} <= {result.get('itl_ms', 0):g} ms "
+                     f"(filled: meets both; open: fails one)")
+    if len(panels) > 1:
+        fig.suptitle(head, fontsize=10)
+    else:
+        axes[0][0].set_title(head, fontsize=10)
+    axes[0][-1].legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False,
+                       title="frontier per family", title_fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def save_search_chart(result, path, title=None):
+def save_search_chart(result, path, title=None, per=None):
     """Writes the Pareto chart of a search result to `path`; returns the path."""
     import matplotlib
     matplotlib.use("Agg")
@@ -330,7 +407,7 @@ def save_search_chart(result, path, title=None):
 
     import os
 
-    fig = search_figure(result, title=title)
+    fig = search_figure(result, title=title, per=per)
     try:
         tmp = _save_atomic(fig, path)
     finally:
@@ -373,12 +450,14 @@ def cost_figure(result, title=None, top=8):
 def load_figure(sweep, ttft_ms, itl_ms, statistic="p90", peak_rps=None, title=None):
     """Headroom at a glance: TTFT and ITL (at `statistic`) against the offered request rate of an
     open-loop sweep (``servesim sweep --request-rate ... --format json``), the SLO lines, the peak
-    rate, and the highest swept rate that meets both (the capacity read off the sweep)."""
+    rate, and the highest swept rate that meets both and keeps up (not OVERLOADED: the capacity
+    read off the sweep)."""
     import matplotlib.pyplot as plt
     c = _columns(sweep)
     x = list(c["request_rate"])
     t, i = list(c[f"ttft_{statistic}_ms"]), list(c[f"itl_{statistic}_ms"])
-    ok = [a <= ttft_ms and b <= itl_ms for a, b in zip(t, i)]
+    over = c.get("overloaded") or [None] * len(x)   # served < offered: fails whatever its percentiles read
+    ok = [a <= ttft_ms and b <= itl_ms and not o for a, b, o in zip(t, i, over)]
     cap = max([r for r, k in zip(x, ok) if k], default=None)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, y, slo, name in ((axes[0], t, ttft_ms, "TTFT"), (axes[1], i, itl_ms, "ITL")):
@@ -432,7 +511,7 @@ def chart_paths(path):
     return base + ".png", base + "-throughput.png"
 
 
-def save_charts(sweep, path, plan=None, title=None):
+def save_charts(sweep, path, plan=None, title=None, statistic=None, ttft_ms=None, itl_ms=None):
     """Writes the latency chart to `path` (.png added when missing) and the throughput chart beside
     it (`*-throughput.png`), both or neither: each is rendered to a temporary file, and they are
     renamed into place only when both are written. Returns both paths."""
@@ -445,7 +524,7 @@ def save_charts(sweep, path, plan=None, title=None):
     lpath, tpath = chart_paths(path)
     tmps = []
     try:
-        fig = latency_figure(sweep, plan=plan, title=title)
+        fig = latency_figure(sweep, plan=plan, title=title, statistic=statistic, ttft_ms=ttft_ms, itl_ms=itl_ms)
         try:
             tmps.append(_save_atomic(fig, lpath))
         finally:
@@ -540,6 +619,12 @@ def main(argv=None):
     ap.add_argument("--plan", help="plan JSON (servesim plan --format json)")
     ap.add_argument("-o", "--output", default="servesim.png", help="PNG to write")
     ap.add_argument("--title", help="chart title (default: model, hardware, precision and ISL/OSL of the plan)")
+    ap.add_argument("--statistic", choices=("p50", "p90", "p99"),
+                    help="draw this percentile only (default: p50 solid and p90 dashed; a plan's own statistic)")
+    ap.add_argument("--ttft-ms", type=float, help="TTFT SLO line (ms) when no plan gives one")
+    ap.add_argument("--itl-ms", type=float, help="ITL SLO line (ms) when no plan gives one")
+    ap.add_argument("--per", choices=("gpu", "dollar", "both"),
+                    help="--search: frontier per GPU, per dollar ($/M output tokens) or both (default: both when priced)")
     a = ap.parse_args(argv)
     # Every failure is one line on stderr and exit status 2: no traceback.
     if a.validation:
@@ -558,7 +643,8 @@ def main(argv=None):
         try:
             with open(a.search) as f:
                 result = json.load(f)
-            print(save_search_chart(result, a.output, title=a.title))
+            per = None if not a.per or a.per == "both" else (a.per,)
+            print(save_search_chart(result, a.output, title=a.title, per=per))
         except RecursionError:
             print(f"servesim.plot: error: {a.search}: JSON nested too deeply", file=sys.stderr)
             return 2
@@ -584,7 +670,8 @@ def main(argv=None):
         print(f"servesim.plot: error: {_one_line(e)}", file=sys.stderr)
         return 2
     try:
-        paths = save_charts(sweep, a.output, plan=plan, title=a.title)
+        paths = save_charts(sweep, a.output, plan=plan, title=a.title, statistic=a.statistic, ttft_ms=a.ttft_ms,
+                            itl_ms=a.itl_ms)
     except OSError as e:
         print(f"servesim.plot: error: {_one_line(e)}", file=sys.stderr)
         return 2

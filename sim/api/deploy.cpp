@@ -305,8 +305,16 @@ std::string dynamo_manifest(const nlohmann::json& d) {
   // The frontend routes as the simulation did: Dynamo's KV-aware router when it ran "kv".
   nlohmann::json frontend_cmd = {"python3", "-m", "dynamo.frontend", "--http-port", "8000"};
   if (d.value("router", std::string()) == "kv") frontend_cmd.push_back("--router-mode"), frontend_cmd.push_back("kv");
+  // Probes: the frontend's HTTP port answers /health; a worker's system server (DYN_SYSTEM_ENABLED,
+  // port 9090) answers /live and /health once its engine has loaded the weights, which the startup
+  // probe waits for (up to 60 x 10 s).
+  auto probe = [](const char* path, int port, int period_s, int failures) {
+    return nlohmann::json{{"httpGet", {{"path", path}, {"port", port}}}, {"periodSeconds", period_s}, {"failureThreshold", failures}};
+  };
   services["Frontend"] = {{"dynamoNamespace", name}, {"componentType", "frontend"}, {"replicas", 1},
-                          {"extraPodSpec", {{"mainContainer", {{"image", image}, {"command", frontend_cmd}}}}}};
+                          {"extraPodSpec", {{"mainContainer", {{"image", image}, {"command", frontend_cmd},
+                                                               {"livenessProbe", probe("/health", 8000, 10, 3)},
+                                                               {"readinessProbe", probe("/health", 8000, 5, 3)}}}}}};
   const bool disagg = d["kind"] == "disaggregated";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
@@ -328,15 +336,23 @@ std::string dynamo_manifest(const nlohmann::json& d) {
       svc = eng.service + "EncodeWorker";
       args.push_back("--multimodal-encode-worker");
     }
-    (void)disagg;
-    // GPUs through the operator's resources; EFA adapters (an extended resource) on the container.
+    // Prefill and decode workers move the KV cache over NIXL, as vllm-serve.sh configures them.
+    if (disagg && !eng.args && (role == "prefill" || role == "decode")) args.insert(args.end(), {"--kv-transfer-config", kNixl});
+    // GPUs through the operator's resources (requested = limit); EFA adapters (an extended
+    // resource) on the container.
     nlohmann::json limits = nlohmann::json::object();
     if (p.efa > 0) limits["vpc.amazonaws.com/efa"] = std::to_string(p.efa);
-    s["resources"] = {{"limits", {{"gpu", std::to_string(p.gpus_per_node)}}}};
+    const nlohmann::json gpus = {{"gpu", std::to_string(p.gpus_per_node)}};
+    s["resources"] = {{"limits", gpus}, {"requests", gpus}};
     if (p.nodes > 1) s["multinode"] = {{"nodeCount", p.nodes}};
     nlohmann::json cmd = nlohmann::json::array({"python3", "-m", eng.module});
+    nlohmann::json env = nlohmann::json::array({nlohmann::json{{"name", "DYN_SYSTEM_ENABLED"}, {"value", "true"}},
+                                                nlohmann::json{{"name", "DYN_SYSTEM_PORT"}, {"value", "9090"}}});
     s["extraPodSpec"] = {{"nodeSelector", {{"node.kubernetes.io/instance-type", w["instance"]}}},
-                         {"mainContainer", {{"image", image}, {"command", cmd}, {"args", args},
+                         {"mainContainer", {{"image", image}, {"command", cmd}, {"args", args}, {"env", env},
+                                            {"startupProbe", probe("/live", 9090, 10, 60)},
+                                            {"livenessProbe", probe("/live", 9090, 10, 3)},
+                                            {"readinessProbe", probe("/health", 9090, 10, 3)},
                                             {"resources", {{"limits", limits}, {"requests", limits}}}}}};
     services[svc] = s;
   }
@@ -477,7 +493,9 @@ void check_deployment(const nlohmann::json& d) {
   whole(r, "max_num_seqs", 1, 1048576);
   whole(r, "max_num_batched_tokens", 1, 100000000);
   const double util = r.number("gpu_memory_utilization");
-  if (!(util > 0 && util <= 1)) r.fail("gpu_memory_utilization", "must be in (0, 1]");
+  // 0: SGLang's own mem_fraction_static heuristic (its profiles' default), as the engine profiles allow.
+  if (!(util > 0 && util <= 1) && !(util == 0 && d.value("engine_kind", std::string()) == "sglang"))
+    r.fail("gpu_memory_utilization", "must be in (0, 1] (0: SGLang's heuristic, engine_kind sglang only)");
   const std::int64_t copies = whole(r, "copies", 1, kMaxCount);
   whole(r, "isl", 1, 100000000);
   whole(r, "osl", 1, 100000000);
@@ -598,8 +616,20 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
 
 // The files servesim writes into an --emit folder (an earlier set there is replaced whole).
 bool is_artefact(const std::string& f) {
-  return f == "vllm-serve.sh" || f == "scenario.json" || f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" ||
-         f == "deployment.json" || (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+  return f == "vllm-serve.sh" || f == "sglang-launch.sh" || f == "trtllm-serve.sh" || f == "scenario.json" ||
+         f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" || f == "deployment.json" ||
+         (f.rfind("trtllm-", 0) == 0 && f.ends_with(".yaml")) ||
+         (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+}
+
+// Whether `path` is the deployment.json of an emitted set: servesim's deployment description.
+bool is_emitted_deployment(const std::string& path) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_input_file(path, 1 << 24));
+    return j.is_object() && j.contains("workers") && j.contains("describe") && j.contains("copies");
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -645,6 +675,16 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
     stale_.push_back(e.path().string());
   }
   if (ec) throw Error(flag_, "", dir + ": cannot list the folder: " + ec.message());
+  // Files named like ours are an earlier set only beside its deployment.json: a user's own
+  // vllm-serve.sh or scenario.json in the folder is never replaced.
+  std::string named;
+  for (const auto& f : stale_) {
+    const std::string n = fs::path(f).filename().string();
+    if (n[0] != '.') named = n;
+  }
+  if (!named.empty() && !is_emitted_deployment((fs::path(dir) / "deployment.json").string()))
+    throw Error(flag_, "", dir + ": the folder holds '" + named +
+                               "', with no deployment.json of an earlier emitted set beside it: servesim did not write it; give a new or empty folder");
 }
 
 void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {

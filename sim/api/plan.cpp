@@ -217,7 +217,7 @@ struct Study {
   // Whether a swept point is under both SLO lines.
   bool passes(const sim::SweepRow& r) const {
     const int i = static_cast<int>(slo.statistic);
-    return r.ttft_ms[i] <= slo.ttft_ms && r.itl_ms[i] <= slo.itl_ms;
+    return r.ttft_ms[i] <= slo.ttft_ms && r.itl_ms[i] <= slo.itl_ms && !r.overloaded;   // a growing queue fails in time
   }
 
   sim::SweepRow run_at(std::size_t dep, int c) const {
@@ -243,7 +243,7 @@ struct Study {
           sim::open_loop_workload(rate, *arrival, o.burstiness.value_or(1.0), o.requests, spec.seed, *o.isl, *o.osl);
       wc.multimodal = media;
       const sim::PointResult pr = d.run(wc);
-      return sim::sweep_row(d.name(), 0, pr.summary, d.gpus());
+      return sim::sweep_row(d.name(), 0, pr.summary, d.gpus(), true);
     };
     const sim::CopiesSearch cs = sim::fewest_copies(point, [&](const sim::SweepRow& r) { return passes(r); });
     sim::PlanRow row;
@@ -261,14 +261,17 @@ struct Study {
     row.tps_per_replica = at_hi.output_tps;
     sim::size_copies(row, u, double(hi), slo.target_tps);
     if (lo >= 1) {   // what one copy fewer breaks
-      const bool t = at_lo.ttft_ms[st] > slo.ttft_ms, i = at_lo.itl_ms[st] > slo.itl_ms;
+      const bool t = at_lo.ttft_ms[st] > slo.ttft_ms || at_lo.overloaded, i = at_lo.itl_ms[st] > slo.itl_ms;
       row.limited_by = t && i ? sim::LimitedBy::both : t ? sim::LimitedBy::ttft : i ? sim::LimitedBy::itl : sim::LimitedBy::none;
     }
     detail = {{"name", d.name()}, {"feasible", true}, {"copies", hi}, {"rate_per_copy", rps / double(hi)},
               {"ttft_ms", at_hi.ttft_ms[st]}, {"itl_ms", at_hi.itl_ms[st]}, {"output_tps_per_copy", at_hi.output_tps}};
     if (lo >= 1)
       detail["one_copy_fewer"] = {{"copies", lo}, {"rate_per_copy", rps / double(lo)}, {"ttft_ms", at_lo.ttft_ms[st]},
-                                  {"itl_ms", at_lo.itl_ms[st]}};
+                                  {"itl_ms", at_lo.itl_ms[st]}, {"served_rps_per_copy", at_lo.served_rps},
+                                  {"in_flight_at_last_send", at_lo.in_flight_at_end}, {"overloaded", at_lo.overloaded}};
+    detail["served_rps_per_copy"] = at_hi.served_rps;
+    detail["overloaded"] = at_hi.overloaded;
     return row;
   }
 
@@ -450,31 +453,9 @@ struct Study {
   }
 };
 
-nlohmann::json row_json(const sim::SweepRow& r) {
-  return {{"topology", r.topology}, {"concurrency", r.concurrency},
-          {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
-          {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
-          {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train}};
-}
+nlohmann::json row_json(const sim::SweepRow& r) { return sim::to_json(r); }
 
-sim::SweepRow row_from(const nlohmann::json& j) {
-  try {
-    sim::SweepRow r;
-    r.topology = j.at("topology").get<std::string>();
-    r.concurrency = j.at("concurrency").get<int>();
-    for (int i = 0; i < 3; ++i) {
-      r.ttft_ms[i] = j.at("ttft_ms").at(static_cast<std::size_t>(i)).get<double>();
-      r.itl_ms[i] = j.at("itl_ms").at(static_cast<std::size_t>(i)).get<double>();
-    }
-    r.output_tps = j.at("output_tps").get<double>();
-    r.output_tps_per_gpu = j.at("output_tps_per_gpu").get<double>();
-    r.output_tps_per_user = j.at("output_tps_per_user").get<double>();
-    r.prefill_train = j.value("prefill_train", false);
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("plan_finish", "rows", std::string("not a row from plan_point: ") + e.what());
-  }
-}
+sim::SweepRow row_from(const nlohmann::json& j) { return sim::sweep_row_from_json(j, "plan_finish"); }
 
 }  // namespace
 

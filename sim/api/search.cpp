@@ -179,35 +179,14 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
 
 nlohmann::json rows_json(const std::vector<sim::SweepRow>& rows) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& r : rows)
-    a.push_back({{"topology", r.topology}, {"concurrency", r.concurrency},
-                 {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
-                 {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
-                 {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train}});
+  for (const auto& r : rows) a.push_back(sim::to_json(r));
   return a;
 }
 
 std::vector<sim::SweepRow> rows_from(const nlohmann::json& j) {
-  try {
-    std::vector<sim::SweepRow> out;
-    for (const auto& x : j) {
-      sim::SweepRow r;
-      r.topology = x.at("topology").get<std::string>();
-      r.concurrency = x.at("concurrency").get<int>();
-      for (std::size_t i = 0; i < 3; ++i) {
-        r.ttft_ms[i] = x.at("ttft_ms").at(i).get<double>();
-        r.itl_ms[i] = x.at("itl_ms").at(i).get<double>();
-      }
-      r.output_tps = x.at("output_tps").get<double>();
-      r.output_tps_per_gpu = x.at("output_tps_per_gpu").get<double>();
-      r.output_tps_per_user = x.at("output_tps_per_user").get<double>();
-      r.prefill_train = x.value("prefill_train", false);
-      out.push_back(std::move(r));
-    }
-    return out;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("search", "rows", std::string("not rows from search_run: ") + e.what());
-  }
+  std::vector<sim::SweepRow> out;
+  for (const auto& x : j) out.push_back(sim::sweep_row_from_json(x, "search"));
+  return out;
 }
 
 // Runs the rounds on `threads` threads; the rounds themselves do not depend on the thread count.

@@ -137,6 +137,12 @@ void run_plan(const PlanOpts& o) {
                 open ? (" (" + compact(j["target"]["requests_per_s"].get<double>()) + " requests/s, " + str(j["arrival"]) +
                         " arrivals; req/s per replica: the rate one copy is offered, with its TTFT / ITL)").c_str() : "");
   out += slo_line + pt.render();
+  if (open) {
+    int overloaded = 0;
+    for (const auto& d : j["open_loop"])
+      overloaded += d.contains("one_copy_fewer") && d["one_copy_fewer"].value("overloaded", false);
+    if (overloaded > 0) out += sim::overload_note(overloaded);
+  }
   if (!o.plot.empty()) {
     const std::string base = plot_paths(o.plot).base;
     out += "Charts: " + plot_paths(o.plot).chart + " (TTFT and ITL vs concurrency), " + base + "-throughput.png (tok/s per GPU vs per user)\n"

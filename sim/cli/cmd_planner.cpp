@@ -64,7 +64,12 @@ void run(const PlannerOpts& o) {
     out += "one " + (x.name == "replica" ? std::string("worker") : x.name + " worker") + " (" + std::to_string(x.gpus_per_worker) +
            " GPU" + (x.gpus_per_worker > 1 ? "s" : "") + ") serves " + fixed(x.capacity_rps, 3) + " requests/s within the SLO (p90, " +
            (x.capacity_given ? std::string("given") : std::string("profiled by simulation")) + "); peak " +
-           fixed(spec.profile.peak(), 2) + " requests/s -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
+           fixed(spec.profile.peak(), 2) + " requests/s" +
+           // A short --hours window of the diurnal curve may end before its peak.
+           (o.peak_rps > 0 && spec.profile.peak() < 0.99 * o.peak_rps
+                ? " (the most the simulated hours reach; --peak-rps " + compact(o.peak_rps) + " falls outside them)"
+                : std::string()) +
+           " -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
            fixed(x.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n";
   out += "\n";
   std::vector<std::string> head = {"hour", "offered rps", "observed rps"};
@@ -98,10 +103,13 @@ void run(const PlannerOpts& o) {
   out += t.render() + "(the first interval of each hour; --format json has every interval)\n\n";
   out += "requests " + std::to_string(r.requests) + ", SLO met by " + fixed(100 * r.slo_attainment, 2) + "% (fixed fleet: " +
          (std::isfinite(r.fixed_fleet_slo_attainment) ? fixed(100 * r.fixed_fleet_slo_attainment, 2) + "%" : std::string("-")) + ")\n";
-  out += "GPU-hours " + fixed(r.gpu_hours, 1) + " against " + fixed(r.fixed_fleet_gpu_hours, 1) + " for the fixed fleet (" +
-         fixed(100 * (1 - r.gpu_hours / r.fixed_fleet_gpu_hours), 1) + "% saved)";
+  // Short runs hold a fraction of a GPU-hour: two decimals below 1, one below 1000.
+  auto amount = [](double v) { return fixed(v, v < 1 ? 2 : v < 1000 ? 1 : 0); };
+  const double saved = 1 - r.gpu_hours / r.fixed_fleet_gpu_hours;
+  out += "GPU-hours " + amount(r.gpu_hours) + " against " + amount(r.fixed_fleet_gpu_hours) + " for the fixed fleet (" +
+         (saved >= 0 ? fixed(100 * saved, 1) + "% saved)" : fixed(-100 * saved, 1) + "% more than the fixed fleet)");
   if (r.usd_per_gpu_hour)
-    out += "; $" + fixed(r.gpu_hours * *r.usd_per_gpu_hour, 0) + " against $" + fixed(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour, 0) +
+    out += "; $" + amount(r.gpu_hours * *r.usd_per_gpu_hour) + " against $" + amount(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour) +
            " at " + r.instance + " on-demand ($" + fixed(*r.usd_per_gpu_hour, 2) + " per GPU-hour)";
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;

@@ -21,6 +21,7 @@
 #include "hwmodels/catalog.hpp"
 #include "models/memory.hpp"
 #include "sim/api/api.hpp"
+#include "sim/metrics.hpp"
 #include "sim/simulate.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/validate/bands.hpp"
@@ -185,6 +186,7 @@ std::string search_table(const nlohmann::json& j) {
     if (j["best"]["score"].value("prefill_train", false))
       out += "TRAIN: read at a point that ran in a PREFILL TRAIN (most prompts queued behind another's prefill): its TTFT is "
              "that queue's; raise --requests or check the winner open loop (docs/capacity-planning.md)\n";
+    if (j["best"]["score"].value("one_copy_fewer_overloaded", false)) out += sim::overload_note(1);
     out += sim::what_ran_text(j["best"]["what_ran"]);
   }
   return out;
@@ -326,8 +328,9 @@ std::string recommend_text(const nlohmann::json& j) {
   // One GPU type per row first; prefill on one type and decode on another in a table of their own
   // (the five cheapest; every row in --format json).
   Table t(cols), mixed(cols);
-  int trains = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0;
+  int trains = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0;
   for (const auto& r : j["recommendations"]) {
+    overloaded += r.value("one_copy_fewer_overloaded", false);
     const bool pair = str(r["gpu"]).find('+') != std::string::npos;
     mixed_rows += pair;
     if (pair && ++mixed_shown > 5) continue;
@@ -359,6 +362,7 @@ std::string recommend_text(const nlohmann::json& j) {
            "size open loop (--arrival poisson)\n";
   out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
          "itl: add decode capacity\n";
+  if (overloaded > 0) out += sim::overload_note(overloaded);
   if (trains > 0)
     out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
            "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "

@@ -612,6 +612,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            "(last answer - first send)) counts the ramp-up and the drain; answered in the steady window (a median latency after the first send to the last send, " +
            fixed(m.steady_window_s, 1) + " s): " + fixed(m.steady_request_throughput_per_s, 3) + " requests/sec, " +
            fixed(m.steady_output_token_throughput_per_s, 1) + " tokens/sec\n";
+  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0)
+    if (const std::string l = sim::overload_line(m, s.workload.rate_per_s); !l.empty()) out += l + "\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
          fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +
@@ -793,6 +795,9 @@ void run_sweep(const SimOpts& o) {
     }
     text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
                         "; none shown: no measured runs of this kind\n";
+    if (spec.axis == sim::SweepSpec::Axis::request_rate)
+      for (std::size_t i = 0; i < results.size(); ++i)
+        if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) text += l + "\n";
   }
   if (o.output.empty()) {
     std::cout << text;

@@ -418,6 +418,18 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   cfg.eager_kernels_per_attention_layer = p.host.eager_kernels_per_attention_layer;
   cfg.eager_kernels_per_mamba_layer = p.host.eager_kernels_per_mamba_layer;
   if (unset("cudagraph_mode")) cfg.cudagraph_mode = p.graphs.mode;
+  if (!unset("cudagraph_capture_sizes")) {
+    // An explicit list (parsed into cfg): exactly those sizes, none above the token budget
+    // (a step never holds more tokens); decode-only graph engines take them as batch sizes.
+    auto& sizes = cfg.cudagraph_capture_sizes;
+    if (p.graphs.mode == "FULL_DECODE_ONLY")
+      for (auto& x : sizes) x *= 1 + cfg.num_speculative_tokens;
+    sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](std::int64_t x) { return x > cfg.max_num_batched_tokens; }),
+                sizes.end());
+    cfg.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();
+    if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") sizes.clear();
+    return;
+  }
   if (p.graphs.mode == "FULL_DECODE_ONLY") {
     // Decode batch sizes: SGLang's cuda_graph_max_bs by GPU memory and TP, TRT-LLM's
     // cuda_graph_config.max_batch_size; never more than the running requests allowed.
@@ -435,9 +447,14 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
     const auto sizes = p.capture_sizes(cfg.max_num_seqs, cfg.num_speculative_tokens, cfg.max_num_batched_tokens, false);
     cfg.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();
   }
-  // The list itself: the profile's steps up to the (possibly user-set) largest size.
-  if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") cfg.cudagraph_capture_sizes.clear();
-  else cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+  // The list itself: the profile's steps up to the (possibly user-set) largest size, which then
+  // is the list's last (a user's 12 gives [1, 2, 4, 8]: the largest graph holds 8).
+  if (cfg.enforce_eager || cfg.cudagraph_mode == "NONE") {
+    cfg.cudagraph_capture_sizes.clear();
+  } else {
+    cfg.cudagraph_capture_sizes = capture_size_list(p.graphs, std::min(cfg.max_cudagraph_capture_size, cfg.max_num_batched_tokens));
+    if (!cfg.cudagraph_capture_sizes.empty()) cfg.max_cudagraph_capture_size = cfg.cudagraph_capture_sizes.back();
+  }
 }
 
 workloads::FrontendConfig profile_frontend(const EngineProfile& p) {

@@ -168,6 +168,11 @@ void VllmScheduler::release_deferred() {
   deferred_.clear();
 }
 
+void VllmScheduler::release_idle() {
+  release_deferred();
+  if (cfg_.role == WorkerRole::decode_only) try_reserve();
+}
+
 bool VllmScheduler::waiting_arrived_by(double t_s) const {
   return !waiting_.empty() && request(waiting_.front()).arrival_s <= t_s;
 }

@@ -61,6 +61,12 @@ class VllmScheduler {
   // (vLLM frees them in update_from_output, after the next batch was scheduled).
   void set_deferred_release(bool on) { defer_release_ = on; }
   void release_deferred();
+  // Decode-only, when the engine loop goes idle: it applies the last step's outputs (frees the
+  // finished requests' deferred blocks) and grants the KV reservations that room allows; a
+  // kv_reserved output says which. Without it a transfer waiting on the blocks of the last
+  // requests to finish would wait for a step that never comes.
+  void release_idle();
+  bool has_pending_transfers() const { return !pending_.empty(); }
   int num_deferred() const { return static_cast<int>(deferred_.size()); }
   // Requests of the last schedule() that sample a token when the step ends.
   int num_emitting() const { return emitting_; }

@@ -51,7 +51,38 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   col("output_tps_per_gpu", [](const SweepRow& r) { return r.output_tps_per_gpu; });
   col("output_tps_per_user", [](const SweepRow& r) { return r.output_tps_per_user; });
   col("prefill_train", [](const SweepRow& r) { return r.prefill_train; });
+  col("overloaded", [](const SweepRow& r) { return r.overloaded; });
   return c;
+}
+
+nlohmann::json to_json(const SweepRow& r) {
+  return {{"topology", r.topology}, {"concurrency", r.concurrency},
+          {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
+          {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
+          {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train},
+          {"served_rps", r.served_rps}, {"in_flight_at_end", r.in_flight_at_end}, {"overloaded", r.overloaded}};
+}
+
+SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
+  try {
+    SweepRow r;
+    r.topology = j.at("topology").get<std::string>();
+    r.concurrency = j.at("concurrency").get<int>();
+    for (std::size_t i = 0; i < 3; ++i) {
+      r.ttft_ms[i] = j.at("ttft_ms").at(i).get<double>();
+      r.itl_ms[i] = j.at("itl_ms").at(i).get<double>();
+    }
+    r.output_tps = j.at("output_tps").get<double>();
+    r.output_tps_per_gpu = j.at("output_tps_per_gpu").get<double>();
+    r.output_tps_per_user = j.at("output_tps_per_user").get<double>();
+    r.prefill_train = j.value("prefill_train", false);
+    r.served_rps = j.value("served_rps", 0.0);
+    r.in_flight_at_end = j.value("in_flight_at_end", std::int64_t{0});
+    r.overloaded = j.value("overloaded", false);
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where, "rows", std::string("not a row a simulated point returned: ") + e.what());
+  }
 }
 
 std::int64_t capacity_requests(int clients, std::optional<std::int64_t> requests) {

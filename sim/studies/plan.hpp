@@ -34,6 +34,11 @@ struct SweepRow {
   // The run's prompts queued behind each other's prefill (simulate's PREFILL TRAIN): its TTFT
   // percentiles are set by that queue, not by the load alone.
   bool prefill_train = false;
+  // An open loop's steady window (sim::overloaded): answers served per second, requests in flight
+  // at the last send, and whether the queue grew (the point cannot meet any SLO for long).
+  double served_rps = 0;
+  std::int64_t in_flight_at_end = 0;
+  bool overloaded = false;
 };
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
@@ -54,6 +59,10 @@ std::string capacity_rule(std::optional<std::int64_t> requests);
 // Column-oriented sweep: topology, concurrency, ttft_{p50,p90,p99}_ms, itl_{..}_ms, output_tps,
 // output_tps_per_gpu, output_tps_per_user (what python/servesim/plot.py reads).
 nlohmann::json sweep_columns(const std::vector<SweepRow>& rows);
+// One row as JSON and back (what plan_point / search_run hand over); `where` names the caller in
+// the Error a malformed row gets.
+nlohmann::json to_json(const SweepRow& r);
+SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where);
 
 struct PlanSlo {
   double ttft_ms = 0;

@@ -440,6 +440,9 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   if (spec.min_workers < 0 || (disagg && spec.min_workers < 1))
     throw Error("--min-workers", "", disagg ? "must be >= 1 (a disaggregated topology needs a worker of each role)" : "must be >= 0");
   if (!(spec.storage_bytes_per_s > 0)) throw Error("--storage-gbps", "", "must be > 0");
+  if (spec.max_workers > 0 && spec.min_workers > spec.max_workers)
+    throw Error("--min-workers", "", std::to_string(spec.min_workers) + " is more than --max-workers " + std::to_string(spec.max_workers) +
+                                         "; give a floor at most the ceiling");
   PlannerResult out;
   out.disaggregated = disagg;
   if (disagg) {

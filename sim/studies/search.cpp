@@ -179,6 +179,7 @@ nlohmann::json SearchScore::to_json() const {
   j["advice"] = std::string(advice(limited_by));
   j["prefill_train"] = prefill_train;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
+  if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
   return j;
 }
 
@@ -692,12 +693,13 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
   if (traffic_.open_loop()) {
     // The fewest passing copy count, and what the largest failing one below it breaks.
     const SweepRow *best = nullptr, *fewer = nullptr;
+    auto ok = [&](const SweepRow& r) { return ttft_ok(r) && itl_ok(r) && !r.overloaded; };   // a growing queue fails in time
     for (const auto& r : rows)
-      if (ttft_ok(r) && itl_ok(r)) {
+      if (ok(r)) {
         if (!best || r.concurrency < best->concurrency) best = &r;
       }
     for (const auto& r : rows)
-      if (!(ttft_ok(r) && itl_ok(r)) && (!best || r.concurrency < best->concurrency) && (!fewer || r.concurrency > fewer->concurrency))
+      if (!ok(r) && (!best || r.concurrency < best->concurrency) && (!fewer || r.concurrency > fewer->concurrency))
         fewer = &r;
     SearchScore s;
     if (best) {
@@ -711,7 +713,8 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.prefill_train = best->prefill_train;
     }
     if (fewer) {
-      const bool t = !ttft_ok(*fewer), i = !itl_ok(*fewer);
+      const bool t = !ttft_ok(*fewer) || fewer->overloaded, i = !itl_ok(*fewer);
+      s.fewer_overloaded = fewer->overloaded;
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
     }
     return s;
@@ -830,11 +833,11 @@ std::vector<SweepRow> Search::run(int index) const {
                                                         traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
       wc.multimodal = traffic_.multimodal;
       const PointResult pr = dep.run(wc);
-      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus());
+      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus(), true);
       r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
       return r;
     };
-    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms; };
+    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms && !r.overloaded; };
     // A copy that fails with under one request in flight (rate x latency, Little's law) fails
     // alone: more copies cannot help.
     auto hopeless = [&](std::int64_t k, const SweepRow& r) {
@@ -1064,9 +1067,17 @@ nlohmann::json Search::report() const {
   nlohmann::json fr = nlohmann::json::array();
   const int st = static_cast<int>(goal_.statistic);
   std::vector<SweepRow> all;
-  nlohmann::json fam_col = nlohmann::json::array(), idx_col = nlohmann::json::array(), slo_col = nlohmann::json::array();
+  nlohmann::json fam_col = nlohmann::json::array(), idx_col = nlohmann::json::array(), slo_col = nlohmann::json::array(),
+                 usd_col = nlohmann::json::array();
   for (const auto& f : families) {
     struct Pt { double user, gpu; int index, clients; bool meets; };
+    // $ per GPU-hour of a configuration: its nodes' price over their GPUs (copies packed into
+    // whole nodes); NaN without a price. The frontier chart's per-dollar axis divides by it.
+    auto usd_per_gpu_hour = [](const SearchConfig& c) {
+      const double node_gpus = double(c.nodes) * c.instance->gpus +
+                               (c.decode_instance ? double(c.decode_nodes) * c.decode_instance->gpus : 0.0);
+      return c.usd_per_hour && node_gpus > 0 ? *c.usd_per_hour / node_gpus : std::numeric_limits<double>::quiet_NaN();
+    };
     std::vector<Pt> pts;
     for (const auto& c : configs_) {
       if (c.family != f) continue;
@@ -1079,6 +1090,8 @@ nlohmann::json Search::report() const {
         fam_col.push_back(f);
         idx_col.push_back(c.index);
         slo_col.push_back(meets);
+        const double g = usd_per_gpu_hour(c);
+        usd_col.push_back(std::isfinite(g) ? nlohmann::json(g) : nlohmann::json(nullptr));
       }
     }
     std::stable_sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) {
@@ -1089,8 +1102,12 @@ nlohmann::json Search::report() const {
     for (const auto& q : pts)
       if (q.gpu > top) {
         top = q.gpu;
+        const double g = usd_per_gpu_hour(configs_[std::size_t(q.index)]);
         front.push_back({{"index", q.index}, {"label", configs_[std::size_t(q.index)].label}, {"concurrency", q.clients},
-                         {"output_tps_per_user", q.user}, {"output_tps_per_gpu", q.gpu}, {"meets_slo", q.meets}});
+                         {"output_tps_per_user", q.user}, {"output_tps_per_gpu", q.gpu}, {"meets_slo", q.meets},
+                         {"usd_per_gpu_hour", std::isfinite(g) ? nlohmann::json(g) : nlohmann::json(nullptr)},
+                         {"usd_per_million_output_tokens",
+                          std::isfinite(g) && q.gpu > 0 ? nlohmann::json(g / (q.gpu * 3600.0) * 1e6) : nlohmann::json(nullptr)}});
       }
     std::reverse(front.begin(), front.end());
     fr.push_back({{"family", f}, {"frontier", front}, {"simulated_points", pts.size()}});
@@ -1100,6 +1117,7 @@ nlohmann::json Search::report() const {
   cols["family"] = fam_col;
   cols["index"] = idx_col;
   cols["meets_slo"] = slo_col;
+  cols["usd_per_gpu_hour"] = usd_col;
   j["sweep"] = {{"columns", cols}};
   return j;
 }

@@ -137,6 +137,7 @@ struct SearchScore {
   double served_tps = 0;                 // total_gpus: what the copies serve; target: the target
   LimitedBy limited_by = LimitedBy::none;
   bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
+  bool fewer_overloaded = false;         // open loop: one copy fewer could not keep up (its queue grew)
   nlohmann::json to_json() const;
 };
 

@@ -334,7 +334,7 @@ double Deployment::role_weight_bytes(WorkerRole role) const {
   return p.plan.weight_bytes;
 }
 
-SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus) {
+SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus, bool open_loop) {
   SweepRow r;
   r.topology = topology;
   r.concurrency = concurrency;
@@ -347,6 +347,9 @@ SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& 
   r.output_tps = s.output_token_throughput_per_s;
   r.output_tps_per_gpu = gpus > 0 ? r.output_tps / gpus : 0;
   r.output_tps_per_user = s.output_token_throughput_per_user.avg;
+  r.served_rps = served_rps(s);
+  r.in_flight_at_end = s.in_flight_at_end;
+  r.overloaded = open_loop && overloaded(s).value_or(false);
   return r;
 }
 

@@ -150,6 +150,8 @@ class Deployment {
 
 // The planner's row for one run: p50/p90/p99 TTFT and ITL in ms, output tokens/s in total, per
 // GPU and per user (aiperf's output_token_throughput_per_user, mean over requests).
-SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus);
+// open_loop: the run had an offered rate, so it can be overloaded (sim::overloaded); a closed
+// loop's clients wait for their answers and its queue cannot grow.
+SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus, bool open_loop = false);
 
 }  // namespace servesim::sim

@@ -253,6 +253,13 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
   for (const Output& o : sched.outputs())
     if (o.kind == Output::finished) finish(sched.request(o.slot).client, now_s);
   sched.clear_outputs();
+  if (!sched.has_work() && sched.has_pending_transfers() && sched.num_deferred() > 0) {
+    // Idle with transfers waiting for room the finished requests still hold (async scheduling
+    // defers their release to the next step, and none comes): the loop frees them now.
+    sched.release_idle();
+    start_reserved_pulls(d, now_s);
+    sched.clear_outputs();
+  }
   wake(w, now_s);
 }
 
@@ -391,6 +398,12 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
       default: break;
     }
   }
+  // Every request the clients sent has answered: one left in flight is a request the run lost.
+  if (const std::size_t open = handles_.size() - free_handles_.size(); open > 0)
+    throw Error("simulate", "requests",
+                std::to_string(open) + " requests never finished on the disaggregated topology (" +
+                    std::to_string(shape_.decode.kv_blocks) + " KV blocks per decode worker, " +
+                    std::to_string(shape_.prefill.kv_blocks) + " per prefill worker); this is a simulator defect, please report it with the command");
   return now_s;
 }
 

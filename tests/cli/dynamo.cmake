@@ -46,3 +46,9 @@ add_test(NAME cli_dynamo_sessions_disagg COMMAND ${SS} simulate --model llama-3.
          --turn-isl 500 --osl 100 --enable-prefix-caching --kv-offload cpu:100)
 set_tests_properties(cli_dynamo_sessions_disagg PROPERTIES PASS_REGULAR_EXPRESSION
   "offload cpu: 100 GiB per replica.*kv router: expected.*% in its offload tiers.*per turn of the sessions")
+# A short window of the diurnal curve (3 minutes from its trough) never reaches --peak-rps: the
+# header says the peak it simulated is the window's, not the flag's.
+add_test(NAME cli_planner_short_window_peak COMMAND $<TARGET_FILE:servesim> planner --model llama-3.1-8b --gpu h200 --tp 1
+         --isl 500 --osl 50 --peak-rps 5 --ttft-ms 1000 --itl-ms 50 --hours 0.05 --replica-rps 3)
+set_tests_properties(cli_planner_short_window_peak PROPERTIES PASS_REGULAR_EXPRESSION
+  "peak [0-9.]+ requests/s \\(the most the simulated hours reach; --peak-rps 5 falls outside them\\)")

@@ -91,3 +91,17 @@ set_tests_properties(cli_simulate_data_parallel_dense PROPERTIES PASS_REGULAR_EX
 add_test(NAME cli_list_engines_closed_loop COMMAND ${SS} list engines)
 set_tests_properties(cli_list_engines_closed_loop PROPERTIES PASS_REGULAR_EXPRESSION
   "vllm-0.12 +off .* 0 +[^\n]*\n.*vllm-0.19 +on .* 6 x \\(C/16\\)\\^0\\.25 x \\(OSL/1024\\)\\^0\\.25 +")
+# An open loop above capacity says so. One request at a time (max_num_seqs 1) on Llama 3.1 8B FP8
+# takes 458 ms at ISL 128 / OSL 100, so the replica serves 1 / 0.458 = 2.18 requests/s: offered 4.4
+# (2x) it answers 2.18 and its queue grows; offered 1.1 (half) it answers them all.
+set(ONE_SEAT --model llama-3.1-8b --gpu h100 --tp 1 --precision fp8 --max-num-seqs 1 --isl 128 --osl 100 --no-frontend --requests 400 -q)
+add_test(NAME cli_simulate_overloaded COMMAND ${SS} simulate ${ONE_SEAT} --request-rate 4.4)
+set_tests_properties(cli_simulate_overloaded PROPERTIES PASS_REGULAR_EXPRESSION
+  "OVERLOADED: offered 4.4 requests/s, served 2\\.1[5-9] \\(first answer to last send")
+add_test(NAME cli_simulate_overloaded_json COMMAND ${SS} simulate ${ONE_SEAT} --request-rate 4.4 --format json)
+set_tests_properties(cli_simulate_overloaded_json PROPERTIES PASS_REGULAR_EXPRESSION "\"overloaded\": true")
+add_test(NAME cli_simulate_half_load COMMAND ${SS} simulate ${ONE_SEAT} --request-rate 1.1 --format json)
+set_tests_properties(cli_simulate_half_load PROPERTIES PASS_REGULAR_EXPRESSION "\"overloaded\": false" FAIL_REGULAR_EXPRESSION "OVERLOADED")
+add_test(NAME cli_sweep_overloaded COMMAND ${SS} sweep ${ONE_SEAT} --request-rate 1.1,4.4)
+set_tests_properties(cli_sweep_overloaded PROPERTIES PASS_REGULAR_EXPRESSION
+  "\nOVERLOADED: offered 4.4 requests/s[^\n]*\n$" FAIL_REGULAR_EXPRESSION "OVERLOADED: offered 1.1")

@@ -58,3 +58,47 @@ def test_planner_disaggregated_roles_and_reserved_split(tmp_path):
     assert split["best"]["total_usd"] == pytest.approx(5 * 1200 / 3600 * 0.7 * r["usd_per_gpu_hour"])
     with pytest.raises(servesim.Error, match="reserved"):
         servesim.reserved_split(r)
+
+
+def test_emitted_dynamo_manifest_parses_with_probes_resources_and_nixl(tmp_path):
+    """The emitted DynamoGraphDeployment is YAML a Kubernetes client reads: every worker requests
+    the GPUs it is limited to (its TP), has startup / liveness / readiness probes on the system
+    port its env enables, sits on its instance type; disaggregated prefill and decode workers move
+    KV over NIXL (the same --kv-transfer-config as vllm-serve.sh), aggregated ones do not."""
+    import json
+    import pytest
+    yaml = pytest.importorskip("yaml")
+    for topology in ("disagg", "agg"):
+        r = servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=5000, itl_ms=200,
+                            precision="bf16", tp=[1], topology=topology, concurrency=[1, 4], requests=16, threads=2)
+        out = tmp_path / topology
+        servesim.emit(r["best"], str(out))
+        doc = yaml.safe_load((out / "dynamo-deployment.yaml").read_text())
+        assert doc["kind"] == "DynamoGraphDeployment"
+        services = doc["spec"]["services"]
+        front = services["Frontend"]["extraPodSpec"]["mainContainer"]
+        assert front["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+        workers = {k: v for k, v in services.items() if k != "Frontend"}
+        roles = set()
+        for name, svc in workers.items():
+            c = svc["extraPodSpec"]["mainContainer"]
+            tp = "1"
+            assert svc["resources"]["limits"]["gpu"] == tp and svc["resources"]["requests"]["gpu"] == tp
+            env = {e["name"]: e["value"] for e in c["env"]}
+            port = int(env["DYN_SYSTEM_PORT"])
+            assert env["DYN_SYSTEM_ENABLED"] == "true"
+            for p in ("startupProbe", "livenessProbe", "readinessProbe"):
+                assert c[p]["httpGet"]["port"] == port
+            assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] >= 600
+            assert svc["extraPodSpec"]["nodeSelector"]["node.kubernetes.io/instance-type"] == r["best"]["instance"]
+            args = c["args"]
+            role = svc.get("subComponentType", "aggregated")
+            roles.add(role)
+            if role in ("prefill", "decode"):
+                cfg = json.loads(args[args.index("--kv-transfer-config") + 1])
+                assert cfg["kv_connector"] == "NixlConnector"
+            else:
+                assert "--kv-transfer-config" not in args
+        assert roles == ({"prefill", "decode"} if topology == "disagg" else {"aggregated"})
+        serve = (out / "vllm-serve.sh").read_text()
+        assert serve.count("NixlConnector") == (2 if topology == "disagg" else 0)

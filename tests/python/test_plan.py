@@ -103,6 +103,29 @@ def test_concurrency_labels_do_not_touch():
     assert labelled([1, 2, 4, 8, 16]) == [1, 2, 4, 8, 16]
 
 
+def test_rate_sweep_chart_draws_p90_and_overload():
+    # A rate sweep (servesim sweep --request-rate ... --format json): p50 thin and p90 dashed, a
+    # linear axis labelled at every swept rate, SLO lines without a plan, the overloaded rate marked.
+    from servesim import plot
+    import matplotlib.pyplot as plt
+    sweep = {"request_rate": [10, 20, 40, 60], "time_to_first_token_ms_p50": [100.0, 120.0, 200.0, 900.0],
+             "time_to_first_token_ms_p90": [150.0, 180.0, 400.0, 3000.0],
+             "inter_token_latency_ms_p50": [20.0, 22.0, 30.0, 40.0], "inter_token_latency_ms_p90": [25.0, 27.0, 38.0, 55.0],
+             "output_token_throughput_per_gpu": [1.0] * 4, "output_token_throughput_per_user_avg": [1.0] * 4,
+             "overloaded": [0.0, 0.0, 0.0, 1.0]}
+    fig = plot.latency_figure(sweep, ttft_ms=1000, itl_ms=50)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "linear"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20", "40", "60"]
+    ys = [list(l.get_ydata()) for l in ax.get_lines()]
+    assert [150.0, 180.0, 400.0] == ys[1][:3]            # p90, dashed
+    assert [100.0, 120.0, 200.0, 900.0] == ys[0]          # p50, thin
+    assert any(l.get_marker() == "x" and list(l.get_xdata()) == [60] for l in ax.get_lines())
+    assert any(list(l.get_ydata()) == [1000, 1000] for l in ax.get_lines())   # the TTFT SLO line
+    assert "p50 and p90" in ax.get_title()
+    plt.close(fig)
+
+
 def test_calibration_on_plan_and_recommend():
     """A profile fitted on H200 (tests/sim/data: GEMM and attention 1.3x) slows the H200 plan's
     decode steps and leaves B200 candidates of a recommend as they were."""

@@ -658,8 +658,69 @@ def test_follow_up_probes(exe, tmp_path):
             servesim.search(model="llama-3.1-8b", gpu="h200", isl=1000, osl=100, ttft_ms=600, itl_ms=50, **kw)
 
 
+CAL = os.path.join(SRC, "tests", "sim", "data", "h200-slow-kernels.calibration.json")
+SIM8 = ["simulate", "--model", "llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--isl", "500", "--osl", "20",
+        "--concurrency", "2", "--requests", "8", "-q"]
+
+
+@probe("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8")
+def test_probe_round_three(exe, tmp_path):
+    """Calibration profiles edited by hand, a scenario naming an empty profile, planner bounds,
+    Python calls with wrong types, an --emit folder holding a user's own file named like ours, and
+    an SGLang deployment emitted twice."""
+    prof = json.load(open(CAL))
+
+    def edited(name, change):
+        p = json.loads(json.dumps(prof))
+        change(p)
+        f = tmp_path / name
+        f.write_text(json.dumps(p))
+        return f
+
+    def dup(p):
+        p["parameters"].append(dict(p["parameters"][0], value=5))
+
+    # R1-R3: a duplicated parameter, another format version, an unknown scope: refused, never half-read.
+    one_error(run(exe, *SIM8, "--calibration", edited("dup.json", dup)), "dup.json", "parameters[3].name",
+              "'gemm_scale' appears twice")
+    one_error(run(exe, *SIM8, "--calibration", edited("v.json", lambda p: p.update(servesim_calibration=99))),
+              "servesim_calibration", "format version 99")
+    one_error(run(exe, *SIM8, "--calibration",
+                  edited("s.json", lambda p: p["parameters"][0].update(scope="world"))), "parameters[0].scope", "gpu+engine")
+    # R4: a scenario naming "" as its calibration.
+    sc = tmp_path / "sc.json"
+    sc.write_text(json.dumps({"model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "gpus": 1, "calibration": "",
+                              "workload": {"isl": 500, "osl": 20, "concurrency": 2, "requests": 8}}))
+    one_error(run(exe, "simulate", "--scenario", sc, "-q"), "sc.json", "calibration", "empty file name")
+    # R5: a planner floor above its ceiling (it had held the ceiling and printed "-100 % saved").
+    one_error(run(exe, "planner", "--model", "llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--isl", "500", "--osl", "50",
+                  "--peak-rps", "5", "--ttft-ms", "1000", "--itl-ms", "50", "--hours", "0.05", "--min-workers", "5",
+                  "--max-workers", "2"), "--min-workers", "more than --max-workers 2")
+    # R6: Python: a calibration or calibrate_e2e input of the wrong type is one servesim.Error.
+    sc8 = {"model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "gpus": 1,
+           "workload": {"isl": 100, "osl": 10, "concurrency": 1, "requests": 2}}
+    for bad in (5, float("nan"), ["a.json"]):
+        with pytest.raises(servesim.Error, match="calibration: expected a file name"):
+            servesim.simulate(sc8, calibration=bad)
+    for bad in (None, 5, []):
+        with pytest.raises(servesim.Error, match="calibrate_e2e"):
+            servesim.calibrate_e2e(bad)
+    # R7: a user's own vllm-serve.sh in the --emit folder is never replaced.
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "vllm-serve.sh").write_text("my own\n")
+    one_error(run(exe, "search", *M8, *L8, "--emit", mine), "vllm-serve.sh", "no deployment.json of an earlier emitted set")
+    assert (mine / "vllm-serve.sh").read_text() == "my own\n" and len(list(mine.iterdir())) == 1
+    # R8: an SGLang deployment (gpu_memory_utilization 0: SGLang's heuristic) emits, and again over itself.
+    sg = tmp_path / "sg"
+    for _ in range(2):
+        out = run(exe, "search", *M8, *L8, "--engine", "sglang", "--emit", sg)
+        assert out.returncode == 0, out.stderr
+    assert (sg / "sglang-launch.sh").exists() and "--mem-fraction-static" not in (sg / "sglang-launch.sh").read_text()
+
+
 def test_every_probe_case_is_exercised():
     want = {f"C{i}" for i in (1, 2)} | {f"S{i}" for i in range(1, 6)} | {f"H{i}" for i in range(1, 5)} | \
            {f"D{i}" for i in range(1, 5)} | {f"W{i}" for i in range(1, 14)} | {f"B{i}" for i in range(1, 15)} | \
-           {f"P{i}" for i in range(1, 7)}
+           {f"P{i}" for i in range(1, 7)} | {f"R{i}" for i in range(1, 9)}
     assert want <= PROBED, sorted(want - PROBED)

@@ -228,3 +228,30 @@ def test_frontier_chart_draws_slo_failures_open():
     assert [tuple(p) for p in fails.get_offsets()] == [(20.0, 300.0)]
     assert tuple(fails.get_facecolor()[0][:3]) == (1.0, 1.0, 1.0)
     assert tuple(meets.get_facecolor()[0][:3]) != (1.0, 1.0, 1.0)
+
+
+def test_frontier_chart_per_dollar_panel():
+    """With prices, a second panel puts the frontier in $ per million output tokens: a GPU at
+    $10/hour making 1,000 tok/s costs 10 / (1000 x 3600) x 1e6 = 2.78 $/M tok."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    fr = [{"output_tps_per_user": 100.0, "output_tps_per_gpu": 1000.0, "meets_slo": True, "concurrency": 1,
+           "usd_per_gpu_hour": 10.0}]
+    result = {"frontiers": [{"family": "agg H200", "frontier": fr, "simulated_points": 1}],
+              "sweep": {"columns": {"family": ["agg H200"], "meets_slo": [True], "usd_per_gpu_hour": [10.0],
+                                    "output_tps_per_user": [100.0], "output_tps_per_gpu": [1000.0]}},
+              "itl_ms": 50.0, "ttft_ms": 600.0, "statistic": "p90"}
+    fig = plot.search_figure(result)
+    assert len([a for a in fig.axes if a.get_xlabel()]) == 2
+    ax = fig.axes[1]
+    assert "USD per million" in ax.get_ylabel()
+    meets = {c.get_gid(): c for c in ax.collections if c.get_gid()}["frontier-meets"]
+    (x, y), = [tuple(p) for p in meets.get_offsets()]
+    assert x == 100.0 and abs(y - 10.0 / 3600.0 / 1000.0 * 1e6) < 1e-9
+    # Unpriced: one panel, and asking per dollar is one clear error.
+    del result["sweep"]["columns"]["usd_per_gpu_hour"]
+    assert len(plot.search_figure(result).axes) == 1
+    import pytest
+    with pytest.raises(ValueError, match="no configuration of this search has a price"):
+        plot.search_figure(result, per=("dollar",))

@@ -124,6 +124,47 @@ TEST(Disagg, SameSeedSameBits) {
   EXPECT_EQ(r1.end_s, r2.end_s);
 }
 
+TEST(Disagg, PromptsOfSixtyPercentOfTheDecodePoolAllCompleteOneAtATime) {
+  // Llama 3.1 70B FP8 on one H100 per worker: 861 KV blocks per worker, so a prompt of 60 % of
+  // them fits once. With async scheduling a finished request's blocks are freed at the next step;
+  // the decode worker, idle after its last request, must still free them and grant the next
+  // reservation, or the other requests are never pulled (they were lost, 1 of 24 completed).
+  DeploymentSpec spec;
+  spec.model = &models::model("llama-3.1-70b");
+  spec.instance = &hw::Catalog::global().instance("p5.48xlarge");
+  spec.gpu = &hw::Catalog::global().gpu(spec.instance->gpu);
+  spec.weights = spec.kv_dtype = hw::Precision::fp8;
+  spec.engine.async_scheduling = true;
+  TopologyChoice t;
+  t.kind = TopologyChoice::Kind::disaggregated;
+  t.prefill = t.decode = models::Parallelism{1, 1, 1};
+  const Deployment d(t, spec);
+  const std::int64_t blocks = d.kv_blocks();
+  const std::int64_t isl = blocks * spec.engine.block_size * 6 / 10, osl = 100;
+  ASSERT_GT(2 * ((isl + 1) / spec.engine.block_size + 1), blocks);   // two never fit at once
+  const auto lone = d.run(closed(1, isl, osl, 1));
+  ASSERT_EQ(lone.summary.request_count, 1);
+  const int n = 24;
+  workloads::WorkloadConfig w = closed(4, isl, osl, n);
+  w.warmup_requests = 0;
+  const auto r = d.run(w);
+  EXPECT_EQ(r.summary.request_count, n);
+  EXPECT_EQ(r.transfers.handoffs, n);
+  EXPECT_EQ(r.summary.total_output_tokens, n * osl);
+  // One request at a time on the decode worker: n lone requests, less the prefills that overlap
+  // an earlier request's decode (at most n - 1 of them; the prefill is under a fifth of a lone run).
+  const double prefill_s = lone.summary.ttft_ms.p50 * 1e-3;
+  EXPECT_LE(r.end_s, n * lone.end_s * 1.001);
+  EXPECT_GE(r.end_s, n * lone.end_s - (n - 1) * prefill_s);
+  // Little's law: at most the 4 clients in flight, and (the decode worker serial) at least 1.
+  const double in_flight = r.summary.request_throughput_per_s * r.summary.request_latency_ms.avg * 1e-3;
+  EXPECT_LE(in_flight, 4.0 + 1e-9);
+  EXPECT_GE(in_flight, 1.0);
+  // Synchronous scheduling frees at once: the same count.
+  spec.engine.async_scheduling = false;
+  EXPECT_EQ(Deployment(t, spec).run(w).summary.request_count, n);
+}
+
 TEST(Disagg, TopologyThatDoesNotFitTheNodesIsAnError) {
   DeploymentSpec spec = reference_spec();
   TopologyChoice t = one_p_one_d();

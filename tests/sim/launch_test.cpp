@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/error.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
@@ -11,6 +12,7 @@
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
 #include "workloads/workload.hpp"
 
 using namespace servesim;
@@ -119,4 +121,68 @@ TEST(Launch, BlockFp8LinearsIssueAtTheirMeasuredEagerCall) {
   const auto fp8 = models::make_step_cost(m, hw::Catalog::global().gpu("H200"), hw::Precision::fp8_block, {2, 1, 1});
   Worker w(cfg, *fp8, 100000, {}, 0);
   EXPECT_NEAR(w.launch_seconds(1000, false), 27.6e-6 * fp8->launch_counts().kernels, 1e-12);
+}
+
+// An explicit capture list (vLLM cudagraph_capture_sizes, AIConfigurator's harness: every size
+// 1...batch) gives a decode of 9 sequences its own graph, where vLLM's default list capped at 12
+// is [1, 2, 4, 8] and 9 issues every kernel from the host. Qwen3-235B-A22B block FP8, TP2, H200:
+// the eager decode of 9 costs 27.6 us x (kernels - 188) + 62 us x 188 of launches, the graph none.
+namespace {
+EngineConfig with_engine(const nlohmann::json& engine, const models::ModelSpec& m, const hw::GpuSpec& gpu,
+                         const char* profile = "vllm-0.12") {
+  nlohmann::json s = {{"model", m.name}, {"gpu", gpu.name}, {"engine", engine}, {"engine_profile", profile},
+                      {"workload", {{"concurrency", 1}, {"isl", 8}, {"osl", 2}}}};
+  const Scenario sc = parse_scenario(s.dump(), "t.json");
+  EngineConfig cfg = sc.engine;
+  apply_profile(engine_profile(profile), m, gpu, s.at("engine"), cfg, 2);
+  return cfg;
+}
+}  // namespace
+
+TEST(Launch, ExplicitCaptureListGivesEveryListedBatchItsGraph) {
+  const auto& m = models::model("qwen3-235b-a22b");
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  const auto fp8 = models::make_step_cost(m, gpu, hw::Precision::fp8_block, {2, 1, 1});
+  const double eager = 27.6e-6 * (fp8->launch_counts().kernels - 188) + 62e-6 * 188;
+  const EngineConfig capped = with_engine({{"max_cudagraph_capture_size", 12}}, m, gpu);
+  EXPECT_EQ(capped.cudagraph_capture_sizes, (std::vector<std::int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(capped.max_cudagraph_capture_size, 8);   // the largest graph captured
+  const EngineConfig every = with_engine({{"cudagraph_capture_sizes", {12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 9}}}, m, gpu);
+  ASSERT_EQ(every.cudagraph_capture_sizes.size(), 12u);   // sorted, the repeat dropped
+  EXPECT_EQ(every.cudagraph_capture_sizes.front(), 1);
+  EXPECT_EQ(every.max_cudagraph_capture_size, 12);
+  Worker wc(capped, *fp8, 100000, {}, 0), we(every, *fp8, 100000, {}, 0);
+  EXPECT_EQ(wc.launch_seconds(8, true), 0.0);
+  EXPECT_NEAR(wc.launch_seconds(9, true), eager, 1e-12);
+  EXPECT_NEAR(wc.launch_seconds(12, true), eager, 1e-12);
+  for (int b = 1; b <= 12; ++b) EXPECT_EQ(we.launch_seconds(b, true), 0.0) << b;
+  EXPECT_NEAR(we.launch_seconds(13, true), eager, 1e-12);   // beyond the list: from the host
+  // Sizes above the token budget are dropped (a step never holds more tokens).
+  const EngineConfig budget = with_engine({{"cudagraph_capture_sizes", {1, 2, 64, 128}}, {"max_num_batched_tokens", 100}, {"max_num_seqs", 64}}, m, gpu);
+  EXPECT_EQ(budget.cudagraph_capture_sizes, (std::vector<std::int64_t>{1, 2, 64}));
+  EXPECT_EQ(budget.max_cudagraph_capture_size, 64);
+  // Graphs off: no list, whatever is given.
+  EXPECT_TRUE(with_engine({{"cudagraph_capture_sizes", {1, 2}}, {"enforce_eager", true}}, m, gpu).cudagraph_capture_sizes.empty());
+  // Decode-only graph engines take the list as batch sizes (SGLang --cuda-graph-bs).
+  EXPECT_EQ(with_engine({{"cudagraph_capture_sizes", {3, 1, 2}}}, m, gpu, "sglang-0.5").cudagraph_capture_sizes,
+            (std::vector<std::int64_t>{1, 2, 3}));
+}
+
+TEST(Launch, CaptureListBadInputSaysWhichField) {
+  auto reason = [](const nlohmann::json& engine) {
+    try {
+      parse_scenario(nlohmann::json{{"model", "qwen3-32b"}, {"engine", engine}, {"workload", {{"concurrency", 1}, {"isl", 8}, {"osl", 2}}}}.dump(),
+                     "t.json");
+    } catch (const Error& e) {
+      return e.field() + ": " + e.reason();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(reason({{"cudagraph_capture_sizes", {1, 0}}}).find("cudagraph_capture_sizes: each size must be a whole number >= 1"),
+            std::string::npos);
+  EXPECT_NE(reason({{"cudagraph_capture_sizes", {1, 2.5}}}).find("whole number"), std::string::npos);
+  EXPECT_NE(reason({{"cudagraph_capture_sizes", nlohmann::json::array()}}).find("at least one size"), std::string::npos);
+  EXPECT_NE(reason({{"cudagraph_capture_sizes", {1, 2, 4}}, {"max_cudagraph_capture_size", 8}}).find("max_cudagraph_capture_size: is 8 but"),
+            std::string::npos);
+  EXPECT_EQ(reason({{"cudagraph_capture_sizes", {1, 2, 4}}, {"max_cudagraph_capture_size", 4}}), "accepted");
 }

@@ -554,6 +554,11 @@ TEST(Validate, HarnessEngineFlags) {
     EXPECT_EQ(e.at("max_num_batched_tokens").get<std::int64_t>(), c + isl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("max_model_len").get<std::int64_t>(), isl + osl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false);
+    // CUDA graphs at every batch size 1...per-rank batch, as an explicit list.
+    const auto sizes = e.at("cudagraph_capture_sizes").get<std::vector<std::int64_t>>();
+    ASSERT_EQ(std::int64_t(sizes.size()), c) << p.measured.id;
+    for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(sizes[i], std::int64_t(i) + 1);
+    EXPECT_FALSE(e.contains("max_cudagraph_capture_size"));
     if (p.scenario.at("precision") == "fp8" && p.scenario.at("gpu") == "b200")
       EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "fp8") << p.measured.id;
     else  // H200 (Hopper: vLLM's "auto") and the INT4 weight-only point keep the checkpoint's
@@ -563,6 +568,20 @@ TEST(Validate, HarnessEngineFlags) {
   }
   EXPECT_GT(checked, 0);
   EXPECT_EQ(blackwell, 1);  // the B200 row (its columns' TP2 DP2 EP4 pattern runs TP2 EP2)
+  {
+    // A TRT-LLM point: graphs up to the batch by that engine's own size rule, not every size.
+    v::Options t = h200_agg();
+    t.gpus = {"h100"};
+    t.backends = {"trtllm"};
+    int trt = 0;
+    for (const auto& p : run_sample(t)) {
+      if (!p.unmodellable.empty()) continue;
+      EXPECT_EQ(p.scenario.at("engine").at("max_cudagraph_capture_size"), p.measured.concurrency);
+      EXPECT_FALSE(p.scenario.at("engine").contains("cudagraph_capture_sizes"));
+      ++trt;
+    }
+    EXPECT_EQ(trt, 1);
+  }
   o.harness = "serve";
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
@@ -572,13 +591,14 @@ TEST(Validate, HarnessEngineFlags) {
   }
   o.harness = "aic";
   // A harness with prefix caching and aiperf's 100-prompt dataset: both reach every point.
-  o.base = {{"engine", {{"max_num_batched_tokens", 4096}, {"enable_prefix_caching", true}}},
+  o.base = {{"engine", {{"max_num_batched_tokens", 4096}, {"enable_prefix_caching", true}, {"max_cudagraph_capture_size", 8}}},
             {"kv_cache_dtype", "bf16"},
             {"workload", {{"dataset", {{"entries", 100}}}}}};
   for (const auto& p : run_sample(o)) {
     if (p.unmodellable.empty()) {
       EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens"), 4096);
       EXPECT_EQ(p.scenario.at("engine").at("enable_prefix_caching"), true);
+      EXPECT_FALSE(p.scenario.at("engine").contains("cudagraph_capture_sizes"));   // the scenario's graph knob wins
       EXPECT_EQ(p.scenario.at("workload").at("dataset").at("entries"), 100);
       EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "bf16") << p.measured.id;
     }
