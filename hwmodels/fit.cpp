@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <Eigen/Dense>
@@ -525,6 +526,25 @@ bool FamilyFit::has_series(std::uint64_t key) const {
 
 bool FamilyFit::has_group(std::uint64_t group) const {
   return std::find(pgroup_.begin(), pgroup_.end(), group) != pgroup_.end();
+}
+
+double FamilyFit::outside_grid(std::uint64_t group, const Features& x, unsigned dims) const {
+  Features lo, hi;
+  lo.fill(std::numeric_limits<double>::infinity());
+  hi.fill(-std::numeric_limits<double>::infinity());
+  bool any = false;
+  for (const Box& b : boxes_)
+    if (b.group == group) {
+      any = true;
+      for (int f = 0; f < kMaxFeatures; ++f) lo[f] = std::min(lo[f], b.lo[f]), hi[f] = std::max(hi[f], b.hi[f]);
+    }
+  if (!any) return std::numeric_limits<double>::infinity();
+  // Feature values are logs of integers read from the same tables: a tolerance of 1e-9 keeps a
+  // measured value inside its own range.
+  double d = 0;
+  for (int f = 0; f < kMaxFeatures; ++f)
+    if (const double out = std::max({0.0, lo[f] - x[f], x[f] - hi[f]}); dims >> f & 1u && out > 1e-9) d += out;
+  return d;
 }
 
 bool held_out(size_t index, int offset) { return static_cast<int>(index % 5) == offset; }

@@ -88,6 +88,11 @@ class FamilyFit {
   bool has_series(std::uint64_t key) const;
   // True when measured points of this group (any series) were fitted.
   bool has_group(std::uint64_t group) const;
+  // How far `x` lies outside the measured grid of `group` along the shape coordinates `dims` (bit f
+  // = feature f): the sum over those coordinates of the distance, in log units, from x[f] to the
+  // range [least, greatest] of x[f] over every fitted point of the group. 0: the grid covers the
+  // shape (no extrapolation in any of those coordinates); infinity: the group was not measured.
+  double outside_grid(std::uint64_t group, const Features& x, unsigned dims) const;
   // local_linear_series: log(measured / roofline) of the query's series interpolated linearly in
   // feature 0 between its nearest fitted points on either side (timed by `kernel` when >= 0; glitches
   // and the query's own shape skipped); NaN when the series does not bracket the query.

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 #include <map>
+#include <set>
 #include <mutex>
 
 #include "common/error.hpp"
@@ -107,7 +108,14 @@ struct Query {
   // Marlin W4A16 timed on the BF16 GEMM surface); the time moves by the roofline ratio of the two.
   Work measured_as{-1, -1};
   double dispatch_bytes = 0;  // fused MoE: moe_dispatch_bytes (the fit's dispatch term)
+  // Shape coordinates (bit f = feature f) a table must cover to time the query: outside its
+  // measured grid in any of them, the family comes from the nearest table that covers it
+  // (Model::covering). 0: any table that timed the family will do.
+  unsigned shape_dims = 0;
 };
+
+// Attention: heads, KV heads and head size (attention_features 2-4); the group is the KV dtype and window.
+constexpr unsigned kAttentionShapeDims = 1u << 2 | 1u << 3 | 1u << 4;
 
 // vLLM's custom all-reduce size limit (bytes) per compute capability and world size, with
 // VLLM_ALLREDUCE_USE_SYMM_MEM on (its default): min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws]);
@@ -137,6 +145,9 @@ struct Layer {
   std::string label;        // "SGLang 0.5.14 table", "vLLM 0.14.0 table (nearest measured: 0.14.0 for 0.12)"
   bool own = true;          // measured on the GPU the model is for
   bool vllm_kernels = true; // the release runs vLLM's kernels (moe_kernels.json's rules name them)
+  // Another engine's table on this GPU (or a release of this engine past the asked one's order):
+  // read only where every earlier table lacks the query's shape (Model::covering).
+  bool fallback_only = false;
 };
 
 // A fused-MoE family without a kernel library ("moe_bf16"): its table named a kernel moe_kernel_library
@@ -150,10 +161,11 @@ bool bare_moe_family(std::string_view n) {
 class Model final : public KernelModel {
  public:
   Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
-        std::shared_ptr<const Calibration> ref, std::string asked)
+        std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {})
       : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
+    for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
     if (ref_) layers_.push_back({ref_, "", false, true});
   }
 
@@ -219,7 +231,7 @@ class Model final : public KernelModel {
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
                  attention_prefill_work(batch, seq, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
                  Precision::bf16, attention_features(batch, seq, heads, kv_heads, head_dim),
-                 attention_group(kvb, window)});
+                 attention_group(kvb, window), {}, {-1, -1}, 0, kAttentionShapeDims});
   }
 
   OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv,
@@ -232,7 +244,7 @@ class Model final : public KernelModel {
                  shape_key({double(batch), double(heads), double(kv_heads), double(head_dim), kvb, double(window)}),
                  attention_decode_work(batch, context, heads, kv_heads, head_dim, kvb, window), Precision::bf16,
                  Precision::bf16, attention_features(batch, context, heads, kv_heads, head_dim),
-                 attention_group(kvb, window)});
+                 attention_group(kvb, window), {}, {-1, -1}, 0, kAttentionShapeDims});
   }
 
   OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
@@ -536,9 +548,46 @@ class Model final : public KernelModel {
   // `fitted` false: the family as read (Calibration::header), for naming its table without fitting it.
   Found find(std::string_view family, bool fitted = true) const {
     for (const Layer& l : layers_)
-      if (const auto* f = fitted ? l.cal->family(family) : l.cal->header(family); f && f->rejected.empty())
-        return {f, l.own, &l.cal->gpu(), l.label.empty() ? std::string_view(f->runtime) : std::string_view(l.label)};
+      if (l.fallback_only) continue;
+      else if (const auto* f = fitted ? l.cal->family(family) : l.cal->header(family); f && f->rejected.empty())
+        return found(l, f);
     return {};
+  }
+  static Found found(const Layer& l, const FamilyCalibration* f) {
+    return {f, l.own, &l.cal->gpu(), l.label.empty() ? std::string_view(f->runtime) : std::string_view(l.label)};
+  }
+
+  // The table that times a query with shape coordinates (Query::shape_dims). `first` (what find()
+  // gives) covers the query when its measured grid holds the query's value of every shape
+  // coordinate (FamilyFit::outside_grid 0: no extrapolation in head count, KV heads, head size, and
+  // the KV dtype and window measured). Otherwise the first table in order that covers it: this
+  // engine's releases nearest first, the GPU's vLLM 0.24 tables and own runs, the other releases
+  // measured on this GPU (this engine's first, then the other engines'), the reference GPU's; where
+  // none does, the one that extrapolates least (summed log distance outside the grids), the earlier
+  // on a tie. The figure is that table's, exactly; its `table` says which and why.
+  Found covering(const Query& q, const Found& first) const {
+    if (!q.shape_dims || !first.cal || first.cal->fit.outside_grid(q.group, q.x, q.shape_dims) == 0) return first;
+    Found best = first;
+    double least = first.cal->fit.outside_grid(q.group, q.x, q.shape_dims);
+    for (const Layer& l : layers_) {
+      const FamilyCalibration* f = l.cal->header(q.family);
+      if (!f || !f->rejected.empty() || f == first.cal) continue;
+      f = l.cal->family(q.family);
+      const double d = f->fit.outside_grid(q.group, q.x, q.shape_dims);
+      if (d < least) least = d, best = found(l, f);
+      if (d == 0) break;
+    }
+    if (best.cal == first.cal) return first;
+    std::string shape;
+    for (int i = 0; i < kMaxFeatures; ++i)
+      if (q.shape_dims >> i & 1u)
+        shape += (shape.empty() ? "" : " x ") + std::to_string(std::lround(std::exp(q.x[i])));
+    std::string why = std::string(first.table) + ": no " + std::string(q.family) + " at " + shape +
+                      (least == 0 ? "" : " (none covers it: the least extrapolation)") + "; from " +
+                      std::string(best.table);
+    std::lock_guard<std::mutex> lock(labels_mu_);
+    best.table = *labels_.insert(std::move(why)).first;
+    return best;
   }
 
   // Whether the family's tables timed this sliding window (at any shape): a query at an unmeasured
@@ -578,7 +627,7 @@ class Model final : public KernelModel {
     OpTime t;
     t.flops = q.work.flops;
     t.bytes = q.work.bytes;
-    Found f = find(q.family);
+    const Found f = covering(q, find(q.family));
     if (!f.cal) {  // roofline prior with this GPU's achieved fractions
       RooflineSplit r = split_roofline(q.work.flops / (peak(gpu_, q.query_prec) * compute_prior(gpu_, q.query_prec)),
                                        q.work.bytes / (gpu_.hbm_bw_bytes_per_s * gpu_.priors.memory));
@@ -669,6 +718,9 @@ class Model final : public KernelModel {
   std::shared_ptr<const Calibration> ref_;
   std::string asked_;
   std::vector<Layer> layers_;
+  // Labels of figures taken from a covering table (covering()), kept for OpTime::table.
+  mutable std::mutex labels_mu_;
+  mutable std::set<std::string, std::less<>> labels_;
 };
 
 // The GPU whose measurements stand in for GPUs without their own calibration folder.
@@ -780,18 +832,36 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
     return c;
   };
   std::vector<Layer> releases;
+  const std::vector<Release> listed = nearest_releases(gpu, tables);
   const Version asked = parse_version(tables.version);
-  for (const Release& r : nearest_releases(gpu, tables)) {
+  for (const Release& r : listed) {
     const Version v = parse_version(r.version);
     std::string label = engine_name(r.engine) + " " + r.version + " table";
     if (!is_build_of(v, asked)) label += " (nearest measured: " + r.version + " for " + tables.version + ")";
     releases.push_back({calibration(gpu, r.folder), label, true, r.engine == "vllm"});
   }
+  // The other release folders of this GPU, read only for a shape the tables above lack: this
+  // engine's first (nearest first), then the other engines' in folder order.
+  std::vector<Layer> others;
+  std::vector<Release> rest;
+  for (const auto& folder : Calibration::embedded_releases(gpu)) {
+    if (std::any_of(listed.begin(), listed.end(), [&](const Release& r) { return r.folder == folder; })) continue;
+    const auto dash = folder.find('-');
+    if (dash == std::string::npos) continue;
+    rest.push_back({folder, folder.substr(0, dash), folder.substr(dash + 1)});
+  }
+  std::stable_sort(rest.begin(), rest.end(), [&](const Release& a, const Release& b) {
+    const bool sa = a.engine == tables.engine, sb = b.engine == tables.engine;
+    if (sa != sb) return sa;
+    return sa && compare(parse_version(a.version), parse_version(b.version)) > 0;
+  });
+  for (const Release& r : rest)
+    others.push_back({calibration(gpu, r.folder), engine_name(r.engine) + " " + r.version + " table", true, r.engine == "vllm"});
   // Families this GPU has no measurement of come from the reference GPU's runs.
   const bool transfer = !text::iequals(gpu.name, kReferenceGpu);
   auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
                                    transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
-                                   engine_name(tables.engine) + " " + tables.version);
+                                   engine_name(tables.engine) + " " + tables.version, std::move(others));
   return *cache.emplace(key, std::move(m)).first->second;
 }
 

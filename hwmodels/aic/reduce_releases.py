@@ -8,13 +8,16 @@ beside each family (the collection metadata as AIC ships it).
 Output: hwmodels/calibration/<gpu>/<engine>-<version>/<family>.json, one folder per measured release;
 the kernel model discovers the folders from the embedded files (hwmodels/aic/README.md).
 
-Reduced: gemm, attention (prefill, decode), moe, gdn + conv1d, custom_all_reduce. Not reduced: the MLA
-tables (no MLA family in the kernel model: MLA layers are timed from GEMM and attention), the
-Mamba-2 module table, SGLang 0.5.16's DeepSeek-V4 MegaMoE module table.
+Reduced: gemm, attention (prefill, decode), moe, gdn + conv1d, custom_all_reduce; for TensorRT-LLM
+releases also the MLA decode kernel (mla_generation_mla_perf), as attention_decode rows of the shape the
+step model asks for an absorbed MLA decode (reduce_mla_decode). Not reduced: the other MLA tables
+(context, BMM, module: MLA layers are timed from GEMM and attention), the Mamba-2 module table,
+SGLang 0.5.16's DeepSeek-V4 MegaMoE module table.
 
     /usr/bin/python3 hwmodels/aic/reduce_releases.py --aic DIR [--out hwmodels/calibration]
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -31,6 +34,42 @@ FAMILIES = {  # AIC family folder -> (reducer, the table stems it needs)
     "linear_attention": (base.reduce_gdn, ["linear_attention_gdn_perf"]),
     "comm": (lambda src, out: [base.reduce_comm_custom(src, out)], ["comm_custom_allreduce_perf"]),
 }
+
+
+# Engines whose MLA decode rows join their attention_decode table. TensorRT-LLM never runs an MLA
+# model through the attention op its generation_attention table times (its MLA layers call their own
+# MLA generation kernel), and that op's rows stop at 64 query heads per KV head, where they run
+# several-fold slower than at 32 (H200, 16 x 1,024 tokens, head size 256: 0.173 ms at 64 heads, 0.026
+# at 32). SGLang's MLA rows are not added: its attention rows are what its profile is validated on.
+MLA_ENGINES = {"trtllm"}
+MLA_LATENT, MLA_ROPE = 512, 64  # kv_lora_rank and rope width of every MLA row (DeepSeek-V3 / Kimi-K2 layers)
+
+
+def reduce_mla_decode(src, out, path):
+    """Appends the release's MLA decode rows (mla_generation_mla_perf: absorbed MLA over the cached
+    latent, TP-local heads) to the attention_decode table at `path`, as the step model queries them
+    (models/step_cost.cpp): `heads` query heads over one KV head of (kv_lora_rank + rope) / 2 = 288,
+    the same KV bytes per token as the 576-wide latent; context = step + 1; batch and context on the
+    attention grid. Kernel "mla_generation" (rows of another kernel are never interpolated with the
+    attention op's)."""
+    df, _ = src.read("mla_generation_mla_perf")
+    if df is None or not path:
+        return 0
+    d = df[df.batch_size.isin(base.GEN_BATCH) & (df.step + 1).isin(base.GEN_CTX) & (df.mla_dtype == "bfloat16")]
+    with open(path) as f:
+        doc = json.load(f)
+    kernel = "mla_generation"
+    doc["kernels"].append(kernel)
+    kid = len(doc["kernels"]) - 1
+    dim = (MLA_LATENT + MLA_ROPE + 1) // 2
+    doc["points"] += [[int(r.batch_size), int(r.step) + 1, int(r.num_heads), 1, dim,
+                       "fp8" if r.kv_cache_dtype == "fp8" else "bf16", 0, base.sig(r.latency), kid] for r in d.itertuples()]
+    doc["about"] += (f" Plus {len(d)} of {len(df)} MLA decode rows (mla_generation_mla_perf, kernel {kernel}): heads = the "
+                     f"TP-local query heads over one KV head of ({MLA_LATENT} + {MLA_ROPE}) / 2 = {dim}, the latent's bytes "
+                     "per token, as the step model asks for an absorbed MLA decode.")
+    doc["env"]["mla_generation"] = src.env(df, src.table("mla", "generation_mla_perf"))
+    base.write(out, "attention_decode", doc)
+    return len(d)
 
 
 def collection_meta(path):
@@ -70,7 +109,8 @@ def main():
             engine, version = m.groups()
             if engine == "vllm" and version == "0.24.0":
                 continue  # reduce_aic.py's tables (hwmodels/calibration/<gpu>/vllm/)
-            meta = {fam: collection_meta(os.path.join(sdir, folder, f"{fam}_collection_meta.yaml")) for fam in FAMILIES}
+            meta = {fam: collection_meta(os.path.join(sdir, folder, f"{fam}_collection_meta.yaml"))
+                    for fam in list(FAMILIES) + (["mla"] if engine in MLA_ENGINES else [])}
             src = base.Source(a.aic, system, folder, label=f"{ENGINES[engine]} {version}",
                               runtime=f"{ENGINES[engine]} {version}", backend=f"{engine}/{version}",
                               meta={k: v for k, v in meta.items() if v})
@@ -79,7 +119,11 @@ def main():
             for fam, (reduce, stems) in FAMILIES.items():
                 if all(src.read(s)[0] is not None for s in stems):
                     r = reduce(src, out)
-                    written += r if isinstance(r, list) else [r]
+                    r = r if isinstance(r, list) else [r]
+                    if fam == "attention" and engine in MLA_ENGINES:
+                        r = [(p, n + reduce_mla_decode(src, out, p)) if p and p.endswith("attention_decode.json") else (p, n)
+                             for p, n in r]
+                    written += r
             for path, n in [w for w in written if w[0]]:
                 size = os.path.getsize(path)
                 total += size

@@ -1,4 +1,5 @@
 // `servesim calibrate report|fit`: the cross-validated error of every fitted op family.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -24,6 +25,27 @@ nlohmann::json worst_json(const hw::FamilyCalibration& f) {
     a.push_back({{"error", err}, {"index", i}, {"seconds", s.seconds}, {"shape", x}});
   }
   return a;
+}
+
+// An attention family's measured shape grid (head count, KV heads, head size: features 2-4): a query
+// outside it is timed from the nearest table that covers it (KernelModel, hwmodels/README.md).
+struct ShapeGrid { double lo[3], hi[3]; };
+std::optional<ShapeGrid> shape_grid(const hw::FamilyCalibration& f) {
+  if (!f.family.starts_with("attention_") || f.samples.empty()) return std::nullopt;
+  ShapeGrid g{{1e300, 1e300, 1e300}, {0, 0, 0}};
+  for (const auto& s : f.samples)
+    for (int i = 0; i < 3; ++i) {
+      const double v = std::round(std::exp(s.x[size_t(2 + i)]));
+      g.lo[i] = std::min(g.lo[i], v), g.hi[i] = std::max(g.hi[i], v);
+    }
+  return g;
+}
+std::string shape_grid_text(const ShapeGrid& g) {
+  const char* names[] = {"heads", "KV heads", "head size"};
+  std::string out;
+  for (int i = 0; i < 3; ++i)
+    out += std::string(i ? ", " : "") + names[i] + " " + fixed(g.lo[i], 0) + "-" + fixed(g.hi[i], 0);
+  return out;
 }
 
 nlohmann::json report_json(const hw::Calibration& c, const std::string& release = "") {
@@ -52,6 +74,9 @@ nlohmann::json report_json(const hw::Calibration& c, const std::string& release 
                     {"meets_target", f.cv.median <= 0.08 && f.cv.p90 <= 0.20},
                     {"rejected", f.rejected},
                     {"worst_held_out", worst_json(f)}});
+    if (const auto g = shape_grid(f))
+      fams.back()["shape_grid"] = {{"heads", {g->lo[0], g->hi[0]}}, {"kv_heads", {g->lo[1], g->hi[1]}},
+                                   {"head_dim", {g->lo[2], g->hi[2]}}};
   }
   hw::LaunchOverhead lo = c.launch_overhead();
   return {{"gpu", c.gpu().name},
@@ -91,6 +116,10 @@ std::string report_table(const hw::Calibration& c, const std::string& release = 
            fixed(lo.graph_per_kernel_s * 1e6, 2) + " us per kernel replayed from a CUDA graph (" + lo.source + ")\n";
   for (const auto& [name, f] : c.families())
     if (!f.rejected.empty()) out += "not used: " + name + ": " + f.rejected + "\n";
+  for (const auto& [name, f] : c.families())
+    if (const auto g = shape_grid(f))
+      out += "measured grid: " + name + ": " + shape_grid_text(*g) +
+             "; a shape outside it is timed from the nearest table that covers it (op and step name that table)\n";
   for (const auto& e : c.env()) out += "data: " + e + "\n";
   return out;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "hwmodels/calibration.hpp"
 #include "hwmodels/catalog.hpp"
@@ -148,5 +149,76 @@ TEST(KernelTables, HeadersNameEveryFamilyWithoutFittingIt) {
       EXPECT_EQ(h->file, f.file) << name;
     }
     EXPECT_EQ(read.header("no_such_family"), nullptr);
+  }
+}
+
+// How far a shape lies outside a table's measured grid: the summed log distance, along the shape
+// coordinates asked, from the query to the range of the group's points; 0 inside.
+TEST(KernelTables, OutsideTheGridIsTheLogDistanceToItsRange) {
+  // Decode attention rows of heads 8-64 over 1 KV head of 128 (one group), and one row in another group.
+  std::vector<Sample> s;
+  for (double heads : {8.0, 16.0, 64.0}) {
+    Sample p;
+    p.key = shape_key({heads});
+    p.group = attention_group(2, 0);
+    p.x = attention_features(16, 1024, heads, 1, 128);
+    p.memory_s = 1e-5, p.compute_s = 1e-6, p.seconds = 2e-5;
+    s.push_back(p);
+  }
+  Sample other = s.front();
+  other.group = attention_group(1, 0), other.x = attention_features(16, 1024, 512, 1, 512);
+  s.push_back(other);
+  const FamilyFit fit(s, FitMethod::local_linear);
+  constexpr unsigned shape = 1u << 2 | 1u << 3 | 1u << 4;  // heads, KV heads, head size
+  const std::uint64_t bf16 = attention_group(2, 0);
+  EXPECT_EQ(fit.outside_grid(bf16, attention_features(16, 1024, 32, 1, 128), shape), 0);  // between 16 and 64
+  EXPECT_EQ(fit.outside_grid(bf16, attention_features(1, 8, 8, 1, 128), shape), 0);       // batch and context are not shape
+  EXPECT_NEAR(fit.outside_grid(bf16, attention_features(16, 1024, 128, 1, 128), shape), std::log(2.0), 1e-12);
+  // 128 heads of 288: log(128 / 64) + log(288 / 128); the fp8 row's 512 heads count for its own group only.
+  EXPECT_NEAR(fit.outside_grid(bf16, attention_features(16, 1024, 128, 1, 288), shape), std::log(2.0) + std::log(2.25), 1e-12);
+  EXPECT_NEAR(fit.outside_grid(bf16, attention_features(16, 1024, 4, 1, 128), shape), std::log(2.0), 1e-12);
+  EXPECT_TRUE(std::isinf(fit.outside_grid(attention_group(2, 128), attention_features(16, 1024, 8, 1, 128), shape)));
+}
+
+// A table that lacks the asked attention shape gives the figure of the nearest table that covers it,
+// exactly, and says so; a shape it covers keeps its own figure.
+TEST(KernelTables, AShapeATableLacksComesFromTheNearestTableThatCoversIt) {
+  // vLLM 0.19's H200 decode rows stop at head size 128; 0.18 and 0.14 too; 0.22 times 8 x 1 heads of
+  // 256 (16 sequences of 1,024 tokens, bf16 KV: 0.01334 ms).
+  const KernelModel& v19 = kernel_model(h200(), {"vllm", "0.19"});
+  const OpTime a = v19.attention_decode(16, 1024, 8, 1, 256, Precision::bf16, 0);
+  EXPECT_DOUBLE_EQ(table_s(a), 0.01334e-3);
+  EXPECT_EQ(a.seconds, kernel_model(h200(), {"vllm", "0.22"}).attention_decode(16, 1024, 8, 1, 256, Precision::bf16, 0).seconds);
+  EXPECT_EQ(a.table, "vLLM 0.19.0 table: no attention_decode at 8 x 1 x 256; from vLLM 0.22.0 table (nearest measured: 0.22.0 for 0.19)");
+  // Covered (head size 128): its own table.
+  const OpTime c = v19.attention_decode(16, 1024, 8, 1, 128, Precision::bf16, 0);
+  EXPECT_EQ(c.table, "vLLM 0.19.0 table");
+  EXPECT_EQ(c.source, Source::measured);
+  // TensorRT-LLM 1.3.0rc20's H200 rows reach head size 288 (its MLA rows); 8 x 1 heads of 512 come
+  // from the GPU's vLLM 0.24 table (0.04715 ms), another engine's, and say so.
+  const OpTime t = kernel_model(h200(), {"trtllm", "1.3"}).attention_decode(16, 1024, 8, 1, 512, Precision::bf16, 0);
+  EXPECT_DOUBLE_EQ(table_s(t), 0.04715e-3);
+  EXPECT_EQ(t.seconds, kernel_model(h200()).attention_decode(16, 1024, 8, 1, 512, Precision::bf16, 0).seconds);
+  EXPECT_EQ(t.table, "TensorRT-LLM 1.3.0rc20 table: no attention_decode at 8 x 1 x 512; from vLLM 0.24.0");
+  // No table times 160 query heads: the least extrapolation (the tables reaching 128 heads), and
+  // the label says none covers it.
+  const OpTime n = kernel_model(h200()).attention_decode(16, 1024, 160, 1, 288, Precision::bf16, 0);
+  EXPECT_NE(n.table.find("(none covers it: the least extrapolation); from TensorRT-LLM 1.3.0rc20 table"), std::string::npos) << n.table;
+}
+
+// TensorRT-LLM runs an MLA decode with its own MLA generation kernel, not the attention op its
+// attention rows time: its tables carry AIC's mla_generation rows as the step model asks for an
+// absorbed MLA decode (TP-local heads over one KV head of (512 + 64) / 2 = 288, the latent's bytes).
+TEST(KernelTables, TensorRtLlmTimesMlaDecodeWithItsMlaKernel) {
+  // 16 sequences of 1,024 tokens, 128 heads (DeepSeek at TP1), bf16 latent: H200 0.02912 ms, B200 0.02509.
+  const struct { const char* gpu; double ms; } rows[] = {{"H200", 0.02912}, {"B200", 0.02509}};
+  for (const auto& r : rows) {
+    const OpTime t = kernel_model(Catalog::global().gpu(r.gpu), {"trtllm", "1.3"}).attention_decode(16, 1024, 128, 1, 288, Precision::bf16, 0);
+    EXPECT_DOUBLE_EQ(table_s(t), r.ms * 1e-3) << r.gpu;
+    EXPECT_EQ(t.kernel, "mla_generation") << r.gpu;
+    EXPECT_EQ(t.table, "TensorRT-LLM 1.3.0rc20 table") << r.gpu;
+    // The latent streamed once per sequence: 16 x 1,024 tokens x 576 elements x 2 bytes, plus the
+    // queries and outputs (16 x 128 heads x 288 x 2 x 2 bytes).
+    EXPECT_DOUBLE_EQ(t.bytes, 16.0 * 1024 * 576 * 2 + 16.0 * 128 * 288 * 2 * 2) << r.gpu;
   }
 }
