@@ -13,7 +13,7 @@ namespace servesim::sim {
 
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale",
-                              "step_cpu_factor", "step_overhead_factor", "request_overhead_ms", "spread_factor"};
+                              "step_cpu_factor", "step_overhead_factor", "request_overhead_ms", "request_latency_ms", "spread_factor"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
     if (n == k) return true;
@@ -56,14 +56,14 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     c.prior = x.number("prior");
     c.value = x.number("value");
     c.sd = x.number_or("sd", 0);
-    c.unit = x.string_or("unit", c.name == "request_overhead_ms" ? "ms" : "x");
+    const bool ms = c.name.size() > 3 && c.name.compare(c.name.size() - 3, 3, "_ms") == 0;
+    c.unit = x.string_or("unit", ms ? "ms" : "x");
     if (p.parameter(c.name))   // which of two values applies would be a guess
       x.fail("name", "'" + c.name + "' appears twice in parameters; keep one");
     c.scope = x.string_or("scope", "");
     if (!c.scope.empty() && c.scope != "gpu+engine")   // a profile applies on its GPU and engine build only
       x.fail("scope", "'" + c.scope + "' is not a scope a profile has; known: gpu+engine (it applies on the GPU and engine "
                       "build it was fitted on, nowhere else)");
-    const bool ms = c.name == "request_overhead_ms";
     if (!std::isfinite(c.value) || (ms ? (c.value < 0 || c.value > 10000) : (c.value < 0.05 || c.value > 20)))
       x.fail("value", ms ? "must be 0..10000 ms" : "must be a factor from 0.05 to 20");
     p.parameters.push_back(std::move(c));
@@ -77,6 +77,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.request_overhead_ms = val("request_overhead_ms", 0);
+  p.request_latency_ms = val("request_latency_ms", 0);
   p.spread_factor = val("spread_factor", 1);
   if (j.contains("cross_validation")) p.cross_validation = j["cross_validation"];
   if (j.contains("bands") && !j["bands"].is_null()) p.bands = validate::parse_bands(j["bands"], file + ": bands");
@@ -125,6 +126,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
+    else if (c.name == "request_latency_ms") a.request_latency_ms = c.value;
     else if (c.name == "spread_factor") a.spread_factor = c.value;
   }
   a.bands = same_gpu && same_engine && !p.bands.cells.empty();

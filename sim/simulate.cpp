@@ -155,7 +155,9 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
       gpu = hw::Catalog::global().gpu(s.gpu).name;
     } catch (const Error&) {   // prepare() names the bad GPU
     }
-    f.api.request.mean_s += applicable(*s.calibration, gpu, prof.name, "").request_overhead_ms * 1e-3;
+    const AppliedCalibration a = applicable(*s.calibration, gpu, prof.name, "");
+    f.api.request.mean_s += a.request_overhead_ms * 1e-3;
+    f.client.request_latency_s += a.request_latency_ms * 1e-3;
   }
   return f;
 }

@@ -85,7 +85,10 @@ double FrontendConfig::step_out_s(int requests, std::uint64_t& rng) const {
 
 nlohmann::json FrontendConfig::to_json() const {
   return {{"enabled", enabled},
-          {"client", {{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier}}},
+          {"client", client.request_latency_s > 0
+                         ? nlohmann::json{{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier},
+                                          {"request_latency_ms", client.request_latency_s * 1e3}}
+                         : nlohmann::json{{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier}}},
           {"api_server",
            {{"api_server_count", api.api_server_count},
             {"request_ms", api.request.to_json_ms()},

@@ -164,10 +164,12 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
     }
   }
   frontend_ = spec_.frontend;
-  if (frontend_ && spec_.calibration)   // host time per request before the engine: the first GPU a request meets
-    frontend_->api.request.mean_s +=
-        applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "")
-            .request_overhead_ms * 1e-3;
+  if (frontend_ && spec_.calibration) {   // per request before the engine: the first GPU a request meets
+    const AppliedCalibration a =
+        applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "");
+    frontend_->api.request.mean_s += a.request_overhead_ms * 1e-3;
+    frontend_->client.request_latency_s += a.request_latency_ms * 1e-3;
+  }
 }
 
 std::string Deployment::calibration() const {

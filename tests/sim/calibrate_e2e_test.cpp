@@ -31,8 +31,8 @@ nlohmann::json scenario_json(const std::string& gpu) {
 
 // Points "measured" on a cluster whose GEMMs take exactly `factor` x the tables' time: servesim's
 // own prediction with that factor, written as silicon-sample rows.
-std::string synthetic_csv(double factor) {
-  const std::string csv = ::testing::TempDir() + "cal_e2e_" + std::to_string(factor) + ".csv";
+std::string synthetic_csv(double factor, const std::string& version = "0.19.0") {
+  const std::string csv = ::testing::TempDir() + "cal_e2e_" + version + "_" + std::to_string(factor) + ".csv";
   v::Options o;
   o.threads = 2;
   o.base = {{"calibration", profile_json("h200", "gemm_scale", factor)}};
@@ -43,7 +43,7 @@ std::string synthetic_csv(double factor) {
       v::MeasuredPoint p;
       p.id = "p" + std::to_string(k++);
       p.backend = "vllm";
-      p.backend_version = "0.19.0";
+      p.backend_version = version;
       p.model_path = "meta-llama/Llama-3.1-8B-Instruct";
       p.system = "h200_sxm";
       p.precision = "bf16";
@@ -64,7 +64,7 @@ std::string synthetic_csv(double factor) {
   for (const auto& p : r.points) {
     EXPECT_TRUE(p.unmodellable.empty()) << p.unmodellable;
     const auto& m = p.measured;
-    f << m.id << "_c" << m.concurrency << "_,silicon_concurrency=" << m.concurrency << ",vllm,0.19.0," << m.model_path
+    f << m.id << "_c" << m.concurrency << "_,silicon_concurrency=" << m.concurrency << ",vllm," << version << "," << m.model_path
       << ",h200_sxm,bf16,agg," << m.isl << "," << m.osl << ",,," << m.concurrency << ",1,1,,1,1,,,,,,,,,,,,,,," << p.ttft_ms << ","
       << p.itl_ms << "\n";
   }
@@ -94,6 +94,20 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
 }
 
+// Points of a nightly build name only their engine ("vllm"), which runs the newest profile: the
+// profile is written for that build (vllm-0.19) and the fit applies to them (a fit whose profile
+// named "vllm" never applied to its own points and returned the priors).
+TEST(CalibrateE2e, FitsPointsOfANightlyBuild) {
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.only = {"gemm_scale"};
+  e.folds = 1;
+  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.3, "nightly-5b8c30d62b754b57")), o, e);
+  EXPECT_EQ(r.profile.engine_profile, "vllm-0.19");
+  EXPECT_NEAR(r.profile.parameter("gemm_scale")->value, 1.3, 0.026) << r.text;
+}
+
 // A profile fitted on H200 changes H200 predictions and none of B200's (another GPU: nothing applies).
 TEST(CalibrateE2e, DoesNotChangeAnUnrelatedGpu) {
   auto run = [](const std::string& gpu, bool calibrated) {
@@ -116,6 +130,8 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   CalibrationProfile p = servesim::sim::parse_calibration(profile_json("h200", "gemm_scale", 1.234567891234), "p.json");
   p.parameters.push_back({"request_overhead_ms", 0, 7.123456789, 1, "ms", "gpu+engine"});
   p.request_overhead_ms = 7.123456789;
+  p.parameters.push_back({"request_latency_ms", 0, 31.987654321, 5, "ms", "gpu+engine"});
+  p.request_latency_ms = 31.987654321;
   const std::string file = ::testing::TempDir() + "round_trip_profile.json";
   {
     std::ofstream f(file);
@@ -132,6 +148,22 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   const auto back = servesim::sim::load_calibration(file);
   EXPECT_EQ(back.kernels.gemm, p.kernels.gemm);
   EXPECT_EQ(back.request_overhead_ms, p.request_overhead_ms);
+  EXPECT_EQ(back.request_latency_ms, p.request_latency_ms);
+}
+
+// request_latency_ms is a latency per request that holds no serial resource: one client's TTFT
+// grows by exactly that (50 ms), its TPOT not at all.
+TEST(CalibrateE2e, RequestLatencyAddsToTtftOnly) {
+  auto run = [](double latency_ms) {
+    nlohmann::json j = scenario_json("h200");
+    j["workload"]["concurrency"] = 1;
+    j["workload"]["requests"] = 8;
+    if (latency_ms > 0) j["calibration"] = profile_json("h200", "request_latency_ms", latency_ms);
+    return servesim::sim::simulate(servesim::sim::parse_scenario(j.dump(), "t.json")).summary;
+  };
+  const auto a = run(0), b = run(50);
+  EXPECT_NEAR(b.ttft_ms.avg - a.ttft_ms.avg, 50.0, 0.5);
+  EXPECT_NEAR(b.itl_ms.avg, a.itl_ms.avg, 0.005 * a.itl_ms.avg);
 }
 
 // Inputs it cannot place are refused with the file and field.
