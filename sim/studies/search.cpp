@@ -608,7 +608,7 @@ void Search::compute_bounds() {
   if (goal_.objective == SearchObjective::target_tps && best_ub > 0 && goal_.target_tps / best_ub > double(kMaxCopies)) {
     char b[64];
     std::snprintf(b, sizeof b, "%.4g", std::ceil(goal_.target_tps / best_ub));
-    throw Error("--target-tps", "", std::string("needs ") + b + " copies of the best configuration, more than 10^9; give a smaller target");
+    throw Error(goal_.target_flag, "", std::string("needs ") + b + " copies of the best configuration, more than 10^9; give a smaller target");
   }
   // Best bound first, so the rounds find a strong incumbent early.
   order_.resize(configs_.size());
