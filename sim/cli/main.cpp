@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cmath>
 #include <charconv>
+#include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,7 +87,27 @@ void emit(Format format, const nlohmann::json& json, const std::string& table_te
 
 }  // namespace servesim::cli
 
+namespace {
+// Start-up pays a page fault per 4 KiB of heap it first touches (about 2,100 faults, a third of a
+// 64-request run's time on a virtual machine) while it reads and fits the kernel tables. The heap
+// grows in 64 MiB steps instead, and the kernel may back it with 2 MiB pages (transparent huge
+// pages in "madvise" mode): half the faults. Memory only; no result changes.
+void grow_heap_in_large_pages() {
+  constexpr std::size_t kPad = std::size_t(64) << 20, kHuge = std::size_t(2) << 20;
+  mallopt(M_TOP_PAD, int(kPad));
+  mallopt(M_TRIM_THRESHOLD, int(2 * kPad));
+  mallopt(M_MMAP_THRESHOLD, int(kPad / 2));   // tables of up to 32 MiB come from this heap too
+  const auto lo = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  void* volatile first = std::malloc(kHuge);   // one extension now: the request and M_TOP_PAD past it,
+  std::free(first);                            // kept after the free (volatile: not elided)
+  const auto hi = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  const std::uintptr_t start = (lo + kHuge - 1) & ~(kHuge - 1);
+  if (hi > start) madvise(reinterpret_cast<void*>(start), hi - start, MADV_HUGEPAGE);   // advice: failure is harmless
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  grow_heap_in_large_pages();
   using namespace servesim;
   CLI::App app{"servesim: simulate LLM serving clusters and plan GPU capacity against latency SLOs"};
   app.require_subcommand(1);
