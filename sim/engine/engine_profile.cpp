@@ -42,9 +42,25 @@ std::map<int, double> by_world_size(const JsonReader& j) {
   return out;
 }
 
+// A profile may name another embedded profile it "extends": its JSON is the base's with this
+// file's fields merged over it (RFC 7396 merge patch: objects merge, anything else replaces, null
+// removes), so a release that differs in a few knobs states only those.
+nlohmann::json profile_json(std::string_view text, const std::string& file, int depth = 0) {
+  nlohmann::json own = parse_json(text, file);
+  if (!own.is_object() || !own.contains("extends")) return own;
+  const JsonReader j(own, file);
+  const std::string base = j.string("extends");
+  const std::string base_file = std::string(kFolder) + base + ".json";
+  if (depth >= 4) throw Error(file, "extends", "a chain of more than 4 profiles (is it circular?)");
+  nlohmann::json merged = profile_json(data::get(base_file), base_file, depth + 1);
+  own.erase("extends");
+  merged.merge_patch(own);
+  return merged;
+}
+
 EngineProfile parse_profile(std::string_view text, const std::string& file) {
   EngineProfile p;
-  p.json = parse_json(text, file);
+  p.json = profile_json(text, file);
   const JsonReader j(p.json, file);
   p.name = j.string("name");
   p.engine = j.string("engine");

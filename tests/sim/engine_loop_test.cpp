@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "sim/engine/cluster.hpp"
+#include "tests/sim/flat_cost.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/metrics.hpp"
 #include "sim/engine/metrics_sink.hpp"
@@ -19,14 +20,7 @@
 namespace servesim::sim {
 namespace {
 
-// 10 ms of GPU per step whatever it holds: step boundaries are easy to follow by hand.
-class FlatCost : public models::StepCostModel {
- public:
-  double seconds(const models::StepBatch&) const override { return 0.010; }
-  double encoder_seconds(int) const override { return 0; }
-  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
-  std::string provenance() const override { return "flat test cost"; }
-};
+using testing::FlatCost;   // 10 ms of GPU per step
 
 struct Keep : RequestSink {
   std::vector<Request> all;

@@ -420,3 +420,27 @@ TEST(Engines, SearchRanksAcrossEngines) {
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// sglang-0.5 extends sglang-0.5.6: the same profile but for its fixed answer lengths (the merge
+// patch sets the spread to 0 and removes its exponents), so every other knob is the base's.
+TEST(EngineProfile, ExtendsMergesOverItsBase) {
+  const EngineProfile& old = engine_profile("sglang-0.5");
+  const EngineProfile& base = engine_profile("sglang-0.5.6");
+  EXPECT_EQ(old.closed_loop_osl_spread_tokens, 0.0);
+  EXPECT_EQ(old.closed_loop_osl_spread_load_exponent, 0.0);
+  EXPECT_EQ(base.closed_loop_osl_spread_tokens, 20.0);
+  EXPECT_EQ(base.closed_loop_osl_spread_load_exponent, 0.25);
+  EXPECT_FALSE(old.json.contains("extends"));
+  nlohmann::json a = old.json, b = base.json;
+  for (auto* j : {&a, &b}) {
+    for (const char* k : {"name", "version", "description", "closed_loop"}) j->erase(k);
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(old.gpu_memory_utilization, base.gpu_memory_utilization);
+}
+
+}  // namespace
+}  // namespace servesim::sim

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "sim/engine/cluster.hpp"
+#include "tests/sim/flat_cost.hpp"
 #include "sim/engine/worker.hpp"
 #include "workloads/frontend.hpp"
 #include "workloads/workload.hpp"
@@ -107,14 +108,7 @@ TEST(LazyDraws, EmitTimeAddsItsDrawsInStreamOrderOnce) {
   EXPECT_EQ(plain.get(), 2.5);
 }
 
-// 10 ms of GPU per step.
-class FlatCost : public models::StepCostModel {
- public:
-  double seconds(const models::StepBatch&) const override { return 0.010; }
-  double encoder_seconds(int) const override { return 0; }
-  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
-  std::string provenance() const override { return "flat test cost"; }
-};
+using testing::FlatCost;   // 10 ms of GPU per step
 
 struct Last : RequestSink {
   Request r;
