@@ -380,7 +380,10 @@ def search_figure(result, title=None, per=None):
         ax.xaxis.set_minor_formatter(mt.NullFormatter())
         if dollar:
             ax.set_yscale("log")
+            # 1-2-5 ticks, each labelled: a span under a decade would otherwise show one label.
+            ax.yaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(mt.NullFormatter())
             ax.set_title("per dollar: GPU-hour price / an hour of its tokens (best: its whole nodes at the target)",
                          fontsize=9)
         else:
