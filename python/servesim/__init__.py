@@ -453,7 +453,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
-    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
+    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), prefix_caching (``["on", "off"]``), shared_prefix_tokens (a system prompt every request starts with), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
     total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads, calibration (a profile
     file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).
     ``client``: a Dask client to simulate the candidates on (same result as the local run).

@@ -152,6 +152,8 @@ struct SearchArgs {
   std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
+  std::string prefix_caching;                      // CSV of on, off: prefix caching to try ("" = the engine's default)
+  std::int64_t shared_prefix_tokens = 0;           // every prompt starts with the same tokens (a system prompt)
   std::string statistic = "p90", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default
   bool expert_parallel = true, mixed_gpus = true, prune = true;

@@ -122,6 +122,9 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
                      "--max-model-len", std::to_string(d["max_model_len"].get<std::int64_t>()),
                      "--gpu-memory-utilization", fmt(d["gpu_memory_utilization"].get<double>(), 2)});
   if (d["kv_cache_dtype"] == "fp8") a.insert(a.end(), {"--kv-cache-dtype", "fp8"});
+  // Prefix caching as simulated (vLLM's default differs between model kinds, so it is said).
+  if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
+    a.push_back(d["enable_prefix_caching"].get<bool>() ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   a.push_back("--trust-remote-code");
   return a;
 }
@@ -526,6 +529,9 @@ void check_deployment(const nlohmann::json& d) {
       r.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
   if (double(conc.back().get<std::int64_t>()) * double(copies) > double(kMaxCount))
     r.fail("copies", "clients x copies exceed 10^9");
+  if (r.has("shared_prefix_tokens")) whole(r, "shared_prefix_tokens", 0, std::int64_t{1} << 30);
+  if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
+    r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
   if (r.has("images"))
     for (const auto& im : r.array("images"))
       for (const char* k : {"width", "height", "count"}) whole(im, k, 1, 100000);
@@ -579,6 +585,8 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   if (main["ep"].get<int>() > 1) s["expert_parallel_size"] = main["ep"];
   if (d.contains("engine")) s["engine_profile"] = d["engine"];
   s["engine"] = {{"max_num_seqs", d["max_num_seqs"]}, {"max_num_batched_tokens", d["max_num_batched_tokens"]}};
+  if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
+    s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
   if (d.contains("router")) s["router"] = d["router"];
   nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};
   if (agg) {
@@ -594,6 +602,8 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   }
   s["topology"] = t;
   nlohmann::json w = {{"isl", d["isl"]}, {"osl", d["osl"]}, {"seed", d.value("seed", 0)}};
+  if (d.contains("shared_prefix_tokens") && d["shared_prefix_tokens"].is_number_integer())
+    w["shared_prefix_tokens"] = d["shared_prefix_tokens"];
   if (d.contains("rate_per_copy")) {
     const double rate = d["rate_per_copy"].get<double>();
     w["request_rate"] = rate;
