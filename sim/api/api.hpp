@@ -227,10 +227,17 @@ class DeploymentSet {
   // folders and an earlier set's files.
   void prepare(const std::string& dir, bool nested);
   void add(const nlohmann::json& deployment, const std::string& dir);
+  // `servesim planner --emit`: the engine script, the Dynamo manifest with its Planner service
+  // (replicas: the opening fleet; the rule and the per-role bounds the simulated day needed),
+  // planner.json (those bounds) and deployment.json. `deployment` as add() takes it, without the
+  // predicted sweep (concurrency, predicted).
+  void add_planner(const nlohmann::json& deployment, const nlohmann::json& planner, const std::string& dir);
   AtomicFiles& files() { return files_; }
   nlohmann::json commit();   // the deployment files' paths
 
  private:
+  void put(const std::string& dir, const std::string& name, const std::string& text, bool exec = false);
+  void put_engine(const nlohmann::json& d, const std::string& dir);   // the engine's launch script(s)
   std::string flag_;
   AtomicFiles files_;
   std::vector<std::string> created_, stale_, exec_;

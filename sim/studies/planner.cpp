@@ -488,9 +488,9 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     states.push_back(st);
     first += r.max_workers;
   }
-  if (const hw::InstanceSpec* inst = instance_of(*p.gpu); inst && inst->usd_per_hour) {
-    out.usd_per_gpu_hour = *inst->usd_per_hour / double(inst->gpus);
+  if (const hw::InstanceSpec* inst = instance_of(*p.gpu)) {
     out.instance = inst->name;
+    if (inst->usd_per_hour) out.usd_per_gpu_hour = *inst->usd_per_hour / double(inst->gpus);
   }
   const std::size_t n = static_cast<std::size_t>(std::ceil(spec.profile.duration_s / spec.interval_s - 1e-9));
   out.timeline.resize(n);

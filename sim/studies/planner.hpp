@@ -104,7 +104,7 @@ struct PlannerResult {
   std::vector<double> seconds_at_gpus;  // the planned fleet: time during which [g] GPUs were held
   std::optional<ReservedSplit> reserved;
   double wall_s = 0;
-  std::string instance;
+  std::string instance;                 // the GPU's first catalogue instance (its price, the emitted node selector)
 };
 
 // The spec from named options (the CLI's flags with underscores: load_profile "diurnal" or a CSV
