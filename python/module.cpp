@@ -155,6 +155,12 @@ class Args {
       out = v.dump();
       return;
     }
+    if (v.is_boolean() && std::string_view(k) == "prefix_caching") {   // prefix_caching=True: on
+      out = v.get<bool>() ? "on" : "off";
+      return;
+    }
+    if (v.is_number_float() || v.is_boolean())
+      throw servesim::Error(fn_, k, "expected a whole number, a list or a comma-separated string, got " + servesim::brief(v));
     if (!v.is_array()) return read(k, v, out);
     std::vector<std::string> parts;
     for (const auto& x : v) {

@@ -705,6 +705,9 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   if (dir.empty()) throw Error(flag_, "", "give a folder name");
   std::error_code ec;
   const auto st = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(st) && !fs::exists(fs::status(dir, ec)))
+    throw Error(flag_, "", dir + ": is a symbolic link to a missing target (" + fs::read_symlink(dir, ec).string() +
+                               "); give a new or empty folder, or create the target first");
   if (fs::exists(st) && !fs::is_directory(fs::status(dir, ec)))
     throw Error(flag_, "", dir + ": is a file, not a folder; give a new or empty folder");
   if (!fs::exists(st)) {

@@ -5,6 +5,7 @@
 // $ against a fixed fleet sized for the peak; --plot draws load, workers and p90 TTFT / ITL.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -25,7 +26,7 @@ struct PlannerOpts {
   std::string load_profile = "diurnal", arrivals = "poisson", rule = "throughput", plot, emit_dir;
   double peak_rps = 0, trough_fraction = 0.2, hours = 24, interval_s = 180, ttft_ms = 0, itl_ms = 0;
   double replica_rps = 0, prefill_rps = 0, decode_rps = 0, storage_gbps = 10, startup_extra_s = 0;
-  double reserved_price = 0, reserved_discount = -1;
+  double reserved_price = std::numeric_limits<double>::quiet_NaN(), reserved_discount = -1;   // NaN: not given
   double metric_interval = 10, kv_up = 0.9, kv_down = 0.5, queue_up = 5.0, queue_down = 0.2;
   int min_workers = 1, max_workers = 0;
   bool no_fixed_fleet = false, quiet = false;
@@ -117,7 +118,7 @@ void run(const PlannerOpts& o) {
                       {"prefill_rps", o.prefill_rps}, {"decode_rps", o.decode_rps}, {"rule", o.rule},
                       {"metric_interval", o.metric_interval}, {"kv_scale_up", o.kv_up}, {"kv_scale_down", o.kv_down},
                       {"queue_scale_up", o.queue_up}, {"queue_scale_down", o.queue_down}};
-  if (o.reserved_price > 0) a["reserved_price"] = o.reserved_price;
+  if (!std::isnan(o.reserved_price)) a["reserved_price"] = o.reserved_price;
   if (o.reserved_discount >= 0) a["reserved_discount"] = o.reserved_discount;
   const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
@@ -194,6 +195,18 @@ void run(const PlannerOpts& o) {
   if (r.usd_per_gpu_hour)
     out += "; $" + amount(r.gpu_hours * *r.usd_per_gpu_hour) + " against $" + amount(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour) +
            " at " + r.instance + " on-demand ($" + fixed(*r.usd_per_gpu_hour, 2) + " per GPU-hour)";
+  if (r.usd_per_gpu_hour && !r.instance.empty()) {
+    // GPUs come in whole instances: the fleet's peak on nodes, as a purchase or a reservation counts them.
+    const auto& inst = hw::Catalog::global().instance(r.instance);
+    int peak = 0;
+    for (std::size_t g = 0; g < r.seconds_at_gpus.size(); ++g)
+      if (r.seconds_at_gpus[g] > 0) peak = int(g);
+    const int nodes = (peak + inst.gpus - 1) / inst.gpus;
+    if (nodes > 0 && inst.usd_per_hour)
+      out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
+             r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600) +
+             " over the " + fixed(spec.profile.duration_s / 3600, 0) + " h if held throughout)";
+  }
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;
     out += "\n\nreserved + on-demand over " + fixed(x.span_h, 2) + " h: reserved $" + fixed(x.reserved_usd_per_gpu_hour, 3) +

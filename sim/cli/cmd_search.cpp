@@ -112,6 +112,31 @@ std::string prefix_sentence(const std::string& label, bool on, std::int64_t bloc
          "-token blocks)\n";
 }
 
+// Why a search or recommend has no answer: the space (nothing fits or can meet the SLO, with the
+// first such reason), the SLO, or the goal.
+std::string why_no_answer(const nlohmann::json& j) {
+  const auto& n = j["counts"];
+  bool meets = false;
+  for (const auto& f : j["frontiers"])
+    for (const auto& p : f["frontier"]) meets = meets || p["meets_slo"].get<bool>();
+  auto first_reason = [&](const char* status) {
+    for (const auto& c : j["configurations"])
+      if (c["status"] == status && c["bound"]["reason"].is_string() && !c["bound"]["reason"].get<std::string>().empty())
+        return " (e.g. " + c["label"].get<std::string>() + ": " + c["bound"]["reason"].get<std::string>() + ")";
+    return std::string();
+  };
+  const std::string obj = str(j["objective"]["kind"]);
+  if (n["simulated"].get<int>() == 0)
+    return "\nNo configuration was simulated: " + std::to_string(n["does_not_fit"].get<int>()) + " do not fit" +
+           first_reason("does_not_fit") + ", " + std::to_string(n["cannot_meet_slo"].get<int>()) + " cannot meet the SLO" +
+           first_reason("cannot_meet_slo") + ".\n";
+  if (meets && obj == "total_gpus")
+    return "\nSome configurations meet the SLO, but none within --total-gpus " + fixed(j["objective"]["total_gpus"].get<double>(), 0) + ".\n";
+  if (meets && obj == "target_tps") return "\nSome configurations meet the SLO, but none serves the target with at most 10^9 copies.\n";
+  return j.contains("arrival") ? "\nNo simulated configuration meets the SLO at the offered rate with any number of copies tried.\n"
+                               : "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+}
+
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& text) { api::write_file_atomically(path, text); }
@@ -200,27 +225,7 @@ std::string search_table(const nlohmann::json& j) {
                 usd(s["usd_per_hour"]), str(s["limited_by"])});
   };
   if (j["best"].is_null()) {
-    // Name what binds: the space (nothing fits or can meet the SLO), the SLO, or the goal.
-    bool meets = false;
-    for (const auto& f : j["frontiers"])
-      for (const auto& p : f["frontier"]) meets = meets || p["meets_slo"].get<bool>();
-    auto first_reason = [&](const char* status) {
-      for (const auto& c : j["configurations"])
-        if (c["status"] == status && c["bound"]["reason"].is_string() && !c["bound"]["reason"].get<std::string>().empty())
-          return " (e.g. " + c["label"].get<std::string>() + ": " + c["bound"]["reason"].get<std::string>() + ")";
-      return std::string();
-    };
-    const std::string obj = str(j["objective"]["kind"]);
-    if (n["simulated"].get<int>() == 0)
-      out += "\nNo configuration was simulated: " + std::to_string(n["does_not_fit"].get<int>()) + " do not fit" +
-             first_reason("does_not_fit") + ", " + std::to_string(n["cannot_meet_slo"].get<int>()) + " cannot meet the SLO" +
-             first_reason("cannot_meet_slo") + ".\n";
-    else if (meets && obj == "total_gpus")
-      out += "\nSome configurations meet the SLO, but none within --total-gpus " + fixed(j["objective"]["total_gpus"].get<double>(), 0) + ".\n";
-    else if (meets && obj == "target_tps")
-      out += "\nSome configurations meet the SLO, but none serves the target with at most 10^9 copies.\n";
-    else
-      out += "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+    out += why_no_answer(j);
   } else {
     add_best(j["best"]);
     out += "\n" + bt.render();
@@ -428,7 +433,7 @@ std::string recommend_text(const nlohmann::json& j) {
            "(docs/capacity-planning.md)\n";
   if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran"))
     out += "Cheapest, as run:\n" + sim::what_ran_text(j["recommendations"][0]["what_ran"]);
-  if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
+  if (j["recommendations"].empty()) out += why_no_answer(j);
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
          " figure; none shown: no measured runs of this kind\n";

@@ -359,7 +359,9 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   spec.storage_bytes_per_s = 1e9 * j.number_in("storage_gbps", 10, 1e-6, 1e6);
   spec.startup_extra_s = j.number_in("startup_extra_s", 0, 0, 1e6);
   spec.run_fixed_fleet = j.boolean_or("fixed_fleet", true);
-  spec.reserved_usd_per_gpu_hour = j.number_in("reserved_price", 0, 0, 1e6);
+  // Given, a reserved price must be one (0 or less had been taken for "not given").
+  spec.reserved_usd_per_gpu_hour = j.has("reserved_price") && !args.at("reserved_price").is_null()
+                                       ? j.number_in("reserved_price", 0, 1e-6, 1e6) : 0;
   spec.reserved_discount = j.has("reserved_discount") && !args.at("reserved_discount").is_null()
                                ? j.number_in("reserved_discount", 0, 0, 1) : -1;
   if (spec.reserved_usd_per_gpu_hour > 0 && spec.reserved_discount >= 0)
@@ -443,6 +445,12 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   if (spec.max_workers > 0 && spec.min_workers > spec.max_workers)
     throw Error("--min-workers", "", std::to_string(spec.min_workers) + " is more than --max-workers " + std::to_string(spec.max_workers) +
                                          "; give a floor at most the ceiling");
+  // A role's capacity given for a role this topology has not would be silently unused.
+  if (!disagg && (spec.prefill_rps > 0 || spec.decode_rps > 0))
+    throw Error(spec.prefill_rps > 0 ? "--prefill-rps" : "--decode-rps", "",
+                "applies to a disaggregated topology's workers (--topology disagg); aggregated replicas take --replica-rps");
+  if (disagg && spec.replica_rps > 0)
+    throw Error("--replica-rps", "", "applies to aggregated replicas; a disaggregated topology takes --prefill-rps and --decode-rps");
   PlannerResult out;
   out.disaggregated = disagg;
   if (disagg) {
@@ -502,7 +510,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
 
   // One run of the day: planned (the planner in the loop) or the fixed fleet (each role's peak count).
   auto run = [&](bool planned, std::vector<PlannerInterval>& timeline, double* gpu_s) {
-    workloads::ProfileWorkload base(spec.profile, s.workload.isl, s.workload.osl, s.workload.seed, spec.poisson);
+    workloads::ProfileWorkload base(spec.profile, s.workload.isl, s.workload.osl, s.workload.seed, spec.poisson, s.workload.multimodal);
     CountingWorkload counted(base, spec.interval_s, n);
     IntervalStats stats(spec.interval_s, n, spec.ttft_ms, spec.itl_ms);
     Planner planner(spec, counted, states, timeline);
