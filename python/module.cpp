@@ -435,6 +435,7 @@ PYBIND11_MODULE(_servesim, m) {
           py::gil_scoped_release nogil;
           const servesim::sim::Scenario sc = servesim::sim::parse_scenario(s.dump(), "scenario");
           const servesim::sim::PlannerSpec spec = servesim::sim::planner_spec(a, "planner()");
+          servesim::sim::check_planner_roles(sc, spec);
           r = servesim::sim::to_json(servesim::sim::run_planner(sc, spec), spec);
         }
         return to_py(r);

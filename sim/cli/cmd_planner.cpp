@@ -122,6 +122,7 @@ void run(const PlannerOpts& o) {
   if (o.reserved_discount >= 0) a["reserved_discount"] = o.reserved_discount;
   const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
+  sim::check_planner_roles(s, spec);
   const sim::PlannerResult r = sim::run_planner(s, spec);
   nlohmann::json j = sim::to_json(r, spec);
   if (!o.emit_dir.empty()) {

@@ -429,6 +429,15 @@ std::pair<double, double> profile_role_rps(const Scenario& base, double ttft_ms,
   return {pr, dr};
 }
 
+void check_planner_roles(const Scenario& s, const PlannerSpec& spec) {
+  const bool disagg = s.topology.present && s.topology.disaggregated;
+  if (!disagg && (spec.prefill_rps > 0 || spec.decode_rps > 0))
+    throw Error(spec.prefill_rps > 0 ? "--prefill-rps" : "--decode-rps", "",
+                "applies to a disaggregated topology's workers (--topology disagg); aggregated replicas take --replica-rps");
+  if (disagg && spec.replica_rps > 0)
+    throw Error("--replica-rps", "", "applies to aggregated replicas; a disaggregated topology takes --prefill-rps and --decode-rps");
+}
+
 PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool disagg = s0.topology.present && s0.topology.disaggregated;
@@ -445,12 +454,6 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   if (spec.max_workers > 0 && spec.min_workers > spec.max_workers)
     throw Error("--min-workers", "", std::to_string(spec.min_workers) + " is more than --max-workers " + std::to_string(spec.max_workers) +
                                          "; give a floor at most the ceiling");
-  // A role's capacity given for a role this topology has not would be silently unused.
-  if (!disagg && (spec.prefill_rps > 0 || spec.decode_rps > 0))
-    throw Error(spec.prefill_rps > 0 ? "--prefill-rps" : "--decode-rps", "",
-                "applies to a disaggregated topology's workers (--topology disagg); aggregated replicas take --replica-rps");
-  if (disagg && spec.replica_rps > 0)
-    throw Error("--replica-rps", "", "applies to aggregated replicas; a disaggregated topology takes --prefill-rps and --decode-rps");
   PlannerResult out;
   out.disaggregated = disagg;
   if (disagg) {
