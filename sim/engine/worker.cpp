@@ -106,6 +106,25 @@ double Worker::start_step(double now_s) {
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }
+  return run_batch(now_s, sched_s, *batch);
+}
+
+int Worker::steady_cycles(int limit) { return busy_ ? sched_.steady_cycles(limit) : 0; }
+
+double Worker::steady_cycle(double now_s, int cycle) {
+  // finish_step(now_s) with every running request decoding one more token ...
+  stats_.busy_s += now_s - step_start_s_;
+  stats_.preemptions = sched_.preemptions();
+  end_prev_s_ = end_last_s_;
+  end_last_s_ = now_s;
+  // ... then start_step(now_s), chained, forming the same batch one token further on.
+  const double sched_s = async_ ? std::min(now_s, std::max(end_prev_s_, sched_s_ + cpu_s_)) : now_s;
+  sched_.steady_cycle(cycle);
+  return run_batch(now_s, sched_s, sched_.batch());
+}
+
+double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& b0) {
+  const models::StepBatch* batch = &b0;
   const std::int64_t tokens = batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
   const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
   double gpu_s;

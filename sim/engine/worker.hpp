@@ -109,6 +109,16 @@ class Worker {
     EmitTime e{now_s};
     finish_step(now_s, e);
   }
+  // Steady decode (docs/speed.md): how many step cycles (the step in flight ends, the next one
+  // starts at once) from now only move every running request one decode token on
+  // (VllmScheduler::steady_cycles), at most `limit`; steady_cycle() runs one at `now_s`, the
+  // end of the step in flight, exactly as finish_step() then start_step() would (the same stats,
+  // the same step), and returns the new step's duration; steady_commit() then brings the running
+  // requests' counters up to date.
+  int steady_cycles(int limit);
+  double steady_cycle(double now_s, int cycle);
+  void steady_commit(int cycles) { sched_.steady_commit(cycles); }
+
   // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed), as start_step charges it.
   double launch_seconds(std::int64_t tokens, bool uniform_decode) const;
   // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
@@ -137,6 +147,8 @@ class Worker {
   // KV bytes), the model's value is remembered (DecodeStepMemo): a closed loop revisits the same
   // context sums step after step.
   double step_seconds(const models::StepBatch& batch);
+  // The step of `batch`, scheduled at sched_s, starting at now_s: its duration, its stats.
+  double run_batch(double now_s, double sched_s, const models::StepBatch& batch);
   struct DecodeLine { double a = 0, b = 0; std::int8_t state = 0; };  // 0 unknown, 1 linear, -1 not
 
   VllmScheduler sched_;
