@@ -205,7 +205,7 @@ void AggregatedCluster::step_start(int w, double now_s) {
   // only moves every running request one token on, run its end and the next start here, in the
   // order the events would have run them (no heap, no pass over the running list per step).
   // With a KV-aware router every step's KV events are read; steps run through the heap there.
-  if (kv_logs_.empty() && immediate_head_ == immediate_.size()) {
+  if (steady_ && kv_logs_.empty() && immediate_head_ == immediate_.size()) {
     const int cycles = worker.steady_cycles(std::numeric_limits<int>::max());
     int done = 0;
     while (done < cycles && (queue_.empty() || queue_.top().time_s > end_s)) {
@@ -218,6 +218,7 @@ void AggregatedCluster::step_start(int w, double now_s) {
       end_s = end_s + step_s;
     }
     worker.steady_commit(done);
+    steady_cycles_ += done;
   }
   queue_.push(end_s, EventKind::step_end, w);
 }
