@@ -182,6 +182,7 @@ class Worker {
   bool decode_only_graphs_;      // FULL_DECODE_ONLY: every other step launches eagerly (SGLang, TRT-LLM)
   bool padding_;                 // a decode batch is padded to the next capture size (off: TRT-LLM)
   std::vector<std::int64_t> capture_;  // CUDA-graph capture sizes (tokens), ascending
+  std::vector<std::int64_t> padded_;   // by step tokens up to graph_tokens_: the capture size it replays
   std::int64_t graph_tokens_;          // steps of more tokens than this run without a CUDA graph
   bool async_;
   bool busy_ = false, start_pending_ = false;
