@@ -1,7 +1,6 @@
 #include "sim/engine/cluster.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "common/splitmix.hpp"
 
@@ -205,21 +204,15 @@ void AggregatedCluster::step_start(int w, double now_s) {
   // only moves every running request one token on, run its end and the next start here, in the
   // order the events would have run them (no heap, no pass over the running list per step).
   // With a KV-aware router every step's KV events are read; steps run through the heap there.
-  if (steady_ && kv_logs_.empty() && immediate_head_ == immediate_.size()) {
-    const int cycles = worker.steady_cycles(std::numeric_limits<int>::max());
-    int done = 0;
-    while (done < cycles && (queue_.empty() || queue_.top().time_s > end_s)) {
-      ++done;
-      events_ += 2;   // the step's end and the next one's start
-      emit_time(w, end_s, sched.num_emitting());   // the frontend's draws, in stream order
-      ++release_seq_;
-      const double step_s = worker.steady_cycle(end_s, done);
-      sink_->on_step(w, end_s, step_s, sched.num_scheduled(), kv_util());
-      end_s = end_s + step_s;
-    }
-    worker.steady_commit(done);
-    steady_cycles_ += done;
-  }
+  if (steady_ && kv_logs_.empty() && immediate_head_ == immediate_.size())
+    steady_cycles_ += worker.run_steady(
+        end_s, [this](double t) { return queue_.empty() || queue_.top().time_s > t; },
+        [&](double t) {
+          events_ += 2;   // the step's end and the next one's start
+          emit_time(w, t, sched.num_emitting());   // the frontend's draws, in stream order
+          ++release_seq_;
+        },
+        [&](double t, double step_s) { sink_->on_step(w, t, step_s, sched.num_scheduled(), kv_util()); });
   queue_.push(end_s, EventKind::step_end, w);
 }
 

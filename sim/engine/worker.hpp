@@ -10,6 +10,7 @@
 // replica (busy fraction, batch size, KV utilisation, prefill tokens released together).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "models/step_cost.hpp"
@@ -140,6 +141,24 @@ class Worker {
   int steady_cycles(int limit);
   double steady_cycle(double now_s, int cycle);
   void steady_commit(int cycles) { sched_.steady_commit(cycles); }
+  // A whole stretch from the step in flight, which ends at `end_s`: while `clear(end)` (no other
+  // event comes first), `at_end(end)` (the cluster's work at a step's end), the cycle, then
+  // `started(start, seconds)` (the new step's sample). Returns the cycles run; end_s becomes the
+  // end of the step in flight after them.
+  template <class Clear, class AtEnd, class Started>
+  int run_steady(double& end_s, Clear&& clear, AtEnd&& at_end, Started&& started) {
+    const int cycles = steady_cycles(std::numeric_limits<int>::max());
+    int done = 0;
+    while (done < cycles && clear(end_s)) {
+      ++done;
+      at_end(end_s);
+      const double step_s = steady_cycle(end_s, done);
+      started(end_s, step_s);
+      end_s = end_s + step_s;
+    }
+    steady_commit(done);
+    return done;
+  }
 
   // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed), as start_step charges it.
   double launch_seconds(std::int64_t tokens, bool uniform_decode) const;

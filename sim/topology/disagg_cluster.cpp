@@ -281,17 +281,10 @@ void DisaggregatedCluster::step_start(int w, double now_s) {
   // and the next start (which would be the next event popped) run in place.
   const int d = w - shape_.prefill.count;
   if (steady_ && d >= 0 && watch_[static_cast<std::size_t>(d)].empty()) {
-    const int cycles = worker.steady_cycles(std::numeric_limits<int>::max());
-    const double t_net = cycles > 0 ? net_.next_event_s() : 0.0;
-    int done = 0;
-    while (done < cycles && t_net > end_s && (queue_.empty() || queue_.top().time_s > end_s)) {
-      ++done;
-      const double step_s = worker.steady_cycle(end_s, done);
-      metrics_->add_worker_sample(w, end_s, step_s, sched.num_scheduled(), kv_util());
-      end_s = end_s + step_s;
-    }
-    worker.steady_commit(done);
-    steady_cycles_ += done;
+    const double t_net = net_.next_event_s();   // no transfer starts during a stretch
+    steady_cycles_ += worker.run_steady(
+        end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
+        [&](double t, double step_s) { metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(), kv_util()); });
   }
   queue_.push(end_s, EventKind::step_end, w);
 }

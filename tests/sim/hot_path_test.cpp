@@ -121,16 +121,41 @@ struct Last : RequestSink {
   void on_finished(const Request& x) override { r = x; }
 };
 
-// One client, a 10-token prompt and 5 answer tokens, steps of 1 ms host + 10 ms GPU (sync): the
-// steps end at 11, 22, 33, 44, 55 ms. The API server's output handler (one process, no other
-// cost, a cv of 1e-12 so its draws are pending but equal their mean) takes `out_ms` per batch.
-Request one_request(double out_ms) {
+// One client, a 10-token prompt and `osl` answer tokens, steps of 1 ms host + 10 ms GPU (sync), with
+// the frontend `f` or none.
+struct OneRun {
+  Request r;
+  double end_s = 0;
+  std::int64_t steady = 0;
+  WorkerStats stats;
+};
+OneRun run_one(std::int64_t osl, const workloads::FrontendConfig* f) {
   FlatCost cost;
   ClusterShape shape;
   shape.kv_blocks = 1000;
   EngineConfig cfg;
   cfg.step_overhead_s = 0.001;
   cfg.async_scheduling = false;
+  AggregatedCluster c(shape, cfg, cost, f);
+  workloads::WorkloadConfig w;
+  w.concurrency = 1;
+  w.requests = 1;
+  w.isl = workloads::LengthDist::fixed_at(10);
+  w.osl = workloads::LengthDist::fixed_at(osl);
+  auto workload = workloads::make_workload(w);
+  Last sink;
+  OneRun out;
+  out.end_s = c.run(*workload, sink);
+  out.r = sink.r;
+  out.steady = c.steady_cycles_run();
+  out.stats = c.workers()[0].stats();
+  return out;
+}
+
+// 5 answer tokens: the steps end at 11, 22, 33, 44, 55 ms. The API server's output handler (one
+// process, no other cost, a cv of 1e-12 so its draws are pending but equal their mean) takes
+// `out_ms` per batch.
+Request one_request(double out_ms) {
   workloads::FrontendConfig f;
   f.client.network = {0, 0};
   f.api.request = {0, 0};
@@ -139,16 +164,7 @@ Request one_request(double out_ms) {
   f.api.output_step_s = out_ms * 1e-3;
   f.api.output_s_per_request = 0;
   f.api.cv = 1e-12;
-  AggregatedCluster c(shape, cfg, cost, &f);
-  workloads::WorkloadConfig w;
-  w.concurrency = 1;
-  w.requests = 1;
-  w.isl = workloads::LengthDist::fixed_at(10);
-  w.osl = workloads::LengthDist::fixed_at(5);
-  auto workload = workloads::make_workload(w);
-  Last sink;
-  c.run(*workload, sink);
-  return sink.r;
+  return run_one(5, &f).r;
 }
 
 TEST(LazyDraws, OutputHandlerQueuesAsByHand) {
@@ -272,27 +288,13 @@ TEST(SteadyStretch, SameResultsAsEveryStepThroughTheHeap) {
 // decodes one untimed token, so its end and the next start run in place 96 times, until step 100,
 // the last token's, is in flight.
 TEST(SteadyStretch, OneRequestRunsNinetySixCyclesInPlace) {
-  FlatCost cost;
-  ClusterShape shape;
-  shape.kv_blocks = 1000;
-  EngineConfig cfg;
-  cfg.step_overhead_s = 0.001;
-  cfg.async_scheduling = false;
-  AggregatedCluster c(shape, cfg, cost);
-  workloads::WorkloadConfig w;
-  w.concurrency = 1;
-  w.requests = 1;
-  w.isl = workloads::LengthDist::fixed_at(10);
-  w.osl = workloads::LengthDist::fixed_at(100);
-  auto workload = workloads::make_workload(w);
-  Last sink;
-  const double end_s = c.run(*workload, sink);
-  EXPECT_EQ(c.steady_cycles_run(), 96);
-  EXPECT_EQ(c.workers()[0].stats().steps, 100);
-  EXPECT_NEAR(end_s, 100 * 0.011, 1e-12);                 // 1 ms host + 10 ms GPU a step
-  EXPECT_NEAR(sink.r.finish_s, 1.1, 1e-12);
+  const OneRun one = run_one(100, nullptr);
+  EXPECT_EQ(one.steady, 96);
+  EXPECT_EQ(one.stats.steps, 100);
+  EXPECT_NEAR(one.end_s, 100 * 0.011, 1e-12);   // 1 ms host + 10 ms GPU a step
+  EXPECT_NEAR(one.r.finish_s, 1.1, 1e-12);
   // Blocks of 16 tokens for 10 + 100 tokens: 7, the last one taken in place at token 97.
-  EXPECT_EQ(c.workers()[0].stats().peak_kv_blocks, 7);
+  EXPECT_EQ(one.stats.peak_kv_blocks, 7);
 }
 
 }  // namespace
