@@ -494,16 +494,26 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
       r.tps_err = signed_error(r.output_tps, r.measured.output_tps);
-      if (o.lock_fraction && !prepared[k]->deployment && s.workload.arrival == workloads::Arrival::concurrency &&
-          s.workload.concurrency > 1 && !s.workload.trace && s.workload.osl.kind == workloads::LengthDist::Kind::fixed) {
-        // The same point in both orbits: fixed answer lengths (the train) and a wide spread.
-        auto orbit_ttft = [&](double sd) {
-          Prepared q = *prepared[k];
-          q.engine.closed_loop_osl_spread_tokens = sd;
-          q.engine.closed_loop_osl_spread_load_exponent = q.engine.closed_loop_osl_spread_length_exponent = 0;
-          return pick(simulate(q, s, s.workload).summary.ttft_ms, o.statistic);
-        };
+      const bool closed_loop = !prepared[k]->deployment && s.workload.arrival == workloads::Arrival::concurrency &&
+                               s.workload.concurrency > 1 && !s.workload.trace &&
+                               s.workload.osl.kind == workloads::LengthDist::Kind::fixed;
+      // The same point in both orbits: fixed answer lengths (the train) and a wide spread.
+      auto orbit_ttft = [&](double sd) {
+        Prepared q = *prepared[k];
+        q.engine.closed_loop_osl_spread_tokens = sd;
+        q.engine.closed_loop_osl_spread_load_exponent = q.engine.closed_loop_osl_spread_length_exponent = 0;
+        return pick(simulate(q, s, s.workload).summary.ttft_ms, o.statistic);
+      };
+      if (closed_loop && prepared[k]->engine.kind == EngineKind::sglang &&
+          r.measured.ttft_ms > kTtftCeilingFactor * r.ttft_ms) {
+        // Above the closed loop's ceiling (PointResult::above_ttft_ceiling): only then is the train run.
         r.ttft_train_ms = orbit_ttft(0);
+        const std::int64_t whole = r.measured.isl + r.measured.osl;
+        r.pool_holds_clients = double(prepared[k]->plan.max_concurrent_seqs(whole)) / double(std::max(1, r.replica_concurrency));
+        if (r.above_ttft_ceiling()) r.unmodellable = kAboveCeilingReason;
+      }
+      if (o.lock_fraction && closed_loop) {
+        if (!std::isfinite(r.ttft_train_ms)) r.ttft_train_ms = orbit_ttft(0);
         r.ttft_spread_out_ms = orbit_ttft(kLockSpreadTokens);
         const double gap = r.ttft_train_ms - r.ttft_spread_out_ms;
         if (std::isfinite(gap) && gap > kLockMinGap * r.ttft_spread_out_ms) {
@@ -810,7 +820,7 @@ std::string lock_text(const Report& r) {
   std::map<std::vector<std::string>, Fractions> builds;   // GPU, model, engine release
   int ran = 0;
   for (const auto& p : r.points) {
-    if (!p.unmodellable.empty() || !std::isfinite(p.ttft_train_ms)) continue;
+    if (!p.unmodellable.empty() || !std::isfinite(p.ttft_spread_out_ms)) continue;
     ++ran;
     if (!std::isfinite(p.lock_measured)) continue;
     for (auto* c : {&cells[{p.gpu, p.replica_concurrency}], &builds[{p.gpu, p.model, release_of(p)}]}) {

@@ -7,6 +7,7 @@
 // reports signed and absolute % errors per model x GPU x engine x mode. Points that cannot be
 // modelled keep their row in the output with the reason.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -172,7 +173,28 @@ struct PointResult {
   bool below_decode_floor() const { return decode_floor_s > measured.tpot_ms / 1e3; }
   // Either floor: a measurement that cannot be what its row says.
   bool inconsistent() const { return below_floor() || below_decode_floor(); }
+  // And a ceiling (SGLang points, closed loop of fixed lengths): SGLang runs a prefill step
+  // whenever a waiting prompt can be admitted, so a prompt waits at most for the step in flight and
+  // the prompts queued ahead of it, at most every other client's: the slowest orbit of the closed
+  // loop is the train (every client's prompt released together, ttft_train_ms), unless prompts
+  // wait for KV memory. A measured TTFT above kTtftCeilingFactor x the slower of the prediction
+  // and the train, where the KV pool holds every client's whole request (prompt + answer)
+  // kPoolHoldsClients times over (`pool_holds_clients`: whole requests the pool holds per client),
+  // is a delay outside the engine's step loop: the point is not modellable (kAboveCeilingReason).
+  double pool_holds_clients = NAN;
+  bool above_ttft_ceiling() const;
 };
+
+inline constexpr double kTtftCeilingFactor = 3, kPoolHoldsClients = 2;
+inline constexpr const char* kAboveCeilingReason =
+    "measured TTFT above 3x the slowest closed-loop orbit servesim's engine runs (clients in lockstep), with a KV pool "
+    "holding every client's whole request twice over: a delay outside SGLang's step loop, which prefills whenever a "
+    "prompt can be admitted (field ttft_train_ms)";
+
+inline bool PointResult::above_ttft_ceiling() const {
+  return std::isfinite(ttft_train_ms) && pool_holds_clients >= kPoolHoldsClients &&
+         measured.ttft_ms > kTtftCeilingFactor * std::max(ttft_ms, ttft_train_ms);
+}
 
 // The spread-out orbit's answer-length sd (tokens, constant over loads) and the least gap between
 // the two orbits' TTFT (a fraction of the spread-out one) for a lock fraction to be read.

@@ -714,3 +714,54 @@ TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
   EXPECT_EQ(precision("c_c8_"), "fp8");
   EXPECT_FALSE(v::point_scenario(by_id(points, "a_c8_"), o, nullptr).contains("kv_cache_dtype"));
 }
+
+// SGLang prefills whenever a waiting prompt can be admitted, so in a closed loop whose KV pool holds
+// every client's request a prompt waits at most for the prompts queued ahead of it: the train (all
+// 8 prompts released together) is the slowest orbit. Made-up SGLang 0.5.6 Llama-3.1-8B FP8 points on
+// one H200 at 8 clients of 1,024 + 128 tokens: the train's mean TTFT is the API path (65 ms each way)
+// plus at most all 8 prompts' prefill (8,192 x 13.96e9 FLOP at half the 1.2 PFLOP/s the H200's FP8
+// GEMMs reach: 0.19 s) plus a decode step, under 0.35 s; a measured 5 s is over 3x that and is not
+// modellable (a delay outside the step loop), a measured 0.4 s stays, and so does the same 5 s on
+// vLLM, whose rows the rule leaves alone.
+TEST(Validate, SglangTtftAboveTheClosedLoopsCeilingIsNotModellable) {
+  const std::string csv = ::testing::TempDir() + "ttft_ceiling.csv";
+  {
+    std::ifstream in(data("validate_sample.csv"));
+    std::string header;
+    std::getline(in, header);
+    std::ofstream out(csv);
+    const std::string row = ",source_file=made-up.csv; silicon_concurrency=8,{E},{V},nvidia/Llama-3.1-8B-Instruct-FP8,"
+                            "h200_sxm,fp8,agg,1024,128,fp8,fp8,8,1,1,,1,1,,,,,,,,,,,,,,,{T},8\n";
+    auto line = [&](const std::string& id, const std::string& engine, const std::string& version, const std::string& ttft) {
+      std::string r = id + row;
+      for (auto [k, val] : {std::pair<std::string, std::string>{"{E}", engine}, {"{V}", version}, {"{T}", ttft}})
+        r.replace(r.find(k), k.size(), val);
+      return r;
+    };
+    out << header << "\n"
+        << line("sglang_stalled", "sglang", "0.5.6", "5000") << line("sglang_queued", "sglang", "0.5.6.post2", "400")
+        << line("vllm_stalled", "vllm", "0.19.0", "5000");
+  }
+  v::Options o;
+  add_llama(o);
+  o.threads = 1;
+  const v::Report r = v::run(v::read_silicon_csv(csv), o);
+  const auto& stalled = result(r, "sglang_stalled");
+  EXPECT_EQ(stalled.unmodellable, v::kAboveCeilingReason);
+  EXPECT_GT(stalled.ttft_train_ms, 130.0);
+  EXPECT_LT(stalled.ttft_train_ms, 350.0);
+  EXPECT_GE(stalled.pool_holds_clients, v::kPoolHoldsClients);
+  EXPECT_TRUE(stalled.above_ttft_ceiling());
+  const auto& queued = result(r, "sglang_queued");
+  EXPECT_EQ(queued.unmodellable, "");
+  EXPECT_FALSE(queued.above_ttft_ceiling());
+  EXPECT_EQ(result(r, "vllm_stalled").unmodellable, "");
+  EXPECT_FALSE(std::isfinite(result(r, "vllm_stalled").ttft_train_ms));
+  // Listed with its reason among the points servesim does not model, out of every error table.
+  const std::string text = v::to_text(r, o);
+  EXPECT_NE(text.find(v::kAboveCeilingReason), std::string::npos);
+  for (const auto& g : v::to_json(r, o)["by_gpu"])
+    if (g["engine"] == "sglang") {
+      EXPECT_EQ(g["points"], 1);
+    }
+}
