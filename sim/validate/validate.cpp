@@ -641,7 +641,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
                 {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id},
-                {"layout_from_pattern", r.csv.layout_from_pattern}};
+                {"layout_from_pattern", r.csv.layout_from_pattern}, {"layout_from_moe_grid", r.csv.layout_from_moe_grid}};
   auto group_json = [](const Group& g, const std::vector<std::string>& names) {
     nlohmann::json x;
     for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
@@ -872,6 +872,10 @@ std::string to_text(const Report& r, const Options& o) {
     out += std::to_string(r.csv.layout_from_pattern) +
            " points without a layout in their id, whose columns have the same pattern (TP t, DP t, EP t x t), run TP t EP t "
            "too: their measurements are TP t EP t's, not those of t times the GPUs (field layout_note)\n";
+  if (r.csv.layout_from_moe_grid > 0)
+    out += std::to_string(r.csv.layout_from_moe_grid) +
+           " points whose columns give TP e x e with MoE TP e x EP e run TP e EP e (rows of that pattern with a twin "
+           "measure exactly a TP e EP e row's TTFT and TPOT, and merge with it; field layout_note)\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "\n";

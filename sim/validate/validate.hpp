@@ -21,7 +21,7 @@ namespace servesim::sim::validate {
 
 // One measured point (CSV rows that share every recorded field are merged into one).
 // Why a CSV row runs another layout than its columns give (read_silicon_csv).
-enum class LayoutRewrite { none, from_id, from_pattern };
+enum class LayoutRewrite { none, from_id, from_pattern, from_moe_grid };
 
 struct MeasuredPoint {
   std::string id;              // CSV: the first merged row's id; aiperf: the folder
@@ -68,6 +68,7 @@ struct CsvReadStats {
   int merged_rows = 0;         // rows folded into another row's point
   int layout_from_id = 0;      // points whose id's TP x EP layout replaced the columns' attention-DP one
   int layout_from_pattern = 0; // points without an id layout whose columns have that pattern, run the same way
+  int layout_from_moe_grid = 0; // points whose columns give TP e x e, MoE TP e x EP e: run TP e EP e
 };
 // Reads a silicon-sample CSV and merges repeated points: rows equal in every column except id,
 // silicon_data_source and the two metrics, and with the same concurrency, become one point whose

@@ -153,6 +153,40 @@ TEST(Validate, CsvIdLayoutOverridesAttentionDpColumns) {
   EXPECT_EQ(st2.layout_from_pattern, 0);
 }
 
+// Rows whose columns give TP e x e with MoE TP e x EP e (no attention DP) run TP e EP e: in the
+// calibration CSV every such row with a twin (the same TTFT and TPOT to the last digit) shares them
+// with a TP e EP e row of another dump. A twin pair merges into one TP4 EP4 point (merged 2, one
+// run); a lone TP64 MoE TP8 x EP8 row runs TP8 EP8; MoE TP 2 x EP 4 under TP 8 is no such grid.
+TEST(Validate, CsvMoeGridColumnsRunTpEp) {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_moe_grid";
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "grid.csv").string();
+  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_tp_size,"
+                      "moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                      "a_c64_tp4_ep4_1011,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,16,1,4,4,1584.01,31.042\n"
+                      "b_c64_tp4_0_ep4_0_267,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,4,1,1,4,1584.01,31.042\n"
+                      "c_c8_cfg201,silicon_concurrency=8,sglang,m,b200_sxm,agg,1024,1024,64,1,8,8,203.7,9.2\n"
+                      "d_c8_cfg7,silicon_concurrency=8,trtllm,m,b200_sxm,agg,1024,1024,8,1,2,4,210,9.5\n";
+  v::CsvReadStats st;
+  const auto ps = v::read_silicon_csv(f, &st);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(st.layout_from_moe_grid, 2);
+  const auto& a = by_id(ps, "a_c64_tp4_ep4_1011");
+  EXPECT_EQ(a.merged, 2);
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(a.tp, 4);
+  EXPECT_EQ(a.moe_tp, 1);
+  EXPECT_EQ(a.moe_ep, 4);
+  EXPECT_NE(a.layout_note.find("TP4 EP4 is run"), std::string::npos) << a.layout_note;
+  const auto& c = by_id(ps, "c_c8_cfg201");
+  EXPECT_EQ(c.tp, 8);
+  EXPECT_EQ(c.moe_ep, 8);
+  const auto& d = by_id(ps, "d_c8_cfg7");
+  EXPECT_EQ(d.tp, 8);
+  EXPECT_EQ(d.moe_tp, 2);
+  EXPECT_TRUE(d.layout_note.empty());
+}
+
 TEST(Validate, CsvErrorsNameTheLine) {
   const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_bad";
   std::filesystem::create_directories(dir);
