@@ -9,7 +9,7 @@ Output: hwmodels/calibration/<gpu>/<engine>-<version>/<family>.json, one folder 
 the kernel model discovers the folders from the embedded files (hwmodels/aic/README.md).
 
 Reduced: gemm, attention (prefill, decode), moe, gdn + conv1d, custom_all_reduce; for TensorRT-LLM
-releases also the MLA decode kernel (mla_generation_mla_perf), as attention_decode rows of the shape the
+and SGLang releases also the MLA decode kernel (mla_generation_mla_perf), as attention_decode rows of the shape the
 step model asks for an absorbed MLA decode (reduce_mla_decode). Not reduced: the other MLA tables
 (context, BMM, module: MLA layers are timed from GEMM and attention), the Mamba-2 module table,
 SGLang 0.5.16's DeepSeek-V4 MegaMoE module table.
@@ -40,8 +40,11 @@ FAMILIES = {  # AIC family folder -> (reducer, the table stems it needs)
 # model through the attention op its generation_attention table times (its MLA layers call their own
 # MLA generation kernel), and that op's rows stop at 64 query heads per KV head, where they run
 # several-fold slower than at 32 (H200, 16 x 1,024 tokens, head size 256: 0.173 ms at 64 heads, 0.026
-# at 32). SGLang's MLA rows are not added: its attention rows are what its profile is validated on.
-MLA_ENGINES = {"trtllm"}
+# at 32). SGLang runs an MLA model's decode through its MLA backends too (trtllm_mla on SM100/SM103,
+# the FA3 MLA kernel on Hopper: AIC's SGLang 0.5.14 mla_generation rows, kernel_source trtllm_mla /
+# flash_attention), not through the MHA kernels its generation_attention table times (trtllm_mha on
+# Blackwell, 6.3x the HBM bound for DeepSeek-R1 NVFP4 TP4 at 128 x 5,000 tokens on the B200).
+MLA_ENGINES = {"trtllm", "sglang"}
 MLA_LATENT, MLA_ROPE = 512, 64  # kv_lora_rank and rope width of every MLA row (DeepSeek-V3 / Kimi-K2 layers)
 
 

@@ -109,7 +109,8 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
     const auto& p = sim::engine_profile(n);
     const bool newest = n == sim::engine_profile(p.engine).name;
     nlohmann::json e = {{"name", p.name}, {"engine", p.engine}, {"version", p.version}, {"description", p.description},
-                        {"async_scheduling", p.async_scheduling}, {"cudagraph_mode", p.graphs.mode},
+                        {"async_scheduling", p.async_scheduling}, {"async_scheduling_hybrid", p.async_scheduling_hybrid},
+                        {"cudagraph_mode", p.graphs.mode},
                         {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
                         {"closed_loop_osl_spread_tokens", p.closed_loop_osl_spread_tokens},
                         {"closed_loop_osl_spread_load_exponent", p.closed_loop_osl_spread_load_exponent},
@@ -158,7 +159,10 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
         ar.push_back({{"below_bytes", std::isfinite(upto) ? nlohmann::json(upto) : nlohmann::json(nullptr)}, {"impl", sim::to_string(impl)}});
       e["on_gpu"]["all_reduce"] = ar;
     }
-    t.add_row({p.name, p.async_scheduling ? "on" : "off", p.graphs.mode, cap, memory, block,
+    const std::string async = std::string(p.async_scheduling ? "on" : "off") +
+                              (p.async_scheduling_hybrid != p.async_scheduling
+                                   ? std::string(p.async_scheduling_hybrid ? " (hybrid on)" : " (hybrid off)") : "");
+    t.add_row({p.name, async, p.graphs.mode, cap, memory, block,
                p.closed_loop_osl_spread_tokens > 0
                    ? sim::closed_loop_osl_sd_formula(p.closed_loop_osl_spread_tokens, p.closed_loop_osl_spread_load_exponent,
                                                      p.closed_loop_osl_spread_length_exponent, "C", "OSL")

@@ -103,7 +103,13 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   const JsonReader pc = d.object("enable_prefix_caching");
   p.prefix_caching_decoder = pc.boolean_or("decoder", true);
   p.prefix_caching_hybrid = pc.boolean_or("hybrid", false);
-  p.async_scheduling = d.boolean_or("async_scheduling", false);
+  if (d.has("async_scheduling") && d.json().at("async_scheduling").is_object()) {
+    const JsonReader as = d.object("async_scheduling");
+    p.async_scheduling = as.boolean_or("decoder", false);
+    p.async_scheduling_hybrid = as.boolean_or("hybrid", p.async_scheduling);
+  } else {
+    p.async_scheduling = p.async_scheduling_hybrid = d.boolean_or("async_scheduling", false);
+  }
   p.batch_queue_depth = static_cast<int>(j.object("engine_core").integer_or("batch_queue_depth", 2));
   if (j.has("closed_loop")) {
     const JsonReader cl = j.object("closed_loop");
@@ -422,7 +428,7 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   const bool windows = m.count(models::LayerKind::sliding_attention) > 0;
   if (unset("enable_prefix_caching"))
     cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : windows ? false : p.prefix_caching_decoder;
-  if (unset("async_scheduling")) cfg.async_scheduling = p.async_scheduling;
+  if (unset("async_scheduling")) cfg.async_scheduling = hybrid ? p.async_scheduling_hybrid : p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
   if (unset("closed_loop_osl_spread_tokens")) cfg.closed_loop_osl_spread_tokens = p.closed_loop_osl_spread_tokens;
   if (unset("closed_loop_osl_spread_load_exponent"))

@@ -90,7 +90,9 @@ struct EngineProfile {
   int block_size = 16;
   bool enable_chunked_prefill = true;
   bool prefix_caching_decoder = true, prefix_caching_hybrid = false;
-  bool async_scheduling = false;
+  // "async_scheduling": true / false, or {"decoder": ..., "hybrid": ...} by model kind (hybrid:
+  // Mamba or Gated DeltaNet layers; "hybrid" defaults to "decoder").
+  bool async_scheduling = false, async_scheduling_hybrid = false;
   int batch_queue_depth = 2;
   // Closed loops of fixed lengths do not stay in lockstep in this engine's measured runs: a
   // normal spread of this many tokens (sd) in each answer's length stands for what moves the

@@ -227,9 +227,25 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
                     "silicon_concurrency=" + v + ": expected a whole number of clients >= 1");
       }
     }
+    // An aggregated row whose columns give TP e x e with MoE TP e x EP e (no attention DP) is TP e
+    // EP e: the dumps wrote the MoE grid's product as tp_size. Of the calibration CSV's 286 such
+    // rows (SGLang and TRT-LLM; DeepSeek-R1/V3 and Qwen3.5-397B-A17B on H100, H200, B200, B300), the
+    // 72 with a twin measuring the same TTFT and TPOT to the last digit all share it with a TP e
+    // EP e row (MoE TP 1) of another dump, 55 of them equal in every other column (17 name the
+    // other of DeepSeek-R1 / V3), and no twin has another layout; Qwen3.5-397B-A17B's twinless
+    // TP4 MoE TP2 x EP2 B300 rows predict TPOT within -6 % median as TP2 EP2. Such a row merges
+    // with its twin (the key takes the layout it runs).
+    const int grid_e = num("moe_ep_size");
+    const bool moe_grid = get("mode") == "agg" && grid_e > 1 && num("moe_tp_size") == grid_e &&
+                          num("tp_size") == grid_e * grid_e && num("attention_dp_size") <= 1;
     std::string key;
-    for (std::size_t i = 0; i < f.size(); ++i)
-      if (i != c_id && i != c_src && i != c_ttft && i != c_tpot) key += f[i] + '\x1f';
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (i == c_id || i == c_src || i == c_ttft || i == c_tpot) continue;
+      if (moe_grid && header[i] == "tp_size") key += std::to_string(grid_e);
+      else if (moe_grid && header[i] == "moe_tp_size") key += "1";
+      else key += f[i];
+      key += '\x1f';
+    }
     key += std::to_string(conc);
     const double ttft = positive(f[c_ttft], path, line_no, "silicon_ttft_ms");
     const double tpot = positive(f[c_tpot], path, line_no, "silicon_tpot_ms");
@@ -305,6 +321,14 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
       p.moe_ep = p.tp;
       p.layout_rewrite = LayoutRewrite::from_pattern;
     }
+    if (moe_grid) {
+      p.layout_note = columns + " MoE TP" + std::to_string(grid_e) + ": tp_size is the MoE grid's TP" +
+                      std::to_string(grid_e) + " x EP" + std::to_string(grid_e) + ", TP" + std::to_string(grid_e) + " EP" +
+                      std::to_string(grid_e) + " is run";
+      p.tp = grid_e;
+      p.moe_tp = 1;
+      p.layout_rewrite = LayoutRewrite::from_moe_grid;
+    }
     a.ttft.push_back(ttft);
     a.tpot.push_back(tpot);
     points.push_back(std::move(a));
@@ -340,6 +364,7 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     }
     st.layout_from_id += p.layout_rewrite == LayoutRewrite::from_id ? 1 : 0;
     st.layout_from_pattern += p.layout_rewrite == LayoutRewrite::from_pattern ? 1 : 0;
+    st.layout_from_moe_grid += p.layout_rewrite == LayoutRewrite::from_moe_grid ? 1 : 0;
     if (p.merged > 1) {
       ++st.merged_points;
       st.merged_rows += p.merged - 1;

@@ -571,16 +571,26 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
       r.tps_err = signed_error(r.output_tps, r.measured.output_tps);
-      if (o.lock_fraction && !prepared[k]->deployment && s.workload.arrival == workloads::Arrival::concurrency &&
-          s.workload.concurrency > 1 && !s.workload.trace && s.workload.osl.kind == workloads::LengthDist::Kind::fixed) {
-        // The same point in both orbits: fixed answer lengths (the train) and a wide spread.
-        auto orbit_ttft = [&](double sd) {
-          Prepared q = *prepared[k];
-          q.engine.closed_loop_osl_spread_tokens = sd;
-          q.engine.closed_loop_osl_spread_load_exponent = q.engine.closed_loop_osl_spread_length_exponent = 0;
-          return pick(simulate(q, s, s.workload).summary.ttft_ms, o.statistic);
-        };
+      const bool closed_loop = !prepared[k]->deployment && s.workload.arrival == workloads::Arrival::concurrency &&
+                               s.workload.concurrency > 1 && !s.workload.trace &&
+                               s.workload.osl.kind == workloads::LengthDist::Kind::fixed;
+      // The same point in both orbits: fixed answer lengths (the train) and a wide spread.
+      auto orbit_ttft = [&](double sd) {
+        Prepared q = *prepared[k];
+        q.engine.closed_loop_osl_spread_tokens = sd;
+        q.engine.closed_loop_osl_spread_load_exponent = q.engine.closed_loop_osl_spread_length_exponent = 0;
+        return pick(simulate(q, s, s.workload).summary.ttft_ms, o.statistic);
+      };
+      if (closed_loop && prepared[k]->engine.kind == EngineKind::sglang &&
+          r.measured.ttft_ms > kTtftCeilingFactor * r.ttft_ms) {
+        // Above the closed loop's ceiling (PointResult::above_ttft_ceiling): only then is the train run.
         r.ttft_train_ms = orbit_ttft(0);
+        const std::int64_t whole = r.measured.isl + r.measured.osl;
+        r.pool_holds_clients = double(prepared[k]->plan.max_concurrent_seqs(whole)) / double(std::max(1, r.replica_concurrency));
+        if (r.above_ttft_ceiling()) r.unmodellable = kAboveCeilingReason;
+      }
+      if (o.lock_fraction && closed_loop) {
+        if (!std::isfinite(r.ttft_train_ms)) r.ttft_train_ms = orbit_ttft(0);
         r.ttft_spread_out_ms = orbit_ttft(kLockSpreadTokens);
         const double gap = r.ttft_train_ms - r.ttft_spread_out_ms;
         if (std::isfinite(gap) && gap > kLockMinGap * r.ttft_spread_out_ms) {
@@ -712,7 +722,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
                 {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id},
-                {"layout_from_pattern", r.csv.layout_from_pattern}};
+                {"layout_from_pattern", r.csv.layout_from_pattern}, {"layout_from_moe_grid", r.csv.layout_from_moe_grid}};
   auto group_json = [](const Group& g, const std::vector<std::string>& names) {
     nlohmann::json x;
     for (std::size_t i = 0; i < names.size(); ++i) x[names[i]] = g.key[i];
@@ -892,7 +902,7 @@ std::string lock_text(const Report& r) {
   std::map<std::vector<std::string>, Fractions> builds;   // GPU, model, engine release
   int ran = 0;
   for (const auto& p : r.points) {
-    if (!p.unmodellable.empty() || !std::isfinite(p.ttft_train_ms)) continue;
+    if (!p.unmodellable.empty() || !std::isfinite(p.ttft_spread_out_ms)) continue;
     ++ran;
     if (!std::isfinite(p.lock_measured)) continue;
     for (auto* c : {&cells[{p.gpu, p.replica_concurrency}], &builds[{p.gpu, p.model, release_of(p)}]}) {
@@ -944,6 +954,10 @@ std::string to_text(const Report& r, const Options& o) {
     out += std::to_string(r.csv.layout_from_pattern) +
            " points without a layout in their id, whose columns have the same pattern (TP t, DP t, EP t x t), run TP t EP t "
            "too: their measurements are TP t EP t's, not those of t times the GPUs (field layout_note)\n";
+  if (r.csv.layout_from_moe_grid > 0)
+    out += std::to_string(r.csv.layout_from_moe_grid) +
+           " points whose columns give TP e x e with MoE TP e x EP e run TP e EP e (rows of that pattern with a twin "
+           "measure exactly a TP e EP e row's TTFT and TPOT, and merge with it; field layout_note)\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "\n";

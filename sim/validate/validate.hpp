@@ -7,6 +7,7 @@
 // reports signed and absolute % errors per model x GPU x engine x mode. Points that cannot be
 // modelled keep their row in the output with the reason.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -20,7 +21,7 @@ namespace servesim::sim::validate {
 
 // One measured point (CSV rows that share every recorded field are merged into one).
 // Why a CSV row runs another layout than its columns give (read_silicon_csv).
-enum class LayoutRewrite { none, from_id, from_pattern };
+enum class LayoutRewrite { none, from_id, from_pattern, from_moe_grid };
 
 struct MeasuredPoint {
   std::string id;              // CSV: the first merged row's id; aiperf: the folder
@@ -70,6 +71,7 @@ struct CsvReadStats {
   int merged_rows = 0;         // rows folded into another row's point
   int layout_from_id = 0;      // points whose id's TP x EP layout replaced the columns' attention-DP one
   int layout_from_pattern = 0; // points without an id layout whose columns have that pattern, run the same way
+  int layout_from_moe_grid = 0; // points whose columns give TP e x e, MoE TP e x EP e: run TP e EP e
 };
 // Reads a silicon-sample CSV and merges repeated points: rows equal in every column except id,
 // silicon_data_source and the two metrics, and with the same concurrency, become one point whose
@@ -179,9 +181,30 @@ struct PointResult {
   bool below_decode_floor() const { return decode_floor_s > measured.tpot_ms / 1e3; }
   // Either floor: a measurement that cannot be what its row says.
   bool inconsistent() const { return below_floor() || below_decode_floor(); }
+  // And a ceiling (SGLang points, closed loop of fixed lengths): SGLang runs a prefill step
+  // whenever a waiting prompt can be admitted, so a prompt waits at most for the step in flight and
+  // the prompts queued ahead of it, at most every other client's: the slowest orbit of the closed
+  // loop is the train (every client's prompt released together, ttft_train_ms), unless prompts
+  // wait for KV memory. A measured TTFT above kTtftCeilingFactor x the slower of the prediction
+  // and the train, where the KV pool holds every client's whole request (prompt + answer)
+  // kPoolHoldsClients times over (`pool_holds_clients`: whole requests the pool holds per client),
+  // is a delay outside the engine's step loop: the point is not modellable (kAboveCeilingReason).
+  double pool_holds_clients = NAN;
+  bool above_ttft_ceiling() const;
   // Set when the point runs other engine flags than the harness's, with why (Options::infer_resent_prompts).
   std::string harness_note;
 };
+
+inline constexpr double kTtftCeilingFactor = 3, kPoolHoldsClients = 2;
+inline constexpr const char* kAboveCeilingReason =
+    "measured TTFT above 3x the slowest closed-loop orbit servesim's engine runs (clients in lockstep), with a KV pool "
+    "holding every client's whole request twice over: a delay outside SGLang's step loop, which prefills whenever a "
+    "prompt can be admitted (field ttft_train_ms)";
+
+inline bool PointResult::above_ttft_ceiling() const {
+  return std::isfinite(ttft_train_ms) && pool_holds_clients >= kPoolHoldsClients &&
+         measured.ttft_ms > kTtftCeilingFactor * std::max(ttft_ms, ttft_train_ms);
+}
 
 // aiperf's --num-dataset-entries default: the distinct synthetic prompts a run cycles through.
 inline constexpr std::int64_t kAiperfDatasetEntries = 100;

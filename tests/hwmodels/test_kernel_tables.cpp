@@ -200,15 +200,29 @@ TEST(KernelTables, AShapeATableLacksComesFromTheNearestTableThatCoversIt) {
   EXPECT_DOUBLE_EQ(table_s(t), 0.04715e-3);
   EXPECT_EQ(t.seconds, kernel_model(h200()).attention_decode(16, 1024, 8, 1, 512, Precision::bf16, 0).seconds);
   EXPECT_EQ(t.table, "TensorRT-LLM 1.3.0rc20 table: no attention_decode at 8 x 1 x 512; from vLLM 0.24.0");
-  // No table times 160 query heads: the least extrapolation (the tables reaching 128 heads), and
-  // the label says none covers it.
+  // No table times 160 query heads: the least extrapolation (the tables reaching 128 heads at head
+  // size 288: SGLang's and TensorRT-LLM's MLA rows, the earlier in order on the tie), and the label
+  // says none covers it.
   const OpTime n = kernel_model(h200()).attention_decode(16, 1024, 160, 1, 288, Precision::bf16, 0);
-  EXPECT_NE(n.table.find("(none covers it: the least extrapolation); from TensorRT-LLM 1.3.0rc20 table"), std::string::npos) << n.table;
+  EXPECT_NE(n.table.find("(none covers it: the least extrapolation); from SGLang 0.5.14 table"), std::string::npos) << n.table;
 }
 
 // TensorRT-LLM runs an MLA decode with its own MLA generation kernel, not the attention op its
 // attention rows time: its tables carry AIC's mla_generation rows as the step model asks for an
 // absorbed MLA decode (TP-local heads over one KV head of (512 + 64) / 2 = 288, the latent's bytes).
+// SGLang decodes an MLA layer with its MLA backends too (the FA3 MLA kernel on Hopper, trtllm_mla on
+// Blackwell): the same query reads AIC's SGLang 0.5.14 mla_generation rows, 16 x 1,024 tokens at 128
+// heads, bf16 latent: H200 0.03013 ms, B200 0.02679 (mla_generation_mla_perf, step 1,023).
+TEST(KernelTables, SglangTimesMlaDecodeWithItsMlaKernel) {
+  const struct { const char* gpu; double ms; } rows[] = {{"H200", 0.03013}, {"B200", 0.02679}};
+  for (const auto& r : rows) {
+    const OpTime t = kernel_model(Catalog::global().gpu(r.gpu), {"sglang", "0.5"}).attention_decode(16, 1024, 128, 1, 288, Precision::bf16, 0);
+    EXPECT_DOUBLE_EQ(table_s(t), r.ms * 1e-3) << r.gpu;
+    EXPECT_EQ(t.kernel, "mla_generation") << r.gpu;
+    EXPECT_EQ(t.table, "SGLang 0.5.14 table") << r.gpu;
+  }
+}
+
 TEST(KernelTables, TensorRtLlmTimesMlaDecodeWithItsMlaKernel) {
   // 16 sequences of 1,024 tokens, 128 heads (DeepSeek at TP1), bf16 latent: H200 0.02912 ms, B200 0.02509.
   const struct { const char* gpu; double ms; } rows[] = {{"H200", 0.02912}, {"B200", 0.02509}};

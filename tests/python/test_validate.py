@@ -15,7 +15,7 @@ MODEL = os.path.join(DATA, "llama-3.1-8b.json")
 def test_validate_matches_cli_and_frames(cli):
     r = servesim.validate(CSV, gpu="h200", mode="agg", model_file=MODEL, threads=2)
     assert r["csv"] == {"rows": 16, "points": 14, "merged_points": 1, "merged_rows": 2, "layout_from_id": 0,
-                        "layout_from_pattern": 1}  # the B200 "dp2" row: TP2 DP2 EP4
+                        "layout_from_pattern": 1, "layout_from_moe_grid": 0}  # the B200 "dp2" row: TP2 DP2 EP4
     assert r["counts"] == {"points": 9, "ran": 4, "unmodellable": 5, "filtered_out": 5}  # the int4_wo row runs (W4A16)
     c = cli("validate", CSV, "--gpu", "h200", "--mode", "agg", "--model-file", MODEL, "--format", "json")
     ran = [p for p in r["points"] if "predicted" in p]

@@ -426,6 +426,34 @@ namespace {
 
 // sglang-0.5 extends sglang-0.5.6: the same profile but for its fixed answer lengths (the merge
 // patch sets the spread to 0 and removes its exponents), so every other knob is the base's.
+// SGLang's profile runs hybrid (Gated DeltaNet / Mamba) models without the overlap scheduler, so
+// the scheduler's host time per step is paid after the GPU's instead of under it. One request of
+// 10 + 100 tokens, 10 ms decode steps, 2 ms + 10 us a scheduled sequence of host time: overlapped,
+// a token every 10 ms; serial, every 10 + 2.01 = 12.01 ms. Qwen3.5-397B-A17B (hybrid) resolves to
+// serial, DeepSeek-R1 to overlapped on the same profile; vLLM overlaps both.
+TEST(Engines, SglangHybridModelsRunWithoutTheOverlapScheduler) {
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  auto resolved = [&](const char* profile, const char* model) {
+    EngineConfig e;
+    apply_profile(engine_profile(profile), models::model(model), gpu, nlohmann::json::object(), e, 8);
+    return e.async_scheduling;
+  };
+  EXPECT_FALSE(resolved("sglang-0.5.6", "qwen3.5-397b-a17b"));
+  EXPECT_TRUE(resolved("sglang-0.5.6", "deepseek-r1"));
+  EXPECT_TRUE(resolved("vllm-0.19", "qwen3.5-397b-a17b"));
+  for (bool overlap : {true, false}) {
+    EngineConfig c = plain(EngineKind::sglang);
+    c.step_overhead_s = 0.002;
+    c.step_overhead_per_seq_s = 10e-6;
+    c.async_scheduling = overlap;
+    PrefillDecodeCost cost;
+    const auto r = run(c, cost, {0.0}, 10, 100, 100000);
+    ASSERT_EQ(r.size(), 1u);
+    const double itl = (r[0].finish_s - r[0].first_token_s) / 99;
+    EXPECT_NEAR(itl, overlap ? 0.010 : 0.01201, 2e-5) << overlap;
+  }
+}
+
 TEST(EngineProfile, ExtendsMergesOverItsBase) {
   const EngineProfile& old = engine_profile("sglang-0.5");
   const EngineProfile& base = engine_profile("sglang-0.5.6");

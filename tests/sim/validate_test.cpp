@@ -153,6 +153,40 @@ TEST(Validate, CsvIdLayoutOverridesAttentionDpColumns) {
   EXPECT_EQ(st2.layout_from_pattern, 0);
 }
 
+// Rows whose columns give TP e x e with MoE TP e x EP e (no attention DP) run TP e EP e: in the
+// calibration CSV every such row with a twin (the same TTFT and TPOT to the last digit) shares them
+// with a TP e EP e row of another dump. A twin pair merges into one TP4 EP4 point (merged 2, one
+// run); a lone TP64 MoE TP8 x EP8 row runs TP8 EP8; MoE TP 2 x EP 4 under TP 8 is no such grid.
+TEST(Validate, CsvMoeGridColumnsRunTpEp) {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_moe_grid";
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "grid.csv").string();
+  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_tp_size,"
+                      "moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                      "a_c64_tp4_ep4_1011,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,16,1,4,4,1584.01,31.042\n"
+                      "b_c64_tp4_0_ep4_0_267,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,4,1,1,4,1584.01,31.042\n"
+                      "c_c8_cfg201,silicon_concurrency=8,sglang,m,b200_sxm,agg,1024,1024,64,1,8,8,203.7,9.2\n"
+                      "d_c8_cfg7,silicon_concurrency=8,trtllm,m,b200_sxm,agg,1024,1024,8,1,2,4,210,9.5\n";
+  v::CsvReadStats st;
+  const auto ps = v::read_silicon_csv(f, &st);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(st.layout_from_moe_grid, 2);
+  const auto& a = by_id(ps, "a_c64_tp4_ep4_1011");
+  EXPECT_EQ(a.merged, 2);
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(a.tp, 4);
+  EXPECT_EQ(a.moe_tp, 1);
+  EXPECT_EQ(a.moe_ep, 4);
+  EXPECT_NE(a.layout_note.find("TP4 EP4 is run"), std::string::npos) << a.layout_note;
+  const auto& c = by_id(ps, "c_c8_cfg201");
+  EXPECT_EQ(c.tp, 8);
+  EXPECT_EQ(c.moe_ep, 8);
+  const auto& d = by_id(ps, "d_c8_cfg7");
+  EXPECT_EQ(d.tp, 8);
+  EXPECT_EQ(d.moe_tp, 2);
+  EXPECT_TRUE(d.layout_note.empty());
+}
+
 TEST(Validate, CsvErrorsNameTheLine) {
   const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_bad";
   std::filesystem::create_directories(dir);
@@ -765,4 +799,55 @@ TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
   EXPECT_EQ(precision("b_c8_"), "fp8_block");
   EXPECT_EQ(precision("c_c8_"), "fp8");
   EXPECT_FALSE(v::point_scenario(by_id(points, "a_c8_"), o, nullptr).contains("kv_cache_dtype"));
+}
+
+// SGLang prefills whenever a waiting prompt can be admitted, so in a closed loop whose KV pool holds
+// every client's request a prompt waits at most for the prompts queued ahead of it: the train (all
+// 8 prompts released together) is the slowest orbit. Made-up SGLang 0.5.6 Llama-3.1-8B FP8 points on
+// one H200 at 8 clients of 1,024 + 128 tokens: the train's mean TTFT is the API path (65 ms each way)
+// plus at most all 8 prompts' prefill (8,192 x 13.96e9 FLOP at half the 1.2 PFLOP/s the H200's FP8
+// GEMMs reach: 0.19 s) plus a decode step, under 0.35 s; a measured 5 s is over 3x that and is not
+// modellable (a delay outside the step loop), a measured 0.4 s stays, and so does the same 5 s on
+// vLLM, whose rows the rule leaves alone.
+TEST(Validate, SglangTtftAboveTheClosedLoopsCeilingIsNotModellable) {
+  const std::string csv = ::testing::TempDir() + "ttft_ceiling.csv";
+  {
+    std::ifstream in(data("validate_sample.csv"));
+    std::string header;
+    std::getline(in, header);
+    std::ofstream out(csv);
+    const std::string row = ",source_file=made-up.csv; silicon_concurrency=8,{E},{V},nvidia/Llama-3.1-8B-Instruct-FP8,"
+                            "h200_sxm,fp8,agg,1024,128,fp8,fp8,8,1,1,,1,1,,,,,,,,,,,,,,,{T},8\n";
+    auto line = [&](const std::string& id, const std::string& engine, const std::string& version, const std::string& ttft) {
+      std::string r = id + row;
+      for (auto [k, val] : {std::pair<std::string, std::string>{"{E}", engine}, {"{V}", version}, {"{T}", ttft}})
+        r.replace(r.find(k), k.size(), val);
+      return r;
+    };
+    out << header << "\n"
+        << line("sglang_stalled", "sglang", "0.5.6", "5000") << line("sglang_queued", "sglang", "0.5.6.post2", "400")
+        << line("vllm_stalled", "vllm", "0.19.0", "5000");
+  }
+  v::Options o;
+  add_llama(o);
+  o.threads = 1;
+  const v::Report r = v::run(v::read_silicon_csv(csv), o);
+  const auto& stalled = result(r, "sglang_stalled");
+  EXPECT_EQ(stalled.unmodellable, v::kAboveCeilingReason);
+  EXPECT_GT(stalled.ttft_train_ms, 130.0);
+  EXPECT_LT(stalled.ttft_train_ms, 350.0);
+  EXPECT_GE(stalled.pool_holds_clients, v::kPoolHoldsClients);
+  EXPECT_TRUE(stalled.above_ttft_ceiling());
+  const auto& queued = result(r, "sglang_queued");
+  EXPECT_EQ(queued.unmodellable, "");
+  EXPECT_FALSE(queued.above_ttft_ceiling());
+  EXPECT_EQ(result(r, "vllm_stalled").unmodellable, "");
+  EXPECT_FALSE(std::isfinite(result(r, "vllm_stalled").ttft_train_ms));
+  // Listed with its reason among the points servesim does not model, out of every error table.
+  const std::string text = v::to_text(r, o);
+  EXPECT_NE(text.find(v::kAboveCeilingReason), std::string::npos);
+  for (const auto& g : v::to_json(r, o)["by_gpu"])
+    if (g["engine"] == "sglang") {
+      EXPECT_EQ(g["points"], 1);
+    }
 }
