@@ -390,6 +390,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   for (int i = n - 1; i > 0; --i) std::swap(order[i], order[splitmix64(st + std::uint64_t(i)) % std::uint64_t(i + 1)]);
   std::vector<double> before_t, before_i, after_t, after_i;
   std::vector<double> fold_gain;   // per fold: the change of its TTFT + TPOT medians (negative: better)
+  nlohmann::json folds_json = nlohmann::json::array();   // per fold: its points and their medians before / after
   std::vector<Residual> res;
   for (int f = 0; f < k && k > 1; ++f) {
     const std::size_t first = before_t.size();
@@ -411,6 +412,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     auto part = [&](const std::vector<double>& v) { return std::vector<double>(v.begin() + std::ptrdiff_t(first), v.end()); };
     const double g = median_abs(part(after_t)) - median_abs(part(before_t)) + median_abs(part(after_i)) - median_abs(part(before_i));
     if (std::isfinite(g)) fold_gain.push_back(g);
+    auto pct_or_null = [](double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); };
+    folds_json.push_back({{"points", test.size()},
+                          {"ttft_median_abs_pct", {{"before", pct_or_null(median_abs(part(before_t)))}, {"after", pct_or_null(median_abs(part(after_t)))}}},
+                          {"tpot_median_abs_pct", {{"before", pct_or_null(median_abs(part(before_i)))}, {"after", pct_or_null(median_abs(part(after_i)))}}}});
   }
   // The folds must agree that it helps: the mean change of a fold's medians plus its standard error
   // stays below 0 (with five or six points a fold is one or two, and one lucky fold is not a gain).
@@ -492,6 +497,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                             {"after", 100 * median_abs(fit_t)}}},
                   {"tpot", {{"after", 100 * median_abs(fit_i)}}}}},
                 {"cross_validation", prof.cross_validation},
+                {"cross_validation_folds", folds_json},
                 {"held_out", held},
                 {"fit_costs", trace.costs},
                 {"fit_gradient_norms", trace.gradients},
