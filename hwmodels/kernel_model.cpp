@@ -161,8 +161,10 @@ bool bare_moe_family(std::string_view n) {
 class Model final : public KernelModel {
  public:
   Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
-        std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {})
-      : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)) {
+        std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {},
+        bool block_fp8_gemm_rows = false)
+      : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)),
+        block_fp8_gemm_rows_(block_fp8_gemm_rows) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
     for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
@@ -187,6 +189,13 @@ class Model final : public KernelModel {
                   true);
     if (p == Precision::nvfp4 && find("gemm_nvfp4").cal)
       return eval({"gemm_nvfp4", key, gemm_work(m, n, k, p, p), p, p, gemm_features(m, n, k)});
+    if (p == Precision::fp8_block && block_fp8_gemm_rows_)
+      // The engine's own release tables timed its block-FP8 GEMM as a kernel (KernelTables::
+      // block_fp8_gemm_rows): their fp8_block rows, where the nearest release that has them.
+      for (const Layer& l : releases_)
+        if (const auto* f = l.cal->header("gemm_fp8_block"); f && f->rejected.empty())
+          return eval({"gemm_fp8_block", key, gemm_work(m, n, k, p, p), p, p, gemm_features(m, n, k), 0,
+                       "block-FP8 GEMM (the release's fp8_block rows)"});
     if (p == Precision::fp8_block)
       // Block-scaled FP8 (DeepSeek-style checkpoints): AIC timed its fp8_block GEMMs eagerly with one
       // weight copy (a 60-150 us launch floor at small m), so the CUDA-graph per-tensor FP8 rows
@@ -717,6 +726,7 @@ class Model final : public KernelModel {
   std::shared_ptr<const Calibration> own_;
   std::shared_ptr<const Calibration> ref_;
   std::string asked_;
+  bool block_fp8_gemm_rows_ = false;
   std::vector<Layer> layers_;
   // Labels of figures taken from a covering table (covering()), kept for OpTime::table.
   mutable std::mutex labels_mu_;
@@ -821,9 +831,9 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string>, std::unique_ptr<Model>> cache;
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool>, std::unique_ptr<Model>> cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
-  const auto key = std::make_tuple(&gpu, tables.engine, tables.version);
+  const auto key = std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {
@@ -861,7 +871,8 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
   const bool transfer = !text::iequals(gpu.name, kReferenceGpu);
   auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
                                    transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
-                                   engine_name(tables.engine) + " " + tables.version, std::move(others));
+                                   engine_name(tables.engine) + " " + tables.version, std::move(others),
+                                   tables.block_fp8_gemm_rows);
   return *cache.emplace(key, std::move(m)).first->second;
 }
 

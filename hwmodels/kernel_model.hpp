@@ -140,6 +140,11 @@ const KernelModel& kernel_model(const GpuSpec& gpu);
 struct KernelTables {
   std::string engine = "vllm";
   std::string version = "0.24";
+  // Block-FP8 GEMMs from the release tables' own fp8_block rows ("block_fp8_gemm": "fp8_block rows"
+  // in a profile's kernel_tables), where that release's collector timed them as kernels; otherwise
+  // (the default) on the per-tensor FP8 rows with the block format's bytes, as vLLM 0.24's eagerly
+  // timed fp8_block rows sit on a launch floor (hwmodels/README.md, Block-FP8 GEMMs).
+  bool block_fp8_gemm_rows = false;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

@@ -321,6 +321,9 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     router, kv_cache_dtype and seed apply to every CSV point), requests_per_client,
     warmup_per_client, statistic ("avg" or "p50"), threads, seed, model_file, harness ("aic": the
     engine flags AIConfigurator's harness generates, the default; "serve": vllm serve's),
+    resent_prompts (True, the default: under "aic", a run set whose measured cycles are shorter
+    than prefilling its prompts can take runs vllm serve's defaults with aiperf's 100 re-sent
+    prompts; False keeps the generated flags),
     osl_spread_pct (a normal spread of each CSV point's output length, % of its OSL, in place of
     the engine profile's closed-loop spread; 0, the default, keeps the harness's fixed OSL, which
     the profile's spread then varies), seeds (run every point at that many seeds from ``seed``: the

@@ -35,7 +35,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"path", "backend", "mode", "gpu", "model", "engine_any", "scenario",
                                               "requests_per_client", "warmup_per_client", "statistic", "threads", "seed",
-                                              "model_file", "harness", "osl_spread_pct", "seeds", "lock_fraction",
+                                              "model_file", "harness", "resent_prompts", "osl_spread_pct", "seeds", "lock_fraction",
                                               "calibration", "leave_one_out"};
   if (!args.is_object()) throw Error("validate()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
@@ -68,6 +68,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   o.threads = static_cast<int>(threads);
   o.seed = static_cast<std::uint64_t>(seed);
   o.harness = text::lower(r.string_or("harness", o.harness));
+  o.infer_resent_prompts = r.boolean_or("resent_prompts", true);
   if (o.harness != "aic" && o.harness != "serve") r.fail("harness", "unknown '" + o.harness + "'; known: aic, serve");
   o.osl_spread_pct = r.number_or("osl_spread_pct", 0.0);
   if (!std::isfinite(o.osl_spread_pct) || o.osl_spread_pct < 0 || o.osl_spread_pct > 50)

@@ -38,6 +38,7 @@ struct ValidateOpts {
   std::string backends, modes, gpus, models;
   std::vector<std::string> model_files;
   bool engine_any = false, lock_fraction = false, leave_one_model_out = false, leave_one_release_out = false;
+  bool no_resent_prompts = false;
   int requests_per_client = 10, warmup_per_client = 2, threads = 0, seeds = 1;
   std::int64_t seed = 1;
   Format format = Format::table;
@@ -91,6 +92,7 @@ void run_validate(const ValidateOpts& o) {
   if (o.seed < 0) throw Error("--seed", "", "must be >= 0, got " + std::to_string(o.seed));
   opt.seed = static_cast<std::uint64_t>(o.seed);
   opt.harness = text::lower(o.harness);
+  opt.infer_resent_prompts = !o.no_resent_prompts;
   opt.osl_spread_pct = o.osl_spread_pct;
   if (!std::isfinite(opt.osl_spread_pct) || opt.osl_spread_pct < 0 || opt.osl_spread_pct > 50)
     throw Error("--osl-spread", "", "must be a percentage from 0 to 50");
@@ -231,6 +233,10 @@ void add_validate_command(CLI::App& app) {
                 "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "
                 "max_num_batched_tokens = batch + ISL + 1500, and an FP8 KV cache for FP8 deployments on Blackwell) or serve (vllm "
                 "serve's defaults)");
+  c->add_flag("--no-resent-prompts", o->no_resent_prompts,
+              "Under --harness aic, keep the generated flags for every vLLM point, also for a run set whose measured cycles are "
+              "shorter than prefilling its prompts can take (by default such a set runs vllm serve's defaults with aiperf's "
+              "100 re-sent prompts)");
   c->add_option("--requests-per-client", o->requests_per_client, "Measured requests per client (default 10: C x 10 per point)");
   c->add_option("--warmup-per-client", o->warmup_per_client, "Warm-up requests per client (default 2, as aiperf's C x 2)");
   c->add_option("--osl-spread", o->osl_spread_pct,

@@ -71,6 +71,13 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   if (j.has("kernel_tables")) {
     const JsonReader k = j.object("kernel_tables");
     p.kernel_tables = {k.string("engine"), k.string("version")};
+    if (k.has("block_fp8_gemm")) {
+      const std::string rows = k.string("block_fp8_gemm");
+      if (rows != "fp8_block rows" && rows != "fp8 rows")
+        k.fail("block_fp8_gemm", "'" + rows + "' unknown; valid: \"fp8_block rows\" (the release tables' own block-FP8 "
+                                 "GEMM rows) or \"fp8 rows\" (the per-tensor FP8 rows, the default)");
+      p.kernel_tables.block_fp8_gemm_rows = rows == "fp8_block rows";
+    }
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

@@ -251,6 +251,17 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     MeasuredPoint& p = a.p;
     p.id = f[c_id];
     p.source = path + ":" + std::to_string(line_no);
+    {
+      // `source_file=NAME` (the first field), or a bare first field ("db-dump/2026-04-27").
+      const std::string& src = f[c_src];
+      const auto at = src.find("source_file=");
+      const std::size_t from = at == std::string::npos ? 0 : at + 12;
+      const auto end = src.find(';', from);
+      std::string v = src.substr(from, end == std::string::npos ? std::string::npos : end - from);
+      v.erase(0, v.find_first_not_of(" \t"));
+      v.erase(v.find_last_not_of(" \t") + 1);
+      p.source_file = v;
+    }
     p.backend = get("backend");
     p.backend_version = get("backend_version");
     p.model_path = get("model_path");

@@ -380,7 +380,29 @@ double decode_floor_s(const Prepared& p, const Scenario& s, int seqs, std::int64
   for (const auto& part : p.cost->breakdown(b).parts) bytes += part.hbm_bytes;
   return bytes / p.gpu->hbm_bw_bytes_per_s;
 }
+
+// The measurement's physical floors (PointResult::prefill_floor_s, decode_floor_s): they need the
+// point's prepared deployment and its measured figures only, not its simulation.
+void set_floors(PointResult& r, const Prepared& prep, double floor_per_token, const Scenario& s) {
+  if (!std::isfinite(floor_per_token) || r.replica_concurrency <= 0 || r.measured.osl <= 0) return;
+  r.prefill_floor_s = double(r.replica_concurrency) * double(r.measured.isl) * floor_per_token;
+  r.measured_cycle_s = (r.measured.ttft_ms + double(r.measured.osl - 1) * r.measured.tpot_ms) / 1e3;
+  const double decode_s = double(r.measured.osl - 1) * r.measured.tpot_ms / 1e3;
+  if (r.measured.osl > 1 && r.measured_cycle_s > 0 && decode_s > 0) {
+    const double in_decode = double(r.replica_concurrency) * decode_s / r.measured_cycle_s;
+    r.decoding = std::min(std::max(1, int(std::floor(in_decode))), std::max(1, prep.engine.max_num_seqs));
+    r.decode_floor_s = decode_floor_s(prep, s, r.decoding, std::max<std::int64_t>(1, r.measured.isl));
+  }
+}
 }  // namespace
+
+std::string run_set_of(const MeasuredPoint& p) {
+  return p.source_file + " | " + text::lower(p.backend) + " " + p.backend_version + " | " + p.model_path + " | " + p.system;
+}
+
+bool resends_prompts(const PointResult& r) {
+  return r.below_floor() && !r.below_decode_floor();
+}
 
 Report run(std::vector<MeasuredPoint> points, const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -392,6 +414,29 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
     std::string shape;     // scenario without workload/seed: points of one shape share prepare()
   };
   std::vector<std::optional<Job>> jobs;
+  // A point's job under the options `opt` (its harness), or why it cannot be modelled.
+  auto make_job = [](PointResult& r, const Options& opt) -> std::optional<Job> {
+    try {
+      std::string resolved;
+      r.scenario = point_scenario(r.measured, opt, &resolved);
+      if (!resolved.empty()) r.model = resolved;
+      Job j{parse_scenario(r.scenario.dump(), r.measured.source), ""};
+      nlohmann::json shape = r.scenario;
+      shape.erase("workload");
+      shape.erase("seed");
+      j.shape = shape.dump();
+      r.max_num_seqs = j.scenario.engine.max_num_seqs;
+      const int replicas = j.scenario.topology.present ? std::max(1, j.scenario.topology.decode_workers)
+                                                       : std::max(1, j.scenario.replicas());
+      r.replica_concurrency = j.scenario.workload.concurrency / replicas;
+      r.regime = load_regime(double(j.scenario.workload.concurrency) / replicas, r.max_num_seqs);
+      return j;
+    } catch (const Error& e) {
+      r.unmodellable = e.where().empty() && e.field().empty() ? e.reason() : e.what();
+      r.scenario = nullptr;
+      return std::nullopt;
+    }
+  };
   for (auto& mp : points) {
     PointResult r;
     r.measured = std::move(mp);
@@ -405,26 +450,7 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       ++rep.filtered_out;
       continue;
     }
-    std::optional<Job> job;
-    try {
-      std::string resolved;
-      r.scenario = point_scenario(p, o, &resolved);
-      if (!resolved.empty()) r.model = resolved;
-      Job j{parse_scenario(r.scenario.dump(), r.measured.source), ""};
-      nlohmann::json shape = r.scenario;
-      shape.erase("workload");
-      shape.erase("seed");
-      j.shape = shape.dump();
-      r.max_num_seqs = j.scenario.engine.max_num_seqs;
-      const int replicas = j.scenario.topology.present ? std::max(1, j.scenario.topology.decode_workers)
-                                                       : std::max(1, j.scenario.replicas());
-      r.replica_concurrency = j.scenario.workload.concurrency / replicas;
-      r.regime = load_regime(double(j.scenario.workload.concurrency) / replicas, r.max_num_seqs);
-      job = std::move(j);
-    } catch (const Error& e) {
-      r.unmodellable = e.where().empty() && e.field().empty() ? e.reason() : e.what();
-      r.scenario = nullptr;
-    }
+    std::optional<Job> job = make_job(r, o);
     if (r.model.empty()) r.model = "(blank)";
     rep.points.push_back(std::move(r));
     jobs.push_back(std::move(job));
@@ -434,31 +460,92 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   std::map<std::string, std::size_t> shape_index;
   std::vector<std::size_t> first_of_shape;
   std::vector<std::size_t> shape_of(jobs.size(), 0);
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (!jobs[i]) continue;
+  auto add_shape = [&](std::size_t i) {
     auto [it, fresh] = shape_index.emplace(jobs[i]->shape, first_of_shape.size());
     if (fresh) first_of_shape.push_back(i);
     shape_of[i] = it->second;
-  }
+  };
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (jobs[i]) add_shape(i);
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   rep.threads = threads;
   auto parallel = [threads](std::size_t n, const std::function<void(std::size_t)>& f) {
     // Boost.Asio workers (sim/parallel.hpp): a thread that cannot start is one error line.
     parallel_for(static_cast<int>(n), threads, [&](int i) { f(static_cast<std::size_t>(i)); }, "--threads");
   };
-  std::vector<std::shared_ptr<const Prepared>> prepared(first_of_shape.size());
-  std::vector<std::string> prepare_error(first_of_shape.size());
-  std::vector<double> floor_per_token(first_of_shape.size(), NAN);
-  parallel(first_of_shape.size(), [&](std::size_t k) {
-    try {
-      prepared[k] = std::make_shared<const Prepared>(prepare(jobs[first_of_shape[k]]->scenario));
-      floor_per_token[k] = prefill_floor_per_token_s(*prepared[k], jobs[first_of_shape[k]]->scenario);
-    } catch (const Error& e) {
-      prepare_error[k] = e.reason();
-    } catch (const std::exception& e) {
-      prepare_error[k] = e.what();
+  std::vector<std::shared_ptr<const Prepared>> prepared;
+  std::vector<std::string> prepare_error;
+  std::vector<double> floor_per_token;
+  auto prepare_new_shapes = [&] {
+    const std::size_t from = prepared.size(), n = first_of_shape.size();
+    prepared.resize(n);
+    prepare_error.resize(n);
+    floor_per_token.resize(n, NAN);
+    parallel(n - from, [&](std::size_t q) {
+      const std::size_t k = from + q;
+      try {
+        prepared[k] = std::make_shared<const Prepared>(prepare(jobs[first_of_shape[k]]->scenario));
+        floor_per_token[k] = prefill_floor_per_token_s(*prepared[k], jobs[first_of_shape[k]]->scenario);
+      } catch (const Error& e) {
+        prepare_error[k] = e.reason();
+      } catch (const std::exception& e) {
+        prepare_error[k] = e.what();
+      }
+    });
+  };
+  prepare_new_shapes();
+  auto floors_of = [&](std::size_t i) {
+    const std::size_t k = shape_of[i];
+    PointResult& r = rep.points[i];
+    r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = NAN;
+    r.decoding = 0;
+    if (jobs[i] && prepared[k]) set_floors(r, *prepared[k], floor_per_token[k], jobs[i]->scenario);
+  };
+  for (std::size_t i = 0; i < jobs.size(); ++i) floors_of(i);
+
+  // Re-sent prompts. AIConfigurator's generated flags switch vLLM's prefix cache off; a run set
+  // (one dump's rows of one engine release, model and GPU) with a point whose measured cycle is
+  // shorter than prefilling its prompts can take, and whose TPOT is above its decode floor (so
+  // its requests were not cut short), served prompts from a prefix cache, so it did not run those
+  // flags. Its points run with `vllm serve`'s defaults (prefix caching on) and aiperf's default
+  // dataset of 100 prompts, which a run of more requests re-sends. A --scenario that sets prefix
+  // caching or a dataset keeps its own for every point.
+  const bool base_sets_reuse =
+      o.base.is_object() &&
+      ((o.base.contains("engine") && o.base["engine"].is_object() && o.base["engine"].contains("enable_prefix_caching")) ||
+       (o.base.contains("workload") && o.base["workload"].is_object() && o.base["workload"].contains("dataset")));
+  if (o.harness == "aic" && o.infer_resent_prompts && !base_sets_reuse) {
+    auto eligible = [&](std::size_t i) {
+      const PointResult& r = rep.points[i];
+      return jobs[i] && r.engine == "vllm" && r.mode == "agg" && r.measured.scenario.is_null() && r.measured.concurrency > 0;
+    };
+    std::map<std::string, int> evidence;   // run set -> points that prove re-sent prompts
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (eligible(i) && resends_prompts(rep.points[i])) ++evidence[run_set_of(rep.points[i].measured)];
+    if (!evidence.empty()) {
+      Options ro = o;
+      ro.harness = "serve";
+      if (!ro.base.is_object()) ro.base = nlohmann::json::object();
+      ro.base["workload"]["dataset"] = {{"entries", kAiperfDatasetEntries}};
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!eligible(i)) continue;
+        const auto it = evidence.find(run_set_of(rep.points[i].measured));
+        if (it == evidence.end()) continue;
+        PointResult& r = rep.points[i];
+        jobs[i] = make_job(r, ro);
+        if (!jobs[i]) continue;
+        r.harness_note = "prompts re-sent: " + std::to_string(it->second) +
+                         " point(s) of its run set measured a cycle shorter than prefilling its prompts; run with vllm "
+                         "serve's defaults (prefix caching on) and aiperf's " + std::to_string(kAiperfDatasetEntries) +
+                         " dataset entries";
+        add_shape(i);
+      }
+      prepare_new_shapes();
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (!rep.points[i].harness_note.empty()) floors_of(i);
     }
-  });
+  }
+
   parallel(jobs.size(), [&](std::size_t i) {
     if (!jobs[i]) return;
     PointResult& r = rep.points[i];
@@ -480,16 +567,6 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
         r.output_tps = double(s.workload.concurrency) * osl / ((r.ttft_ms + (osl - 1) * r.itl_ms) / 1e3);
       } else {
         r.output_tps = m.output_token_throughput_per_s;
-      }
-      if (std::isfinite(floor_per_token[k]) && r.replica_concurrency > 0 && r.measured.osl > 0) {
-        r.prefill_floor_s = double(r.replica_concurrency) * double(r.measured.isl) * floor_per_token[k];
-        r.measured_cycle_s = (r.measured.ttft_ms + double(r.measured.osl - 1) * r.measured.tpot_ms) / 1e3;
-        const double decode_s = double(r.measured.osl - 1) * r.measured.tpot_ms / 1e3;
-        if (r.measured.osl > 1 && r.measured_cycle_s > 0 && decode_s > 0) {
-          const double in_decode = double(r.replica_concurrency) * decode_s / r.measured_cycle_s;
-          r.decoding = std::min(std::max(1, int(std::floor(in_decode))), std::max(1, prepared[k]->engine.max_num_seqs));
-          r.decode_floor_s = decode_floor_s(*prepared[k], s, r.decoding, std::max<std::int64_t>(1, r.measured.isl));
-        }
       }
       r.ttft_err = signed_error(r.ttft_ms, r.measured.ttft_ms);
       r.itl_err = signed_error(r.itl_ms, r.measured.tpot_ms);
@@ -518,7 +595,11 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
     }
   });
   for (auto& r : rep.points)
-    if (!r.unmodellable.empty()) r.scenario = nullptr;
+    if (!r.unmodellable.empty()) {
+      r.scenario = nullptr;
+      r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = NAN;
+      r.decoding = 0;
+    }
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
@@ -662,6 +743,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
                         {"measured", {{"ttft_ms", num(m.ttft_ms)}, {"tpot_ms", num(m.tpot_ms)}, {"output_tps", num(m.output_tps)},
                                       {"output_tps_derived", m.output_tps_derived}}}};
     if (!m.layout_note.empty()) x["layout_note"] = m.layout_note;
+    if (!p.harness_note.empty()) x["harness_note"] = p.harness_note;
     if (m.runs > 1)
       x["reruns"] = {{"runs", m.runs}, {"ttft_spread_pct", pct(m.ttft_rerun_spread)}, {"tpot_spread_pct", pct(m.tpot_rerun_spread)}};
     if (m.mode == "disagg")
@@ -705,7 +787,7 @@ std::string to_csv(const Report& r) {
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
       "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,decode_floor_ms,"
       "decoding_sequences,below_decode_floor,behind_prefill_fraction,ttft_train_ms,ttft_spread_out_ms,lock_measured,"
-      "lock_predicted,unmodellable,layout_note\n";
+      "lock_predicted,unmodellable,layout_note,harness_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
     std::vector<std::string> f{m.id, m.source, std::to_string(m.merged), m.backend, m.backend_version, m.model_path,
@@ -720,7 +802,7 @@ std::string to_csv(const Report& r) {
                                p.below_floor() ? "1" : "0", csv_num(p.decode_floor_s * 1e3), std::to_string(p.decoding),
                                p.below_decode_floor() ? "1" : "0", csv_num(p.behind_prefill), csv_num(p.ttft_train_ms),
                                csv_num(p.ttft_spread_out_ms), csv_num(p.lock_measured), csv_num(p.lock_predicted),
-                               p.unmodellable, m.layout_note};
+                               p.unmodellable, m.layout_note, p.harness_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
     out += "\n";
   }
@@ -869,6 +951,16 @@ std::string to_text(const Report& r, const Options& o) {
     out += "Engine flags (--harness aic): AIConfigurator's generated vllm serve flags (max_num_batched_tokens = batch + ISL "
            "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs at every batch size 1...batch, no prefix caching), and an FP8 KV cache "
            "for FP8 deployments on Blackwell\n";
+  if (r.csv.rows > 0 && o.harness == "aic") {
+    std::map<std::string, int> sets;
+    for (const auto& p : r.points)
+      if (!p.harness_note.empty()) ++sets[run_set_of(p.measured)];
+    for (const auto& [set, n] : sets)
+      out += std::to_string(n) + " points run with re-sent prompts (vllm serve's defaults, prefix caching on, aiperf's " +
+             std::to_string(kAiperfDatasetEntries) + " dataset entries): their run set (" + set +
+             ") measured cycles shorter than prefilling its prompts can take (field harness_note; --no-resent-prompts keeps the "
+             "generated flags)\n";
+  }
   const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
                                                    : std::string("fixed ISL/OSL (OSL with the closed-loop spread of the "
                                                                  "point's engine profile, if any: sim/README.md)");

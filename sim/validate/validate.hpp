@@ -25,6 +25,9 @@ enum class LayoutRewrite { none, from_id, from_pattern };
 struct MeasuredPoint {
   std::string id;              // CSV: the first merged row's id; aiperf: the folder
   std::string source;          // "FILE:LINE" of the first row, or the folder
+  // The benchmark dump the first row came from (`source_file=` of its silicon_data_source; "" when
+  // not recorded): rows of one dump, engine release, model and GPU are one harness's run set.
+  std::string source_file;
   int merged = 1;              // measurements merged (each metric is their median)
   // Merged rows with differing figures are reruns (rows equal in both figures are one run copied
   // into several dumps): how many distinct runs, and (max - min) / median of each metric over them.
@@ -118,6 +121,10 @@ struct Options {
   // the measured layout (max_num_batched_tokens = batch + ISL + 1500, ...) and an FP8 KV cache
   // for FP8 deployments on Blackwell; "serve" = `vllm serve`'s defaults (the engine profile's, KV "auto").
   std::string harness = "aic";
+  // Under "aic": a run set whose measurements prove re-sent prompts (resends_prompts) runs with
+  // `vllm serve`'s defaults and aiperf's dataset instead (PointResult::harness_note); false keeps
+  // every point on the generated flags (--no-resent-prompts).
+  bool infer_resent_prompts = true;
   // Output-length spread of CSV points, % of their OSL (normal, as aiperf's --osl-stddev). The
   // measured harness fixes the length (0, the default); a spread desynchronises the closed loop's
   // clients, which shows where a measured run sits between the lockstep and the spread-out orbit
@@ -172,7 +179,18 @@ struct PointResult {
   bool below_decode_floor() const { return decode_floor_s > measured.tpot_ms / 1e3; }
   // Either floor: a measurement that cannot be what its row says.
   bool inconsistent() const { return below_floor() || below_decode_floor(); }
+  // Set when the point runs other engine flags than the harness's, with why (Options::infer_resent_prompts).
+  std::string harness_note;
 };
+
+// aiperf's --num-dataset-entries default: the distinct synthetic prompts a run cycles through.
+inline constexpr std::int64_t kAiperfDatasetEntries = 100;
+// A harness's run set: one dump's (MeasuredPoint::source_file) rows of one engine release, model and GPU.
+std::string run_set_of(const MeasuredPoint& p);
+// A measurement that proves its prompts were served from a prefix cache: its cycle is shorter than
+// prefilling them can take (below_floor), and its TPOT is above the decode floor, so its requests
+// were not failed or cut short (which would explain a short cycle too).
+bool resends_prompts(const PointResult& r);
 
 // The spread-out orbit's answer-length sd (tokens, constant over loads) and the least gap between
 // the two orbits' TTFT (a fraction of the spread-out one) for a lock fraction to be read.

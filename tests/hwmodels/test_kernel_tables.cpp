@@ -222,3 +222,25 @@ TEST(KernelTables, TensorRtLlmTimesMlaDecodeWithItsMlaKernel) {
     EXPECT_DOUBLE_EQ(t.bytes, 16.0 * 1024 * 576 * 2 + 16.0 * 128 * 288 * 2 * 2) << r.gpu;
   }
 }
+
+TEST(KernelTables, TensorRtLlmTimesBlockFp8GemmsOnItsOwnBlockRows) {
+  // TensorRT-LLM 1.3.0rc20 on the H200, 16 x 4096 x 4096: its fp8_block row takes 0.01086 ms, its
+  // per-tensor fp8 row 0.0172 (hwmodels/calibration/h200/trtllm-1.3.0rc20/gemm.json). Its block rows
+  // are kernel times, not a launch floor (m <= 64: a median 0.67x its per-tensor rows on the H200),
+  // so a profile asking for them ("block_fp8_gemm": "fp8_block rows", trtllm-1.3) gets that row.
+  const KernelTables own{"trtllm", "1.3", true};
+  const OpTime b = kernel_model(h200(), own).gemm(16, 4096, 4096, Precision::fp8_block);
+  EXPECT_DOUBLE_EQ(table_s(b), 0.01086e-3);
+  EXPECT_EQ(b.source, Source::measured);
+  EXPECT_EQ(b.table, "TensorRT-LLM 1.3.0rc20 table");
+  EXPECT_EQ(b.kernel, "block-FP8 GEMM (the release's fp8_block rows)");
+  // Without the key, the per-tensor row timed with the block format's bytes: (4096 x 4096 + 16 x 4096
+  // x 2 + its scales) against 16.8 MB: within 2 % of the 0.0172 ms row, never the 0.01086 block row.
+  const OpTime p = kernel_model(h200(), {"trtllm", "1.3"}).gemm(16, 4096, 4096, Precision::fp8_block);
+  EXPECT_NEAR(table_s(p), 0.0172e-3, 0.02 * 0.0172e-3);
+  EXPECT_NE(p.kernel, b.kernel);
+  // vLLM 0.24's block rows were timed eagerly (a launch floor) and stay rejected: a vLLM profile that
+  // asked for block rows gets the per-tensor ones, its own engine's having none.
+  const OpTime v = kernel_model(h200(), {"vllm", "0.24", true}).gemm(16, 4096, 4096, Precision::fp8_block);
+  EXPECT_DOUBLE_EQ(v.seconds, kernel_model(h200(), {"vllm", "0.24"}).gemm(16, 4096, 4096, Precision::fp8_block).seconds);
+}

@@ -442,5 +442,13 @@ TEST(EngineProfile, ExtendsMergesOverItsBase) {
   EXPECT_EQ(old.gpu_memory_utilization, base.gpu_memory_utilization);
 }
 
+// TensorRT-LLM's profile prices block-FP8 GEMMs on its release's own fp8_block rows (kernel times
+// there); vLLM and SGLang keep the per-tensor rows (tests/hwmodels KernelTables.TensorRtLlmTimes...).
+TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
+  EXPECT_TRUE(engine_profile("trtllm").kernel_tables.block_fp8_gemm_rows);
+  for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
+    EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
+}
+
 }  // namespace
 }  // namespace servesim::sim

@@ -545,6 +545,7 @@ TEST(Validate, LockFractionPlacesTheRunBetweenTheOrbits) {
 // --scenario knob wins over the harness.
 TEST(Validate, HarnessEngineFlags) {
   v::Options o = h200_agg();
+  o.infer_resent_prompts = false;   // the generated flags on every point (re-sent prompts: the next test)
   o.gpus.push_back("b200");
   int checked = 0, blackwell = 0;
   for (const auto& p : run_sample(o)) {
@@ -603,6 +604,57 @@ TEST(Validate, HarnessEngineFlags) {
       EXPECT_EQ(p.scenario.at("kv_cache_dtype"), "bf16") << p.measured.id;
     }
   }
+}
+
+// A run set (one dump's rows of one release, model and GPU) with a point whose measured cycle is
+// shorter than prefilling its prompts can take, and whose TPOT is over its decode floor, served
+// prompts from a prefix cache, which the generated flags switch off: every point of that set runs
+// vllm serve's defaults with aiperf's 100 re-sent prompts. In the fixture, llama8b.csv's 2000/100
+// point at 128 clients on TP4 measured a 1.022 s cycle (88.25 + 99 x 9.43 ms) against a 1.61 s
+// floor, so the same set's 8000/100 point at 16 clients (1.985 s cycle, over its 1.49 s floor)
+// re-sends its prompts too; dump-a.csv's 2000/100 point at 64 clients (1.086 s against 1.49 s) is a
+// set of its own. The other dumps' points keep the generated flags.
+TEST(Validate, RunSetWithCyclesBelowThePrefillFloorReSendsPrompts) {
+  v::Options o = h200_agg();
+  o.gpus.push_back("h100");
+  const v::Report r = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  const auto& c128 = result(r, "llama8b_h200_vllm_agg_2000x100_c128_tp4_a");
+  const auto& c16 = result(r, "llama8b_h200_vllm_agg_8000x100_c16_tp1_a");
+  const auto& c64 = result(r, "llama8b_h200_vllm_agg_2000x100_c64_tp1_a");
+  ASSERT_EQ(c128.unmodellable, "");
+  ASSERT_EQ(c16.unmodellable, "");
+  EXPECT_NEAR(c128.measured_cycle_s, (88.25 + 99 * 9.43) / 1e3, 1e-12);
+  EXPECT_TRUE(v::resends_prompts(c128));
+  EXPECT_FALSE(c16.below_floor());
+  EXPECT_EQ(v::run_set_of(c16.measured), v::run_set_of(c128.measured));
+  EXPECT_EQ(v::run_set_of(c64.measured), "dump-a.csv | vllm 0.12.0 | nvidia/Llama-3.1-8B-Instruct-FP8 | h200_sxm");
+  for (const auto* p : {&c128, &c16, &c64}) {
+    EXPECT_NE(p->harness_note, "") << p->measured.id;
+    const nlohmann::json e = p->scenario.value("engine", nlohmann::json::object());
+    EXPECT_FALSE(e.contains("max_num_batched_tokens")) << p->measured.id;   // serve's 8192
+    EXPECT_FALSE(e.contains("enable_prefix_caching")) << p->measured.id;    // the profile's: on for a decoder
+    EXPECT_EQ(p->scenario.at("workload").at("dataset").at("entries"), v::kAiperfDatasetEntries);
+  }
+  // Only a prefix cache finishes a cycle under the floor: the predictions do, as the runs did.
+  for (const auto* p : {&c128, &c64}) EXPECT_LT((p->ttft_ms + 99 * p->itl_ms) / 1e3, p->prefill_floor_s) << p->measured.id;
+  int kept = 0;
+  for (const auto& p : r.points)
+    if (p.unmodellable.empty() && p.harness_note.empty()) {
+      EXPECT_EQ(p.scenario.at("engine").at("max_num_batched_tokens").get<std::int64_t>(),
+                p.measured.concurrency + p.measured.isl + 1500) << p.measured.id;
+      ++kept;
+    }
+  EXPECT_EQ(kept, 2);   // the TRT-LLM H100 point and the INT4 H200 point (dump x.csv)
+  // Prefilling every prompt, no cycle is shorter than the floor; --no-resent-prompts runs that.
+  o.infer_resent_prompts = false;
+  const v::Report all = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
+  const auto& f128 = result(all, "llama8b_h200_vllm_agg_2000x100_c128_tp4_a");
+  EXPECT_EQ(f128.harness_note, "");
+  EXPECT_GT((f128.ttft_ms + 99 * f128.itl_ms) / 1e3, f128.prefill_floor_s);
+  // A scenario naming prefix caching or a dataset keeps it for every point.
+  o.infer_resent_prompts = true;
+  o.base = {{"workload", {{"dataset", {{"entries", 0}}}}}};
+  for (const auto& p : v::run(v::read_silicon_csv(data("validate_sample.csv")), o).points) EXPECT_EQ(p.harness_note, "");
 }
 
 TEST(Validate, OslSpreadGivesCsvPointsANormalOutputLength) {
