@@ -88,7 +88,7 @@ print(f"  at {best['rate_per_copy']:.2f} req/s per copy: TTFT p90 {best['ttft_ms
 runner_up = next(r for r in rec['recommendations'][1:] if r['gpu'] != best['gpu'] and '+' not in r['gpu'])
 print(f"runner-up: {runner_up['gpu']} {runner_up['label']}, {runner_up['nodes']} nodes, {runner_up['usd_per_hour']:.2f} USD/hour")
 print(best['what_ran']['calibration'][:200], '...')
-# $/M tokens assumes the peak around the clock; at a daily mean of half the peak it doubles.
+# $/M tokens assumes the peak around the clock; section 4 prices the day.
 """),
     md("""
 ## 3. Check the winner: an open-loop rate sweep
@@ -110,7 +110,51 @@ pd.DataFrame({'offered req/s': sw['request_rate'], 'answered req/s (steady windo
               'in flight at the last send': sw['in_flight_at_last_send'], 'overloaded': sw['overloaded']}).round(1)
 """),
     md("""
-## 4. Charts for a manager
+## 4. Over a day: the planner
+
+The peak is 40 requests/s, but the day is not. Dynamo's planner scales the winner's replicas to the
+load (a diurnal curve from a trough of 20 % at 04:00 to the peak at 16:00), each one's capacity
+profiled by simulation with the same traffic (30 % of the prompts with an image). Its peak fleet is
+the open-loop answer's GPU count (one question, one answer); its GPU-hours are what a day costs on
+demand, and its bounds are what `servesim planner ... --emit DIR` writes into the Dynamo manifest's
+Planner service. GPUs come in whole nodes, so the day's cost of owning them is the nodes' price
+around the clock.
+"""),
+    code("""
+t0 = time.perf_counter()
+one = servesim.scenario(model='nemotron-3.5-super-vl', gpu=best['gpu'].lower(), gpus=shape['tp'], tp=shape['tp'],
+                        precision=best['precision'], isl=6000, osl=600, images='1024x1024', image_fraction=0.3)
+day = servesim.planner(one, load_profile='diurnal', peak_rps=PEAK_RPS, ttft_ms=1000, itl_ms=60, fixed_fleet=False)
+role = day['roles'][0]
+peak_gpus = max(g for g, t in enumerate(day['seconds_at_gpus']) if t > 0)
+inst = next(i for i in servesim.instances() if i['name'] == best['instance'])
+nodes = -(-peak_gpus // inst['gpus'])
+tokens = day['requests'] * 600
+print(f"planner: {time.perf_counter() - t0:.1f} s; one {best['gpu']} worker serves {role['capacity_rps']:.2f} req/s within the SLO")
+print(f"fleet {min(iv['replica_held'] for iv in day['timeline'])}..{peak_gpus} GPUs over the day "
+      f"(the open-loop answer: {best['gpus']}); SLO met by {100 * day['slo_attainment']:.2f} % of {day['requests']:,} requests")
+print(f"{day['gpu_hours']:.1f} GPU-hours, {day['gpu_hours'] * day['usd_per_gpu_hour']:.0f} USD at the on-demand price per GPU-hour; "
+      f"{nodes} whole node(s) all day: {nodes * inst['usd_per_hour'] * 24:.0f} USD")
+print(f"USD per million output tokens over the day: {nodes * inst['usd_per_hour'] * 24 / (tokens / 1e6):.2f} on owned nodes, "
+      f"{day['gpu_hours'] * day['usd_per_gpu_hour'] / (tokens / 1e6):.2f} scaled per GPU-hour "
+      f"(at the peak around the clock: {best['usd_per_million_output_tokens']:.2f})")
+"""),
+    md("""
+An agentic product's prompts share a system prompt and tool definitions, which prefix caching could
+skip. Not on this model: Nemotron 3.5 Super VL is a Mamba hybrid whose KV block is 8,320 tokens
+(an attention page sized to hold a Mamba state page), and a hit is a whole block, so a shared
+prefix shorter than that never hits. The search says so rather than printing 0 %:
+"""),
+    code("""
+pc = servesim.recommend(model='nemotron-3.5-super-vl', gpu=[best['instance']], precision=best['precision'], tp=shape['tp'],
+                        topology='agg', target_rps=PEAK_RPS, arrival='poisson', prefix_caching=['on'], shared_prefix_tokens=2000,
+                        threads=2, **TRAFFIC, **SLO)
+r = pc['recommendations'][0]
+print(f"prefix caching {'on' if r['prefix_caching'] else 'off'}: hit rate {100 * r['prefix_cache_hit_rate']:.1f} %, "
+      f"block {r['prefix_block_tokens']} tokens > the 2,000-token shared prefix; {r['gpus']} GPUs as without it")
+"""),
+    md("""
+## 5. Charts for a manager
 
 The cost of each option (cheapest first; the winner outlined) and the headroom of the winner
 (latency against offered load, with the SLO lines and the peak).
@@ -126,7 +170,7 @@ fig3 = plot.latency_figure(sw, ttft_ms=1000, itl_ms=60, title=f"{best['gpus']} x
 fig3.savefig(os.path.join(PLOT_DIR, 'purchase_latency.png'), dpi=100, bbox_inches='tight')
 """),
     md("""
-## 5. The files to deploy
+## 6. The files to deploy
 
 `emit` writes the `vllm serve` arguments, the Dynamo manifest, the aiperf sweep, the NCCL check
 and the deployment as chosen.
@@ -139,7 +183,7 @@ for f in sorted(files):
     print(os.path.relpath(f, out))
 """),
     md("""
-## 6. After deploying: check the prediction
+## 7. After deploying: check the prediction
 
 1. **Memory**: vLLM's start-up log (KV cache, maximum concurrency) against `servesim memory`.
 2. **One client**: TTFT and ITL of a single request against `simulate --concurrency 1`; far off

@@ -149,12 +149,23 @@ class Args {
     out = x;
   }
   // A list of strings or numbers for CSV flags (precisions, gpus, concurrency).
+  // One whole number stands for a list of one (search(tp=1) as search(tp=[1])).
   void read_csv(const char* k, const json& v, std::string& out) const {
+    if (v.is_number_integer()) {   // its exact digits (a huge one is refused by the flag's range, never wrapped)
+      out = v.dump();
+      return;
+    }
+    if (v.is_boolean() && std::string_view(k) == "prefix_caching") {   // prefix_caching=True: on
+      out = v.get<bool>() ? "on" : "off";
+      return;
+    }
+    if (v.is_number_float() || v.is_boolean())
+      throw servesim::Error(fn_, k, "expected a whole number, a list or a comma-separated string, got " + servesim::brief(v));
     if (!v.is_array()) return read(k, v, out);
     std::vector<std::string> parts;
     for (const auto& x : v) {
       if (x.is_string()) parts.push_back(x.get<std::string>());
-      else if (x.is_number_integer()) parts.push_back(std::to_string(x.get<std::int64_t>()));
+      else if (x.is_number_integer()) parts.push_back(x.dump());
       else throw servesim::Error(fn_, k, "expected strings or whole numbers, got " + servesim::brief(x));
     }
     out = servesim::text::join(parts, ",");
@@ -236,6 +247,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("pp", a.pp).csv("dp", a.dp).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
+      .csv("prefix_caching", a.prefix_caching).opt("shared_prefix_tokens", a.shared_prefix_tokens)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
@@ -423,6 +435,7 @@ PYBIND11_MODULE(_servesim, m) {
           py::gil_scoped_release nogil;
           const servesim::sim::Scenario sc = servesim::sim::parse_scenario(s.dump(), "scenario");
           const servesim::sim::PlannerSpec spec = servesim::sim::planner_spec(a, "planner()");
+          servesim::sim::check_planner_roles(sc, spec);
           r = servesim::sim::to_json(servesim::sim::run_planner(sc, spec), spec);
         }
         return to_py(r);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 
 #include "common/error.hpp"
@@ -38,7 +39,11 @@ double LoadProfile::requests_between(double a, double b) const {
 }
 
 LoadProfile diurnal_profile(double peak_rps, double trough_fraction, double trough_hour, double hours) {
-  if (!(peak_rps > 0 && peak_rps < 1e7)) throw Error("--peak-rps", "", "must be > 0 requests/s");
+  if (!(peak_rps > 0 && peak_rps < 1e7)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", peak_rps);
+    throw Error("--peak-rps", "", std::string("must be a request rate above 0 and below 10^7 requests/s, got ") + got);
+  }
   if (!(trough_fraction >= 0 && trough_fraction <= 1)) throw Error("--trough-fraction", "", "must be 0..1");
   if (!(hours > 0 && hours <= 24 * 366)) throw Error("--hours", "", "must be > 0 and at most a year");
   LoadProfile p;
@@ -120,9 +125,11 @@ LoadProfile read_load_profile_csv(const std::string& path, double scale_to_peak)
   return parse_load_profile_csv(read_text_file(path), path, scale_to_peak);
 }
 
-ProfileWorkload::ProfileWorkload(LoadProfile p, LengthDist isl, LengthDist osl, std::uint64_t seed, bool poisson)
+ProfileWorkload::ProfileWorkload(LoadProfile p, LengthDist isl, LengthDist osl, std::uint64_t seed, bool poisson,
+                                 MultimodalConfig media)
     : p_(std::move(p)), isl_(std::move(isl)), osl_(std::move(osl)), arrivals_(splitmix64(seed ^ 0x61727276ULL)),
-      lengths_(splitmix64(seed ^ 0x6c656e67ULL)), poisson_(poisson), peak_(p_.peak()) {
+      lengths_(splitmix64(seed ^ 0x6c656e67ULL)), poisson_(poisson), media_(std::move(media)), vision_(vision_work(media_)),
+      seed_(seed), peak_(p_.peak()) {
   expected_ = static_cast<std::int64_t>(std::llround(p_.requests_between(0, p_.duration_s)));
 }
 
@@ -158,6 +165,11 @@ std::optional<RequestSpec> ProfileWorkload::next() {
   s.arrival_s = t_;
   s.input_tokens = isl_.sample(lengths_);
   s.output_tokens = osl_.sample(lengths_);
+  if (media_carried(media_, seed_, static_cast<std::int64_t>(s.id))) {
+    s.vision_tokens = vision_.tokens;
+    s.vision_tiles = vision_.tiles;
+    s.input_tokens += vision_.tokens;
+  }
   return s;
 }
 

@@ -34,7 +34,9 @@ LoadProfile step_profile(double rps_before, double rps_after, double step_s, dou
 
 class ProfileWorkload final : public Workload {
  public:
-  ProfileWorkload(LoadProfile p, LengthDist isl, LengthDist osl, std::uint64_t seed, bool poisson);
+  // `media`: images / video on every request or its `fraction` of them (media_carried), as the
+  // scenario's workload carries them.
+  ProfileWorkload(LoadProfile p, LengthDist isl, LengthDist osl, std::uint64_t seed, bool poisson, MultimodalConfig media = {});
   std::optional<RequestSpec> next() override;
   int concurrency() const override { return 0; }
   std::int64_t warmup_requests() const override { return 0; }
@@ -45,6 +47,9 @@ class ProfileWorkload final : public Workload {
   LengthDist isl_, osl_;
   Rng arrivals_, lengths_;
   bool poisson_;
+  MultimodalConfig media_;
+  VisionWork vision_;
+  std::uint64_t seed_ = 0;
   double t_ = 0, peak_ = 0, area_ = 0;
   std::uint64_t id_ = 0;
   std::int64_t expected_ = 0;

@@ -53,6 +53,12 @@ class Generator final : public Workload {
       r.vision_tiles = vision_.tiles;
       r.input_tokens += vision_.tokens;
     }
+    if (!e && !d && c_.shared_prefix_tokens > 0) {
+      // One hash for the shared prefix (the same in every request): block_keys gives every whole
+      // engine block inside it the same key, and the prompt's own tokens after it none.
+      r.prefix_hashes = {splitmix64(0x73797374656dULL)};
+      r.hash_block_tokens = c_.shared_prefix_tokens;
+    }
     if (d) {   // the entry's content: one hash per 512-token block, distinct between entries
       const std::int64_t blocks = (r.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
       r.prefix_hashes.reserve(static_cast<std::size_t>(blocks));
@@ -148,7 +154,8 @@ class Generator final : public Workload {
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> k = {
       "concurrency", "request_rate", "arrival", "burstiness", "fixed_schedule", "schedule_file", "time_scale",
-      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions"};
+      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions",
+      "shared_prefix_tokens"};
   return k;
 }
 
@@ -305,6 +312,7 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   if (seed < 0) j.fail("seed", "must be >= 0");
   c.seed = static_cast<std::uint64_t>(seed);
   if (j.has("multimodal")) c.multimodal = parse_multimodal(j.object("multimodal"));
+  c.shared_prefix_tokens = j.integer_or("shared_prefix_tokens", 0);
   if (j.has("dataset")) {
     const JsonReader ds = j.object("dataset");
     check_keys(ds, {"entries", "sampling"});
@@ -372,6 +380,11 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
                                 std::to_string(c.dataset.entries));
   if (c.dataset.entries > 0 && c.trace)
     fail("dataset", "applies to synthetic prompts (isl/osl); a trace's hash_ids already say which prompts repeat");
+  if (c.shared_prefix_tokens < 0 || c.shared_prefix_tokens > (std::int64_t{1} << 30))
+    fail("shared_prefix_tokens", "must be 0..2^30 tokens, got " + std::to_string(c.shared_prefix_tokens));
+  if (c.shared_prefix_tokens > 0 && (c.trace || c.dataset.entries > 0))
+    fail("shared_prefix_tokens", "applies to distinct synthetic prompts (isl/osl); a trace's hash_ids or a dataset's "
+                                 "entries already say which prompts repeat");
   const auto& t = c.multimodal.tiling;
   if (t.min_tiles < 1 || t.max_tiles < t.min_tiles || t.max_tiles > 256)
     fail("multimodal.max_tiles", "need 1 <= min_tiles <= max_tiles <= 256");

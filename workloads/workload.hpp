@@ -79,6 +79,11 @@ struct WorkloadConfig {
   // Synthetic prompts drawn from a finite dataset: an entry keeps its lengths and content
   // (prefix hashes, one per 512-token block), so repeats can hit the prefix cache.
   DatasetConfig dataset;
+  // Synthetic prompts that all start with the same `shared_prefix_tokens` tokens (a system prompt,
+  // tool definitions): the rest of each prompt is its own. With prefix caching on, an engine that
+  // holds the prefix prefills only the whole blocks after it (block_keys: one hash covering the
+  // prefix). 0: no shared content.
+  std::int64_t shared_prefix_tokens = 0;
   // Arrival::sessions: multi-turn sessions (the other arrival and length fields are unused).
   std::shared_ptr<const SessionConfig> sessions;
 };

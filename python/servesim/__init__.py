@@ -456,7 +456,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
-    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
+    max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), prefix_caching (``["on", "off"]``), shared_prefix_tokens (a system prompt every request starts with), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
     total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads, calibration (a profile
     file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
@@ -569,9 +569,15 @@ def reserved_split(day, reserved_usd_per_gpu_hour=None, reserved_discount=None):
     (reserved GPUs, reserved $, on-demand GPU-hours and $, total) and ``best``."""
     if (reserved_usd_per_gpu_hour is None) == (reserved_discount is None):
         raise Error("reserved_split(): give reserved_usd_per_gpu_hour or reserved_discount")
-    if "usd_per_gpu_hour" not in day:
+    if not isinstance(day, dict) or "usd_per_gpu_hour" not in day:
         raise Error("reserved_split(): the result has no on-demand price (its instance has none in the catalogue)")
     od = day["usd_per_gpu_hour"]
+    if isinstance(od, bool) or not isinstance(od, (int, float)) or not od > 0 or od == float("inf"):
+        raise Error(f"reserved_split(): usd_per_gpu_hour: expected a price > 0 per GPU-hour, got {od!r}")
+    if reserved_discount is not None and (isinstance(reserved_discount, bool) or not isinstance(reserved_discount, (int, float))
+                                          or not 0 <= reserved_discount < 1):
+        raise Error(f"reserved_split(): reserved_discount: expected a fraction of the on-demand price in [0, 1), "
+                    f"got {reserved_discount!r}")
     rp = reserved_usd_per_gpu_hour if reserved_usd_per_gpu_hour is not None else od * (1 - reserved_discount)
     return _c.reserved_split(day["seconds_at_gpus"], rp, od)
 

@@ -89,7 +89,9 @@ def default_title(plan):
     hw = f"{plan.get('nodes', '?')} x {plan.get('instance', '?')}"
     if plan.get("gpu"):
         hw += f" ({plan['gpu']})"
-    return f"{plan['model']}, {plan.get('precision', '?')}, on {hw}; ISL {plan.get('isl', '?')} / OSL {plan.get('osl', '?')}"
+    vision = plan.get("vision_tokens_per_request") or 0
+    images = (f" (+ {vision} vision tokens on {100 * plan.get('image_fraction', 1):.0f} % of requests)" if vision else "")
+    return f"{plan['model']}, {plan.get('precision', '?')}, on {hw}; ISL {plan.get('isl', '?')}{images} / OSL {plan.get('osl', '?')}"
 
 
 def _robust_top(values, slo=None):
@@ -380,13 +382,18 @@ def search_figure(result, title=None, per=None):
         ax.xaxis.set_minor_formatter(mt.NullFormatter())
         if dollar:
             ax.set_yscale("log")
+            # 1-2-5 ticks, each labelled: a span under a decade would otherwise show one label.
+            ax.yaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(mt.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(mt.NullFormatter())
             ax.set_title("per dollar: GPU-hour price / an hour of its tokens (best: its whole nodes at the target)",
                          fontsize=9)
         else:
             ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
-    head = title or (f"{result.get('model', '')}: ISL {result.get('isl')} / OSL {result.get('osl')}, "
+    vision = result.get("vision_tokens_per_request") or 0
+    images = (f" (+ {vision} vision tokens on {100 * result.get('image_fraction', 1):.0f} % of requests)" if vision else "")
+    head = title or (f"{result.get('model', '')}: ISL {result.get('isl')}{images} / OSL {result.get('osl')}, "
                      f"SLO TTFT {stat} <= {result.get('ttft_ms', 0):g} ms, ITL {stat} <= {result.get('itl_ms', 0):g} ms "
                      f"(filled: meets both; open: fails one)")
     if len(panels) > 1:

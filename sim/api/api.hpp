@@ -152,6 +152,8 @@ struct SearchArgs {
   std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
+  std::string prefix_caching;                      // CSV of on, off: prefix caching to try ("" = the engine's default)
+  std::int64_t shared_prefix_tokens = 0;           // every prompt starts with the same tokens (a system prompt)
   std::string statistic = "p90", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default
   bool expert_parallel = true, mixed_gpus = true, prune = true;
@@ -225,10 +227,17 @@ class DeploymentSet {
   // folders and an earlier set's files.
   void prepare(const std::string& dir, bool nested);
   void add(const nlohmann::json& deployment, const std::string& dir);
+  // `servesim planner --emit`: the engine script, the Dynamo manifest with its Planner service
+  // (replicas: the opening fleet; the rule and the per-role bounds the simulated day needed),
+  // planner.json (those bounds) and deployment.json. `deployment` as add() takes it, without the
+  // predicted sweep (concurrency, predicted).
+  void add_planner(const nlohmann::json& deployment, const nlohmann::json& planner, const std::string& dir);
   AtomicFiles& files() { return files_; }
   nlohmann::json commit();   // the deployment files' paths
 
  private:
+  void put(const std::string& dir, const std::string& name, const std::string& text, bool exec = false);
+  void put_engine(const nlohmann::json& d, const std::string& dir);   // the engine's launch script(s)
   std::string flag_;
   AtomicFiles files_;
   std::vector<std::string> created_, stale_, exec_;

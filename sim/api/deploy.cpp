@@ -122,6 +122,9 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
                      "--max-model-len", std::to_string(d["max_model_len"].get<std::int64_t>()),
                      "--gpu-memory-utilization", fmt(d["gpu_memory_utilization"].get<double>(), 2)});
   if (d["kv_cache_dtype"] == "fp8") a.insert(a.end(), {"--kv-cache-dtype", "fp8"});
+  // Prefix caching as simulated (vLLM's default differs between model kinds, so it is said).
+  if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
+    a.push_back(d["enable_prefix_caching"].get<bool>() ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   a.push_back("--trust-remote-code");
   return a;
 }
@@ -297,7 +300,41 @@ DynamoEngine dynamo_engine(const nlohmann::json& d) {
   return {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "dynamo.vllm", "Vllm", nullptr};
 }
 
-std::string dynamo_manifest(const nlohmann::json& d) {
+// The Dynamo planner's service (`planner`: the bounds and rule `servesim planner` found; null: none).
+nlohmann::json planner_service(const nlohmann::json& d, const nlohmann::json& p, const std::string& name, const std::string& image) {
+  auto arg = [](const char* k, const nlohmann::json& v) {   // whole numbers without a ".0" (Dynamo's integer flags)
+    const bool whole = v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+                       std::fabs(v.get<double>()) < 1e15;
+    return std::string("--") + k + "=" +
+           (v.is_string() ? v.get<std::string>() : whole ? std::to_string(std::int64_t(v.get<double>())) : v.dump());
+  };
+  const bool load = p["rule"] == "load";
+  nlohmann::json args = nlohmann::json::array({arg("environment", "kubernetes"), arg("backend", d.value("engine_kind", std::string("vllm"))),
+                                               arg("adjustment-interval", p["adjustment_interval_s"])});
+  if (load) {
+    args.push_back(arg("metric-pulling-interval", p["metric_interval_s"]));
+    args.push_back(arg("prefill-queue-scale-up-threshold", p["queue_scale_up"]));
+    args.push_back(arg("prefill-queue-scale-down-threshold", p["queue_scale_down"]));
+    args.push_back(arg("decode-kv-scale-up-threshold", p["kv_scale_up"]));
+    args.push_back(arg("decode-kv-scale-down-threshold", p["kv_scale_down"]));
+  } else {
+    args.push_back(arg("ttft", p["ttft_ms"]));
+    args.push_back(arg("itl", p["itl_ms"]));
+    args.push_back(arg("load-predictor", "constant"));
+  }
+  args.push_back(arg("min-endpoint", p["min_workers"]));
+  args.push_back(arg("max-gpu-budget", p["max_gpu_budget"]));
+  for (const auto& r : p["roles"]) {
+    const std::string role = r["name"];
+    if (role == "prefill" || role == "decode") args.push_back(arg((role + "-engine-num-gpu").c_str(), r["gpus_per_worker"]));
+  }
+  return {{"dynamoNamespace", name}, {"componentType", "planner"}, {"replicas", 1},
+          {"extraPodSpec", {{"mainContainer", {{"image", image},
+                                               {"command", {"python3", "-m", load ? "dynamo.planner.planner_load" : "dynamo.planner.planner_sla"}},
+                                               {"args", args}}}}}};
+}
+
+std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& planner = nullptr) {
   const std::string name = dns_name(d["name"].get<std::string>());
   const DynamoEngine eng = dynamo_engine(d);
   const std::string image = eng.image;
@@ -356,6 +393,7 @@ std::string dynamo_manifest(const nlohmann::json& d) {
                                             {"resources", {{"limits", limits}, {"requests", limits}}}}}};
     services[svc] = s;
   }
+  if (!planner.is_null()) services["Planner"] = planner_service(d, planner, name, image);
   nlohmann::json doc = {{"apiVersion", "nvidia.com/v1alpha1"},
                         {"kind", "DynamoGraphDeployment"},
                         {"metadata", {{"name", name}}},
@@ -367,6 +405,16 @@ std::string dynamo_manifest(const nlohmann::json& d) {
   if (engine_kind(d) == "trtllm")
     o << "# The TRT-LLM workers read their LLM API options from /config/trtllm-<role>.yaml: mount the emitted\n"
       << "# trtllm-<role>.yaml files there (a ConfigMap).\n";
+  if (!planner.is_null()) {
+    o << "# Planner: " << comment(planner["rule"].get<std::string>()) << " rule every " << fmt(planner["adjustment_interval_s"].get<double>(), 0)
+      << " s. Replicas below are the opening fleet; the planner keeps each role within the bounds servesim planner found\n"
+      << "# over the simulated day (planner.json):";
+    for (const auto& r : planner["roles"])
+      o << " " << comment(r["name"].get<std::string>()) << " " << r["min_workers"].dump() << ".." << r["max_workers"].dump()
+        << " workers of " << r["gpus_per_worker"].dump() << " GPU(s);";
+    o << " at most " << planner["max_gpu_budget"].dump() << " GPUs.\n"
+      << "# Planner flags follow Dynamo's planner (dynamo.planner); check them against the Dynamo release you deploy.\n";
+  }
   if (d.value("vision", false) && !d.value("has_encode_workers", false))
     o << "# Vision model without encode workers: the " << (d["kind"] == "disaggregated" ? "prefill" : "aggregated")
       << " workers run the vision encoder.\n";
@@ -469,7 +517,7 @@ constexpr std::int64_t kMaxCount = 1000000000;   // copies, workers, nodes, clie
 // A deployment description as emit reads it, checked before anything is written: a hand-edited
 // or programmatic one (Python's emit()) gets one line naming the field, never a script with
 // negative clients or a zero TP size.
-void check_deployment(const nlohmann::json& d) {
+void check_deployment(const nlohmann::json& d, bool swept = true) {
   if (!d.is_object()) throw Error("emit", "deployment", "expected an object (a result's \"deployment\"), got " + brief(d));
   const JsonReader r(d, "emit", "deployment");
   auto whole = [](const JsonReader& x, const char* k, std::int64_t lo, std::int64_t hi) {
@@ -519,6 +567,10 @@ void check_deployment(const nlohmann::json& d) {
     hw::Catalog::global().instance(k);
     whole(inst, k.c_str(), 1, kMaxCount);
   }
+  if (r.has("shared_prefix_tokens")) whole(r, "shared_prefix_tokens", 0, std::int64_t{1} << 30);
+  if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
+    r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
+  if (!swept) return;   // the planner's deployment: no predicted concurrency sweep
   const auto conc = r.json().contains("concurrency") && r.json()["concurrency"].is_array() ? r.json()["concurrency"] : nlohmann::json();
   if (!conc.is_array() || conc.empty()) r.fail("concurrency", "expected a non-empty array of client counts");
   for (const auto& c : conc)
@@ -579,6 +631,8 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   if (main["ep"].get<int>() > 1) s["expert_parallel_size"] = main["ep"];
   if (d.contains("engine")) s["engine_profile"] = d["engine"];
   s["engine"] = {{"max_num_seqs", d["max_num_seqs"]}, {"max_num_batched_tokens", d["max_num_batched_tokens"]}};
+  if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
+    s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
   if (d.contains("router")) s["router"] = d["router"];
   nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};
   if (agg) {
@@ -594,6 +648,8 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   }
   s["topology"] = t;
   nlohmann::json w = {{"isl", d["isl"]}, {"osl", d["osl"]}, {"seed", d.value("seed", 0)}};
+  if (d.contains("shared_prefix_tokens") && d["shared_prefix_tokens"].is_number_integer())
+    w["shared_prefix_tokens"] = d["shared_prefix_tokens"];
   if (d.contains("rate_per_copy")) {
     const double rate = d["rate_per_copy"].get<double>();
     w["request_rate"] = rate;
@@ -618,6 +674,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
 bool is_artefact(const std::string& f) {
   return f == "vllm-serve.sh" || f == "sglang-launch.sh" || f == "trtllm-serve.sh" || f == "scenario.json" ||
          f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" || f == "deployment.json" ||
+         f == "planner.json" ||
          (f.rfind("trtllm-", 0) == 0 && f.ends_with(".yaml")) ||
          (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
 }
@@ -648,6 +705,9 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   if (dir.empty()) throw Error(flag_, "", "give a folder name");
   std::error_code ec;
   const auto st = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(st) && !fs::exists(fs::status(dir, ec)))
+    throw Error(flag_, "", dir + ": is a symbolic link to a missing target (" + fs::read_symlink(dir, ec).string() +
+                               "); give a new or empty folder, or create the target first");
   if (fs::exists(st) && !fs::is_directory(fs::status(dir, ec)))
     throw Error(flag_, "", dir + ": is a file, not a folder; give a new or empty folder");
   if (!fs::exists(st)) {
@@ -687,28 +747,32 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
                                "', with no deployment.json of an earlier emitted set beside it: servesim did not write it; give a new or empty folder");
 }
 
+void DeploymentSet::put(const std::string& dir, const std::string& name, const std::string& text, bool exec) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  files_.write(path, text);
+  if (exec) exec_.push_back(path);
+  stale_.erase(std::remove(stale_.begin(), stale_.end(), path), stale_.end());
+  paths_.push_back(path);
+}
+
+void DeploymentSet::put_engine(const nlohmann::json& d, const std::string& dir) {
+  const std::string kind = engine_kind(d);
+  if (kind == "sglang") {
+    put(dir, "sglang-launch.sh", sglang_launch_script(d), true);
+  } else if (kind == "trtllm") {
+    put(dir, "trtllm-serve.sh", trtllm_serve_script(d), true);
+    for (const auto& w : d["workers"]) put(dir, "trtllm-" + w["role"].get<std::string>() + ".yaml", trtllm_options(d, w));
+  } else {
+    put(dir, "vllm-serve.sh", vllm_serve_script(d), true);
+  }
+}
+
 void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
-  namespace fs = std::filesystem;
   check_deployment(d);
   const auto& cat = hw::Catalog::global();
   prepare(dir, false);
-  auto put = [&](const std::string& name, const std::string& text, bool exec = false) {
-    const std::string path = (fs::path(dir) / name).string();
-    const std::string tmp = files_.write(path, text);
-    if (exec) exec_.push_back(path);
-    stale_.erase(std::remove(stale_.begin(), stale_.end(), path), stale_.end());
-    paths_.push_back(path);
-    (void)tmp;
-  };
-  const std::string kind = engine_kind(d);
-  if (kind == "sglang") {
-    put("sglang-launch.sh", sglang_launch_script(d), true);
-  } else if (kind == "trtllm") {
-    put("trtllm-serve.sh", trtllm_serve_script(d), true);
-    for (const auto& w : d["workers"]) put("trtllm-" + w["role"].get<std::string>() + ".yaml", trtllm_options(d, w));
-  } else {
-    put("vllm-serve.sh", vllm_serve_script(d), true);
-  }
+  auto put = [&](const std::string& name, const std::string& text, bool exec = false) { this->put(dir, name, text, exec); };
+  put_engine(d, dir);
   put("dynamo-deployment.yaml", dynamo_manifest(d));
   put("aiperf-sweep.sh", aiperf_script(d), true);
   put("predicted.csv", predicted_csv(d));
@@ -734,6 +798,17 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const nlohmann::json sc = copy_scenario(d);
   if (!sc.is_null()) put("scenario.json", sc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+void DeploymentSet::add_planner(const nlohmann::json& d, const nlohmann::json& planner, const std::string& dir) {
+  check_deployment(d, false);
+  if (!planner.is_object() || !planner.contains("roles") || !planner["roles"].is_array() || planner["roles"].empty())
+    throw Error("emit", "planner", "expected the planner's rule and per-role bounds");
+  prepare(dir, false);
+  put_engine(d, dir);
+  put(dir, "dynamo-deployment.yaml", dynamo_manifest(d, planner));
+  put(dir, "planner.json", planner.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  put(dir, "deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 nlohmann::json DeploymentSet::commit() {

@@ -120,6 +120,15 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   for (const auto& k : sp.kv_cache_dtypes)
     if (k != "auto" && k != "bf16" && k != "fp8")
       throw Error("--kv-cache-dtype", "", "unknown KV-cache dtype '" + k + "'; known: auto (the checkpoint's), bf16, fp8");
+  if (!a.prefix_caching.empty()) {
+    sp.prefix_caching.clear();
+    for (const auto& v : text::split_csv(text::lower(a.prefix_caching))) {
+      const int x = v == "on" || v == "true" || v == "1" ? 1 : v == "off" || v == "false" || v == "0" ? 0 : -2;
+      if (x < 0) throw Error("--prefix-caching", "", "unknown value '" + v + "'; give on, off or on,off");
+      if (std::find(sp.prefix_caching.begin(), sp.prefix_caching.end(), x) == sp.prefix_caching.end()) sp.prefix_caching.push_back(x);
+    }
+    if (sp.prefix_caching.empty()) throw Error("--prefix-caching", "", "is empty; give on, off or on,off");
+  }
   if (!std::isnan(a.gpu_memory_utilization) && !(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]; leave it out for each engine's default");
   sp.gpu_memory_utilization = std::isnan(a.gpu_memory_utilization) ? -1 : a.gpu_memory_utilization;   // -1: the engine's
@@ -136,6 +145,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   }
   if (!tr.multimodal.empty() && !sp.model->has_vision)
     throw Error("--images", "", "model " + sp.model->name + " has no vision encoder");
+  tr.shared_prefix_tokens = a.shared_prefix_tokens;
   tr.concurrency = int_list<int>(a.concurrency, "--concurrency", 1, 100000);
   tr.requests = a.requests;
   if (a.seed < 0) throw Error("--seed", "", "must be >= 0");
@@ -232,6 +242,7 @@ nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
                       {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
+                      {"prefix_caching", a.prefix_caching}, {"shared_prefix_tokens", a.shared_prefix_tokens},
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
                       {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
@@ -335,6 +346,10 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
       if (b.contains("calibration")) r["calibration"] = b["calibration"], r["calibrated"] = b["calibrated"];
     }
     r["prefill_train"] = s["prefill_train"];
+    r["prefix_caching"] = b["bound"]["prefix_caching"];   // as the engine resolved it
+    r["prefix_caching_setting"] = b["prefix_caching"];    // as searched: default (the engine's), on, off
+    r["prefix_block_tokens"] = b["bound"]["block_tokens"];
+    r["prefix_cache_hit_rate"] = s["prefix_cache_hit_rate"];
     r["what_ran"] = b["what_ran"];
     r["describe"] = b["describe"];
     r["deployment"] = b["deployment"];

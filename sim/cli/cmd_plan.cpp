@@ -79,6 +79,7 @@ void run_plan(const PlanOpts& o) {
   const nlohmann::json files = set.commit();
   if (!o.emit_dir.empty()) j["emitted"] = files;
   const std::string stat = str(j["statistic"]);
+  const bool open = j.contains("open_loop");
   std::string out;
   if (j.contains("ran")) out += "Ran the " + str(j["ran"]) + "\n";
   out += "Model " + str(j["model"]) + " (" + str(j["precision"]) + " weights, KV " + str(j["kv_cache_dtype"]) + ") on " +
@@ -108,15 +109,20 @@ void run_plan(const PlanOpts& o) {
                 banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
-  out += "\nSweep\n" + sw.render() +
+  bool any_train = false;
+  for (std::size_t i = 0; c.contains("prefill_train") && i < c["prefill_train"].size(); ++i) any_train |= c["prefill_train"][i].get<bool>();
+  out += std::string(open ? "\nSweep (closed loop over concurrency, for the charts; the plan below is read open loop)\n" : "\nSweep\n") +
+         sw.render() +
          "(a-b): prediction band, " +
          (str(j["prediction_band"]["source"]).rfind("cross-validated", 0) == 0 ? "the " + str(j["prediction_band"]["source"])
                                                                                 : sim::validate::band_legend()) +
-         "; none shown: no measured runs of this kind\n"
-         "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
-         "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n";
-  const bool open = j.contains("open_loop");
-  Table pt({"topology", open ? "req/s per replica" : "max concurrency", "tok/s per replica", "replicas", "GPUs", "instances",
+         "; none shown: no measured runs of this kind\n" +
+         (any_train ? "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
+                      "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n"
+                    : std::string());
+  // A plan "replica" is one copy of the topology as swept (all its engine replicas or workers):
+  // the same word recommend uses.
+  Table pt({"topology", open ? "req/s per copy" : "clients per copy", "tok/s per copy", "copies", "GPUs", "instances",
             "$/hour", "limited by"});
   for (std::size_t k = 0; k < j["topologies"].size(); ++k) {
     const auto& r = j["topologies"][k];
@@ -130,12 +136,13 @@ void run_plan(const PlanOpts& o) {
                 r["usd_per_hour"].is_null() ? "-" : fixed(r["usd_per_hour"].get<double>(), 2),
                 str(r["advice"]) + (r.value("prefill_train", false) ? "; read in a PREFILL TRAIN: TTFT is the start-up queue of prompts, check open loop" : "")});
   }
-  char slo_line[256];
+  char slo_line[512];
   std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %g output tok/s%s\n",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 j["target"]["output_tps"].get<double>(),
                 open ? (" (" + compact(j["target"]["requests_per_s"].get<double>()) + " requests/s, " + str(j["arrival"]) +
-                        " arrivals; req/s per replica: the rate one copy is offered, with its TTFT / ITL)").c_str() : "");
+                        " arrivals; req/s per copy: the rate one copy of the topology is offered, with its TTFT / ITL)").c_str()
+                     : " (clients per copy: the most clients one copy of the topology serves under both SLOs)");
   out += slo_line + pt.render();
   if (open) {
     int overloaded = 0;

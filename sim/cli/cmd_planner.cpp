@@ -3,12 +3,17 @@
 // topology, scaled by Dynamo's planner rules, as one
 // simulation (sim/studies/planner.hpp). Prints workers and SLO attainment over time, GPU-hours and
 // $ against a fixed fleet sized for the peak; --plot draws load, workers and p90 TTFT / ITL.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
+#include "sim/api/api.hpp"
+#include "sim/simulate.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/studies/planner.hpp"
@@ -18,20 +23,93 @@ namespace {
 
 struct PlannerOpts {
   std::shared_ptr<ScenarioFlags> flags;
-  std::string load_profile = "diurnal", arrivals = "poisson", rule = "throughput", plot;
+  std::string load_profile = "diurnal", arrivals = "poisson", rule = "throughput", plot, emit_dir;
   double peak_rps = 0, trough_fraction = 0.2, hours = 24, interval_s = 180, ttft_ms = 0, itl_ms = 0;
   double replica_rps = 0, prefill_rps = 0, decode_rps = 0, storage_gbps = 10, startup_extra_s = 0;
-  double reserved_price = 0, reserved_discount = -1;
+  double reserved_price = std::numeric_limits<double>::quiet_NaN(), reserved_discount = -1;   // NaN: not given
   double metric_interval = 10, kv_up = 0.9, kv_down = 0.5, queue_up = 5.0, queue_down = 0.2;
   int min_workers = 1, max_workers = 0;
-  bool no_fixed_fleet = false;
+  bool no_fixed_fleet = false, quiet = false;
   Format format = Format::table;
 };
 
 std::string val(double v, int d) { return std::isfinite(v) ? fixed(v, d) : "-"; }
 
+// What the planner found, as Dynamo's planner is configured: the rule, the interval, the SLO and,
+// per role, the fewest and most workers the day held (its autoscaling bounds), the opening fleet
+// and one worker's capacity; the most GPUs held at once is the GPU budget.
+nlohmann::json planner_bounds(const sim::PlannerResult& r, const sim::PlannerSpec& spec) {
+  nlohmann::json roles = nlohmann::json::array();
+  for (std::size_t ri = 0; ri < r.roles.size(); ++ri) {
+    int lo = r.roles[ri].peak_workers, hi = 0;
+    for (const auto& iv : r.timeline)
+      if (ri < iv.roles.size()) lo = std::min(lo, iv.roles[ri].held), hi = std::max(hi, iv.roles[ri].held);
+    const int opening = !r.timeline.empty() && ri < r.timeline.front().roles.size() ? r.timeline.front().roles[ri].held : lo;
+    roles.push_back({{"name", r.roles[ri].name}, {"gpus_per_worker", r.roles[ri].gpus_per_worker},
+                     {"capacity_rps", r.roles[ri].capacity_rps}, {"capacity_given", r.roles[ri].capacity_given},
+                     {"min_workers", std::max(lo, 0)}, {"max_workers", std::max(hi, lo)}, {"opening_workers", opening},
+                     {"fixed_fleet_workers", r.roles[ri].peak_workers}, {"startup_s", r.roles[ri].startup_s}});
+  }
+  int budget = 0;
+  for (std::size_t g = 0; g < r.seconds_at_gpus.size(); ++g)
+    if (r.seconds_at_gpus[g] > 0) budget = int(g);
+  const bool load = spec.rule == sim::PlannerSpec::Rule::load;
+  nlohmann::json p = {{"rule", load ? "load" : "throughput"}, {"adjustment_interval_s", spec.interval_s},
+                      {"ttft_ms", spec.ttft_ms}, {"itl_ms", spec.itl_ms}, {"statistic", "p90"},
+                      {"min_workers", spec.min_workers}, {"max_gpu_budget", budget}, {"roles", roles},
+                      {"slo_attainment", r.slo_attainment}, {"gpu_hours", r.gpu_hours},
+                      {"fixed_fleet_gpu_hours", r.fixed_fleet_gpu_hours}, {"peak_rps", spec.profile.peak()}};
+  if (load)
+    p.update({{"metric_interval_s", spec.metric_interval_s}, {"queue_scale_up", spec.queue_up}, {"queue_scale_down", spec.queue_down},
+              {"kv_scale_up", spec.kv_up}, {"kv_scale_down", spec.kv_down}});
+  return p;
+}
+
+// The deployment the planner scaled, as the emitter takes it: the engine as simulated, one worker
+// entry per role with the opening fleet as its count.
+nlohmann::json planner_deployment(const sim::Scenario& s, const sim::PlannerResult& r, const nlohmann::json& bounds) {
+  const sim::Prepared p = sim::prepare(s);
+  const sim::EngineConfig e = sim::resolved_engine(s, *p.model, *p.gpu);
+  const auto& cat = hw::Catalog::global();
+  const std::string inst = !s.topology.instance.empty() ? cat.instance(s.topology.instance).name : r.instance;
+  if (inst.empty()) throw Error("--emit", "", "no catalogue instance holds " + p.gpu->name + " GPUs: give --instance");
+  // Unset: vLLM's default, the model's max_position_embeddings (as the simulated workers ran).
+  const std::int64_t max_len = e.max_model_len > 0 ? e.max_model_len : p.engine.max_model_len > 0 ? p.engine.max_model_len
+                                                                                                  : p.model->max_context;
+  nlohmann::json d = {{"name", s.model + "-planner"}, {"model", s.model},
+                      {"precision", text::lower(std::string(hw::to_string(s.precision)))},
+                      {"kv_cache_dtype", text::lower(std::string(hw::to_string(s.kv_cache_dtype)))},
+                      {"max_model_len", max_len}, {"max_num_seqs", e.max_num_seqs},
+                      {"max_num_batched_tokens", e.max_num_batched_tokens}, {"gpu_memory_utilization", e.gpu_memory_utilization},
+                      {"engine", e.engine_profile}, {"engine_kind", std::string(sim::to_string(e.kind))},
+                      {"enable_chunked_prefill", e.enable_chunked_prefill}, {"enable_prefix_caching", e.enable_prefix_caching},
+                      {"kind", r.disaggregated ? "disaggregated" : "aggregated"}, {"copies", 1},
+                      {"router", std::string(sim::to_string(s.router))}, {"vision", p.model->has_vision},
+                      {"has_encode_workers", false}, {"seed", s.seed}};
+  d["isl"] = std::max<std::int64_t>(1, std::llround(s.workload.isl.mean));
+  d["osl"] = std::max<std::int64_t>(1, std::llround(s.workload.osl.mean));
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& b : bounds["roles"]) {
+    const std::string name = b["name"];
+    const int tp = name == "prefill" && s.topology.prefill_tp > 0 ? s.topology.prefill_tp
+                   : name == "decode" && s.topology.decode_tp > 0 ? s.topology.decode_tp
+                                                                  : s.par.tp;
+    const bool whole = name == "replica";
+    workers.push_back({{"role", whole ? "aggregated" : name}, {"count", std::max(1, b["opening_workers"].get<int>())}, {"tp", tp},
+                       {"pp", whole ? s.par.pp : 1}, {"ep", whole ? s.par.ep : 1}, {"dp", whole ? s.par.dp : 1},
+                       {"instance", inst}, {"gpu", p.gpu->name}});
+  }
+  d["workers"] = workers;
+  d["instances"] = {{inst, 1}};
+  d["describe"] = std::string(r.disaggregated ? "prefill and decode workers" : "aggregated replicas") + " of " + s.model + " on " +
+                  p.gpu->name + " scaled by Dynamo's planner (" + bounds["rule"].get<std::string>() + " rule)";
+  return d;
+}
+
 void run(const PlannerOpts& o) {
   if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
+  api::DeploymentSet set;
+  if (!o.emit_dir.empty()) set.prepare(o.emit_dir, false);   // a bad folder is refused before the day is simulated
   nlohmann::json a = {{"load_profile", o.load_profile}, {"peak_rps", o.peak_rps}, {"trough_fraction", o.trough_fraction},
                       {"hours", o.hours}, {"arrivals", o.arrivals}, {"adjustment_interval", o.interval_s},
                       {"ttft_ms", o.ttft_ms}, {"itl_ms", o.itl_ms}, {"min_workers", o.min_workers},
@@ -40,17 +118,24 @@ void run(const PlannerOpts& o) {
                       {"prefill_rps", o.prefill_rps}, {"decode_rps", o.decode_rps}, {"rule", o.rule},
                       {"metric_interval", o.metric_interval}, {"kv_scale_up", o.kv_up}, {"kv_scale_down", o.kv_down},
                       {"queue_scale_up", o.queue_up}, {"queue_scale_down", o.queue_down}};
-  if (o.reserved_price > 0) a["reserved_price"] = o.reserved_price;
+  if (!std::isnan(o.reserved_price)) a["reserved_price"] = o.reserved_price;
   if (o.reserved_discount >= 0) a["reserved_discount"] = o.reserved_discount;
   const sim::PlannerSpec spec = sim::planner_spec(a, "planner");
   const sim::Scenario s = scenario_from_flags(*o.flags);
+  sim::check_planner_roles(s, spec);
   const sim::PlannerResult r = sim::run_planner(s, spec);
-  const nlohmann::json j = sim::to_json(r, spec);
+  nlohmann::json j = sim::to_json(r, spec);
+  if (!o.emit_dir.empty()) {
+    const nlohmann::json bounds = planner_bounds(r, spec);
+    set.add_planner(planner_deployment(s, r, bounds), bounds, o.emit_dir);
+    j["planner_bounds"] = bounds;
+  }
   if (!o.plot.empty()) {
     const std::string data = o.plot + ".json";
     write_atomically(data, j.dump());
     run_python_module("servesim.planner_plot", {data, o.plot}, "--plot");
   }
+  if (!o.emit_dir.empty()) j["emitted"] = set.commit();
   const bool load = spec.rule == sim::PlannerSpec::Rule::load;
   std::string out = "servesim planner: " + s.model + " on " + s.gpu + (r.disaggregated ? ", disaggregated" : "") + ", " +
                     (load ? "load" : "throughput") + " rule, adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
@@ -111,6 +196,18 @@ void run(const PlannerOpts& o) {
   if (r.usd_per_gpu_hour)
     out += "; $" + amount(r.gpu_hours * *r.usd_per_gpu_hour) + " against $" + amount(r.fixed_fleet_gpu_hours * *r.usd_per_gpu_hour) +
            " at " + r.instance + " on-demand ($" + fixed(*r.usd_per_gpu_hour, 2) + " per GPU-hour)";
+  if (r.usd_per_gpu_hour && !r.instance.empty()) {
+    // GPUs come in whole instances: the fleet's peak on nodes, as a purchase or a reservation counts them.
+    const auto& inst = hw::Catalog::global().instance(r.instance);
+    int peak = 0;
+    for (std::size_t g = 0; g < r.seconds_at_gpus.size(); ++g)
+      if (r.seconds_at_gpus[g] > 0) peak = int(g);
+    const int nodes = (peak + inst.gpus - 1) / inst.gpus;
+    if (nodes > 0 && inst.usd_per_hour)
+      out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
+             r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600) +
+             " over the " + fixed(spec.profile.duration_s / 3600, 0) + " h if held throughout)";
+  }
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;
     out += "\n\nreserved + on-demand over " + fixed(x.span_h, 2) + " h: reserved $" + fixed(x.reserved_usd_per_gpu_hour, 3) +
@@ -132,6 +229,12 @@ void run(const PlannerOpts& o) {
            fixed(b.total_usd, 2) + " (all on demand: $" + fixed(x.options.front().total_usd, 2) + ")";
   }
   out += "\nsimulated in " + fixed(r.wall_s, 1) + " s\n";
+  if (j.contains("planner_bounds")) {
+    out += "Deployment files: " + o.emit_dir + "/ (Dynamo manifest with the Planner service; bounds per role:";
+    for (const auto& b : j["planner_bounds"]["roles"])
+      out += " " + b["name"].get<std::string>() + " " + b["min_workers"].dump() + ".." + b["max_workers"].dump() + ",";
+    out += " at most " + j["planner_bounds"]["max_gpu_budget"].dump() + " GPUs; planner.json)\n";
+  }
   emit(o.format, j, out);
 }
 
@@ -172,7 +275,11 @@ void add_planner_command(CLI::App& app) {
   c->add_option("--reserved-discount", o->reserved_discount, "... or the reserved discount on the on-demand price, 0..1 (e.g. 0.4)")->group(g);
   c->add_flag("--no-fixed-fleet", o->no_fixed_fleet, "Skip simulating the peak-sized fixed fleet")->group(g);
   c->add_option("--plot", o->plot, "Chart (.png) of load, workers and p90 TTFT / ITL over time")->group(g);
+  static const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("give a folder name") : ""; }, "DIR");
+  c->add_option("--emit", o->emit_dir, "Write the Dynamo manifest with its Planner service (the rule and the per-role autoscaling "
+                                       "bounds the day needed), planner.json and the engine script to DIR")->check(named)->group(g);
   add_format_option(*c, o->format);
+  add_quiet_flag(*c, o->quiet);
   c->callback([o] { run(*o); });
 }
 

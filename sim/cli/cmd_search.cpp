@@ -82,6 +82,61 @@ std::string configurations_csv(const nlohmann::json& j) {
   return out;
 }
 
+// Prefix caching at a winner, as a table cell: the share of prompt tokens served from the cache,
+// "off", or why it cannot hit (a hybrid model's block longer than the shared prefix).
+std::string prefix_cell(bool on, std::int64_t block, double hit, std::int64_t shared) {
+  if (!on) return "off";
+  if (shared > 0 && block > shared) return "0% (block " + std::to_string(block) + " > prefix)";
+  return fixed(100 * hit, 1) + "%";
+}
+
+// The same in a sentence, under the table: what the hit rate means for this traffic.
+// Nothing when the traffic has no shared prefix and prefix caching was not asked for.
+std::string prefix_sentence(const std::string& label, bool on, std::int64_t block, double hit, std::int64_t shared,
+                            std::int64_t isl, bool asked) {
+  if (shared <= 0 && !asked) return "";
+  const std::string b = std::to_string(block), p = std::to_string(shared);
+  if (!on)
+    return shared > 0 ? label + ": prefix caching off (vLLM's default for hybrid Mamba models; --prefix-caching on,off tries "
+                                "both): the " + p + "-token shared prefix is prefilled for every request\n"
+                      : std::string();
+  if (shared <= 0)
+    return label + ": prefix caching on, but every prompt is distinct (no --shared-prefix-tokens), so nothing can hit\n";
+  if (block > shared)
+    return label + ": prefix caching on, but a hit is a whole KV block of " + b + " tokens (the hybrid model's block, sized to "
+           "hold a Mamba state page) and the shared prefix is " + p + " tokens: no prompt can ever hit, so 0 % is vLLM's "
+           "behaviour here, not a short run\n";
+  const std::int64_t cacheable = shared / block * block;
+  return label + ": prefix caching on: " + fixed(100 * hit, 1) + "% of prompt tokens came from the cache (each prompt can hit " +
+         std::to_string(cacheable) + " of its " + std::to_string(isl) + " text tokens: the " + p + "-token prefix in whole " + b +
+         "-token blocks)\n";
+}
+
+// Why a search or recommend has no answer: the space (nothing fits or can meet the SLO, with the
+// first such reason), the SLO, or the goal.
+std::string why_no_answer(const nlohmann::json& j) {
+  const auto& n = j["counts"];
+  bool meets = false;
+  for (const auto& f : j["frontiers"])
+    for (const auto& p : f["frontier"]) meets = meets || p["meets_slo"].get<bool>();
+  auto first_reason = [&](const char* status) {
+    for (const auto& c : j["configurations"])
+      if (c["status"] == status && c["bound"]["reason"].is_string() && !c["bound"]["reason"].get<std::string>().empty())
+        return " (e.g. " + c["label"].get<std::string>() + ": " + c["bound"]["reason"].get<std::string>() + ")";
+    return std::string();
+  };
+  const std::string obj = str(j["objective"]["kind"]);
+  if (n["simulated"].get<int>() == 0)
+    return "\nNo configuration was simulated: " + std::to_string(n["does_not_fit"].get<int>()) + " do not fit" +
+           first_reason("does_not_fit") + ", " + std::to_string(n["cannot_meet_slo"].get<int>()) + " cannot meet the SLO" +
+           first_reason("cannot_meet_slo") + ".\n";
+  if (meets && obj == "total_gpus")
+    return "\nSome configurations meet the SLO, but none within --total-gpus " + fixed(j["objective"]["total_gpus"].get<double>(), 0) + ".\n";
+  if (meets && obj == "target_tps") return "\nSome configurations meet the SLO, but none serves the target with at most 10^9 copies.\n";
+  return j.contains("arrival") ? "\nNo simulated configuration meets the SLO at the offered rate with any number of copies tried.\n"
+                               : "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+}
+
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& text) { api::write_file_atomically(path, text); }
@@ -136,6 +191,15 @@ std::string search_table(const nlohmann::json& j) {
   out += "Space: " + text::join(gpus, ", ") + "; precisions " + text::join(precisions, ", ") +
          (kv_searched ? "; KV cache " + text::join(kvs, ", ") + " (--kv-cache-dtype; labels name a KV dtype other than the checkpoint's)\n"
                       : std::string("; KV cache the checkpoint's (fp8 for fp8/nvfp4 weights, else bf16)\n"));
+  {   // prefix caching as searched, and the traffic's shared prefix it can save
+    std::vector<std::string> pcs;
+    for (const auto& c : j["configurations"]) add_once(pcs, str(c.value("prefix_caching", nlohmann::json("default"))));
+    const std::int64_t shared = j.value("shared_prefix_tokens", std::int64_t{0});
+    if (pcs != std::vector<std::string>{"default"} || shared > 0)
+      out += "Prefix caching: " + text::join(pcs, ", ") + " (default: the engine's, off for hybrid Mamba models); shared prefix " +
+             (shared > 0 ? std::to_string(shared) + " tokens of every prompt (--shared-prefix-tokens)\n"
+                         : std::string("none: every prompt is distinct, so nothing can hit (--shared-prefix-tokens)\n"));
+  }
   std::snprintf(line, sizeof line,
                 "%d configurations: %d simulated (%d points), %d do not fit, %d cannot meet the SLO, %d cannot win%s\n",
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["points_simulated"].get<int>(),
@@ -143,43 +207,25 @@ std::string search_table(const nlohmann::json& j) {
                 j["pruning"].get<bool>() ? "" : " (pruning off)");
   out += line;
 
-  Table fr({"family", "configuration", "clients", "tok/s/user", "tok/s/GPU", "meets SLO"});
+  // Open loop: a point is a number of copies offered the target rate, not a client count.
+  const bool open = j.contains("arrival");
+  Table fr({"family", "configuration", open ? "copies" : "clients", "tok/s/user", "tok/s/GPU", "meets SLO"});
   for (const auto& f : j["frontiers"])
     for (const auto& p : f["frontier"])
       fr.add_row({str(f["family"]), str(p["label"]), num(p["concurrency"]), fixed(p["output_tps_per_user"].get<double>(), 1),
                   fixed(p["output_tps_per_gpu"].get<double>(), 1), p["meets_slo"].get<bool>() ? "yes" : "no"});
   out += "\nPareto frontier per family (output tok/s per GPU vs per user)\n" + fr.render();
 
-  Table bt({"best under the SLO", "clients", "TTFT ms", "ITL ms", "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
+  Table bt({"best under the SLO", open ? "req/s per copy" : "clients per copy", "TTFT ms", "ITL ms", "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
   auto add_best = [&](const nlohmann::json& b) {
     const auto& s = b["score"];
-    bt.add_row({str(b["label"]), num(s["slo_concurrency"]),
+    bt.add_row({str(b["label"]), open ? fixed(s.value("rate_per_copy", 0.0), 2) : num(s["slo_concurrency"]),
                 fixed(s["ttft_ms"].get<double>(), 1) + (s.value("prefill_train", false) ? " TRAIN" : ""), fixed(s["itl_ms"].get<double>(), 2),
                 fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
                 usd(s["usd_per_hour"]), str(s["limited_by"])});
   };
   if (j["best"].is_null()) {
-    // Name what binds: the space (nothing fits or can meet the SLO), the SLO, or the goal.
-    bool meets = false;
-    for (const auto& f : j["frontiers"])
-      for (const auto& p : f["frontier"]) meets = meets || p["meets_slo"].get<bool>();
-    auto first_reason = [&](const char* status) {
-      for (const auto& c : j["configurations"])
-        if (c["status"] == status && c["bound"]["reason"].is_string() && !c["bound"]["reason"].get<std::string>().empty())
-          return " (e.g. " + c["label"].get<std::string>() + ": " + c["bound"]["reason"].get<std::string>() + ")";
-      return std::string();
-    };
-    const std::string obj = str(j["objective"]["kind"]);
-    if (n["simulated"].get<int>() == 0)
-      out += "\nNo configuration was simulated: " + std::to_string(n["does_not_fit"].get<int>()) + " do not fit" +
-             first_reason("does_not_fit") + ", " + std::to_string(n["cannot_meet_slo"].get<int>()) + " cannot meet the SLO" +
-             first_reason("cannot_meet_slo") + ".\n";
-    else if (meets && obj == "total_gpus")
-      out += "\nSome configurations meet the SLO, but none within --total-gpus " + fixed(j["objective"]["total_gpus"].get<double>(), 0) + ".\n";
-    else if (meets && obj == "target_tps")
-      out += "\nSome configurations meet the SLO, but none serves the target with at most 10^9 copies.\n";
-    else
-      out += "\nNo simulated configuration meets the SLO at any swept concurrency.\n";
+    out += why_no_answer(j);
   } else {
     add_best(j["best"]);
     out += "\n" + bt.render();
@@ -187,6 +233,11 @@ std::string search_table(const nlohmann::json& j) {
       out += "TRAIN: read at a point that ran in a PREFILL TRAIN (most prompts queued behind another's prefill): its TTFT is "
              "that queue's; raise --requests or check the winner open loop (docs/capacity-planning.md)\n";
     if (j["best"]["score"].value("one_copy_fewer_overloaded", false)) out += sim::overload_note(1);
+    const auto& bst = j["best"];
+    if (bst.contains("bound"))
+      out += prefix_sentence(str(bst["label"]), bst["bound"]["prefix_caching"].get<bool>(), bst["bound"]["block_tokens"].get<std::int64_t>(),
+                             bst["score"]["prefix_cache_hit_rate"].get<double>(), j.value("shared_prefix_tokens", std::int64_t{0}),
+                             j["isl"].get<std::int64_t>(), str(bst["prefix_caching"]) != "default");
     out += sim::what_ran_text(j["best"]["what_ran"]);
   }
   return out;
@@ -322,13 +373,17 @@ std::string recommend_text(const nlohmann::json& j) {
                 n["configurations"].get<int>(), n["simulated"].get<int>(), n["does_not_fit"].get<int>(),
                 n["cannot_meet_slo"].get<int>(), n["cannot_win"].get<int>());
   out += line;
-  const std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok",
-                                         "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
-                                         "TTFT " + stat + " ms", "ITL " + stat + " ms", "capacity tok/s", "limited by"};
+  const std::int64_t shared = j.value("shared_prefix_tokens", std::int64_t{0});
+  if (shared > 0) out += "Shared prefix: every prompt starts with the same " + std::to_string(shared) + " tokens (--shared-prefix-tokens)\n";
+  std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok",
+                                   "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
+                                   "TTFT " + stat + " ms", "ITL " + stat + " ms", open ? "served tok/s" : "capacity tok/s", "limited by"};
+  if (shared > 0) cols.push_back("prefix hit");
   // One GPU type per row first; prefill on one type and decode on another in a table of their own
   // (the five cheapest; every row in --format json).
   Table t(cols), mixed(cols);
   int trains = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0;
+  std::string prefix_notes;
   for (const auto& r : j["recommendations"]) {
     overloaded += r.value("one_copy_fewer_overloaded", false);
     const bool pair = str(r["gpu"]).find('+') != std::string::npos;
@@ -344,12 +399,20 @@ std::string recommend_text(const nlohmann::json& j) {
     };
     const std::string lim = str(r.value("limited_by", nlohmann::json("none")));
     unbounded += !open && lim == "none";
-    into.add_row({str(r["gpu"]), str(r["instance"]), str(r["label"]) + (r.contains("calibration") && r.value("calibrated", false) ? " (calibrated)" : ""),
+    std::vector<std::string> row = {str(r["gpu"]), str(r["instance"]), str(r["label"]) + (r.contains("calibration") && r.value("calibrated", false) ? " (calibrated)" : ""),
                   num(r["gpus"]), num(r["nodes"]), usd(r["usd_per_hour"]), usd(r["usd_per_million_output_tokens"]),
                   fixed(r["power_watts"].get<double>() / 1e3, 1), fixed(r["joules_per_output_token"].get<double>(), 2),
                   open ? fixed(r["rate_per_copy"].get<double>(), 2) : num(r["slo_concurrency"]),
                   banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""), banded("itl_ms", "itl_ms", 2),
-                  banded("capacity_tps", "capacity_tps", 0), lim == "none" && !open ? "none (upper bound)" : lim});
+                  banded("capacity_tps", "capacity_tps", 0), lim == "none" && !open ? "none (upper bound)" : lim};
+    if (shared > 0)
+      row.push_back(prefix_cell(r["prefix_caching"].get<bool>(), r["prefix_block_tokens"].get<std::int64_t>(),
+                                r["prefix_cache_hit_rate"].get<double>(), shared));
+    into.add_row(row);
+    if (!pair)
+      prefix_notes += prefix_sentence(str(r["gpu"]) + " " + str(r["label"]), r["prefix_caching"].get<bool>(),
+                                      r["prefix_block_tokens"].get<std::int64_t>(), r["prefix_cache_hit_rate"].get<double>(), shared,
+                                      j["isl"].get<std::int64_t>(), str(r["prefix_caching_setting"]) != "default");
     trains += r.value("prefill_train", false);
   }
   out += "\n" + t.render();
@@ -363,13 +426,14 @@ std::string recommend_text(const nlohmann::json& j) {
   out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
          "itl: add decode capacity\n";
   if (overloaded > 0) out += sim::overload_note(overloaded);
+  out += prefix_notes;
   if (trains > 0)
     out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
            "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "
            "(docs/capacity-planning.md)\n";
   if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran"))
     out += "Cheapest, as run:\n" + sim::what_ran_text(j["recommendations"][0]["what_ran"]);
-  if (j["recommendations"].empty()) out += "No configuration of any GPU type meets the SLO at the swept concurrencies.\n";
+  if (j["recommendations"].empty()) out += why_no_answer(j);
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
          " figure; none shown: no measured runs of this kind\n";
@@ -437,6 +501,12 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--kv-cache-dtype", a.kv_cache_dtypes,
                "KV-cache dtypes to try: auto (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16), "
                "bf16, fp8; comma-separated (default auto)");
+  c.add_option("--prefix-caching", a.prefix_caching,
+               "Prefix caching to try: on, off or on,off (default: the engine's, vLLM: on, off for hybrid Mamba models); "
+               "it matters with --shared-prefix-tokens");
+  c.add_option("--shared-prefix-tokens", a.shared_prefix_tokens,
+               "Tokens every prompt starts with (a system prompt, tool definitions; at most --isl): what prefix caching can save")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   c.add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
                "vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free_gpu_memory_fraction (default: each engine's)");
   c.add_option("--engine", a.engines,

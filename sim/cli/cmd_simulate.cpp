@@ -117,7 +117,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--think-time-s", o.think_time_s, "Delay between an answer and the session's next turn (default 0)")->group(ds);
   c.add_option("--start-spread-s", o.start_spread_s, "Sessions start uniformly within this many seconds (default 0)")->group(ds);
   c.add_option("--turn-isl", o.turn_isl, "New tokens of each later turn (default --isl)")->group(ds);
-  c.add_option("--shared-prefix-tokens", o.shared_prefix_tokens, "A prefix every session's first turn shares (system prompt, tools)")->group(ds);
+  c.add_option("--shared-prefix-tokens", o.shared_prefix_tokens, "A prefix every prompt shares (system prompt, tools): with --sessions, every session's first turn")->group(ds);
   c.add_option("--session-block-tokens", o.session_block_tokens, "Content granularity of session prefix hashes (default 64; a trace's 512)")->group(ds);
   c.add_option("--kv-offload", o.kv_offload, "KV offload tiers per replica: cpu:GIB[,disk:GIB] (evicted prefix-cache blocks move there; hits onboard them)")->group(ds);
   c.add_flag("--kv-offload-overlap", o.kv_offload_overlap, "Onboarding overlaps the step's compute (default: adds to it)")->group(ds);
@@ -413,8 +413,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
       defaults_note = defaults_note.empty() ? "defaults: " + note : defaults_note + "; " + note;
     }
   }
-  const bool session_flags = o.turns || o.think_time_s || o.start_spread_s || o.turn_isl || o.shared_prefix_tokens ||
-                             o.session_block_tokens;
+  const bool session_flags = o.turns || o.think_time_s || o.start_spread_s || o.turn_isl || o.session_block_tokens;
   if (o.sessions || !o.session_trace.empty()) {   // the workload becomes {"sessions": {...}, "seed"}
     if (!o.concurrency.empty() || !o.request_rate.empty() || o.requests || o.warmup || o.dataset_entries)
       throw Error("--sessions", "", "sessions are their own closed loops: leave out --concurrency, --request-rate, --requests, "
@@ -440,6 +439,8 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     w = nw;
   } else if (session_flags) {
     throw Error("--turns", "", "session flags need --sessions N (or --session-trace FILE)");
+  } else if (o.shared_prefix_tokens) {
+    w["shared_prefix_tokens"] = *o.shared_prefix_tokens;   // every synthetic prompt starts with it
   }
   (void)sweep;
   // The embedded scenario's description names its own model and layout: once flags override

@@ -194,11 +194,26 @@ void AggregatedCluster::step_start(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
   const double seconds = worker.start_step(now_s);
   if (seconds < 0) return;
-  queue_.push(now_s + seconds, EventKind::step_end, w);
   kv_events(w, now_s);
-  const auto& pool = worker.scheduler().pool();
-  sink_->on_step(w, now_s, seconds, worker.scheduler().num_scheduled(),
-                 pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+  const VllmScheduler& sched = worker.scheduler();
+  const auto& pool = sched.pool();
+  const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
+  sink_->on_step(w, now_s, seconds, sched.num_scheduled(), kv_util());
+  double end_s = now_s + seconds;
+  // Steady decode: while the step in flight ends before any other event and the cycle after it
+  // only moves every running request one token on, run its end and the next start here, in the
+  // order the events would have run them (no heap, no pass over the running list per step).
+  // With a KV-aware router every step's KV events are read; steps run through the heap there.
+  if (steady_ && kv_logs_.empty() && immediate_head_ == immediate_.size())
+    steady_cycles_ += worker.run_steady(
+        end_s, [this](double t) { return queue_.empty() || queue_.top().time_s > t; },
+        [&](double t) {
+          events_ += 2;   // the step's end and the next one's start
+          emit_time(w, t, sched.num_emitting());   // the frontend's draws, in stream order
+          ++release_seq_;
+        },
+        [&](double t, double step_s) { sink_->on_step(w, t, step_s, sched.num_scheduled(), kv_util()); });
+  queue_.push(end_s, EventKind::step_end, w);
 }
 
 void AggregatedCluster::step_end(int w, double now_s) {

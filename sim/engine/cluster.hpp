@@ -72,6 +72,11 @@ class AggregatedCluster {
   void set_routable(int w, bool on);
   bool routable(int w) const { return routable_.empty() || routable_[static_cast<std::size_t>(w)]; }
   std::uint64_t events_processed() const { return events_; }
+  // Steady decode stretches (docs/speed.md) run in place (default) or, off, every step through
+  // the event heap and the scheduler's passes: the same results either way.
+  void set_steady_stretches(bool on) { steady_ = on; }
+  // Step cycles run in place so far (each one step's end and the next one's start).
+  std::int64_t steady_cycles_run() const { return steady_cycles_; }
   // Warm-up requests whose responses completed (closed loop).
   std::int64_t warmup_completed() const { return warm_done_; }
 
@@ -114,6 +119,8 @@ class AggregatedCluster {
   std::vector<char> routable_;                          // empty: every replica
   std::int64_t issued_ = 0, warmup_ = 0;
   std::uint64_t events_ = 0;
+  bool steady_ = true;
+  std::int64_t steady_cycles_ = 0;
   // Frontend.
   std::optional<workloads::FrontendConfig> frontend_;
   std::vector<Pending> pending_;

@@ -54,18 +54,25 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
   full_graphs_ = cfg.cudagraph_mode != "PIECEWISE";
   decode_only_graphs_ = cfg.cudagraph_mode == "FULL_DECODE_ONLY";
   padding_ = cfg.cudagraph_padding;
+  // The capture size of every step size up to the largest (a step reads it instead of searching).
+  if (!capture_.empty() && graph_tokens_ <= (std::int64_t(1) << 16)) {
+    padded_.resize(static_cast<std::size_t>(graph_tokens_) + 1);
+    for (std::int64_t t = 0; t <= graph_tokens_; ++t)
+      padded_[static_cast<std::size_t>(t)] = *std::lower_bound(capture_.begin(), capture_.end(), t);
+  }
   sched_.set_deferred_release(async_ && cfg.role != WorkerRole::prefill_only);
 }
 
 std::int64_t Worker::padded_tokens(std::int64_t tokens) const {
   if (tokens > graph_tokens_ || capture_.empty()) return tokens;
+  if (tokens >= 0 && tokens < static_cast<std::int64_t>(padded_.size())) return padded_[static_cast<std::size_t>(tokens)];
   return *std::lower_bound(capture_.begin(), capture_.end(), tokens);
 }
 
 bool Worker::replays_full_graph(std::int64_t tokens, bool uniform_decode) const {
   if (!uniform_decode || !full_graphs_ || tokens > graph_tokens_) return false;
   // Without padding (TRT-LLM's default) only a batch of a captured size replays.
-  return padding_ || capture_.empty() || std::binary_search(capture_.begin(), capture_.end(), tokens);
+  return padding_ || capture_.empty() || padded_tokens(tokens) == tokens;
 }
 
 double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode) const {
@@ -107,6 +114,25 @@ double Worker::start_step(double now_s) {
       throw std::logic_error("scheduler: waiting request can never be admitted");
     return -1;
   }
+  return run_batch(now_s, sched_s, *batch);
+}
+
+int Worker::steady_cycles(int limit) { return busy_ ? sched_.steady_cycles(limit) : 0; }
+
+double Worker::steady_cycle(double now_s, int cycle) {
+  // finish_step(now_s) with every running request decoding one more token ...
+  stats_.busy_s += now_s - step_start_s_;
+  stats_.preemptions = sched_.preemptions();
+  end_prev_s_ = end_last_s_;
+  end_last_s_ = now_s;
+  // ... then start_step(now_s), chained, forming the same batch one token further on.
+  const double sched_s = async_ ? std::min(now_s, std::max(end_prev_s_, sched_s_ + cpu_s_)) : now_s;
+  sched_.steady_cycle(cycle);
+  return run_batch(now_s, sched_s, sched_.batch());
+}
+
+double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& b0) {
+  const models::StepBatch* batch = &b0;
   const std::int64_t tokens = batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
   const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
   double gpu_s;

@@ -478,3 +478,57 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
 }
 
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+
+int VllmScheduler::steady_cycles(int limit) {
+  if (cfg_.kind != EngineKind::vllm || lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
+      !demand_.windows.empty() || running_.empty() || limit <= 0)
+    return 0;
+  const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;
+  std::int64_t cycles = limit;
+  for (const Running& h : running_) {
+    // Decoding in this batch, its next token not one the client times, and not its last.
+    if (h.step != 1 || h.computed < h.input || h.tokens - h.computed != 1 || h.tokens - h.input < timed_tokens || h.left < 2)
+      return 0;
+    cycles = std::min(cycles, h.left - 1);
+  }
+  // Blocks crossed, by cycle: request h schedules token computed + m + 1 in cycle m and crosses
+  // its last block when that exceeds cap, then every block_size cycles; one block per full group.
+  const std::int64_t bs = cfg_.block_size;
+  steady_blocks_.assign(static_cast<std::size_t>(cycles) + 1, 0);
+  for (const Running& h : running_)
+    for (std::int64_t m = h.cap - h.computed; m <= cycles; m += bs) steady_blocks_[static_cast<std::size_t>(m)] += demand_.full_groups;
+  // Only blocks that need no eviction: the stretch ends before the pool's empty blocks run out.
+  std::int64_t empty = pool_.capacity() - pool_.used() - pool_.cached();
+  for (std::int64_t m = 1; m <= cycles; ++m) {
+    empty -= steady_blocks_[static_cast<std::size_t>(m)];
+    if (empty < 0) return static_cast<int>(m - 1);
+  }
+  return static_cast<int>(cycles);
+}
+
+void VllmScheduler::steady_cycle(int cycle) {
+  release_deferred();
+  batch_.decode_context_tokens += static_cast<std::int64_t>(running_.size());
+  pool_.allocate(steady_blocks_[static_cast<std::size_t>(cycle)]);
+}
+
+void VllmScheduler::steady_commit(int cycles) {
+  if (cycles <= 0) return;
+  const std::int64_t bs = cfg_.block_size;
+  for (Running& h : running_) {
+    const std::int64_t first = h.cap - h.computed;   // the cycle of its first crossing
+    h.computed += cycles;
+    h.tokens += cycles;
+    h.left -= cycles;
+    if (first > cycles) continue;
+    const std::int64_t crossed = (cycles - first) / bs + 1;
+    Request& r = request(h.slot);
+    r.blocks += crossed * demand_.full_groups;
+    h.cap += crossed * bs;
+    r.token_slots = h.cap;
+  }
+}
+
+}  // namespace servesim::sim

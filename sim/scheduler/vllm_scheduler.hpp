@@ -79,6 +79,21 @@ class VllmScheduler {
     complete(now_s, e);
   }
   void complete(double now_s) { complete(now_s, now_s); }
+
+  // Steady decode stretch (docs/speed.md): called right after schedule() formed a batch, the
+  // number of further step cycles (that batch's complete(), then the next schedule()) that only
+  // move every running request one decode token on: vLLM's policy without speculative tokens,
+  // nothing waiting or in transfer, every running request decoding in this batch past its timed
+  // tokens and short of its last, and every block a request crosses taken from the empty ones
+  // (no eviction, no preemption). At most `limit`. 0 when the next cycle is not such a one.
+  int steady_cycles(int limit);
+  // One such cycle, as complete() then schedule() would run it: a finished request's deferred
+  // blocks released, the batch's context grown by one token per sequence, the blocks of the
+  // requests that cross one taken. Cycle numbers count from 1 after steady_cycles().
+  void steady_cycle(int cycle);
+  // The running requests' counters after `cycles` cycles run by steady_cycle().
+  void steady_commit(int cycles);
+  const models::StepBatch& batch() const { return batch_; }   // the last schedule()'s summary
   // Async scheduling: a finished request keeps its blocks and seat until the next complete()
   // (vLLM frees them in update_from_output, after the next batch was scheduled).
   void set_deferred_release(bool on) { defer_release_ = on; }
@@ -206,6 +221,7 @@ class VllmScheduler {
   bool defer_release_ = false;
   std::vector<std::int32_t> deferred_;
   std::vector<PrefillPart> prefill_parts_;
+  std::vector<std::int32_t> steady_blocks_;   // steady stretch: blocks taken by cycle (index = cycle)
   std::uint64_t rng_;
   double new_token_ratio_ = 0;          // SGLang: NewTokenRatioTracker's current ratio
   std::shared_ptr<KvOffload> offload_;

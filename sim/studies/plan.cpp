@@ -60,7 +60,8 @@ nlohmann::json to_json(const SweepRow& r) {
           {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
           {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
           {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train},
-          {"served_rps", r.served_rps}, {"in_flight_at_end", r.in_flight_at_end}, {"overloaded", r.overloaded}};
+          {"served_rps", r.served_rps}, {"in_flight_at_end", r.in_flight_at_end}, {"overloaded", r.overloaded},
+          {"prefix_cache_hit_rate", r.prefix_hit}};
 }
 
 SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
@@ -79,6 +80,7 @@ SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
     r.served_rps = j.value("served_rps", 0.0);
     r.in_flight_at_end = j.value("in_flight_at_end", std::int64_t{0});
     r.overloaded = j.value("overloaded", false);
+    r.prefix_hit = j.value("prefix_cache_hit_rate", 0.0);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw Error(where, "rows", std::string("not a row a simulated point returned: ") + e.what());

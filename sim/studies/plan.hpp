@@ -39,6 +39,8 @@ struct SweepRow {
   double served_rps = 0;
   std::int64_t in_flight_at_end = 0;
   bool overloaded = false;
+  // Share of the admitted prompt tokens the prefix cache served (0 with prefix caching off).
+  double prefix_hit = 0;
 };
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of

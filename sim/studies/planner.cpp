@@ -359,7 +359,9 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   spec.storage_bytes_per_s = 1e9 * j.number_in("storage_gbps", 10, 1e-6, 1e6);
   spec.startup_extra_s = j.number_in("startup_extra_s", 0, 0, 1e6);
   spec.run_fixed_fleet = j.boolean_or("fixed_fleet", true);
-  spec.reserved_usd_per_gpu_hour = j.number_in("reserved_price", 0, 0, 1e6);
+  // Given, a reserved price must be one (0 or less had been taken for "not given").
+  spec.reserved_usd_per_gpu_hour = j.has("reserved_price") && !args.at("reserved_price").is_null()
+                                       ? j.number_in("reserved_price", 0, 1e-6, 1e6) : 0;
   spec.reserved_discount = j.has("reserved_discount") && !args.at("reserved_discount").is_null()
                                ? j.number_in("reserved_discount", 0, 0, 1) : -1;
   if (spec.reserved_usd_per_gpu_hour > 0 && spec.reserved_discount >= 0)
@@ -427,6 +429,15 @@ std::pair<double, double> profile_role_rps(const Scenario& base, double ttft_ms,
   return {pr, dr};
 }
 
+void check_planner_roles(const Scenario& s, const PlannerSpec& spec) {
+  const bool disagg = s.topology.present && s.topology.disaggregated;
+  if (!disagg && (spec.prefill_rps > 0 || spec.decode_rps > 0))
+    throw Error(spec.prefill_rps > 0 ? "--prefill-rps" : "--decode-rps", "",
+                "applies to a disaggregated topology's workers (--topology disagg); aggregated replicas take --replica-rps");
+  if (disagg && spec.replica_rps > 0)
+    throw Error("--replica-rps", "", "applies to aggregated replicas; a disaggregated topology takes --prefill-rps and --decode-rps");
+}
+
 PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool disagg = s0.topology.present && s0.topology.disaggregated;
@@ -488,9 +499,9 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     states.push_back(st);
     first += r.max_workers;
   }
-  if (const hw::InstanceSpec* inst = instance_of(*p.gpu); inst && inst->usd_per_hour) {
-    out.usd_per_gpu_hour = *inst->usd_per_hour / double(inst->gpus);
+  if (const hw::InstanceSpec* inst = instance_of(*p.gpu)) {
     out.instance = inst->name;
+    if (inst->usd_per_hour) out.usd_per_gpu_hour = *inst->usd_per_hour / double(inst->gpus);
   }
   const std::size_t n = static_cast<std::size_t>(std::ceil(spec.profile.duration_s / spec.interval_s - 1e-9));
   out.timeline.resize(n);
@@ -502,7 +513,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
 
   // One run of the day: planned (the planner in the loop) or the fixed fleet (each role's peak count).
   auto run = [&](bool planned, std::vector<PlannerInterval>& timeline, double* gpu_s) {
-    workloads::ProfileWorkload base(spec.profile, s.workload.isl, s.workload.osl, s.workload.seed, spec.poisson);
+    workloads::ProfileWorkload base(spec.profile, s.workload.isl, s.workload.osl, s.workload.seed, spec.poisson, s.workload.multimodal);
     CountingWorkload counted(base, spec.interval_s, n);
     IntervalStats stats(spec.interval_s, n, spec.ttft_ms, spec.itl_ms);
     Planner planner(spec, counted, states, timeline);

@@ -104,7 +104,7 @@ struct PlannerResult {
   std::vector<double> seconds_at_gpus;  // the planned fleet: time during which [g] GPUs were held
   std::optional<ReservedSplit> reserved;
   double wall_s = 0;
-  std::string instance;
+  std::string instance;                 // the GPU's first catalogue instance (its price, the emitted node selector)
 };
 
 // The spec from named options (the CLI's flags with underscores: load_profile "diurnal" or a CSV
@@ -114,6 +114,10 @@ struct PlannerResult {
 // kv_scale_down, queue_scale_up, queue_scale_down); errors name `where` and the option.
 PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where);
 PlannerResult run_planner(const Scenario& s, const PlannerSpec& spec);
+// What a user gives (CLI, Python): a role's capacity for a role the topology has not (--prefill-rps
+// or --decode-rps on aggregated replicas, --replica-rps on a disaggregated topology) is refused,
+// never silently unused.
+void check_planner_roles(const Scenario& s, const PlannerSpec& spec);
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec);
 nlohmann::json to_json(const ReservedSplit& x);
 // One replica's request rate within the SLO (p90 TTFT and ITL): open-loop Poisson runs of the

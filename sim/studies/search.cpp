@@ -85,6 +85,14 @@ PrefillAlone prefill_alone(const models::StepCostModel& cm, std::int64_t prompt,
 
 double opt_or_inf(const std::optional<double>& v) { return v ? *v : kInf; }
 
+// The share of admitted prompt tokens the prefix cache served, over a run's workers (as simulate's
+// prefix-cache line sums them).
+double prefix_hit_of(const std::vector<WorkerStats>& workers) {
+  std::int64_t all = 0, cached = 0;
+  for (const auto& w : workers) all += w.prompt_tokens, cached += w.prompt_tokens_cached;
+  return all > 0 ? double(cached) / double(all) : 0.0;
+}
+
 }  // namespace
 
 std::string_view to_string(Pruned p) {
@@ -117,6 +125,7 @@ nlohmann::json SearchConfig::to_json() const {
   j["engine"] = engine;
   j["max_num_seqs"] = max_num_seqs;
   j["max_num_batched_tokens"] = max_num_batched_tokens;
+  j["prefix_caching"] = prefix_caching < 0 ? nlohmann::json("default") : nlohmann::json(prefix_caching ? "on" : "off");
   j["gpus"] = gpus;
   j["instance"] = instance->name;
   j["gpu"] = instance->gpu;
@@ -155,7 +164,8 @@ nlohmann::json SearchConfig::to_json() const {
 
 nlohmann::json SearchBound::to_json() const {
   return {{"fits", fits}, {"reason", reason}, {"ttft_lb_ms", ttft_lb_ms}, {"itl_lb_ms", itl_lb_ms},
-          {"tps_ub", tps_ub}, {"tps_ub_slo", tps_ub_slo}};
+          {"tps_ub", tps_ub}, {"tps_ub_slo", tps_ub_slo}, {"prefix_caching", prefix_caching},
+          {"block_tokens", block_tokens}};
 }
 
 nlohmann::json SearchScore::to_json() const {
@@ -178,6 +188,7 @@ nlohmann::json SearchScore::to_json() const {
   j["limited_by"] = std::string(to_string(limited_by));
   j["advice"] = std::string(advice(limited_by));
   j["prefill_train"] = prefill_train;
+  j["prefix_cache_hit_rate"] = prefix_hit;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
   if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
   return j;
@@ -209,6 +220,16 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
   for (auto b : space_.max_num_batched_tokens)
     if (b != 0 && b < 16) throw Error("--max-num-batched-tokens", "", "must be >= 16");
   if (!space_.aggregated && !space_.disaggregated) throw Error("--topology", "", "nothing to search");
+  if (space_.prefix_caching.empty()) throw Error("--prefix-caching", "", "is empty; give on, off or both (on,off)");
+  for (int v : space_.prefix_caching)
+    if (v < -1 || v > 1) throw Error("--prefix-caching", "", "expected on or off");
+  if (std::count(space_.prefix_caching.begin(), space_.prefix_caching.end(), 1) > 0 &&
+      space_.model->count(models::LayerKind::sliding_attention) > 0)
+    throw Error("--prefix-caching", "", space_.model->name + " has sliding-window layers, whose prefix caching servesim does not "
+                                        "model (one full-attention group only); leave --prefix-caching out or give off");
+  if (traffic_.shared_prefix_tokens < 0 || traffic_.shared_prefix_tokens > traffic_.isl)
+    throw Error("--shared-prefix-tokens", "", "must be 0.." + std::to_string(traffic_.isl) + " (at most --isl), got " +
+                                                  std::to_string(traffic_.shared_prefix_tokens));
   if (space_.engines.empty()) throw Error("--engine", "", "is empty; give vllm, sglang or trtllm (comma-separated)");
   for (auto& e : space_.engines) e = engine_profile(e, "--engine").name;
   if (!(space_.gpu_memory_utilization < 0) && !(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
@@ -295,7 +316,7 @@ void Search::enumerate() {
       throw Error("--gpu", "",
                   "the search space holds more than " + std::to_string(kMaxConfigurations) +
                       " configurations (the product of --gpu, --precision, --tp, --pp, --dp, --pd-ratios, --max-num-seqs, "
-                      "--max-num-batched-tokens and --kv-cache-dtype); give shorter lists or search in parts");
+                      "--max-num-batched-tokens, --kv-cache-dtype and --prefix-caching); give shorter lists or search in parts");
     c.index = static_cast<int>(configs_.size());
     configs_.push_back(std::move(c));
   };
@@ -313,9 +334,11 @@ void Search::enumerate() {
       const GpuClassDefaults& gc = engine_profile(engine).gpu_class(cat.gpu(base.decode_instance->gpu));
       for (hw::Precision kv : kvs)
         for (int s0 : space_.max_num_seqs)
-          for (auto b0 : space_.max_num_batched_tokens) {
+          for (auto b0 : space_.max_num_batched_tokens)
+          for (int pc : space_.prefix_caching) {
             SearchConfig c = base;
             c.engine = engine;
+            c.prefix_caching = pc;
             c.kv_dtype = kv;
             c.max_num_batched_tokens = b0 > 0 ? b0 : gc.max_num_batched_tokens;
             c.max_num_seqs = s0 > 0 ? s0 : int(std::min<std::int64_t>(gc.max_num_seqs, c.max_num_batched_tokens));
@@ -323,7 +346,8 @@ void Search::enumerate() {
             c.label = label + " " + text::lower(std::string(hw::to_string(c.precision))) +
                       (kv != own ? " kv " + text::lower(std::string(hw::to_string(kv))) : std::string()) + " seqs " +
                       std::to_string(c.max_num_seqs) + " tokens " + std::to_string(c.max_num_batched_tokens) +
-                      (several || engine != engine_profile("vllm").name ? " " + engine : std::string());
+                      (several || engine != engine_profile("vllm").name ? " " + engine : std::string()) +
+                      (pc < 0 ? std::string() : pc ? " prefix cache on" : " prefix cache off");
             add(std::move(c));
           }
     }
@@ -413,6 +437,7 @@ EngineConfig Search::engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, in
   e.max_model_len = prompt_tokens() + traffic_.osl;   // what the traffic needs (vllm serve --max-model-len)
   nlohmann::json given = {{"max_num_seqs", e.max_num_seqs}, {"max_num_batched_tokens", e.max_num_batched_tokens}};
   if (space_.gpu_memory_utilization >= 0) given["gpu_memory_utilization"] = e.gpu_memory_utilization = space_.gpu_memory_utilization;
+  if (c.prefix_caching >= 0) given["enable_prefix_caching"] = e.enable_prefix_caching = c.prefix_caching == 1;
   apply_profile(engine_profile(c.engine), *space_.model, gpu, given, e, tp);
   return e;
 }
@@ -453,7 +478,13 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   // With images on a share of the requests only, the bounds take the text-only prompt (a lower
   // bound on any request's cost); memory must hold a request that carries them.
   const bool all_media = traffic_.multimodal.fraction >= 1;
-  const std::int64_t prompt = all_media ? prompt_tokens() : traffic_.isl;
+  // With prefix caching on, a prompt whose shared prefix is cached prefills only what follows it
+  // (more cheaply than from scratch, which is what the bound takes): the prefix comes off.
+  const EngineConfig prefill_engine = engine_of(c, cat.gpu(c.instance->gpu), (c.disaggregated() ? c.topo.prefill : c.topo.agg).tp);
+  b.prefix_caching = prefill_engine.enable_prefix_caching;
+  const std::int64_t whole_prompt = all_media ? prompt_tokens() : traffic_.isl;
+  const std::int64_t prompt =
+      whole_prompt - (b.prefix_caching ? std::min(traffic_.shared_prefix_tokens, whole_prompt - 1) : std::int64_t{0});
   const std::int64_t seq_tokens = prompt_tokens() + traffic_.osl;
   const int tiles = all_media ? vision_tiles() : 0;
   // GPU time only: the engine's host work per step (scheduling, input preparation, the frontend)
@@ -480,7 +511,12 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const models::Parallelism& ppar = c.disaggregated() ? c.topo.prefill : c.topo.agg;
   const auto dplan = plan_of(dg, dpar, c.disaggregated() ? "decode" : "replica");
   if (!dplan) return b;
-  if (c.disaggregated() && !plan_of(pg, ppar, "prefill")) return b;
+  b.block_tokens = dplan->block_size;
+  if (c.disaggregated()) {
+    const auto pplan = plan_of(pg, ppar, "prefill");
+    if (!pplan) return b;
+    b.block_tokens = pplan->block_size;
+  }
   b.fits = true;
 
   const hw::KernelTables& tables = engine_profile(c.engine).kernel_tables;
@@ -711,6 +747,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.ttft_ms = best->ttft_ms[st];
       s.itl_ms = best->itl_ms[st];
       s.prefill_train = best->prefill_train;
+      s.prefix_hit = best->prefix_hit;
     }
     if (fewer) {
       const bool t = !ttft_ok(*fewer) || fewer->overloaded, i = !itl_ok(*fewer);
@@ -736,6 +773,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     s.tps_per_user = r.output_tps_per_user;
     s.ttft_ms = r.ttft_ms[st];
     s.itl_ms = r.itl_ms[st];
+    s.prefix_hit = r.prefix_hit;
   }
   s.limited_by = lim;
   s.prefill_train = (best >= 0 && rows[std::size_t(best)].prefill_train) ||
@@ -832,9 +870,11 @@ std::vector<SweepRow> Search::run(int index) const {
       workloads::WorkloadConfig wc = open_loop_workload(traffic_.rate / double(k), *traffic_.arrival, traffic_.burstiness,
                                                         traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
       wc.multimodal = traffic_.multimodal;
+      wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
       const PointResult pr = dep.run(wc);
       SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus(), true);
       r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
+      r.prefix_hit = prefix_hit_of(pr.workers);
       return r;
     };
     auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms && !r.overloaded; };
@@ -850,9 +890,11 @@ std::vector<SweepRow> Search::run(int index) const {
     const int n = c.clients(conc);
     workloads::WorkloadConfig wc = capacity_workload(n, traffic_.requests, traffic_.seed, traffic_.isl, traffic_.osl);
     wc.multimodal = traffic_.multimodal;
+    wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
     const PointResult pr = dep.run(wc);
     rows.push_back(sweep_row(c.label, n, pr.summary, dep.gpus()));
     rows.back().prefill_train = is_prefill_train(pr.workers, pr.end_s);
+    rows.back().prefix_hit = prefix_hit_of(pr.workers);
   }
   return rows;
 }
@@ -904,6 +946,8 @@ nlohmann::json Search::deployment(int index) const {
   d["engine_kind"] = std::string(to_string(e.kind));
   d["cuda_graph_max_bs"] = e.cudagraph_capture_sizes.empty() ? 0 : e.max_cudagraph_capture_size / (1 + e.num_speculative_tokens);
   d["enable_chunked_prefill"] = e.enable_chunked_prefill;
+  d["enable_prefix_caching"] = e.enable_prefix_caching;
+  if (traffic_.shared_prefix_tokens > 0) d["shared_prefix_tokens"] = traffic_.shared_prefix_tokens;
   d["kind"] = c.disaggregated() ? "disaggregated" : "aggregated";
   d["copies"] = copies;
   d["describe"] = c.label + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");
@@ -955,6 +999,7 @@ nlohmann::json Search::report() const {
   j["vision_tokens_per_request"] = vw.tokens;
   j["vision_tiles_per_request"] = vw.tiles;
   j["image_fraction"] = traffic_.multimodal.fraction;   // the share of requests carrying them
+  j["shared_prefix_tokens"] = traffic_.shared_prefix_tokens;
   j["concurrency"] = traffic_.concurrency;
   j["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
   j["ttft_ms"] = goal_.ttft_ms;
@@ -1024,6 +1069,7 @@ nlohmann::json Search::report() const {
     const SearchConfig& c = configs_[std::size_t(i)];
     nlohmann::json w = c.to_json();
     w["score"] = state_[std::size_t(i)].score.to_json();
+    w["bound"] = state_[std::size_t(i)].bound.to_json();
     const DeploymentSpec spec = deployment_spec(c);
     const Deployment dep(c.topo, spec);
     w["describe"] = dep.describe();

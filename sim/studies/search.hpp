@@ -50,6 +50,9 @@ struct SearchSpace {
   // KV-cache dtypes: "auto" (the checkpoint's: FP8 for FP8/NVFP4 ModelOpt checkpoints, else BF16),
   // "bf16", "fp8"; each resolved per precision, the same dtype tried once.
   std::vector<std::string> kv_cache_dtypes = {"auto"};
+  // Prefix caching (--prefix-caching on,off): -1 the engine's default for the model (vLLM: on,
+  // off for hybrid Mamba models), 0 off, 1 on; each value a candidate of its own.
+  std::vector<int> prefix_caching = {-1};
   double gpu_memory_utilization = 0.9;   // < 0: the engine's (SGLang: its mem_fraction_static heuristic)
   RouterPolicy router = RouterPolicy::least_outstanding;
   // A user's calibration: each candidate's roles take the parts that transfer to their GPU and
@@ -60,6 +63,7 @@ struct SearchSpace {
 struct SearchTraffic {
   std::int64_t isl = 0, osl = 0;                     // text tokens in, tokens out (fixed per request)
   workloads::MultimodalConfig multimodal;            // images / video every request carries
+  std::int64_t shared_prefix_tokens = 0;             // every prompt starts with the same tokens (a system prompt)
   std::vector<int> concurrency = {1, 2, 4, 8, 16, 32, 64, 128};   // clients per decode-carrying worker
   std::optional<std::int64_t> requests;              // measured requests per point (default: capacity_requests, sim/studies/plan.hpp)
   std::uint64_t seed = 0;
@@ -98,6 +102,7 @@ struct SearchConfig {
   std::string engine = "vllm-0.19";                  // the engine profile it runs on
   int max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 8192;
+  int prefix_caching = -1;                           // as SearchSpace::prefix_caching (-1: the engine's default)
   int gpus = 0;                                      // one copy
   int nodes = 0, decode_nodes = 0;                   // nodes of each type one copy occupies when placed alone
   std::optional<double> usd_per_hour;                // one copy placed alone
@@ -121,6 +126,8 @@ struct SearchBound {
   double ttft_lb_ms = 0, itl_lb_ms = 0;  // no request can do better
   std::vector<double> tps_ub;            // per swept concurrency: output tok/s of one copy cannot exceed
   double tps_ub_slo = 0;                 // the most one copy could serve under the SLO (0: cannot meet it)
+  bool prefix_caching = false;           // as the engine resolves it
+  int block_tokens = 0;                  // the KV block of the worker that prefills (hybrid models: thousands of tokens)
   nlohmann::json to_json() const;
 };
 
@@ -139,6 +146,7 @@ struct SearchScore {
   LimitedBy limited_by = LimitedBy::none;
   bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
   bool fewer_overloaded = false;         // open loop: one copy fewer could not keep up (its queue grew)
+  double prefix_hit = 0;                 // share of prompt tokens the prefix cache served at the point read
   nlohmann::json to_json() const;
 };
 

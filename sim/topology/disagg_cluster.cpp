@@ -204,7 +204,11 @@ void DisaggregatedCluster::start_reserved_pulls(int d, double now_s) {
     const std::int32_t h = sched.request(o.slot).client;
     Handle& x = handles_[static_cast<std::size_t>(h)];
     x.pull_start_s = now_s;
-    const double bytes = shape_.handoff_bytes(x.spec.input_tokens);
+    if (x.spec.input_tokens != handoff_tokens_) {
+      handoff_tokens_ = x.spec.input_tokens;
+      handoff_bytes_ = shape_.handoff_bytes(handoff_tokens_);
+    }
+    const double bytes = handoff_bytes_;
     tstats_.bytes += bytes;
     const double per_token = shape_.frontend ? shape_.frontend->disagg.pull_s_per_token : 0.0;
     start_transfer(x.prefill, w, bytes, std::uint64_t(h), now_s, per_token * double(x.spec.input_tokens));
@@ -261,6 +265,28 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
     sched.clear_outputs();
   }
   wake(w, now_s);
+}
+
+void DisaggregatedCluster::step_start(int w, double now_s) {
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const double seconds = worker.start_step(now_s);
+  if (seconds < 0) return;
+  const VllmScheduler& sched = worker.scheduler();
+  const auto& pool = sched.pool();
+  const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
+  metrics_->add_worker_sample(w, now_s, seconds, sched.num_scheduled(), kv_util());
+  double end_s = now_s + seconds;
+  // Steady decode on a decode worker whose clients' first two tokens are all timed: while the
+  // step in flight ends before any other event and any transfer's progress, its end (no output)
+  // and the next start (which would be the next event popped) run in place.
+  const int d = w - shape_.prefill.count;
+  if (steady_ && d >= 0 && watch_[static_cast<std::size_t>(d)].empty()) {
+    const double t_net = net_.next_event_s();   // no transfer starts during a stretch
+    steady_cycles_ += worker.run_steady(
+        end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
+        [&](double t, double step_s) { metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(), kv_util()); });
+  }
+  queue_.push(end_s, EventKind::step_end, w);
 }
 
 // A prefilled request reaches decode worker d: it reserves the KV blocks and pulls the prompt's KV.
@@ -370,17 +396,7 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
         route(spec, now_s);
         break;
       }
-      case EventKind::step_start: {
-        Worker& worker = workers_[static_cast<std::size_t>(e.target)];
-        const double seconds = worker.start_step(now_s);
-        if (seconds >= 0) {
-          queue_.push(now_s + seconds, EventKind::step_end, e.target);
-          const auto& pool = worker.scheduler().pool();
-          metrics.add_worker_sample(e.target, now_s, seconds, worker.scheduler().num_scheduled(),
-                                    pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
-        }
-        break;
-      }
+      case EventKind::step_start: step_start(e.target, now_s); break;
       case EventKind::step_end: step_end(e.target, now_s); break;
       case EventKind::custom:
         if (e.target < 0) {

@@ -97,6 +97,10 @@ class DisaggregatedCluster {
 
   const std::vector<Worker>& workers() const { return workers_; }   // prefill..., decode...
   const TransferStats& transfers() const { return tstats_; }
+  // Steady decode stretches of the decode workers (docs/speed.md) run in place (default) or, off,
+  // every step through the event heap: the same results either way.
+  void set_steady_stretches(bool on) { steady_ = on; }
+  std::int64_t steady_cycles_run() const { return steady_cycles_; }
 
  private:
   struct Handle {                            // one request across the workers it visits
@@ -148,6 +152,12 @@ class DisaggregatedCluster {
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;
   std::uint64_t rng_ = 0;                    // the disaggregated path's draws
+  bool steady_ = true;
+  std::int64_t steady_cycles_ = 0;
+  // The last prompt length's handoff bytes (a fixed-ISL run asks the model once).
+  std::int64_t handoff_tokens_ = -1;
+  double handoff_bytes_ = 0;
+  void step_start(int w, double now_s);
   DisaggFleetController* controller_ = nullptr;
   workloads::SessionWorkload* sessions_ = nullptr;   // multi-turn sessions: next turns by event payload
   PendingTurns turns_;

@@ -721,8 +721,80 @@ def test_probe_round_three(exe, tmp_path):
     assert (sg / "sglang-launch.sh").exists() and "--mem-fraction-static" not in (sg / "sglang-launch.sh").read_text()
 
 
+@probe("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q9")
+def test_probe_round_four(exe, tmp_path):
+    """Planner options, scenario files with every field wrong in turn, --emit through symbolic
+    links, Python calls with wrong types, contradictory SLOs."""
+    plan = ["planner", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--tp", "1", "--precision", "fp8", "--isl", "500",
+            "--osl", "50", "--ttft-ms", "1000", "--itl-ms", "50", "--hours", "0.05", "--no-fixed-fleet", "-q"]
+    # Q1: the planner's day carries the scenario's images (it had sent text-only prompts while its
+    # workers were profiled with the images): 10 minutes at 1 request/s on one B200, every request
+    # with a 1024x1024 image (1,280 vision tokens on a 1,000-token prompt) against none.
+    csv = tmp_path / "flat.csv"
+    csv.write_text("time_s,rps\n0,1\n600,1\n")
+    base = dict(model="nemotron-3.5-super-vl", gpu="b200", gpus=1, tp=1, precision="nvfp4", isl=1000, osl=50)
+    ttft = {}
+    for name, extra in (("text", {}), ("image", dict(images="1024x1024"))):
+        day = servesim.planner(servesim.scenario(**base, **extra), load_profile=str(csv), ttft_ms=5000, itl_ms=500,
+                               replica_rps=2, arrivals="uniform", fixed_fleet=False)
+        ttft[name] = max(iv["ttft_p90_ms"] for iv in day["timeline"])
+    assert ttft["image"] > 1.5 * ttft["text"], ttft
+    # Q2: a reserved price of 0 or less (it had been taken for "not given" and ignored).
+    for bad in ("-1", "0"):
+        one_error(run(exe, *plan, "--peak-rps", "2", "--replica-rps", "4", "--reserved-price", bad), "reserved_price")
+    # Q3: a role's capacity for a role the topology has not (it had been silently unused).
+    one_error(run(exe, *plan, "--peak-rps", "2", "--prefill-rps", "3"), "--prefill-rps", "--topology disagg", "--replica-rps")
+    one_error(run(exe, *plan, "--peak-rps", "2", "--topology", "disagg", "--replica-rps", "3"), "--replica-rps",
+              "--prefill-rps and --decode-rps")
+    # Q4: a peak beyond 10^7 requests/s was told "must be > 0".
+    one_error(run(exe, *plan, "--peak-rps", "1e12"), "--peak-rps", "below 10^7", "got 1e+12")
+    # Q5: --emit naming a dangling symbolic link was "is a file"; a link to a folder is followed.
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing")
+    one_error(run(exe, "search", *M8, *L8, "--emit", tmp_path / "dangling"), "symbolic link to a missing target")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    ok(run(exe, "search", *M8, *L8, "--emit", tmp_path / "link"))
+    assert (tmp_path / "real" / "vllm-serve.sh").exists()
+    # Q6: recommend with an SLO no GPU can meet names the floor (it said only "at the swept concurrencies").
+    out = ok(run(exe, "recommend", *M8, "--gpu", "h100", "--isl", "500", "--osl", "50", "--ttft-ms", "0.01", "--itl-ms", "50",
+                 "--target-rps", "1", "-q"))
+    assert "cannot meet the SLO (e.g. " in out.stdout and "TTFT cannot go below" in out.stdout
+    # Q7: Python: a float where a list of whole numbers goes, prefix_caching=True, a bad reserved split.
+    with pytest.raises(servesim.Error, match=r"tp: expected a whole number, a list or a comma-separated string, got 1\.5"):
+        servesim.search(model="llama-3.1-8b", gpu="h100", isl=100, osl=10, ttft_ms=100, itl_ms=10, tp=1.5)
+    r = servesim.search(model="llama-3.1-8b", gpu="h100", precision="fp8", tp=1, topology="agg", isl=500, osl=20, ttft_ms=500,
+                        itl_ms=50, concurrency=1, requests=10, prefix_caching=True, threads=1)
+    assert {c["prefix_caching"] for c in r["configurations"]} == {"on"}
+    with pytest.raises(servesim.Error, match="usd_per_gpu_hour: expected a price"):
+        servesim.reserved_split({"usd_per_gpu_hour": "5", "seconds_at_gpus": [0, 100]}, reserved_discount=0.2)
+    with pytest.raises(servesim.Error, match=r"reserved_discount: expected a fraction .* got 2"):
+        servesim.reserved_split({"usd_per_gpu_hour": 5, "seconds_at_gpus": [0, 100]}, reserved_discount=2)
+    # Q8: a scenario with each field wrong in turn (wrong type, negative, huge, NaN): a result or one line.
+    sc = {"model": "llama-3.1-8b", "gpu": "h200", "gpus": 2, "tensor_parallel_size": 1, "precision": "fp8",
+          "engine": {"max_num_seqs": 64, "enable_prefix_caching": True}, "router": {"kind": "kv"}, "kv_offload": {"cpu_gib": 10},
+          "workload": {"concurrency": 4, "isl": 1000, "osl": 20, "requests": 8, "shared_prefix_tokens": 512}}
+    f = tmp_path / "s.json"
+    for path in (("model",), ("gpus",), ("precision",), ("engine", "max_num_seqs"), ("router", "kind"), ("kv_offload", "cpu_gib"),
+                 ("workload", "isl"), ("workload", "shared_prefix_tokens"), ("workload", "requests")):
+        for bad in ("x", -1, [], 1e308, 2**70, "nan"):
+            s = json.loads(json.dumps(sc))
+            t = s
+            for k in path[:-1]:
+                t = t[k]
+            t[path[-1]] = bad
+            f.write_text(json.dumps(s).replace('"nan"', "NaN") if bad == "nan" else json.dumps(s))
+            out = run(exe, "simulate", "--scenario", f, "-q")
+            if out.returncode != 0:
+                one_error(out, "s.json")
+    # Q9: the same shared prefix in a dataset run is refused, naming both.
+    s = json.loads(json.dumps(sc))
+    s["workload"]["dataset"] = {"entries": 4}
+    f.write_text(json.dumps(s))
+    one_error(run(exe, "simulate", "--scenario", f, "-q"), "shared_prefix_tokens", "dataset")
+
+
 def test_every_probe_case_is_exercised():
     want = {f"C{i}" for i in (1, 2)} | {f"S{i}" for i in range(1, 6)} | {f"H{i}" for i in range(1, 5)} | \
            {f"D{i}" for i in range(1, 5)} | {f"W{i}" for i in range(1, 14)} | {f"B{i}" for i in range(1, 15)} | \
-           {f"P{i}" for i in range(1, 7)} | {f"R{i}" for i in range(1, 9)}
+           {f"P{i}" for i in range(1, 7)} | {f"R{i}" for i in range(1, 9)} | {f"Q{i}" for i in range(1, 10)}
     assert want <= PROBED, sorted(want - PROBED)

@@ -239,3 +239,49 @@ TEST(Disagg, LoneVisionRequestTtftIsEncodePlusEmbeddingsPlusPrefillPlusKvPlusOne
 
 }  // namespace
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+namespace {
+
+// The decode workers' steady decode stretches run in place give what every step run through the
+// event heap gives: the same requests to the bit, the same worker stats and transfers. 1P1D over
+// EFA (transfers in flight while the decode worker runs), 24 clients, answers of spread lengths.
+TEST(Disagg, SteadyStretchesGiveTheResultsOfEveryStepThroughTheHeap) {
+  const Deployment d(one_p_one_d(), reference_spec());
+  workloads::WorkloadConfig w = closed(24, 1500, 300, 120);
+  w.osl = workloads::LengthDist::normal_of(300, 80);
+  struct Run {
+    std::vector<RequestRecord> records;
+    PointResult r;
+  };
+  auto run = [&](bool steady) {
+    Run out;
+    MetricsCollector m(true);
+    auto workload = workloads::make_workload(w);
+    out.r = d.run_disaggregated(*workload, m, [&](DisaggregatedCluster& c) { c.set_steady_stretches(steady); });
+    out.records = m.records();
+    return out;
+  };
+  const Run on = run(true), off = run(false);
+  ASSERT_EQ(on.records.size(), off.records.size());
+  ASSERT_EQ(on.records.size(), 144u);
+  for (std::size_t i = 0; i < on.records.size(); ++i) {
+    EXPECT_EQ(on.records[i].id, off.records[i].id);
+    EXPECT_EQ(on.records[i].first_token_s, off.records[i].first_token_s);
+    EXPECT_EQ(on.records[i].second_token_s, off.records[i].second_token_s);
+    EXPECT_EQ(on.records[i].finish_s, off.records[i].finish_s);
+  }
+  EXPECT_EQ(on.r.end_s, off.r.end_s);
+  ASSERT_EQ(on.r.workers.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(on.r.workers[i].steps, off.r.workers[i].steps);
+    EXPECT_EQ(on.r.workers[i].busy_s, off.r.workers[i].busy_s);
+    EXPECT_EQ(on.r.workers[i].kv_block_seconds, off.r.workers[i].kv_block_seconds);
+    EXPECT_EQ(on.r.workers[i].gpu_idle_s, off.r.workers[i].gpu_idle_s);
+  }
+  EXPECT_EQ(on.r.transfers.seconds, off.r.transfers.seconds);
+  EXPECT_EQ(on.r.summary.itl_ms.p50, off.r.summary.itl_ms.p50);
+}
+
+}  // namespace
+}  // namespace servesim::sim

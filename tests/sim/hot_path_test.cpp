@@ -2,13 +2,16 @@
 // the model's for exactly that batch, a draw whose value is never needed moves the random stream
 // as computing it would, a pending lognormal draw stays under its bound, and the API server's
 // output handler, whose draws are computed only when needed, times tokens as a FIFO queue does by
-// hand (batches that overlap the next step and batches that do not).
+// hand (batches that overlap the next step and batches that do not), and steady decode stretches
+// run in place give the results of every step run through the event heap.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 
 #include "sim/engine/cluster.hpp"
+#include "sim/engine/metrics_sink.hpp"
+#include "sim/metrics.hpp"
 #include "tests/sim/flat_cost.hpp"
 #include "sim/engine/worker.hpp"
 #include "workloads/frontend.hpp"
@@ -40,7 +43,10 @@ TEST(DecodeStepMemo, ReturnsTheModelsValueForExactlyThatBatch) {
           EXPECT_EQ(memo.get(b, model), nonlinear(b));
           ++lookups;
         }
-  // 34,400 distinct batches in 16,384 entries: the second pass finds some, never a wrong one.
+  // 34,400 distinct batches: the first 8,193 misses double the 4,096 entries, 16,385 more double
+  // them again; the second pass finds some, never a wrong one.
+  EXPECT_GE(memo.size(), 16384u);
+  EXPECT_LE(memo.size(), 131072u);
   EXPECT_GT(memo.hits(), 0);
   EXPECT_EQ(calls + memo.hits(), lookups);
   // A batch with prefill work is never remembered.
@@ -115,16 +121,41 @@ struct Last : RequestSink {
   void on_finished(const Request& x) override { r = x; }
 };
 
-// One client, a 10-token prompt and 5 answer tokens, steps of 1 ms host + 10 ms GPU (sync): the
-// steps end at 11, 22, 33, 44, 55 ms. The API server's output handler (one process, no other
-// cost, a cv of 1e-12 so its draws are pending but equal their mean) takes `out_ms` per batch.
-Request one_request(double out_ms) {
+// One client, a 10-token prompt and `osl` answer tokens, steps of 1 ms host + 10 ms GPU (sync), with
+// the frontend `f` or none.
+struct OneRun {
+  Request r;
+  double end_s = 0;
+  std::int64_t steady = 0;
+  WorkerStats stats;
+};
+OneRun run_one(std::int64_t osl, const workloads::FrontendConfig* f) {
   FlatCost cost;
   ClusterShape shape;
   shape.kv_blocks = 1000;
   EngineConfig cfg;
   cfg.step_overhead_s = 0.001;
   cfg.async_scheduling = false;
+  AggregatedCluster c(shape, cfg, cost, f);
+  workloads::WorkloadConfig w;
+  w.concurrency = 1;
+  w.requests = 1;
+  w.isl = workloads::LengthDist::fixed_at(10);
+  w.osl = workloads::LengthDist::fixed_at(osl);
+  auto workload = workloads::make_workload(w);
+  Last sink;
+  OneRun out;
+  out.end_s = c.run(*workload, sink);
+  out.r = sink.r;
+  out.steady = c.steady_cycles_run();
+  out.stats = c.workers()[0].stats();
+  return out;
+}
+
+// 5 answer tokens: the steps end at 11, 22, 33, 44, 55 ms. The API server's output handler (one
+// process, no other cost, a cv of 1e-12 so its draws are pending but equal their mean) takes
+// `out_ms` per batch.
+Request one_request(double out_ms) {
   workloads::FrontendConfig f;
   f.client.network = {0, 0};
   f.api.request = {0, 0};
@@ -133,16 +164,7 @@ Request one_request(double out_ms) {
   f.api.output_step_s = out_ms * 1e-3;
   f.api.output_s_per_request = 0;
   f.api.cv = 1e-12;
-  AggregatedCluster c(shape, cfg, cost, &f);
-  workloads::WorkloadConfig w;
-  w.concurrency = 1;
-  w.requests = 1;
-  w.isl = workloads::LengthDist::fixed_at(10);
-  w.osl = workloads::LengthDist::fixed_at(5);
-  auto workload = workloads::make_workload(w);
-  Last sink;
-  c.run(*workload, sink);
-  return sink.r;
+  return run_one(5, &f).r;
 }
 
 TEST(LazyDraws, OutputHandlerQueuesAsByHand) {
@@ -155,6 +177,124 @@ TEST(LazyDraws, OutputHandlerQueuesAsByHand) {
   EXPECT_NEAR(slow.first_token_s, 0.041, 1e-9);
   EXPECT_NEAR(slow.second_token_s, 0.071, 1e-9);
   EXPECT_NEAR(slow.finish_s, 0.161, 1e-9);
+}
+
+// A step time that grows with the batch's context, not linearly (no decode line: the memo path).
+class ContextCost : public models::StepCostModel {
+ public:
+  double seconds(const models::StepBatch& b) const override { return nonlinear(b) + 1e-4 * b.prefill_tokens / 1000.0; }
+  double encoder_seconds(int) const override { return 0; }
+  models::StepTime breakdown(const models::StepBatch& b) const override { return {seconds(b), {}}; }
+  std::string provenance() const override { return "context test cost"; }
+};
+
+// Every request as its client saw it, every step as the worker reported it.
+struct Trace : RequestSink {
+  std::vector<Request> done;
+  std::vector<double> steps;
+  void on_finished(const Request& r) override { done.push_back(r); }
+  void on_step(int w, double start_s, double step_s, int seqs, double kv) override {
+    steps.insert(steps.end(), {double(w), start_s, step_s, double(seqs), kv});
+  }
+};
+
+struct SteadyRun {
+  Trace trace;
+  std::vector<WorkerStats> workers;
+  std::uint64_t events = 0;
+  std::int64_t steady = 0;
+  double end_s = 0;
+};
+
+// A closed loop with answers of spread lengths, through the API server and the network (lognormal
+// draws), on a pool small enough that blocks run short.
+SteadyRun run_loop(bool steady, int clients, std::int64_t kv_blocks, bool async, int replicas, std::uint64_t seed) {
+  ContextCost cost;
+  ClusterShape shape;
+  shape.kv_blocks = kv_blocks;
+  shape.replicas = replicas;
+  shape.seed = seed;
+  EngineConfig cfg;
+  cfg.step_overhead_s = 0.001;
+  cfg.step_overhead_per_seq_s = 1e-5;
+  cfg.async_scheduling = async;
+  cfg.max_num_seqs = 48;
+  cfg.max_num_batched_tokens = 512;
+  cfg.enable_prefix_caching = true;
+  workloads::FrontendConfig f;
+  AggregatedCluster c(shape, cfg, cost, &f);
+  c.set_steady_stretches(steady);
+  workloads::WorkloadConfig w;
+  w.concurrency = clients;
+  w.requests = 100;
+  w.warmup_requests = 8;
+  w.dataset.entries = 20;   // repeated prompts: prefix-cache hits and cached blocks in the pool
+  w.isl = workloads::LengthDist::fixed_at(200);
+  w.osl = workloads::LengthDist::normal_of(400, 100);
+  w.seed = seed;
+  auto workload = workloads::make_workload(w);
+  SteadyRun r;
+  r.end_s = c.run(*workload, r.trace);
+  for (const Worker& x : c.workers()) r.workers.push_back(x.stats());
+  r.events = c.events_processed();
+  r.steady = c.steady_cycles_run();
+  return r;
+}
+
+void expect_same(const SteadyRun& a, const SteadyRun& b) {
+  EXPECT_EQ(a.end_s, b.end_s);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.trace.done.size(), b.trace.done.size());
+  for (std::size_t i = 0; i < a.trace.done.size(); ++i) {
+    const Request &x = a.trace.done[i], &y = b.trace.done[i];
+    EXPECT_EQ(x.id, y.id);
+    EXPECT_EQ(x.first_token_s, y.first_token_s);
+    EXPECT_EQ(x.second_token_s, y.second_token_s);
+    EXPECT_EQ(x.finish_s, y.finish_s);
+    EXPECT_EQ(x.generated, y.generated);
+    EXPECT_EQ(x.preemptions, y.preemptions);
+  }
+  EXPECT_EQ(a.trace.steps, b.trace.steps);
+  ASSERT_EQ(a.workers.size(), b.workers.size());
+  for (std::size_t i = 0; i < a.workers.size(); ++i) {
+    const WorkerStats &x = a.workers[i], &y = b.workers[i];
+    EXPECT_EQ(x.busy_s, y.busy_s);
+    EXPECT_EQ(x.steps, y.steps);
+    EXPECT_EQ(x.scheduled_seqs, y.scheduled_seqs);
+    EXPECT_EQ(x.kv_block_seconds, y.kv_block_seconds);
+    EXPECT_EQ(x.peak_kv_blocks, y.peak_kv_blocks);
+    EXPECT_EQ(x.preemptions, y.preemptions);
+    EXPECT_EQ(x.gpu_idle_s, y.gpu_idle_s);
+  }
+}
+
+TEST(SteadyStretch, SameResultsAsEveryStepThroughTheHeap) {
+  for (const bool async : {true, false})
+    for (const int replicas : {1, 2})
+      for (const std::int64_t blocks : {100000, 200}) {   // 200 blocks of 16 tokens: 8 requests of 600 tokens need 304
+        SCOPED_TRACE(::testing::Message() << "async " << async << " replicas " << replicas << " blocks " << blocks);
+        const SteadyRun on = run_loop(true, 8, blocks, async, replicas, 5);
+        const SteadyRun off = run_loop(false, 8, blocks, async, replicas, 5);
+        EXPECT_EQ(off.steady, 0);
+        EXPECT_GT(on.steady, 0);
+        if (replicas == 1 && blocks > 200) EXPECT_GT(on.steady, on.workers[0].steps / 2);   // most steps are steady decode
+        expect_same(on, off);
+        if (blocks == 200 && replicas == 1) EXPECT_GT(on.workers[0].preemptions, 0);
+      }
+}
+
+// One client, 10 prompt and 100 answer tokens, 10 ms steps: steps 1-4 run through the heap (the
+// prefill, then the first three tokens, which the client times); the step in flight from step 4 on
+// decodes one untimed token, so its end and the next start run in place 96 times, until step 100,
+// the last token's, is in flight.
+TEST(SteadyStretch, OneRequestRunsNinetySixCyclesInPlace) {
+  const OneRun one = run_one(100, nullptr);
+  EXPECT_EQ(one.steady, 96);
+  EXPECT_EQ(one.stats.steps, 100);
+  EXPECT_NEAR(one.end_s, 100 * 0.011, 1e-12);   // 1 ms host + 10 ms GPU a step
+  EXPECT_NEAR(one.r.finish_s, 1.1, 1e-12);
+  // Blocks of 16 tokens for 10 + 100 tokens: 7, the last one taken in place at token 97.
+  EXPECT_EQ(one.stats.peak_kv_blocks, 7);
 }
 
 }  // namespace

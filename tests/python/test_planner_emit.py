@@ -1,0 +1,74 @@
+"""`servesim planner --emit DIR`: the Dynamo manifest with its Planner service and the autoscaling
+bounds the simulated day needed, read back by a YAML parser.
+
+By hand: 6 requests/s for an hour then 14 for an hour, evenly spaced, at 4 requests/s per one-GPU
+worker: ceil(6 / 4) = 2 workers, then ceil(14 / 4) = 4, so the bounds are 2..4 workers and at most
+4 GPUs; the opening fleet (the manifest's replicas) is 2.
+"""
+import json
+import subprocess
+
+import yaml
+
+
+def planner(exe, tmp_path, *extra):
+    csv = tmp_path / "two_level.csv"
+    csv.write_text("time_s,rps\n0,6\n3600,6\n3600.001,14\n7200,14\n")
+    return subprocess.run([exe, "planner", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--tp", "1",
+                           "--precision", "fp8", "--isl", "1000", "--osl", "100", "--load-profile", str(csv),
+                           "--arrivals", "uniform", "--adjustment-interval", "60", "--ttft-ms", "2000", "--itl-ms", "100",
+                           "--no-fixed-fleet", "-q", *extra], capture_output=True, text=True, timeout=300)
+
+
+def test_planner_emits_the_bounds_it_found(exe, tmp_path):
+    out = planner(exe, tmp_path, "--replica-rps", "4", "--emit", str(tmp_path / "d"), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    b = json.loads((tmp_path / "d" / "planner.json").read_text())
+    assert b == j["planner_bounds"]
+    (role,) = b["roles"]
+    assert (role["name"], role["min_workers"], role["max_workers"], role["opening_workers"]) == ("replica", 2, 4, 2)
+    assert b["max_gpu_budget"] == 4 and b["rule"] == "throughput" and b["adjustment_interval_s"] == 60
+    doc = yaml.safe_load((tmp_path / "d" / "dynamo-deployment.yaml").read_text())
+    services = doc["spec"]["services"]
+    assert services["VllmWorker"]["replicas"] == 2
+    p = services["Planner"]
+    assert p["componentType"] == "planner"
+    args = p["extraPodSpec"]["mainContainer"]["args"]
+    for a in ("--adjustment-interval=60", "--ttft=2000", "--itl=100", "--load-predictor=constant", "--min-endpoint=1",
+              "--max-gpu-budget=4"):
+        assert a in args
+    assert sorted(x.name for x in (tmp_path / "d").iterdir()) == ["deployment.json", "dynamo-deployment.yaml", "planner.json",
+                                                                  "vllm-serve.sh"]
+    assert sorted(j["emitted"]) == sorted(str(tmp_path / "d" / n) for n in
+                                          ["vllm-serve.sh", "dynamo-deployment.yaml", "planner.json", "deployment.json"])
+
+
+def test_planner_emits_the_load_rule_and_each_role(exe, tmp_path):
+    # Disaggregated: prefill at 4 and decode at 8 requests/s per worker: 6 -> 2 prefill + 1 decode,
+    # 14 -> 4 prefill + 2 decode; the load rule's thresholds go to the Planner service.
+    out = planner(exe, tmp_path, "--topology", "disagg", "--prefill-rps", "4", "--decode-rps", "8", "--rule", "throughput",
+                  "--emit", str(tmp_path / "d"))
+    assert out.returncode == 0, out.stderr
+    b = json.loads((tmp_path / "d" / "planner.json").read_text())
+    got = {r["name"]: (r["min_workers"], r["max_workers"]) for r in b["roles"]}
+    assert got == {"prefill": (2, 4), "decode": (1, 2)}
+    args = yaml.safe_load((tmp_path / "d" / "dynamo-deployment.yaml").read_text())["spec"]["services"]["Planner"][
+        "extraPodSpec"]["mainContainer"]["args"]
+    assert "--prefill-engine-num-gpu=1" in args and "--decode-engine-num-gpu=1" in args and "--max-gpu-budget=6" in args
+    out = planner(exe, tmp_path, "--replica-rps", "4", "--rule", "load", "--emit", str(tmp_path / "l"))
+    assert out.returncode == 0, out.stderr
+    args = yaml.safe_load((tmp_path / "l" / "dynamo-deployment.yaml").read_text())["spec"]["services"]["Planner"][
+        "extraPodSpec"]["mainContainer"]["args"]
+    assert "--prefill-queue-scale-up-threshold=5" in args and "--decode-kv-scale-down-threshold=0.5" in args
+
+
+def test_planner_emit_refuses_a_bad_folder_before_the_day(exe, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    out = planner(exe, tmp_path, "--replica-rps", "4", "--emit", str(tmp_path / "mine"))
+    assert out.returncode != 0
+    assert "--emit: " in out.stderr and "notes.txt" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert sorted(x.name for x in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+    out = planner(exe, tmp_path, "--replica-rps", "4", "--emit", "")
+    assert out.returncode != 0 and "give a folder name" in out.stderr
