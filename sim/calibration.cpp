@@ -13,7 +13,7 @@ namespace servesim::sim {
 
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale",
-                              "step_cpu_factor", "step_overhead_factor", "request_overhead_ms", "request_latency_ms", "spread_factor"};
+                              "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms", "request_latency_ms", "spread_factor"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
     if (n == k) return true;
@@ -76,6 +76,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
                val("prefill_scale", 1)};
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
+  p.step_gpu_ms = val("step_gpu_ms", 0);
   p.request_overhead_ms = val("request_overhead_ms", 0);
   p.request_latency_ms = val("request_latency_ms", 0);
   p.spread_factor = val("spread_factor", 1);
@@ -125,6 +126,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "prefill_scale") a.kernels.prefill = c.value;
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
+    else if (c.name == "step_gpu_ms") a.step_gpu_ms = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
     else if (c.name == "request_latency_ms") a.request_latency_ms = c.value;
     else if (c.name == "spread_factor") a.spread_factor = c.value;

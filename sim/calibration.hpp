@@ -17,7 +17,7 @@ namespace servesim::sim {
 
 struct CalibratedParameter {
   std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, step_cpu_factor,
-                            // step_overhead_factor, request_overhead_ms, request_latency_ms, spread_factor
+                            // step_gpu_ms, step_overhead_factor, request_overhead_ms, request_latency_ms, spread_factor
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"
   std::string scope;        // what it transfers to: "gpu+engine" (this GPU, its node, this engine build)
@@ -31,6 +31,7 @@ struct CalibrationProfile {
   hw::KernelScales kernels;                    // from the *_scale parameters
   double step_cpu_factor = 1;                  // on the profile's engine-core time per step (fixed part)
   double step_overhead_factor = 1;             // on the profile's engine-core time per scheduled request
+  double step_gpu_ms = 0;                      // GPU-side time added to every step's forward
   double request_overhead_ms = 0;              // added to the API server's time per request (serial: queues)
   double request_latency_ms = 0;               // latency per request before the API server (no queue)
   double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
@@ -53,7 +54,8 @@ CalibrationProfile load_calibration(const std::string& path);
 struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
-  double step_cpu_factor = 1, step_overhead_factor = 1, request_overhead_ms = 0, request_latency_ms = 0, spread_factor = 1;
+  double step_cpu_factor = 1, step_overhead_factor = 1, step_gpu_ms = 0, request_overhead_ms = 0, request_latency_ms = 0,
+         spread_factor = 1;
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header

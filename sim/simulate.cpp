@@ -140,6 +140,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
     e.kernel_scales = a.kernels;
     e.step_overhead_s *= a.step_cpu_factor;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
+    e.step_gpu_s += a.step_gpu_ms * 1e-3;
     e.closed_loop_osl_spread_tokens *= a.spread_factor;
   }
   return e;

@@ -38,8 +38,8 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--precision", o->setup.precision, "Weight precision of bench results (bf16, fp8, fp8_block, nvfp4, ...)");
   c->add_option("--engine", o->setup.engine, "Engine profile of bench results (vllm-0.19, ...; default vllm)");
   c->add_option("--parameters", o->parameters,
-                "Fit only these (comma-separated): gemm_scale, moe_scale, attention_scale, communication_scale, "
-                "step_cpu_factor, step_overhead_factor, request_overhead_ms, request_latency_ms, spread_factor (default: every one the points inform but request_overhead_ms)");
+                "Fit only these (comma-separated): " + sim::calibration_parameter_names() +
+                    " (default: every one the points inform but request_overhead_ms)");
   c->add_option("--folds", o->folds, "Cross-validation folds (default 5; at most one per point)")->check(CLI::Range(1, 50));
   c->add_option("--train-fraction", o->train_fraction,
                 "Fit on a random share of the points (e.g. 0.33) and report the error of the others before and after");

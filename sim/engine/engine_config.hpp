@@ -61,6 +61,9 @@ struct EngineConfig {
   std::int64_t max_cudagraph_capture_size = kDefaultMaxCudagraphCaptureSize;  // steps above run eagerly
   double step_overhead_s = kDefaultStepOverheadS;        // engine-core CPU per step (fixed part)
   double step_overhead_per_seq_s = 0;                    // ... plus this per scheduled request
+  // GPU-side time added to every step's forward (a user calibration's step_gpu_ms: launch gaps, an
+  // op outside the graphs, a synchronisation); unlike the engine core's time it never overlaps the GPU.
+  double step_gpu_s = 0;
   double eager_overhead_s = kDefaultEagerOverheadS;
   // The engine-core loop (vLLM EngineCoreProc): synchronous (schedule, run, update, repeat) or
   // async scheduling with a batch queue: batch N+1 is scheduled while batch N runs on the GPU.

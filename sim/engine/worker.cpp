@@ -37,6 +37,7 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
       cost_(&cost),
       overhead_s_(cfg.overhead_per_step_s()),
       overhead_per_seq_s_(cfg.step_overhead_per_seq_s),
+      step_gpu_s_(cfg.step_gpu_s),
       async_(cfg.async_scheduling) {
   const auto lc = cost.launch_counts();
   const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
@@ -146,6 +147,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   } else {
     gpu_s = step_seconds(*batch);
   }
+  gpu_s += step_gpu_s_;
   if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
     gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
   const double launch_s = launch_seconds(tokens, uniform);

@@ -195,6 +195,7 @@ class Worker {
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
   double overhead_s_, overhead_per_seq_s_;
+  double step_gpu_s_;            // fixed GPU time added to every step (a calibration's step_gpu_ms)
   double launch_full_s_;         // one forward's kernels launched from the host
   double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
   bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE, FULL_DECODE_ONLY)

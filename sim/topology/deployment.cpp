@@ -68,6 +68,7 @@ EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) con
     e.kernel_scales = a.kernels;
     e.step_overhead_s *= a.step_cpu_factor;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
+    e.step_gpu_s += a.step_gpu_ms * 1e-3;
     e.closed_loop_osl_spread_tokens *= a.spread_factor;
   }
   e.role = role;

@@ -47,6 +47,12 @@ const Param kParams[] = {
     {"attention_scale", 0, 0.20, 0.05, true, "gpu+engine"},   {"communication_scale", 0, 0.25, 0.05, true, "gpu+engine"},
     {"prefill_scale", 0, 0.20, 0.05, true, "gpu+engine"},
     {"step_cpu_factor", 0, 0.70, 0.10, true, "gpu+engine"},   {"step_overhead_factor", 0, 0.30, 0.10, true, "gpu+engine"},
+    // GPU time per step beyond the kernels the tables sum (launch gaps, an op outside the graphs, a
+    // synchronisation, the sampler's host round trip): it adds to every step, where the engine core's
+    // host time overlaps the GPU under async scheduling. The prior's width: held out and uncalibrated,
+    // the split's TPOT at <= 4 clients is 0-3.8 ms longer than predicted (median 0.4 ms over 14 groups;
+    // MiniMax-M2.5 H200 vLLM 0.16 3.8 ms, B200 0.17 2.0 ms).
+    {"step_gpu_ms", 0, 2.0, 0.25, false, "gpu+engine"},
     // Host time per request in the API server, serial (it queues at high load): fitted only when
     // asked (--parameters). On the calibration split the short-prompt TTFT floor it was meant for
     // does not queue: a 23.5 ms serial cost fitted on MiniMax-M2.5 B200 (nightly) turned held-out
@@ -70,6 +76,13 @@ CalibrationProfile profile_of(const std::vector<const Param*>& ps, const Eigen::
                             ps[k]->log ? "x" : "ms", ps[k]->scope});
   return c;
 }
+
+// What the optimiser did: the objective at the start and after each accepted step, the gradient's
+// norm where each step was taken, the step's length in prior widths, and why it stopped.
+struct FitTrace {
+  std::vector<double> costs, gradients, steps;
+  std::string stopped = "iteration limit";
+};
 
 struct Evaluation {
   Report report;
@@ -101,48 +114,71 @@ class Fitter {
     return e;
   }
 
+  // The residuals' derivatives at x, forward differences of one step per parameter (5 % of a factor,
+  // 0.25-2 ms): every run keeps its seed, so a difference sees the parameter and no resampling; a
+  // closed loop's answer is piecewise constant below such a step. Central differences (twice the
+  // simulations) did no better held out on the calibration split (MiniMax-M2.5 B200 vLLM 0.17 TTFT
+  // 13.9 % against 7.8 %, 0.19 and nightly within a point).
+  Eigen::MatrixXd jacobian(const Eigen::VectorXd& x, const Evaluation& at, double coarse = 1) const {
+    const Eigen::Index k = Eigen::Index(ps_.size());
+    Eigen::MatrixXd J(at.residuals.size(), k);
+    for (Eigen::Index i = 0; i < k; ++i) {
+      Eigen::VectorXd xi = x;
+      const double h = coarse * ps_[i]->step;
+      xi[i] += h;
+      J.col(i) = (eval(xi).residuals - at.residuals) / h;
+    }
+    return J;
+  }
+
   // Levenberg-damped Gauss-Newton from the priors; returns the optimum and its covariance.
-  Eigen::VectorXd fit(int iterations, Eigen::MatrixXd* cov, Evaluation* at, std::vector<double>* costs = nullptr) const {
+  Eigen::VectorXd fit(int iterations, Eigen::MatrixXd* cov, Evaluation* at, FitTrace* trace = nullptr) const {
     const Eigen::Index k = Eigen::Index(ps_.size());
     Eigen::VectorXd x(k);
     for (Eigen::Index i = 0; i < k; ++i) x[i] = ps_[i]->prior;
     Evaluation cur = eval(x);
-    if (costs) costs->push_back(cur.cost);
+    if (trace) trace->costs.push_back(cur.cost);
     double lambda = 1e-2;
-    Eigen::MatrixXd J(cur.residuals.size(), k);
+    Eigen::MatrixXd J;
     for (int it = 0; it < iterations; ++it) {
-      for (Eigen::Index i = 0; i < k; ++i) {
-        Eigen::VectorXd xi = x;
-        xi[i] += ps_[i]->step;
-        J.col(i) = (eval(xi).residuals - cur.residuals) / ps_[i]->step;
-      }
-      const Eigen::MatrixXd H = J.transpose() * J;
-      const Eigen::VectorXd g = J.transpose() * cur.residuals;
+      const double before = cur.cost;
       bool moved = false;
-      for (int tries = 0; tries < 4 && !moved; ++tries) {
-        Eigen::MatrixXd A = H;
-        A.diagonal() += lambda * H.diagonal().cwiseMax(1e-9);
-        Eigen::VectorXd xn = x + A.ldlt().solve(-g);
-        // A parameter in ms stays >= 0 in the fit's own coordinates too: below 0 it would sit where
-        // every derivative is 0 and never come back.
-        for (Eigen::Index i = 0; i < k; ++i)
-          if (!ps_[i]->log) xn[i] = std::max(0.0, xn[i]);
-        Evaluation next = eval(xn);
-        if (next.cost < cur.cost) {
-          x = xn, cur = std::move(next), lambda = std::max(1e-4, lambda / 10), moved = true;
-          if (costs) costs->push_back(cur.cost);
-        } else {
-          lambda *= 10;
+      // A step of the derivatives' size resolves the objective only roughly (the simulated points answer a
+      // change in steps): when no damped step lowers it, the derivatives again over four times the step.
+      for (double coarse : {1.0, 4.0}) {
+        if (moved) break;
+        if (coarse > 1) lambda = 1e-2;
+        J = jacobian(x, cur, coarse);
+        const Eigen::MatrixXd H = J.transpose() * J;
+        const Eigen::VectorXd g = J.transpose() * cur.residuals;
+        for (int tries = 0; tries < 4 && !moved; ++tries) {
+          Eigen::MatrixXd A = H;
+          A.diagonal() += lambda * H.diagonal().cwiseMax(1e-9);
+          Eigen::VectorXd xn = x + A.ldlt().solve(-g);
+          // A parameter in ms stays >= 0 in the fit's own coordinates too: below 0 it would sit where
+          // every derivative is 0 and never come back.
+          for (Eigen::Index i = 0; i < k; ++i)
+            if (!ps_[i]->log) xn[i] = std::max(0.0, xn[i]);
+          Evaluation next = eval(xn);
+          if (next.cost < cur.cost) {
+            if (trace) {
+              double len = 0;
+              for (Eigen::Index i = 0; i < k; ++i) len += std::pow((xn[i] - x[i]) / ps_[i]->width, 2);
+              trace->costs.push_back(next.cost), trace->gradients.push_back(g.norm()), trace->steps.push_back(std::sqrt(len));
+            }
+            x = xn, cur = std::move(next), lambda = std::max(1e-4, lambda / 10), moved = true;
+          } else {
+            lambda *= 10;
+          }
         }
       }
-      if (!moved) break;
+      if (!moved || before - cur.cost < 1e-3 * before) {
+        if (trace) trace->stopped = moved ? "converged (the last step lowered the objective by < 0.1 %)" : "no damped step lowered the objective, with derivatives over one step or four";
+        break;
+      }
     }
     if (cov) {
-      for (Eigen::Index i = 0; i < k; ++i) {   // the Hessian at the optimum
-        Eigen::VectorXd xi = x;
-        xi[i] += ps_[i]->step;
-        J.col(i) = (eval(xi).residuals - cur.residuals) / ps_[i]->step;
-      }
+      J = jacobian(x, cur);   // the Hessian at the optimum
       *cov = (J.transpose() * J).ldlt().solve(Eigen::MatrixXd::Identity(k, k));
     }
     if (at) *at = std::move(cur);
@@ -344,8 +380,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   Eigen::MatrixXd cov;
   Evaluation best;
   const int iters = e.iterations;
-  std::vector<double> costs;
-  const Eigen::VectorXd x = all.fit(iters, &cov, &best, &costs);
+  FitTrace trace;
+  const Eigen::VectorXd x = all.fit(iters, &cov, &best, &trace);
   CalibrationProfile prof = parse_calibration(to_json(profile_of(ps, x, base)), "");   // typed fields from the values
   for (std::size_t k = 0; k < ps.size(); ++k) {
     const double sd = std::sqrt(std::max(0.0, cov(Eigen::Index(k), Eigen::Index(k))));
@@ -361,6 +397,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   for (int i = n - 1; i > 0; --i) std::swap(order[i], order[splitmix64(st + std::uint64_t(i)) % std::uint64_t(i + 1)]);
   std::vector<double> before_t, before_i, after_t, after_i;
   std::vector<double> fold_gain;   // per fold: the change of its TTFT + TPOT medians (negative: better)
+  nlohmann::json folds_json = nlohmann::json::array();   // per fold: its points and their medians before / after
   std::vector<Residual> res;
   for (int f = 0; f < k && k > 1; ++f) {
     const std::size_t first = before_t.size();
@@ -382,6 +419,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     auto part = [&](const std::vector<double>& v) { return std::vector<double>(v.begin() + std::ptrdiff_t(first), v.end()); };
     const double g = median_abs(part(after_t)) - median_abs(part(before_t)) + median_abs(part(after_i)) - median_abs(part(before_i));
     if (std::isfinite(g)) fold_gain.push_back(g);
+    auto pct_or_null = [](double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); };
+    folds_json.push_back({{"points", test.size()},
+                          {"ttft_median_abs_pct", {{"before", pct_or_null(median_abs(part(before_t)))}, {"after", pct_or_null(median_abs(part(after_t)))}}},
+                          {"tpot_median_abs_pct", {{"before", pct_or_null(median_abs(part(before_i)))}, {"after", pct_or_null(median_abs(part(after_i)))}}}});
   }
   // The folds must agree that it helps: the mean change of a fold's medians plus its standard error
   // stays below 0 (with five or six points a fold is one or two, and one lucky fold is not a gain).
@@ -402,7 +443,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     for (std::size_t i = 0; i < ps.size(); ++i) prof.parameters[i].value = prof.parameters[i].prior;
     prof.kernels = {};
     prof.step_cpu_factor = prof.step_overhead_factor = prof.spread_factor = 1;
-    prof.request_overhead_ms = prof.request_latency_ms = 0;
+    prof.request_overhead_ms = prof.request_latency_ms = prof.step_gpu_ms = 0;
   }
   prof.cross_validation = {{"folds", k > 1 ? k : 0},
                            {"kept_priors", kept_priors},
@@ -463,8 +504,12 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                             {"after", 100 * median_abs(fit_t)}}},
                   {"tpot", {{"after", 100 * median_abs(fit_i)}}}}},
                 {"cross_validation", prof.cross_validation},
+                {"cross_validation_folds", folds_json},
                 {"held_out", held},
-                {"fit_costs", costs},
+                {"fit_costs", trace.costs},
+                {"fit_gradient_norms", trace.gradients},
+                {"fit_step_lengths", trace.steps},
+                {"fit_stopped", trace.stopped},
                 {"refused", refused}};
   Table t({"parameter", "prior", "fitted", "+/- sd", "applies to"});
   for (const auto& c : prof.parameters) {

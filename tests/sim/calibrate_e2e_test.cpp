@@ -29,13 +29,13 @@ nlohmann::json scenario_json(const std::string& gpu) {
           {"seed", 3}, {"workload", {{"concurrency", 16}, {"isl", 2000}, {"osl", 200}, {"requests", 160}}}};
 }
 
-// Points "measured" on a cluster whose GEMMs take exactly `factor` x the tables' time: servesim's
-// own prediction with that factor, written as silicon-sample rows.
-std::string synthetic_csv(double factor, const std::string& version = "0.19.0") {
-  const std::string csv = ::testing::TempDir() + "cal_e2e_" + version + "_" + std::to_string(factor) + ".csv";
+// Points "measured" on a cluster whose GEMMs take exactly `factor` x the tables' time (or whose
+// `parameter` has that value): servesim's own prediction with it, written as silicon-sample rows.
+std::string synthetic_csv(double factor, const std::string& version = "0.19.0", const std::string& parameter = "gemm_scale") {
+  const std::string csv = ::testing::TempDir() + "cal_e2e_" + parameter + "_" + version + "_" + std::to_string(factor) + ".csv";
   v::Options o;
   o.threads = 2;
-  o.base = {{"calibration", profile_json("h200", "gemm_scale", factor)}};
+  o.base = {{"calibration", profile_json("h200", parameter, factor)}};
   std::vector<v::MeasuredPoint> pts;
   int k = 0;
   for (int c : {1, 4, 16, 32})
@@ -94,6 +94,40 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
 }
 
+// The cluster spends a fixed 1.5 ms of GPU time on every step beyond what the kernel tables sum
+// (launch gaps, an op outside the graphs): the fit of step_gpu_ms alone comes back 1.5 ms within
+// 2 % (its prior, 0 ms and 2 ms wide, pulls it by ~0.25 / 26 of the way at 8 points whose TPOT of
+// 6-9 ms moves 1 / TPOT per ms, weighed at 8 %).
+TEST(CalibrateE2e, RecoversAFixedGpuTimePerStep) {
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.only = {"step_gpu_ms"};
+  e.folds = 2;
+  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.5, "0.19.0", "step_gpu_ms")), o, e);
+  const auto* g = r.profile.parameter("step_gpu_ms");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NEAR(g->value, 1.5, 0.03) << r.text;
+  EXPECT_EQ(g->unit, "ms");
+  EXPECT_GT(g->sd, 0);
+  EXPECT_NEAR(r.profile.step_gpu_ms, 1.5, 0.03);
+}
+
+// step_gpu_ms is GPU time on every step, which the engine core's host time (overlapped under async
+// scheduling) does not hide: one client's time per output token grows by exactly that (2 ms), one
+// step per token.
+TEST(CalibrateE2e, StepGpuTimeAddsToEveryStep) {
+  auto run = [](double ms) {
+    nlohmann::json j = scenario_json("h200");
+    j["workload"]["concurrency"] = 1;
+    j["workload"]["requests"] = 8;
+    if (ms > 0) j["calibration"] = profile_json("h200", "step_gpu_ms", ms);
+    return servesim::sim::simulate(servesim::sim::parse_scenario(j.dump(), "t.json")).summary;
+  };
+  const auto a = run(0), b = run(2);
+  EXPECT_NEAR(b.itl_ms.avg - a.itl_ms.avg, 2.0, 0.01);
+}
+
 // Points of a nightly build name only their engine ("vllm"), which runs the newest profile: the
 // profile is written for that build (vllm-0.19) and the fit applies to them (a fit whose profile
 // named "vllm" never applied to its own points and returned the priors).
@@ -132,6 +166,8 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   p.request_overhead_ms = 7.123456789;
   p.parameters.push_back({"request_latency_ms", 0, 31.987654321, 5, "ms", "gpu+engine"});
   p.request_latency_ms = 31.987654321;
+  p.parameters.push_back({"step_gpu_ms", 0, 1.2345678912, 0.3, "ms", "gpu+engine"});
+  p.step_gpu_ms = 1.2345678912;
   const std::string file = ::testing::TempDir() + "round_trip_profile.json";
   {
     std::ofstream f(file);
@@ -149,6 +185,7 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   EXPECT_EQ(back.kernels.gemm, p.kernels.gemm);
   EXPECT_EQ(back.request_overhead_ms, p.request_overhead_ms);
   EXPECT_EQ(back.request_latency_ms, p.request_latency_ms);
+  EXPECT_EQ(back.step_gpu_ms, p.step_gpu_ms);
 }
 
 // request_latency_ms is a latency per request that holds no serial resource: one client's TTFT
