@@ -22,6 +22,7 @@
 #include "sim/kv_offload_setup.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/validate/run_bands.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -443,7 +444,10 @@ nlohmann::json what_ran_json(const Scenario& s, const SimResult& r) {
                      : r.deployment;
   w.engine = &r.engine;
   w.plan = &r.plan;
-  w.context_tokens = std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean()));
+  // A request that carries the media holds its vision tokens in the cache too (as search and recommend
+  // size memory): the plan's sequences are counted at that longest context.
+  const std::int64_t vision = s.workload.multimodal.empty() ? 0 : workloads::vision_work(s.workload.multimodal).tokens;
+  w.context_tokens = std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean())) + vision;
   w.calibration = r.calibration;
   if (s.calibration) {   // a user's profile on top of the tables (--calibration)
     const validate::RunKind k = validate::run_kind(s, r);

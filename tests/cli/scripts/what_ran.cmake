@@ -40,3 +40,21 @@ endif()
 if(bad)
   message(FATAL_ERROR "what_ran does not match the run: ${bad}")
 endif()
+
+# A request that carries an image holds its vision tokens in the cache: one 1024x1024 image on
+# Nemotron 3.5 Super VL is 1,280 vision tokens (as recommend prints), so the context is
+# 6000 + 600 + 1280 = 7880 tokens on any share of requests with images, and the sequences are memory's at 7880.
+execute_process(COMMAND ${SS} simulate --model nemotron-3.5-super-vl --gpu b200 --gpus 1 --tp 1 --precision nvfp4 --isl 6000
+                        --osl 600 --images 1024x1024 --image-fraction 0.3 --concurrency 2 --requests 4 --format json
+                OUTPUT_VARIABLE vl RESULT_VARIABLE rc)
+execute_process(COMMAND ${SS} memory --model nemotron-3.5-super-vl --gpu b200 --tp 1 --precision nvfp4 --context 7880 --format json
+                OUTPUT_VARIABLE vmem RESULT_VARIABLE rc2)
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "simulate / memory with images failed: ${rc} ${rc2}")
+endif()
+string(JSON vctx GET "${vl}" what_ran memory context_tokens)
+string(JSON vseqs GET "${vl}" what_ran memory max_concurrent_seqs)
+string(JSON vmseqs GET "${vmem}" kv_cache max_concurrent_seqs)
+if(NOT vctx EQUAL 7880 OR NOT vseqs EQUAL vmseqs)
+  message(FATAL_ERROR "what_ran with images: context ${vctx} (want 7880), seqs ${vseqs} vs memory's ${vmseqs}")
+endif()
