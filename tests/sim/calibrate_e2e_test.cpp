@@ -113,18 +113,20 @@ TEST(CalibrateE2e, RecoversAFixedGpuTimePerStep) {
   EXPECT_NEAR(r.profile.step_gpu_ms, 1.5, 0.03);
 }
 
+// One client, 8 requests on H200, with a calibration profile setting `parameter` (none at 0).
+static auto one_client_run(const char* parameter, double value) {
+  nlohmann::json j = scenario_json("h200");
+  j["workload"]["concurrency"] = 1;
+  j["workload"]["requests"] = 8;
+  if (value > 0) j["calibration"] = profile_json("h200", parameter, value);
+  return servesim::sim::simulate(servesim::sim::parse_scenario(j.dump(), "t.json")).summary;
+}
+
 // step_gpu_ms is GPU time on every step, which the engine core's host time (overlapped under async
 // scheduling) does not hide: one client's time per output token grows by exactly that (2 ms), one
 // step per token.
 TEST(CalibrateE2e, StepGpuTimeAddsToEveryStep) {
-  auto run = [](double ms) {
-    nlohmann::json j = scenario_json("h200");
-    j["workload"]["concurrency"] = 1;
-    j["workload"]["requests"] = 8;
-    if (ms > 0) j["calibration"] = profile_json("h200", "step_gpu_ms", ms);
-    return servesim::sim::simulate(servesim::sim::parse_scenario(j.dump(), "t.json")).summary;
-  };
-  const auto a = run(0), b = run(2);
+  const auto a = one_client_run("step_gpu_ms", 0), b = one_client_run("step_gpu_ms", 2);
   EXPECT_NEAR(b.itl_ms.avg - a.itl_ms.avg, 2.0, 0.01);
 }
 
@@ -191,14 +193,7 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
 // request_latency_ms is a latency per request that holds no serial resource: one client's TTFT
 // grows by exactly that (50 ms), its TPOT not at all.
 TEST(CalibrateE2e, RequestLatencyAddsToTtftOnly) {
-  auto run = [](double latency_ms) {
-    nlohmann::json j = scenario_json("h200");
-    j["workload"]["concurrency"] = 1;
-    j["workload"]["requests"] = 8;
-    if (latency_ms > 0) j["calibration"] = profile_json("h200", "request_latency_ms", latency_ms);
-    return servesim::sim::simulate(servesim::sim::parse_scenario(j.dump(), "t.json")).summary;
-  };
-  const auto a = run(0), b = run(50);
+  const auto a = one_client_run("request_latency_ms", 0), b = one_client_run("request_latency_ms", 50);
   EXPECT_NEAR(b.ttft_ms.avg - a.ttft_ms.avg, 50.0, 0.5);
   EXPECT_NEAR(b.itl_ms.avg, a.itl_ms.avg, 0.005 * a.itl_ms.avg);
 }
