@@ -297,13 +297,15 @@ class MillisecondStep : public models::StepCostModel {
 // closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = base x
 // (C/16)^0.25 x (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it
 // (16^0.25 = 2) at 256 clients or at 16,384-token answers; and each profile's API-server request
-// time and hop. SGLang 0.5.0-0.5.5 keeps fixed lengths (its measured loops stay locked).
+// time and hop. SGLang 0.5.0-0.5.5 and TRT-LLM 1.0 keep fixed lengths (their measured loops stay
+// locked); TRT-LLM 1.1 and newer take SGLang 0.5.6's 20-token base.
 TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
   struct Fit {
     const char* profile;
     double spread, request_ms, ipc_ms;
   };
-  for (const Fit& f : {Fit{"trtllm", 6, 15, 0.1}, Fit{"sglang-0.5.6", 20, 1, 65}, Fit{"sglang-0.5", 0, 1, 65}}) {
+  for (const Fit& f : {Fit{"trtllm", 20, 15, 0.1}, Fit{"trtllm-1.1", 20, 15, 0.1}, Fit{"trtllm-1.0", 0, 15, 0.1},
+                       Fit{"sglang-0.5.6", 20, 1, 65}, Fit{"sglang-0.5", 0, 1, 65}}) {
     const EngineConfig e = profiled(f.profile, "H200", 1);
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), f.spread, 1e-12) << f.profile;
     EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 2 * f.spread, 1e-12) << f.profile;
@@ -378,7 +380,11 @@ TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
   p.backend_version = "nightly-dev";   // no release: the newest
   EXPECT_EQ(validate::point_engine_profile(p, false), "sglang-0.5.6");
   p.backend = "trtllm";
-  p.backend_version = "1.2.0rc6.post2";   // older than every TRT-LLM profile: the only one
+  p.backend_version = "1.2.0rc6.post2";   // 1.1-1.2: the newer builds' spread, not 1.0's lockstep
+  EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.1");
+  p.backend_version = "1.0.0rc3";   // the release whose measured loops stay locked
+  EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.0");
+  p.backend_version = "0.21.0";   // older than every TRT-LLM profile: the newest
   EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.3");
   p.backend_version = "";
   EXPECT_EQ(validate::point_engine_profile(p, false), "trtllm-1.3");
