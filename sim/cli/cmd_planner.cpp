@@ -17,6 +17,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/studies/planner.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -156,6 +157,15 @@ void run(const PlannerOpts& o) {
                 : std::string()) +
            " -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
            fixed(x.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n";
+  if (r.disaggregated && !load && !r.roles.empty()) {   // what the token rates are divided by
+    const auto& mm = s.workload.multimodal;
+    out += "mean prompt " + fixed(r.roles[0].mean_prompt_tokens, 0) + " tokens" +
+           (r.mean_vision_tokens > 0 ? " (text " + fixed(s.workload.isl.expected_mean(), 0) + " + " + fixed(100 * mm.fraction, 0) +
+                                           " % of requests x " + std::to_string(workloads::vision_work(mm).tokens) + " vision tokens)"
+                                     : std::string()) +
+           ", mean answer " + fixed(r.roles[0].mean_answer_tokens, 0) +
+           " tokens: prefill workers = ceil(prompt tokens/s / (capacity x mean prompt)), decode the same in answer tokens\n";
+  }
   out += "\n";
   std::vector<std::string> head = {"hour", "offered rps", "observed rps"};
   for (const auto& x : r.roles) {
@@ -206,7 +216,7 @@ void run(const PlannerOpts& o) {
     if (nodes > 0 && inst.usd_per_hour)
       out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
              r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600) +
-             " over the " + fixed(spec.profile.duration_s / 3600, 0) + " h if held throughout)";
+             " over the " + compact(spec.profile.duration_s / 3600) + " h if held throughout)";
   }
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;

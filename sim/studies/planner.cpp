@@ -13,6 +13,7 @@
 #include "sim/simulate.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/topology/disagg_cluster.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -463,7 +464,15 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     const double rr = spec.replica_rps > 0 ? spec.replica_rps : profile_replica_rps(s0, spec.ttft_ms, spec.itl_ms);
     out.roles = {{"replica", 0, 0, 0, rr, spec.replica_rps > 0, 0}};
   }
+  // The profile's mean lengths as its requests carry them: a prompt counts the vision tokens of the
+  // share of requests that carry media (as the arrivals' prompt tokens the planner reads do), so a
+  // prefill worker's capacity in tokens/s is its request rate at the mix it was profiled on.
+  const auto& mm = s0.workload.multimodal;
+  const double vision = mm.empty() ? 0.0 : double(workloads::vision_work(mm).tokens) * std::clamp(mm.fraction, 0.0, 1.0);
+  out.mean_vision_tokens = vision;
   for (auto& r : out.roles) {
+    r.mean_prompt_tokens = s0.workload.isl.expected_mean() + vision;
+    r.mean_answer_tokens = s0.workload.osl.expected_mean();
     r.peak_workers = std::max(1, static_cast<int>(std::ceil(spec.profile.peak() / r.capacity_rps - 1e-9)));
     r.max_workers = spec.max_workers > 0 ? std::max(spec.max_workers, r.peak_workers) : 2 * r.peak_workers;
   }
@@ -494,8 +503,8 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     st.max = r.max_workers;
     st.capacity_rps = r.capacity_rps;
     st.startup_s = r.startup_s;
-    st.isl_mean = std::max(1.0, s.workload.isl.mean);
-    st.osl_mean = std::max(1.0, s.workload.osl.mean);
+    st.isl_mean = std::max(1.0, r.mean_prompt_tokens);
+    st.osl_mean = std::max(1.0, r.mean_answer_tokens);
     states.push_back(st);
     first += r.max_workers;
   }
@@ -651,10 +660,12 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
   for (const auto& x : r.roles)
     roles.push_back({{"name", x.name}, {"gpus_per_worker", x.gpus_per_worker}, {"capacity_rps", x.capacity_rps},
                      {"capacity_given", x.capacity_given}, {"peak_workers", x.peak_workers}, {"max_workers", x.max_workers},
-                     {"startup_s", x.startup_s}});
+                     {"startup_s", x.startup_s}, {"mean_prompt_tokens", x.mean_prompt_tokens},
+                     {"mean_answer_tokens", x.mean_answer_tokens}});
   nlohmann::json j = {{"rule", spec.rule == PlannerSpec::Rule::load ? "load" : "throughput"},
                       {"disaggregated", r.disaggregated},
                       {"roles", roles},
+                      {"mean_vision_tokens_per_request", r.mean_vision_tokens},
                       {"adjustment_interval_s", spec.interval_s},
                       {"slo", {{"ttft_ms", spec.ttft_ms}, {"itl_ms", spec.itl_ms}}},
                       {"requests", r.requests},

@@ -91,11 +91,15 @@ struct PlannerRole {
   double capacity_rps = 0;              // requests/s one worker serves within the SLO (the other role ample)
   bool capacity_given = false;
   double startup_s = 0;
+  // The profile's mean prompt (text + the image share's vision tokens) and answer: what the
+  // throughput rule divides a role's token rate by.
+  double mean_prompt_tokens = 0, mean_answer_tokens = 0;
 };
 
 struct PlannerResult {
   std::vector<PlannerRole> roles;       // replica; or prefill, decode
   bool disaggregated = false;
+  double mean_vision_tokens = 0;        // per request on average: vision tokens x the share carrying media
   double gpu_hours = 0, fixed_fleet_gpu_hours = 0;
   std::optional<double> usd_per_gpu_hour;
   double slo_attainment = 0, fixed_fleet_slo_attainment = NAN;

@@ -72,3 +72,26 @@ def test_planner_emit_refuses_a_bad_folder_before_the_day(exe, tmp_path):
     assert sorted(x.name for x in (tmp_path / "mine").iterdir()) == ["notes.txt"]
     out = planner(exe, tmp_path, "--replica-rps", "4", "--emit", "")
     assert out.returncode != 0 and "give a folder name" in out.stderr
+
+
+def test_disaggregated_mean_prompt_counts_the_vision_tokens(exe, tmp_path):
+    # By hand: one 1024x1024 image is 1,280 vision tokens (`servesim simulate` prints them) on
+    # 30 % of requests, so the mean prompt is 6,000 + 0.3 x 1,280 = 6,384 tokens. A flat 5.8
+    # requests/s at 2 per prefill worker needs ceil(5.8 / 2) = 3 prefill workers all along; dividing
+    # the observed prompt tokens (vision included) by a text-only mean would ask for
+    # ceil(2.9 x 6,384 / 6,000) = ceil(3.09) = 4.
+    csv = tmp_path / "flat.csv"
+    csv.write_text("time_s,rps\n0,5.8\n1200,5.8\n")
+    out = subprocess.run([exe, "planner", "--model", "nemotron-3.5-super-vl", "--gpu", "b200", "--gpus", "1", "--tp", "1",
+                          "--precision", "nvfp4", "--isl", "6000", "--osl", "600", "--images", "1024x1024",
+                          "--image-fraction", "0.3", "--topology", "disagg", "--prefill-rps", "2", "--decode-rps", "10",
+                          "--load-profile", str(csv), "--arrivals", "uniform", "--adjustment-interval", "120",
+                          "--ttft-ms", "1000", "--itl-ms", "60", "--no-fixed-fleet", "-q", "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    assert j["mean_vision_tokens_per_request"] == 0.3 * 1280
+    prefill, decode = j["roles"]
+    assert prefill["mean_prompt_tokens"] == 6000 + 0.3 * 1280 and decode["mean_answer_tokens"] == 600
+    assert [t["prefill_held"] for t in j["timeline"]] == [3] * 10
+    assert [t["decode_held"] for t in j["timeline"]] == [1] * 10
