@@ -95,3 +95,40 @@ def test_disaggregated_mean_prompt_counts_the_vision_tokens(exe, tmp_path):
     assert prefill["mean_prompt_tokens"] == 6000 + 0.3 * 1280 and decode["mean_answer_tokens"] == 600
     assert [t["prefill_held"] for t in j["timeline"]] == [3] * 10
     assert [t["decode_held"] for t in j["timeline"]] == [1] * 10
+
+
+def _flags(tokens):
+    return {t.split("=", 1)[0] for t in tokens if isinstance(t, str) and t.startswith("--")}
+
+
+def test_every_dynamo_name_of_the_manifest_is_marked_unverified(exe, tmp_path):
+    # No source servesim carries pins Dynamo's CLI or the operator's schema to a release (its
+    # reference names the runtime images only): every flag of the written manifest that is not the
+    # engine's own (those its launch script runs) must be listed on the header's UNVERIFIED lines,
+    # with every module the services run; the image is the one measured runs name.
+    scripts = {"vllm": "vllm-serve.sh", "sglang": "sglang-launch.sh", "trtllm": "trtllm-serve.sh"}
+    images = {"vllm": "vllm-runtime:0.8.0", "sglang": "sglang-runtime:0.8.0", "trtllm": "tensorrtllm-runtime:0.8.0"}
+    for engine, rule in (("vllm", "throughput"), ("sglang", "load"), ("trtllm", "throughput")):
+        d = tmp_path / engine
+        out = planner(exe, tmp_path, "--topology", "disagg", "--prefill-rps", "4", "--decode-rps", "8", "--engine", engine,
+                      "--rule", rule, "--emit", str(d))
+        assert out.returncode == 0, out.stderr
+        text = (d / "dynamo-deployment.yaml").read_text()
+        head = [line for line in text.splitlines() if line.startswith("#")]
+        listed = next(line for line in head if line.startswith("#   flags: ")).split()[2:]
+        modules = next(line for line in head if line.startswith("#   modules: ")).split()[2:]
+        assert any("UNVERIFIED Dynamo names" in line for line in head)
+        doc = yaml.safe_load(text)
+        assert doc["apiVersion"] == "nvidia.com/v1alpha1" and doc["kind"] == "DynamoGraphDeployment"
+        engine_flags = _flags((d / scripts[engine]).read_text().split())
+        seen_modules = set()
+        for name, svc in doc["spec"]["services"].items():
+            c = svc["extraPodSpec"]["mainContainer"]
+            assert c["image"] == "nvcr.io/nvidia/ai-dynamo/" + images[engine]
+            cmd = c["command"]
+            seen_modules.add(cmd[cmd.index("-m") + 1])
+            own = engine_flags if svc["componentType"] == "worker" else set()
+            for f in _flags(cmd + c.get("args", [])):
+                assert f in own or f in listed, (engine, name, f)
+        assert seen_modules == set(modules), (engine, seen_modules, modules)
+        assert ("--prefill-queue-scale-up-threshold" in listed) == (rule == "load")
