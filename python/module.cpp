@@ -437,6 +437,7 @@ PYBIND11_MODULE(_servesim, m) {
           const servesim::sim::PlannerSpec spec = servesim::sim::planner_spec(a, "planner()");
           servesim::sim::check_planner_roles(sc, spec);
           r = servesim::sim::to_json(servesim::sim::run_planner(sc, spec), spec);
+          r["input_config"] = servesim::sim::planner_input_config(sc, a);
         }
         return to_py(r);
       }, py::arg("scenario"), py::arg("args"),

@@ -197,6 +197,8 @@ nlohmann::json search_run(const SearchArgs& a, int index);
 // The arguments as the Python package takes them (servesim.search(**args)'s keys, the bindings'
 // search_args): how `--dask` hands a CLI search to python/servesim/dask_search.py.
 nlohmann::json search_args_json(const SearchArgs& a);
+// What was given, as a report's `input_config` (search_args_json without the thread count).
+nlohmann::json search_input_config(const SearchArgs& a);
 // `servesim recommend`: the search with one winner per instance type (set) for a load target
 // (target_tps or target_rps required): "recommendations", cheapest first — GPUs, nodes, $/hour,
 // $ per million output tokens, power (TDP upper bound) and joules per output token, SLO headroom.

@@ -224,17 +224,27 @@ nlohmann::json run_local(sim::Search& s, int threads, const SearchProgressFn& pr
 
 nlohmann::json search(const SearchArgs& a, const SearchProgressFn& progress) {
   auto s = make_search(a, false);
-  return run_local(*s, a.threads, progress);
+  nlohmann::json rep = run_local(*s, a.threads, progress);
+  rep["input_config"] = search_input_config(a);
+  return rep;
 }
 
-struct SearchSession::Impl { std::unique_ptr<sim::Search> s; };
+struct SearchSession::Impl {
+  std::unique_ptr<sim::Search> s;
+  nlohmann::json given;
+};
 SearchSession::SearchSession(const SearchArgs& a, bool per_instance) : impl_(std::make_unique<Impl>()) {
   impl_->s = make_search(a, per_instance);
+  impl_->given = search_input_config(a);
 }
 SearchSession::~SearchSession() = default;
 std::vector<int> SearchSession::next_round() { return impl_->s->next_round(); }
 void SearchSession::add(int index, const nlohmann::json& rows) { impl_->s->add(index, rows_from(rows)); }
-nlohmann::json SearchSession::report() const { return impl_->s->report(); }
+nlohmann::json SearchSession::report() const {
+  nlohmann::json rep = impl_->s->report();
+  rep["input_config"] = impl_->given;
+  return rep;
+}
 int SearchSession::configurations() const { return int(impl_->s->configs().size()); }
 nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->run(index)); }
 
@@ -253,6 +263,14 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                                                                    : std::filesystem::absolute(a.calibration).string()}};
   j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
   if (!a.model_file.empty()) j["model_file"] = std::filesystem::absolute(a.model_file).string();  // read where the search runs
+  return j;
+}
+
+nlohmann::json search_input_config(const SearchArgs& a) {
+  nlohmann::json j = search_args_json(a);
+  j.erase("threads");   // results do not depend on it, and carry no trace of it
+  for (auto& [k, v] : j.items())   // unset numbers (NaN) are null, as JSON and Python read them back
+    if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;
   return j;
 }
 
@@ -368,6 +386,7 @@ nlohmann::json recommend(const SearchArgs& a, const SearchProgressFn& progress) 
   auto s = make_search(a, true);
   nlohmann::json rep = run_local(*s, a.threads, progress);
   rep["recommendations"] = recommend_table(rep);
+  rep["input_config"] = search_input_config(a);
   return rep;
 }
 

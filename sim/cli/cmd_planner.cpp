@@ -126,6 +126,7 @@ void run(const PlannerOpts& o) {
   sim::check_planner_roles(s, spec);
   const sim::PlannerResult r = sim::run_planner(s, spec);
   nlohmann::json j = sim::to_json(r, spec);
+  j["input_config"] = sim::planner_input_config(s, a);
   if (!o.emit_dir.empty()) {
     const nlohmann::json bounds = planner_bounds(r, spec);
     set.add_planner(planner_deployment(s, r, bounds), bounds, o.emit_dir);
@@ -140,7 +141,7 @@ void run(const PlannerOpts& o) {
   const bool load = spec.rule == sim::PlannerSpec::Rule::load;
   std::string out = "servesim planner: " + s.model + " on " + s.gpu + (r.disaggregated ? ", disaggregated" : "") + ", " +
                     (load ? "load" : "throughput") + " rule, adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
-                    val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n";
+                    val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n" + sim::what_ran_text(j["what_ran"]);
   if (load)
     out += "load rule: metrics every " + fixed(spec.metric_interval_s, 0) + " s; one worker more above, one fewer below: queued prefill " +
            fixed(spec.queue_up, 2) + " / " + fixed(spec.queue_down, 2) + " prompts per worker (prefill" +

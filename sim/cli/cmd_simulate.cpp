@@ -771,6 +771,9 @@ void run_sweep(const SimOpts& o) {
   } else if (fmt == "json") {
     nlohmann::json j = sim::to_json(cols);
     j["what_ran"] = ran;
+    j["input_config"] = s.json;   // the scenario as given (flags applied), and the sweep over it
+    j["input_config"]["sweep"] = {{"axis", spec.axis == sim::SweepSpec::Axis::concurrency ? "concurrency" : "request_rate"},
+                                  {"values", spec.values}};
     text = j.dump(2) + "\n";
   } else {
     std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",

@@ -486,6 +486,12 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     s.gpus = out.roles[0].max_workers * s.gpus_per_replica();
   }
   const Prepared p = prepare(s);
+  out.what_ran = disagg ? what_ran_json(s, p)
+                        : what_ran_json(s, "replicas of " + std::to_string(s.gpus_per_replica()) + " x " + s.gpu + " (TP" +
+                                               std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
+                                               (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
+                                               (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") + ") scaled by the planner",
+                                        p.engine, p.plan, p.cost->provenance());
   std::vector<RoleState> states;
   int first = 0;
   for (auto& r : out.roles) {
@@ -684,6 +690,7 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["startup_s"] = r.roles[0].startup_s;
   }
   j["seconds_at_gpus"] = r.seconds_at_gpus;
+  j["what_ran"] = r.what_ran;
   if (r.reserved) j["reserved_split"] = to_json(*r.reserved);
   if (r.usd_per_gpu_hour) {
     j["usd_per_gpu_hour"] = *r.usd_per_gpu_hour;
@@ -692,6 +699,10 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["instance"] = r.instance;
   }
   return j;
+}
+
+nlohmann::json planner_input_config(const Scenario& s, const nlohmann::json& args) {
+  return {{"scenario", s.json}, {"planner", args}};
 }
 
 }  // namespace servesim::sim

@@ -109,6 +109,7 @@ struct PlannerResult {
   std::optional<ReservedSplit> reserved;
   double wall_s = 0;
   std::string instance;                 // the GPU's first catalogue instance (its price, the emitted node selector)
+  nlohmann::json what_ran;              // model, precisions, engine knobs, a worker's memory plan, calibration
 };
 
 // The spec from named options (the CLI's flags with underscores: load_profile "diurnal" or a CSV
@@ -123,6 +124,9 @@ PlannerResult run_planner(const Scenario& s, const PlannerSpec& spec);
 // never silently unused.
 void check_planner_roles(const Scenario& s, const PlannerSpec& spec);
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec);
+// What was given, as the result's `input_config`: the scenario (one worker's shape, the lengths)
+// and the planner's options.
+nlohmann::json planner_input_config(const Scenario& s, const nlohmann::json& args);
 nlohmann::json to_json(const ReservedSplit& x);
 // One replica's request rate within the SLO (p90 TTFT and ITL): open-loop Poisson runs of the
 // scenario's lengths on one replica, bisected.

@@ -1073,8 +1073,9 @@ nlohmann::json Search::report() const {
     const DeploymentSpec spec = deployment_spec(c);
     const Deployment dep(c.topo, spec);
     w["describe"] = dep.describe();
+    const std::string user = dep.user_calibration();
     const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
-                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
+                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration() + (user.empty() ? "" : "; user calibration: " + user)};
     w["what_ran"] = what_ran_json(ran);
     if (space_.calibration) {
       w["calibrated"] = calibrated(c);
