@@ -35,7 +35,10 @@ long parse_int(const std::string& s, const char* flag, long lo, long hi) {
 template <class T>
 std::vector<T> int_list(const std::string& csv, const char* flag, long lo, long hi) {
   std::vector<T> out;
-  for (const auto& s : text::split_csv(csv)) out.push_back(static_cast<T>(parse_int(s, flag, lo, hi)));
+  for (const auto& s : text::split_csv(csv)) {   // a value given twice is one candidate, not two identical ones
+    const T v = static_cast<T>(parse_int(s, flag, lo, hi));
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
   if (out.empty()) throw Error(flag, "", "is empty");
   return out;
 }
@@ -78,7 +81,10 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     const hw::InstanceSpec* i = instance_of(g);
     if (std::find(sp.instances.begin(), sp.instances.end(), i) == sp.instances.end()) sp.instances.push_back(i);
   }
-  for (const auto& p : text::split_csv(a.precisions)) sp.precisions.push_back(hw::parse_precision(p, "--precision"));
+  for (const auto& p : text::split_csv(a.precisions)) {
+    const hw::Precision x = hw::parse_precision(p, "--precision");
+    if (std::find(sp.precisions.begin(), sp.precisions.end(), x) == sp.precisions.end()) sp.precisions.push_back(x);
+  }
   sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
   sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
@@ -93,8 +99,8 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   for (const auto& r : text::split_csv(a.pd_ratios)) {
     const auto c = r.find(':');
     if (c == std::string::npos) throw Error("--pd-ratios", "", "'" + r + "' is not PREFILL:DECODE workers, e.g. 1:2");
-    sp.pd_ratios.emplace_back(int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)),
-                              int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64)));
+    const std::pair<int, int> pd{int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)), int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64))};
+    if (std::find(sp.pd_ratios.begin(), sp.pd_ratios.end(), pd) == sp.pd_ratios.end()) sp.pd_ratios.push_back(pd);
   }
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
   // Knobs not given: each engine's default for the GPU (0).

@@ -352,6 +352,8 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   spec.ttft_ms = j.number_in("ttft_ms", 0, 0, 1e9);
   spec.itl_ms = j.number_in("itl_ms", 0, 0, 1e9);
   if (!(spec.ttft_ms > 0) && !(spec.itl_ms > 0)) j.fail("ttft_ms", "give the SLO: ttft_ms and/or itl_ms");
+  for (const char* k : {"min_workers", "max_workers"})   // a worker count: 1.5 is none
+    if (const double v = j.number_or(k, 0); v != std::floor(v)) j.fail(k, "must be a whole number of workers, got " + compact(v));
   spec.min_workers = static_cast<int>(j.number_in("min_workers", 1, 0, 1e6));
   spec.max_workers = static_cast<int>(j.number_in("max_workers", 0, 0, 1e6));
   spec.replica_rps = j.number_in("replica_rps", 0, 0, 1e7);
@@ -471,6 +473,11 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   const double vision = mm.empty() ? 0.0 : double(workloads::vision_work(mm).tokens) * std::clamp(mm.fraction, 0.0, 1.0);
   out.mean_vision_tokens = vision;
   for (auto& r : out.roles) {
+    // A worker count past 10^6 (a given capacity of 1e-300 requests/s) is no fleet, and no int.
+    if (!(spec.profile.peak() / r.capacity_rps <= 1e6))
+      throw Error(r.name == "replica" ? "--replica-rps" : "--" + r.name + "-rps", "",
+                  compact(r.capacity_rps) + " requests/s per worker would need more than 10^6 workers at the peak of " +
+                      compact(spec.profile.peak()) + " requests/s; give one worker's capacity");
     r.mean_prompt_tokens = s0.workload.isl.expected_mean() + vision;
     r.mean_answer_tokens = s0.workload.osl.expected_mean();
     r.peak_workers = std::max(1, static_cast<int>(std::ceil(spec.profile.peak() / r.capacity_rps - 1e-9)));
