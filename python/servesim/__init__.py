@@ -220,6 +220,15 @@ def scenario(base=None, **flags):
         if "entries" not in w.get("dataset", {}):
             raise Error("scenario(): dataset_sampling: needs dataset_entries (without a dataset every prompt is distinct)")
         w["dataset"]["sampling"] = f["dataset_sampling"]
+    if base is None and f and str(s.get("description", "")).startswith("Default servesim"):
+        # The embedded scenario's description names its own model and layout; once flags override
+        # them, the run's record (input_config) describes what runs, as the CLI's does.
+        load = (f"{w['request_rate']} requests/s open loop" if "request_rate" in w
+                else f"{w.get('concurrency', '?')} closed-loop clients")
+        def mean(x):
+            return x.get("mean", "?") if isinstance(x, dict) else x
+        s["description"] = (f"Default servesim scenario with arguments applied: {s.get('model', '?')} on {s.get('gpus', '?')} x "
+                            f"{s.get('gpu', '?')}, {load}, ISL {mean(w.get('isl', '?'))}, OSL {mean(w.get('osl', '?'))}")
     return s
 
 

@@ -52,6 +52,9 @@ struct MemoryArgs {
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: the engine's default
   double gpu_memory_utilization = -1;       // < 0: the engine's (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free)
   std::string kv_offload;                   // "cpu:GIB[,disk:GIB]": the tiers' rows ("kv_offload"); "" none
+  // "WIDTHxHEIGHT[:COUNT],...": a request's images, whose vision tokens the context holds too
+  // (as simulate, plan, search and recommend count them); needs `context` and a vision model.
+  std::string images;
 };
 nlohmann::json memory(const MemoryArgs& a);
 

@@ -138,3 +138,16 @@ def test_planner_says_what_ran(exe):
     c = j["input_config"]
     assert c["scenario"]["model"] == "llama-3.1-8b" and c["scenario"]["workload"]["isl"] == 1000
     assert (c["planner"]["peak_rps"], c["planner"]["replica_rps"], c["planner"]["ttft_ms"]) == (4, 4, 600)
+
+
+def test_python_runs_from_the_default_scenario_describe_what_ran(exe):
+    # The embedded scenario describes Nemotron 3 Super on 8 H200; a Llama run built on it from
+    # arguments names the Llama run (in Python as on the command line), open loop included.
+    import servesim
+    r = servesim.simulate(model="llama-3.1-8b", gpu="h200", gpus=1, tp=1, precision="fp8", isl=1000, osl=100,
+                          request_rate=2, requests=20)
+    d = r["input_config"]["description"]
+    assert d == "Default servesim scenario with arguments applied: llama-3.1-8b on 1 x h200, 2 requests/s open loop, ISL 1000, OSL 100"
+    j = json.loads(run(exe, "simulate", *BASE, "--gpu", "h200", "--gpus", "1", "--tp", "1", "--request-rate", "2",
+                       "--requests", "20", "--format", "json"))
+    assert "llama-3.1-8b on 1 x h200, 2 requests/s open loop, ISL 1000, OSL 100" in j["input_config"]["description"]
