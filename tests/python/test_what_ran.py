@@ -151,3 +151,15 @@ def test_python_runs_from_the_default_scenario_describe_what_ran(exe):
     j = json.loads(run(exe, "simulate", *BASE, "--gpu", "h200", "--gpus", "1", "--tp", "1", "--request-rate", "2",
                        "--requests", "20", "--format", "json"))
     assert "llama-3.1-8b on 1 x h200, 2 requests/s open loop, ISL 1000, OSL 100" in j["input_config"]["description"]
+
+
+def test_memory_counts_a_requests_images_in_the_context(exe):
+    # 6,600 tokens of prompt and answer plus one 1024x1024 image (1,280 vision tokens) is a context
+    # of 7,880: the same sequences as --context 7880, the context plan and recommend size with.
+    m = ["memory", "--model", "nemotron-3.5-super-vl", "--gpu", "b200", "--precision", "nvfp4", "--tp", "1"]
+    a = json.loads(run(exe, *m, "--context", "6600", "--images", "1024x1024", "--format", "json"))
+    b = json.loads(run(exe, *m, "--context", "7880", "--format", "json"))
+    assert a["vision_tokens_per_request"] == 1280 and a["context_tokens"] == 7880
+    assert a["kv_cache"]["max_concurrent_seqs"] == b["kv_cache"]["max_concurrent_seqs"]
+    out = subprocess.run([exe, *m, "--images", "1024x1024"], capture_output=True, text=True)
+    assert out.returncode == 2 and "--images: give --context" in out.stderr
