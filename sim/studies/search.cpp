@@ -232,6 +232,11 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
                                                   std::to_string(traffic_.shared_prefix_tokens));
   if (space_.engines.empty()) throw Error("--engine", "", "is empty; give vllm, sglang or trtllm (comma-separated)");
   for (auto& e : space_.engines) e = engine_profile(e, "--engine").name;
+  // "vllm,vllm-0.19" or "vllm,vllm" name one build: searched once.
+  for (std::size_t i = 1; i < space_.engines.size();)
+    if (std::find(space_.engines.begin(), space_.engines.begin() + std::ptrdiff_t(i), space_.engines[i]) != space_.engines.begin() + std::ptrdiff_t(i))
+      space_.engines.erase(space_.engines.begin() + std::ptrdiff_t(i));
+    else ++i;
   if (!(space_.gpu_memory_utilization < 0) && !(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
   goal_.validate();
@@ -1073,8 +1078,9 @@ nlohmann::json Search::report() const {
     const DeploymentSpec spec = deployment_spec(c);
     const Deployment dep(c.topo, spec);
     w["describe"] = dep.describe();
+    const std::string user = dep.user_calibration();
     const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
-                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
+                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration() + (user.empty() ? "" : "; user calibration: " + user)};
     w["what_ran"] = what_ran_json(ran);
     if (space_.calibration) {
       w["calibrated"] = calibrated(c);
