@@ -63,6 +63,26 @@ void BM_Simulate1k1k(benchmark::State& state) {
 }
 BENCHMARK(BM_Simulate1k1k)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond);
 
+// BM_Simulate1k1k on SGLang's and TensorRT-LLM's batch formation (their profiles' knobs and
+// costs); args = engine (1: sglang-0.5.6, 2: trtllm-1.3), concurrency.
+void BM_SimulateEngine1k1k(benchmark::State& state) {
+  auto j = sim::default_scenario_json();
+  j["workload"] = {{"concurrency", state.range(1)}, {"requests", 10000}, {"isl", 1000}, {"osl", 1000}};
+  j["engine_profile"] = state.range(0) == 1 ? "sglang-0.5.6" : "trtllm-1.3";
+  const sim::Scenario s = sim::parse_scenario(j.dump(), "bench");
+  const sim::Prepared p = sim::prepare(s);
+  std::uint64_t steps = 0;
+  for (auto _ : state) {
+    sim::SimResult r = sim::simulate(p, s, s.workload);
+    benchmark::DoNotOptimize(r.summary.request_count);
+    steps = 0;
+    for (const auto& w : r.workers) steps += std::uint64_t(w.steps);
+  }
+  state.SetItemsProcessed(state.iterations() * 10000);
+  state.counters["steps"] = double(steps);
+}
+BENCHMARK(BM_SimulateEngine1k1k)->ArgsProduct({{1, 2}, {16, 64, 256}})->Unit(benchmark::kMillisecond);
+
 // The same with 8k-token prompts (8k-in / 1k-out), 2,000 requests; arg = concurrency.
 void BM_Simulate8k1k(benchmark::State& state) {
   const sim::Scenario s = scenario(static_cast<int>(state.range(0)), 2000, 8000);
