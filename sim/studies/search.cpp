@@ -460,17 +460,8 @@ const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision 
   const hw::KernelScales scales = space_.calibration
                                       ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name).kernels
                                       : hw::KernelScales{};
-  const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
-                          std::to_string(par.tp) + "|" +
-                          std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
-                          tables.engine + "-" + tables.version + "|" + std::to_string(scales.gemm) + "," +
-                          std::to_string(scales.moe) + "," + std::to_string(scales.attention) + "," +
-                          std::to_string(scales.communication) + "," + std::to_string(scales.prefill);
-  auto it = costs_.find(key);
-  if (it == costs_.end())
-    // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables, scales)).first;
-  return *it->second;
+  // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
+  return *costs_->get(*space_.model, gpu, p, par, kv, tables, scales);
 }
 
 SearchBound Search::bound_of(const SearchConfig& c) {
@@ -849,6 +840,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.router = space_.router;
   d.seed = traffic_.seed;
   d.calibration = space_.calibration;
+  d.step_costs = costs_;
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
