@@ -460,7 +460,8 @@ const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision 
                           std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
                           tables.engine + "-" + tables.version + "|" + std::to_string(scales.gemm) + "," +
                           std::to_string(scales.moe) + "," + std::to_string(scales.attention) + "," +
-                          std::to_string(scales.communication) + "," + std::to_string(scales.prefill);
+                          std::to_string(scales.communication) + "," + std::to_string(scales.prefill) + "," +
+                          std::to_string(scales.decode_attention);
   auto it = costs_.find(key);
   if (it == costs_.end())
     // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
