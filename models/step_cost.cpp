@@ -17,6 +17,12 @@
 namespace servesim::models {
 namespace {
 
+// Elementwise kernels a DSA (DeepSeek sparse attention) indexer runs a layer besides its three
+// projection GEMMs, its logits kernel and its top-k (SGLang's NSA indexer, decode and prefill): the
+// key's LayerNorm, RoPE, the Hadamard rotation of the query and of the key, the FP8 quantisation of
+// each, the head-weight scaling and the write of the key into the indexer's cache.
+constexpr double kDsaIndexerPasses = 8;
+
 using hw::KernelModel;
 using hw::OpTime;
 
@@ -254,7 +260,15 @@ class Model final : public StepCostModel {
         const double i_small = km_.attention_decode(1, 1, m.index_heads, 1, m.index_head_dim).seconds;
         const double i_big = km_.attention_decode(64, 8192, m.index_heads, 1, m.index_head_dim).seconds;
         idx_dec_per_token_ = std::max(0.0, (i_big - i_small) / (64.0 * 8192.0));
+        idx_dec_per_seq_.fill([&](std::int64_t B) { return km_.attention_decode(int(B), 1, m.index_heads, 1, m.index_head_dim).seconds; });
         idx_pre_.fill([&](std::int64_t S) { return km_.attention_prefill(1, S, m.index_heads, 1, m.index_head_dim).seconds; });
+        // Around the logits kernel the indexer runs kDsaIndexerPasses elementwise kernels a layer, each
+        // one pass over a token's indexer query (index_heads x index_head_dim BF16), and a top-k
+        // kernel that reads the FP32 logits of every (query, cached token) pair once.
+        idx_elt_.fill([&](std::int64_t M) {
+          return kDsaIndexerPasses * km_.memory_bound(double(M) * m.index_heads * m.index_head_dim * 2).seconds;
+        });
+        idx_topk_.fill([&](std::int64_t P) { return km_.memory_bound(double(P) * 4).seconds; });
       }
     }
     if (n_gdn_) {
@@ -448,13 +462,16 @@ class Model final : public StepCostModel {
                               : km_.gemm(Mi, h * m_.qk_head_dim(), H, dp_);
             return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, dp_), km_.gemm(Mi, H, h * m_.v_head_dim, dp_)});
           });
+      double idx_pairs = 0;   // (query, cached token) pairs the DSA indexer scores this step
       if (b.decode_seqs > 0) {
         // Absorbed: each query reads the latent of its context (index_topk of it under DSA).
         double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq;
         if (m_.index_topk > 0) {
-          add("mla", "DSA indexer over the context (decode)", n_mla_ * idx_dec_per_token_ * ctx_reads, n_mla_,
+          add("mla", "DSA indexer logits over the context (decode)",
+              n_mla_ * (idx_dec_per_seq_(dec_tokens) + idx_dec_per_token_ * ctx_reads), n_mla_,
               [&] { return km_.attention_decode(b.decode_seqs, std::max<std::int64_t>(1, b.decode_context_tokens / b.decode_seqs),
                                                 m_.index_heads, 1, m_.index_head_dim); });
+          idx_pairs = ctx_reads;
           ctx_reads = std::min(ctx_reads, dec_tokens * double(m_.index_topk));
         }
         add("mla", "W_UK / W_UV absorption GEMM (decode)", n_mla_ * mla_absorb_(dec_tokens), n_mla_,
@@ -476,11 +493,18 @@ class Model final : public StepCostModel {
         if (m_.index_topk > 0)
           add("mla", "DSA indexer (prefill)", n_mla_ * idx_pre_(pair_length(pairs)), n_mla_,
               [&] { return km_.attention_prefill(1, b.prefill_tokens, m_.index_heads, 1, m_.index_head_dim); });
+        idx_pairs += pairs;
         const double attended = m_.index_topk > 0 ? std::min(pairs, T * double(m_.index_topk)) : pairs;
         add("mla", "prefill attention (un-absorbed MHA)", n_mla_ * mla_pre_(pair_length(attended)), n_mla_, [&] {
           return km_.attention_prefill(1, std::int64_t(std::max(1.0, pair_length(attended))), int(h), int(h), m_.qk_head_dim(), kv_);
         });
       }
+      if (m_.index_topk > 0)
+        add("mla", "DSA indexer norm / RoPE / rotation / FP8 quant / cache write + top-k", n_mla_ * (idx_elt_(M) + idx_topk_(idx_pairs)),
+            n_mla_, [&] {
+              return sum({km_.memory_bound(std::max(1.0, M) * m_.index_heads * m_.index_head_dim * 2),
+                          km_.memory_bound(std::max(1.0, idx_pairs) * 4)});
+            });
     }
     if (n_gdn_) {
       add("linear_attention", "in_proj + out_proj GEMM", n_gdn_ * gdn_lin_(M), n_gdn_,
@@ -625,6 +649,7 @@ class Model final : public StepCostModel {
   std::int64_t gconv_ = 0;
   double mla_dec_per_token_ = 0, idx_dec_per_token_ = 0;
   Curve attn_elt_, mla_lin_, mla_absorb_, mla_kvb_, mla_dec_per_seq_, mla_pre_, idx_pre_, gdn_lin_, gdn_step_, gdn_scan_;
+  Curve idx_dec_per_seq_, idx_elt_, idx_topk_;
   double eager_launch_s_ = 0;
   LaunchCounts launch_counts_;
   int mheads_ = 0, mgroups_ = 0, aheads_ = 0, akv_ = 0, local_experts_ = 0;

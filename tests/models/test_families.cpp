@@ -259,6 +259,27 @@ TEST(Families, MlaDecodeReadsTheLatentAndDsaCapsIt) {
   EXPECT_GT(step_part(*cd, b, "prefill attention (un-absorbed"), 0);
 }
 
+// A DSA indexer is kernels of its own each layer, whatever the context: its logits kernel's launch
+// (the attention table at one cached token), eight elementwise passes over the indexer query
+// (norm, RoPE, two rotations, two FP8 quantisations, head weights, cache write) and a top-k that
+// reads the FP32 logits once. Tiny GLM: 3 MLA layers, 4 indexer heads x 128.
+TEST(Families, DsaIndexerPaysItsKernelsEveryLayer) {
+  const auto& gpu = hw::Catalog::global().gpu("h200");
+  const auto& km = hw::kernel_model(gpu);
+  const auto glm = load("tiny-glm-dsa.json");
+  const auto cg = make_step_cost(glm, gpu, hw::Precision::bf16, {1, 1, 1});
+  StepBatch b;
+  b.decode_seqs = 8;
+  b.decode_context_tokens = 8 * 8192;
+  const double passes = 8 * km.memory_bound(8.0 * 4 * 128 * 2).seconds;   // 8 tokens x 4 heads x 128 x bf16
+  const double topk = km.memory_bound(8.0 * 8192 * 4).seconds;             // 65,536 fp32 logits
+  EXPECT_NEAR(step_part(*cg, b, "DSA indexer norm"), 3 * (passes + topk), 1e-12);
+  EXPECT_GE(step_part(*cg, b, "DSA indexer logits"), 3 * km.attention_decode(8, 1, 4, 1, 128).seconds);
+  // One token of context still launches every kernel.
+  b.decode_context_tokens = 8;
+  EXPECT_NEAR(step_part(*cg, b, "DSA indexer norm"), 3 * (passes + km.memory_bound(8.0 * 4).seconds), 1e-12);
+}
+
 TEST(Families, CatalogueEntriesByHand) {
   // DeepSeek-V3: 61 MLA layers, 3 dense (18432), 58 MoE (256 x 2048, 1 shared), vocab 129280.
   const auto& d = model("deepseek-v3");
