@@ -92,6 +92,9 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
   EXPECT_EQ(r.profile.gpu, "h200");
   EXPECT_EQ(r.profile.engine, "vllm");
   EXPECT_EQ(r.profile.points, 8);
+  // 512-token prompts at 1 and 4 clients: the first-token floor is measured, no note.
+  EXPECT_TRUE(r.report["short_prompt_low_load_measured"].get<bool>());
+  EXPECT_EQ(r.text.find("first-token floor"), std::string::npos) << r.text;
   // Cross-validated, the calibrated error is far below the uncalibrated one.
   EXPECT_LT(r.profile.cross_validation["tpot_median_abs_pct"]["after"].get<double>(),
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
@@ -135,6 +138,9 @@ TEST(CalibrateE2e, RecoversADecodeAttentionFactor) {
   EXPECT_GT(g->sd, 0);
   EXPECT_NEAR(r.profile.kernels.decode_attention, 1.25, 0.025);
   EXPECT_EQ(r.profile.kernels.attention, 1);
+  // Its shortest prompt is 8,192 tokens: the output says the first-token floor is not measured.
+  EXPECT_FALSE(r.report["short_prompt_low_load_measured"].get<bool>());
+  EXPECT_NE(r.text.find("first-token floor (request_latency_ms) is not measured"), std::string::npos) << r.text;
 }
 
 // One client, 8 requests on H200, with a calibration profile setting `parameter` (none at 0).
