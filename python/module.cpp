@@ -199,7 +199,7 @@ servesim::api::MemoryArgs memory_args(const json& j) {
       .opt("kv_cache_dtype", a.kv_cache_dtype).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("dp", a.dp).opt("context", a.context)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("max_num_seqs", a.max_num_seqs)
       .opt("max_num_batched_tokens", a.max_num_batched_tokens).opt("num_speculative_tokens", a.num_speculative_tokens)
-      .opt("block_size", a.block_size).opt("engine", a.engine).opt("kv_offload", a.kv_offload).finish();
+      .opt("block_size", a.block_size).opt("engine", a.engine).opt("kv_offload", a.kv_offload).opt("images", a.images).finish();
   return a;
 }
 
@@ -437,6 +437,7 @@ PYBIND11_MODULE(_servesim, m) {
           const servesim::sim::PlannerSpec spec = servesim::sim::planner_spec(a, "planner()");
           servesim::sim::check_planner_roles(sc, spec);
           r = servesim::sim::to_json(servesim::sim::run_planner(sc, spec), spec);
+          r["input_config"] = servesim::sim::planner_input_config(sc, a);
         }
         return to_py(r);
       }, py::arg("scenario"), py::arg("args"),

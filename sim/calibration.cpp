@@ -48,6 +48,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   p.engine_profile = on.string_or("engine_profile", "");
   p.model = text::lower(on.string_or("model", ""));
   p.points = static_cast<int>(on.integer_or("points", 0));
+  if (p.points < 0) on.fail("points", "must be the count of measured points the profile was fitted on (0 or more)");
   for (const auto& x : r.array("parameters")) {
     CalibratedParameter c;
     c.name = x.string("name");
@@ -56,6 +57,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     c.prior = x.number("prior");
     c.value = x.number("value");
     c.sd = x.number_or("sd", 0);
+    if (!(c.sd >= 0)) x.fail("sd", "must be a standard deviation (0 or more)");
     const bool ms = c.name.size() > 3 && c.name.compare(c.name.size() - 3, 3, "_ms") == 0;
     c.unit = x.string_or("unit", ms ? "ms" : "x");
     if (p.parameter(c.name))   // which of two values applies would be a guess

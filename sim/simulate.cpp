@@ -434,23 +434,34 @@ std::string what_ran_text(const nlohmann::json& j) {
 }
 
 nlohmann::json what_ran_json(const Scenario& s, const SimResult& r) {
+  return what_ran_json(s, r.deployment, r.engine, r.plan, r.calibration);
+}
+
+nlohmann::json what_ran_json(const Scenario& s, const Prepared& p) {
+  if (p.deployment)
+    return what_ran_json(s, p.deployment->describe(), p.engine, p.deployment->memory_plan(), p.deployment->calibration());
+  return what_ran_json(s, "", p.engine, p.plan, p.cost->provenance());
+}
+
+nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, const EngineConfig& engine,
+                             const models::MemoryPlan& plan, const std::string& calibration) {
   WhatRan w;
   w.model = s.model;
-  w.deployment = r.deployment.empty()
+  w.deployment = deployment.empty()
                      ? std::to_string(s.gpus) + " x " + s.gpu + " as " + std::to_string(s.replicas()) + " replica(s) of TP" +
                            std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
                            (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
                            (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "")
-                     : r.deployment;
-  w.engine = &r.engine;
-  w.plan = &r.plan;
+                     : deployment;
+  w.engine = &engine;
+  w.plan = &plan;
   // A request that carries the media holds its vision tokens in the cache too (as search and recommend
   // size memory): the plan's sequences are counted at that longest context.
   const std::int64_t vision = s.workload.multimodal.empty() ? 0 : workloads::vision_work(s.workload.multimodal).tokens;
   w.context_tokens = std::int64_t(std::llround(s.workload.isl.expected_mean() + s.workload.osl.expected_mean())) + vision;
-  w.calibration = r.calibration;
+  w.calibration = calibration;
   if (s.calibration) {   // a user's profile on top of the tables (--calibration)
-    const validate::RunKind k = validate::run_kind(s, r);
+    const validate::RunKind k = validate::run_kind(s, SimResult{});   // its GPU and engine build: the scenario's
     const CalibrationProfile& c = *s.calibration;   // named by what it was fitted on, not by its file
     const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model);
     w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " + c.engine + ": " +

@@ -121,6 +121,10 @@ nlohmann::json what_ran_json(const WhatRan& w);
 std::string what_ran_text(const nlohmann::json& j);
 // The block of one simulated scenario.
 nlohmann::json what_ran_json(const Scenario& s, const SimResult& r);
+// The same before a run: the scenario as prepared (a topology's decode worker's memory plan).
+nlohmann::json what_ran_json(const Scenario& s, const Prepared& p);
+nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, const EngineConfig& engine,
+                             const models::MemoryPlan& plan, const std::string& calibration);
 
 struct SweepSpec {
   enum class Axis { concurrency, request_rate } axis = Axis::concurrency;

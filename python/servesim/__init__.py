@@ -220,6 +220,15 @@ def scenario(base=None, **flags):
         if "entries" not in w.get("dataset", {}):
             raise Error("scenario(): dataset_sampling: needs dataset_entries (without a dataset every prompt is distinct)")
         w["dataset"]["sampling"] = f["dataset_sampling"]
+    if base is None and f and str(s.get("description", "")).startswith("Default servesim"):
+        # The embedded scenario's description names its own model and layout; once flags override
+        # them, the run's record (input_config) describes what runs, as the CLI's does.
+        load = (f"{w['request_rate']} requests/s open loop" if "request_rate" in w
+                else f"{w.get('concurrency', '?')} closed-loop clients")
+        def mean(x):
+            return x.get("mean", "?") if isinstance(x, dict) else x
+        s["description"] = (f"Default servesim scenario with arguments applied: {s.get('model', '?')} on {s.get('gpus', '?')} x "
+                            f"{s.get('gpu', '?')}, {load}, ISL {mean(w.get('isl', '?'))}, OSL {mean(w.get('osl', '?'))}")
     return s
 
 
@@ -267,6 +276,12 @@ def _join_columns(parts):
     return out
 
 
+def _check_threads(fn, threads):
+    """Every call's ``threads``: None or 0 for all cores, else a whole number of worker threads."""
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 0):
+        raise Error(f"{fn}(): threads: expected a whole number >= 0 (0: all cores), got {threads!r}")
+
+
 def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, client=None, **flags):
     """Runs the scenario over a list of concurrencies or request rates (``servesim sweep --format
     json``): a dict of columns, one value per point, in the order given. ``threads``: local worker
@@ -274,8 +289,7 @@ def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, clie
     over its workers instead. Results do not depend on either."""
     s = _build_scenario(scenario, **flags) if flags or scenario is None else _as_dict(scenario)
     axis, values = _axis(concurrency, request_rate)
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 0):
-        raise Error(f"sweep(): threads: expected a whole number >= 0 (0: all cores), got {threads!r}")
+    _check_threads("sweep", threads)
     if client is None:
         return _c.sweep(s, axis, values, int(threads or 0))
     # Each point is a one-point sweep of the same scenario in a worker process: the same code
@@ -304,6 +318,7 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     args = dict(model=model, instance=instance, nodes=nodes, precision=precision, isl=isl, osl=osl, ttft_ms=ttft_ms,
                 itl_ms=itl_ms, target_tps=target_tps, concurrency=concurrency, **kw)
     args = {k: v for k, v in args.items() if v is not None}
+    _check_threads("plan", args.get("threads"))
     if isinstance(args.get("concurrency"), (list, tuple)):
         # Whole numbers only: 1.7 clients is an error (from the module), not 1.
         args["concurrency"] = [int(c) if isinstance(c, float) and c.is_integer() else c for c in args["concurrency"]]
@@ -342,6 +357,7 @@ def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
         args["calibration"] = _path(args["calibration"], "calibration")
     if isinstance(args.get("model_file"), str):
         args["model_file"] = [args["model_file"]]
+    _check_threads("validate", args.get("threads"))
     return _c.validate({k: v for k, v in args.items() if v is not None})
 
 
@@ -363,6 +379,7 @@ def calibrate_e2e(inputs, output=None, **kw):
     args = dict(inputs=[_path(p, "calibrate_e2e(): inputs") for p in paths], output=_path(output, "calibrate_e2e(): output"), **kw)
     if isinstance(args.get("model_file"), (str, os.PathLike)):
         args["model_file"] = [_path(args["model_file"])]
+    _check_threads("calibrate_e2e", args.get("threads"))
     return _c.calibrate_e2e({k: v for k, v in args.items() if v is not None})
 
 
@@ -397,6 +414,7 @@ def _dask_threads(client):
 
 
 def _search_args(kw):
+    _check_threads("search", kw.get("threads"))
     args = {k: v for k, v in kw.items() if v is not None}
     if "calibration" in args:   # a profile file from calibrate_e2e, applied where it was fitted
         args["calibration"] = _path(args["calibration"], "calibration")
@@ -569,8 +587,13 @@ def reserved_split(day, reserved_usd_per_gpu_hour=None, reserved_discount=None):
     (reserved GPUs, reserved $, on-demand GPU-hours and $, total) and ``best``."""
     if (reserved_usd_per_gpu_hour is None) == (reserved_discount is None):
         raise Error("reserved_split(): give reserved_usd_per_gpu_hour or reserved_discount")
-    if not isinstance(day, dict) or "usd_per_gpu_hour" not in day:
+    if not isinstance(day, dict) or "seconds_at_gpus" not in day:
+        raise Error(f"reserved_split(): day: expected a planner() result (a dict with seconds_at_gpus), got {type(day).__name__}")
+    if "usd_per_gpu_hour" not in day:
         raise Error("reserved_split(): the result has no on-demand price (its instance has none in the catalogue)")
+    secs = day["seconds_at_gpus"]
+    if not isinstance(secs, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in secs):
+        raise Error("reserved_split(): seconds_at_gpus: expected a list of seconds (numbers), one per GPU count")
     od = day["usd_per_gpu_hour"]
     if isinstance(od, bool) or not isinstance(od, (int, float)) or not od > 0 or od == float("inf"):
         raise Error(f"reserved_split(): usd_per_gpu_hour: expected a price > 0 per GPU-hour, got {od!r}")

@@ -52,6 +52,9 @@ struct MemoryArgs {
   std::int64_t context = 0, max_num_batched_tokens = 0;   // context 0: max_model_len; tokens 0: the engine's default
   double gpu_memory_utilization = -1;       // < 0: the engine's (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free)
   std::string kv_offload;                   // "cpu:GIB[,disk:GIB]": the tiers' rows ("kv_offload"); "" none
+  // "WIDTHxHEIGHT[:COUNT],...": a request's images, whose vision tokens the context holds too
+  // (as simulate, plan, search and recommend count them); needs `context` and a vision model.
+  std::string images;
 };
 nlohmann::json memory(const MemoryArgs& a);
 
@@ -197,6 +200,8 @@ nlohmann::json search_run(const SearchArgs& a, int index);
 // The arguments as the Python package takes them (servesim.search(**args)'s keys, the bindings'
 // search_args): how `--dask` hands a CLI search to python/servesim/dask_search.py.
 nlohmann::json search_args_json(const SearchArgs& a);
+// What was given, as a report's `input_config` (search_args_json without the thread count).
+nlohmann::json search_input_config(const SearchArgs& a);
 // `servesim recommend`: the search with one winner per instance type (set) for a load target
 // (target_tps or target_rps required): "recommendations", cheapest first — GPUs, nodes, $/hour,
 // $ per million output tokens, power (TDP upper bound) and joules per output token, SLO headroom.

@@ -166,7 +166,8 @@ std::string vllm_serve_script(const nlohmann::json& d) {
     std::vector<std::string> a = engine_args(d, w);
     if (role == "prefill" || role == "decode") a.insert(a.end(), {"--kv-transfer-config", kNixl});
     if (role == "encode") {
-      s += "# (Dynamo's encode worker runs the vision encoder only: python3 -m dynamo.vllm --multimodal-encode-worker)\n";
+      s += "# (Dynamo's encode worker runs the vision encoder only: python3 -m dynamo.vllm --multimodal-encode-worker;\n"
+           "#  the flag is UNVERIFIED against a Dynamo release)\n";
     }
     s += "vllm serve \"$MODEL\" " + join_args(a) + "\n";
   }
@@ -295,9 +296,64 @@ std::vector<std::string> dynamo_trtllm_args(const nlohmann::json& d, const nlohm
 }
 DynamoEngine dynamo_engine(const nlohmann::json& d) {
   const std::string k = engine_kind(d);
-  if (k == "sglang") return {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.9.0", "dynamo.sglang", "SGLang", dynamo_sglang_args};
-  if (k == "trtllm") return {"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.9.0", "dynamo.trtllm", "Trtllm", dynamo_trtllm_args};
-  return {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "dynamo.vllm", "Vllm", nullptr};
+  // 0.8.0: the one Dynamo release whose three runtime images measured runs name (AIConfigurator's
+  // silicon sample records vllm-, sglang- and tensorrtllm-runtime:0.8.0 as the images it served).
+  if (k == "sglang") return {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.8.0", "dynamo.sglang", "SGLang", dynamo_sglang_args};
+  if (k == "trtllm") return {"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.0", "dynamo.trtllm", "Trtllm", dynamo_trtllm_args};
+  return {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0", "dynamo.vllm", "Vllm", nullptr};
+}
+
+// The engine's own flags (those its launch script runs with), as opposed to the Dynamo layer's.
+std::vector<std::string> own_engine_flags(const nlohmann::json& d, const nlohmann::json& w) {
+  const std::string k = engine_kind(d);
+  std::vector<std::string> a = k == "sglang" ? sglang_args(d, w) : k == "trtllm" ? trtllm_args(d, w, false) : engine_args(d, w);
+  if (k == "vllm") a.push_back("--kv-transfer-config");
+  if (k == "sglang") a.push_back("--model-path");
+  return a;
+}
+
+// What the manifest names of the Dynamo layer, none of it pinned by a source servesim carries
+// (its reference material names Dynamo's runtime images, not their CLI or the operator's schema):
+// the schema fields, the modules run, every flag that is not the engine's own, the environment and
+// the probes. Listed in the manifest's header as UNVERIFIED; tests/python/test_planner_emit.py
+// checks that every flag of a written manifest is either the engine's or listed here.
+std::string dynamo_unverified(const nlohmann::json& d, const nlohmann::json& services) {
+  std::vector<std::string> engine, modules, flags;
+  for (const auto& w : d["workers"])
+    for (const auto& x : own_engine_flags(d, w)) engine.push_back(x);
+  auto add = [](std::vector<std::string>& v, const std::string& x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
+  for (const auto& [name, svc] : services.items()) {
+    const bool worker = svc["componentType"] == "worker";   // the engine's flags only on its workers
+    const auto& c = svc["extraPodSpec"]["mainContainer"];
+    for (const char* key : {"command", "args"}) {
+      if (!c.contains(key)) continue;
+      const auto& a = c[key];
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::string t = a[i].get<std::string>();
+        if (std::string(key) == "command" && i > 0 && a[i - 1] == "-m") add(modules, t);
+        if (t.rfind("--", 0) != 0) continue;
+        const std::string f = t.substr(0, t.find('='));
+        if (!worker || std::find(engine.begin(), engine.end(), f) == engine.end()) add(flags, f);
+      }
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+    return s;
+  };
+  return "# UNVERIFIED Dynamo names: no source servesim carries pins them to a Dynamo release; check each against the\n"
+         "# Dynamo you deploy (docs/dynamo.md, 'What the emitted Dynamo files rest on'):\n"
+         "#   schema: apiVersion nvidia.com/v1alpha1, kind DynamoGraphDeployment, dynamoNamespace, componentType,\n"
+         "#     subComponentType, extraPodSpec, mainContainer, multinode.nodeCount, resources gpu\n"
+         "#   modules: " + join(modules) + "\n"
+         "#   flags: " + join(flags) + "\n"
+         "#   environment and probes: DYN_SYSTEM_ENABLED, DYN_SYSTEM_PORT, /live and /health on port 9090, /health on 8000\n"
+         "# Attested: the image " + services["Frontend"]["extraPodSpec"]["mainContainer"]["image"].get<std::string>() +
+         " (named by measured runs in AIConfigurator's silicon\n"
+         "# sample); the engine's own flags, as its launch script in this folder runs them.\n";
 }
 
 // The Dynamo planner's service (`planner`: the bounds and rule `servesim planner` found; null: none).
@@ -412,9 +468,9 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
     for (const auto& r : planner["roles"])
       o << " " << comment(r["name"].get<std::string>()) << " " << r["min_workers"].dump() << ".." << r["max_workers"].dump()
         << " workers of " << r["gpus_per_worker"].dump() << " GPU(s);";
-    o << " at most " << planner["max_gpu_budget"].dump() << " GPUs.\n"
-      << "# Planner flags follow Dynamo's planner (dynamo.planner); check them against the Dynamo release you deploy.\n";
+    o << " at most " << planner["max_gpu_budget"].dump() << " GPUs.\n";
   }
+  o << dynamo_unverified(d, services);
   if (d.value("vision", false) && !d.value("has_encode_workers", false))
     o << "# Vision model without encode workers: the " << (d["kind"] == "disaggregated" ? "prefill" : "aggregated")
       << " workers run the vision encoder.\n";

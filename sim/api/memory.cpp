@@ -8,6 +8,7 @@
 #include "sim/engine/engine_profile.hpp"
 #include "sim/kv_offload_setup.hpp"
 #include "sim/resolve.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::api {
 namespace {
@@ -99,8 +100,15 @@ nlohmann::json memory(const MemoryArgs& a) {
   }
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
   const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep, a.dp}, cfg);
-  const std::int64_t ctx = a.context > 0 ? a.context : p.max_model_len;
+  std::int64_t vision = 0;
+  if (!a.images.empty()) {
+    if (!m.has_vision) throw Error("--images", "", m.name + " has no vision encoder; leave --images out");
+    if (a.context <= 0) throw Error("--images", "", "give --context (prompt + answer tokens) for the images' vision tokens to add to");
+    vision = workloads::vision_work(workloads::parse_images_flag(a.images)).tokens;
+  }
+  const std::int64_t ctx = a.context > 0 ? a.context + vision : p.max_model_len;
   auto j = plan_json(p, ctx);
+  if (vision > 0) j["vision_tokens_per_request"] = vision;
   j["model"] = m.name;
   j["engine"] = profile_name.empty() ? "vllm serve defaults" : profile_name;
   j["memory_planner"] = std::string(models::to_string(p.planner));

@@ -27,6 +27,29 @@
 namespace servesim::api {
 namespace {
 
+// What was given (unset options null), as a plan's `input_config`; never the thread count.
+nlohmann::json plan_input_config(const PlanArgs& a) {
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  auto str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  nlohmann::json j = {{"model", str(a.model)}, {"instance", str(a.instance)}, {"nodes", a.nodes}, {"precision", str(a.precision)},
+                      {"kv_cache_dtype", str(a.kv_cache_dtype)}, {"topology", a.topology}, {"concurrency", str(a.concurrency)},
+                      {"statistic", a.statistic}, {"mtp_acceptance", str(a.mtp_acceptance)}, {"router", a.router},
+                      {"prefill_instance", str(a.prefill_instance)}, {"decode_instance", str(a.decode_instance)},
+                      {"prefill_nodes", a.prefill_nodes}, {"decode_nodes", a.decode_nodes},
+                      {"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers},
+                      {"encode_workers", a.encode_workers}, {"tp", opt(a.tp)}, {"pp", opt(a.pp)}, {"ep", opt(a.ep)},
+                      {"prefill_tp", opt(a.prefill_tp)}, {"decode_tp", opt(a.decode_tp)}, {"replicas", opt(a.replicas)},
+                      {"max_num_seqs", opt(a.max_num_seqs)}, {"num_speculative_tokens", opt(a.num_speculative_tokens)},
+                      {"seed", a.seed}, {"isl", opt(a.isl)}, {"osl", opt(a.osl)}, {"requests", opt(a.requests)},
+                      {"max_num_batched_tokens", opt(a.max_num_batched_tokens)},
+                      {"gpu_memory_utilization", opt(a.gpu_memory_utilization)}, {"ttft_ms", opt(a.ttft_ms)},
+                      {"itl_ms", opt(a.itl_ms)}, {"target_tps", opt(a.target_tps)}, {"target_rps", opt(a.target_rps)},
+                      {"burstiness", opt(a.burstiness)}, {"arrival", str(a.arrival)}, {"calibration", str(a.calibration)},
+                      {"images", str(a.images)}, {"image_fraction", opt(a.image_fraction)}};
+  if (!a.model_file.empty()) j["model_file"] = a.model_file;
+  return j;
+}
+
 // The reference study (MISSION.md) when no model is named.
 std::string apply_reference(PlanArgs& o) {
   if (!o.model.empty() || !o.model_file.empty()) return "";
@@ -379,6 +402,7 @@ struct Study {
     j["statistic"] = std::string(sim::to_string(slo.statistic));
     j["target"] = {{"output_tps", slo.target_tps}};
     j["method"] = arrival ? sim::open_loop_rule(o.requests) : sim::capacity_rule(o.requests);
+    j["input_config"] = plan_input_config(o);
     if (arrival) {
       j["target"]["requests_per_s"] = *o.target_rps;
       j["arrival"] = workloads::arrival_name(*arrival);
@@ -392,9 +416,13 @@ struct Study {
       r["gpus_per_replica"] = units[i].gpus;
       r["instances_per_replica"] = units[i].instances;
       r["deployment"] = deps[i]->describe();
-      r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), *o.isl + *o.osl);
-      sim::WhatRan w{spec.model->name, deps[i]->describe(), &spec.engine, &deps[i]->memory_plan(), *o.isl + *o.osl,
-                     deps[i]->calibration()};
+      // A request that carries the media holds its vision tokens in the cache too (as simulate,
+      // search and recommend count them).
+      const std::int64_t ctx = *o.isl + *o.osl + (media.empty() ? 0 : workloads::vision_work(media).tokens);
+      r["kv_cache"] = kv_cache_json(deps[i]->memory_plan(), ctx);
+      const std::string user = deps[i]->user_calibration();
+      sim::WhatRan w{spec.model->name, deps[i]->describe(), &spec.engine, &deps[i]->memory_plan(), ctx,
+                     deps[i]->calibration() + (user.empty() ? "" : "; user calibration: " + user)};
       r["what_ran"] = sim::what_ran_json(w);
       r["emit"] = emit_desc(i, plan[i], rows);
       j["topologies"].push_back(r);

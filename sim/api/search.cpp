@@ -35,7 +35,10 @@ long parse_int(const std::string& s, const char* flag, long lo, long hi) {
 template <class T>
 std::vector<T> int_list(const std::string& csv, const char* flag, long lo, long hi) {
   std::vector<T> out;
-  for (const auto& s : text::split_csv(csv)) out.push_back(static_cast<T>(parse_int(s, flag, lo, hi)));
+  for (const auto& s : text::split_csv(csv)) {   // a value given twice is one candidate, not two identical ones
+    const T v = static_cast<T>(parse_int(s, flag, lo, hi));
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
   if (out.empty()) throw Error(flag, "", "is empty");
   return out;
 }
@@ -78,7 +81,10 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     const hw::InstanceSpec* i = instance_of(g);
     if (std::find(sp.instances.begin(), sp.instances.end(), i) == sp.instances.end()) sp.instances.push_back(i);
   }
-  for (const auto& p : text::split_csv(a.precisions)) sp.precisions.push_back(hw::parse_precision(p, "--precision"));
+  for (const auto& p : text::split_csv(a.precisions)) {
+    const hw::Precision x = hw::parse_precision(p, "--precision");
+    if (std::find(sp.precisions.begin(), sp.precisions.end(), x) == sp.precisions.end()) sp.precisions.push_back(x);
+  }
   sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
   sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
@@ -93,8 +99,8 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   for (const auto& r : text::split_csv(a.pd_ratios)) {
     const auto c = r.find(':');
     if (c == std::string::npos) throw Error("--pd-ratios", "", "'" + r + "' is not PREFILL:DECODE workers, e.g. 1:2");
-    sp.pd_ratios.emplace_back(int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)),
-                              int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64)));
+    const std::pair<int, int> pd{int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)), int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64))};
+    if (std::find(sp.pd_ratios.begin(), sp.pd_ratios.end(), pd) == sp.pd_ratios.end()) sp.pd_ratios.push_back(pd);
   }
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
   // Knobs not given: each engine's default for the GPU (0).
@@ -224,17 +230,27 @@ nlohmann::json run_local(sim::Search& s, int threads, const SearchProgressFn& pr
 
 nlohmann::json search(const SearchArgs& a, const SearchProgressFn& progress) {
   auto s = make_search(a, false);
-  return run_local(*s, a.threads, progress);
+  nlohmann::json rep = run_local(*s, a.threads, progress);
+  rep["input_config"] = search_input_config(a);
+  return rep;
 }
 
-struct SearchSession::Impl { std::unique_ptr<sim::Search> s; };
+struct SearchSession::Impl {
+  std::unique_ptr<sim::Search> s;
+  nlohmann::json given;
+};
 SearchSession::SearchSession(const SearchArgs& a, bool per_instance) : impl_(std::make_unique<Impl>()) {
   impl_->s = make_search(a, per_instance);
+  impl_->given = search_input_config(a);
 }
 SearchSession::~SearchSession() = default;
 std::vector<int> SearchSession::next_round() { return impl_->s->next_round(); }
 void SearchSession::add(int index, const nlohmann::json& rows) { impl_->s->add(index, rows_from(rows)); }
-nlohmann::json SearchSession::report() const { return impl_->s->report(); }
+nlohmann::json SearchSession::report() const {
+  nlohmann::json rep = impl_->s->report();
+  rep["input_config"] = impl_->given;
+  return rep;
+}
 int SearchSession::configurations() const { return int(impl_->s->configs().size()); }
 nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->run(index)); }
 
@@ -253,6 +269,14 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                                                                    : std::filesystem::absolute(a.calibration).string()}};
   j["requests"] = a.requests ? nlohmann::json(*a.requests) : nlohmann::json(nullptr);
   if (!a.model_file.empty()) j["model_file"] = std::filesystem::absolute(a.model_file).string();  // read where the search runs
+  return j;
+}
+
+nlohmann::json search_input_config(const SearchArgs& a) {
+  nlohmann::json j = search_args_json(a);
+  j.erase("threads");   // results do not depend on it, and carry no trace of it
+  for (auto& [k, v] : j.items())   // unset numbers (NaN) are null, as JSON and Python read them back
+    if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;
   return j;
 }
 
@@ -368,6 +392,7 @@ nlohmann::json recommend(const SearchArgs& a, const SearchProgressFn& progress) 
   auto s = make_search(a, true);
   nlohmann::json rep = run_local(*s, a.threads, progress);
   rep["recommendations"] = recommend_table(rep);
+  rep["input_config"] = search_input_config(a);
   return rep;
 }
 

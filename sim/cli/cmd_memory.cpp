@@ -67,6 +67,9 @@ void run_memory(const api::MemoryArgs& a, Format format) {
   const std::int64_t per = kv["blocks_per_seq"].get<std::int64_t>();
   std::string per_seq = std::to_string(per);
   if (state_blocks > 0) per_seq += " (" + std::to_string(per - state_blocks) + " attention + " + std::to_string(state_blocks) + " state)";
+  if (j.contains("vision_tokens_per_request"))
+    t.add_row({"context", num(j["context_tokens"]) + " tokens (--context " + std::to_string(a.context) + " + " +
+                              num(j["vision_tokens_per_request"]) + " vision tokens of --images)"});
   t.add_row({"blocks per sequence at " + num(j["context_tokens"]), per_seq});
   if (dp > 1) t.add_row({"data-parallel ranks", std::to_string(dp) + ", each with its own KV cache blocks above"});
   t.add_row({"max sequences at " + num(j["context_tokens"]) + (dp > 1 ? " (all ranks)" : ""),
@@ -154,6 +157,7 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
   mem->add_option("--dp", mo.dp, "Attention data-parallel ranks (MoE models): each holds its own KV cache");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");
+  mem->add_option("--images", mo.images, "WxH[:N],...: a request's images (vision models); their vision tokens add to --context, as simulate, plan and recommend count them");
   mem->add_option("--gpu-memory-utilization", mo.gpu_memory_utilization,
                   "vLLM gpu_memory_utilization (default 0.9); SGLang mem_fraction_static (default its heuristic); TRT-LLM free_gpu_memory_fraction (default 0.9)");
   mem->add_option("--max-num-seqs", mo.max_num_seqs, "vLLM max_num_seqs (default: vLLM serve's, 1024 on >= 70 GiB GPUs)");

@@ -17,6 +17,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/studies/planner.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::cli {
 namespace {
@@ -125,6 +126,7 @@ void run(const PlannerOpts& o) {
   sim::check_planner_roles(s, spec);
   const sim::PlannerResult r = sim::run_planner(s, spec);
   nlohmann::json j = sim::to_json(r, spec);
+  j["input_config"] = sim::planner_input_config(s, a);
   if (!o.emit_dir.empty()) {
     const nlohmann::json bounds = planner_bounds(r, spec);
     set.add_planner(planner_deployment(s, r, bounds), bounds, o.emit_dir);
@@ -139,7 +141,7 @@ void run(const PlannerOpts& o) {
   const bool load = spec.rule == sim::PlannerSpec::Rule::load;
   std::string out = "servesim planner: " + s.model + " on " + s.gpu + (r.disaggregated ? ", disaggregated" : "") + ", " +
                     (load ? "load" : "throughput") + " rule, adjustment every " + fixed(spec.interval_s, 0) + " s, SLO TTFT " +
-                    val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n";
+                    val(spec.ttft_ms, 0) + " ms / ITL " + val(spec.itl_ms, 0) + " ms\n" + sim::what_ran_text(j["what_ran"]);
   if (load)
     out += "load rule: metrics every " + fixed(spec.metric_interval_s, 0) + " s; one worker more above, one fewer below: queued prefill " +
            fixed(spec.queue_up, 2) + " / " + fixed(spec.queue_down, 2) + " prompts per worker (prefill" +
@@ -156,6 +158,15 @@ void run(const PlannerOpts& o) {
                 : std::string()) +
            " -> fixed fleet " + std::to_string(x.peak_workers) + "; start-up " +
            fixed(x.startup_s, 1) + " s (weights at " + fixed(o.storage_gbps, 1) + " GB/s)\n";
+  if (r.disaggregated && !load && !r.roles.empty()) {   // what the token rates are divided by
+    const auto& mm = s.workload.multimodal;
+    out += "mean prompt " + fixed(r.roles[0].mean_prompt_tokens, 0) + " tokens" +
+           (r.mean_vision_tokens > 0 ? " (text " + fixed(s.workload.isl.expected_mean(), 0) + " + " + fixed(100 * mm.fraction, 0) +
+                                           " % of requests x " + std::to_string(workloads::vision_work(mm).tokens) + " vision tokens)"
+                                     : std::string()) +
+           ", mean answer " + fixed(r.roles[0].mean_answer_tokens, 0) +
+           " tokens: prefill workers = ceil(prompt tokens/s / (capacity x mean prompt)), decode the same in answer tokens\n";
+  }
   out += "\n";
   std::vector<std::string> head = {"hour", "offered rps", "observed rps"};
   for (const auto& x : r.roles) {
@@ -206,7 +217,7 @@ void run(const PlannerOpts& o) {
     if (nodes > 0 && inst.usd_per_hour)
       out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
              r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600) +
-             " over the " + fixed(spec.profile.duration_s / 3600, 0) + " h if held throughout)";
+             " over the " + compact(spec.profile.duration_s / 3600) + " h if held throughout)";
   }
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;

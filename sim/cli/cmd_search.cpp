@@ -297,7 +297,9 @@ nlohmann::json run_rounds(SearchOpts& o, bool recommend) {
   o.args.mixed_gpus = !o.same_gpu;
   if (o.dask_given) {
     if (o.dask.empty()) throw Error("--dask", "", "give the Dask scheduler's address (e.g. tcp://10.0.0.5:8786)");
-    return search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
+    nlohmann::json j = search_on_dask(o.args, recommend, o.dask, o.dask_timeout_s);
+    j["input_config"] = api::search_input_config(o.args);
+    return j;
   }
   SearchBar bar;
   api::SearchProgressFn progress;

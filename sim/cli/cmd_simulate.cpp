@@ -447,12 +447,16 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   // them, the run's record (input_config, --export) describes what actually ran.
   if (o.scenario.empty() && j.value("description", std::string()).rfind("Default servesim", 0) == 0) {
     auto val = [&](const nlohmann::json& x, const char* k) {
-      return x.contains(k) ? (x[k].is_string() ? x[k].get<std::string>() : x[k].dump()) : std::string("?");
+      // A length distribution stands for its mean.
+      const nlohmann::json v = !x.contains(k) ? nlohmann::json("?") : x[k].is_object() ? x[k].value("mean", nlohmann::json("?")) : x[k];
+      return v.is_string() ? v.get<std::string>() : v.is_number_float() ? compact(v.get<double>()) : v.dump();
     };
     const nlohmann::json wl = j.value("workload", nlohmann::json::object());
     j["description"] = "Default servesim scenario with command-line flags applied: " + val(j, "model") + " on " + val(j, "gpus") +
-                       " x " + val(j, "gpu") + ", " + val(wl, "concurrency") + " closed-loop clients, ISL " + val(wl, "isl") +
-                       ", OSL " + val(wl, "osl");
+                       " x " + val(j, "gpu") + ", " +
+                       (wl.contains("request_rate") ? val(wl, "request_rate") + " requests/s open loop"
+                                                    : val(wl, "concurrency") + " closed-loop clients") +
+                       ", ISL " + val(wl, "isl") + ", OSL " + val(wl, "osl");
   }
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
   return sim::parse_scenario(j.dump(), source);
@@ -771,6 +775,9 @@ void run_sweep(const SimOpts& o) {
   } else if (fmt == "json") {
     nlohmann::json j = sim::to_json(cols);
     j["what_ran"] = ran;
+    j["input_config"] = s.json;   // the scenario as given (flags applied), and the sweep over it
+    j["input_config"]["sweep"] = {{"axis", spec.axis == sim::SweepSpec::Axis::concurrency ? "concurrency" : "request_rate"},
+                                  {"values", spec.values}};
     text = j.dump(2) + "\n";
   } else {
     std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",

@@ -100,6 +100,11 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
     h.step = static_cast<std::int32_t>(tpd);
     count_running(h, tpd, true);
   }
+  decay_new_token_ratio();
+}
+
+void VllmScheduler::decay_new_token_ratio() {
+  const SglangPolicy& sp = cfg_.sglang;
   const double min_ratio = sp.init_new_token_ratio * sp.min_new_token_ratio_factor;
   new_token_ratio_ = std::max(min_ratio, new_token_ratio_ - (sp.init_new_token_ratio - min_ratio) / sp.new_token_ratio_decay_steps);
 }

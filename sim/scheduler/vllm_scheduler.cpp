@@ -482,7 +482,11 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
 namespace servesim::sim {
 
 int VllmScheduler::steady_cycles(int limit) {
-  if (cfg_.kind != EngineKind::vllm || lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
+  // Every policy forms the same batch from a running list of plain decodes with nothing waiting:
+  // vLLM's and TensorRT-LLM's schedule every running request (the token budget took them all this
+  // step), SGLang's runs a decode step (no chunk, no queue) whose retraction check passes while
+  // empty blocks last; its new-token ratio decays by cycle (steady_cycle).
+  if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
       !demand_.windows.empty() || running_.empty() || limit <= 0)
     return 0;
   const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;
@@ -497,10 +501,16 @@ int VllmScheduler::steady_cycles(int limit) {
   // its last block when that exceeds cap, then every block_size cycles; one block per full group.
   const std::int64_t bs = cfg_.block_size;
   steady_blocks_.assign(static_cast<std::size_t>(cycles) + 1, 0);
+  std::int64_t taken = 0;
   for (const Running& h : running_)
-    for (std::int64_t m = h.cap - h.computed; m <= cycles; m += bs) steady_blocks_[static_cast<std::size_t>(m)] += demand_.full_groups;
-  // Only blocks that need no eviction: the stretch ends before the pool's empty blocks run out.
+    for (std::int64_t m = h.cap - h.computed; m <= cycles; m += bs) {
+      steady_blocks_[static_cast<std::size_t>(m)] += demand_.full_groups;
+      taken += demand_.full_groups;
+    }
+  // Only blocks that need no eviction: the stretch ends before the pool's empty blocks run out
+  // (found cycle by cycle only when all of them would not do).
   std::int64_t empty = pool_.capacity() - pool_.used() - pool_.cached();
+  if (taken <= empty) return static_cast<int>(cycles);
   for (std::int64_t m = 1; m <= cycles; ++m) {
     empty -= steady_blocks_[static_cast<std::size_t>(m)];
     if (empty < 0) return static_cast<int>(m - 1);
@@ -512,6 +522,7 @@ void VllmScheduler::steady_cycle(int cycle) {
   release_deferred();
   batch_.decode_context_tokens += static_cast<std::int64_t>(running_.size());
   pool_.allocate(steady_blocks_[static_cast<std::size_t>(cycle)]);
+  if (cfg_.kind == EngineKind::sglang) decay_new_token_ratio();
 }
 
 void VllmScheduler::steady_commit(int cycles) {

@@ -82,8 +82,8 @@ class VllmScheduler {
 
   // Steady decode stretch (docs/speed.md): called right after schedule() formed a batch, the
   // number of further step cycles (that batch's complete(), then the next schedule()) that only
-  // move every running request one decode token on: vLLM's policy without speculative tokens,
-  // nothing waiting or in transfer, every running request decoding in this batch past its timed
+  // move every running request one decode token on: any engine's policy (vLLM, SGLang,
+  // TensorRT-LLM) without speculative tokens, nothing waiting or in transfer, every running request decoding in this batch past its timed
   // tokens and short of its last, and every block a request crosses taken from the empty ones
   // (no eviction, no preemption). At most `limit`. 0 when the next cycle is not such a one.
   int steady_cycles(int limit);
@@ -173,6 +173,7 @@ class VllmScheduler {
   // SGLang: retracts running requests, longest output first, until every remaining one can take
   // its next token with retract_decode_steps of headroom; returns how many were retracted.
   int retract_for_decode();
+  void decay_new_token_ratio();   // SGLang: one decode step's decay of new_token_ratio
   // Tokens the decode-only worker reserves for a transferred request (vLLM: prompt + 1; SGLang:
   // + num_reserved_decode_tokens; TRT-LLM GUARANTEED_NO_EVICT: prompt + max_tokens).
   std::int64_t transfer_reserve_end(const Request& r) const;

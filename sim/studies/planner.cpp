@@ -13,6 +13,7 @@
 #include "sim/simulate.hpp"
 #include "sim/topology/deployment.hpp"
 #include "sim/topology/disagg_cluster.hpp"
+#include "workloads/multimodal.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -351,6 +352,8 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
   spec.ttft_ms = j.number_in("ttft_ms", 0, 0, 1e9);
   spec.itl_ms = j.number_in("itl_ms", 0, 0, 1e9);
   if (!(spec.ttft_ms > 0) && !(spec.itl_ms > 0)) j.fail("ttft_ms", "give the SLO: ttft_ms and/or itl_ms");
+  for (const char* k : {"min_workers", "max_workers"})   // a worker count: 1.5 is none
+    if (const double v = j.number_or(k, 0); v != std::floor(v)) j.fail(k, "must be a whole number of workers, got " + compact(v));
   spec.min_workers = static_cast<int>(j.number_in("min_workers", 1, 0, 1e6));
   spec.max_workers = static_cast<int>(j.number_in("max_workers", 0, 0, 1e6));
   spec.replica_rps = j.number_in("replica_rps", 0, 0, 1e7);
@@ -463,7 +466,20 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     const double rr = spec.replica_rps > 0 ? spec.replica_rps : profile_replica_rps(s0, spec.ttft_ms, spec.itl_ms);
     out.roles = {{"replica", 0, 0, 0, rr, spec.replica_rps > 0, 0}};
   }
+  // The profile's mean lengths as its requests carry them: a prompt counts the vision tokens of the
+  // share of requests that carry media (as the arrivals' prompt tokens the planner reads do), so a
+  // prefill worker's capacity in tokens/s is its request rate at the mix it was profiled on.
+  const auto& mm = s0.workload.multimodal;
+  const double vision = mm.empty() ? 0.0 : double(workloads::vision_work(mm).tokens) * std::clamp(mm.fraction, 0.0, 1.0);
+  out.mean_vision_tokens = vision;
   for (auto& r : out.roles) {
+    // A worker count past 10^6 (a given capacity of 1e-300 requests/s) is no fleet, and no int.
+    if (!(spec.profile.peak() / r.capacity_rps <= 1e6))
+      throw Error(r.name == "replica" ? "--replica-rps" : "--" + r.name + "-rps", "",
+                  compact(r.capacity_rps) + " requests/s per worker would need more than 10^6 workers at the peak of " +
+                      compact(spec.profile.peak()) + " requests/s; give one worker's capacity");
+    r.mean_prompt_tokens = s0.workload.isl.expected_mean() + vision;
+    r.mean_answer_tokens = s0.workload.osl.expected_mean();
     r.peak_workers = std::max(1, static_cast<int>(std::ceil(spec.profile.peak() / r.capacity_rps - 1e-9)));
     r.max_workers = spec.max_workers > 0 ? std::max(spec.max_workers, r.peak_workers) : 2 * r.peak_workers;
   }
@@ -477,6 +493,12 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     s.gpus = out.roles[0].max_workers * s.gpus_per_replica();
   }
   const Prepared p = prepare(s);
+  out.what_ran = disagg ? what_ran_json(s, p)
+                        : what_ran_json(s, "replicas of " + std::to_string(s.gpus_per_replica()) + " x " + s.gpu + " (TP" +
+                                               std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
+                                               (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
+                                               (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") + ") scaled by the planner",
+                                        p.engine, p.plan, p.cost->provenance());
   std::vector<RoleState> states;
   int first = 0;
   for (auto& r : out.roles) {
@@ -494,8 +516,8 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
     st.max = r.max_workers;
     st.capacity_rps = r.capacity_rps;
     st.startup_s = r.startup_s;
-    st.isl_mean = std::max(1.0, s.workload.isl.mean);
-    st.osl_mean = std::max(1.0, s.workload.osl.mean);
+    st.isl_mean = std::max(1.0, r.mean_prompt_tokens);
+    st.osl_mean = std::max(1.0, r.mean_answer_tokens);
     states.push_back(st);
     first += r.max_workers;
   }
@@ -651,10 +673,12 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
   for (const auto& x : r.roles)
     roles.push_back({{"name", x.name}, {"gpus_per_worker", x.gpus_per_worker}, {"capacity_rps", x.capacity_rps},
                      {"capacity_given", x.capacity_given}, {"peak_workers", x.peak_workers}, {"max_workers", x.max_workers},
-                     {"startup_s", x.startup_s}});
+                     {"startup_s", x.startup_s}, {"mean_prompt_tokens", x.mean_prompt_tokens},
+                     {"mean_answer_tokens", x.mean_answer_tokens}});
   nlohmann::json j = {{"rule", spec.rule == PlannerSpec::Rule::load ? "load" : "throughput"},
                       {"disaggregated", r.disaggregated},
                       {"roles", roles},
+                      {"mean_vision_tokens_per_request", r.mean_vision_tokens},
                       {"adjustment_interval_s", spec.interval_s},
                       {"slo", {{"ttft_ms", spec.ttft_ms}, {"itl_ms", spec.itl_ms}}},
                       {"requests", r.requests},
@@ -673,6 +697,7 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["startup_s"] = r.roles[0].startup_s;
   }
   j["seconds_at_gpus"] = r.seconds_at_gpus;
+  j["what_ran"] = r.what_ran;
   if (r.reserved) j["reserved_split"] = to_json(*r.reserved);
   if (r.usd_per_gpu_hour) {
     j["usd_per_gpu_hour"] = *r.usd_per_gpu_hour;
@@ -681,6 +706,10 @@ nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec) {
     j["instance"] = r.instance;
   }
   return j;
+}
+
+nlohmann::json planner_input_config(const Scenario& s, const nlohmann::json& args) {
+  return {{"scenario", s.json}, {"planner", args}};
 }
 
 }  // namespace servesim::sim

@@ -91,11 +91,15 @@ struct PlannerRole {
   double capacity_rps = 0;              // requests/s one worker serves within the SLO (the other role ample)
   bool capacity_given = false;
   double startup_s = 0;
+  // The profile's mean prompt (text + the image share's vision tokens) and answer: what the
+  // throughput rule divides a role's token rate by.
+  double mean_prompt_tokens = 0, mean_answer_tokens = 0;
 };
 
 struct PlannerResult {
   std::vector<PlannerRole> roles;       // replica; or prefill, decode
   bool disaggregated = false;
+  double mean_vision_tokens = 0;        // per request on average: vision tokens x the share carrying media
   double gpu_hours = 0, fixed_fleet_gpu_hours = 0;
   std::optional<double> usd_per_gpu_hour;
   double slo_attainment = 0, fixed_fleet_slo_attainment = NAN;
@@ -105,6 +109,7 @@ struct PlannerResult {
   std::optional<ReservedSplit> reserved;
   double wall_s = 0;
   std::string instance;                 // the GPU's first catalogue instance (its price, the emitted node selector)
+  nlohmann::json what_ran;              // model, precisions, engine knobs, a worker's memory plan, calibration
 };
 
 // The spec from named options (the CLI's flags with underscores: load_profile "diurnal" or a CSV
@@ -119,6 +124,9 @@ PlannerResult run_planner(const Scenario& s, const PlannerSpec& spec);
 // never silently unused.
 void check_planner_roles(const Scenario& s, const PlannerSpec& spec);
 nlohmann::json to_json(const PlannerResult& r, const PlannerSpec& spec);
+// What was given, as the result's `input_config`: the scenario (one worker's shape, the lengths)
+// and the planner's options.
+nlohmann::json planner_input_config(const Scenario& s, const nlohmann::json& args);
 nlohmann::json to_json(const ReservedSplit& x);
 // One replica's request rate within the SLO (p90 TTFT and ITL): open-loop Poisson runs of the
 // scenario's lengths on one replica, bisected.

@@ -232,6 +232,11 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
                                                   std::to_string(traffic_.shared_prefix_tokens));
   if (space_.engines.empty()) throw Error("--engine", "", "is empty; give vllm, sglang or trtllm (comma-separated)");
   for (auto& e : space_.engines) e = engine_profile(e, "--engine").name;
+  // "vllm,vllm-0.19" or "vllm,vllm" name one build: searched once.
+  for (std::size_t i = 1; i < space_.engines.size();)
+    if (std::find(space_.engines.begin(), space_.engines.begin() + std::ptrdiff_t(i), space_.engines[i]) != space_.engines.begin() + std::ptrdiff_t(i))
+      space_.engines.erase(space_.engines.begin() + std::ptrdiff_t(i));
+    else ++i;
   if (!(space_.gpu_memory_utilization < 0) && !(space_.gpu_memory_utilization > 0 && space_.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
   goal_.validate();
@@ -455,18 +460,8 @@ const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision 
   const hw::KernelScales scales = space_.calibration
                                       ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name).kernels
                                       : hw::KernelScales{};
-  const std::string key = gpu.name + "|" + std::string(hw::to_string(p)) + "|" + std::string(hw::to_string(kv)) + "|" +
-                          std::to_string(par.tp) + "|" +
-                          std::to_string(par.pp) + "|" + std::to_string(par.ep) + "|" + std::to_string(par.dp) + "|" +
-                          tables.engine + "-" + tables.version + "|" + std::to_string(scales.gemm) + "," +
-                          std::to_string(scales.moe) + "," + std::to_string(scales.attention) + "," +
-                          std::to_string(scales.communication) + "," + std::to_string(scales.prefill) + "," +
-                          std::to_string(scales.decode_attention);
-  auto it = costs_.find(key);
-  if (it == costs_.end())
-    // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
-    it = costs_.emplace(key, models::make_step_cost(*space_.model, gpu, p, par, kv, tables, scales)).first;
-  return *it->second;
+  // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
+  return *costs_->get(*space_.model, gpu, p, par, kv, tables, scales);
 }
 
 SearchBound Search::bound_of(const SearchConfig& c) {
@@ -845,6 +840,7 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.router = space_.router;
   d.seed = traffic_.seed;
   d.calibration = space_.calibration;
+  d.step_costs = costs_;
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
@@ -1074,8 +1070,9 @@ nlohmann::json Search::report() const {
     const DeploymentSpec spec = deployment_spec(c);
     const Deployment dep(c.topo, spec);
     w["describe"] = dep.describe();
+    const std::string user = dep.user_calibration();
     const WhatRan ran{space_.model->name, dep.describe(), &spec.engine, &dep.memory_plan(),
-                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration()};
+                      traffic_.isl + traffic_.osl + vw.tokens, dep.calibration() + (user.empty() ? "" : "; user calibration: " + user)};
     w["what_ran"] = what_ran_json(ran);
     if (space_.calibration) {
       w["calibrated"] = calibrated(c);

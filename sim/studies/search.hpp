@@ -219,7 +219,8 @@ class Search {
   std::vector<State> state_;
   std::vector<int> order_;     // candidates by bound, best first
   bool bounded_ = false;
-  std::map<std::string, std::unique_ptr<models::StepCostModel>> costs_;
+  // The step-cost models of the bounds and of every candidate's deployment, each built once.
+  std::shared_ptr<StepCostCache> costs_ = std::make_shared<StepCostCache>();
 };
 
 }  // namespace servesim::sim

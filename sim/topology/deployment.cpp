@@ -85,6 +85,13 @@ EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) con
   return e;
 }
 
+std::shared_ptr<const models::StepCostModel> Deployment::step_cost(const hw::GpuSpec& gpu, const models::Parallelism& par,
+                                                                   const EngineConfig& e) const {
+  if (spec_.step_costs)
+    return spec_.step_costs->get(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
+  return models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
+}
+
 Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const {
   Pool p;
   p.par = par;
@@ -92,16 +99,16 @@ Deployment::Pool Deployment::make_pool(const models::Parallelism& par, bool deco
   // A role whose TP differs from the aggregated one was given as --prefill-tp / --decode-tp: an
   // error about its TP names that flag.
   const bool own_tp = topo_.kind == TopologyChoice::Kind::disaggregated && par.tp != topo_.agg.tp;
-  std::unique_ptr<models::StepCostModel> inner;
+  std::shared_ptr<const models::StepCostModel> inner;
   try {
     p.plan = models::plan_memory(*spec_.model, gpu, spec_.weights, par, e.memory_config(spec_.kv_dtype));
-    inner = models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
+    inner = step_cost(gpu, par, e);
   } catch (const Error& err) {
     if (own_tp && err.where() == "--tp") throw Error(decodes ? "--decode-tp" : "--prefill-tp", err.field(), err.reason());
     throw;
   }
   if (decodes && spec_.mtp.enabled())
-    p.cost = std::make_unique<MtpStepCost>(std::move(inner), spec_.mtp);
+    p.cost = std::make_shared<MtpStepCost>(std::move(inner), spec_.mtp);
   else
     p.cost = std::move(inner);
   return p;
@@ -159,9 +166,7 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
       if (!spec_.model->has_vision)
         throw Error("--encode-workers", "", "model " + spec_.model->name + " has no vision encoder");
       encode_.par = topo_.encode;
-      encode_.cost = models::make_step_cost(*spec_.model, *prefill_gpu_, spec_.weights, topo_.encode, spec_.kv_dtype,
-                                            engine_for(WorkerRole::prefill_only).kernel_tables,
-                                            engine_for(WorkerRole::prefill_only).kernel_scales);
+      encode_.cost = step_cost(*prefill_gpu_, topo_.encode, engine_for(WorkerRole::prefill_only));
     }
   }
   frontend_ = spec_.frontend;

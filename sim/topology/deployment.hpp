@@ -22,6 +22,7 @@
 #include "sim/router/router.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/topology/disagg_cluster.hpp"
+#include "sim/topology/step_cost_cache.hpp"
 #include "sim/session_metrics.hpp"
 #include "workloads/workload.hpp"
 
@@ -63,12 +64,15 @@ struct DeploymentSpec {
   // A user's calibration (sim/calibration.hpp): each role takes the parts that transfer to its own
   // GPU and the engine build (spec.engine.engine_profile), as `simulate --calibration` applies them.
   std::shared_ptr<const CalibrationProfile> calibration;
+  // Step-cost models shared with other deployments of the same study (a search's candidates);
+  // nullptr: this deployment builds its own.
+  std::shared_ptr<StepCostCache> step_costs;
 };
 
 // Step cost with MTP drafts added (sim/decoding/mtp.hpp); the identity when MTP is off.
 class MtpStepCost : public models::StepCostModel {
  public:
-  MtpStepCost(std::unique_ptr<models::StepCostModel> inner, MtpConfig mtp) : inner_(std::move(inner)), mtp_(std::move(mtp)) {}
+  MtpStepCost(std::shared_ptr<const models::StepCostModel> inner, MtpConfig mtp) : inner_(std::move(inner)), mtp_(std::move(mtp)) {}
   double seconds(const models::StepBatch& b) const override { return step_seconds_with_mtp(*inner_, b, mtp_); }
   double encoder_seconds(int tiles) const override { return inner_->encoder_seconds(tiles); }
   models::StepTime breakdown(const models::StepBatch& b) const override { return inner_->breakdown(b); }
@@ -77,7 +81,7 @@ class MtpStepCost : public models::StepCostModel {
   LaunchCounts launch_counts() const override { return inner_->launch_counts(); }
 
  private:
-  std::unique_ptr<models::StepCostModel> inner_;
+  std::shared_ptr<const models::StepCostModel> inner_;
   MtpConfig mtp_;
 };
 
@@ -131,11 +135,13 @@ class Deployment {
   struct Pool {
     models::Parallelism par;
     models::MemoryPlan plan;
-    std::unique_ptr<models::StepCostModel> cost;
+    std::shared_ptr<const models::StepCostModel> cost;
   };
   Pool make_pool(const models::Parallelism& par, bool decodes, const hw::GpuSpec& gpu) const;
   EngineConfig engine_for(WorkerRole role) const;
   EngineConfig engine_for(WorkerRole role, const hw::GpuSpec& gpu) const;
+  std::shared_ptr<const models::StepCostModel> step_cost(const hw::GpuSpec& gpu, const models::Parallelism& par,
+                                                         const EngineConfig& e) const;
 
   TopologyChoice topo_;
   DeploymentSpec spec_;

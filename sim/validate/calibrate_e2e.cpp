@@ -259,7 +259,11 @@ BenchSetup setup_for(const std::string& path, BenchSetup s) {
     if (s.gpu.empty()) s.gpu = r.string_or("gpu", "");
     if (s.precision.empty()) s.precision = r.string_or("precision", "");
     if (s.engine.empty()) s.engine = r.string_or("engine_profile", "");
-    if (s.tp < 1) s.tp = static_cast<int>(r.integer_or("tensor_parallel_size", r.integer_or("tp", 0)));
+    if (s.tp < 1) {
+      const char* key = r.has("tensor_parallel_size") ? "tensor_parallel_size" : "tp";
+      s.tp = static_cast<int>(r.integer_or(key, 0));
+      if (r.has(key) && !(s.tp >= 1 && s.tp <= 1024)) throw Error(side.string(), key, "must be a whole number of GPUs in 1..1024");
+    }
   }
   return s;
 }
@@ -284,22 +288,35 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   const auto dash = e.find('-');
   p.backend = e.substr(0, dash);
   if (dash != std::string::npos) p.backend_version = e.substr(dash + 1);
-  const double conc = r.number_or("max_concurrency", NAN), rate = r.number_or("request_rate", NAN);
-  if (std::isfinite(conc) && conc >= 1 && conc <= 1e6) p.concurrency = static_cast<int>(std::llround(conc));
-  else if (std::isfinite(rate) && rate > 0 && rate < 1e6) p.request_rate = rate;
+  // A field that is present must be what it names (NaN: absent); never a negative, huge or
+  // fractional count that would place or weigh the run silently wrong.
+  auto field = [&](const char* key, double lo, double hi, bool whole, const char* valid) -> double {
+    if (!r.has(key) || j[key].is_null()) return NAN;
+    const double v = r.number(key);
+    if (!(v >= lo && v <= hi) || (whole && v != std::floor(v)))
+      throw Error(where, key, (std::isfinite(v) ? compact(v) : std::string("a non-finite value")) + " is not " + valid);
+    return v;
+  };
+  const double conc = field("max_concurrency", 1, 1e6, true, "a client count (a whole number in 1..1000000)");
+  const double rate = field("request_rate", 1e-9, 1e6, false, "a request rate (requests/s above 0, at most 10^6)");
+  if (std::isfinite(conc)) p.concurrency = static_cast<int>(conc);
+  else if (std::isfinite(rate)) p.request_rate = rate;
   else throw Error(where, "max_concurrency", "no concurrency or request rate recorded (max_concurrency, request_rate): cannot place the run");
-  const double done = r.number_or("completed", NAN);
-  const double in = r.number_or("total_input_tokens", NAN), out = r.number_or("total_output_tokens", NAN);
-  double isl = r.number_or("random_input_len", NAN), osl = r.number_or("random_output_len", NAN);
+  const double done = field("completed", 1, 1e12, true, "a count of completed requests (a whole number >= 1)");
+  const double in = field("total_input_tokens", 1, 1e18, true, "a token count (a whole number >= 1)");
+  const double out = field("total_output_tokens", 1, 1e18, true, "a token count (a whole number >= 1)");
+  double isl = field("random_input_len", 1, 1e8, true, "a prompt length in tokens (1..10^8)");
+  double osl = field("random_output_len", 1, 1e8, true, "an answer length in tokens (1..10^8)");
   if (!(isl >= 1) && done >= 1 && in >= 1) isl = in / done;
   if (!(osl >= 1) && done >= 1 && out >= 1) osl = out / done;
   if (!(isl >= 1 && isl < 1e8) || !(osl >= 1 && osl < 1e8))
     throw Error(where, "total_input_tokens", "the run's input / output lengths are unknown (total_input_tokens, total_output_tokens, completed)");
   p.isl = std::llround(isl);
   p.osl = std::llround(osl);
-  p.ttft_ms = r.number_or("mean_ttft_ms", NAN);
-  p.tpot_ms = r.has("mean_tpot_ms") ? r.number("mean_tpot_ms") : r.number_or("mean_itl_ms", NAN);
-  p.output_tps = r.number_or("output_throughput", NAN);
+  const char* ms = "a time in milliseconds from 0.001 (1 us) to 86400000 (1 day)";
+  p.ttft_ms = field("mean_ttft_ms", 1e-3, 86.4e6, false, ms);
+  p.tpot_ms = r.has("mean_tpot_ms") ? field("mean_tpot_ms", 1e-3, 86.4e6, false, ms) : field("mean_itl_ms", 1e-3, 86.4e6, false, ms);
+  p.output_tps = field("output_throughput", 0, 1e12, false, "a throughput in tokens/s (0 or more)");
   if (!(p.ttft_ms > 0) && !(p.tpot_ms > 0)) throw Error(where, "mean_ttft_ms", "neither mean_ttft_ms nor mean_tpot_ms / mean_itl_ms recorded");
   return p;
 }
@@ -320,7 +337,14 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
   for (int n = 1; std::getline(f, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ": line " + std::to_string(n);
-    out.push_back(bench_point(parse_json(line, where), where, s));
+    nlohmann::json rec;
+    try {
+      rec = parse_json(line, path);
+    } catch (const Error& e) {   // the file's line, not the record's own "line 1, column C"
+      const auto col = e.field().find("column");
+      throw Error(path, "line " + std::to_string(n) + (col == std::string::npos ? "" : ", " + e.field().substr(col)), e.reason());
+    }
+    out.push_back(bench_point(rec, where, s));
   }
   if (out.empty()) throw Error(path, "", "no benchmark records");
   return out;

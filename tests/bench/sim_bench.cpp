@@ -46,10 +46,14 @@ sim::Scenario scenario(int concurrency, std::int64_t requests, int isl = 1000) {
   return sim::parse_scenario(j.dump(), "bench");
 }
 
-// 10,000 requests of 1k/1k on one H200 x8 replica of the default model; arg = concurrency.
-// Times are CPU time of the simulating thread; items/s = simulated requests per CPU second.
-void BM_Simulate1k1k(benchmark::State& state) {
-  const sim::Scenario s = scenario(static_cast<int>(state.range(0)), 10000);
+// 10,000 requests of 1k/1k on one H200 x8 replica of the default model on `engine` (a profile
+// name); arg = concurrency. Times are CPU time of the simulating thread; items/s = simulated
+// requests per CPU second.
+void simulate_1k1k(benchmark::State& state, int concurrency, const char* engine) {
+  auto j = sim::default_scenario_json();
+  j["workload"] = {{"concurrency", concurrency}, {"requests", 10000}, {"isl", 1000}, {"osl", 1000}};
+  j["engine_profile"] = engine;
+  const sim::Scenario s = sim::parse_scenario(j.dump(), "bench");
   const sim::Prepared p = sim::prepare(s);
   std::uint64_t steps = 0;
   for (auto _ : state) {
@@ -61,7 +65,16 @@ void BM_Simulate1k1k(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 10000);
   state.counters["steps"] = double(steps);
 }
+
+void BM_Simulate1k1k(benchmark::State& state) { simulate_1k1k(state, static_cast<int>(state.range(0)), "vllm"); }
 BENCHMARK(BM_Simulate1k1k)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond);
+
+// The same on SGLang's and TensorRT-LLM's batch formation (their profiles' knobs and costs);
+// args = engine (1: sglang-0.5.6, 2: trtllm-1.3), concurrency.
+void BM_SimulateEngine1k1k(benchmark::State& state) {
+  simulate_1k1k(state, static_cast<int>(state.range(1)), state.range(0) == 1 ? "sglang-0.5.6" : "trtllm-1.3");
+}
+BENCHMARK(BM_SimulateEngine1k1k)->ArgsProduct({{1, 2}, {16, 64, 256}})->Unit(benchmark::kMillisecond);
 
 // The same with 8k-token prompts (8k-in / 1k-out), 2,000 requests; arg = concurrency.
 void BM_Simulate8k1k(benchmark::State& state) {

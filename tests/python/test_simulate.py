@@ -49,7 +49,10 @@ def test_sweep_columns_equal_the_cli_and_do_not_depend_on_threads(cli, tmp_path)
     assert one == two
     assert one["concurrency"] == [1, 4, 16, 64]
     doc = cli("sweep", "--scenario", path, "--concurrency", "1,4,16,64", "--format", "json")
-    assert doc.pop("what_ran")["model"] == sc["model"]   # the CLI's JSON also says what ran
+    assert doc.pop("what_ran")["model"] == sc["model"]   # the CLI's JSON also says what ran, and what was given
+    given = doc.pop("input_config")
+    assert given["sweep"] == {"axis": "concurrency", "values": [1, 4, 16, 64]} and given["model"] == sc["model"]
+    assert given["description"].startswith("Default servesim scenario with arguments applied: nemotron-3-super on 8 x h200")
     assert one == doc
     ttft = one["time_to_first_token_ms_p50"]
     assert ttft[-1] > ttft[0]   # TTFT grows with load

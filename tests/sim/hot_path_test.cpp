@@ -208,7 +208,8 @@ struct SteadyRun {
 
 // A closed loop with answers of spread lengths, through the API server and the network (lognormal
 // draws), on a pool small enough that blocks run short.
-SteadyRun run_loop(bool steady, int clients, std::int64_t kv_blocks, bool async, int replicas, std::uint64_t seed) {
+SteadyRun run_loop(bool steady, int clients, std::int64_t kv_blocks, bool async, int replicas, std::uint64_t seed,
+                   EngineKind kind = EngineKind::vllm) {
   ContextCost cost;
   ClusterShape shape;
   shape.kv_blocks = kv_blocks;
@@ -217,6 +218,7 @@ SteadyRun run_loop(bool steady, int clients, std::int64_t kv_blocks, bool async,
   EngineConfig cfg;
   cfg.step_overhead_s = 0.001;
   cfg.step_overhead_per_seq_s = 1e-5;
+  cfg.kind = kind;
   cfg.async_scheduling = async;
   cfg.max_num_seqs = 48;
   cfg.max_num_batched_tokens = 512;
@@ -280,6 +282,25 @@ TEST(SteadyStretch, SameResultsAsEveryStepThroughTheHeap) {
         if (replicas == 1 && blocks > 200) EXPECT_GT(on.steady, on.workers[0].steps / 2);   // most steps are steady decode
         expect_same(on, off);
         if (blocks == 200 && replicas == 1) EXPECT_GT(on.workers[0].preemptions, 0);
+      }
+}
+
+// SGLang's and TensorRT-LLM's batch formation run steady stretches too: SGLang's decode steps
+// (its new-token ratio decayed by cycle, retractions when the small pool runs short), TensorRT-LLM's
+// whole-sequence reservations (a request waits for its blocks instead of being preempted).
+TEST(SteadyStretch, SglangAndTrtllmPoliciesGiveTheResultsOfEveryStepThroughTheHeap) {
+  for (const EngineKind kind : {EngineKind::sglang, EngineKind::trtllm})
+    for (const bool async : {true, false})
+      for (const std::int64_t blocks : {100000, 200}) {
+        SCOPED_TRACE(::testing::Message() << "engine " << to_string(kind) << " async " << async << " blocks " << blocks);
+        const SteadyRun on = run_loop(true, 8, blocks, async, 1, 5, kind);
+        const SteadyRun off = run_loop(false, 8, blocks, async, 1, 5, kind);
+        EXPECT_EQ(off.steady, 0);
+        EXPECT_GT(on.steady, 0);
+        if (blocks > 200) EXPECT_GT(on.steady, on.workers[0].steps / 2);   // most steps are steady decode
+        expect_same(on, off);
+        if (blocks == 200 && kind == EngineKind::sglang) EXPECT_GT(on.workers[0].preemptions, 0);   // retractions
+        if (kind == EngineKind::trtllm) EXPECT_EQ(on.workers[0].preemptions, 0);   // GUARANTEED_NO_EVICT
       }
 }
 

@@ -254,7 +254,7 @@ TEST(Validate, EveryUnmodellablePointSaysWhy) {
   const v::Report own = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   ASSERT_EQ(own.points.size(), 1u);
   EXPECT_EQ(own.points[0].unmodellable, "");
-  EXPECT_EQ(own.points[0].scenario["engine_profile"], "trtllm-1.3");
+  EXPECT_EQ(own.points[0].scenario["engine_profile"], "trtllm-1.0");   // its 1.0.0rc3 release
   o.engine_any = true;
   const v::Report t = v::run(v::read_silicon_csv(data("validate_sample.csv")), o);
   ASSERT_EQ(t.points.size(), 1u);
