@@ -6,6 +6,7 @@
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/text.hpp"
 #include "sim/calibration.hpp"
@@ -215,9 +216,18 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     const auto& c = s.json.at("calibration");
     if (c.is_string() && c.get<std::string>().empty())
       j.fail("calibration", "empty file name; give a profile file (servesim calibrate e2e --output), relative to the scenario's folder");
-    if (c.is_string())
-      s.calibration = std::make_shared<const CalibrationProfile>(
-          load_calibration(workloads::resolve_path(workloads::folder_of(file), c.get<std::string>())));
+    if (c.is_string()) {
+      // A file it cannot read is this field's fault; what the file holds is the file's.
+      const std::string path = workloads::resolve_path(workloads::folder_of(file), c.get<std::string>());
+      std::string text;
+      try {
+        text = read_input_file(path, kMaxJsonFileBytes);
+      } catch (const Error& e) {
+        j.fail("calibration", "cannot read '" + path + "': " + e.reason() +
+                                  "; give a profile file (servesim calibrate e2e --output), relative to the scenario's folder");
+      }
+      s.calibration = std::make_shared<const CalibrationProfile>(parse_calibration(parse_json(text, path), path));
+    }
     else if (c.is_object())
       s.calibration = std::make_shared<const CalibrationProfile>(parse_calibration(c, file + ": calibration"));
     else

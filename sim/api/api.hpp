@@ -19,8 +19,16 @@
 
 namespace servesim::models { struct MemoryPlan; struct ModelSpec; }
 namespace servesim::hw { enum class Precision; }
+namespace servesim::workloads { struct MultimodalConfig; }
 
 namespace servesim::api {
+
+// The items of an option's comma-separated list, trimmed ("vllm, sglang" is two). An empty item
+// (`vllm,,sglang`, a comma first or last) is an Error naming the option, the item and the list;
+// a value with no characters but blanks is no items (the caller's default or its own refusal).
+std::vector<std::string> option_list(std::string_view value, std::string_view option);
+// --images WxH[:N],... (workloads' parser) with option_list's refusal of empty items.
+workloads::MultimodalConfig images_option(const std::string& value);
 
 // Catalogues (`servesim list gpus|instances|models`): arrays of objects, catalogue order.
 nlohmann::json gpus();

@@ -58,7 +58,7 @@ nlohmann::json calibrate_e2e(const nlohmann::json& args) {
   e.folds = static_cast<int>(folds);
   e.train_fraction = r.number_or("train_fraction", 0);
   if (!(e.train_fraction >= 0 && e.train_fraction < 1)) r.fail("train_fraction", "must be in [0, 1)");
-  e.only = text::split_csv(r.string_or("parameters", ""));
+  e.only = option_list(r.string_or("parameters", ""), "calibrate_e2e(): parameters");
   const std::string output = r.string_or("output", "");
   if (!output.empty()) check_writable_target(output, "calibrate_e2e(): output");
   std::vector<v::MeasuredPoint> pts;

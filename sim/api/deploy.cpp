@@ -505,6 +505,27 @@ std::string aiperf_script(const nlohmann::json& d) {
 std::string predicted_csv(const nlohmann::json& d) {
   const auto& p = d["predicted"];
   const std::int64_t copies = d["copies"].get<std::int64_t>();
+  if (d.value("predicted_axis", std::string()) == "copies" && d.contains("rate_per_copy")) {
+    // Open loop: each row is k copies sharing the target rate (k = 1, 2, 4, ... as the search tried
+    // them), in ascending k; output tok/s is the k copies' together.
+    const double rate = d["rate_per_copy"].get<double>() * double(copies);
+    std::vector<std::size_t> order(p["concurrency"].size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return p["concurrency"][a].get<std::int64_t>() < p["concurrency"][b].get<std::int64_t>();
+    });
+    std::string s = "copies,request_rate,request_rate_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,"
+                    "output_tps,output_tps_per_gpu,output_tps_per_user\n";
+    for (const std::size_t i : order) {
+      const std::int64_t k = p["concurrency"][i].get<std::int64_t>();
+      s += std::to_string(k) + "," + fmt(rate, 3) + "," + fmt(rate / double(k), 3);
+      for (const char* key : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms"})
+        s += "," + fmt(p[key][i].get<double>(), 3);
+      s += "," + fmt(p["output_tps"][i].get<double>() * double(k), 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
+           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "\n";
+    }
+    return s;
+  }
   std::string s = "clients,clients_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,output_tps,output_tps_per_gpu,output_tps_per_user\n";
   for (std::size_t i = 0; i < p["concurrency"].size(); ++i) {
     const std::int64_t c = p["concurrency"][i].get<std::int64_t>();

@@ -104,7 +104,7 @@ nlohmann::json memory(const MemoryArgs& a) {
   if (!a.images.empty()) {
     if (!m.has_vision) throw Error("--images", "", m.name + " has no vision encoder; leave --images out");
     if (a.context <= 0) throw Error("--images", "", "give --context (prompt + answer tokens) for the images' vision tokens to add to");
-    vision = workloads::vision_work(workloads::parse_images_flag(a.images)).tokens;
+    vision = workloads::vision_work(images_option(a.images)).tokens;
   }
   const std::int64_t ctx = a.context > 0 ? a.context + vision : p.max_model_len;
   auto j = plan_json(p, ctx);
@@ -138,8 +138,8 @@ nlohmann::json memory(const MemoryArgs& a) {
 
 std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions) {
   std::vector<hw::Precision> precs;
-  for (const auto& s : text::split_csv(precisions)) precs.push_back(hw::parse_precision(s, "--precisions"));
-  if (text::split_csv(precisions).empty()) {
+  for (const auto& s : option_list(precisions, "--precisions")) precs.push_back(hw::parse_precision(s, "--precisions"));
+  if (precs.empty()) {
     precs.push_back(models::checkpoint_weight_precision(m));
     if (precs[0] != hw::Precision::nvfp4) precs.push_back(hw::Precision::nvfp4);
   }
@@ -155,7 +155,7 @@ nlohmann::json min_gpus(const MinGpusArgs& a) {
   pol.required_seqs = a.concurrency;
   pol.required_context = a.context;
   const std::vector<hw::Precision> precs = min_gpus_precisions(m, a.precisions);
-  std::vector<std::string> only = text::split_csv(a.gpus);
+  std::vector<std::string> only = option_list(a.gpus, "--gpus");
   for (const auto& g : only) (void)hw::Catalog::global().gpu(g);  // unknown names list the known ones
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : models::min_gpu_table(m, precs, pol)) {

@@ -116,7 +116,7 @@ struct Study {
 
     const auto& cat = hw::Catalog::global();
     spec.model = &resolve_model(o.model, o.model_file);
-    media = workloads::parse_images_flag(o.images);
+    media = images_option(o.images);
     if (o.image_fraction) {
       workloads::check_fraction(*o.image_fraction);
       if (media.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");
@@ -171,7 +171,7 @@ struct Study {
     spec.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
     if (o.num_speculative_tokens && *o.num_speculative_tokens > 0) {
       spec.mtp.draft_tokens = *o.num_speculative_tokens;
-      for (const auto& s : text::split_csv(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance)) {
+      for (const auto& s : option_list(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance, "--mtp-acceptance")) {
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
         if (!end || *end || s.empty()) throw Error("--mtp-acceptance", "", "'" + s + "' is not a number");
@@ -221,7 +221,7 @@ struct Study {
     for (const auto& tc : topos) deps.push_back(std::make_unique<sim::Deployment>(tc, spec));
 
     auto_concurrency = o.concurrency.empty();
-    for (const auto& s : text::split_csv(auto_concurrency ? std::string("1,2,4,8,16,32,64,128,256") : o.concurrency)) {
+    for (const auto& s : option_list(auto_concurrency ? std::string("1,2,4,8,16,32,64,128,256") : o.concurrency, "--concurrency")) {
       char* end = nullptr;
       const long v = std::strtol(s.c_str(), &end, 10);
       if (!end || *end || v < 1 || v > 100000) throw Error("--concurrency", "", "'" + s + "' is not a client count >= 1");

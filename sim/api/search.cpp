@@ -35,7 +35,7 @@ long parse_int(const std::string& s, const char* flag, long lo, long hi) {
 template <class T>
 std::vector<T> int_list(const std::string& csv, const char* flag, long lo, long hi) {
   std::vector<T> out;
-  for (const auto& s : text::split_csv(csv)) {   // a value given twice is one candidate, not two identical ones
+  for (const auto& s : option_list(csv, flag)) {   // a value given twice is one candidate, not two identical ones
     const T v = static_cast<T>(parse_int(s, flag, lo, hi));
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
@@ -77,11 +77,11 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
 
   sim::SearchSpace sp;
   sp.model = &resolve_model(a.model, a.model_file);
-  for (const auto& g : text::split_csv(a.gpus)) {
+  for (const auto& g : option_list(a.gpus, "--gpu")) {
     const hw::InstanceSpec* i = instance_of(g);
     if (std::find(sp.instances.begin(), sp.instances.end(), i) == sp.instances.end()) sp.instances.push_back(i);
   }
-  for (const auto& p : text::split_csv(a.precisions)) {
+  for (const auto& p : option_list(a.precisions, "--precision")) {
     const hw::Precision x = hw::parse_precision(p, "--precision");
     if (std::find(sp.precisions.begin(), sp.precisions.end(), x) == sp.precisions.end()) sp.precisions.push_back(x);
   }
@@ -96,7 +96,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sp.disaggregated = t == "disagg" || t == "disaggregated" || t == "both";
   sp.mixed_gpus = a.mixed_gpus;
   sp.pd_ratios.clear();
-  for (const auto& r : text::split_csv(a.pd_ratios)) {
+  for (const auto& r : option_list(a.pd_ratios, "--pd-ratios")) {
     const auto c = r.find(':');
     if (c == std::string::npos) throw Error("--pd-ratios", "", "'" + r + "' is not PREFILL:DECODE workers, e.g. 1:2");
     const std::pair<int, int> pd{int(parse_int(r.substr(0, c), "--pd-ratios", 1, 64)), int(parse_int(r.substr(c + 1), "--pd-ratios", 1, 64))};
@@ -104,7 +104,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   }
   if (sp.pd_ratios.empty() && sp.disaggregated) throw Error("--pd-ratios", "", "is empty");
   // Knobs not given: each engine's default for the GPU (0).
-  sp.engines = text::split_csv(text::lower(a.engines));
+  sp.engines = option_list(text::lower(a.engines), "--engine");
   if (!a.calibration.empty()) {
     sp.calibration = std::make_shared<const sim::CalibrationProfile>(sim::load_calibration(a.calibration));
     // Without an engine named, the search runs the build the calibration was fitted on (as
@@ -121,14 +121,14 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sp.max_num_batched_tokens = a.max_num_batched_tokens.empty()
                                   ? std::vector<std::int64_t>{0}
                                   : int_list<std::int64_t>(a.max_num_batched_tokens, "--max-num-batched-tokens", 16, 1 << 24);
-  sp.kv_cache_dtypes = text::split_csv(text::lower(a.kv_cache_dtypes));
+  sp.kv_cache_dtypes = option_list(text::lower(a.kv_cache_dtypes), "--kv-cache-dtype");
   if (sp.kv_cache_dtypes.empty()) throw Error("--kv-cache-dtype", "", "is empty; give auto, bf16 or fp8 (comma-separated)");
   for (const auto& k : sp.kv_cache_dtypes)
     if (k != "auto" && k != "bf16" && k != "fp8")
       throw Error("--kv-cache-dtype", "", "unknown KV-cache dtype '" + k + "'; known: auto (the checkpoint's), bf16, fp8");
   if (!a.prefix_caching.empty()) {
     sp.prefix_caching.clear();
-    for (const auto& v : text::split_csv(text::lower(a.prefix_caching))) {
+    for (const auto& v : option_list(text::lower(a.prefix_caching), "--prefix-caching")) {
       const int x = v == "on" || v == "true" || v == "1" ? 1 : v == "off" || v == "false" || v == "0" ? 0 : -2;
       if (x < 0) throw Error("--prefix-caching", "", "unknown value '" + v + "'; give on, off or on,off");
       if (std::find(sp.prefix_caching.begin(), sp.prefix_caching.end(), x) == sp.prefix_caching.end()) sp.prefix_caching.push_back(x);
@@ -143,7 +143,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sim::SearchTraffic tr;
   tr.isl = a.isl;
   tr.osl = a.osl;
-  tr.multimodal = workloads::parse_images_flag(a.images);
+  tr.multimodal = images_option(a.images);
   if (a.image_fraction) {
     workloads::check_fraction(*a.image_fraction);
     if (tr.multimodal.empty()) throw Error("--image-fraction", "", "needs --images: the images that share of requests carries");

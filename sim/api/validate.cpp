@@ -19,7 +19,7 @@ namespace {
 // A string or a list of strings (Python: "vllm" or ["vllm", "sglang"]).
 std::vector<std::string> names(const nlohmann::json& j, const std::string& key) {
   if (!j.contains(key) || j[key].is_null()) return {};
-  if (j[key].is_string()) return text::split_csv(j[key].get<std::string>());
+  if (j[key].is_string()) return option_list(j[key].get<std::string>(), "validate(): " + key);
   if (!j[key].is_array()) throw Error("validate()", key, "expected a string or a list of strings");
   std::vector<std::string> out;
   for (const auto& x : j[key]) {

@@ -10,6 +10,8 @@
 #include "sim/cli/commands.hpp"
 #include "sim/validate/calibrate_e2e.hpp"
 
+#include "sim/api/api.hpp"
+
 namespace servesim::cli {
 
 void add_calibrate_e2e_command(CLI::App& calibrate) {
@@ -64,7 +66,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
     if (opt.harness != "aic" && opt.harness != "serve") throw Error("--harness", "", "unknown '" + o->harness + "'; known: aic, serve");
     v::E2eOptions e;
     e.folds = o->folds;
-    e.only = text::split_csv(o->parameters);
+    e.only = api::option_list(o->parameters, "--parameters");
     e.train_fraction = o->train_fraction;
     const v::E2eResult r = v::calibrate_e2e(pts, opt, e);
     sim::CalibrationProfile prof = r.profile;

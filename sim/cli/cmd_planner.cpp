@@ -241,7 +241,7 @@ void run(const PlannerOpts& o) {
   }
   out += "\nsimulated in " + fixed(r.wall_s, 1) + " s\n";
   if (j.contains("planner_bounds")) {
-    out += "Deployment files: " + o.emit_dir + "/ (Dynamo manifest with the Planner service; bounds per role:";
+    out += "Deployment files: " + o.emit_dir + (o.emit_dir.back() == '/' ? "" : "/") + " (Dynamo manifest with the Planner service; bounds per role:";
     for (const auto& b : j["planner_bounds"]["roles"])
       out += " " + b["name"].get<std::string>() + " " + b["min_workers"].dump() + ".." + b["max_workers"].dump() + ",";
     out += " at most " + j["planner_bounds"]["max_gpu_budget"].dump() + " GPUs; planner.json)\n";

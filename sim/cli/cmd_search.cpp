@@ -348,7 +348,7 @@ void run_search(SearchOpts& o) {
   std::string text = search_table(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
   if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
-  if (j.contains("emitted")) text += "Deployment files of the best configuration: " + o.emit + "/ (" + std::to_string(j["emitted"].size()) + " files)\n";
+  if (j.contains("emitted")) text += "Deployment files of the best configuration: " + o.emit + (o.emit.back() == '/' ? " (" : "/ (") + std::to_string(j["emitted"].size()) + " files)\n";
   emit(o.format, j, text);
 }
 
@@ -482,7 +482,7 @@ void run_recommend(SearchOpts& o) {
   std::string text = recommend_text(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
   if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
-  if (!o.emit.empty()) text += "Deployment files per instance type: " + o.emit + "/<instance>/\n";
+  if (!o.emit.empty()) text += "Deployment files per instance type: " + o.emit + (o.emit.back() == '/' ? "" : "/") + "<instance>/\n";
   emit(o.format, j, text);
 }
 

@@ -329,7 +329,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     if (!o.num_speculative_tokens && !e.contains("num_speculative_tokens"))
       throw Error("--mtp-acceptance", "", "needs --num-speculative-tokens");
     std::vector<double> a;
-    for (const auto& v : text::split_csv(o.mtp_acceptance)) {
+    for (const auto& v : api::option_list(o.mtp_acceptance, "--mtp-acceptance")) {
       char* end = nullptr;
       const double x = std::strtod(v.c_str(), &end);
       if (v.empty() || !end || *end) throw Error("--mtp-acceptance", "", "'" + v + "' is not a number");
@@ -385,7 +385,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.warmup) w["warmup_requests"] = *o.warmup;
   if (!o.images.empty()) {
     nlohmann::json im = nlohmann::json::array();
-    for (const auto& x : workloads::parse_images_flag(o.images).images)
+    for (const auto& x : api::images_option(o.images).images)
       im.push_back({{"width", x.width_px}, {"height", x.height_px}, {"count", x.count}});
     w["multimodal"]["images"] = im;
   }
@@ -745,7 +745,7 @@ void run_sweep(const SimOpts& o) {
   const char* flag = !o.request_rate.empty() ? "--request-rate" : "--concurrency";
   if (list.empty()) throw Error("--concurrency", "", "sweep needs --concurrency LIST or --request-rate LIST");
   spec.axis = !o.request_rate.empty() ? sim::SweepSpec::Axis::request_rate : sim::SweepSpec::Axis::concurrency;
-  for (const auto& v : text::split_csv(list)) {
+  for (const auto& v : api::option_list(list, flag)) {
     try {
       std::size_t used = 0;
       spec.values.push_back(std::stod(v, &used));

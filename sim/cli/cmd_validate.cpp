@@ -28,6 +28,8 @@
 #include "sim/validate/transfer.hpp"
 #include "sim/validate/validate.hpp"
 
+#include "sim/api/api.hpp"
+
 namespace servesim::cli {
 namespace {
 
@@ -79,10 +81,10 @@ void run_validate(const ValidateOpts& o) {
   namespace fs = std::filesystem;
   namespace v = sim::validate;
   v::Options opt;
-  opt.backends = text::split_csv(o.backends);
-  opt.modes = text::split_csv(o.modes);
-  opt.gpus = text::split_csv(o.gpus);
-  opt.models = text::split_csv(o.models);
+  opt.backends = api::option_list(o.backends, "--backend");
+  opt.modes = api::option_list(o.modes, "--mode");
+  opt.gpus = api::option_list(o.gpus, "--gpu");
+  opt.models = api::option_list(o.models, "--model");
   opt.engine_any = o.engine_any;
   opt.lock_fraction = o.lock_fraction;
   opt.requests_per_client = o.requests_per_client;

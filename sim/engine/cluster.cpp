@@ -98,13 +98,17 @@ void AggregatedCluster::engine_arrival(std::int32_t p, double now_s) {
   wake(w, now_s);
 }
 
-// When the client sees the tokens of a step that ended at now_s on worker w: the IPC hop, the API
-// server's output handler (FIFO; its processes split the step's requests), the network.
+// When the client sees the tokens of a step that ended at now_s on worker w: the API server's
+// output handler (FIFO; its processes split the step's requests), the IPC hop, the network. The
+// handler's work is booked on the process at the step's end and the hop added after it: booked at
+// now_s + ipc, a request reaching the process before that would queue behind output work that has
+// not arrived yet (one hop of wait on every request while anything decodes). The sum is the same.
 EmitTime AggregatedCluster::emit_time(int w, double now_s, int requests) {
   if (!frontend_ || requests <= 0) return EmitTime{now_s};
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
   const int k = static_cast<int>(servers.size());
-  const double arrive = now_s + frontend_->api.ipc_s;
+  const double arrive = now_s;
+  const double hop_s = frontend_->api.ipc_s;
   const workloads::ApiServerConfig& api = frontend_->api;
   EmitTime emit;
   if (k == 1 && api.cv > 0) {
@@ -117,7 +121,7 @@ EmitTime AggregatedCluster::emit_time(int w, double now_s, int requests) {
     p.state = rng_;
     p.pending = true;
     rng_ += 2 * 0x9e3779b97f4a7c15ULL;   // the two uniforms of its lognormal factor
-    emit.at_s = p.free_s;
+    emit.at_s = p.free_s + hop_s;
     emit.out_s = p.out_s;
     emit.out_cv = api.cv;
     emit.out_state = p.state;
@@ -131,7 +135,7 @@ EmitTime AggregatedCluster::emit_time(int w, double now_s, int requests) {
       p.pending = false;
       done = std::max(done, p.free_s);
     }
-    emit.at_s = done;
+    emit.at_s = done + hop_s;
   }
   // The network hop is drawn here in stream order, its value computed only if a token is timed.
   emit.hop = &frontend_->client.network;

@@ -980,6 +980,7 @@ nlohmann::json Search::deployment(int index) const {
   for (int x : traffic_.concurrency) conc.push_back(c.clients(x));
   d["concurrency"] = conc;
   d["predicted"] = sweep_columns(s.rows);
+  if (traffic_.open_loop()) d["predicted_axis"] = "copies";   // the rows are the copy counts tried at the target rate
   d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
   return d;
 }

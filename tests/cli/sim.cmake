@@ -105,3 +105,12 @@ set_tests_properties(cli_simulate_half_load PROPERTIES PASS_REGULAR_EXPRESSION "
 add_test(NAME cli_sweep_overloaded COMMAND ${SS} sweep ${ONE_SEAT} --request-rate 1.1,4.4)
 set_tests_properties(cli_sweep_overloaded PROPERTIES PASS_REGULAR_EXPRESSION
   "\nOVERLOADED: offered 4.4 requests/s[^\n]*\n$" FAIL_REGULAR_EXPRESSION "OVERLOADED: offered 1.1")
+# A calibration file the scenario names but that is not there: the scenario's field is at fault,
+# with the path it resolved (against the scenario's folder) and why it could not be read.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/missing_calibration_scenario.json [=[
+{"model": "nemotron-3-nano", "gpu": "h200", "calibration": "no-such-profile.json",
+ "workload": {"concurrency": 1, "requests": 1, "isl": 100, "osl": 10}}
+]=])
+add_test(NAME cli_scenario_missing_calibration COMMAND ${SS} simulate --scenario ${CMAKE_CURRENT_BINARY_DIR}/missing_calibration_scenario.json)
+set_tests_properties(cli_scenario_missing_calibration PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: [^\n]*/missing_calibration_scenario\\.json: calibration: cannot read '[^\n]*/no-such-profile\\.json': cannot open file: No such file or directory; give a profile file")

@@ -67,3 +67,12 @@ def test_model_that_does_not_fit_says_by_how_much():
 
 def test_error_is_a_value_error():
     assert issubclass(servesim.Error, ValueError)
+
+
+def test_an_empty_item_in_a_list_names_the_argument_and_the_item():
+    with pytest.raises(servesim.Error) as e:
+        servesim.search("nemotron-3-nano", "h200", isl=1000, osl=100, ttft_ms=400, itl_ms=25, engine="vllm,,sglang")
+    assert "engine: item 2 of 'vllm,,sglang' is empty" in one_line(e)
+    with pytest.raises(servesim.Error) as e:
+        servesim.min_gpus("nemotron-3-nano", gpus="h200,")
+    assert "gpus: item 2 of 'h200,' is empty" in one_line(e)

@@ -255,3 +255,23 @@ def test_frontier_chart_per_dollar_panel():
     import pytest
     with pytest.raises(ValueError, match="no configuration of this search has a price"):
         plot.search_figure(result, per=("dollar",))
+
+
+def test_open_loop_emit_predicts_copies_at_the_target_rate(tmp_path):
+    # Sized open loop, the predicted curve is the copy counts tried at the target rate (not clients):
+    # each row k copies sharing 100 requests/s; the chosen copies serve about 100 x 100 output tok/s.
+    r = servesim.search(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=400, itl_ms=25, tp=[1],
+                        topology="agg", precision="fp8", target_rps=100, arrival="poisson")
+    d = r["best"]["deployment"]
+    servesim.emit(r["best"], tmp_path)
+    lines = (tmp_path / "predicted.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    assert head[:3] == ["copies", "request_rate", "request_rate_per_copy"]
+    rows = [dict(zip(head, map(float, line.split(",")))) for line in lines[1:]]
+    ks = [row["copies"] for row in rows]
+    assert ks == sorted(ks) and d["copies"] in ks and len(ks) >= 2
+    for row in rows:
+        assert row["request_rate"] == pytest.approx(100, abs=1e-3)
+        assert row["request_rate_per_copy"] == pytest.approx(100 / row["copies"], abs=1e-3)
+    (chosen,) = [row for row in rows if row["copies"] == d["copies"]]
+    assert chosen["output_tps"] == pytest.approx(100 * 100, rel=0.15)

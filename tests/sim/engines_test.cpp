@@ -305,7 +305,7 @@ TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
     double spread, request_ms, ipc_ms;
   };
   for (const Fit& f : {Fit{"trtllm", 20, 1, 7}, Fit{"trtllm-1.1", 20, 1, 7}, Fit{"trtllm-1.0", 0, 1, 7},
-                       Fit{"sglang-0.5.6", 20, 1, 65}, Fit{"sglang-0.5", 0, 1, 65}}) {
+                       Fit{"sglang-0.5.6", 20, 1, 80}, Fit{"sglang-0.5", 0, 1, 80}}) {
     const EngineConfig e = profiled(f.profile, "H200", 1);
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), f.spread, 1e-12) << f.profile;
     EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 2 * f.spread, 1e-12) << f.profile;
@@ -351,18 +351,16 @@ TEST(Engines, SglangApiServerPassesTheMeasuredRequestRate) {
   }
 }
 
-// The API server is one process taking requests and step outputs in FIFO order: four requests sent
-// together at t = 0 reach TRT-LLM at R, 2R, 3R, 4R (R = 15 ms, no spread, no network or IPC). Each
-// prefills alone in a 1 ms step (R + 1 ms, 2R + 1 ms, ...), but its first token is handled after the
-// four requests already queued at t = 0: TTFT 4R = 60 ms for the first three, 4R + 1 ms
-// for the last. Without the API server it would be 1 ms each.
-TEST(Engines, ApiServerTakesOneRequestAtATime) {
+// TRT-LLM's API server with a request time of `request_s` and no spread, no tokenisation, no
+// output cost and no network, in front of 1 ms steps; `ipc_s` each way. The TTFT of requests sent
+// at `sent_ms` with fixed prompts of 100 tokens and answers of `osl`, in completion order.
+std::vector<double> api_server_ttfts(double request_s, double ipc_s, const std::vector<double>& sent_ms, int osl) {
   workloads::FrontendConfig f = profile_frontend(engine_profile("trtllm"));
-  const double R = 0.015;
-  f.api.request.mean_s = R;
+  f.api.request.mean_s = request_s;
   f.api.request.cv = 0;
   f.api.cv = 0;
-  f.api.ipc_s = f.api.tokenize_s_per_token = f.api.output_step_s = f.api.output_s_per_request = 0;
+  f.api.ipc_s = ipc_s;
+  f.api.tokenize_s_per_token = f.api.output_step_s = f.api.output_s_per_request = 0;
   f.client.network = {0, 0};
   ClusterShape shape;
   shape.kv_blocks = 100000;
@@ -370,21 +368,49 @@ TEST(Engines, ApiServerTakesOneRequestAtATime) {
   AggregatedCluster c(shape, plain(EngineKind::trtllm), cost, &f);
   workloads::WorkloadConfig w;
   w.arrival = workloads::Arrival::schedule;
-  w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>(4, 0.0));
+  w.schedule_ms = std::make_shared<const std::vector<double>>(sent_ms);
   w.requests = 0;
   w.isl = workloads::LengthDist::fixed_at(100);
-  w.osl = workloads::LengthDist::fixed_at(2);
+  w.osl = workloads::LengthDist::fixed_at(osl);
   auto workload = workloads::make_workload(w);
   Keep k;
   c.run(*workload, k);
-  ASSERT_EQ(k.all.size(), 4u);
   std::vector<double> ttft;
   for (const auto& r : k.all) ttft.push_back(r.first_token_s - r.sent_s);
+  return ttft;
+}
+
+// The API server is one process taking requests and step outputs in FIFO order: four requests sent
+// together at t = 0 reach TRT-LLM at R, 2R, 3R, 4R (R = 15 ms, no spread, no network or IPC). Each
+// prefills alone in a 1 ms step (R + 1 ms, 2R + 1 ms, ...), but its first token is handled after the
+// four requests already queued at t = 0: TTFT 4R = 60 ms for the first three, 4R + 1 ms for the last.
+// Without the API server it would be 1 ms each.
+TEST(Engines, ApiServerTakesOneRequestAtATime) {
+  const double R = 0.015;
+  std::vector<double> ttft = api_server_ttfts(R, 0, std::vector<double>(4, 0.0), 2);
+  ASSERT_EQ(ttft.size(), 4u);
   std::sort(ttft.begin(), ttft.end());
   EXPECT_NEAR(ttft[0], 4 * R, 1e-9);
   EXPECT_NEAR(ttft[1], 4 * R, 1e-9);
   EXPECT_NEAR(ttft[2], 4 * R, 1e-9);
   EXPECT_NEAR(ttft[3], 4 * R + 0.001, 1e-9);
+}
+
+// The hop between the API server and the engine is a latency each way, not work on the API server:
+// a step's output reaches the API server one hop after the step ends, so a request that reaches it
+// earlier does not wait for it. Hop H = 100 ms, request handling R = 15 ms, outputs free, 1 ms
+// steps. Client 1 (t = 0): handled by R, at the engine by R + H, prefilled in one step, its first
+// token back one hop later: TTFT 2H + R + 1 ms. Client 2 (t = 0.5 s) arrives while client 1
+// decodes (a step ends every 1 ms, each output in flight for 100 ms): handled at once, at the
+// engine by 0.5 + R + H, behind at most the step in flight: TTFT between 2H + R + 1 ms and
+// 2H + R + 2 ms, not the 3H + R it takes if it queues behind outputs still in flight.
+TEST(Engines, ApiServerHopIsNotWorkOnTheApiServer) {
+  const double R = 0.015, H = 0.1;
+  const std::vector<double> ttft = api_server_ttfts(R, H, {0.0, 500.0}, 1000);
+  ASSERT_EQ(ttft.size(), 2u);
+  EXPECT_NEAR(ttft[0], 2 * H + R + 0.001, 1e-9);
+  EXPECT_GE(ttft[1], 2 * H + R + 0.001 - 1e-9);
+  EXPECT_LE(ttft[1], 2 * H + R + 0.002 + 1e-9);
 }
 
 // A measured point runs on its backend's profile; --engine-any runs sglang / trtllm as the newest vLLM.
@@ -501,6 +527,16 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
   EXPECT_TRUE(engine_profile("trtllm").kernel_tables.block_fp8_gemm_rows);
   for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
+}
+
+// Every vLLM profile models a release before 0.24, whose FP8 GEMMs take no step at m = 1 on
+// Blackwell (tests/hwmodels KernelTables.OneRowFp8GemmOnBlackwellCostsAtMostTwoRows); the other
+// engines price FP8 GEMMs on their own release tables, as measured.
+TEST(EngineProfile, VllmProfilesPriceAOneRowFp8GemmAtMostAtTwoRows) {
+  for (const char* name : {"vllm", "vllm-0.11", "vllm-0.12", "vllm-0.14", "vllm-0.19"})
+    EXPECT_TRUE(engine_profile(name).kernel_tables.fp8_gemm_m1_at_most_m2) << name;
+  for (const char* name : {"trtllm", "sglang-0.5"})
+    EXPECT_FALSE(engine_profile(name).kernel_tables.fp8_gemm_m1_at_most_m2) << name;
 }
 
 }  // namespace

@@ -804,9 +804,9 @@ TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
 // SGLang prefills whenever a waiting prompt can be admitted, so in a closed loop whose KV pool holds
 // every client's request a prompt waits at most for the prompts queued ahead of it: the train (all
 // 8 prompts released together) is the slowest orbit. Made-up SGLang 0.5.6 Llama-3.1-8B FP8 points on
-// one H200 at 8 clients of 1,024 + 128 tokens: the train's mean TTFT is the API path (65 ms each way)
+// one H200 at 8 clients of 1,024 + 128 tokens: the train's mean TTFT is the API path (80 ms each way)
 // plus at most all 8 prompts' prefill (8,192 x 13.96e9 FLOP at half the 1.2 PFLOP/s the H200's FP8
-// GEMMs reach: 0.19 s) plus a decode step, under 0.35 s; a measured 5 s is over 3x that and is not
+// GEMMs reach: 0.19 s) plus a decode step, under 0.37 s; a measured 5 s is over 3x that and is not
 // modellable (a delay outside the step loop), a measured 0.4 s stays, and so does the same 5 s on
 // vLLM, whose rows the rule leaves alone.
 TEST(Validate, SglangTtftAboveTheClosedLoopsCeilingIsNotModellable) {
@@ -834,8 +834,8 @@ TEST(Validate, SglangTtftAboveTheClosedLoopsCeilingIsNotModellable) {
   const v::Report r = v::run(v::read_silicon_csv(csv), o);
   const auto& stalled = result(r, "sglang_stalled");
   EXPECT_EQ(stalled.unmodellable, v::kAboveCeilingReason);
-  EXPECT_GT(stalled.ttft_train_ms, 130.0);
-  EXPECT_LT(stalled.ttft_train_ms, 350.0);
+  EXPECT_GT(stalled.ttft_train_ms, 160.0);
+  EXPECT_LT(stalled.ttft_train_ms, 370.0);
   EXPECT_GE(stalled.pool_holds_clients, v::kPoolHoldsClients);
   EXPECT_TRUE(stalled.above_ttft_ceiling());
   const auto& queued = result(r, "sglang_queued");
