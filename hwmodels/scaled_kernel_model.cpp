@@ -32,7 +32,7 @@ class Scaled final : public KernelModel {
     return scaled(b_.attention_prefill(batch, seq, heads, kv_heads, head_dim, kv, window), s_.attention * s_.prefill);
   }
   OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
-    return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention);
+    return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention * s_.decode_attention);
   }
   OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
     return scaled(b_.encoder_attention(batch, seq, heads, head_dim), s_.attention * s_.prefill);
@@ -60,9 +60,10 @@ class Scaled final : public KernelModel {
     return scaled(b_.transfer(bytes, cross_node, instance), s_.communication);
   }
   std::string provenance() const override {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g",
-                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill);
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g, decode attention x%.3g",
+                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill, s_.decode_attention);
     return b_.provenance() + buf;
   }
 

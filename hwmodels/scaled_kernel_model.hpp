@@ -14,9 +14,13 @@ namespace servesim::hw {
 // compute-bound work, whatever its family: prefill and encoder attention whole, and a GEMM or MoE
 // query of m tokens with weight m / (m + 512) (a decode batch of 16 takes 3 % of it, a 4,096-token
 // chunk 89 %): a cluster whose tensor throughput differs from the tables' more than its bandwidth.
+// decode_attention: a further factor on decode attention alone (paged attention over the KV cache,
+// bound by HBM bandwidth and growing with the context, where prefill attention is compute-bound).
 struct KernelScales {
-  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1;
-  bool identity() const { return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1; }
+  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1;
+  bool identity() const {
+    return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1;
+  }
   bool operator==(const KernelScales&) const = default;
 };
 

@@ -16,7 +16,8 @@
 namespace servesim::sim {
 
 struct CalibratedParameter {
-  std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, step_cpu_factor,
+  std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, prefill_scale,
+                            // decode_attention_scale, step_cpu_factor,
                             // step_gpu_ms, step_overhead_factor, request_overhead_ms, request_latency_ms, spread_factor
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <vector>
 
 #include "common/error.hpp"
 #include "sim/calibration.hpp"
@@ -31,15 +32,17 @@ nlohmann::json scenario_json(const std::string& gpu) {
 
 // Points "measured" on a cluster whose GEMMs take exactly `factor` x the tables' time (or whose
 // `parameter` has that value): servesim's own prediction with it, written as silicon-sample rows.
-std::string synthetic_csv(double factor, const std::string& version = "0.19.0", const std::string& parameter = "gemm_scale") {
-  const std::string csv = ::testing::TempDir() + "cal_e2e_" + parameter + "_" + version + "_" + std::to_string(factor) + ".csv";
+std::string synthetic_csv(double factor, const std::string& version = "0.19.0", const std::string& parameter = "gemm_scale",
+                          const std::vector<int>& isls = {512, 4096}, int osl = 128) {
+  const std::string csv = ::testing::TempDir() + "cal_e2e_" + parameter + "_" + version + "_" + std::to_string(factor) + "_" +
+                          std::to_string(isls.back()) + "_" + std::to_string(osl) + ".csv";
   v::Options o;
   o.threads = 2;
   o.base = {{"calibration", profile_json("h200", parameter, factor)}};
   std::vector<v::MeasuredPoint> pts;
   int k = 0;
   for (int c : {1, 4, 16, 32})
-    for (int isl : {512, 4096}) {
+    for (int isl : isls) {
       v::MeasuredPoint p;
       p.id = "p" + std::to_string(k++);
       p.backend = "vllm";
@@ -49,7 +52,7 @@ std::string synthetic_csv(double factor, const std::string& version = "0.19.0", 
       p.precision = "bf16";
       p.mode = "agg";
       p.isl = isl;
-      p.osl = 128;
+      p.osl = osl;
       p.concurrency = c;
       p.tp = 1;
       pts.push_back(p);
@@ -89,6 +92,9 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
   EXPECT_EQ(r.profile.gpu, "h200");
   EXPECT_EQ(r.profile.engine, "vllm");
   EXPECT_EQ(r.profile.points, 8);
+  // 512-token prompts at 1 and 4 clients: the first-token floor is measured, no note.
+  EXPECT_TRUE(r.report["short_prompt_low_load_measured"].get<bool>());
+  EXPECT_EQ(r.text.find("first-token floor"), std::string::npos) << r.text;
   // Cross-validated, the calibrated error is far below the uncalibrated one.
   EXPECT_LT(r.profile.cross_validation["tpot_median_abs_pct"]["after"].get<double>(),
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
@@ -111,6 +117,30 @@ TEST(CalibrateE2e, RecoversAFixedGpuTimePerStep) {
   EXPECT_EQ(g->unit, "ms");
   EXPECT_GT(g->sd, 0);
   EXPECT_NEAR(r.profile.step_gpu_ms, 1.5, 0.03);
+}
+
+// The cluster's decode attention (paged attention over the KV cache) takes exactly 1.25x the tables'
+// time, its prefill attention as tabled: the fit of the decode-attention factor alone comes back 1.25
+// within 2 %. The points are long prompts (8,192 and 16,384 tokens) and answers (1,024 tokens, so that
+// decode steps and not the prompts' prefill chunks make the TPOT), where decode attention weighs: at
+// 16,384 tokens and 32 clients Llama-3.1-8B's decode steps read 32 x 16.4k x 128 KiB = 69 GB of KV
+// cache against 16 GB of weights (`servesim step`: 15.8 of 21.1 ms).
+TEST(CalibrateE2e, RecoversADecodeAttentionFactor) {
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.only = {"decode_attention_scale"};
+  e.folds = 2;
+  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.25, "0.19.0", "decode_attention_scale", {8192, 16384}, 1024)), o, e);
+  const auto* g = r.profile.parameter("decode_attention_scale");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NEAR(g->value, 1.25, 0.025) << r.text;
+  EXPECT_GT(g->sd, 0);
+  EXPECT_NEAR(r.profile.kernels.decode_attention, 1.25, 0.025);
+  EXPECT_EQ(r.profile.kernels.attention, 1);
+  // Its shortest prompt is 8,192 tokens: the output says the first-token floor is not measured.
+  EXPECT_FALSE(r.report["short_prompt_low_load_measured"].get<bool>());
+  EXPECT_NE(r.text.find("first-token floor (request_latency_ms) is not measured"), std::string::npos) << r.text;
 }
 
 // One client, 8 requests on H200, with a calibration profile setting `parameter` (none at 0).
@@ -170,6 +200,8 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   p.request_latency_ms = 31.987654321;
   p.parameters.push_back({"step_gpu_ms", 0, 1.2345678912, 0.3, "ms", "gpu+engine"});
   p.step_gpu_ms = 1.2345678912;
+  p.parameters.push_back({"decode_attention_scale", 1, 1.1765432198, 0.05, "x", "gpu+engine"});
+  p.kernels.decode_attention = 1.1765432198;
   const std::string file = ::testing::TempDir() + "round_trip_profile.json";
   {
     std::ofstream f(file);
@@ -188,6 +220,16 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   EXPECT_EQ(back.request_overhead_ms, p.request_overhead_ms);
   EXPECT_EQ(back.request_latency_ms, p.request_latency_ms);
   EXPECT_EQ(back.step_gpu_ms, p.step_gpu_ms);
+  EXPECT_EQ(back.kernels.decode_attention, p.kernels.decode_attention);
+}
+
+// decode_attention_scale acts on decode attention alone: one client's first token (a prefill step of
+// the prompt alone) is exactly as fast, each later token slower (2,000 + 200 tokens: decode attention
+// over ~2,100 tokens of KV cache is a few % of a step that reads 16 GB of weights).
+TEST(CalibrateE2e, DecodeAttentionFactorLeavesPrefillAlone) {
+  const auto a = one_client_run("decode_attention_scale", 0), b = one_client_run("decode_attention_scale", 2);
+  EXPECT_EQ(b.ttft_ms.avg, a.ttft_ms.avg);
+  EXPECT_GT(b.itl_ms.avg, a.itl_ms.avg * 1.005);
 }
 
 // request_latency_ms is a latency per request that holds no serial resource: one client's TTFT
