@@ -162,9 +162,9 @@ class Model final : public KernelModel {
  public:
   Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
         std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {},
-        bool block_fp8_gemm_rows = false)
+        bool block_fp8_gemm_rows = false, bool fp8_gemm_m1_at_most_m2 = false)
       : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)),
-        block_fp8_gemm_rows_(block_fp8_gemm_rows) {
+        block_fp8_gemm_rows_(block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(fp8_gemm_m1_at_most_m2) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
     for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
@@ -182,6 +182,24 @@ class Model final : public KernelModel {
 
   OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
     check_positive({double(m), double(n), double(k)}, "gemm");
+    OpTime t = gemm_rows(m, n, k, p);
+    // KernelTables::fp8_gemm_m1_at_most_m2: on Blackwell (where vLLM 0.24's FP8 rows step up at
+    // m = 1) one row costs at most what two rows cost on the FP8 rows.
+    const bool fp8_rows = p == Precision::fp8 || (p == Precision::fp8_block && !block_fp8_gemm_rows_);
+    if (m == 1 && fp8_gemm_m1_at_most_m2_ && fp8_rows && gpu_.arch.rfind("blackwell", 0) == 0) {
+      const OpTime two = gemm_rows(2, n, k, p);
+      if (two.seconds < t.seconds) {
+        t.seconds = two.seconds;
+        t.cold_weights_s = two.cold_weights_s;
+        t.bound = two.bound;
+        t.source = Source::interpolated;
+        t.table = two.table;
+      }
+    }
+    return t;
+  }
+
+  OpTime gemm_rows(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const {
     std::uint64_t key = shape_key({double(n), double(k)});
     if (weight_only(p))
       return eval({"gemm_bf16", key, gemm_work(m, n, k, p, Precision::bf16), Precision::bf16, Precision::bf16,
@@ -727,6 +745,7 @@ class Model final : public KernelModel {
   std::shared_ptr<const Calibration> ref_;
   std::string asked_;
   bool block_fp8_gemm_rows_ = false;
+  bool fp8_gemm_m1_at_most_m2_ = false;
   std::vector<Layer> layers_;
   // Labels of figures taken from a covering table (covering()), kept for OpTime::table.
   mutable std::mutex labels_mu_;
@@ -831,9 +850,10 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool>, std::unique_ptr<Model>> cache;
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool>, std::unique_ptr<Model>> cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
-  const auto key = std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows);
+  const auto key =
+      std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {
@@ -872,7 +892,7 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
   auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
                                    transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
                                    engine_name(tables.engine) + " " + tables.version, std::move(others),
-                                   tables.block_fp8_gemm_rows);
+                                   tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2);
   return *cache.emplace(key, std::move(m)).first->second;
 }
 

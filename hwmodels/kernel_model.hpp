@@ -145,6 +145,14 @@ struct KernelTables {
   // (the default) on the per-tensor FP8 rows with the block format's bytes, as vLLM 0.24's eagerly
   // timed fp8_block rows sit on a launch floor (hwmodels/README.md, Block-FP8 GEMMs).
   bool block_fp8_gemm_rows = false;
+  // On Blackwell GPUs, a one-row FP8 GEMM (m = 1: one sequence decoding) priced at most at the
+  // same shape's m = 2 time ("fp8_gemm_m1": "at most the m = 2 row" in a profile's kernel_tables). vLLM 0.24's
+  // per-tensor FP8 rows on Blackwell take a flat ~13 us more at m = 1 than at m = 2..16 (B200: a
+  // median 2.2x, B300 2.5x, at every n x k down to 256 x 256); the same collector's vLLM 0.19 rows
+  // of those GPUs, 0.14-0.22 on GB200/GB300 and SGLang 0.5.14's CUTLASS FP8 rows measure
+  // m = 1 = m = 2 within 1-3 % (hwmodels/README.md, One-row FP8 GEMMs). Per-tensor FP8 and
+  // block-FP8 priced on those rows.
+  bool fp8_gemm_m1_at_most_m2 = false;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

@@ -78,6 +78,13 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
                                  "GEMM rows) or \"fp8 rows\" (the per-tensor FP8 rows, the default)");
       p.kernel_tables.block_fp8_gemm_rows = rows == "fp8_block rows";
     }
+    if (k.has("fp8_gemm_m1")) {
+      const std::string m1 = k.string("fp8_gemm_m1");
+      if (m1 != "at most the m = 2 row" && m1 != "as measured")
+        k.fail("fp8_gemm_m1", "'" + m1 + "' unknown; valid: \"at most the m = 2 row\" (a one-row FP8 GEMM costs at most "
+                              "the same shape's m = 2 time) or \"as measured\" (the table's m = 1 rows, the default)");
+      p.kernel_tables.fp8_gemm_m1_at_most_m2 = m1 == "at most the m = 2 row";
+    }
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

@@ -258,3 +258,30 @@ TEST(KernelTables, TensorRtLlmTimesBlockFp8GemmsOnItsOwnBlockRows) {
   const OpTime v = kernel_model(h200(), {"vllm", "0.24", true}).gemm(16, 4096, 4096, Precision::fp8_block);
   EXPECT_DOUBLE_EQ(v.seconds, kernel_model(h200(), {"vllm", "0.24"}).gemm(16, 4096, 4096, Precision::fp8_block).seconds);
 }
+
+TEST(KernelTables, OneRowFp8GemmOnBlackwellCostsAtMostTwoRows) {
+  // vLLM 0.24's per-tensor FP8 rows on the B200, n x k = 1024 x 8192: m = 1 takes 0.02303 ms, m = 2
+  // 0.01067, m = 4 0.01068 (hwmodels/calibration/b200/vllm/gemm.json). The releases the vLLM profiles
+  // model measure no such step (vLLM 0.19 on the B200: m = 1 / m = 2 a median 0.99), so with
+  // "fp8_gemm_m1": "at most the m = 2 row" one row is the m = 2 row's time.
+  const GpuSpec& b200 = Catalog::global().gpu("B200");
+  const OpTime asis = kernel_model(b200, {"vllm", "0.24"}).gemm(1, 1024, 8192, Precision::fp8);
+  EXPECT_DOUBLE_EQ(table_s(asis), 0.02303e-3);
+  const KernelTables capped{"vllm", "0.24", false, true};
+  const OpTime one = kernel_model(b200, capped).gemm(1, 1024, 8192, Precision::fp8);
+  EXPECT_DOUBLE_EQ(table_s(one), 0.01067e-3);
+  EXPECT_DOUBLE_EQ(one.seconds, kernel_model(b200, capped).gemm(2, 1024, 8192, Precision::fp8).seconds);
+  EXPECT_DOUBLE_EQ(one.flops, asis.flops);  // still one row's work: 2 x 1024 x 8192
+  EXPECT_DOUBLE_EQ(one.flops, 2.0 * 1024 * 8192);
+  // Block-FP8 on those rows too; two rows and BF16 are as measured.
+  EXPECT_LT(kernel_model(b200, capped).gemm(1, 1024, 8192, Precision::fp8_block).seconds,
+            kernel_model(b200, {"vllm", "0.24"}).gemm(1, 1024, 8192, Precision::fp8_block).seconds);
+  EXPECT_DOUBLE_EQ(kernel_model(b200, capped).gemm(2, 1024, 8192, Precision::fp8).seconds,
+                   kernel_model(b200, {"vllm", "0.24"}).gemm(2, 1024, 8192, Precision::fp8).seconds);
+  EXPECT_DOUBLE_EQ(kernel_model(b200, capped).gemm(1, 1024, 8192, Precision::bf16).seconds,
+                   kernel_model(b200, {"vllm", "0.24"}).gemm(1, 1024, 8192, Precision::bf16).seconds);
+  // Hopper's rows have no step; they stay as measured.
+  for (std::int64_t n : {1024, 8192, 65536})
+    EXPECT_DOUBLE_EQ(kernel_model(h200(), capped).gemm(1, n, 8192, Precision::fp8).seconds,
+                     kernel_model(h200(), {"vllm", "0.24"}).gemm(1, n, 8192, Precision::fp8).seconds) << n;
+}

@@ -529,5 +529,15 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
 }
 
+// Every vLLM profile models a release before 0.24, whose FP8 GEMMs take no step at m = 1 on
+// Blackwell (tests/hwmodels KernelTables.OneRowFp8GemmOnBlackwellCostsAtMostTwoRows); the other
+// engines price FP8 GEMMs on their own release tables, as measured.
+TEST(EngineProfile, VllmProfilesPriceAOneRowFp8GemmAtMostAtTwoRows) {
+  for (const char* name : {"vllm", "vllm-0.11", "vllm-0.12", "vllm-0.14", "vllm-0.19"})
+    EXPECT_TRUE(engine_profile(name).kernel_tables.fp8_gemm_m1_at_most_m2) << name;
+  for (const char* name : {"trtllm", "sglang-0.5"})
+    EXPECT_FALSE(engine_profile(name).kernel_tables.fp8_gemm_m1_at_most_m2) << name;
+}
+
 }  // namespace
 }  // namespace servesim::sim
