@@ -10,7 +10,16 @@
 namespace servesim::sim {
 
 std::optional<bool> overloaded(const Summary& s) {
-  if (s.load_window_s <= 0 || s.load_sent < 20) return std::nullopt;
+  if (s.load_window_s <= 0) {
+    // Every measured request was sent before the first answer. A server offered rate r over its
+    // capacity c queues each later request (r - c) / c s longer per second of sending, so the last
+    // one waits send_span x (r / c - 1) longer than the first: over 10 % of the span (r > 1.1 c),
+    // and over the first one's own wait (not a step's jitter), is a growing queue.
+    if (s.request_count < 20 || s.send_span_s <= 0) return std::nullopt;
+    const double grew_s = s.last_sent_ttft_s - s.first_sent_ttft_s;
+    return grew_s > 0.1 * s.send_span_s && s.last_sent_ttft_s > 2 * s.first_sent_ttft_s;
+  }
+  if (s.load_sent < 20) return std::nullopt;
   const double grew = double(s.load_sent - s.load_answered);
   return grew > 0.1 * double(s.load_sent) && grew > 3 * std::sqrt(std::max<double>(1, double(s.in_flight_at_open)));
 }
@@ -33,6 +42,14 @@ nlohmann::json load_json(const Summary& s, double offered_rps) {
 std::string overload_line(const Summary& s, double offered_rps) {
   if (!overloaded(s).value_or(false)) return "";
   char buf[512];
+  if (s.load_window_s <= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "OVERLOADED: offered %.4g requests/s; every request was still queued at the last send and the last one sent "
+                  "waited %.1f s for its first token against the first one's %.1f s, so TTFT grows with the run's length: lower "
+                  "the rate or add capacity",
+                  offered_rps, s.last_sent_ttft_s, s.first_sent_ttft_s);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "OVERLOADED: offered %.4g requests/s, served %.4g (first answer to last send, %.1f s); the queue grew from %lld to "
                 "%lld requests in flight at the last send, so TTFT grows with the run's length: lower the rate or add capacity",
@@ -175,6 +192,15 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
   if (n > 0) {   // the load window: first measured answer .. last send
     const double from_s = *std::min_element(finish_s_.begin(), finish_s_.end());
     s.load_window_s = std::max(0.0, last_arrival_s_ - from_s);
+    s.send_span_s = last_arrival_s_ - first_arrival_s_;
+    std::size_t first = 0, last = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double sent_s = finish_s_[i] - latency_s_[i];
+      if (sent_s < finish_s_[first] - latency_s_[first]) first = i;
+      if (sent_s >= finish_s_[last] - latency_s_[last]) last = i;
+    }
+    s.first_sent_ttft_s = ttft_s_[first];
+    s.last_sent_ttft_s = ttft_s_[last];
     for (std::size_t i = 0; i < n; ++i) {
       const double sent_s = finish_s_[i] - latency_s_[i];
       if (finish_s_[i] <= last_arrival_s_) s.load_answered += finish_s_[i] > from_s;

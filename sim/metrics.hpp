@@ -69,6 +69,9 @@ struct Summary {
   // is how much the queue grew. 0 s: every request was sent before the first answer.
   double load_window_s = 0;
   std::int64_t load_sent = 0, load_answered = 0, in_flight_at_open = 0, in_flight_at_end = 0;
+  // First measured send to last send, and the TTFT of the first and of the last request sent: when
+  // the load window is empty, how much longer the last one queued than the first.
+  double send_span_s = 0, first_sent_ttft_s = 0, last_sent_ttft_s = 0;
   double output_token_throughput_per_s = 0;             // total output tokens / duration
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)

@@ -155,6 +155,9 @@ std::string vllm_serve_script(const nlohmann::json& d) {
   std::string s = "#!/usr/bin/env bash\n# vLLM engine of every worker of the planned deployment (" + comment(d["describe"].get<std::string>()) +
                   ").\n# MODEL: the " + comment(precision) + " checkpoint of " + comment(model) +
                   " (e.g. on the shared FSx for Lustre volume).\n"
+                  "# --max-model-len " + std::to_string(d["max_model_len"].get<std::int64_t>()) +
+                  ": the context the prediction ran with, ISL + OSL + vision tokens + the answer-length spread (6 sd) + "
+                  "1500 tokens of chat template, within the model's context.\n"
                   "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + precision) +
                   "\nMODEL=\"${MODEL:-$DEFAULT_MODEL}\"\n";
   for (const auto& w : d["workers"]) {
@@ -708,6 +711,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   if (main["ep"].get<int>() > 1) s["expert_parallel_size"] = main["ep"];
   if (d.contains("engine")) s["engine_profile"] = d["engine"];
   s["engine"] = {{"max_num_seqs", d["max_num_seqs"]}, {"max_num_batched_tokens", d["max_num_batched_tokens"]}};
+  if (d.contains("max_model_len")) s["engine"]["max_model_len"] = d["max_model_len"];   // the prediction's context (else: the model's maximum)
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
     s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
   if (d.contains("router")) s["router"] = d["router"];

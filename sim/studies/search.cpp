@@ -835,6 +835,11 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
       traffic_.concurrency.empty() ? 1 : c.clients(*std::max_element(traffic_.concurrency.begin(), traffic_.concurrency.end()));
   d.engine.max_model_len +=
       static_cast<std::int64_t>(std::ceil(6 * closed_loop_osl_sd(d.engine, most_clients, double(traffic_.osl))));
+  // The served engine's context, one value for the prediction and every emitted file: ISL + OSL +
+  // vision tokens + the answer-length spread (6 sd) + the chat template's tokens that aiperf's chat
+  // requests add to every prompt (the validation harness's margin), within the model's own context.
+  d.engine.max_model_len += kChatTemplateMargin;
+  if (space_.model->max_context > 0) d.engine.max_model_len = std::min<std::int64_t>(d.engine.max_model_len, space_.model->max_context);
   d.frontend = profile_frontend(profile);
   d.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
   d.router = space_.router;
@@ -925,11 +930,7 @@ nlohmann::json Search::deployment(int index) const {
   const auto& cat = hw::Catalog::global();
   const std::int64_t copies = std::max<std::int64_t>(1, s.score.copies);
   EngineConfig e = engine_of(c);
-  // The served engine's context: the simulated one (prompt + OSL + room for the answer-length
-  // spread) plus the chat template's tokens that aiperf's chat requests add to every prompt (the
-  // validation harness's margin), within the model's own context.
-  e.max_model_len = deployment_spec(c).engine.max_model_len + kChatTemplateMargin;
-  if (space_.model->max_context > 0) e.max_model_len = std::min<std::int64_t>(e.max_model_len, space_.model->max_context);
+  e.max_model_len = deployment_spec(c).engine.max_model_len;   // the one the prediction ran with
   nlohmann::json d;
   d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
   d["model"] = space_.model->name;

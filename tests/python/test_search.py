@@ -275,3 +275,18 @@ def test_open_loop_emit_predicts_copies_at_the_target_rate(tmp_path):
         assert row["request_rate_per_copy"] == pytest.approx(100 / row["copies"], abs=1e-3)
     (chosen,) = [row for row in rows if row["copies"] == d["copies"]]
     assert chosen["output_tps"] == pytest.approx(100 * 100, rel=0.15)
+
+
+def test_emitted_files_carry_the_context_the_prediction_ran_with(tmp_path):
+    # One max_model_len in the run and every emitted file: ISL + OSL + the answer-length spread
+    # (6 sd, none for fixed lengths past rounding) + 1500 tokens of chat template, under the model's.
+    r = servesim.search(**SMALL, target_tps=20000)
+    ran = json.dumps(r["best"]["what_ran"])
+    servesim.emit(r["best"], tmp_path)
+    dep = json.loads((tmp_path / "deployment.json").read_text())["max_model_len"]
+    scen = json.loads((tmp_path / "scenario.json").read_text())["engine"]["max_model_len"]
+    serve = (tmp_path / "vllm-serve.sh").read_text()
+    flags = {int(x) for x in serve.split("--max-model-len ")[1:] for x in [x.split()[0].rstrip(":")]}
+    assert flags == {dep} and scen == dep
+    assert '"max_model_len": %d' % dep in ran
+    assert 1000 + 100 + 1500 <= dep <= 1000 + 100 + 1500 + 100

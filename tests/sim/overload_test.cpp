@@ -86,9 +86,37 @@ TEST(Overload, ClosedLoopsAndShortRunsAreNeverFlagged) {
   unbarriered.warmup_requests = 64;
   unbarriered.requests = 30;
   EXPECT_FALSE(sweep_row("agg", 8, d.run(unbarriered).summary, d.gpus()).overloaded);
-  workloads::WorkloadConfig burst = load(1e4, 128, 100);   // every request sent before the first answer
+  workloads::WorkloadConfig few = load(1e4, 128, 100);
+  few.requests = 10;   // too few requests to tell
+  EXPECT_FALSE(overloaded(d.run(few).summary).has_value());
+}
+
+// Every request sent before the first answer (the load window is empty): 50 requests at 1,000/s
+// reach the server in about 50 ms. One seat serves them one latency after another, so the last one
+// waits about 49 latencies for its first token: offered far over its 1 / latency capacity,
+// overloaded (this verdict used to be "too short to tell", so 1 copy at 40 requests/s with TTFT
+// 168 s read as not overloaded). With 64 seats all 50 run in one batch: not overloaded.
+TEST(Overload, EveryRequestSentBeforeTheFirstAnswer) {
+  OneAtATime o;
+  workloads::WorkloadConfig burst = load(1e3, 128, 100);
   burst.requests = 50;
-  EXPECT_FALSE(overloaded(d.run(burst).summary).has_value());
+  const Summary one = Deployment(o.topo, o.spec).run(burst).summary;
+  ASSERT_EQ(one.load_window_s, 0);
+  const double latency_s = one.request_latency_ms.min * 1e-3;   // the first request runs alone
+  EXPECT_GT(one.last_sent_ttft_s, 45 * latency_s);
+  EXPECT_LT(one.first_sent_ttft_s, latency_s);
+  EXPECT_LT(one.send_span_s, 0.2 * latency_s);
+  ASSERT_TRUE(overloaded(one).has_value());
+  EXPECT_TRUE(*overloaded(one));
+  EXPECT_NE(overload_line(one, 1e4).find("OVERLOADED: offered"), std::string::npos);
+  EXPECT_TRUE(sweep_row("agg", 1, one, 1, true).overloaded);
+
+  o.spec.engine.max_num_seqs = 64;
+  burst.rate_per_s = 100;   // sent over about 0.5 s, many steps: a step's jitter is no queue
+  const Summary batched = Deployment(o.topo, o.spec).run(burst).summary;
+  ASSERT_EQ(batched.load_window_s, 0);
+  ASSERT_TRUE(overloaded(batched).has_value());
+  EXPECT_FALSE(*overloaded(batched));
 }
 
 }  // namespace
