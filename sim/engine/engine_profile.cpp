@@ -71,20 +71,20 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   if (j.has("kernel_tables")) {
     const JsonReader k = j.object("kernel_tables");
     p.kernel_tables = {k.string("engine"), k.string("version")};
-    if (k.has("block_fp8_gemm")) {
-      const std::string rows = k.string("block_fp8_gemm");
-      if (rows != "fp8_block rows" && rows != "fp8 rows")
-        k.fail("block_fp8_gemm", "'" + rows + "' unknown; valid: \"fp8_block rows\" (the release tables' own block-FP8 "
-                                 "GEMM rows) or \"fp8 rows\" (the per-tensor FP8 rows, the default)");
-      p.kernel_tables.block_fp8_gemm_rows = rows == "fp8_block rows";
-    }
-    if (k.has("fp8_gemm_m1")) {
-      const std::string m1 = k.string("fp8_gemm_m1");
-      if (m1 != "at most the m = 2 row" && m1 != "as measured")
-        k.fail("fp8_gemm_m1", "'" + m1 + "' unknown; valid: \"at most the m = 2 row\" (a one-row FP8 GEMM costs at most "
-                              "the same shape's m = 2 time) or \"as measured\" (the table's m = 1 rows, the default)");
-      p.kernel_tables.fp8_gemm_m1_at_most_m2 = m1 == "at most the m = 2 row";
-    }
+    // A key of two named values, `on` or `off` (the default), read as whether it is `on`.
+    const auto choice = [&k](const char* key, const std::string& on, const std::string& on_means, const std::string& off,
+                             const std::string& off_means, bool& out) {
+      if (!k.has(key)) return;
+      const std::string v = k.string(key);
+      if (v != on && v != off)
+        k.fail(key, "'" + v + "' unknown; valid: \"" + on + "\" (" + on_means + ") or \"" + off + "\" (" + off_means +
+                        ", the default)");
+      out = v == on;
+    };
+    choice("block_fp8_gemm", "fp8_block rows", "the release tables' own block-FP8 GEMM rows", "fp8 rows",
+           "the per-tensor FP8 rows", p.kernel_tables.block_fp8_gemm_rows);
+    choice("fp8_gemm_m1", "at most the m = 2 row", "a one-row FP8 GEMM costs at most the same shape's m = 2 time",
+           "as measured", "the table's m = 1 rows", p.kernel_tables.fp8_gemm_m1_at_most_m2);
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

@@ -74,17 +74,22 @@ std::string synthetic_csv(double factor, const std::string& version = "0.19.0", 
   return csv;
 }
 
+// A fit of `parameter` alone, on 2 threads and `folds` folds, from the points of `csv`.
+v::E2eResult fit_one(const std::string& csv, const std::string& parameter, int folds = 2) {
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.only = {parameter};
+  e.folds = folds;
+  return v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
+}
+
 }  // namespace
 
 // The cluster's GEMMs are 1.3x the tables': the fit of the GEMM factor alone comes back 1.3 within 2 %
 // (the prior at 1, 20 % wide, pulls it by less than that at 8 points weighed at 20 % / 8 %).
 TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
-  v::Options o;
-  o.threads = 2;
-  v::E2eOptions e;
-  e.only = {"gemm_scale"};
-  e.folds = 2;
-  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.3)), o, e);
+  const v::E2eResult r = fit_one(synthetic_csv(1.3), "gemm_scale");
   const auto* g = r.profile.parameter("gemm_scale");
   ASSERT_NE(g, nullptr);
   EXPECT_NEAR(g->value, 1.3, 0.026) << r.text;
@@ -105,12 +110,7 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
 // 2 % (its prior, 0 ms and 2 ms wide, pulls it by ~0.25 / 26 of the way at 8 points whose TPOT of
 // 6-9 ms moves 1 / TPOT per ms, weighed at 8 %).
 TEST(CalibrateE2e, RecoversAFixedGpuTimePerStep) {
-  v::Options o;
-  o.threads = 2;
-  v::E2eOptions e;
-  e.only = {"step_gpu_ms"};
-  e.folds = 2;
-  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.5, "0.19.0", "step_gpu_ms")), o, e);
+  const v::E2eResult r = fit_one(synthetic_csv(1.5, "0.19.0", "step_gpu_ms"), "step_gpu_ms");
   const auto* g = r.profile.parameter("step_gpu_ms");
   ASSERT_NE(g, nullptr);
   EXPECT_NEAR(g->value, 1.5, 0.03) << r.text;
@@ -126,12 +126,7 @@ TEST(CalibrateE2e, RecoversAFixedGpuTimePerStep) {
 // 16,384 tokens and 32 clients Llama-3.1-8B's decode steps read 32 x 16.4k x 128 KiB = 69 GB of KV
 // cache against 16 GB of weights (`servesim step`: 15.8 of 21.1 ms).
 TEST(CalibrateE2e, RecoversADecodeAttentionFactor) {
-  v::Options o;
-  o.threads = 2;
-  v::E2eOptions e;
-  e.only = {"decode_attention_scale"};
-  e.folds = 2;
-  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.25, "0.19.0", "decode_attention_scale", {8192, 16384}, 1024)), o, e);
+  const v::E2eResult r = fit_one(synthetic_csv(1.25, "0.19.0", "decode_attention_scale", {8192, 16384}, 1024), "decode_attention_scale");
   const auto* g = r.profile.parameter("decode_attention_scale");
   ASSERT_NE(g, nullptr);
   EXPECT_NEAR(g->value, 1.25, 0.025) << r.text;
@@ -164,12 +159,7 @@ TEST(CalibrateE2e, StepGpuTimeAddsToEveryStep) {
 // profile is written for that build (vllm-0.19) and the fit applies to them (a fit whose profile
 // named "vllm" never applied to its own points and returned the priors).
 TEST(CalibrateE2e, FitsPointsOfANightlyBuild) {
-  v::Options o;
-  o.threads = 2;
-  v::E2eOptions e;
-  e.only = {"gemm_scale"};
-  e.folds = 1;
-  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.3, "nightly-5b8c30d62b754b57")), o, e);
+  const v::E2eResult r = fit_one(synthetic_csv(1.3, "nightly-5b8c30d62b754b57"), "gemm_scale", 1);
   EXPECT_EQ(r.profile.engine_profile, "vllm-0.19");
   EXPECT_NEAR(r.profile.parameter("gemm_scale")->value, 1.3, 0.026) << r.text;
 }
