@@ -30,6 +30,23 @@ nlohmann::json scenario_json(const std::string& gpu) {
           {"seed", 3}, {"workload", {{"concurrency", 16}, {"isl", 2000}, {"osl", 200}, {"requests", 160}}}};
 }
 
+// Llama-3.1-8B BF16 on one H200 under vLLM `version`, `c` closed-loop clients of isl + osl tokens.
+v::MeasuredPoint llama_point(int k, int c, int isl, int osl, const std::string& version = "0.19.0") {
+  v::MeasuredPoint p;
+  p.id = "p" + std::to_string(k);
+  p.backend = "vllm";
+  p.backend_version = version;
+  p.model_path = "meta-llama/Llama-3.1-8B-Instruct";
+  p.system = "h200_sxm";
+  p.precision = "bf16";
+  p.mode = "agg";
+  p.isl = isl;
+  p.osl = osl;
+  p.concurrency = c;
+  p.tp = 1;
+  return p;
+}
+
 // Points "measured" on a cluster whose GEMMs take exactly `factor` x the tables' time (or whose
 // `parameter` has that value): servesim's own prediction with it, written as silicon-sample rows.
 std::string synthetic_csv(double factor, const std::string& version = "0.19.0", const std::string& parameter = "gemm_scale",
@@ -40,23 +57,8 @@ std::string synthetic_csv(double factor, const std::string& version = "0.19.0", 
   o.threads = 2;
   o.base = {{"calibration", profile_json("h200", parameter, factor)}};
   std::vector<v::MeasuredPoint> pts;
-  int k = 0;
   for (int c : {1, 4, 16, 32})
-    for (int isl : isls) {
-      v::MeasuredPoint p;
-      p.id = "p" + std::to_string(k++);
-      p.backend = "vllm";
-      p.backend_version = version;
-      p.model_path = "meta-llama/Llama-3.1-8B-Instruct";
-      p.system = "h200_sxm";
-      p.precision = "bf16";
-      p.mode = "agg";
-      p.isl = isl;
-      p.osl = osl;
-      p.concurrency = c;
-      p.tp = 1;
-      pts.push_back(p);
-    }
+    for (int isl : isls) pts.push_back(llama_point(int(pts.size()), c, isl, osl, version));
   const v::Report r = v::run(pts, o);
   std::ofstream f(csv);
   f << std::setprecision(17)
@@ -74,12 +76,13 @@ std::string synthetic_csv(double factor, const std::string& version = "0.19.0", 
   return csv;
 }
 
-// A fit of `parameter` alone, on 2 threads and `folds` folds, from the points of `csv`.
-v::E2eResult fit_one(const std::string& csv, const std::string& parameter, int folds = 2) {
+// A fit of `parameter` alone (and `also`), on 2 threads and `folds` folds, from the points of `csv`.
+v::E2eResult fit_one(const std::string& csv, const std::string& parameter, int folds = 2, const std::string& also = "") {
   v::Options o;
   o.threads = 2;
   v::E2eOptions e;
   e.only = {parameter};
+  if (!also.empty()) e.only.push_back(also);
   e.folds = folds;
   return v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
 }
@@ -136,6 +139,31 @@ TEST(CalibrateE2e, RecoversADecodeAttentionFactor) {
   // Its shortest prompt is 8,192 tokens: the output says the first-token floor is not measured.
   EXPECT_FALSE(r.report["short_prompt_low_load_measured"].get<bool>());
   EXPECT_NE(r.text.find("first-token floor (request_latency_ms) is not measured"), std::string::npos) << r.text;
+}
+
+// A cluster whose prefill runs 0.8x the tables' time, measured at 8,192-token prompts only (1-32
+// clients): no point measures the first-token floor. Fitted for prefill_scale and request_latency_ms,
+// prefill_scale moves below 1 (0.94: the points show it) while a 1,024-token prompt at 4 clients, which
+// no point measures, keeps the TTFT the priors give it within 2 x the anchor's 2 % (44.7 -> 44.5 ms; the
+// floor, request_latency_ms, takes up 2 ms of what the faster prefill takes off it). The cluster's own
+// TTFT there is 11 % shorter (39.6 ms), where a fit that recovered it unanchored would put it.
+TEST(CalibrateE2e, KeepsAnUnmeasuredFirstTokenFloorWhereThePriorsPutIt) {
+  const v::E2eResult r = fit_one(synthetic_csv(0.8, "0.19.0", "prefill_scale", {8192}), "prefill_scale", 1, "request_latency_ms");
+  EXPECT_TRUE(r.report["first_token_floor_anchored"].get<bool>());
+  EXPECT_FALSE(r.report["short_prompt_low_load_measured"].get<bool>());
+  EXPECT_LT(r.profile.parameter("prefill_scale")->value, 0.97) << r.text;
+  EXPECT_GT(r.profile.request_latency_ms, 1.0) << r.text;
+  v::Options o;
+  o.threads = 2;
+  const std::vector<v::MeasuredPoint> short_low = {llama_point(0, 4, 1024, 128)};
+  const double before = v::run(short_low, o).points[0].ttft_ms;
+  o.base = {{"calibration", servesim::sim::to_json(r.profile)}};
+  const double after = v::run(short_low, o).points[0].ttft_ms;
+  EXPECT_NEAR(after / before, 1.0, 0.04) << before << " -> " << after << " ms\n" << r.text;
+  // The cluster's own TTFT there (prefill 0.8x, no floor): what an unanchored fit would predict.
+  o.base = {{"calibration", profile_json("h200", "prefill_scale", 0.8)}};
+  const double truth = v::run(short_low, o).points[0].ttft_ms;
+  EXPECT_LT(truth / before, 0.95) << before << " -> " << truth << " ms";
 }
 
 // One client, 8 requests on H200, with a calibration profile setting `parameter` (none at 0).
