@@ -523,6 +523,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   for (int i = n - 1; i > 0; --i) std::swap(order[i], order[splitmix64(st + std::uint64_t(i)) % std::uint64_t(i + 1)]);
   std::vector<double> before_t, before_i, after_t, after_i;
   std::vector<double> fold_gain;   // per fold: the change of its TTFT + TPOT medians (negative: better)
+  int anchored_folds = 0;          // folds whose fit held the first-token floor (no point of theirs measures it)
   nlohmann::json folds_json = nlohmann::json::array();   // per fold: its points and their medians before / after
   std::vector<Residual> res;
   for (int f = 0; f < k && k > 1; ++f) {
@@ -531,6 +532,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     for (int i = 0; i < n; ++i) (i % k == f ? test : train).push_back(points[order[i]]);
     Fitter fold(train, o, ps, base, true);
     const Eigen::VectorXd xf = fold.fit(std::max(1, iters - 1), nullptr, nullptr);
+    anchored_folds += fold.anchored();
     Fitter held(test, o, ps, base);
     const Evaluation ev = held.eval(xf);
     for (std::size_t i = 0; i < test.size(); ++i) {
@@ -642,7 +644,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                 {"fit_probe_moves", trace.probe_moves},
                 {"refused", refused},
                 {"short_prompt_low_load_measured", floor_measured},
-                {"first_token_floor_anchored", all.anchored()}};
+                {"first_token_floor_anchored", all.anchored()},
+                {"first_token_floor_anchored_folds", anchored_folds}};
   Table t({"parameter", "prior", "fitted", "+/- sd", "applies to"});
   for (const auto& c : prof.parameters) {
     auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
