@@ -250,6 +250,13 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   if (j.has("seed")) s.workload.seed = s.seed;
   else s.seed = s.workload.seed;
   workloads::validate(s.workload, file + ": workload");
+  if (s.workload.warmup_until_steady) {
+    const nlohmann::json* f = s.frontend_json.is_object() ? &s.frontend_json : nullptr;
+    const bool barrier = !(f && f->contains("client") && (*f)["client"].is_object() &&
+                           (*f)["client"].value("warmup_barrier", true) == false);
+    if (barrier)
+      j.fail("workload", "warmup_until_steady needs frontend.client.warmup_barrier false (a steady warm-up has no phase barrier)");
+  }
 
   if (j.has("topology")) s.topology = parse_topology(j.object("topology"));
   const int per_replica = s.gpus_per_replica();

@@ -22,7 +22,8 @@ class Generator final : public Workload {
  public:
   explicit Generator(const WorkloadConfig& c)
       : c_(c), lengths_rng_(splitmix64(c.seed ^ 0x6c656e67ULL)), arrival_rng_(splitmix64(c.seed ^ 0x61727276ULL)),
-        dataset_rng_(splitmix64(c.seed ^ 0x64617461ULL)), vision_(vision_work(c.multimodal)) {
+        dataset_rng_(splitmix64(c.seed ^ 0x64617461ULL)), phase_rng_(splitmix64(c.seed ^ 0x7068617365ULL)),
+        vision_(vision_work(c.multimodal)) {
     if (c_.arrival == Arrival::schedule) build_schedule();
     total_ = c_.arrival == Arrival::schedule ? static_cast<std::int64_t>(order_.size())
                                              : c_.warmup_requests + c_.requests;
@@ -43,6 +44,10 @@ class Generator final : public Workload {
     const Entry* d = e || c_.dataset.entries <= 0 ? nullptr : &dataset_entry();
     r.input_tokens = e ? e->input_length : d ? d->isl : c_.isl.sample(lengths_rng_);
     r.output_tokens = e && e->output_length > 0 ? e->output_length : d ? d->osl : c_.osl.sample(lengths_rng_);
+    if (c_.warmup_until_steady && c_.arrival == Arrival::concurrency && i_ < c_.concurrency && i_ < c_.warmup_requests)
+      // The clients start at independent phases of their cycle (sim/engine/steady_warmup.hpp):
+      // each first asks for a uniform share, 1..its answer tokens, from a stream of its own.
+      r.output_tokens = phase_rng_.uniform_int(1, r.output_tokens);
     if (e) r.trace_line = e->line;
     if (e && !e->hash_ids.empty()) {
       r.prefix_hashes = e->hash_ids;
@@ -72,6 +77,14 @@ class Generator final : public Workload {
   int concurrency() const override { return c_.arrival == Arrival::concurrency ? c_.concurrency : 0; }
   std::int64_t warmup_requests() const override { return std::min(c_.warmup_requests, total_); }
   std::int64_t total_requests() const override { return total_; }
+  void end_warmup(std::int64_t sent) override {
+    if (c_.arrival != Arrival::concurrency || sent >= c_.warmup_requests) return;
+    c_.warmup_requests = sent;
+    total_ = sent + c_.requests;
+  }
+  bool warmup_until_steady() const override {
+    return c_.warmup_until_steady && c_.arrival == Arrival::concurrency && c_.warmup_requests > 0;
+  }
 
  private:
   double arrival(std::int64_t i) {
@@ -141,7 +154,7 @@ class Generator final : public Workload {
   }
 
   WorkloadConfig c_;
-  Rng lengths_rng_, arrival_rng_, dataset_rng_;
+  Rng lengths_rng_, arrival_rng_, dataset_rng_, phase_rng_;
   std::unordered_map<std::int64_t, Entry> entries_;
   std::vector<std::int64_t> pass_order_;   // shuffle: this pass's order of the entries
   VisionWork vision_;
@@ -154,7 +167,7 @@ class Generator final : public Workload {
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> k = {
       "concurrency", "request_rate", "arrival", "burstiness", "fixed_schedule", "schedule_file", "time_scale",
-      "auto_offset", "requests", "warmup_requests", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions",
+      "auto_offset", "requests", "warmup_requests", "warmup_until_steady", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions",
       "shared_prefix_tokens"};
   return k;
 }
@@ -308,6 +321,7 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   else if (needs_osl) j.fail("osl", "missing required field (output tokens per request)");
   c.requests = j.integer_or("requests", sched ? 0 : 100);
   c.warmup_requests = j.integer_or("warmup_requests", 0);
+  c.warmup_until_steady = j.boolean_or("warmup_until_steady", false);
   const std::int64_t seed = j.integer_or("seed", 0);
   if (seed < 0) j.fail("seed", "must be >= 0");
   c.seed = static_cast<std::uint64_t>(seed);
@@ -360,6 +374,9 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
                          " (each measured request is kept for exact percentiles, ~110 bytes each; "
                          "percentiles settle long before 10^7)");
   if (c.warmup_requests < 0 || c.warmup_requests > max_req) fail("warmup_requests", "must be 0..10^7");
+  if (c.warmup_until_steady && (c.arrival != Arrival::concurrency || c.sessions || c.trace || c.warmup_requests < 1))
+    fail("warmup_until_steady", "applies to a closed loop of synthetic requests (concurrency, no trace or sessions) with "
+                                "warmup_requests >= 1, its longest warm-up");
   // More clients than requests would run at concurrency = requests under the requested label.
   if (c.arrival == Arrival::concurrency && c.concurrency > c.requests + c.warmup_requests)
     fail("concurrency", std::to_string(c.concurrency) + " clients but " + std::to_string(c.requests) + " requests (+" +

@@ -24,6 +24,10 @@ class Workload {                        // a deterministic source of requests, i
   virtual int concurrency() const = 0;             // > 0: closed loop with N clients (aiperf --concurrency); 0: open loop by arrival_s
   virtual std::int64_t warmup_requests() const = 0;// first K requests are excluded from metrics
   virtual std::int64_t total_requests() const = 0; // warm-up + measured requests next() will yield
+  // A closed loop's warm-up ends early (WorkloadConfig::warmup_until_steady): the `sent` requests
+  // yielded so far are the warm-up, and `requests` measured ones follow. Others ignore it.
+  virtual void end_warmup(std::int64_t sent) { (void)sent; }
+  virtual bool warmup_until_steady() const { return false; }
 };
 
 enum class Arrival {
@@ -65,6 +69,9 @@ struct WorkloadConfig {
   bool auto_offset = true;             // schedule: first timestamp becomes t = 0
   std::int64_t requests = 100;         // measured requests (trace/schedule: 0 = every line)
   std::int64_t warmup_requests = 0;    // sent first, excluded from metrics (aiperf --warmup-request-count)
+  // Closed loop: the warm-up ends as soon as the loop is steady (sim/engine/steady_warmup.hpp),
+  // warmup_requests being the most it lasts (the capacity points of plan, search and recommend).
+  bool warmup_until_steady = false;
   std::uint64_t seed = 0;
   LengthDist isl = LengthDist::fixed_at(128);   // text tokens of the prompt
   LengthDist osl = LengthDist::fixed_at(128);

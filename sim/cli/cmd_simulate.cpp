@@ -50,7 +50,7 @@ struct SimOpts {
   std::string dataset_sampling;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness, closed_loop_spread;
-  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false;
+  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false, warmup_until_steady = false;
   std::string engine, async_scheduling;
   std::optional<double> overhead_us_per_seq;
   std::optional<int> api_server_count, seeds;
@@ -146,6 +146,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
   c.add_flag("--no-warmup-barrier", o.no_warmup_barrier, "Measured requests follow warm-up ones without aiperf's phase barrier");
+  c.add_flag("--warmup-until-steady", o.warmup_until_steady,
+             "Closed loop: clients start at spread phases and the warm-up ends when the loop is steady, --warmup-requests at most, "
+             "without the phase barrier (the capacity rule of plan, search and recommend)");
   c.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step (0: off)");
   c.add_option("--mtp-acceptance", o.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   auto* g = "Topology on instances (scenario \"topology\")";
@@ -307,7 +310,8 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
   if (!o.calibration.empty()) j["calibration"] = std::filesystem::absolute(o.calibration).string();
-  if (o.api_server_count || o.no_frontend || o.no_warmup_barrier) {
+  const bool no_barrier = o.no_warmup_barrier || o.warmup_until_steady;
+  if (o.api_server_count || o.no_frontend || no_barrier) {
     if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
     nlohmann::json& f = j["frontend"];
     if (o.no_frontend) f["enabled"] = false;
@@ -315,7 +319,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
       if (!f.contains("api_server") || !f["api_server"].is_object()) f["api_server"] = nlohmann::json::object();
       f["api_server"]["api_server_count"] = *o.api_server_count;
     }
-    if (o.no_warmup_barrier) {
+    if (no_barrier) {
       if (!f.contains("client") || !f["client"].is_object()) f["client"] = nlohmann::json::object();
       f["client"]["warmup_barrier"] = false;
     }
@@ -383,6 +387,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.requests) w["requests"] = *o.requests;
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
+  if (o.warmup_until_steady) w["warmup_until_steady"] = true;
   if (!o.images.empty()) {
     nlohmann::json im = nlohmann::json::array();
     for (const auto& x : api::images_option(o.images).images)

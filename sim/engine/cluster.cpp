@@ -162,8 +162,13 @@ double AggregatedCluster::start_after(const ApiProcess& p, double t_s) const {
 // A client saw its last token at t_s: it sends its next request at once (aiperf), unless the
 // warm-up phase is over and still draining, in which case it waits for the measured phase, which
 // starts every client together when the last warm-up response is back.
-void AggregatedCluster::client_done(double t_s, std::int64_t cohort, bool was_warmup) {
+void AggregatedCluster::client_done(double t_s, std::int64_t cohort, const Request& r) {
+  const bool was_warmup = r.warmup;
   if (was_warmup) ++warm_done_;
+  if (was_warmup && steady_warmup_ && issued_ < warmup_ && steady_warmup_->finished(r.finish_s - r.sent_s, r.first_token_s - r.sent_s)) {
+    warmup_ = issued_;   // the requests sent so far are the warm-up
+    workload_->end_warmup(issued_);
+  }
   if (barrier_ && !profiling_started_) {
     if (issued_ < warmup_) {
       if (auto next = workload_->next()) send(std::move(*next), t_s, cohort);
@@ -233,7 +238,7 @@ void AggregatedCluster::step_end(int w, double now_s) {
     const Request& r = sched.request(o.slot);
     router_.finished(r.id);
     sink_->on_finished(r);
-    if (clients_) client_done(r.finish_s, release, r.warmup);
+    if (clients_) client_done(r.finish_s, release, r);
     if (sessions_) session_done(r);
   }
   sched.clear_outputs();
@@ -272,6 +277,7 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
     clients_.emplace(workload);
     barrier_ = warmup_ > 0 && warmup_barrier_;
     profiling_started_ = !barrier_;
+    if (!barrier_ && workload.warmup_until_steady()) steady_warmup_.emplace(workload.concurrency());
     // Every client starts at t = 0 (the warm-up phase, when there is one, with at most as many clients as warm-up requests).
     const std::int64_t first = barrier_ ? std::min<std::int64_t>(warmup_, workload.concurrency()) : workload.concurrency();
     for (std::int64_t k = 0; k < first; ++k) {

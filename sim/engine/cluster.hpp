@@ -15,6 +15,7 @@
 #include "models/step_cost.hpp"
 #include "sim/engine/event_queue.hpp"
 #include "sim/engine/pending_turns.hpp"
+#include "sim/engine/steady_warmup.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/router/router.hpp"
 #include "workloads/frontend.hpp"
@@ -93,7 +94,7 @@ class AggregatedCluster {
   void api_arrival(std::int32_t p, double now_s);
   void engine_arrival(std::int32_t p, double now_s);
   EmitTime emit_time(int w, double now_s, int requests);
-  void client_done(double t_s, std::int64_t cohort, bool was_warmup);
+  void client_done(double t_s, std::int64_t cohort, const Request& r);
   void wake(int w, double now_s);
   void step_end(int w, double now_s);
   void step_start(int w, double now_s);
@@ -142,6 +143,7 @@ class AggregatedCluster {
   // Closed-loop bookkeeping: cohorts (the event that released a client) and aiperf's warm-up barrier.
   std::int64_t release_seq_ = 0;
   std::int64_t warm_done_ = 0;
+  std::optional<SteadyWarmup> steady_warmup_;   // the warm-up ends when the loop is steady
   bool warmup_barrier_ = false, barrier_ = false, profiling_started_ = false;
 };
 

@@ -98,6 +98,7 @@ workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int6
   wc.concurrency = clients;
   wc.requests = capacity_requests(clients, requests);
   wc.warmup_requests = std::int64_t{kWarmupRoundsPerClient} * clients;
+  wc.warmup_until_steady = true;
   wc.seed = seed;
   wc.isl = workloads::LengthDist::fixed_at(isl);
   wc.osl = workloads::LengthDist::fixed_at(osl);
@@ -105,8 +106,8 @@ workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int6
 }
 
 std::string capacity_rule(std::optional<std::int64_t> requests) {
-  return "closed loop, each point after a warm-up of " + std::to_string(kWarmupRoundsPerClient) +
-         " requests per client without a phase barrier, then " +
+  return "closed loop, clients started at spread phases, each point after a warm-up that ends when the loop is steady "
+         "(at most " + std::to_string(kWarmupRoundsPerClient) + " requests per client) without a phase barrier, then " +
          (requests ? std::to_string(*requests) : "max(" + std::to_string(kMinMeasuredRequests) + ", " +
                                                      std::to_string(kMeasuredRoundsPerClient) + " x clients)") +
          " measured requests";

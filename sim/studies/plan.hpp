@@ -44,11 +44,13 @@ struct SweepRow {
 };
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
-// `clients` after a warm-up of kWarmupRoundsPerClient requests per client sent without aiperf's
-// phase barrier (so the start-up train, where every client's first prompt queues behind the
-// others', is past and the measured requests do not restart in lockstep), then `requests`
-// measured requests, by default max(kMinMeasuredRequests, kMeasuredRoundsPerClient x clients).
-// `servesim simulate --concurrency C --warmup-requests 32C --no-warmup-barrier --requests N`
+// `clients` whose first requests ask for spread shares of their answers (client k of N:
+// ceil(k / N x its answer), so the clients' cycles start spread as in a loop that has run long),
+// a warm-up sent without aiperf's phase barrier that ends when the loop is steady
+// (sim/engine/steady_warmup.hpp: batch means of latency and TTFT over rounds of N completions),
+// at most kWarmupRoundsPerClient requests per client, then `requests` measured requests, by
+// default max(kMinMeasuredRequests, kMeasuredRoundsPerClient x clients).
+// `servesim simulate --concurrency C --warmup-requests 32C --warmup-until-steady --requests N`
 // runs the same point.
 constexpr int kWarmupRoundsPerClient = 32;
 constexpr int kMeasuredRoundsPerClient = 8;

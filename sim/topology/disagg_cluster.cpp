@@ -359,6 +359,10 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
       queue_.push(t, EventKind::session_turn, 0, turns_.put(std::move(*next)));
     }
   free_handles_.push_back(h);
+  if (x.warmup && steady_warmup_ && issued_ < warmup_ && steady_warmup_->finished(now_s - x.sent_s, rec.first_token_s - x.sent_s)) {
+    warmup_ = issued_;   // the requests sent so far are the warm-up
+    workload_->end_warmup(issued_);
+  }
   if (clients_)
     if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
 }
@@ -368,9 +372,11 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
   sink_ = sink;
   sessions_ = dynamic_cast<workloads::SessionWorkload*>(&workload);
   warmup_ = workload.warmup_requests();
+  workload_ = &workload;
   std::optional<workloads::RequestSpec> next_arrival;
   if (workload.concurrency() > 0) {
     clients_.emplace(workload);
+    if (workload.warmup_until_steady()) steady_warmup_.emplace(workload.concurrency());
     for (const auto& spec : clients_->start(0.0)) route(spec, 0.0);
   } else if ((next_arrival = workload.next())) {
     queue_.push(next_arrival->arrival_s, EventKind::arrival);

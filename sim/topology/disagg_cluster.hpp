@@ -18,6 +18,7 @@
 #include "models/step_cost.hpp"
 #include "sim/engine/event_queue.hpp"
 #include "sim/engine/pending_turns.hpp"
+#include "sim/engine/steady_warmup.hpp"
 #include "sim/engine/worker.hpp"
 #include "sim/router/kv_router.hpp"
 #include "sim/links/placement.hpp"
@@ -148,6 +149,8 @@ class DisaggregatedCluster {
   std::optional<workloads::ClosedLoopClients> clients_;
   MetricsCollector* metrics_ = nullptr;
   std::int64_t issued_ = 0, warmup_ = 0;
+  workloads::Workload* workload_ = nullptr;
+  std::optional<SteadyWarmup> steady_warmup_;   // the warm-up ends when the loop is steady
   bool measuring_ = false;
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;

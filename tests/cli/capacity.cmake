@@ -16,7 +16,7 @@ add_test(NAME cli_plan_header_says_rule COMMAND ${SS} plan --model llama-3.1-8b 
          --precision fp8 --tp 1 --topology agg --isl 1000 --osl 100 --ttft-ms 600 --itl-ms 100 --target-tps 1000
          --concurrency 4 --requests 40 -q)
 set_tests_properties(cli_plan_header_says_rule PROPERTIES PASS_REGULAR_EXPRESSION
-  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8;[^\n]*\n.*Capacity read: closed loop, each point after a warm-up of 32 requests per client without a phase barrier, then 40 measured requests; SLO statistic p90\n.*TTFT p90 ms")
+  "ran: llama-3\\.1-8b, [^\n]*KV cache fp8;[^\n]*\n.*Capacity read: closed loop, clients started at spread phases, each point after a warm-up that ends when the loop is steady \\(at most 32 requests per client\\) without a phase barrier, then 40 measured requests; SLO statistic p90\n.*TTFT p90 ms")
 # The open-loop plan: at 1 request/s of 1000 + 100 tokens, one TP1 replica of Llama-3.1-8B FP8
 # on a p5en (8 replicas) meets the SLO: 1 copy, 1 node.
 add_test(NAME cli_plan_open_loop COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1
