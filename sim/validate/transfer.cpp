@@ -340,12 +340,15 @@ std::string to_text(const TransferReport& t) {
   const double all = t.band_checks ? 100.0 / t.band_checks : NAN;
   std::snprintf(b, sizeof b,
                 "\nBands out of fit: a band spans the %g-%g percentiles of measured / predicted, each model x GPU weighted equally, "
-                "from a cell of >= %d models (else the kind's runs of all loads, else the engine's runs of every GPU); built from the "
-                "other %ss' out-of-fit residuals, they hold %d of a left-out %s's %d predictions (%.1f%%; TTFT, TPOT, tok/s; 10-90 "
-                "unless it holds under %.0f%%: %.1f%%).",
-                t.band_lo_pct, t.band_hi_pct, kBandMinModels, by.c_str(), t.band_hits, by.c_str(), t.band_checks, t.band_hits * all,
-                100 * kBandCoverageFloor, t.band_hits_10_90 * all);
+                "from a cell of >= %d models (else the kind's runs of all loads, else the engine's runs of every GPU). Built from "
+                "the other %ss' out-of-fit residuals, they hold %d of the left-out %ss' %d predictions (%.1f%%; TTFT, TPOT, tok/s)",
+                t.band_lo_pct, t.band_hi_pct, kBandMinModels, by.c_str(), t.band_hits, by.c_str(), t.band_checks, t.band_hits * all);
   out += b;
+  if (t.band_lo_pct != 10) {   // 10-90 held too few: say how few
+    std::snprintf(b, sizeof b, "; the 10-90 percentiles held %.1f%%, under %.0f%%", t.band_hits_10_90 * all, 100 * kBandCoverageFloor);
+    out += b;
+  }
+  out += ".";
   std::string per;
   for (const auto& [engine, ch] : band_cover_by_engine(t))
     per += (per.empty() ? " By engine: " : ", ") + engine + " " + (ch.first ? pct(double(ch.second) / ch.first) : std::string("-"));
