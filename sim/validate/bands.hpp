@@ -91,7 +91,7 @@ inline Band band_for(const std::string& gpu, const std::string& mode, const std:
   return band_for(embedded_bands(), gpu, "vllm", mode, metric, regime, predicted);
 }
 
-// What a printed band is, in one phrase for a table's legend: "the 2nd-98th percentile of measured /
+// What a printed band is, in one phrase for a table's legend: "the 10th-90th percentile of measured /
 // predicted over validated runs of the point's kind (GPU, engine, aggregated or disaggregated, load
 // regime)", with the embedded table's percentiles.
 std::string band_legend();
