@@ -47,7 +47,7 @@ def test_recommend_figures_by_hand():
     # Every figure of a mode with measured runs in the embedded band table has a band (its kind's, or
     # the widest of the mode, marked widened); a mode without any says why it has none: a disaggregated
     # deployment never borrows aggregated runs'.
-    cells, _ = _band_cells()
+    cells = _band_cells()[0]
     modes = {k[2] for k in cells}
     for x in rows:
         cfg = r["configurations"][x["index"]]
