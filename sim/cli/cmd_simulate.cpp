@@ -488,7 +488,7 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
       if (!b.present) return out += l + ": " + b.note + "\n", void();
       l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)
-        l += ", " + std::to_string(b.n) + " runs" + (b.regime == "all" ? " of all loads" : "");
+        l += ", " + std::to_string(b.n) + " runs" + (b.all_gpus ? " of all loads and GPUs" : b.regime == "all" ? " of all loads" : "");
     }
     out += l + "\n";
   };

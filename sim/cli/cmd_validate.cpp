@@ -196,7 +196,10 @@ void run_validate(const ValidateOpts& o) {
         {"command", "servesim validate " + file + filters + " --write-bands FILE"}};
     if (tr) {
       meta["method"] = meta["method"].get<std::string>() + "; residuals out of fit: each " + v::to_string(tr->by) +
-                       " predicted with the engine parameters refitted on every other " + v::to_string(tr->by);
+                       " predicted with the engine parameters refitted on every other " + v::to_string(tr->by) +
+                       "; each model x GPU weighs 1 in a cell (its runs share one bias); a cell of fewer than " +
+                       std::to_string(v::kBandMinModels) + " models gives way to the kind's cell of all loads, then the engine's cell of every GPU; "
+                       "band percentiles: those of the table's `percentiles`";
       meta["command"] = "servesim validate " + file + filters + " --leave-one-" + v::to_string(tr->by) + "-out --write-bands FILE";
     }
     const auto table = tr ? v::transfer_bands(*tr, o.band_min_points, meta) : v::bands_of(rep, o.band_min_points, meta);

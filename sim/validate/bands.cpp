@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "common/embedded.hpp"
@@ -21,6 +22,8 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file) {
   if (j.contains("meta") && j["meta"].is_object()) t.meta = j["meta"];
   t.min_points = static_cast<int>(r.integer_or("min_points", t.min_points));
   if (t.min_points < 1) r.fail("min_points", "must be >= 1");
+  t.min_models = static_cast<int>(r.integer_or("min_models", t.min_models));
+  if (t.min_models < 1) r.fail("min_models", "must be >= 1");
   if (r.has("percentiles")) {
     const auto& pc = j["percentiles"];
     if (!pc.is_array() || pc.size() != 2 || !pc[0].is_number() || !pc[1].is_number() || !(pc[0].get<double>() >= 0) ||
@@ -39,6 +42,8 @@ BandTable parse_bands(const nlohmann::json& j, const std::string& file) {
       x.metric = c.string("metric");
       x.regime = c.string("regime");
       x.n = static_cast<int>(c.integer("n"));
+      x.models = static_cast<int>(c.integer_or("models", 0));
+      if (x.models < 0) c.fail("models", "must be >= 0");
       x.ratio_lo = c.has("ratio_lo") ? c.number("ratio_lo") : c.number("ratio_p10");   // the band's edges
       x.ratio_hi = c.has("ratio_hi") ? c.number("ratio_hi") : c.number("ratio_p90");
       x.ratio_median = c.number_or("ratio_median", NAN);
@@ -58,6 +63,17 @@ const BandTable& embedded_bands() {
   return t;
 }
 
+namespace {
+
+std::string cell_words(const BandCell& c) {
+  std::string s = (c.gpu == "all" ? std::string() : c.gpu + " ") + c.engine + " " + c.mode + " " + c.metric + ", " +
+                  (c.gpu == "all" ? std::string("all GPUs and loads") : c.regime == "all" ? std::string("all loads") : c.regime + " load");
+  if (c.models > 0) s += ", " + std::to_string(c.models) + (c.models == 1 ? " model" : " models");
+  return s;
+}
+
+}  // namespace
+
 Band band_for(const BandTable& t, const std::string& gpu, const std::string& engine, const std::string& mode,
               const std::string& metric, const std::string& regime, double predicted) {
   Band b;
@@ -68,10 +84,15 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
   b.regime = regime;
   const BandCell* exact = nullptr;
   const BandCell* all = nullptr;
+  const BandCell* every_gpu = nullptr;   // the engine's runs of every GPU
   double wide_lo = INFINITY, wide_hi = 0;   // the widest validated band of this mode and metric
   int wide_n = 0;
   for (const auto& c : t.cells) {
     if (c.mode != mode || c.metric != metric || c.n < t.min_points) continue;
+    if (c.gpu == "all") {
+      if (c.engine == b.engine && c.regime == "all") every_gpu = &c;
+      continue;
+    }
     if (c.regime == "all") {
       wide_lo = std::min(wide_lo, c.ratio_lo);
       wide_hi = std::max(wide_hi, c.ratio_hi);
@@ -81,7 +102,14 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
     if (c.regime == regime) exact = &c;
     if (c.regime == "all") all = &c;
   }
-  const BandCell* c = exact ? exact : all;
+  // A validated kind's cell serves when it holds enough models (tables that do not count models: always).
+  auto enough = [&](const BandCell* c) { return c && (t.min_models <= 1 || c->models >= t.min_models); };
+  const BandCell* c = exact;   // a table without "all" cells (hand-written): its regime cell
+  if (all) {
+    if (enough(exact)) c = exact;
+    else if (enough(all) || !every_gpu) c = all;
+    else c = every_gpu;
+  }
   if (!std::isfinite(predicted) || (!c && wide_n == 0)) {
     b.note = !std::isfinite(predicted)  ? "no band: no prediction"
              : mode == "disagg"          ? "no band: no measured disaggregated runs of this kind"
@@ -92,8 +120,12 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
   if (c) {
     b.regime = c->regime;
     b.n = c->n;
+    b.models = c->models;
     b.ratio_lo = c->ratio_lo;
     b.ratio_hi = c->ratio_hi;
+    b.all_gpus = c == every_gpu;
+    b.cell = cell_words(*c);
+    if (b.all_gpus) b.cell += " (" + b.gpu + ": " + std::to_string(all->models) + (all->models == 1 ? " model)" : " models)");
   } else {
     b.widened = true;
     b.regime = "all";
@@ -102,6 +134,7 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
     b.ratio_hi = wide_hi;
     b.note = "no measured " + std::string(mode == "disagg" ? "disaggregated " : "") + b.engine + " runs on " + b.gpu +
              ": widened to the widest validated " + mode + " band";
+    b.cell = "widest validated " + mode + " " + metric + " band";
   }
   b.lo = predicted * b.ratio_lo;
   b.hi = predicted * b.ratio_hi;
@@ -118,13 +151,18 @@ std::string band_legend() {
   return "the " + nth(t.lo_pct) + "-" + nth(t.hi_pct) +
          " percentile of measured / predicted over validated runs of the point's kind (GPU, engine, aggregated or "
          "disaggregated, load regime)" +
-         (t.lo_pct < 10 ? std::string(", wide enough to hold 80 % of a model the fit has not seen") : std::string());
+         (t.min_models > 1 ? ", each model x GPU weighted equally, out of fit (from " + std::to_string(t.min_models) +
+                                 " models a cell, else all loads, else all GPUs)"
+                           : std::string()) +
+         (t.lo_pct < 10 ? std::string(", widened to hold 75 % of a model the fit has not seen") : std::string());
 }
 
 nlohmann::json band_json(const Band& b) {
   if (!b.present) return {{"note", b.note}};
   nlohmann::json j = {{"lo", b.lo}, {"hi", b.hi}, {"ratio_lo", b.ratio_lo}, {"ratio_hi", b.ratio_hi}, {"n", b.n},
-                      {"gpu", b.gpu}, {"engine", b.engine}, {"mode", b.mode}, {"regime", b.regime}};
+                      {"gpu", b.gpu}, {"engine", b.engine}, {"mode", b.mode}, {"regime", b.regime}, {"cell", b.cell}};
+  if (b.models > 0) j["models"] = b.models;
+  if (b.all_gpus) j["all_gpus"] = true;
   if (b.widened) j["widened"] = true, j["note"] = b.note;
   return j;
 }
@@ -136,29 +174,60 @@ std::string band_text(const Band& b, int digits) {
   return buf;
 }
 
+double weighted_percentile(std::vector<std::pair<double, double>> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  if (v.size() == 1) return v.front().first;
+  std::vector<double> mid(v.size());   // each value's midpoint on the cumulative-weight axis
+  double cum = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) mid[i] = cum + v[i].second / 2, cum += v[i].second;
+  const double x = mid.front() + q / 100 * (mid.back() - mid.front());
+  for (std::size_t i = 1; i < v.size(); ++i)
+    if (x <= mid[i]) {
+      const double span = mid[i] - mid[i - 1];
+      const double f = span > 0 ? (x - mid[i - 1]) / span : 0;
+      return v[i - 1].first + f * (v[i].first - v[i - 1].first);
+    }
+  return v.back().first;
+}
+
 BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, double lo_pct,
-                     double hi_pct) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<double>> ratios;
+                     double hi_pct, int min_models) {
+  struct Entry { double ratio; std::string model, unit; };   // unit: the model x GPU whose runs share a bias
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<Entry>> cells;
+  std::size_t anonymous = 0;
   for (const auto& r : residuals) {
     if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
-    const double q = r.measured / r.predicted;
+    const std::string gpu = text::lower(r.gpu);
     const std::string engine = r.engine.empty() ? "vllm" : text::lower(r.engine);
-    ratios[{text::lower(r.gpu), engine, r.mode, r.metric, r.regime}].push_back(q);
-    ratios[{text::lower(r.gpu), engine, r.mode, r.metric, "all"}].push_back(q);
+    const Entry e{r.measured / r.predicted, r.model,
+                  r.model.empty() ? "#" + std::to_string(anonymous++) : r.model + "\n" + gpu};
+    cells[{gpu, engine, r.mode, r.metric, r.regime}].push_back(e);
+    cells[{gpu, engine, r.mode, r.metric, "all"}].push_back(e);
+    if (min_models > 1) cells[{"all", engine, r.mode, r.metric, "all"}].push_back(e);
   }
   BandTable t;
   t.meta = std::move(meta);
   t.min_points = min_points;
+  t.min_models = min_models;
   t.lo_pct = lo_pct;
   t.hi_pct = hi_pct;
-  for (auto& [k, v] : ratios) {
-    std::sort(v.begin(), v.end());
+  for (const auto& [k, v] : cells) {
+    std::map<std::string, int> per_unit;
+    std::set<std::string> models;
+    for (const auto& e : v) {
+      ++per_unit[e.unit];
+      if (!e.model.empty()) models.insert(e.model);
+    }
+    std::vector<std::pair<double, double>> weighted;
+    for (const auto& e : v) weighted.emplace_back(e.ratio, 1.0 / per_unit[e.unit]);
     BandCell c;
     std::tie(c.gpu, c.engine, c.mode, c.metric, c.regime) = k;
     c.n = static_cast<int>(v.size());
-    c.ratio_lo = percentile_sorted(v, lo_pct);
-    c.ratio_hi = percentile_sorted(v, hi_pct);
-    c.ratio_median = percentile_sorted(v, 50);
+    c.models = static_cast<int>(models.size());
+    c.ratio_lo = weighted_percentile(weighted, lo_pct);
+    c.ratio_hi = weighted_percentile(weighted, hi_pct);
+    c.ratio_median = weighted_percentile(weighted, 50);
     t.cells.push_back(std::move(c));
   }
   return t;
@@ -166,10 +235,14 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
 
 nlohmann::json to_json(const BandTable& t) {
   nlohmann::json cells = nlohmann::json::array();
-  for (const auto& c : t.cells)
-    cells.push_back({{"gpu", c.gpu}, {"engine", c.engine}, {"mode", c.mode}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n},
-                     {"ratio_lo", c.ratio_lo}, {"ratio_median", c.ratio_median}, {"ratio_hi", c.ratio_hi}});
-  return {{"meta", t.meta}, {"min_points", t.min_points}, {"percentiles", {t.lo_pct, t.hi_pct}}, {"cells", cells}};
+  for (const auto& c : t.cells) {
+    nlohmann::json x = {{"gpu", c.gpu}, {"engine", c.engine}, {"mode", c.mode}, {"metric", c.metric}, {"regime", c.regime}, {"n", c.n},
+                        {"ratio_lo", c.ratio_lo}, {"ratio_median", c.ratio_median}, {"ratio_hi", c.ratio_hi}};
+    if (c.models > 0) x["models"] = c.models;
+    cells.push_back(std::move(x));
+  }
+  return {{"meta", t.meta}, {"min_points", t.min_points}, {"min_models", t.min_models}, {"percentiles", {t.lo_pct, t.hi_pct}},
+          {"cells", cells}};
 }
 
 }  // namespace servesim::sim::validate

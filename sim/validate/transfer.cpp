@@ -81,6 +81,7 @@ std::size_t best_candidate(const std::vector<Report>& runs, const std::vector<st
   return best;
 }
 
+// Scores p's out-of-fit figures against table t: one check a metric, a hit when the band holds it.
 void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int& hits) {
   const std::pair<const char*, std::pair<double, double>> metrics[] = {
       {"ttft", {p.measured.ttft_ms, p.ttft_ms}}, {"itl", {p.measured.tpot_ms, p.itl_ms}},
@@ -97,9 +98,9 @@ void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int&
 std::vector<Residual> residuals_of(const std::vector<const PointResult*>& pts) {
   std::vector<Residual> res;
   for (const auto* p : pts) {
-    res.push_back({p->gpu, p->engine, p->mode, "ttft", p->regime, p->measured.ttft_ms, p->ttft_ms});
-    res.push_back({p->gpu, p->engine, p->mode, "itl", p->regime, p->measured.tpot_ms, p->itl_ms});
-    res.push_back({p->gpu, p->engine, p->mode, "output_tps", p->regime, p->measured.output_tps, p->output_tps});
+    res.push_back({p->gpu, p->engine, p->mode, "ttft", p->regime, p->measured.ttft_ms, p->ttft_ms, p->model});
+    res.push_back({p->gpu, p->engine, p->mode, "itl", p->regime, p->measured.tpot_ms, p->itl_ms, p->model});
+    res.push_back({p->gpu, p->engine, p->mode, "output_tps", p->regime, p->measured.output_tps, p->output_tps, p->model});
   }
   return res;
 }
@@ -202,8 +203,8 @@ TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Opt
     t.out_of_fit.points.push_back(runs[scored[i] ? chosen[i] : it != in_fit.end() ? it->second : 0].points[i]);
   }
 
-  // Band coverage: each group's out-of-fit points against the band of every other group's, at the
-  // narrowest percentile pair that covers 80 % overall.
+  // Band coverage: each group's out-of-fit points against the band of every other group's, at 10-90
+  // unless that holds under kBandCoverageFloor overall (then the narrowest wider pair that does).
   std::vector<std::vector<Residual>> others(t.groups.size());
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     std::vector<const PointResult*> pts;
@@ -212,14 +213,22 @@ TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Opt
         pts.push_back(&t.out_of_fit.points[i]);
     others[g] = residuals_of(pts);
   }
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<int, int>> kind_cover;   // engine x GPU x mode
   auto coverage = [&](double lo_pct, bool keep) {
     int checks = 0, hits = 0;
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
-      const BandTable bt = make_bands(others[g], 8, {}, lo_pct, 100 - lo_pct);
+      const BandTable bt = make_bands(others[g], 8, {}, lo_pct, 100 - lo_pct, kBandMinModels);
       int c = 0, h = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const auto& p = t.out_of_fit.points[i];
-        if (scored[i] && p.engine == t.groups[g].engine && group_of(p, by) == t.groups[g].group) add_band_checks(bt, p, c, h);
+        if (!scored[i] || p.engine != t.groups[g].engine || group_of(p, by) != t.groups[g].group) continue;
+        int pc = 0, ph = 0;
+        add_band_checks(bt, p, pc, ph);
+        c += pc, h += ph;
+        if (keep) {
+          auto& k = kind_cover[{p.engine, p.gpu, p.mode}];
+          k.first += pc, k.second += ph;
+        }
       }
       if (keep) t.groups[g].band_checks = c, t.groups[g].band_hits = h;
       checks += c, hits += h;
@@ -230,7 +239,7 @@ TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Opt
   for (double q : {10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0}) {
     const auto [c, h] = coverage(q, false);
     t.band_lo_pct = q, t.band_hi_pct = 100 - q;
-    if (c == 0 || h >= 0.8 * c) break;
+    if (c == 0 || h >= kBandCoverageFloor * c) break;
   }
   std::tie(t.band_checks, t.band_hits) = coverage(t.band_lo_pct, true);
 
@@ -248,6 +257,7 @@ TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Opt
     std::tie(s.engine, s.gpu, s.mode) = k;
     s.in_fit = errors_of(v.first);
     s.out_of_fit = errors_of(v.second);
+    std::tie(s.band_checks, s.band_hits) = kind_cover[k];
     t.summary.push_back(std::move(s));
   }
   return t;
@@ -257,7 +267,16 @@ BandTable transfer_bands(const TransferReport& t, int min_points, nlohmann::json
   std::vector<const PointResult*> pts;
   for (const auto& p : t.out_of_fit.points)
     if (usable(p)) pts.push_back(&p);
-  return make_bands(residuals_of(pts), min_points, std::move(meta), t.band_lo_pct, t.band_hi_pct);
+  return make_bands(residuals_of(pts), min_points, std::move(meta), t.band_lo_pct, t.band_hi_pct, kBandMinModels);
+}
+
+std::map<std::string, std::pair<int, int>> band_cover_by_engine(const TransferReport& t) {
+  std::map<std::string, std::pair<int, int>> m;
+  for (const auto& s : t.summary) {
+    auto& x = m[s.engine];
+    x.first += s.band_checks, x.second += s.band_hits;
+  }
+  return m;
 }
 
 nlohmann::json to_json(const TransferReport& t) {
@@ -277,11 +296,14 @@ nlohmann::json to_json(const TransferReport& t) {
   nlohmann::json sum = nlohmann::json::array();
   for (const auto& s : t.summary)
     sum.push_back({{"engine", s.engine}, {"gpu", s.gpu}, {"mode", s.mode}, {"in_fit", fold_json(s.in_fit)},
-                   {"out_of_fit", fold_json(s.out_of_fit)}});
+                   {"out_of_fit", fold_json(s.out_of_fit)}, {"band_checks", s.band_checks}, {"band_hits", s.band_hits}});
   j["by_gpu"] = sum;
+  nlohmann::json by_engine = nlohmann::json::object();
+  for (const auto& [engine, ch] : band_cover_by_engine(t))
+    by_engine[engine] = {{"checks", ch.first}, {"inside", ch.second}, {"fraction", ch.first ? double(ch.second) / ch.first : NAN}};
   j["band_coverage"] = {{"percentiles", {t.band_lo_pct, t.band_hi_pct}}, {"checks", t.band_checks}, {"inside", t.band_hits},
                         {"fraction", t.band_checks ? double(t.band_hits) / t.band_checks : NAN},
-                        {"inside_at_10_90", t.band_hits_10_90}};
+                        {"inside_at_10_90", t.band_hits_10_90}, {"min_models", kBandMinModels}, {"by_engine", by_engine}};
   return j;
 }
 
@@ -308,20 +330,29 @@ std::string to_text(const TransferReport& t) {
              g.band_checks ? pct(double(g.band_hits) / g.band_checks) : "-"});
   }
   out += tab.render();
-  Table s({"engine", "GPU", "mode", "TTFT |med| in", "out", "TPOT |med| in", "out", "TPOT p90 in", "out"});
+  Table s({"engine", "GPU", "mode", "TTFT |med| in", "out", "TPOT |med| in", "out", "TPOT p90 in", "out", "band cover"});
   for (const auto& x : t.summary)
     s.add_row({x.engine, x.gpu, x.mode, pct(x.in_fit.ttft.median_abs), pct(x.out_of_fit.ttft.median_abs), pct(x.in_fit.tpot.median_abs),
-           pct(x.out_of_fit.tpot.median_abs), pct(x.in_fit.tpot.p90_abs), pct(x.out_of_fit.tpot.p90_abs)});
+           pct(x.out_of_fit.tpot.median_abs), pct(x.in_fit.tpot.p90_abs), pct(x.out_of_fit.tpot.p90_abs),
+           x.band_checks ? pct(double(x.band_hits) / x.band_checks) + " of " + std::to_string(x.band_checks) : "-"});
   out += "\nPer engine x GPU x mode, every " + by + " predicted out of fit:\n" + s.render();
-  char b[512];
+  char b[768];
   const double all = t.band_checks ? 100.0 / t.band_checks : NAN;
   std::snprintf(b, sizeof b,
-                "\nBands out of fit: a band spans the %g-%g percentiles of measured / predicted, the narrowest pair whose bands, built "
-                "from the other %ss' out-of-fit residuals, hold 80 %% of a left-out %s's predictions: %d of %d (%.1f%%; TTFT, TPOT, "
-                "tok/s). The 10-90 percentiles would have held %.1f%%.\n",
-                t.band_lo_pct, t.band_hi_pct, by.c_str(), by.c_str(), t.band_hits, t.band_checks, t.band_hits * all,
-                t.band_hits_10_90 * all);
+                "\nBands out of fit: a band spans the %g-%g percentiles of measured / predicted, each model x GPU weighted equally, "
+                "from a cell of >= %d models (else the kind's runs of all loads, else the engine's runs of every GPU). Built from "
+                "the other %ss' out-of-fit residuals, they hold %d of the left-out %ss' %d predictions (%.1f%%; TTFT, TPOT, tok/s)",
+                t.band_lo_pct, t.band_hi_pct, kBandMinModels, by.c_str(), t.band_hits, by.c_str(), t.band_checks, t.band_hits * all);
   out += b;
+  if (t.band_lo_pct != 10) {   // 10-90 held too few: say how few
+    std::snprintf(b, sizeof b, "; the 10-90 percentiles held %.1f%%, under %.0f%%", t.band_hits_10_90 * all, 100 * kBandCoverageFloor);
+    out += b;
+  }
+  out += ".";
+  std::string per;
+  for (const auto& [engine, ch] : band_cover_by_engine(t))
+    per += (per.empty() ? " By engine: " : ", ") + engine + " " + (ch.first ? pct(double(ch.second) / ch.first) : std::string("-"));
+  out += per + "\n";
   return out;
 }
 

@@ -6,7 +6,9 @@
 // picks, per engine, the candidate with the least error on its training points. The out-of-fit
 // residuals build prediction bands that are honest for a model or release no fit has seen.
 #pragma once
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,15 +56,26 @@ struct TransferReport {
   // Every point predicted out of fit (its group's fold), for the bands and --output; points of an
   // engine with a single group keep their in-fit prediction (there is no other group to fit on).
   Report out_of_fit;
-  // Per engine x GPU x mode: in-fit and out-of-fit errors over all groups.
+  // Per engine x GPU x mode: in-fit and out-of-fit errors over all groups, and the band coverage of
+  // its points (each against the bands of the other groups' residuals).
   struct Summary { std::string engine, gpu, mode; FoldErrors in_fit, out_of_fit; int band_checks = 0, band_hits = 0; };
   std::vector<Summary> summary;
-  // The band's percentiles: the narrowest symmetric pair (10-90, 9-91, ... 2-98) whose bands, built
-  // from the other groups' out-of-fit residuals, hold >= 80 % of each left-out group's predictions
-  // overall (the figures below are at that pair), and the coverage 10-90 would have had.
+  // The band's percentiles: 10-90, unless its bands, built from the other groups' out-of-fit
+  // residuals, hold under kBandCoverageFloor of the left-out groups' predictions overall; then the
+  // narrowest wider symmetric pair (9-91, ... 2-98) that does (the figures below are at that pair),
+  // and the coverage 10-90 had.
   double band_lo_pct = 10, band_hi_pct = 90;
   int band_checks = 0, band_hits = 0, band_hits_10_90 = 0;
 };
+
+// Out-of-fit band tables count models: a cell of a validated kind gives its band from at least this
+// many distinct models, else the kind's cell of all loads, else the engine's cell of every GPU
+// (bands.hpp). Below it a cell's percentiles measure the spread within its few models, not the
+// spread between models that a model no fit has seen meets.
+inline constexpr int kBandMinModels = 4;
+// The least coverage of a left-out group's predictions the 10-90 pair must reach before the table
+// takes wider percentiles (the lower edge of the 75-85 % a 10-90 band of a new model should hold).
+inline constexpr double kBandCoverageFloor = 0.75;
 
 // Runs every point once per candidate (o.base gives the candidate's values on top of its own
 // fields) and scores each group out of fit. Points that cannot be modelled or whose measurement is
@@ -70,6 +83,8 @@ struct TransferReport {
 TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Options& o, GroupBy by);
 
 nlohmann::json to_json(const TransferReport& t);
+// Band checks and hits per engine (from the per engine x GPU x mode summary).
+std::map<std::string, std::pair<int, int>> band_cover_by_engine(const TransferReport& t);
 std::string to_text(const TransferReport& t);
 // The band table of the out-of-fit residuals.
 BandTable transfer_bands(const TransferReport& t, int min_points, nlohmann::json meta);

@@ -47,7 +47,7 @@ def test_recommend_figures_by_hand():
     # Every figure of a mode with measured runs in the embedded band table has a band (its kind's, or
     # the widest of the mode, marked widened); a mode without any says why it has none: a disaggregated
     # deployment never borrows aggregated runs'.
-    cells, _ = _band_cells()
+    cells = _band_cells()[0]
     modes = {k[2] for k in cells}
     for x in rows:
         cfg = r["configurations"][x["index"]]
@@ -66,37 +66,46 @@ def _band_cells():
     with open(os.path.join(os.environ["SERVESIM_SOURCE_DIR"], "sim", "data", "prediction_bands.json")) as f:
         t = json.load(f)
     return {(c["gpu"], c.get("engine", "vllm"), c.get("mode", "agg"), c["metric"], c["regime"]): c for c in t["cells"]}, \
-        t.get("min_points", 8)
+        t.get("min_points", 8), t.get("min_models", 1)
 
 
 def _check_bands(result, rec):
     """Each figure's band is the figure x the table's ratio percentiles of its kind's cell: the GPU, the
     engine, the mode (aggregated or disaggregated) and the load regime of clients per replica (aggregated copy) or per decode
     worker (<= 16 light, <= 128 medium, above max_num_seqs saturated), falling back to the kind's "all" cell when the regime's
-    is thin; a kind no run validated takes the widest validated band of its mode, marked widened."""
-    cells, min_points = _band_cells()
+    is thin (under min_points runs or min_models models), then to the engine's cell of every GPU; a kind no run validated
+    takes the widest validated band of its mode, marked widened."""
+    cells, min_points, min_models = _band_cells()
     cfg = result["configurations"][rec["index"]]
     clients = rec["slo_concurrency"] / (cfg["decode_workers"] if cfg["kind"] == "disaggregated" else 1)
     regime = ("saturated" if clients > cfg["max_num_seqs"] else "light" if clients <= 16 else
               "medium" if clients <= 128 else "heavy")
     assert rec["band"]["load_regime"] == regime
+
+    def ok(c):
+        return c is not None and c["n"] >= min_points
+
+    def enough(c):
+        return ok(c) and (min_models <= 1 or c.get("models", 0) >= min_models)
+
     for key, metric, value in (("ttft_ms", "ttft", rec["ttft_ms"]), ("itl_ms", "itl", rec["itl_ms"]),
                                ("capacity_tps", "output_tps", rec["capacity_tps"])):
         gpu = (cfg["decode_gpu"] or cfg["gpu"]) if metric != "ttft" else cfg["gpu"]
         mode = "disagg" if cfg["kind"] == "disaggregated" else "agg"
         engine = cfg.get("engine", "vllm").split("-")[0]
-        cell = cells.get((gpu.lower(), engine, mode, metric, regime))
-        if cell is None or cell["n"] < min_points:
-            cell = cells.get((gpu.lower(), engine, mode, metric, "all"))
+        exact = cells.get((gpu.lower(), engine, mode, metric, regime))
+        own = cells.get((gpu.lower(), engine, mode, metric, "all"))
+        every = cells.get(("all", engine, mode, metric, "all"))
         b = rec["band"][key]
-        if cell is None or cell["n"] < min_points:
-            wide = [c for k, c in cells.items() if k[2] == mode and k[3] == metric and k[4] == "all" and c["n"] >= min_points]
+        if not ok(own):
+            wide = [c for k, c in cells.items() if k[0] != "all" and k[2] == mode and k[3] == metric and k[4] == "all" and ok(c)]
             if not wide:
                 assert "lo" not in b and "no band" in b["note"]
             else:   # not validated: the widest validated band of the mode
                 lo, hi = min(c["ratio_lo"] for c in wide), max(c["ratio_hi"] for c in wide)
                 assert b["lo"] == pytest.approx(value * lo) and b["hi"] == pytest.approx(value * hi)
         else:
+            cell = exact if enough(exact) else own if enough(own) or not ok(every) else every
             lo = cell["ratio_lo"] if "ratio_lo" in cell else cell["ratio_p10"]   # tables before out-of-fit bands
             hi = cell["ratio_hi"] if "ratio_hi" in cell else cell["ratio_p90"]
             assert b["lo"] == pytest.approx(value * lo) and b["hi"] == pytest.approx(value * hi)

@@ -1,0 +1,125 @@
+// Out-of-fit prediction bands: the model-weighted percentile and the minimum number of models a
+// band cell needs (sim/validate/bands.hpp), with figures checked by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/stats.hpp"
+#include "sim/validate/bands.hpp"
+
+namespace v = servesim::sim::validate;
+
+namespace {
+
+// n residuals of one model on one kind of point, each measured at `ratio` x the prediction (100).
+void add(std::vector<v::Residual>& res, const char* gpu, const char* regime, const char* model, int n, double ratio) {
+  for (int i = 0; i < n; ++i) res.push_back({gpu, "vllm", "agg", "itl", regime, 100.0 * ratio, 100.0, model});
+}
+
+}  // namespace
+
+TEST(BandsWeightedPercentile, MidpointsOfTheWeights) {
+  // Weights 1, 1, 2: midpoints 0.5, 1.5, 3 on the cumulative axis, i.e. positions 0, 0.4, 1; the
+  // 50th percentile lies 0.1 / 0.6 of the way from 2 to 10: 3.333.
+  EXPECT_NEAR(v::weighted_percentile({{10, 2}, {1, 1}, {2, 1}}, 50), 2 + 8.0 / 6, 1e-12);
+  EXPECT_EQ(v::weighted_percentile({{10, 2}, {1, 1}, {2, 1}}, 0), 1);
+  EXPECT_EQ(v::weighted_percentile({{10, 2}, {1, 1}, {2, 1}}, 100), 10);
+  EXPECT_EQ(v::weighted_percentile({{7, 3}}, 10), 7);
+  // Equal weights are numpy's linear percentile: {1, 1, 2, 3, 4, 5, 6, 9}, the 90th at index 6.3: 6 + 0.3 x 3 = 6.9.
+  const std::vector<double> x = {3, 1, 4, 1, 5, 9, 2, 6};
+  std::vector<std::pair<double, double>> w;
+  for (double d : x) w.emplace_back(d, 1.0);
+  std::vector<double> sorted = {1, 1, 2, 3, 4, 5, 6, 9};
+  EXPECT_NEAR(v::weighted_percentile(w, 90), 6.9, 1e-12);
+  for (double q : {0.0, 10.0, 37.0, 50.0, 90.0, 100.0}) EXPECT_NEAR(v::weighted_percentile(w, q), servesim::percentile_sorted(sorted, q), 1e-12) << q;
+}
+
+// Five models, each measured at one constant ratio (one bias per model): M1 at 1.0 over 100 runs,
+// M2..M5 at 0.8, 0.9, 1.1, 1.2 over 8 runs each. Each model left out and its band built from the
+// other four. Pooled, M1's 100 runs set both percentiles: without M3, the 124 ratios sorted put
+// index 12.3 (10th) and 110.7 (90th) both on M1's 1.0 and M4's 1.1, and 0.9 falls outside; only M1
+// left out (four models of 8 runs: 0.8-1.2) is held: 1 of 5. Weighted, each model counts once: the
+// 10th percentile of four models lies in the lowest one's weight, the 90th in the highest's, so the
+// band spans the other models' extremes and holds M1, M3 and M4, 3 of 5 (a new model falls inside
+// the range of k others with probability (k - 1) / (k + 1) = 3 / 5).
+TEST(BandsWeightedPercentile, EachModelCountsOnceSoALeftOutModelIsHeld) {
+  const std::vector<std::pair<const char*, std::pair<int, double>>> models = {
+      {"m1", {100, 1.0}}, {"m2", {8, 0.8}}, {"m3", {8, 0.9}}, {"m4", {8, 1.1}}, {"m5", {8, 1.2}}};
+  int pooled_held = 0, weighted_held = 0;
+  for (const auto& [out, fig] : models) {
+    std::vector<v::Residual> named, anonymous;
+    for (const auto& [m, f] : models)
+      if (std::string(m) != out) add(named, "h200", "medium", m, f.first, f.second);
+    for (auto r : named) r.model.clear(), anonymous.push_back(r);
+    const double left_out = 20.0 * fig.second;   // the left-out model's measurement of a 20 ms prediction
+    const v::Band p = v::band_for(v::make_bands(anonymous, 8, {}), "h200", "agg", "itl", "medium", 20.0);
+    const v::Band w = v::band_for(v::make_bands(named, 8, {}, 10, 90, 4), "h200", "agg", "itl", "medium", 20.0);
+    ASSERT_TRUE(p.present && w.present) << out;
+    EXPECT_EQ(w.models, 4);
+    EXPECT_FALSE(w.all_gpus);
+    pooled_held += left_out >= p.lo && left_out <= p.hi;
+    weighted_held += left_out >= w.lo && left_out <= w.hi;
+    if (std::string(out) == "m3") {
+      EXPECT_NEAR(p.ratio_lo, 1.0, 1e-12);
+      EXPECT_NEAR(p.ratio_hi, 1.1, 1e-12);
+      EXPECT_NEAR(w.ratio_lo, 0.8, 1e-12);
+      EXPECT_NEAR(w.ratio_hi, 1.2, 1e-12);
+      EXPECT_EQ(w.cell, "h200 vllm agg itl, medium load, 4 models");
+    }
+  }
+  EXPECT_EQ(pooled_held, 1);
+  EXPECT_EQ(weighted_held, 3);
+}
+
+// A cell of fewer than min_models models gives way to the coarser one. On the H200, models A, B, C
+// ran at medium load (0.8, 0.9, 1.1) and D at light load (1.2): the medium cell's 3 models give way
+// to the H200's cell of all loads, 4 models, 0.8-1.2 (the 10th of four equal models in the lowest
+// one's weight, the 90th in the highest's). On the B200, A and B both measured 1.0: its own cells
+// (2 models) would say 1.0-1.0; it takes vLLM's cell of every GPU, six model x GPU units 0.8, 0.9,
+// 1.0, 1.0, 1.1, 1.2 of equal weight: 0.8-1.2. A GPU no run validated still widens.
+TEST(BandsMinModels, AThinCellGivesWayToAllLoadsThenAllGpus) {
+  std::vector<v::Residual> res;
+  add(res, "h200", "medium", "a", 8, 0.8);
+  add(res, "h200", "medium", "b", 8, 0.9);
+  add(res, "h200", "medium", "c", 8, 1.1);
+  add(res, "h200", "light", "d", 8, 1.2);
+  add(res, "b200", "medium", "a", 8, 1.0);
+  add(res, "b200", "medium", "b", 8, 1.0);
+  const v::BandTable t = v::make_bands(res, 8, {}, 10, 90, 4);
+  const v::Band h = v::band_for(t, "h200", "agg", "itl", "medium", 10.0);
+  ASSERT_TRUE(h.present);
+  EXPECT_EQ(h.regime, "all");
+  EXPECT_FALSE(h.all_gpus);
+  EXPECT_EQ(h.n, 32);
+  EXPECT_NEAR(h.lo, 8.0, 1e-9);
+  EXPECT_NEAR(h.hi, 12.0, 1e-9);
+  EXPECT_EQ(h.cell, "h200 vllm agg itl, all loads, 4 models");
+  const v::Band b = v::band_for(t, "b200", "agg", "itl", "medium", 10.0);
+  ASSERT_TRUE(b.present);
+  EXPECT_TRUE(b.all_gpus);
+  EXPECT_FALSE(b.widened);
+  EXPECT_EQ(b.n, 48);
+  EXPECT_NEAR(b.lo, 8.0, 1e-9);
+  EXPECT_NEAR(b.hi, 12.0, 1e-9);
+  EXPECT_EQ(b.cell, "vllm agg itl, all GPUs and loads, 4 models (b200: 2 models)");
+  EXPECT_EQ(v::band_json(b).at("all_gpus"), true);
+  // Without the minimum (in-fit tables), the B200's own cell serves: 1.0-1.0, and no every-GPU cells are written.
+  const v::BandTable any = v::make_bands(res, 8, {});
+  EXPECT_NEAR(v::band_for(any, "b200", "agg", "itl", "medium", 10.0).hi, 10.0, 1e-9);
+  for (const auto& c : any.cells) EXPECT_NE(c.gpu, "all");
+  // Not validated: widened to the widest validated band of the mode, never the engine's cell.
+  const v::Band w = v::band_for(t, "b300", "agg", "itl", "medium", 10.0);
+  ASSERT_TRUE(w.present);
+  EXPECT_TRUE(w.widened);
+  EXPECT_FALSE(w.all_gpus);
+  // The table keeps its minimum and the cells' model counts through its JSON layout.
+  const v::BandTable back = v::parse_bands(v::to_json(t), "bands.json");
+  EXPECT_EQ(back.min_models, 4);
+  EXPECT_EQ(v::band_for(back, "b200", "agg", "itl", "medium", 10.0).cell, b.cell);
+  nlohmann::json bad = v::to_json(t);
+  bad["min_models"] = 0;
+  EXPECT_THROW(v::parse_bands(bad, "bad.json"), servesim::Error);
+}
