@@ -612,11 +612,11 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   row("output_sequence_length", "tokens", m.output_sequence_length);
   out += t.render() + "\n";
   out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
-  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.steady_window_s > 0)
+  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.load_window_s > 0)
     out += "  open loop: offered " + compact(s.workload.rate_per_s) + " requests/sec; request_throughput (aiperf's: requests / "
-           "(last answer - first send)) counts the ramp-up and the drain; answered in the steady window (a median latency after the first send to the last send, " +
-           fixed(m.steady_window_s, 1) + " s): " + fixed(m.steady_request_throughput_per_s, 3) + " requests/sec, " +
-           fixed(m.steady_output_token_throughput_per_s, 1) + " tokens/sec\n";
+           "(last answer - first send)) counts the ramp-up and the drain; served in the later half of the sends (" +
+           fixed(m.load_window_s, 1) + " s from " + fixed(m.load_from_s, 1) + " s after the first): " + fixed(sim::served_rps(m), 3) +
+           " requests/sec, " + fixed(double(m.load_answered_tokens) / m.load_window_s, 1) + " tokens/sec\n";
   if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0)
     if (const std::string l = sim::overload_line(m, s.workload.rate_per_s); !l.empty()) out += l + "\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
