@@ -48,7 +48,7 @@ std::string overload_line(const Summary& s, double offered_rps) {
   char buf[640];
   std::snprintf(buf, sizeof buf,
                 "OVERLOADED: offered %.4g requests/s; over the later half of the sends (%.1f s from %.1f s after the first) "
-                "%.4g sent, %.4g started and %.4g served per second; requests waiting for their first token grew from %lld "
+                "%.3f sent, %.3f started and %.3f served per second; requests waiting for their first token grew from %lld "
                 "to %lld (allowed %.0f: max(10 %% of %lld sent, 3 x %.2f x sqrt(sent))), so TTFT grows with the run's "
                 "length: lower the rate or add capacity",
                 offered_rps, s.load_window_s, s.load_from_s, double(s.load_sent) / s.load_window_s, started_rps(s),

@@ -1,0 +1,37 @@
+"""A new user's purchase study, as the CLI answers it: each test reproduces one friction found
+repeating the README's tour and checks the output now answers it (docs/capacity-planning.md,
+"Frictions of the purchase study")."""
+import csv
+import io
+import re
+import subprocess
+
+# One request at a time (max_num_seqs 1) on Llama 3.1 8B FP8 / one H100, ISL 128 / OSL 100:
+# 458 ms each, so 2.18 requests/s (docs/capacity-planning.md, Overload).
+ONE_SEAT = ["--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--precision", "fp8", "--max-num-seqs", "1",
+            "--isl", "128", "--osl", "100", "--no-frontend", "--requests", "400", "-q"]
+
+
+def run(exe, *args):
+    out = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_sweep_table_and_overload_line_quote_one_served_rate(exe):
+    # A rate sweep printed aiperf's request_throughput (ramp-up and drain included) in its table
+    # and the load window's served rate in its OVERLOADED line: two figures for one question.
+    text = run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4")
+    head = next(l for l in text.splitlines() if l.startswith("request_rate"))
+    assert "served req/s" in head
+    row = next(l for l in text.splitlines() if l.strip().startswith("4.40"))
+    table_served = float(row.split()[1])
+    line = next(l for l in text.splitlines() if l.startswith("OVERLOADED: offered 4.4"))
+    line_served = float(re.search(r"([0-9.]+) served per second", line).group(1))
+    assert table_served == line_served
+    assert "over the later half of the sends" in line and "later half of the sends" in text.split(line)[0]
+    # By hand: one seat answers at 1 / 458 ms = 2.18 requests/s when it cannot keep up.
+    assert abs(table_served - 2.18) < 0.05
+    rows = list(csv.DictReader(io.StringIO(run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4", "--format", "csv"))))
+    assert abs(float(rows[1]["served_requests_per_s"]) - table_served) < 5e-4
+    assert abs(float(rows[0]["served_requests_per_s"]) - 1.1) < 0.1   # keeps up: served = offered
