@@ -245,6 +245,8 @@ class DeploymentSet {
   // planner.json (those bounds) and deployment.json. `deployment` as add() takes it, without the
   // predicted sweep (concurrency, predicted).
   void add_planner(const nlohmann::json& deployment, const nlohmann::json& planner, const std::string& dir);
+  // index.json in a nested set's top folder (recommend --emit): what each folder holds.
+  void put_index(const std::string& dir, const nlohmann::json& index);
   AtomicFiles& files() { return files_; }
   nlohmann::json commit();   // the deployment files' paths
 
@@ -253,7 +255,7 @@ class DeploymentSet {
   void put_engine(const nlohmann::json& d, const std::string& dir);   // the engine's launch script(s)
   std::string flag_;
   AtomicFiles files_;
-  std::vector<std::string> created_, stale_, exec_;
+  std::vector<std::string> created_, stale_, exec_, stale_dirs_, added_dirs_;
   nlohmann::json paths_ = nlohmann::json::array();
   bool committed_ = false;
 };

@@ -760,6 +760,16 @@ bool is_artefact(const std::string& f) {
          (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
 }
 
+// Whether `path` is the index.json of a nested emitted set (recommend --emit).
+bool is_emitted_index(const std::string& path) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_input_file(path, 1 << 24));
+    return j.is_object() && j.contains("emitted_by") && j.contains("folders");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // Whether `path` is the deployment.json of an emitted set: servesim's deployment description.
 bool is_emitted_deployment(const std::string& path) {
   try {
@@ -810,7 +820,16 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   // folder holding anything else is refused, so no user file sits beside a deployment it is not part of.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string f = e.path().filename().string();
-    if (nested && e.is_directory(ec)) continue;   // recommend / plan: the subfolders are checked one by one
+    if (nested && e.is_directory(ec)) {   // recommend / plan: the subfolders are checked one by one
+      // An earlier emitted set's folder this run may not rewrite: removed on commit when it holds
+      // nothing but servesim's files beside its deployment.json.
+      if (!e.is_symlink(ec) && is_emitted_deployment((e.path() / "deployment.json").string())) stale_dirs_.push_back(e.path().string());
+      continue;
+    }
+    if (nested && f == "index.json" && is_emitted_index(e.path().string())) {
+      stale_.push_back(e.path().string());
+      continue;
+    }
     if (!is_artefact(f) && !(f.size() > 1 && f[0] == '.' && f.find(".tmp.") != std::string::npos))
       throw Error(flag_, "", dir + ": the folder holds '" + f + "', which servesim did not write; give a new or empty folder");
     stale_.push_back(e.path().string());
@@ -821,7 +840,7 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   std::string named;
   for (const auto& f : stale_) {
     const std::string n = fs::path(f).filename().string();
-    if (n[0] != '.') named = n;
+    if (n[0] != '.' && n != "index.json") named = n;   // a nested set's index.json was checked above
   }
   if (!named.empty() && !is_emitted_deployment((fs::path(dir) / "deployment.json").string()))
     throw Error(flag_, "", dir + ": the folder holds '" + named +
@@ -848,10 +867,15 @@ void DeploymentSet::put_engine(const nlohmann::json& d, const std::string& dir) 
   }
 }
 
+void DeploymentSet::put_index(const std::string& dir, const nlohmann::json& index) {
+  put(dir, "index.json", index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   check_deployment(d);
   const auto& cat = hw::Catalog::global();
   prepare(dir, false);
+  added_dirs_.push_back(std::filesystem::path(dir).lexically_normal().string());
   auto put = [&](const std::string& name, const std::string& text, bool exec = false) { this->put(dir, name, text, exec); };
   put_engine(d, dir);
   put("dynamo-deployment.yaml", dynamo_manifest(d));
@@ -900,6 +924,15 @@ nlohmann::json DeploymentSet::commit() {
     std::filesystem::permissions(p, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec |
                                         std::filesystem::perms::others_exec, std::filesystem::perm_options::add, ec);
   for (const auto& p : stale_) std::filesystem::remove(p, ec);   // the earlier set's files this one does not rewrite
+  for (const auto& d : stale_dirs_) {   // an earlier set's folders this one does not rewrite: only servesim's files go
+    if (std::find(added_dirs_.begin(), added_dirs_.end(), std::filesystem::path(d).lexically_normal().string()) != added_dirs_.end())
+      continue;
+    bool ours = true;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) ours = ours && e.is_regular_file(ec) && is_artefact(e.path().filename().string());
+    if (!ours || ec) continue;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) std::filesystem::remove(e.path(), ec);
+    std::filesystem::remove(d, ec);
+  }
   committed_ = true;
   return paths_;
 }

@@ -2,6 +2,7 @@
 repeating the README's tour and checks the output now answers it (docs/capacity-planning.md,
 "Frictions of the purchase study")."""
 import csv
+import json
 import io
 import re
 import subprocess
@@ -35,3 +36,39 @@ def test_sweep_table_and_overload_line_quote_one_served_rate(exe):
     rows = list(csv.DictReader(io.StringIO(run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4", "--format", "csv"))))
     assert abs(float(rows[1]["served_requests_per_s"]) - table_served) < 5e-4
     assert abs(float(rows[0]["served_requests_per_s"]) - 1.1) < 0.1   # keeps up: served = offered
+
+
+# Llama 3.1 8B FP8 at 20 requests/s, prefill and decode on separate TP1 workers, three GPU types:
+# 3 single-GPU rows and 6 mixed pairs (prefill on one type, decode on another).
+REC = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h100,h200,b200", "--isl", "1000", "--osl", "100",
+       "--precision", "fp8", "--tp", "1", "--ttft-ms", "1000", "--itl-ms", "50", "--target-rps", "20",
+       "--arrival", "poisson", "--topology", "disagg", "--pd-ratios", "1:1", "-q"]
+
+
+def test_recommend_emits_what_a_user_deploys_with_an_index(exe, tmp_path):
+    # recommend --emit wrote one folder per row: 5 GPU types gave 25 folders (20 mixed pairs).
+    # Now: the recommendation, and the cheapest of every other GPU type, named so, and an index.
+    em = tmp_path / "deploy"
+    em.mkdir()
+    # An earlier emitted set's folder (servesim's files beside its deployment.json) is replaced;
+    # a user's own folder is left alone.
+    run(exe, *REC, "--emit", em)
+    (em / "recommended").rename(em / "p5en.48xlarge+p5.48xlarge")
+    (em / "mine").mkdir()
+    (em / "mine" / "notes.txt").write_text("mine")
+    j = json.loads(run(exe, *REC, "--emit", em, "--format", "json"))
+    recs = j["recommendations"]
+    assert len(recs) == 9 and sum("+" in r["gpu"] for r in recs) == 6
+    index = json.loads((em / "index.json").read_text())
+    folders = [e["folder"] for e in index["folders"]]
+    assert folders[0] == "recommended" and index["folders"][0]["instance"] == recs[0]["instance"]
+    assert index["folders"][0]["usd_per_hour"] == recs[0]["usd_per_hour"] == min(r["usd_per_hour"] for r in recs)
+    singles = [r for r in recs if "+" not in r["gpu"]]
+    assert sorted(folders[1:]) == sorted("best-" + r["instance"] for r in singles if r["gpu"] != recs[0]["gpu"])
+    assert all(e["what"] for e in index["folders"])
+    assert sorted(p.name for p in em.iterdir()) == sorted(folders + ["index.json", "mine"])
+    assert (em / "mine" / "notes.txt").read_text() == "mine"
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    assert dep["describe"].startswith(recs[0]["label"])
+    text = run(exe, *REC, "--emit", em)
+    assert "index.json says what each folder is" in text and "recommended/" in text and "<- the recommendation" in text
