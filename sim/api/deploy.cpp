@@ -481,7 +481,56 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
   return o.str();
 }
 
+// aiperf's request options shared by the closed- and the open-loop check: fixed lengths, no early
+// end of answers, the images of the traffic.
+std::string aiperf_request_options(const nlohmann::json& d) {
+  std::string s = " --url \"$URL\" --endpoint-type chat --streaming \\\n"
+                  "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
+                  std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
+                  "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
+  if (d.contains("images") && !d["images"].empty()) {
+    const auto& im = d["images"][0];
+    s += "    --image-width-mean " + std::to_string(im["width"].get<int>()) + " --image-height-mean " +
+         std::to_string(im["height"].get<int>()) + " --batch-size-image " + std::to_string(im["count"].get<int>()) + " \\\n";
+  }
+  return s;
+}
+
+// Open loop (the plan was sized at a target rate): send at the rates the plan simulated. Each
+// predicted row is k copies sharing the target; on the deployed C copies the same per-copy rate is
+// C x rate_per_copy(k). The rates within 0.75..1.5 x the target (the target always among them),
+// each run as long as the plan's: a warm-up of max(100, 10 s x rate), then max(1000, 60 s x rate).
+std::string aiperf_rate_script(const nlohmann::json& d) {
+  const std::int64_t copies = d["copies"].get<std::int64_t>();
+  const double per_copy = d["rate_per_copy"].get<double>(), target = per_copy * double(copies);
+  std::vector<double> rates{target};
+  const auto& p = d["predicted"];
+  for (const auto& k : p["concurrency"]) {
+    const double r = target / double(k.get<std::int64_t>()) * double(copies);   // per-copy rate of k copies, on C copies
+    if (r >= 0.75 * target && r <= 1.5 * target && std::abs(r - target) > 1e-9 * target) rates.push_back(r);
+  }
+  std::sort(rates.begin(), rates.end());
+  std::string list;
+  for (const double r : rates) list += (list.empty() ? "" : " ") + fmt(r, 3);
+  std::string s = "#!/usr/bin/env bash\n# aiperf open-loop check of the plan against the Dynamo frontend: requests sent at the planned\n"
+                  "# rate, " + fmt(target, 3) + " requests/s over " + std::to_string(copies) + (copies == 1 ? " copy (" : " copies (") + fmt(per_copy, 3) +
+                  " each), and at the rates whose per-copy share the plan\n# also simulated (predicted.csv: request_rate_on_deployed_copies) within 0.75-1.5 x the target. The plan assumed " +
+                  d.value("arrival", std::string("poisson")) + " arrivals.\n"
+                  "# UNVERIFIED aiperf names: --request-rate (and that its arrivals are Poisson when no other arrival option is\n"
+                  "# given) are aiperf's as servesim understands them, not checked against an aiperf release; compare with\n"
+                  "# `aiperf profile --help` before running. Then: servesim validate on the artefact folders closes the loop.\n"
+                  "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
+  s += "for R in " + list + "; do\n"
+       "  N=$(awk -v r=\"$R\" 'BEGIN { n = int(60 * r + 0.999); print (n > 1000 ? n : 1000) }')\n"
+       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n"
+       "  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d) +
+       "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
+       "    --artifact-dir \"artifacts/r$R\"\ndone\n";
+  return s;
+}
+
 std::string aiperf_script(const nlohmann::json& d) {
+  if (d.value("predicted_axis", std::string()) == "copies" && d.contains("rate_per_copy")) return aiperf_rate_script(d);
   const std::int64_t copies = d["copies"].get<std::int64_t>();
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
@@ -490,16 +539,7 @@ std::string aiperf_script(const nlohmann::json& d) {
                   "URL=${URL:-http://localhost:8000}\n";
   std::string conc;
   for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
-  s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) +
-       " --url \"$URL\" --endpoint-type chat --streaming \\\n"
-       "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
-       std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
-       "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
-  if (d.contains("images") && !d["images"].empty()) {
-    const auto& im = d["images"][0];
-    s += "    --image-width-mean " + std::to_string(im["width"].get<int>()) + " --image-height-mean " +
-         std::to_string(im["height"].get<int>()) + " --batch-size-image " + std::to_string(im["count"].get<int>()) + " \\\n";
-  }
+  s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d);
   s += "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
        "    --artifact-dir \"artifacts/c$C\"\ndone\n";
   return s;
@@ -518,14 +558,15 @@ std::string predicted_csv(const nlohmann::json& d) {
       return p["concurrency"][a].get<std::int64_t>() < p["concurrency"][b].get<std::int64_t>();
     });
     std::string s = "copies,request_rate,request_rate_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,"
-                    "output_tps,output_tps_per_gpu,output_tps_per_user\n";
+                    "output_tps,output_tps_per_gpu,output_tps_per_user,request_rate_on_deployed_copies\n";
     for (const std::size_t i : order) {
       const std::int64_t k = p["concurrency"][i].get<std::int64_t>();
       s += std::to_string(k) + "," + fmt(rate, 3) + "," + fmt(rate / double(k), 3);
       for (const char* key : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms"})
         s += "," + fmt(p[key][i].get<double>(), 3);
+      // The same per-copy rate on the deployed copies: the rate aiperf-sweep.sh sends to check this row.
       s += "," + fmt(p["output_tps"][i].get<double>() * double(k), 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
-           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "\n";
+           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "," + fmt(rate / double(k) * double(copies), 3) + "\n";
     }
     return s;
   }

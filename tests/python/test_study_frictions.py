@@ -4,6 +4,8 @@ repeating the README's tour and checks the output now answers it (docs/capacity-
 import csv
 import json
 import io
+import math
+import os
 import re
 import subprocess
 
@@ -72,3 +74,37 @@ def test_recommend_emits_what_a_user_deploys_with_an_index(exe, tmp_path):
     assert dep["describe"].startswith(recs[0]["label"])
     text = run(exe, *REC, "--emit", em)
     assert "index.json says what each folder is" in text and "recommended/" in text and "<- the recommendation" in text
+
+
+def test_open_loop_emit_checks_at_the_planned_rates(exe, tmp_path):
+    # An open-loop plan's aiperf-sweep.sh was a closed-loop concurrency sweep. Now it sends at the
+    # planned rate and at the rates whose per-copy share the plan simulated, each as long as the
+    # plan's run: max(1000, 60 s x rate) measured after max(100, 10 s x rate). Run it with a
+    # stand-in aiperf that records its arguments.
+    em = tmp_path / "em"
+    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
+        "-q", "--emit", em)
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    copies = dep["copies"]
+    assert copies > 1
+    script = (em / "recommended" / "aiperf-sweep.sh").read_text()
+    assert "UNVERIFIED" in script and "--concurrency" not in script
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
+    (fake / "aiperf").chmod(0o755)
+    log = tmp_path / "calls.txt"
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log))
+    subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
+    calls = [c.split() for c in log.read_text().splitlines()]
+    rates = [float(c[c.index("--request-rate") + 1]) for c in calls]
+    assert 120 in rates   # the planned rate
+    rows = list(csv.DictReader(io.StringIO((em / "recommended" / "predicted.csv").read_text())))
+    per_copy = [r["request_rate_per_copy"] for r in rows]
+    assert {float(r["request_rate_on_deployed_copies"]) for r in rows} >= set(rates)
+    for r, c in zip(rates, calls):
+        assert 0.75 * 120 <= r <= 1.5 * 120
+        assert any(abs(r - copies * float(x)) < 2e-3 for x in per_copy)   # a rate the plan simulated, on the deployed copies
+        assert int(c[c.index("--request-count") + 1]) == max(1000, math.ceil(60 * r - 1e-9))
+        assert int(c[c.index("--warmup-request-count") + 1]) == max(100, math.ceil(10 * r - 1e-9))
