@@ -23,11 +23,9 @@ namespace servesim::workloads { struct MultimodalConfig; }
 
 namespace servesim::api {
 
-// The items of an option's comma-separated list, trimmed ("vllm, sglang" is two). An empty item
-// (`vllm,,sglang`, a comma first or last) is an Error naming the option, the item and the list;
-// a value with no characters but blanks is no items (the caller's default or its own refusal).
+// text::option_list (common/text.hpp): an option's comma-separated items, an empty one refused.
 std::vector<std::string> option_list(std::string_view value, std::string_view option);
-// --images WxH[:N],... (workloads' parser) with option_list's refusal of empty items.
+// --images WxH[:N],... (workloads' parser, which refuses empty items through text::option_list).
 workloads::MultimodalConfig images_option(const std::string& value);
 
 // Catalogues (`servesim list gpus|instances|models`): arrays of objects, catalogue order.
