@@ -723,8 +723,11 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
 // engine knobs, and the traffic at one copy's operating point (open loop: its share of the rate;
 // closed loop: its highest swept client count). Null when the roles' EP cannot be written so
 // (one role with EP, another with TP-sharded experts of TP > 1).
-nlohmann::json copy_scenario(const nlohmann::json& d) {
-  const std::int64_t copies = std::max<std::int64_t>(1, d["copies"].get<std::int64_t>());
+// whole: every copy at the whole rate (an open-loop plan's deployment as it is deployed, behind
+// one router); else one copy at its share.
+nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
+  const std::int64_t copies = whole ? 1 : std::max<std::int64_t>(1, d["copies"].get<std::int64_t>());
+  const double share = whole ? double(std::max<std::int64_t>(1, d["copies"].get<std::int64_t>())) : 1.0;
   const nlohmann::json* agg = nullptr;
   const nlohmann::json *pre = nullptr, *dec = nullptr, *enc = nullptr;
   for (const auto& w : d["workers"]) {
@@ -773,7 +776,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   if (d.contains("shared_prefix_tokens") && d["shared_prefix_tokens"].is_number_integer())
     w["shared_prefix_tokens"] = d["shared_prefix_tokens"];
   if (d.contains("rate_per_copy")) {
-    const double rate = d["rate_per_copy"].get<double>();
+    const double rate = d["rate_per_copy"].get<double>() * share;
     w["request_rate"] = rate;
     w["arrival"] = d.value("arrival", std::string("poisson"));
     w["warmup_requests"] = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate)));
@@ -795,6 +798,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
 // The files servesim writes into an --emit folder (an earlier set there is replaced whole).
 bool is_artefact(const std::string& f) {
   return f == "vllm-serve.sh" || f == "sglang-launch.sh" || f == "trtllm-serve.sh" || f == "scenario.json" ||
+         f == "scenario-all-copies.json" ||
          f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" || f == "deployment.json" ||
          f == "planner.json" ||
          (f.rfind("trtllm-", 0) == 0 && f.ends_with(".yaml")) ||
@@ -944,6 +948,8 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const nlohmann::json sc = copy_scenario(d);
   if (!sc.is_null()) put("scenario.json", sc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!sc.is_null() && d.contains("rate_per_copy") && d["copies"].get<std::int64_t>() > 1)   // open loop: the whole fleet too
+    put("scenario-all-copies.json", copy_scenario(d, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void DeploymentSet::add_planner(const nlohmann::json& d, const nlohmann::json& planner, const std::string& dir) {

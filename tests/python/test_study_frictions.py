@@ -108,3 +108,12 @@ def test_open_loop_emit_checks_at_the_planned_rates(exe, tmp_path):
         assert any(abs(r - copies * float(x)) < 2e-3 for x in per_copy)   # a rate the plan simulated, on the deployed copies
         assert int(c[c.index("--request-count") + 1]) == max(1000, math.ceil(60 * r - 1e-9))
         assert int(c[c.index("--warmup-request-count") + 1]) == max(100, math.ceil(10 * r - 1e-9))
+    # Checking the winner open loop meant hand-editing the one-copy scenario.json (replicas to the
+    # copies, the rate to the target). scenario-all-copies.json is the whole fleet at the target:
+    # it keeps up, so over the load window it serves what it is offered.
+    whole = json.loads((em / "recommended" / "scenario-all-copies.json").read_text())
+    assert whole["topology"]["replicas"] == copies and whole["workload"]["request_rate"] == 120
+    assert whole["workload"]["requests"] == 60 * 120 and whole["workload"]["warmup_requests"] == 10 * 120
+    sim = json.loads(run(exe, "simulate", "--scenario", em / "recommended" / "scenario-all-copies.json", "--format", "json", "-q"))
+    assert sim["load"]["overloaded"] is False
+    assert abs(sim["load"]["served_requests_per_s"] - 120) < 0.1 * 120
