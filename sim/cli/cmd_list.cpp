@@ -110,6 +110,7 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
     const bool newest = n == sim::engine_profile(p.engine).name;
     nlohmann::json e = {{"name", p.name}, {"engine", p.engine}, {"version", p.version}, {"description", p.description},
                         {"async_scheduling", p.async_scheduling}, {"async_scheduling_hybrid", p.async_scheduling_hybrid},
+                        {"launches_on_scheduler_thread", p.launches_on_scheduler_thread},
                         {"cudagraph_mode", p.graphs.mode},
                         {"gpu_memory_utilization", p.gpu_memory_utilization}, {"block_size", p.block_size},
                         {"closed_loop_osl_spread_tokens", p.closed_loop_osl_spread_tokens},

@@ -69,6 +69,11 @@ struct EngineConfig {
   // async scheduling with a batch queue: batch N+1 is scheduled while batch N runs on the GPU.
   bool async_scheduling = false;
   int batch_queue_depth = 2;
+  // The loop's one host thread schedules a batch and then issues its kernels (TensorRT-LLM's
+  // PyExecutor: _prepare_and_schedule_batch, then _forward_step on the same thread): an eager
+  // step's launches hold the host, so the next batch is formed only after them. false (vLLM's
+  // engine core, whose workers issue the kernels): scheduling overlaps the previous launches.
+  bool launches_on_scheduler_thread = false;
   // CUDA graphs: FULL_AND_PIECEWISE (uniform decode replays a full graph, mixed batches replay
   // piecewise graphs with attention/Mamba run eagerly), PIECEWISE, or NONE. Batches are padded up
   // to the next capture size; larger ones launch every kernel from the host.

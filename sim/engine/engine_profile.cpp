@@ -118,6 +118,7 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.async_scheduling = p.async_scheduling_hybrid = d.boolean_or("async_scheduling", false);
   }
   p.batch_queue_depth = static_cast<int>(j.object("engine_core").integer_or("batch_queue_depth", 2));
+  p.launches_on_scheduler_thread = j.object("engine_core").boolean_or("launches_on_scheduler_thread", false);
   if (j.has("closed_loop")) {
     const JsonReader cl = j.object("closed_loop");
     p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
@@ -437,6 +438,7 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
     cfg.enable_prefix_caching = hybrid ? p.prefix_caching_hybrid : windows ? false : p.prefix_caching_decoder;
   if (unset("async_scheduling")) cfg.async_scheduling = hybrid ? p.async_scheduling_hybrid : p.async_scheduling;
   cfg.batch_queue_depth = p.batch_queue_depth;
+  cfg.launches_on_scheduler_thread = p.launches_on_scheduler_thread;
   if (unset("closed_loop_osl_spread_tokens")) cfg.closed_loop_osl_spread_tokens = p.closed_loop_osl_spread_tokens;
   if (unset("closed_loop_osl_spread_load_exponent"))
     cfg.closed_loop_osl_spread_load_exponent = p.closed_loop_osl_spread_load_exponent;

@@ -94,6 +94,7 @@ struct EngineProfile {
   // Mamba or Gated DeltaNet layers; "hybrid" defaults to "decoder").
   bool async_scheduling = false, async_scheduling_hybrid = false;
   int batch_queue_depth = 2;
+  bool launches_on_scheduler_thread = false;   // engine_core.launches_on_scheduler_thread (EngineConfig)
   // Closed loops of fixed lengths do not stay in lockstep in this engine's measured runs: a
   // normal spread of this many tokens (sd) in each answer's length stands for what moves the
   // clients apart (sim/README.md, "Closed-loop desynchronisation"). 0: fixed lengths stay fixed.

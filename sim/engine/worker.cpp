@@ -38,7 +38,8 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
       overhead_s_(cfg.overhead_per_step_s()),
       overhead_per_seq_s_(cfg.step_overhead_per_seq_s),
       step_gpu_s_(cfg.step_gpu_s),
-      async_(cfg.async_scheduling) {
+      async_(cfg.async_scheduling),
+      launches_on_scheduler_thread_(cfg.launches_on_scheduler_thread) {
   const auto lc = cost.launch_counts();
   const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
   launch_full_s_ = lc.kernels > 0 && per_kernel > 0 ? lc.kernels * per_kernel : cost.eager_launch_seconds();
@@ -96,7 +97,7 @@ double Worker::start_step(double now_s) {
   // When this batch is formed. Sync: now. Async: while the previous batch ran, as soon as the one
   // before it was applied (or right after the previous one was submitted, if the queue had room).
   double sched_s = now_s;
-  if (async_ && chained) sched_s = std::min(now_s, std::max(end_prev_s_, sched_s_ + cpu_s_));
+  if (async_ && chained) sched_s = std::min(now_s, std::max(end_prev_s_, sched_s_ + host_s_));
   const models::StepBatch* batch = &sched_.schedule(now_s, sched_s);
   if (sched_.num_scheduled() == 0 && async_ && chained) {
     // An empty batch occupies no queue slot: the loop applies the last outputs and schedules again now.
@@ -126,7 +127,7 @@ double Worker::steady_cycle(double now_s, int cycle) {
   end_prev_s_ = end_last_s_;
   end_last_s_ = now_s;
   // ... then start_step(now_s), chained, forming the same batch one token further on.
-  const double sched_s = async_ ? std::min(now_s, std::max(end_prev_s_, sched_s_ + cpu_s_)) : now_s;
+  const double sched_s = async_ ? std::min(now_s, std::max(end_prev_s_, sched_s_ + host_s_)) : now_s;
   sched_.steady_cycle(cycle);
   return run_batch(now_s, sched_s, sched_.batch());
 }
@@ -158,6 +159,9 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   const double seconds = end_s - now_s;
   sched_s_ = sched_s;
   cpu_s_ = cpu_s;
+  // The host is free for the next batch once it has formed this one (and, where the same thread
+  // issues the kernels, launched them).
+  host_s_ = cpu_s + (launches_on_scheduler_thread_ ? launch_s : 0.0);
   busy_ = true;
   step_start_s_ = now_s;
   ++stats_.steps;

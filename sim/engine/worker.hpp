@@ -209,7 +209,8 @@ class Worker {
   double step_start_s_ = 0;
   double last_prefill_end_s_ = -1;   // end of the latest step that carried prefill tokens
   // Engine-core loop state: the last batch's schedule time and CPU cost, the ends of the last two batches.
-  double sched_s_ = 0, cpu_s_ = 0, end_last_s_ = -1, end_prev_s_ = -1;
+  double sched_s_ = 0, cpu_s_ = 0, host_s_ = 0, end_last_s_ = -1, end_prev_s_ = -1;
+  bool launches_on_scheduler_thread_ = false;
   std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
   std::vector<DecodeLine> decode_lines_;  // by decode_seqs

@@ -18,6 +18,7 @@
 #include "sim/studies/search.hpp"
 #include "sim/validate/validate.hpp"
 #include "workloads/workload.hpp"
+#include "tests/sim/flat_cost.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -217,6 +218,33 @@ TEST(Engines, TrtllmGraphsOnlyForCapturedDecodeSizes) {
   EXPECT_GT(eager, 0.0);
   EXPECT_EQ(w.launch_seconds(64, false), eager);   // a context request in the batch: eager
   EXPECT_EQ(w.padded_tokens(40), 64);               // (what padding would do; TRT-LLM does not)
+}
+
+// TensorRT-LLM's PyExecutor forms a batch and then issues its kernels on the same thread (the
+// overlap loop schedules and launches batch N+1 before it handles N's results), so an eager step's
+// launches hold the host. 10 ms of GPU a step, 2 ms to form a batch and 1,000 kernels at 20 us:
+// every decode step takes 2 + 20 = 22 ms. vLLM's engine core forms the next batch while its
+// workers issue the last one: the host's 22 ms a step spread over two batches in flight, 11 ms.
+TEST(Engines, TrtllmLaunchesHoldTheSchedulingThread) {
+  struct EagerCost : testing::FlatCost {
+    LaunchCounts launch_counts() const override { return {1000, 0, 0, 0}; }
+  } cost;
+  EngineConfig e = plain(EngineKind::trtllm);
+  e.async_scheduling = true;
+  e.enforce_eager = true;
+  e.eager_overhead_s = 0;
+  e.step_overhead_s = 0.002;
+  e.launch_per_kernel_s = e.launch_per_kernel_eager_s = 20e-6;
+  auto itl_ms = [&](bool serial) {
+    e.launches_on_scheduler_thread = serial;
+    const Request r = run(e, cost, {0.0}, 10, 101, 1000).front();
+    return (r.finish_s - r.first_token_s) / 100 * 1e3;
+  };
+  EXPECT_NEAR(itl_ms(true), 22.0, 0.01);
+  EXPECT_NEAR(itl_ms(false), 11.0, 0.01);
+  EXPECT_TRUE(engine_profile("trtllm-1.3").launches_on_scheduler_thread);
+  EXPECT_FALSE(engine_profile("vllm").launches_on_scheduler_thread);
+  EXPECT_FALSE(engine_profile("sglang").launches_on_scheduler_thread);
 }
 
 // SGLang pads decode batches up to cuda_graph_max_bs (256 below TP 4 on a 60-160 GiB GPU, 512 from
