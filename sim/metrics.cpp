@@ -14,9 +14,17 @@ double overload_allowance(const Summary& s) {
   return std::max(0.1 * sent, 3 * std::max(1.0, s.send_gap_cv) * std::sqrt(sent));
 }
 
+double in_flight_allowance(const Summary& s) {
+  const double sent = double(s.load_sent);
+  return std::max(0.1 * sent, 3 * std::max(1.0, s.send_gap_cv) * std::sqrt(sent + double(s.in_flight_at_open)));
+}
+
+bool in_flight_judged(const Summary& s) { return s.load_from_s >= s.request_latency_ms.p90 * 1e-3; }
+
 std::optional<bool> overloaded(const Summary& s) {
   if (s.load_sent < 20 || s.load_window_s <= 0) return std::nullopt;
-  return double(s.waiting_at_end - s.waiting_at_open) > overload_allowance(s);
+  if (double(s.waiting_at_end - s.waiting_at_open) > overload_allowance(s)) return true;
+  return in_flight_judged(s) && double(s.in_flight_at_end - s.in_flight_at_open) > in_flight_allowance(s);
 }
 
 double served_rps(const Summary& s) { return s.load_window_s > 0 ? double(s.load_answered) / s.load_window_s : 0.0; }
@@ -40,20 +48,24 @@ nlohmann::json load_json(const Summary& s, double offered_rps) {
           {"in_flight_at_last_send", s.in_flight_at_end},
           {"send_gap_cv", s.send_gap_cv},
           {"queue_growth_allowed", overload_allowance(s)},
+          {"in_flight_growth_allowed", in_flight_judged(s) ? nlohmann::json(in_flight_allowance(s)) : nlohmann::json(nullptr)},
           {"overloaded", o ? nlohmann::json(*o) : nlohmann::json(nullptr)}};
 }
 
 std::string overload_line(const Summary& s, double offered_rps) {
   if (!overloaded(s).value_or(false)) return "";
-  char buf[640];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "OVERLOADED: offered %.4g requests/s; over the later half of the sends (%.1f s from %.1f s after the first) "
                 "%.3f sent, %.3f started and %.3f served per second; requests waiting for their first token grew from %lld "
-                "to %lld (allowed %.0f: max(10 %% of %lld sent, 3 x %.2f x sqrt(sent))), so TTFT grows with the run's "
-                "length: lower the rate or add capacity",
+                "to %lld (allowed %.0f: max(10 %% of %lld sent, 3 x %.2f x sqrt(sent))) and those in flight from %lld to %lld "
+                "(allowed %.0f: max(10 %% of sent, 3 x %.2f x sqrt(sent + in flight at the start))), so latency grows with "
+                "the run's length: lower the rate or add capacity",
                 offered_rps, s.load_window_s, s.load_from_s, double(s.load_sent) / s.load_window_s, started_rps(s),
                 served_rps(s), static_cast<long long>(s.waiting_at_open), static_cast<long long>(s.waiting_at_end),
-                overload_allowance(s), static_cast<long long>(s.load_sent), std::max(1.0, s.send_gap_cv));
+                overload_allowance(s), static_cast<long long>(s.load_sent), std::max(1.0, s.send_gap_cv),
+                static_cast<long long>(s.in_flight_at_open), static_cast<long long>(s.in_flight_at_end), in_flight_allowance(s),
+                std::max(1.0, s.send_gap_cv));
   return buf;
 }
 

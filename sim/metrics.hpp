@@ -86,10 +86,15 @@ struct Summary {
 // for their first token grew (sent - started) by more than a tenth of the requests sent in it (the
 // rate is over 1 / 0.9 = 1.11 x the rate it starts them at) and by more than 3 standard
 // deviations of the count of sends in the window (3 x max(1, send_gap_cv) x sqrt(sent): Poisson
-// arrivals, scaled for burstier ones), the noise a stable server absorbs. Needs >= 20 sends in the
-// window; nullopt when the run is too short to tell.
+// arrivals, scaled for burstier ones), the noise a stable server absorbs; or, when the window opens
+// at least one p90 request latency after the first send (a server that keeps up has then filled),
+// the requests in flight grew (sent - answered) by more than max(0.1 x sent, 3 x cv x sqrt(sent +
+// in flight at its start)): every request starts, but the batch grows and answers fall behind.
+// Needs >= 20 sends in the window; nullopt when the run is too short to tell.
 std::optional<bool> overloaded(const Summary& s);
 double overload_allowance(const Summary& s);   // the queue growth the rule allows: max(0.1 x sent, 3 x cv x sqrt(sent))
+double in_flight_allowance(const Summary& s);  // the in-flight growth it allows: max(0.1 x sent, 3 x cv x sqrt(sent + in flight at open))
+bool in_flight_judged(const Summary& s);       // the window opens >= one p90 request latency after the first send
 // The open loop's load in JSON: offered (the configured rate), sent, started and served rates over
 // the load window, the queue and the requests in flight at its start and at the last send, the
 // allowance and "overloaded" (null: too short to tell).

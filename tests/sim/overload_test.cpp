@@ -160,6 +160,33 @@ TEST(Overload, RuleOnAQueueByHand) {
   EXPECT_EQ(overloaded(under), std::optional<bool>(false));
 }
 
+// Every request starts at once but the batch grows, so answers fall behind: a request every second,
+// first token 0.1 s after it is sent, answered 10 + 0.5 t s after it is sent at t. Over the later
+// 499.5 s of 1000 sends the queue never grows, but answers come 1 / 1.5 as fast as sends: in flight
+// grows by 500 / 3 = 167 > max(50, 3 sqrt(500 + 173 in flight at t = 499.5)) = 78, and the window
+// opens after the p90 latency (10 + 0.5 x 899 = 460 s): overloaded.
+TEST(Overload, AnswersFallingBehindWhileEveryRequestStarts) {
+  MetricsCollector c;
+  for (int i = 0; i < 1000; ++i) {
+    RequestRecord r;
+    r.id = std::uint64_t(i);
+    r.arrival_s = i;
+    r.first_token_s = i + 0.1;
+    r.second_token_s = i + 0.2;
+    r.finish_s = i + 10 + 0.5 * i;
+    r.input_tokens = 100;
+    r.output_tokens = 10;
+    c.add(r);
+  }
+  const Summary s = c.summary();
+  EXPECT_LE(s.waiting_at_end - s.waiting_at_open, 1);
+  EXPECT_TRUE(in_flight_judged(s));
+  EXPECT_NEAR(double(s.in_flight_at_end - s.in_flight_at_open), 500.0 / 3, 2);
+  EXPECT_NEAR(in_flight_allowance(s), 3 * std::sqrt(500.0 + double(s.in_flight_at_open)), 1e-9);
+  EXPECT_EQ(s.in_flight_at_open, 500 - 327);   // sent by 499.5 s, less those answered by then (10 + 1.5 i <= 499.5: i <= 326)
+  EXPECT_EQ(overloaded(s), std::optional<bool>(true));
+}
+
 // A copy offered 1.5 x its service rate is overloaded, one offered 0.7 x is not, with 1 seat and
 // with 64. The service rate is Little's law on a closed loop that keeps every seat busy: seats /
 // mean request latency.
