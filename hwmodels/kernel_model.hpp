@@ -153,6 +153,12 @@ struct KernelTables {
   // m = 1 = m = 2 within 1-3 % (hwmodels/README.md, One-row FP8 GEMMs). Per-tensor FP8 and
   // block-FP8 priced on those rows.
   bool fp8_gemm_m1_at_most_m2 = false;
+  // DSA (DeepSeek sparse attention: GLM-5, DeepSeek-V3.2) prompts longer than index_topk prefilled on
+  // Hopper by FlashMLA's sparse kernel: absorbed MQA over the latent of the index_topk tokens each
+  // query picked, query heads padded to a multiple of 64 ("dsa_prefill": "sparse MLA" in a profile's
+  // kernel_tables; models/step_cost.cpp). Off: un-absorbed MHA over the same pairs. The step model
+  // reads it; the kernel tables do not depend on it.
+  bool dsa_sparse_mla_prefill = false;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

@@ -22,6 +22,11 @@ namespace {
 // key's LayerNorm, RoPE, the Hadamard rotation of the query and of the key, the FP8 quantisation of
 // each, the head-weight scaling and the write of the key into the indexer's cache.
 constexpr double kDsaIndexerPasses = 8;
+// FlashMLA's sparse prefill kernel on Hopper takes query heads in multiples of 64; fewer TP-local
+// heads (GLM-5 at TP8: 8) are padded with zero heads that it computes all the same.
+constexpr std::int64_t kDsaSparseHeadMultiple = 64;
+// The head width of the attention-table rows that time it (MQA, one KV head).
+constexpr int kDsaSparseTableHeadDim = 256;
 
 using hw::KernelModel;
 using hw::OpTime;
@@ -269,6 +274,19 @@ class Model final : public StepCostModel {
           return kDsaIndexerPasses * km_.memory_bound(double(M) * m.index_heads * m.index_head_dim * 2).seconds;
         });
         idx_topk_.fill([&](std::int64_t P) { return km_.memory_bound(double(P) * 4).seconds; });
+        // KernelTables::dsa_sparse_mla_prefill: on Hopper a prompt longer than index_topk is
+        // attended by FlashMLA's sparse kernel in the absorbed form, MQA over the cached latent
+        // (QK^T over kv_lora_rank + rope, PV over kv_lora_rank) of the index_topk tokens each query
+        // picked, its query heads padded up to a multiple of 64. Timed on the attention table's MQA
+        // rows of 64-multiple heads at head_dim 256 (QK^T and PV at 256 each), scaled by the
+        // absorbed pair's FLOPs over theirs: (kl + rope + kl) / (2 x 256).
+        if (tables.dsa_sparse_mla_prefill && gpu.arch == "hopper") {
+          dsa_sparse_heads_ = int((h + kDsaSparseHeadMultiple - 1) / kDsaSparseHeadMultiple * kDsaSparseHeadMultiple);
+          const double flops = double(kl + rope + kl) / (2.0 * kDsaSparseTableHeadDim);
+          dsa_sparse_pre_.fill([&, flops](std::int64_t S) {
+            return km_.attention_prefill(1, S, dsa_sparse_heads_, 1, kDsaSparseTableHeadDim, hw::Precision::bf16).seconds * flops;
+          });
+        }
       }
     }
     if (n_gdn_) {
@@ -488,16 +506,33 @@ class Model final : public StepCostModel {
       if (b.prefill_tokens > 0) {
         const double pairs = std::max(0.0, b.prefill_attention_pairs);
         const double T = double(b.prefill_tokens);
-        add("mla", "kv_b_proj decompression GEMM (prefill)", n_mla_ * mla_kvb_(T), n_mla_,
-            [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, dp_); });
+        // A chunk whose context passes index_topk (one sequence's share of the pairs) takes the
+        // sparse path where the engine runs it (dsa_sparse_heads_ set), else un-absorbed MHA.
+        const bool sparse = dsa_sparse_heads_ > 0 && pair_length(pairs / std::max(1, b.prefill_seqs)) > double(m_.index_topk);
+        if (sparse)
+          add("mla", "W_UK / W_UV absorption GEMM (sparse prefill)", n_mla_ * mla_absorb_(T), n_mla_, [&] {
+            return sum({km_.gemm(b.prefill_tokens, h * m_.kv_lora_rank, m_.qk_nope_head_dim, dp_),
+                        km_.gemm(b.prefill_tokens, h * m_.v_head_dim, m_.kv_lora_rank, dp_)});
+          });
+        else
+          add("mla", "kv_b_proj decompression GEMM (prefill)", n_mla_ * mla_kvb_(T), n_mla_,
+              [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, dp_); });
         if (m_.index_topk > 0)
           add("mla", "DSA indexer (prefill)", n_mla_ * idx_pre_(pair_length(pairs)), n_mla_,
               [&] { return km_.attention_prefill(1, b.prefill_tokens, m_.index_heads, 1, m_.index_head_dim); });
         idx_pairs += pairs;
-        const double attended = m_.index_topk > 0 ? std::min(pairs, T * double(m_.index_topk)) : pairs;
-        add("mla", "prefill attention (un-absorbed MHA)", n_mla_ * mla_pre_(pair_length(attended)), n_mla_, [&] {
-          return km_.attention_prefill(1, std::int64_t(std::max(1.0, pair_length(attended))), int(h), int(h), m_.qk_head_dim(), kv_);
-        });
+        const int seqs = std::max(1, b.prefill_seqs);
+        const double attended = m_.index_topk > 0 ? seqs * topk_pairs(pairs / seqs, T / seqs, double(m_.index_topk)) : pairs;
+        if (sparse)
+          add("mla", "prefill attention (sparse MLA over the latent, heads padded)", n_mla_ * dsa_sparse_pre_(pair_length(attended)),
+              n_mla_, [&] {
+                return km_.attention_prefill(1, std::int64_t(std::max(1.0, pair_length(attended))), dsa_sparse_heads_, 1,
+                                             kDsaSparseTableHeadDim, hw::Precision::bf16);
+              });
+        else
+          add("mla", "prefill attention (un-absorbed MHA)", n_mla_ * mla_pre_(pair_length(attended)), n_mla_, [&] {
+            return km_.attention_prefill(1, std::int64_t(std::max(1.0, pair_length(attended))), int(h), int(h), m_.qk_head_dim(), kv_);
+          });
       }
       if (m_.index_topk > 0)
         add("mla", "DSA indexer norm / RoPE / rotation / FP8 quant / cache write + top-k", n_mla_ * (idx_elt_(M) + idx_topk_(idx_pairs)),
@@ -603,6 +638,17 @@ class Model final : public StepCostModel {
   hw::CommGroup dp_group_;  // the GPUs holding one TP rank's slot in every DP rank
   // Causal-pair count -> the single-sequence length with as many pairs.
   static double pair_length(double pairs) { return (std::sqrt(1 + 8 * std::max(0.0, pairs)) - 1) / 2; }
+  // Query-key pairs a chunk attends when each query reads at most k keys (DSA's index_topk): the
+  // chunk's c queries sit at positions p + 1 ... p + c, p the cached tokens before it, recovered
+  // from its causal pairs c x p + c(c + 1)/2; query j reads min(j, k). A fresh prompt of T > k
+  // tokens: T x k - k(k - 1)/2.
+  static double topk_pairs(double pairs, double c, double k) {
+    if (c <= 0) return 0;
+    const double lo = std::max(0.0, (pairs - c * (c + 1) / 2) / c) + 1, hi = lo + c - 1;
+    if (lo >= k) return c * k;
+    const double last = std::min(hi, k);  // queries lo ... last read every key before them
+    return (lo + last) * (last - lo + 1) / 2 + std::max(0.0, hi - k) * k;
+  }
   // The single sequence with as many query-key pairs under the sliding window: S(S+1)/2 up to the
   // window, then S x window - window(window-1)/2 (each later query sees `window` keys).
   double window_length(double pairs) const {
@@ -649,6 +695,8 @@ class Model final : public StepCostModel {
   std::int64_t gconv_ = 0;
   double mla_dec_per_token_ = 0, idx_dec_per_token_ = 0;
   Curve attn_elt_, mla_lin_, mla_absorb_, mla_kvb_, mla_dec_per_seq_, mla_pre_, idx_pre_, gdn_lin_, gdn_step_, gdn_scan_;
+  Curve dsa_sparse_pre_;        // sparse MLA prefill over index_topk latents a query (KernelTables::dsa_sparse_mla_prefill)
+  int dsa_sparse_heads_ = 0;    // its padded query heads; 0: prefill runs un-absorbed MHA
   Curve idx_dec_per_seq_, idx_elt_, idx_topk_;
   double eager_launch_s_ = 0;
   LaunchCounts launch_counts_;

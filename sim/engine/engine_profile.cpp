@@ -85,6 +85,8 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
            "the per-tensor FP8 rows", p.kernel_tables.block_fp8_gemm_rows);
     choice("fp8_gemm_m1", "at most the m = 2 row", "a one-row FP8 GEMM costs at most the same shape's m = 2 time",
            "as measured", "the table's m = 1 rows", p.kernel_tables.fp8_gemm_m1_at_most_m2);
+    choice("dsa_prefill", "sparse MLA", "DSA prompts past index_topk attended by FlashMLA's sparse kernel on Hopper, heads padded to 64",
+           "dense MHA", "un-absorbed MHA over the picked tokens", p.kernel_tables.dsa_sparse_mla_prefill);
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

@@ -150,4 +150,12 @@ void block_keys(const std::vector<std::uint64_t>& prefix_hashes, std::int64_t ha
   }
 }
 
+void own_block_keys(std::uint64_t request_id, std::int64_t blocks, std::vector<std::uint64_t>& keys) {
+  std::uint64_t h = keys.empty() ? mix(0x0a0a0a0aULL, request_id) : keys.back();
+  for (auto i = static_cast<std::int64_t>(keys.size()); i < blocks; ++i) {
+    h = mix(mix(h, request_id), static_cast<std::uint64_t>(i));
+    keys.push_back(h);
+  }
+}
+
 }  // namespace servesim::sim

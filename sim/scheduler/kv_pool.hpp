@@ -73,4 +73,9 @@ class KvBlockPool {
 void block_keys(const std::vector<std::uint64_t>& prefix_hashes, std::int64_t hash_block_tokens,
                 std::int64_t prompt_tokens, int block_size, std::vector<std::uint64_t>& out);
 
+// Extends a request's keys to `blocks` full blocks with keys of its own content (the answer, or a
+// prompt no trace describes): each chained from the previous key and the request's id, so no
+// other request's prefix matches them.
+void own_block_keys(std::uint64_t request_id, std::int64_t blocks, std::vector<std::uint64_t>& keys);
+
 }  // namespace servesim::sim

@@ -187,8 +187,19 @@ void VllmScheduler::free_resources(Request& r) {
   r.keyed_blocks = 0;
 }
 
-void VllmScheduler::preempt(std::int32_t slot) {
+void VllmScheduler::preempt(std::int32_t slot, std::int64_t computed) {
   Request& r = request(slot);
+  // vLLM hashes every full block a request computes, its answer's as well as its prompt's
+  // (Request.block_hashes grow with its tokens; cache_blocks on each allocation), and frees a
+  // preempted request's blocks to the free queue still hashed, tail first: its recompute finds the
+  // blocks not evicted since as prefix-cache hits. One block id per position (no sliding window,
+  // no state groups), as the prompt keys assume.
+  if (cfg_.kind == EngineKind::vllm && pool_.prefix_caching() && demand_.simple() && state_blocks_ == 0 &&
+      computed >= cfg_.block_size) {
+    own_block_keys(r.id, computed / cfg_.block_size, r.block_keys);
+    r.computed = computed;
+    publish_blocks(r);
+  }
   free_resources(r);
   r.computed = 0;
   r.phase = Phase::waiting;
@@ -272,8 +283,9 @@ void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
         const Running& back = running_.back();
         const std::int32_t victim = back.slot;
         request(victim).generated = back.tokens - back.input;  // the running list held it
+        const std::int64_t victim_computed = back.computed;
         running_.pop_back();
-        preempt(victim);
+        preempt(victim, victim_computed);
         preempted = true;
         if (victim == self) {
           scheduled = false;
@@ -486,8 +498,10 @@ int VllmScheduler::steady_cycles(int limit) {
   // vLLM's and TensorRT-LLM's schedule every running request (the token budget took them all this
   // step), SGLang's runs a decode step (no chunk, no queue) whose retraction check passes while
   // empty blocks last; its new-token ratio decays by cycle (steady_cycle).
+  // A batch with a prefill chunk is not one: a re-admitted request whose prefix-cache hit left one
+  // token to recompute looks like a decode in the running list but ran that token as a prefill.
   if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
-      !demand_.windows.empty() || running_.empty() || limit <= 0)
+      !demand_.windows.empty() || running_.empty() || limit <= 0 || batch_.prefill_seqs != 0)
     return 0;
   const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;
   std::int64_t cycles = limit;

@@ -157,7 +157,9 @@ class VllmScheduler {
     return (end + lookahead_ + bs - 1) / bs * bs;
   }
   void free_resources(Request& r);
-  void preempt(std::int32_t slot);
+  // Preempts by recompute. vLLM (prefix caching on): the `computed` tokens' full blocks stay in
+  // the cache, hashed, when freed, and the recompute takes the ones not evicted back as hits.
+  void preempt(std::int32_t slot, std::int64_t computed = 0);
   bool try_admit(std::int32_t slot, std::int64_t& budget, double now_s);
   // The engines' batch formation (engine_policies.cpp for SGLang and TRT-LLM).
   void schedule_vllm(double now_s, double cutoff_s);

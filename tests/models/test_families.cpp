@@ -399,3 +399,61 @@ TEST(Families, EveryCatalogueEntryWithinTwoPercentOfItsPublishedFigures) {
     }
   }
 }
+
+// SGLang's DSA prefill on Hopper (KernelTables::dsa_sparse_mla_prefill): a prompt past index_topk is
+// attended by FlashMLA's sparse kernel, absorbed MQA over the latent with the TP-local heads padded
+// to 64. The fixture's 8 heads become 64, each (query, picked token) pair costs QK^T over
+// kv_lora_rank + rope = 80 and PV over kv_lora_rank = 64: (80 + 64) / (2 x 256) of a 256-wide MQA
+// pair of the attention table. A chunk of 513 tokens after 512 cached: every query reads index_topk
+// = 256 tokens, 513 x 256 = 131,328 pairs = 512 x 513 / 2, so the table's causal 512-token row
+// times it exactly.
+TEST(Families, DsaSparsePrefillOnHopperPadsHeadsToSixtyFour) {
+  const auto glm = load("tiny-glm-dsa.json");  // index_topk 256, 8 heads, 3 MLA layers
+  ASSERT_EQ(glm.count(LayerKind::mla), 3);
+  const auto& h200 = hw::Catalog::global().gpu("h200");
+  hw::KernelTables sparse{"sglang", "0.5"};
+  sparse.dsa_sparse_mla_prefill = true;
+  const auto c = make_step_cost(glm, h200, hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16, sparse);
+  StepBatch b;
+  b.prefill_seqs = 1;
+  b.prefill_tokens = 513;
+  b.prefill_attention_pairs = 513.0 * 512 + 513.0 * 514 / 2;
+  const auto& km = hw::kernel_model(h200, sparse);
+  const double row = km.attention_prefill(1, 512, 64, 1, 256, hw::Precision::bf16).seconds;
+  EXPECT_NEAR(step_part(*c, b, "prefill attention (sparse MLA"), 3 * row * (80.0 + 64) / 512, 1e-12);
+  {
+    // A fresh prompt reads 1 + 2 + ... + k, then k a query: with index_topk 3, 13 tokens read
+    // 1 + 2 + 3 x 11 = 36 pairs = 8 x 9 / 2, the table's causal 8-token row.
+    ModelSpec k3 = glm;
+    k3.index_topk = 3;
+    const auto c3 = make_step_cost(k3, h200, hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16, sparse);
+    StepBatch f;
+    f.prefill_seqs = 1;
+    f.prefill_tokens = 13;
+    f.prefill_attention_pairs = 13.0 * 14 / 2;
+    const double row8 = km.attention_prefill(1, 8, 64, 1, 256, hw::Precision::bf16).seconds;
+    EXPECT_NEAR(step_part(*c3, f, "prefill attention (sparse MLA"), 3 * row8 * (80.0 + 64) / 512, 1e-12);
+  }
+  EXPECT_EQ(step_part(*c, b, "prefill attention (un-absorbed"), 0);
+  // Absorbed: W_UK / W_UV instead of kv_b_proj's decompression.
+  EXPECT_EQ(step_part(*c, b, "kv_b_proj decompression"), 0);
+  EXPECT_GT(step_part(*c, b, "W_UK / W_UV absorption GEMM (sparse prefill)"), 0);
+  // A prompt within index_topk (200 tokens) attends every token: un-absorbed MHA, as before.
+  StepBatch s;
+  s.prefill_seqs = 1;
+  s.prefill_tokens = 200;
+  s.prefill_attention_pairs = 200.0 * 201 / 2;
+  EXPECT_EQ(step_part(*c, s, "prefill attention (sparse MLA"), 0);
+  EXPECT_GT(step_part(*c, s, "prefill attention (un-absorbed"), 0);
+  // Four 200-token prompts in one step are four short prompts, not one of 400: still dense.
+  s.prefill_seqs = 4;
+  s.prefill_tokens = 800;
+  s.prefill_attention_pairs = 4 * 200.0 * 201 / 2;
+  EXPECT_EQ(step_part(*c, s, "prefill attention (sparse MLA"), 0);
+  // Not on Blackwell, and not where the profile leaves it off.
+  const auto cb = make_step_cost(glm, hw::Catalog::global().gpu("b200"), hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16, sparse);
+  EXPECT_EQ(step_part(*cb, b, "prefill attention (sparse MLA"), 0);
+  const auto cv = make_step_cost(glm, h200, hw::Precision::bf16, {1, 1, 1});
+  EXPECT_EQ(step_part(*cv, b, "prefill attention (sparse MLA"), 0);
+  EXPECT_GT(step_part(*cv, b, "prefill attention (un-absorbed"), 0);
+}

@@ -9,6 +9,7 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scheduler/kv_pool.hpp"
+#include "sim/scheduler/vllm_scheduler.hpp"
 #include "sim/simulate.hpp"
 #include "workloads/workload.hpp"
 
@@ -121,6 +122,51 @@ TEST(Engine, PrefixCacheReusesAndEvictsLru) {
   EXPECT_EQ(pool.match(a, 10, nullptr), 2);
   EXPECT_EQ(pool.used() + pool.cached(), 4);
   EXPECT_FALSE(pool.allocate(3));
+}
+
+// A preempted request's recompute with and without vLLM's prefix cache, step by step. A pool of 12
+// blocks of 16 tokens; A and B each 64 prompt + 64 answer tokens (8 blocks each at the end: 16 >
+// 12). Both prefill in step 1 (4 blocks each) and take a 5th and 6th block as they decode; at 96
+// computed tokens (97 known) A needs a 7th block, the pool is full, and B, the newest, is
+// preempted with 96 computed tokens = 6 full blocks. With the cache on they stay hashed in the free
+// queue, tail first: A's 7th block evicts B's 6th, A's 8th (at 112) B's 5th; when A finishes, B
+// re-enters with blocks 0-3 as hits (64 tokens) and prefills 97 - 64 = 33 tokens. With the cache
+// off it prefills all 97.
+TEST(Engine, PreemptedRequestRecomputesOnlyWhatTheCacheLost) {
+  for (bool caching : {true, false}) {
+    EngineConfig cfg;
+    cfg.max_num_batched_tokens = 1000;
+    cfg.max_num_seqs = 8;
+    cfg.enable_prefix_caching = caching;
+    VllmScheduler s(cfg, 12);
+    workloads::RequestSpec a, b;
+    a.id = 1;
+    b.id = 2;
+    a.input_tokens = b.input_tokens = 64;
+    a.output_tokens = b.output_tokens = 64;
+    s.add(a, 0, 0, false);
+    const std::int32_t slot_b = s.add(b, 0, 1, false);
+    double t = 0;
+    std::int64_t readmitted_prefill = -1;
+    bool was_preempted = false;
+    for (int step = 0; step < 400 && s.has_work(); ++step) {
+      const bool waiting = s.request(slot_b).phase == Phase::waiting;
+      const models::StepBatch& batch = s.schedule(t);
+      if (was_preempted && waiting && s.request(slot_b).phase == Phase::running) readmitted_prefill = batch.prefill_tokens;
+      t += 0.01;
+      s.complete(t);
+      for (const Output& o : s.outputs())
+        if (o.kind == Output::preempted) {
+          EXPECT_EQ(o.slot, slot_b);
+          EXPECT_EQ(s.request(slot_b).num_tokens(), 97);
+          was_preempted = true;
+        }
+      s.clear_outputs();
+    }
+    EXPECT_EQ(s.preemptions(), 1);
+    EXPECT_EQ(readmitted_prefill, caching ? 33 : 97) << (caching ? "prefix caching on" : "off");
+    EXPECT_FALSE(s.has_work());
+  }
 }
 
 TEST(Engine, TtftGrowsWithLoad) {

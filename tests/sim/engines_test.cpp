@@ -557,6 +557,14 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
 }
 
+// SGLang's profiles prefill DSA prompts past index_topk on FlashMLA's sparse kernel (Hopper; the
+// step model's Families.DsaSparsePrefillOnHopperPadsHeadsToSixtyFour); the other engines do not.
+TEST(EngineProfile, OnlySglangPrefillsDsaPromptsOnTheSparseKernel) {
+  for (const char* name : {"sglang-0.5", "sglang-0.5.6"}) EXPECT_TRUE(engine_profile(name).kernel_tables.dsa_sparse_mla_prefill) << name;
+  for (const char* name : {"vllm", "vllm-0.14", "trtllm", "trtllm-1.0"})
+    EXPECT_FALSE(engine_profile(name).kernel_tables.dsa_sparse_mla_prefill) << name;
+}
+
 // Every vLLM profile models a release before 0.24, whose FP8 GEMMs take no step at m = 1 on
 // Blackwell (tests/hwmodels KernelTables.OneRowFp8GemmOnBlackwellCostsAtMostTwoRows); the other
 // engines price FP8 GEMMs on their own release tables, as measured.

@@ -588,7 +588,10 @@ TEST(Validate, HarnessEngineFlags) {
     const std::int64_t c = p.measured.concurrency, isl = p.measured.isl, osl = p.measured.osl;
     EXPECT_EQ(e.at("max_num_batched_tokens").get<std::int64_t>(), c + isl + 1500) << p.measured.id;
     EXPECT_EQ(e.at("max_model_len").get<std::int64_t>(), isl + osl + 1500) << p.measured.id;
-    EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false);
+    // vLLM points keep the profile's prefix caching (on for a decoder: a preempted request's
+    // recompute re-uses its cached blocks, as the measured runs that preempt show); other engines off.
+    if (p.measured.backend == "vllm") EXPECT_FALSE(e.contains("enable_prefix_caching")) << p.measured.id;
+    else EXPECT_EQ(e.at("enable_prefix_caching").get<bool>(), false) << p.measured.id;
     // CUDA graphs at every batch size 1...per-rank batch, as an explicit list.
     const auto sizes = e.at("cudagraph_capture_sizes").get<std::vector<std::int64_t>>();
     ASSERT_EQ(std::int64_t(sizes.size()), c) << p.measured.id;
