@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/error.hpp"
+
 namespace servesim::text {
 
 std::string lower(std::string_view s) {
@@ -25,6 +27,34 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
     out += items[i];
   }
   return out;
+}
+
+std::vector<std::string> split_cells(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view item = s.substr(start, end - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    out.emplace_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> option_list(std::string_view value, std::string_view option) {
+  bool blank = true;
+  for (const char c : value) blank &= std::isspace(static_cast<unsigned char>(c)) != 0;
+  if (blank) return {};   // no value at all: the caller's default, or its own "is empty"
+  std::vector<std::string> items = split_cells(value);
+  for (std::size_t n = 0; n < items.size(); ++n)
+    if (items[n].empty())
+      throw Error(std::string(option), "",
+                  "item " + std::to_string(n + 1) + " of '" + std::string(value) +
+                      "' is empty; give the values separated by single commas, with none before the first or after the last");
+  return items;
 }
 
 std::vector<std::string> split_csv(std::string_view s) {

@@ -105,7 +105,7 @@ shape = best['deployment']['workers'][0]
 sw = servesim.sweep(model='nemotron-3.5-super-vl', gpu=best['gpu'].lower(), gpus=best['gpus'], tp=shape['tp'],
                     precision=best['precision'], isl=6000, osl=600, images='1024x1024', image_fraction=0.3,
                     warmup_requests=800, requests=4800, request_rate=[20, 30, 40, 50, 60], threads=2)
-pd.DataFrame({'offered req/s': sw['request_rate'], 'answered req/s (steady window)': sw['request_throughput_steady'],
+pd.DataFrame({'offered req/s': sw['request_rate'], 'served req/s (later half of the sends)': sw['served_requests_per_s'],
               'TTFT p90 ms': sw['time_to_first_token_ms_p90'], 'ITL p90 ms': sw['inter_token_latency_ms_p90'],
               'in flight at the last send': sw['in_flight_at_last_send'], 'overloaded': sw['overloaded']}).round(1)
 """),
@@ -172,15 +172,20 @@ fig3.savefig(os.path.join(PLOT_DIR, 'purchase_latency.png'), dpi=100, bbox_inche
     md("""
 ## 6. The files to deploy
 
-`emit` writes the `vllm serve` arguments, the Dynamo manifest, the aiperf sweep, the NCCL check
-and the deployment as chosen.
+`emit` writes the `vllm serve` arguments, the Dynamo manifest, the aiperf check, the NCCL check
+and the deployment as chosen (`servesim recommend ... --emit DIR` writes it to `DIR/recommended/`,
+the best of each other GPU type beside it, and `DIR/index.json`). The plan was sized open loop, so
+`aiperf-sweep.sh` sends at the planned rates (`--request-rate`), and `scenario-all-copies.json` is
+the whole fleet at the target for `servesim sweep --scenario`.
 """),
     code("""
 import tempfile
 out = tempfile.mkdtemp(prefix='deploy-')
-files = servesim.emit(best['deployment'], os.path.join(out, best['instance']))
+files = servesim.emit(best['deployment'], os.path.join(out, 'recommended'))
 for f in sorted(files):
     print(os.path.relpath(f, out))
+script = open(os.path.join(out, 'recommended', 'aiperf-sweep.sh')).read()
+print('aiperf sends at (requests/s):', next(l for l in script.splitlines() if l.startswith('for R in'))[9:-4])
 """),
     md("""
 ## 7. After deploying: check the prediction
@@ -188,8 +193,8 @@ for f in sorted(files):
 1. **Memory**: vLLM's start-up log (KV cache, maximum concurrency) against `servesim memory`.
 2. **One client**: TTFT and ITL of a single request against `simulate --concurrency 1`; far off
    here means the kernels, not the queueing.
-3. **Open loop at the peak and above**: `aiperf --request-rate 30/40/50` with 30 % of the
-   prompts carrying an image; the knee should sit where section 3 put it.
+3. **Open loop at the peak and around it**: `aiperf-sweep.sh` (the rates above, each with its row
+   in `predicted.csv`, `request_rate_on_deployed_copies`); the knee should sit where section 3 put it.
 4. Measured points go into `servesim calibrate e2e`, and the plan is re-run with `--calibration`.
 """),
     code("""

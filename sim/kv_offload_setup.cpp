@@ -104,7 +104,7 @@ std::vector<double> offload_block_costs(const OffloadConfig& c, double block_byt
 
 nlohmann::json parse_offload_flag(const std::string& text_in) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& part : text::split_csv(text_in)) {
+  for (const auto& part : text::option_list(text_in, "--kv-offload")) {
     const auto colon = part.find(':');
     const std::string tier = text::lower(part.substr(0, colon));
     if (colon == std::string::npos || (tier != "cpu" && tier != "disk"))

@@ -9,52 +9,63 @@
 
 namespace servesim::sim {
 
+double overload_allowance(const Summary& s) {
+  const double sent = double(s.load_sent);
+  return std::max(0.1 * sent, 3 * std::max(1.0, s.send_gap_cv) * std::sqrt(sent));
+}
+
+double in_flight_allowance(const Summary& s) {
+  const double sent = double(s.load_sent);
+  return std::max(0.1 * sent, 3 * std::max(1.0, s.send_gap_cv) * std::sqrt(sent + double(s.in_flight_at_open)));
+}
+
+bool in_flight_judged(const Summary& s) { return s.load_from_s >= s.request_latency_ms.p90 * 1e-3; }
+
 std::optional<bool> overloaded(const Summary& s) {
-  if (s.load_window_s <= 0) {
-    // Every measured request was sent before the first answer. A server offered rate r over its
-    // capacity c queues each later request (r - c) / c s longer per second of sending, so the last
-    // one waits send_span x (r / c - 1) longer than the first: over 10 % of the span (r > 1.1 c),
-    // and over the first one's own wait (not a step's jitter), is a growing queue.
-    if (s.request_count < 20 || s.send_span_s <= 0) return std::nullopt;
-    const double grew_s = s.last_sent_ttft_s - s.first_sent_ttft_s;
-    return grew_s > 0.1 * s.send_span_s && s.last_sent_ttft_s > 2 * s.first_sent_ttft_s;
-  }
-  if (s.load_sent < 20) return std::nullopt;
-  const double grew = double(s.load_sent - s.load_answered);
-  return grew > 0.1 * double(s.load_sent) && grew > 3 * std::sqrt(std::max<double>(1, double(s.in_flight_at_open)));
+  if (s.load_sent < 20 || s.load_window_s <= 0) return std::nullopt;
+  if (double(s.waiting_at_end - s.waiting_at_open) > overload_allowance(s)) return true;
+  return in_flight_judged(s) && double(s.in_flight_at_end - s.in_flight_at_open) > in_flight_allowance(s);
 }
 
 double served_rps(const Summary& s) { return s.load_window_s > 0 ? double(s.load_answered) / s.load_window_s : 0.0; }
+double started_rps(const Summary& s) { return s.load_window_s > 0 ? double(s.load_started) / s.load_window_s : 0.0; }
 
 nlohmann::json load_json(const Summary& s, double offered_rps) {
   const auto o = overloaded(s);
   const bool w = s.load_window_s > 0;
+  auto rate = [&](double x) { return w ? nlohmann::json(x) : nlohmann::json(nullptr); };
   return {{"offered_requests_per_s", offered_rps},
-          {"sent_requests_per_s", w ? nlohmann::json(double(s.load_sent) / s.load_window_s) : nlohmann::json(nullptr)},
-          {"served_requests_per_s", w ? nlohmann::json(served_rps(s)) : nlohmann::json(nullptr)},
-          {"window", "first measured answer to the last send"},
+          {"window", "the later half of the measured sends: first send + span / 2 to the last send"},
+          {"window_from_s", s.load_from_s},
           {"window_s", s.load_window_s},
+          {"sent_requests_per_s", rate(double(s.load_sent) / s.load_window_s)},
+          {"started_requests_per_s", rate(started_rps(s))},
+          {"served_requests_per_s", rate(served_rps(s))},
+          {"served_output_tokens_per_s", rate(double(s.load_answered_tokens) / s.load_window_s)},
+          {"waiting_at_window_start", s.waiting_at_open},
+          {"waiting_at_last_send", s.waiting_at_end},
           {"in_flight_at_window_start", s.in_flight_at_open},
           {"in_flight_at_last_send", s.in_flight_at_end},
+          {"send_gap_cv", s.send_gap_cv},
+          {"queue_growth_allowed", overload_allowance(s)},
+          {"in_flight_growth_allowed", in_flight_judged(s) ? nlohmann::json(in_flight_allowance(s)) : nlohmann::json(nullptr)},
           {"overloaded", o ? nlohmann::json(*o) : nlohmann::json(nullptr)}};
 }
 
 std::string overload_line(const Summary& s, double offered_rps) {
   if (!overloaded(s).value_or(false)) return "";
-  char buf[512];
-  if (s.load_window_s <= 0) {
-    std::snprintf(buf, sizeof buf,
-                  "OVERLOADED: offered %.4g requests/s; every request was still queued at the last send and the last one sent "
-                  "waited %.1f s for its first token against the first one's %.1f s, so TTFT grows with the run's length: lower "
-                  "the rate or add capacity",
-                  offered_rps, s.last_sent_ttft_s, s.first_sent_ttft_s);
-    return buf;
-  }
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "OVERLOADED: offered %.4g requests/s, served %.4g (first answer to last send, %.1f s); the queue grew from %lld to "
-                "%lld requests in flight at the last send, so TTFT grows with the run's length: lower the rate or add capacity",
-                offered_rps, served_rps(s), s.load_window_s, static_cast<long long>(s.in_flight_at_open),
-                static_cast<long long>(s.in_flight_at_end));
+                "OVERLOADED: offered %.4g requests/s; over the later half of the sends (%.1f s from %.1f s after the first) "
+                "%.3f sent, %.3f started and %.3f served per second; requests waiting for their first token grew from %lld "
+                "to %lld (allowed %.0f: max(10 %% of %lld sent, 3 x %.2f x sqrt(sent))) and those in flight from %lld to %lld "
+                "(allowed %.0f: max(10 %% of sent, 3 x %.2f x sqrt(sent + in flight at the start))), so latency grows with "
+                "the run's length: lower the rate or add capacity",
+                offered_rps, s.load_window_s, s.load_from_s, double(s.load_sent) / s.load_window_s, started_rps(s),
+                served_rps(s), static_cast<long long>(s.waiting_at_open), static_cast<long long>(s.waiting_at_end),
+                overload_allowance(s), static_cast<long long>(s.load_sent), std::max(1.0, s.send_gap_cv),
+                static_cast<long long>(s.in_flight_at_open), static_cast<long long>(s.in_flight_at_end), in_flight_allowance(s),
+                std::max(1.0, s.send_gap_cv));
   return buf;
 }
 
@@ -178,35 +189,31 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
     s.request_throughput_per_s = static_cast<double>(n) / s.duration_s;
     s.output_token_throughput_per_s = static_cast<double>(s.total_output_tokens) / s.duration_s;
   }
-  // The window opens one median request latency after the first send (answers are then coming
-  // back at the rate they are sent) and closes at the last send (the drain begins).
-  const double open_s = n ? first_arrival_s_ + s.request_latency_ms.p50 * 1e-3 : 0;
-  if (n > 0 && last_arrival_s_ > open_s) {
-    s.steady_window_s = last_arrival_s_ - open_s;
-    std::int64_t done = 0, tokens = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (finish_s_[i] > open_s && finish_s_[i] <= last_arrival_s_) ++done, tokens += osl_[i];
-    s.steady_request_throughput_per_s = double(done) / s.steady_window_s;
-    s.steady_output_token_throughput_per_s = double(tokens) / s.steady_window_s;
-  }
-  if (n > 0) {   // the load window: first measured answer .. last send
-    const double from_s = *std::min_element(finish_s_.begin(), finish_s_.end());
-    s.load_window_s = std::max(0.0, last_arrival_s_ - from_s);
-    s.send_span_s = last_arrival_s_ - first_arrival_s_;
-    std::size_t first = 0, last = 0;
+  if (n > 0) {   // the load window: the later half of the measured sends
+    std::vector<double> sent(n);
+    for (std::size_t i = 0; i < n; ++i) sent[i] = finish_s_[i] - latency_s_[i];
+    const double from = first_arrival_s_ + 0.5 * (last_arrival_s_ - first_arrival_s_), to = last_arrival_s_;
+    s.load_from_s = from - first_arrival_s_;
+    s.load_window_s = to - from;
     for (std::size_t i = 0; i < n; ++i) {
-      const double sent_s = finish_s_[i] - latency_s_[i];
-      if (sent_s < finish_s_[first] - latency_s_[first]) first = i;
-      if (sent_s >= finish_s_[last] - latency_s_[last]) last = i;
+      const double first_token = sent[i] + ttft_s_[i];
+      const bool in = finish_s_[i] > from && finish_s_[i] <= to;
+      s.load_sent += sent[i] > from;
+      s.load_started += first_token > from && first_token <= to;
+      s.load_answered += in;
+      if (in) s.load_answered_tokens += osl_[i];
+      s.waiting_at_open += sent[i] <= from && first_token > from;
+      s.waiting_at_end += first_token > to;
+      s.in_flight_at_open += sent[i] <= from && finish_s_[i] > from;
+      s.in_flight_at_end += finish_s_[i] > to;
     }
-    s.first_sent_ttft_s = ttft_s_[first];
-    s.last_sent_ttft_s = ttft_s_[last];
-    for (std::size_t i = 0; i < n; ++i) {
-      const double sent_s = finish_s_[i] - latency_s_[i];
-      if (finish_s_[i] <= last_arrival_s_) s.load_answered += finish_s_[i] > from_s;
-      else ++s.in_flight_at_end;
-      if (sent_s > from_s) ++s.load_sent;
-      else if (finish_s_[i] > from_s) ++s.in_flight_at_open;
+    std::sort(sent.begin(), sent.end());
+    if (n > 2) {
+      double sum = 0, sq = 0;
+      for (std::size_t i = 1; i < n; ++i) sum += sent[i] - sent[i - 1];
+      const double mean = sum / double(n - 1);
+      for (std::size_t i = 1; i < n; ++i) sq += (sent[i] - sent[i - 1] - mean) * (sent[i] - sent[i - 1] - mean);
+      s.send_gap_cv = mean > 0 ? std::sqrt(sq / double(n - 1)) / mean : 0.0;
     }
   }
   if (slo && slo->any()) {

@@ -59,19 +59,18 @@ struct Summary {
   std::int64_t request_count = 0, warmup_request_count = 0;
   std::int64_t total_input_tokens = 0, total_output_tokens = 0;
   double request_throughput_per_s = 0;                  // request_count / duration
-  // The steady window: from one median request latency after the first measured send to the last
-  // send. Answers completed in it over its length: an open loop's served rate without the ramp-up
-  // and the drain that request_throughput (aiperf's definition) counts. 0: the run is too short.
-  double steady_window_s = 0, steady_request_throughput_per_s = 0, steady_output_token_throughput_per_s = 0;
-  // The load window, from the first measured answer to the last send: the server has work from its
-  // start, so an overloaded one answers at its capacity all through it. Requests sent and answered
-  // in it, in flight (sent, not yet answered) at its start and at the last send; sent - answered
-  // is how much the queue grew. 0 s: every request was sent before the first answer.
-  double load_window_s = 0;
-  std::int64_t load_sent = 0, load_answered = 0, in_flight_at_open = 0, in_flight_at_end = 0;
-  // First measured send to last send, and the TTFT of the first and of the last request sent: when
-  // the load window is empty, how much longer the last one queued than the first.
-  double send_span_s = 0, first_sent_ttft_s = 0, last_sent_ttft_s = 0;
+  // The load window: the later half of the measured send span, from the first measured send +
+  // span / 2 to the last send. The first half fills the server; in the second a server that keeps
+  // up starts (first token) and answers requests as fast as they are sent, and an overloaded one
+  // starts them at its capacity while the rest wait. Counted in it: requests sent, started (first
+  // token), answered (last token) and their output tokens; at its start and at the last send, the
+  // requests waiting for their first token (sent, no token yet) and those in flight (sent, not
+  // answered). sent - started = waiting_at_end - waiting_at_open, exactly. send_gap_cv: the
+  // coefficient of variation of the gaps between measured sends (1 for Poisson arrivals).
+  double load_from_s = 0, load_window_s = 0;   // window start, seconds after the first measured send; length
+  std::int64_t load_sent = 0, load_started = 0, load_answered = 0, load_answered_tokens = 0;
+  std::int64_t waiting_at_open = 0, waiting_at_end = 0, in_flight_at_open = 0, in_flight_at_end = 0;
+  double send_gap_cv = 0;
   double output_token_throughput_per_s = 0;             // total output tokens / duration
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
@@ -83,15 +82,25 @@ struct Summary {
   std::vector<ReplicaSummary> replicas;
 };
 
-// An open loop offered more than it served: over the load window the queue grew by more than a
-// tenth of the requests sent in it and by more than 3 standard deviations of a stable queue's
-// count (3 sqrt(in flight at the window's start), Poisson). Needs >= 20 sends in the window;
-// nullopt when the run is too short to tell.
+// An open loop offered more than it serves: over the load window the queue of requests waiting
+// for their first token grew (sent - started) by more than a tenth of the requests sent in it (the
+// rate is over 1 / 0.9 = 1.11 x the rate it starts them at) and by more than 3 standard
+// deviations of the count of sends in the window (3 x max(1, send_gap_cv) x sqrt(sent): Poisson
+// arrivals, scaled for burstier ones), the noise a stable server absorbs; or, when the window opens
+// at least one p90 request latency after the first send (a server that keeps up has then filled),
+// the requests in flight grew (sent - answered) by more than max(0.1 x sent, 3 x cv x sqrt(sent +
+// in flight at its start)): every request starts, but the batch grows and answers fall behind.
+// Needs >= 20 sends in the window; nullopt when the run is too short to tell.
 std::optional<bool> overloaded(const Summary& s);
-// The open loop's load in JSON: offered (the configured rate), sent and served rates over the load
-// window, in flight at its start and at the last send, "overloaded" (null: too short to tell).
+double overload_allowance(const Summary& s);   // the queue growth the rule allows: max(0.1 x sent, 3 x cv x sqrt(sent))
+double in_flight_allowance(const Summary& s);  // the in-flight growth it allows: max(0.1 x sent, 3 x cv x sqrt(sent + in flight at open))
+bool in_flight_judged(const Summary& s);       // the window opens >= one p90 request latency after the first send
+// The open loop's load in JSON: offered (the configured rate), sent, started and served rates over
+// the load window, the queue and the requests in flight at its start and at the last send, the
+// allowance and "overloaded" (null: too short to tell).
 nlohmann::json load_json(const Summary& s, double offered_rps);
 double served_rps(const Summary& s);   // answers per second over the load window (0: none)
+double started_rps(const Summary& s);  // first tokens per second over the load window (0: none)
 // One line when overloaded ("" otherwise): offered vs served rate and the queue at the end.
 std::string overload_line(const Summary& s, double offered_rps);
 // plan / search / recommend, open loop: n rows whose next smaller copy count could not keep up.
@@ -150,7 +159,7 @@ class MetricsCollector {
   std::vector<double> latency_s_, ttft_s_, ttst_s_;   // ttst NaN when OSL == 1
   std::vector<std::int32_t> isl_, osl_;
   double first_arrival_s_ = INFINITY, last_finish_s_ = -INFINITY, last_arrival_s_ = -INFINITY;
-  std::vector<double> finish_s_;   // per measured request, for the steady window
+  std::vector<double> finish_s_;   // per measured request, for the load window
   std::int64_t warmup_count_ = 0;
   std::vector<RequestRecord> records_;
   std::vector<ReplicaAcc> replicas_;

@@ -619,7 +619,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
   col("request_count", [](const SimResult& r) { return double(r.summary.request_count); });
   col("benchmark_duration_s", [](const SimResult& r) { return r.summary.duration_s; });
   col("request_throughput", [](const SimResult& r) { return r.summary.request_throughput_per_s; });
-  col("request_throughput_steady", [](const SimResult& r) { return r.summary.steady_request_throughput_per_s; });
+  col("served_requests_per_s", [](const SimResult& r) { return served_rps(r.summary); });   // the load window's (metrics.hpp)
   col("in_flight_at_last_send", [](const SimResult& r) { return double(r.summary.in_flight_at_end); });
   col("overloaded", [&](const SimResult& r) {   // rate sweeps only: 1 when the queue grew, NaN when too short to tell
     const auto o = overloaded(r.summary);

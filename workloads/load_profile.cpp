@@ -80,7 +80,7 @@ LoadProfile parse_load_profile_csv(std::string_view text, const std::string& fil
     ++line;
     while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
     if (s.empty()) continue;
-    const auto cells = text::split_csv(s);
+    const auto cells = text::split_cells(s);   // empty cells keep their column (refused below where read)
     if (header.empty()) {
       header = cells;
       for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -98,7 +98,10 @@ LoadProfile parse_load_profile_csv(std::string_view text, const std::string& fil
       char* end = nullptr;
       const std::string& c = cells[static_cast<std::size_t>(col)];
       const double v = std::strtod(c.c_str(), &end);
-      if (c.empty() || !end || *end || !std::isfinite(v) || v < 0)
+      if (c.empty())
+        throw Error(file, "line " + std::to_string(line) + ", " + header[static_cast<std::size_t>(col)],
+                    std::string("the ") + what + " cell is empty; give a number >= 0");
+      if (!end || *end || !std::isfinite(v) || v < 0)
         throw Error(file, "line " + std::to_string(line) + ", " + header[static_cast<std::size_t>(col)],
                     "expected a number >= 0, got '" + c + "'");
       return v;

@@ -93,7 +93,7 @@ MultimodalConfig parse_images_flag(const std::string& csv, const std::string& fl
       throw Error(flag, "", "'" + v + "' is not a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
     return int(x);
   };
-  for (const auto& s : text::split_csv(csv)) {
+  for (const auto& s : text::option_list(csv, flag)) {
     const auto colon = s.find(':');
     const std::string dims = s.substr(0, colon);
     const auto x = text::lower(dims).find('x');

@@ -23,11 +23,9 @@ namespace servesim::workloads { struct MultimodalConfig; }
 
 namespace servesim::api {
 
-// The items of an option's comma-separated list, trimmed ("vllm, sglang" is two). An empty item
-// (`vllm,,sglang`, a comma first or last) is an Error naming the option, the item and the list;
-// a value with no characters but blanks is no items (the caller's default or its own refusal).
+// text::option_list (common/text.hpp): an option's comma-separated items, an empty one refused.
 std::vector<std::string> option_list(std::string_view value, std::string_view option);
-// --images WxH[:N],... (workloads' parser) with option_list's refusal of empty items.
+// --images WxH[:N],... (workloads' parser, which refuses empty items through text::option_list).
 workloads::MultimodalConfig images_option(const std::string& value);
 
 // Catalogues (`servesim list gpus|instances|models`): arrays of objects, catalogue order.
@@ -245,6 +243,8 @@ class DeploymentSet {
   // planner.json (those bounds) and deployment.json. `deployment` as add() takes it, without the
   // predicted sweep (concurrency, predicted).
   void add_planner(const nlohmann::json& deployment, const nlohmann::json& planner, const std::string& dir);
+  // index.json in a nested set's top folder (recommend --emit): what each folder holds.
+  void put_index(const std::string& dir, const nlohmann::json& index);
   AtomicFiles& files() { return files_; }
   nlohmann::json commit();   // the deployment files' paths
 
@@ -253,7 +253,7 @@ class DeploymentSet {
   void put_engine(const nlohmann::json& d, const std::string& dir);   // the engine's launch script(s)
   std::string flag_;
   AtomicFiles files_;
-  std::vector<std::string> created_, stale_, exec_;
+  std::vector<std::string> created_, stale_, exec_, stale_dirs_, added_dirs_;
   nlohmann::json paths_ = nlohmann::json::array();
   bool committed_ = false;
 };

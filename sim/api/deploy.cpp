@@ -481,7 +481,56 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
   return o.str();
 }
 
+// aiperf's request options shared by the closed- and the open-loop check: fixed lengths, no early
+// end of answers, the images of the traffic.
+std::string aiperf_request_options(const nlohmann::json& d) {
+  std::string s = " --url \"$URL\" --endpoint-type chat --streaming \\\n"
+                  "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
+                  std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
+                  "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
+  if (d.contains("images") && !d["images"].empty()) {
+    const auto& im = d["images"][0];
+    s += "    --image-width-mean " + std::to_string(im["width"].get<int>()) + " --image-height-mean " +
+         std::to_string(im["height"].get<int>()) + " --batch-size-image " + std::to_string(im["count"].get<int>()) + " \\\n";
+  }
+  return s;
+}
+
+// Open loop (the plan was sized at a target rate): send at the rates the plan simulated. Each
+// predicted row is k copies sharing the target; on the deployed C copies the same per-copy rate is
+// C x rate_per_copy(k). The rates within 0.75..1.5 x the target (the target always among them),
+// each run as long as the plan's: a warm-up of max(100, 10 s x rate), then max(1000, 60 s x rate).
+std::string aiperf_rate_script(const nlohmann::json& d) {
+  const std::int64_t copies = d["copies"].get<std::int64_t>();
+  const double per_copy = d["rate_per_copy"].get<double>(), target = per_copy * double(copies);
+  std::vector<double> rates{target};
+  const auto& p = d["predicted"];
+  for (const auto& k : p["concurrency"]) {
+    const double r = target / double(k.get<std::int64_t>()) * double(copies);   // per-copy rate of k copies, on C copies
+    if (r >= 0.75 * target && r <= 1.5 * target && std::abs(r - target) > 1e-9 * target) rates.push_back(r);
+  }
+  std::sort(rates.begin(), rates.end());
+  std::string list;
+  for (const double r : rates) list += (list.empty() ? "" : " ") + fmt(r, 3);
+  std::string s = "#!/usr/bin/env bash\n# aiperf open-loop check of the plan against the Dynamo frontend: requests sent at the planned\n"
+                  "# rate, " + fmt(target, 3) + " requests/s over " + std::to_string(copies) + (copies == 1 ? " copy (" : " copies (") + fmt(per_copy, 3) +
+                  " each), and at the rates whose per-copy share the plan\n# also simulated (predicted.csv: request_rate_on_deployed_copies) within 0.75-1.5 x the target. The plan assumed " +
+                  d.value("arrival", std::string("poisson")) + " arrivals.\n"
+                  "# UNVERIFIED aiperf names: --request-rate (and that its arrivals are Poisson when no other arrival option is\n"
+                  "# given) are aiperf's as servesim understands them, not checked against an aiperf release; compare with\n"
+                  "# `aiperf profile --help` before running. Then: servesim validate on the artefact folders closes the loop.\n"
+                  "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
+  s += "for R in " + list + "; do\n"
+       "  N=$(awk -v r=\"$R\" 'BEGIN { n = int(60 * r + 0.999); print (n > 1000 ? n : 1000) }')\n"
+       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n"
+       "  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d) +
+       "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
+       "    --artifact-dir \"artifacts/r$R\"\ndone\n";
+  return s;
+}
+
 std::string aiperf_script(const nlohmann::json& d) {
+  if (d.value("predicted_axis", std::string()) == "copies" && d.contains("rate_per_copy")) return aiperf_rate_script(d);
   const std::int64_t copies = d["copies"].get<std::int64_t>();
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
@@ -490,16 +539,7 @@ std::string aiperf_script(const nlohmann::json& d) {
                   "URL=${URL:-http://localhost:8000}\n";
   std::string conc;
   for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
-  s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) +
-       " --url \"$URL\" --endpoint-type chat --streaming \\\n"
-       "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
-       std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
-       "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
-  if (d.contains("images") && !d["images"].empty()) {
-    const auto& im = d["images"][0];
-    s += "    --image-width-mean " + std::to_string(im["width"].get<int>()) + " --image-height-mean " +
-         std::to_string(im["height"].get<int>()) + " --batch-size-image " + std::to_string(im["count"].get<int>()) + " \\\n";
-  }
+  s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d);
   s += "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
        "    --artifact-dir \"artifacts/c$C\"\ndone\n";
   return s;
@@ -518,14 +558,15 @@ std::string predicted_csv(const nlohmann::json& d) {
       return p["concurrency"][a].get<std::int64_t>() < p["concurrency"][b].get<std::int64_t>();
     });
     std::string s = "copies,request_rate,request_rate_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,"
-                    "output_tps,output_tps_per_gpu,output_tps_per_user\n";
+                    "output_tps,output_tps_per_gpu,output_tps_per_user,request_rate_on_deployed_copies\n";
     for (const std::size_t i : order) {
       const std::int64_t k = p["concurrency"][i].get<std::int64_t>();
       s += std::to_string(k) + "," + fmt(rate, 3) + "," + fmt(rate / double(k), 3);
       for (const char* key : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms"})
         s += "," + fmt(p[key][i].get<double>(), 3);
+      // The same per-copy rate on the deployed copies: the rate aiperf-sweep.sh sends to check this row.
       s += "," + fmt(p["output_tps"][i].get<double>() * double(k), 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
-           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "\n";
+           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "," + fmt(rate / double(k) * double(copies), 3) + "\n";
     }
     return s;
   }
@@ -682,8 +723,11 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
 // engine knobs, and the traffic at one copy's operating point (open loop: its share of the rate;
 // closed loop: its highest swept client count). Null when the roles' EP cannot be written so
 // (one role with EP, another with TP-sharded experts of TP > 1).
-nlohmann::json copy_scenario(const nlohmann::json& d) {
-  const std::int64_t copies = std::max<std::int64_t>(1, d["copies"].get<std::int64_t>());
+// whole: every copy at the whole rate (an open-loop plan's deployment as it is deployed, behind
+// one router); else one copy at its share.
+nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
+  const std::int64_t copies = whole ? 1 : std::max<std::int64_t>(1, d["copies"].get<std::int64_t>());
+  const double share = whole ? double(std::max<std::int64_t>(1, d["copies"].get<std::int64_t>())) : 1.0;
   const nlohmann::json* agg = nullptr;
   const nlohmann::json *pre = nullptr, *dec = nullptr, *enc = nullptr;
   for (const auto& w : d["workers"]) {
@@ -732,7 +776,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
   if (d.contains("shared_prefix_tokens") && d["shared_prefix_tokens"].is_number_integer())
     w["shared_prefix_tokens"] = d["shared_prefix_tokens"];
   if (d.contains("rate_per_copy")) {
-    const double rate = d["rate_per_copy"].get<double>();
+    const double rate = d["rate_per_copy"].get<double>() * share;
     w["request_rate"] = rate;
     w["arrival"] = d.value("arrival", std::string("poisson"));
     w["warmup_requests"] = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate)));
@@ -754,10 +798,21 @@ nlohmann::json copy_scenario(const nlohmann::json& d) {
 // The files servesim writes into an --emit folder (an earlier set there is replaced whole).
 bool is_artefact(const std::string& f) {
   return f == "vllm-serve.sh" || f == "sglang-launch.sh" || f == "trtllm-serve.sh" || f == "scenario.json" ||
+         f == "scenario-all-copies.json" ||
          f == "dynamo-deployment.yaml" || f == "aiperf-sweep.sh" || f == "predicted.csv" || f == "deployment.json" ||
          f == "planner.json" ||
          (f.rfind("trtllm-", 0) == 0 && f.ends_with(".yaml")) ||
          (f.rfind("nccl-", 0) == 0 && (f.ends_with(".sh") || f.ends_with("-expected.csv")));
+}
+
+// Whether `path` is the index.json of a nested emitted set (recommend --emit).
+bool is_emitted_index(const std::string& path) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_input_file(path, 1 << 24));
+    return j.is_object() && j.contains("emitted_by") && j.contains("folders");
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 // Whether `path` is the deployment.json of an emitted set: servesim's deployment description.
@@ -810,7 +865,16 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   // folder holding anything else is refused, so no user file sits beside a deployment it is not part of.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string f = e.path().filename().string();
-    if (nested && e.is_directory(ec)) continue;   // recommend / plan: the subfolders are checked one by one
+    if (nested && e.is_directory(ec)) {   // recommend / plan: the subfolders are checked one by one
+      // An earlier emitted set's folder this run may not rewrite: removed on commit when it holds
+      // nothing but servesim's files beside its deployment.json.
+      if (!e.is_symlink(ec) && is_emitted_deployment((e.path() / "deployment.json").string())) stale_dirs_.push_back(e.path().string());
+      continue;
+    }
+    if (nested && f == "index.json" && is_emitted_index(e.path().string())) {
+      stale_.push_back(e.path().string());
+      continue;
+    }
     if (!is_artefact(f) && !(f.size() > 1 && f[0] == '.' && f.find(".tmp.") != std::string::npos))
       throw Error(flag_, "", dir + ": the folder holds '" + f + "', which servesim did not write; give a new or empty folder");
     stale_.push_back(e.path().string());
@@ -821,7 +885,7 @@ void DeploymentSet::prepare(const std::string& dir, bool nested) {
   std::string named;
   for (const auto& f : stale_) {
     const std::string n = fs::path(f).filename().string();
-    if (n[0] != '.') named = n;
+    if (n[0] != '.' && n != "index.json") named = n;   // a nested set's index.json was checked above
   }
   if (!named.empty() && !is_emitted_deployment((fs::path(dir) / "deployment.json").string()))
     throw Error(flag_, "", dir + ": the folder holds '" + named +
@@ -848,10 +912,15 @@ void DeploymentSet::put_engine(const nlohmann::json& d, const std::string& dir) 
   }
 }
 
+void DeploymentSet::put_index(const std::string& dir, const nlohmann::json& index) {
+  put(dir, "index.json", index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   check_deployment(d);
   const auto& cat = hw::Catalog::global();
   prepare(dir, false);
+  added_dirs_.push_back(std::filesystem::path(dir).lexically_normal().string());
   auto put = [&](const std::string& name, const std::string& text, bool exec = false) { this->put(dir, name, text, exec); };
   put_engine(d, dir);
   put("dynamo-deployment.yaml", dynamo_manifest(d));
@@ -879,6 +948,8 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const nlohmann::json sc = copy_scenario(d);
   if (!sc.is_null()) put("scenario.json", sc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!sc.is_null() && d.contains("rate_per_copy") && d["copies"].get<std::int64_t>() > 1)   // open loop: the whole fleet too
+    put("scenario-all-copies.json", copy_scenario(d, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void DeploymentSet::add_planner(const nlohmann::json& d, const nlohmann::json& planner, const std::string& dir) {
@@ -900,6 +971,15 @@ nlohmann::json DeploymentSet::commit() {
     std::filesystem::permissions(p, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec |
                                         std::filesystem::perms::others_exec, std::filesystem::perm_options::add, ec);
   for (const auto& p : stale_) std::filesystem::remove(p, ec);   // the earlier set's files this one does not rewrite
+  for (const auto& d : stale_dirs_) {   // an earlier set's folders this one does not rewrite: only servesim's files go
+    if (std::find(added_dirs_.begin(), added_dirs_.end(), std::filesystem::path(d).lexically_normal().string()) != added_dirs_.end())
+      continue;
+    bool ours = true;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) ours = ours && e.is_regular_file(ec) && is_artefact(e.path().filename().string());
+    if (!ours || ec) continue;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) std::filesystem::remove(e.path(), ec);
+    std::filesystem::remove(d, ec);
+  }
   committed_ = true;
   return paths_;
 }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -475,14 +476,45 @@ void run_recommend(SearchOpts& o) {
     }
   }
   stage_outputs(o, j, set, out_text);
-  if (!o.emit.empty())
-    for (const auto& r : j["recommendations"]) set.add(r["deployment"], o.emit + "/" + str(r["instance"]));   // catalogue names: file-safe
+  // What a user deploys: the recommendation (the cheapest row, whatever its GPUs) in recommended/,
+  // and the cheapest of every other single GPU type in best-<instance>/ (catalogue names:
+  // file-safe); mixed-GPU rows other than the recommendation are left out. index.json says what each is.
+  nlohmann::json index = nlohmann::json::array();
+  if (!o.emit.empty() && !j["recommendations"].empty()) {
+    const auto& recs = j["recommendations"];
+    std::set<std::string> gpus;
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      const auto& r = recs[i];
+      const bool pair = str(r["gpu"]).find('+') != std::string::npos;
+      if (i > 0 && (pair || gpus.count(str(r["gpu"])))) continue;
+      gpus.insert(str(r["gpu"]));
+      const std::string folder = i == 0 ? "recommended" : "best-" + str(r["instance"]);
+      set.add(r["deployment"], o.emit + "/" + folder);
+      index.push_back({{"folder", folder},
+                       {"what", i == 0 ? "the recommendation: the cheapest deployment that meets both SLOs at the target"
+                                       : "the cheapest deployment on " + str(r["gpu"]) + " (" + str(r["instance"]) + "), for comparison"},
+                       {"gpu", r["gpu"]}, {"instance", r["instance"]}, {"configuration", r["label"]}, {"copies", r["copies"]},
+                       {"gpus", r["gpus"]}, {"nodes", r["nodes"]}, {"usd_per_hour", r["usd_per_hour"]},
+                       {"usd_per_million_output_tokens", r["usd_per_million_output_tokens"]}});
+    }
+    set.put_index(o.emit, {{"emitted_by", "servesim recommend"},
+                           {"question", {{"model", j["model"]}, {"isl", j["isl"]}, {"osl", j["osl"]}, {"ttft_ms", j["ttft_ms"]},
+                                         {"itl_ms", j["itl_ms"]}, {"statistic", j["statistic"]}}},
+                           {"folders", index}});
+  }
   const nlohmann::json files = set.commit();
-  if (!o.emit.empty()) j["emitted"] = files;
+  if (!o.emit.empty()) j["emitted"] = files, j["emitted_index"] = index;
   std::string text = recommend_text(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
   if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
-  if (!o.emit.empty()) text += "Deployment files per instance type: " + o.emit + (o.emit.back() == '/' ? "" : "/") + "<instance>/\n";
+  if (!o.emit.empty()) {
+    const std::string dir = o.emit + (o.emit.back() == '/' ? "" : "/");
+    text += "Deployment files (" + dir + "index.json says what each folder is):\n";
+    for (const auto& e : index)
+      text += "  " + dir + str(e["folder"]) + "/  " + str(e["configuration"]) + ", " + num(e["copies"]) + (e["copies"].get<std::int64_t>() == 1 ? " copy on " : " copies on ") +
+              num(e["nodes"]) + " x " + str(e["instance"]) + ", $" + usd(e["usd_per_hour"]) + "/hour" +
+              (str(e["folder"]) == "recommended" ? "  <- the recommendation" : "") + "\n";
+  }
   emit(o.format, j, text);
 }
 
@@ -583,7 +615,7 @@ void add_recommend_command(CLI::App& app) {
   auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
                                             "type and instance ($/hour, $/M tokens, power, headroom)");
   add_run_options(*c, *o, "Write the table: FILE.csv or FILE.json (the whole result)",
-                  "Write each recommendation's deployment files to DIR/<instance>/");
+                  "Write the deployment files of the recommendation to DIR/recommended/ and of the cheapest deployment on each other GPU type to DIR/best-<instance>/, with DIR/index.json saying what each is");
   c->callback([o] { run_recommend(*o); });
 }
 

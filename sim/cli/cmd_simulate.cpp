@@ -617,11 +617,11 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   row("output_sequence_length", "tokens", m.output_sequence_length);
   out += t.render() + "\n";
   out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
-  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.steady_window_s > 0)
+  if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.load_window_s > 0)
     out += "  open loop: offered " + compact(s.workload.rate_per_s) + " requests/sec; request_throughput (aiperf's: requests / "
-           "(last answer - first send)) counts the ramp-up and the drain; answered in the steady window (a median latency after the first send to the last send, " +
-           fixed(m.steady_window_s, 1) + " s): " + fixed(m.steady_request_throughput_per_s, 3) + " requests/sec, " +
-           fixed(m.steady_output_token_throughput_per_s, 1) + " tokens/sec\n";
+           "(last answer - first send)) counts the ramp-up and the drain; served in the later half of the sends (" +
+           fixed(m.load_window_s, 1) + " s from " + fixed(m.load_from_s, 1) + " s after the first): " + fixed(sim::served_rps(m), 3) +
+           " requests/sec, " + fixed(double(m.load_answered_tokens) / m.load_window_s, 1) + " tokens/sec\n";
   if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0)
     if (const std::string l = sim::overload_line(m, s.workload.rate_per_s); !l.empty()) out += l + "\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
@@ -785,7 +785,10 @@ void run_sweep(const SimOpts& o) {
                                   {"values", spec.values}};
     text = j.dump(2) + "\n";
   } else {
-    std::vector<std::string> head{cols.names[0], "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
+    // A rate sweep shows the rate served over the load window, the figure its OVERLOADED lines
+    // quote; a concurrency sweep aiperf's request_throughput (a closed loop has no offered rate).
+    const bool rate = spec.axis == sim::SweepSpec::Axis::request_rate;
+    std::vector<std::string> head{cols.names[0], rate ? "served req/s" : "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
                                   "ITL p50 ms", "ITL p99 ms", "busy", "batch", "KV"};
     if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms"});
     Table t(head);
@@ -797,7 +800,7 @@ void run_sweep(const SimOpts& o) {
         if (std::isfinite(lo) && std::isfinite(hi)) t += " (" + fixed(lo, digits) + "-" + fixed(hi, digits) + ")";
         return t;
       };
-      std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols["request_throughput"][i], 3),
+      std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols[rate ? "served_requests_per_s" : "request_throughput"][i], 3),
                  banded("output_token_throughput", 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
                  ms(cols["output_token_throughput_per_user_avg"][i]), banded("time_to_first_token_ms_p50", 2),
                  ms(cols["time_to_first_token_ms_p99"][i]), banded("inter_token_latency_ms_p50", 2),
@@ -808,7 +811,10 @@ void run_sweep(const SimOpts& o) {
     }
     text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
                         "; none shown: no measured runs of this kind\n";
-    if (spec.axis == sim::SweepSpec::Axis::request_rate)
+    if (rate)
+      text += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
+              "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV)\n";
+    if (rate)
       for (std::size_t i = 0; i < results.size(); ++i)
         if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) text += l + "\n";
   }

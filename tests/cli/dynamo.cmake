@@ -10,6 +10,9 @@ add_test(NAME cli_dynamo_sessions_conflict COMMAND ${SS} simulate --sessions 4 -
 set_tests_properties(cli_dynamo_sessions_conflict PROPERTIES WILL_FAIL TRUE)
 add_test(NAME cli_dynamo_offload_bad COMMAND ${SS} simulate --kv-offload ram:10)
 set_tests_properties(cli_dynamo_offload_bad PROPERTIES PASS_REGULAR_EXPRESSION "--kv-offload: expected cpu:GIB\\[,disk:GIB\\]")
+# An empty item of the list was dropped (cpu:8,,disk:100 read as cpu:8,disk:100): one line now.
+add_test(NAME cli_dynamo_offload_empty_item COMMAND ${SS} memory --model llama-3.1-8b --gpu h100 --precision fp8 --tp 1 --context 2000 --kv-offload cpu:8,,disk:100)
+set_tests_properties(cli_dynamo_offload_empty_item PROPERTIES PASS_REGULAR_EXPRESSION "--kv-offload: item 2 of 'cpu:8,,disk:100' is empty")
 # 10 requests/s evenly spaced for 20 minutes at 4 per worker: 3 workers, 1.0 GPU-hour.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/flat_profile.csv "time_s,rps\n0,10\n1200,10\n")
 add_test(NAME cli_dynamo_planner COMMAND ${SS} planner --model llama-3.1-8b --gpu h200 --gpus 1 --tp 1 --precision fp8

@@ -263,6 +263,16 @@ TEST(Planner, DiurnalProfileAndCsv) {
   EXPECT_DOUBLE_EQ(c.duration_s, 7200);
   EXPECT_THROW(workloads::parse_load_profile_csv("time_s,rps\n0,1\n0,2\n", "p.csv"), Error);
   EXPECT_THROW(workloads::parse_load_profile_csv("when,rps\n0,1\n", "p.csv"), Error);
+  // Empty cells keep their column: an unused empty one is fine (the rate is still column 3), an
+  // empty rate is one line naming it (it read "missing rate" for a row that had one).
+  const auto gap = workloads::parse_load_profile_csv("time_s,note,rps\n0,,5\n60,x,10\n", "p.csv");
+  EXPECT_DOUBLE_EQ(gap.rate_at(30), 7.5);
+  try {
+    workloads::parse_load_profile_csv("time_s,rps\n0,\n60,10\n", "p.csv");
+    ADD_FAILURE() << "accepted an empty rate";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2, rps: the rate cell is empty"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

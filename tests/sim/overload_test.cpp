@@ -55,8 +55,11 @@ TEST(Overload, TwiceTheCapacityIsFlaggedAndHalfIsNot) {
   ASSERT_TRUE(overloaded(over.summary).has_value());
   EXPECT_TRUE(*overloaded(over.summary));
   EXPECT_NEAR(served_rps(over.summary), capacity, 0.03 * capacity);   // the server answers at its capacity
-  // Sent at 2x, answered at 1x: about half of what was sent over the window is still queued.
-  EXPECT_GT(over.summary.in_flight_at_end, over.summary.load_sent / 3);
+  // Sent at 2x, started at 1x over the later half of the sends: half of what was sent in it joins the queue.
+  const Summary& m = over.summary;
+  EXPECT_NEAR(double(m.waiting_at_end - m.waiting_at_open), 0.5 * double(m.load_sent), 0.1 * double(m.load_sent));
+  EXPECT_EQ(m.load_sent - m.load_started, m.waiting_at_end - m.waiting_at_open);   // conservation, exactly
+  EXPECT_EQ(m.load_sent - m.load_answered, m.in_flight_at_end - m.in_flight_at_open);
   const SweepRow row = sweep_row("agg", 0, over.summary, d.gpus(), true);
   EXPECT_TRUE(row.overloaded);
   EXPECT_FALSE(sweep_row("agg", 0, over.summary, d.gpus()).overloaded);   // a closed loop's row is never flagged
@@ -91,32 +94,124 @@ TEST(Overload, ClosedLoopsAndShortRunsAreNeverFlagged) {
   EXPECT_FALSE(overloaded(d.run(few).summary).has_value());
 }
 
-// Every request sent before the first answer (the load window is empty): 50 requests at 1,000/s
-// reach the server in about 50 ms. One seat serves them one latency after another, so the last one
-// waits about 49 latencies for its first token: offered far over its 1 / latency capacity,
-// overloaded (this verdict used to be "too short to tell", so 1 copy at 40 requests/s with TTFT
-// 168 s read as not overloaded). With 64 seats all 50 run in one batch: not overloaded.
+// Every request sent before the first answer: 50 requests at 1,000/s reach the server in about
+// 50 ms. One seat serves them one latency after another, so the 25 sent in the later half of that
+// span all join the queue (none starts before the last send): growth 25 > max(2.5, 3 sqrt(25) = 15).
+// With 64 seats all 50 run in one batch and start within a step or two of being sent: not overloaded.
 TEST(Overload, EveryRequestSentBeforeTheFirstAnswer) {
   OneAtATime o;
   workloads::WorkloadConfig burst = load(1e3, 128, 100);
   burst.requests = 50;
   const Summary one = Deployment(o.topo, o.spec).run(burst).summary;
-  ASSERT_EQ(one.load_window_s, 0);
   const double latency_s = one.request_latency_ms.min * 1e-3;   // the first request runs alone
-  EXPECT_GT(one.last_sent_ttft_s, 45 * latency_s);
-  EXPECT_LT(one.first_sent_ttft_s, latency_s);
-  EXPECT_LT(one.send_span_s, 0.2 * latency_s);
+  EXPECT_LT(one.load_window_s, 0.2 * latency_s);
+  EXPECT_EQ(one.load_answered, 0);
+  EXPECT_GE(one.waiting_at_end - one.waiting_at_open, one.load_sent - 1);
   ASSERT_TRUE(overloaded(one).has_value());
   EXPECT_TRUE(*overloaded(one));
-  EXPECT_NE(overload_line(one, 1e4).find("OVERLOADED: offered"), std::string::npos);
+  EXPECT_NE(overload_line(one, 1e3).find("OVERLOADED: offered 1000 requests/s; over the later half of the sends"), std::string::npos);
   EXPECT_TRUE(sweep_row("agg", 1, one, 1, true).overloaded);
 
   o.spec.engine.max_num_seqs = 64;
   burst.rate_per_s = 100;   // sent over about 0.5 s, many steps: a step's jitter is no queue
   const Summary batched = Deployment(o.topo, o.spec).run(burst).summary;
-  ASSERT_EQ(batched.load_window_s, 0);
   ASSERT_TRUE(overloaded(batched).has_value());
   EXPECT_FALSE(*overloaded(batched));
+}
+
+// The rule on a queue worked out by hand: one server, a request every second (constant arrivals,
+// gap CV 0), each holding the server for S seconds, first token 0.1 s after it starts. 400 sends:
+// the window is the later 199.5 s and holds 200 sends. S = 1.5 s (offered 1.5 x capacity): the
+// server starts 200 / 1.5 = 133 of them, so the queue grows by 67 > max(20, 3 sqrt(200) = 42.4).
+// S = 0.7 s (0.7 x): every request starts 0.1 s after it is sent, the queue never grows (the
+// last one sent waits at the last send).
+Summary fifo(double service_s) {
+  MetricsCollector c;
+  double free_s = 0;
+  for (int i = 0; i < 400; ++i) {
+    RequestRecord r;
+    r.id = std::uint64_t(i);
+    r.arrival_s = i;
+    const double start = std::max(r.arrival_s, free_s);
+    r.first_token_s = start + 0.1;
+    r.second_token_s = start + 0.2;
+    r.finish_s = free_s = start + service_s;
+    r.input_tokens = 100;
+    r.output_tokens = 10;
+    c.add(r);
+  }
+  return c.summary();
+}
+
+TEST(Overload, RuleOnAQueueByHand) {
+  const Summary over = fifo(1.5);
+  EXPECT_DOUBLE_EQ(over.load_from_s, 199.5);
+  EXPECT_DOUBLE_EQ(over.load_window_s, 199.5);
+  EXPECT_EQ(over.load_sent, 200);
+  EXPECT_NEAR(double(over.load_started), 200 / 1.5, 1);
+  EXPECT_NEAR(double(over.waiting_at_end - over.waiting_at_open), 200 - 200 / 1.5, 1);
+  EXPECT_NEAR(overload_allowance(over), 3 * std::sqrt(200.0), 1e-9);
+  EXPECT_NEAR(served_rps(over), 1 / 1.5, 0.01);
+  EXPECT_EQ(overloaded(over), std::optional<bool>(true));
+  const Summary under = fifo(0.7);
+  EXPECT_EQ(under.waiting_at_end, 1);   // the last one sent, 0.1 s from its first token
+  EXPECT_EQ(under.waiting_at_open, 0);
+  EXPECT_NEAR(served_rps(under), 1.0, 0.01);
+  EXPECT_EQ(overloaded(under), std::optional<bool>(false));
+}
+
+// Every request starts at once but the batch grows, so answers fall behind: a request every second,
+// first token 0.1 s after it is sent, answered 10 + 0.5 t s after it is sent at t. Over the later
+// 499.5 s of 1000 sends the queue never grows, but answers come 1 / 1.5 as fast as sends: in flight
+// grows by 500 / 3 = 167 > max(50, 3 sqrt(500 + 173 in flight at t = 499.5)) = 78, and the window
+// opens after the p90 latency (10 + 0.5 x 899 = 460 s): overloaded.
+TEST(Overload, AnswersFallingBehindWhileEveryRequestStarts) {
+  MetricsCollector c;
+  for (int i = 0; i < 1000; ++i) {
+    RequestRecord r;
+    r.id = std::uint64_t(i);
+    r.arrival_s = i;
+    r.first_token_s = i + 0.1;
+    r.second_token_s = i + 0.2;
+    r.finish_s = i + 10 + 0.5 * i;
+    r.input_tokens = 100;
+    r.output_tokens = 10;
+    c.add(r);
+  }
+  const Summary s = c.summary();
+  EXPECT_LE(s.waiting_at_end - s.waiting_at_open, 1);
+  EXPECT_TRUE(in_flight_judged(s));
+  EXPECT_NEAR(double(s.in_flight_at_end - s.in_flight_at_open), 500.0 / 3, 2);
+  EXPECT_NEAR(in_flight_allowance(s), 3 * std::sqrt(500.0 + double(s.in_flight_at_open)), 1e-9);
+  EXPECT_EQ(s.in_flight_at_open, 500 - 327);   // sent by 499.5 s, less those answered by then (10 + 1.5 i <= 499.5: i <= 326)
+  EXPECT_EQ(overloaded(s), std::optional<bool>(true));
+}
+
+// A copy offered 1.5 x its service rate is overloaded, one offered 0.7 x is not, with 1 seat and
+// with 64. The service rate is Little's law on a closed loop that keeps every seat busy: seats /
+// mean request latency.
+TEST(Overload, OneAndAHalfTimesIsFlaggedPointSevenIsNotAtOneAndSixtyFourSeats) {
+  for (const int seats : {1, 64}) {
+    OneAtATime o;
+    o.spec.engine.max_num_seqs = seats;
+    const Deployment d(o.topo, o.spec);
+    workloads::WorkloadConfig full = load(1, 128, 100);
+    full.arrival = workloads::Arrival::concurrency;
+    full.concurrency = seats;
+    full.requests = 4 * seats;
+    full.warmup_requests = seats;
+    const double capacity = seats / (d.run(full).summary.request_latency_ms.avg * 1e-3);
+    for (const double x : {1.5, 0.7}) {
+      workloads::WorkloadConfig w = load(x * capacity, 128, 100);
+      w.requests = std::max(400, int(60 * x * capacity));
+      const Summary s = d.run(w).summary;
+      ASSERT_TRUE(overloaded(s).has_value()) << seats << " seats, " << x;
+      EXPECT_EQ(*overloaded(s), x > 1) << seats << " seats, " << x << ": waiting " << s.waiting_at_open << " -> "
+                                       << s.waiting_at_end << ", allowed " << overload_allowance(s);
+      if (x > 1) EXPECT_NEAR(served_rps(s), capacity, 0.1 * capacity) << seats;
+      else EXPECT_NEAR(served_rps(s), x * capacity, 0.1 * x * capacity) << seats;
+    }
+  }
 }
 
 }  // namespace

@@ -137,4 +137,12 @@ TEST(ImageFraction, BadValuesAreOneLine) {
   EXPECT_THROW(check_fraction(std::nan("")), servesim::Error);
   EXPECT_THROW(parse_images_flag("1024"), servesim::Error);
   EXPECT_EQ(parse_images_flag("1024x768:2").images.at(0).count, 2);
+  // An empty item was dropped ("1024x768,,512x512" read as two images): refused, naming it.
+  try {
+    parse_images_flag("1024x768,,512x512");
+    ADD_FAILURE() << "accepted an empty item";
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("item 2 of '1024x768,,512x512' is empty"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_images_flag("1024x768, 512x512").images.size(), 2u);
 }

@@ -1,0 +1,119 @@
+"""A new user's purchase study, as the CLI answers it: each test reproduces one friction found
+repeating the README's tour and checks the output now answers it (docs/capacity-planning.md,
+"Frictions of the purchase study")."""
+import csv
+import json
+import io
+import math
+import os
+import re
+import subprocess
+
+# One request at a time (max_num_seqs 1) on Llama 3.1 8B FP8 / one H100, ISL 128 / OSL 100:
+# 458 ms each, so 2.18 requests/s (docs/capacity-planning.md, Overload).
+ONE_SEAT = ["--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--precision", "fp8", "--max-num-seqs", "1",
+            "--isl", "128", "--osl", "100", "--no-frontend", "--requests", "400", "-q"]
+
+
+def run(exe, *args):
+    out = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_sweep_table_and_overload_line_quote_one_served_rate(exe):
+    # A rate sweep printed aiperf's request_throughput (ramp-up and drain included) in its table
+    # and the load window's served rate in its OVERLOADED line: two figures for one question.
+    text = run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4")
+    head = next(l for l in text.splitlines() if l.startswith("request_rate"))
+    assert "served req/s" in head
+    row = next(l for l in text.splitlines() if l.strip().startswith("4.40"))
+    table_served = float(row.split()[1])
+    line = next(l for l in text.splitlines() if l.startswith("OVERLOADED: offered 4.4"))
+    line_served = float(re.search(r"([0-9.]+) served per second", line).group(1))
+    assert table_served == line_served
+    assert "over the later half of the sends" in line and "later half of the sends" in text.split(line)[0]
+    # By hand: one seat answers at 1 / 458 ms = 2.18 requests/s when it cannot keep up.
+    assert abs(table_served - 2.18) < 0.05
+    rows = list(csv.DictReader(io.StringIO(run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4", "--format", "csv"))))
+    assert abs(float(rows[1]["served_requests_per_s"]) - table_served) < 5e-4
+    assert abs(float(rows[0]["served_requests_per_s"]) - 1.1) < 0.1   # keeps up: served = offered
+
+
+# Llama 3.1 8B FP8 at 20 requests/s, prefill and decode on separate TP1 workers, three GPU types:
+# 3 single-GPU rows and 6 mixed pairs (prefill on one type, decode on another).
+REC = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h100,h200,b200", "--isl", "1000", "--osl", "100",
+       "--precision", "fp8", "--tp", "1", "--ttft-ms", "1000", "--itl-ms", "50", "--target-rps", "20",
+       "--arrival", "poisson", "--topology", "disagg", "--pd-ratios", "1:1", "-q"]
+
+
+def test_recommend_emits_what_a_user_deploys_with_an_index(exe, tmp_path):
+    # recommend --emit wrote one folder per row: 5 GPU types gave 25 folders (20 mixed pairs).
+    # Now: the recommendation, and the cheapest of every other GPU type, named so, and an index.
+    em = tmp_path / "deploy"
+    em.mkdir()
+    # An earlier emitted set's folder (servesim's files beside its deployment.json) is replaced;
+    # a user's own folder is left alone.
+    run(exe, *REC, "--emit", em)
+    (em / "recommended").rename(em / "p5en.48xlarge+p5.48xlarge")
+    (em / "mine").mkdir()
+    (em / "mine" / "notes.txt").write_text("mine")
+    j = json.loads(run(exe, *REC, "--emit", em, "--format", "json"))
+    recs = j["recommendations"]
+    assert len(recs) == 9 and sum("+" in r["gpu"] for r in recs) == 6
+    index = json.loads((em / "index.json").read_text())
+    folders = [e["folder"] for e in index["folders"]]
+    assert folders[0] == "recommended" and index["folders"][0]["instance"] == recs[0]["instance"]
+    assert index["folders"][0]["usd_per_hour"] == recs[0]["usd_per_hour"] == min(r["usd_per_hour"] for r in recs)
+    singles = [r for r in recs if "+" not in r["gpu"]]
+    assert sorted(folders[1:]) == sorted("best-" + r["instance"] for r in singles if r["gpu"] != recs[0]["gpu"])
+    assert all(e["what"] for e in index["folders"])
+    assert sorted(p.name for p in em.iterdir()) == sorted(folders + ["index.json", "mine"])
+    assert (em / "mine" / "notes.txt").read_text() == "mine"
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    assert dep["describe"].startswith(recs[0]["label"])
+    text = run(exe, *REC, "--emit", em)
+    assert "index.json says what each folder is" in text and "recommended/" in text and "<- the recommendation" in text
+
+
+def test_open_loop_emit_checks_at_the_planned_rates(exe, tmp_path):
+    # An open-loop plan's aiperf-sweep.sh was a closed-loop concurrency sweep. Now it sends at the
+    # planned rate and at the rates whose per-copy share the plan simulated, each as long as the
+    # plan's run: max(1000, 60 s x rate) measured after max(100, 10 s x rate). Run it with a
+    # stand-in aiperf that records its arguments.
+    em = tmp_path / "em"
+    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
+        "-q", "--emit", em)
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    copies = dep["copies"]
+    assert copies > 1
+    script = (em / "recommended" / "aiperf-sweep.sh").read_text()
+    assert "UNVERIFIED" in script and "--concurrency" not in script
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
+    (fake / "aiperf").chmod(0o755)
+    log = tmp_path / "calls.txt"
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log))
+    subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
+    calls = [c.split() for c in log.read_text().splitlines()]
+    rates = [float(c[c.index("--request-rate") + 1]) for c in calls]
+    assert 120 in rates   # the planned rate
+    rows = list(csv.DictReader(io.StringIO((em / "recommended" / "predicted.csv").read_text())))
+    per_copy = [r["request_rate_per_copy"] for r in rows]
+    assert {float(r["request_rate_on_deployed_copies"]) for r in rows} >= set(rates)
+    for r, c in zip(rates, calls):
+        assert 0.75 * 120 <= r <= 1.5 * 120
+        assert any(abs(r - copies * float(x)) < 2e-3 for x in per_copy)   # a rate the plan simulated, on the deployed copies
+        assert int(c[c.index("--request-count") + 1]) == max(1000, math.ceil(60 * r - 1e-9))
+        assert int(c[c.index("--warmup-request-count") + 1]) == max(100, math.ceil(10 * r - 1e-9))
+    # Checking the winner open loop meant hand-editing the one-copy scenario.json (replicas to the
+    # copies, the rate to the target). scenario-all-copies.json is the whole fleet at the target:
+    # it keeps up, so over the load window it serves what it is offered.
+    whole = json.loads((em / "recommended" / "scenario-all-copies.json").read_text())
+    assert whole["topology"]["replicas"] == copies and whole["workload"]["request_rate"] == 120
+    assert whole["workload"]["requests"] == 60 * 120 and whole["workload"]["warmup_requests"] == 10 * 120
+    sim = json.loads(run(exe, "simulate", "--scenario", em / "recommended" / "scenario-all-copies.json", "--format", "json", "-q"))
+    assert sim["load"]["overloaded"] is False
+    assert abs(sim["load"]["served_requests_per_s"] - 120) < 0.1 * 120
