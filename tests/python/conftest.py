@@ -5,6 +5,10 @@ import subprocess
 
 import pytest
 
+# The source tree's root, for tests that read its data files; ctest sets it, a bare pytest run finds it
+# from this file's place (tests/python/).
+os.environ.setdefault("SERVESIM_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
 
 @pytest.fixture(scope="session")
 def exe():
