@@ -58,17 +58,8 @@ std::vector<std::string> option_list(std::string_view value, std::string_view op
 }
 
 std::vector<std::string> split_csv(std::string_view s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string_view::npos) end = s.size();
-    std::string_view item = s.substr(start, end - start);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    start = end + 1;
-  }
+  std::vector<std::string> out = split_cells(s);
+  std::erase_if(out, [](const std::string& item) { return item.empty(); });
   return out;
 }
 
