@@ -379,32 +379,45 @@ TEST(Engines, SglangApiServerPassesTheMeasuredRequestRate) {
   }
 }
 
-// TRT-LLM's API server with a request time of `request_s` and no spread, no tokenisation, no
-// output cost and no network, in front of 1 ms steps; `ipc_s` each way. The TTFT of requests sent
-// at `sent_ms` with fixed prompts of 100 tokens and answers of `osl`, in completion order.
-std::vector<double> api_server_ttfts(double request_s, double ipc_s, const std::vector<double>& sent_ms, int osl) {
-  workloads::FrontendConfig f = profile_frontend(engine_profile("trtllm"));
-  f.api.request.mean_s = request_s;
+// A TRT-LLM profile's API server without spread, tokenisation, IPC hop or network.
+workloads::FrontendConfig quiet_frontend(const char* profile) {
+  workloads::FrontendConfig f = profile_frontend(engine_profile(profile));
   f.api.request.cv = 0;
   f.api.cv = 0;
-  f.api.ipc_s = ipc_s;
-  f.api.tokenize_s_per_token = f.api.output_step_s = f.api.output_s_per_request = 0;
+  f.api.ipc_s = 0;
+  f.api.tokenize_s_per_token = 0;
   f.client.network = {0, 0};
+  return f;
+}
+
+// The requests of workload `w` (prompts of 100 tokens) through frontend `f` in front of 1 ms TRT-LLM steps.
+std::vector<Request> run_behind_api(const workloads::FrontendConfig& f, workloads::WorkloadConfig w) {
+  w.isl = workloads::LengthDist::fixed_at(100);
   ClusterShape shape;
   shape.kv_blocks = 100000;
   MillisecondStep cost;
   AggregatedCluster c(shape, plain(EngineKind::trtllm), cost, &f);
+  auto workload = workloads::make_workload(w);
+  Keep k;
+  c.run(*workload, k);
+  return k.all;
+}
+
+// TRT-LLM's API server with a request time of `request_s` and no output cost, in front of 1 ms
+// steps; `ipc_s` each way. The TTFT of requests sent at `sent_ms` with fixed prompts of 100 tokens
+// and answers of `osl`, in completion order.
+std::vector<double> api_server_ttfts(double request_s, double ipc_s, const std::vector<double>& sent_ms, int osl) {
+  workloads::FrontendConfig f = quiet_frontend("trtllm");
+  f.api.request.mean_s = request_s;
+  f.api.ipc_s = ipc_s;
+  f.api.output_step_s = f.api.output_s_per_request = 0;
   workloads::WorkloadConfig w;
   w.arrival = workloads::Arrival::schedule;
   w.schedule_ms = std::make_shared<const std::vector<double>>(sent_ms);
   w.requests = 0;
-  w.isl = workloads::LengthDist::fixed_at(100);
   w.osl = workloads::LengthDist::fixed_at(osl);
-  auto workload = workloads::make_workload(w);
-  Keep k;
-  c.run(*workload, k);
   std::vector<double> ttft;
-  for (const auto& r : k.all) ttft.push_back(r.first_token_s - r.sent_s);
+  for (const auto& r : run_behind_api(f, w)) ttft.push_back(r.first_token_s - r.sent_s);
   return ttft;
 }
 
@@ -439,6 +452,46 @@ TEST(Engines, ApiServerHopIsNotWorkOnTheApiServer) {
   EXPECT_NEAR(ttft[0], 2 * H + R + 0.001, 1e-9);
   EXPECT_GE(ttft[1], 2 * H + R + 0.001 - 1e-9);
   EXPECT_LE(ttft[1], 2 * H + R + 0.002 + 1e-9);
+}
+
+// TRT-LLM 1.0's one API-server process streams each token at a fitted 100 us (vLLM's prior: 40 us),
+// so a closed loop whose engine outruns it is held to the process's rate. 64 clients of 100 + 100
+// tokens, 1 ms engine steps (64,000 tokens a second if nothing else limited them), no spread,
+// network or hop. The process takes each request (request_ms, 1 ms), each step's output batch
+// (output_step_ms, 0.1 ms) and each streamed token (100 us): R requests a second cost R x (1 ms +
+// 100 x 100 us) = R x 11 ms, so it passes at most 100 / 11 ms = 9,091 tokens a second, and at
+// least 8,182 when every one of 1,000 steps a second also costs it 0.1 ms (R = 0.9 / 11 ms). At
+// vLLM's 40 us the same loop runs at 18,000-20,000. The measured 1.0.0rc3 runs stop at about 9,200
+// tokens a second at TP2, TP4 and TP8 alike (trtllm-1.0.json api_server.sources).
+TEST(Engines, TrtllmOneZeroApiServerCapsStreamedTokens) {
+  EXPECT_NEAR(profile_frontend(engine_profile("trtllm-1.0")).api.output_s_per_request, 100e-6, 1e-12);
+  EXPECT_NEAR(profile_frontend(engine_profile("trtllm-1.3")).api.output_s_per_request, 40e-6, 1e-12);
+  const double osl = 100;
+  auto tokens_per_s = [&](const char* profile) {
+    const workloads::FrontendConfig f = quiet_frontend(profile);
+    EXPECT_NEAR(f.api.request.mean_s, 0.001, 1e-12);
+    EXPECT_NEAR(f.api.output_step_s, 0.0001, 1e-12);
+    workloads::WorkloadConfig w;
+    w.arrival = workloads::Arrival::concurrency;
+    w.concurrency = 64;
+    w.requests = 1280;
+    w.warmup_requests = 128;
+    w.osl = workloads::LengthDist::fixed_at(std::int64_t(osl));
+    double first = INFINITY, last = 0, tokens = 0;
+    for (const auto& r : run_behind_api(f, w)) {
+      if (r.warmup) continue;
+      first = std::min(first, r.sent_s);
+      last = std::max(last, r.finish_s);
+      tokens += osl;
+    }
+    return tokens / (last - first);
+  };
+  const double at_100us = tokens_per_s("trtllm-1.0");
+  EXPECT_LE(at_100us, osl / (0.001 + osl * 100e-6));
+  EXPECT_GE(at_100us, 0.9 * osl / (0.001 + osl * 100e-6));
+  const double at_40us = tokens_per_s("trtllm-1.3");
+  EXPECT_LE(at_40us, osl / (0.001 + osl * 40e-6));
+  EXPECT_GE(at_40us, 0.9 * osl / (0.001 + osl * 40e-6));
 }
 
 // A measured point runs on its backend's profile; --engine-any runs sglang / trtllm as the newest vLLM.
