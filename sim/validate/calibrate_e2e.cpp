@@ -274,6 +274,7 @@ class Fitter {
     a.source += " (first-token floor anchor)";
     a.isl = std::min<std::int64_t>(a.isl, 1024);
     a.concurrency = 4;
+    a.batch_size = 0;   // no harness batch: a point nobody ran (MeasuredPoint::batch_size)
     a.request_rate = 0;
     a.ttft_ms = a.tpot_ms = a.output_tps = NAN;
     a.ttft_rerun_spread = a.tpot_rerun_spread = NAN;

@@ -293,6 +293,8 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     p.tp = num("tp_size");
     p.pp = num("pp_size");
     p.attention_dp = num("attention_dp_size");
+    p.columns_dp = p.attention_dp;
+    p.batch_size = num("batch_size");
     p.moe_tp = num("moe_tp_size");
     p.moe_ep = num("moe_ep_size");
     p.prefill_workers = num("prefill_num_workers");

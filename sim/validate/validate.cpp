@@ -255,6 +255,15 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
                      {"prefill_tp", ptp}, {"decode_tp", dtp}};
   } else if (mode == "agg" || mode.empty()) {
     const int tp = std::max(1, p.tp), pp = std::max(1, p.pp), dp = std::max(1, p.attention_dp);
+    // The harness's batch is its clients (batch_size = C) or their share of an attention-DP rank
+    // (batch_size x DP = C): 2,936 of the calibration CSV's 2,965 aggregated rows with both. A batch
+    // that is neither splits the clients a way the layout columns do not give (MeasuredPoint::batch_size).
+    if (p.batch_size > 0 && p.concurrency > 0 && p.batch_size != p.concurrency &&
+        std::int64_t(p.batch_size) * std::max(1, p.columns_dp) != p.concurrency)
+      cannot("batch_size " + std::to_string(p.batch_size) + " for " + std::to_string(p.concurrency) + " clients on TP " +
+             std::to_string(std::max(1, p.tp)) + (p.columns_dp > 1 ? " x DP " + std::to_string(p.columns_dp) : std::string()) +
+             ": neither the clients nor their share of an attention-DP rank, so how the run split its clients over "
+             "the GPUs is not recorded");
     if (dp > 1 && pp > 1) cannot("attention data parallelism with PP " + std::to_string(pp) + " not modelled");
     ep = ep_of(p.moe_ep, tp, "", dp);
     s["tensor_parallel_size"] = tp;

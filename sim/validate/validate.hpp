@@ -43,6 +43,11 @@ struct MeasuredPoint {
   std::string unreadable;      // a folder that could not be read: why (listed as unmodellable)
   // Aggregated: one serving replica's layout (0 = blank in the source).
   int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
+  // The CSV's batch_size (the harness's batch: the clients, or each attention-DP rank's share of
+  // them) and attention_dp_size as written, before a layout rewrite (0 = blank). An aggregated row
+  // whose batch is neither C nor C / DP is not modelled: its columns do not say how its clients
+  // were split (the 1.3.0rc1 / rc5 TRT-LLM sweeps: batch C / 2, C / 4, C / 8 on TP2-TP8 without DP).
+  int batch_size = 0, columns_dp = 0;
   // Disaggregated roles: workers and each worker's layout (0 = blank).
   int prefill_workers = 0, prefill_tp = 0, prefill_pp = 0, prefill_dp = 0, prefill_moe_ep = 0;
   int decode_workers = 0, decode_tp = 0, decode_pp = 0, decode_dp = 0, decode_moe_ep = 0;

@@ -773,17 +773,20 @@ TEST(ValidateTransfer, LeaveOneModelOutRecoversTheClusterFactor) {
   EXPECT_NEAR(p16.measured.tpot_ms - p16.itl_ms, 16 * 10e-3, 0.05) << p16.measured.tpot_ms << " " << p16.itl_ms;
 }
 
+// The silicon-sample CSV's columns, as the calibration file writes them.
+const std::string kSiliconHeader =
+    "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,"
+    "batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,"
+    "prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,"
+    "decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,"
+    "silicon_ttft_ms,silicon_tpot_ms\n";
+
 // A row's FP8 label runs the checkpoint's FP8 scaling: AIC's fp8_block quantisation modes, or a
 // model_path naming a "-FP8" checkpoint whose only published FP8 format is 128x128 blocks
 // (Qwen3-235B-A22B-FP8), run fp8_block (vLLM's "auto" KV cache stays BF16 on Hopper); the BF16
 // checkpoint quantised on load (Qwen3-32B with fp8 modes) stays per-tensor fp8.
 TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
-  const std::string head =
-      "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,"
-      "batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_batch_size,prefill_num_workers,"
-      "prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,"
-      "decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,"
-      "silicon_ttft_ms,silicon_tpot_ms\n";
+  const std::string head = kSiliconHeader;
   auto row = [](const std::string& id, const std::string& model, const std::string& gemm, const std::string& moe) {
     return id + ",x; silicon_concurrency=8,vllm,0.12.0," + model + ",h200_sxm,fp8,agg,1024,512," + gemm + "," + moe +
            ",8,2,1,1,2,1,,,,,,,,,,,,,,,100,50\n";
@@ -802,6 +805,36 @@ TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
   EXPECT_EQ(precision("b_c8_"), "fp8_block");
   EXPECT_EQ(precision("c_c8_"), "fp8");
   EXPECT_FALSE(v::point_scenario(by_id(points, "a_c8_"), o, nullptr).contains("kv_cache_dtype"));
+}
+
+// The harness's batch_size is a row's clients, or each attention-DP rank's share of them: 8 clients
+// with batch 8 on TP2, or batch 4 on TP1 x DP2 (4 x 2 = 8), run; batch 4 for 8 clients on TP2 without
+// DP (the 1.3.0rc1 TRT-LLM sweeps write C / 2, C / 4, C / 8) says nothing servesim can place and is
+// not modelled, with the reason; a blank batch_size (0) is not checked.
+TEST(Validate, BatchThatSplitsTheClientsOtherwiseIsNotModelled) {
+  const std::string head = kSiliconHeader;
+  auto row = [](const std::string& id, const std::string& batch, const std::string& tp, const std::string& dp) {
+    return id + ",x; silicon_concurrency=8,trtllm,1.3.0rc1,openai/gpt-oss-120b,h100_sxm,,agg,1024,512,,," + batch + "," + tp +
+           ",1," + dp + ",,,,,,,,,,,,,,,,,100,50\n";
+  };
+  const auto path = std::filesystem::temp_directory_path() / "servesim_batch_split_rows.csv";
+  {
+    std::ofstream f(path);
+    f << head << row("all_c8_", "8", "2", "") << row("dp_c8_", "4", "1", "2") << row("half_c8_", "4", "2", "")
+      << row("blank_c8_", "", "2", "");
+  }
+  const auto points = v::read_silicon_csv(path.string());
+  std::filesystem::remove(path);
+  v::Options o;
+  EXPECT_NO_THROW(v::point_scenario(by_id(points, "all_c8_"), o, nullptr));
+  EXPECT_NO_THROW(v::point_scenario(by_id(points, "dp_c8_"), o, nullptr));
+  EXPECT_NO_THROW(v::point_scenario(by_id(points, "blank_c8_"), o, nullptr));
+  try {
+    v::point_scenario(by_id(points, "half_c8_"), o, nullptr);
+    ADD_FAILURE() << "batch 4 for 8 clients on TP2 ran";
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_size 4 for 8 clients on TP 2"), std::string::npos) << e.what();
+  }
 }
 
 // SGLang prefills whenever a waiting prompt can be admitted, so in a closed loop whose KV pool holds
