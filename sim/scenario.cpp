@@ -197,6 +197,7 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   // One rule everywhere (models::resolve_kv_cache_dtype): "auto" is the checkpoint's KV dtype.
   try {
     s.kv_cache_dtype = models::resolve_kv_cache_dtype(kv, s.precision, "kv_cache_dtype");
+    s.kv_cache_dtype_auto = kv == "auto";
   } catch (const Error& e) {
     j.fail("kv_cache_dtype", e.reason());
   }

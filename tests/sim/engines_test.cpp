@@ -15,6 +15,8 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/worker.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
 #include "sim/studies/search.hpp"
 #include "sim/validate/validate.hpp"
 #include "workloads/workload.hpp"
@@ -555,6 +557,46 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
   EXPECT_TRUE(engine_profile("trtllm").kernel_tables.block_fp8_gemm_rows);
   for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
+}
+
+// SGLang's NSA backend keeps a DSA model's KV cache in BF16 on Hopper and FP8 on Blackwell when the
+// KV dtype is left auto (reference A6), whatever the checkpoint declares; other models and engines
+// keep the checkpoint's. Memory sum for GLM-5 (78 MLA layers, latent 512 + rope 64 = 576 elements,
+// DSA indexer key 128 FP8 bytes + one 4-byte scale per 128): BF16 78 x (576 x 2 + 132) = 100,152
+// bytes a token, FP8 78 x (576 + 132) = 55,224, so the same cache holds 0.551x the tokens in BF16.
+TEST(EngineProfile, SglangKeepsDsaCachesInBf16OnHopper) {
+  const auto& glm = models::model("glm-5");
+  const auto& llama = models::model("llama-3.1-8b");
+  const auto& h200 = hw::Catalog::global().gpu("H200");
+  const auto& b200 = hw::Catalog::global().gpu("B200");
+  ASSERT_GT(glm.index_topk, 0);
+  ASSERT_EQ(glm.count(models::LayerKind::mla), 78);
+  for (const char* name : {"sglang-0.5", "sglang-0.5.6"}) {
+    const EngineProfile& p = engine_profile(name);
+    EXPECT_EQ(p.auto_kv_cache_dtype(glm, h200, hw::Precision::fp8), hw::Precision::bf16) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(glm, b200, hw::Precision::bf16), hw::Precision::fp8) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(llama, h200, hw::Precision::fp8), hw::Precision::fp8) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(llama, b200, hw::Precision::bf16), hw::Precision::bf16) << name;
+  }
+  for (const char* name : {"vllm", "trtllm"})
+    EXPECT_EQ(engine_profile(name).auto_kv_cache_dtype(glm, h200, hw::Precision::fp8), hw::Precision::fp8) << name;
+
+  // A scenario that leaves the dtype auto runs the rule; one that names it keeps its own.
+  auto plan = [](const char* engine, const char* kv) {
+    nlohmann::json j = {{"model", "glm-5"}, {"gpu", "h200"}, {"gpus", 8}, {"tensor_parallel_size", 8},
+                        {"precision", "fp8"}, {"engine_profile", engine},
+                        {"workload", {{"concurrency", 1}, {"isl", 1024}, {"osl", 1024}, {"requests", 1}}}};
+    if (kv) j["kv_cache_dtype"] = kv;
+    return prepare(parse_scenario(j.dump(), "test")).plan;
+  };
+  const auto sglang_auto = plan("sglang", nullptr), sglang_fp8 = plan("sglang", "fp8"), vllm_auto = plan("vllm", nullptr);
+  EXPECT_EQ(sglang_auto.kv_precision, "bf16");
+  EXPECT_DOUBLE_EQ(sglang_auto.kv_bytes_per_token, 100152.0);
+  EXPECT_DOUBLE_EQ(sglang_fp8.kv_bytes_per_token, 55224.0);
+  EXPECT_DOUBLE_EQ(vllm_auto.kv_bytes_per_token, 55224.0);
+  // One token a page on Hopper: the pool is the cache over the bytes a token (less the padding slot).
+  EXPECT_EQ(sglang_auto.num_kv_blocks, std::int64_t(std::floor(sglang_auto.cache_bytes / 100152.0)) - 1);
+  EXPECT_NEAR(double(sglang_auto.num_kv_blocks) / double(sglang_fp8.num_kv_blocks), 55224.0 / 100152.0, 1e-4);
 }
 
 // SGLang's profiles prefill DSA prompts past index_topk on FlashMLA's sparse kernel (Hopper; the
