@@ -592,7 +592,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     if (sim::spreads_closed_loop(s.workload, e))
       out += "closed loop: fixed answer lengths spread by " +
              fixed(sim::closed_loop_osl_sd(e, s.workload.concurrency, s.workload.osl.mean), 1) + " tokens (sd" +
-             (e.closed_loop_osl_spread_load_exponent > 0 || e.closed_loop_osl_spread_length_exponent > 0
+             (e.closed_loop_osl_spread_load_exponent != 0 || e.closed_loop_osl_spread_length_exponent > 0
                   ? " = " + sim::closed_loop_osl_sd_formula(e.closed_loop_osl_spread_tokens, e.closed_loop_osl_spread_load_exponent,
                                                             e.closed_loop_osl_spread_length_exponent,
                                                             std::to_string(s.workload.concurrency), compact(s.workload.osl.mean))

@@ -135,7 +135,7 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
     if (!(p.closed_loop_osl_spread_tokens >= 0 && p.closed_loop_osl_spread_tokens <= 1000))
       cl.fail("osl_spread_tokens", "must be between 0 and 1000 tokens");
-    p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, 0, 2);
+    p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, -2, 2);
     p.closed_loop_osl_spread_length_exponent = cl.number_in("osl_spread_length_exponent", 0, 0, 2);
   }
   if (j.has("scheduler")) {
@@ -532,7 +532,7 @@ double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl)
 std::string closed_loop_osl_sd_formula(double tokens, double load_exponent, double length_exponent,
                                        const std::string& clients, const std::string& osl) {
   std::string s = compact(tokens);
-  if (load_exponent > 0) s += " x (" + clients + "/" + compact(kSpreadReferenceConcurrency) + ")^" + compact(load_exponent);
+  if (load_exponent != 0) s += " x (" + clients + "/" + compact(kSpreadReferenceConcurrency) + ")^" + compact(load_exponent);
   if (length_exponent > 0) s += " x (" + osl + "/" + compact(kSpreadReferenceOsl) + ")^" + compact(length_exponent);
   return s;
 }

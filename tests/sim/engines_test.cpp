@@ -324,21 +324,24 @@ class MillisecondStep : public models::StepCostModel {
 };
 
 // The engine-level terms fitted on SGLang's and TRT-LLM's measured rows (each profile's
-// closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = base x
-// (C/16)^0.25 x (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it
-// (16^0.25 = 2) at 256 clients or at 16,384-token answers; and each profile's API-server request
-// time and hop. SGLang 0.5.0-0.5.5 and TRT-LLM 1.0 keep fixed lengths (their measured loops stay
-// locked); TRT-LLM 1.1 and newer take SGLang 0.5.6's 20-token base.
+// closed_loop.source): a closed loop's fixed answer lengths get a spread, sd = base x (C/16)^a x
+// (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it (16^0.25 = 2) at
+// 16,384-token answers; TRT-LLM 1.1+ takes vLLM's a = 0.25 (twice the base at 256 clients), SGLang
+// 0.5.6 a = -0.5 (a quarter of it at 256 clients); and each profile's API-server request time and
+// hop. SGLang 0.5.0-0.5.5 and TRT-LLM 1.0 keep fixed lengths (their measured loops stay locked);
+// TRT-LLM 1.1 and newer take a 20-token base.
 TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
   struct Fit {
     const char* profile;
-    double spread, request_ms, ipc_ms;
+    double spread, at_256_clients, request_ms, ipc_ms;
   };
-  for (const Fit& f : {Fit{"trtllm", 20, 1, 7}, Fit{"trtllm-1.1", 20, 1, 7}, Fit{"trtllm-1.0", 0, 1, 7},
-                       Fit{"sglang-0.5.6", 20, 1, 80}, Fit{"sglang-0.5", 0, 1, 80}}) {
+  // SGLang 0.5.6: sd = 40 x (C/16)^-0.5 x (OSL/1024)^0.25, so 40 tokens at 16 clients, 40 / 4 = 10 at
+  // 256 and 80 at 4; twice the base at 16,384-token answers.
+  for (const Fit& f : {Fit{"trtllm", 20, 40, 1, 7}, Fit{"trtllm-1.1", 20, 40, 1, 7}, Fit{"trtllm-1.0", 0, 0, 1, 7},
+                       Fit{"sglang-0.5.6", 40, 10, 1, 80}, Fit{"sglang-0.5", 0, 0, 1, 80}}) {
     const EngineConfig e = profiled(f.profile, "H200", 1);
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), f.spread, 1e-12) << f.profile;
-    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 2 * f.spread, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), f.at_256_clients, 1e-12) << f.profile;
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 16384), 2 * f.spread, 1e-12) << f.profile;
     const workloads::FrontendConfig fe = profile_frontend(engine_profile(f.profile));
     EXPECT_NEAR(fe.api.request.mean_s, f.request_ms * 1e-3, 1e-12) << f.profile;
@@ -540,8 +543,8 @@ TEST(EngineProfile, ExtendsMergesOverItsBase) {
   const EngineProfile& base = engine_profile("sglang-0.5.6");
   EXPECT_EQ(old.closed_loop_osl_spread_tokens, 0.0);
   EXPECT_EQ(old.closed_loop_osl_spread_load_exponent, 0.0);
-  EXPECT_EQ(base.closed_loop_osl_spread_tokens, 20.0);
-  EXPECT_EQ(base.closed_loop_osl_spread_load_exponent, 0.25);
+  EXPECT_EQ(base.closed_loop_osl_spread_tokens, 40.0);
+  EXPECT_EQ(base.closed_loop_osl_spread_load_exponent, -0.5);
   EXPECT_FALSE(old.json.contains("extends"));
   nlohmann::json a = old.json, b = base.json;
   for (auto* j : {&a, &b}) {
