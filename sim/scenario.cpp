@@ -87,7 +87,7 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.closed_loop_osl_spread_tokens = e.number_or("closed_loop_osl_spread_tokens", 0);
   if (!(c.closed_loop_osl_spread_tokens >= 0 && c.closed_loop_osl_spread_tokens <= 1000))
     e.fail("closed_loop_osl_spread_tokens", "must be between 0 and 1000 tokens");
-  c.closed_loop_osl_spread_load_exponent = e.number_in("closed_loop_osl_spread_load_exponent", 0, 0, 2);
+  c.closed_loop_osl_spread_load_exponent = e.number_in("closed_loop_osl_spread_load_exponent", 0, -2, 2);
   c.closed_loop_osl_spread_length_exponent = e.number_in("closed_loop_osl_spread_length_exponent", 0, 0, 2);
   if (e.has("acceptance_rate")) {
     std::vector<double> a = e.numbers("acceptance_rate");
@@ -197,6 +197,7 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   // One rule everywhere (models::resolve_kv_cache_dtype): "auto" is the checkpoint's KV dtype.
   try {
     s.kv_cache_dtype = models::resolve_kv_cache_dtype(kv, s.precision, "kv_cache_dtype");
+    s.kv_cache_dtype_auto = kv == "auto";
   } catch (const Error& e) {
     j.fail("kv_cache_dtype", e.reason());
   }

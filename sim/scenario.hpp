@@ -43,6 +43,7 @@ struct Scenario {
   models::Parallelism par{8, 1, 1};
   hw::Precision precision = hw::Precision::fp8;
   hw::Precision kv_cache_dtype = hw::Precision::fp8;   // "auto": the checkpoint's (models::resolve_kv_cache_dtype)
+  bool kv_cache_dtype_auto = true;         // "auto" (or absent): the engine's rule applies (kv_cache_dtype_of)
   EngineConfig engine;                     // knobs the scenario gives; prepare() fills the rest from the profile
   std::string engine_profile = "vllm";     // "engine_profile": vllm (newest), vllm-0.12, ...
   nlohmann::json frontend_json;            // "frontend" object (null: the profile's priors)

@@ -67,7 +67,7 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.instance = &instance_for(s, t.instance, s.gpu, "topology.instance");
   d.gpu = &hw::Catalog::global().gpu(d.instance->gpu);
   d.weights = s.precision;
-  d.kv_dtype = s.kv_cache_dtype;
+  d.kv_dtype = kv_cache_dtype_of(s, m, *d.gpu);
   d.engine = resolved_engine(s, m, *d.gpu);
   d.frontend = resolved_frontend(s);
   d.mtp = mtp_of(s, m);
@@ -147,6 +147,11 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   return e;
 }
 
+hw::Precision kv_cache_dtype_of(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu) {
+  if (!s.kv_cache_dtype_auto) return s.kv_cache_dtype;
+  return engine_profile(s.engine_profile, s.source, "engine_profile").auto_kv_cache_dtype(m, gpu, s.precision);
+}
+
 workloads::FrontendConfig resolved_frontend(const Scenario& s) {
   const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
   workloads::FrontendConfig f = profile_frontend(prof);
@@ -212,7 +217,7 @@ Prepared prepare(const Scenario& s) {
   }
 
   try {
-    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, p.engine.memory_config(s.kv_cache_dtype));
+    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, p.engine.memory_config(kv_cache_dtype_of(s, m, *p.gpu)));
   } catch (const Error& e) {
     throw Error(f, e.field().empty() ? "model" : e.field(), e.reason());
   }
@@ -235,7 +240,7 @@ Prepared prepare(const Scenario& s) {
       if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
     p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
   }
-  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, s.kv_cache_dtype, p.engine.kernel_tables,
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, kv_cache_dtype_of(s, m, *p.gpu), p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);

@@ -43,6 +43,10 @@ struct Prepared {
 Prepared prepare(const Scenario& s);
 // The scenario's engine knobs with its engine profile's defaults for this model and GPU filled in.
 EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu);
+// The run's KV cache dtype: the scenario's, or where it said "auto" the engine profile's rule for
+// this model and GPU (EngineProfile::auto_kv_cache_dtype: SGLang keeps a DSA model's cache in BF16
+// on Hopper and FP8 on Blackwell).
+hw::Precision kv_cache_dtype_of(const Scenario& s, const models::ModelSpec& m, const hw::GpuSpec& gpu);
 // The frontend: the profile's API-server priors, then the scenario's "frontend" object.
 workloads::FrontendConfig resolved_frontend(const Scenario& s);
 

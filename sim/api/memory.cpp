@@ -96,7 +96,8 @@ nlohmann::json memory(const MemoryArgs& a) {
     if (a.max_num_batched_tokens > 0) given["max_num_batched_tokens"] = e.max_num_batched_tokens = a.max_num_batched_tokens;
     if (a.block_size > 0) given["block_size"] = e.block_size = a.block_size;
     sim::apply_profile(prof, m, gpu, given, e, r.tp);
-    cfg = e.memory_config(kv_dtype);
+    const bool auto_kv = a.kv_cache_dtype.empty() || text::iequals(a.kv_cache_dtype, "auto");
+    cfg = e.memory_config(auto_kv ? prof.auto_kv_cache_dtype(m, gpu, wp) : kv_dtype);
   }
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
   const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep, a.dp}, cfg);

@@ -233,7 +233,10 @@ nlohmann::json step(const StepArgs& a) {
   const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
-  const auto kv = models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
+  // "auto" on an engine: that engine's rule (SGLang keeps a DSA model's cache in BF16 on Hopper).
+  const bool auto_kv = a.kv_cache_dtype.empty() || text::iequals(a.kv_cache_dtype, "auto");
+  const auto kv = auto_kv && !a.engine.empty() ? sim::engine_profile(a.engine, "--engine").auto_kv_cache_dtype(m, gpu, wp)
+                                               : models::resolve_kv_cache_dtype(a.kv_cache_dtype, wp, "--kv-cache-dtype");
   if (a.batch < 1) throw Error("--batch", "", "must be >= 1");
   if (a.context < 1) throw Error("--context", "", "must be >= 1");
   if (a.chunk < 0) throw Error("--chunk", "", "must be >= 0");

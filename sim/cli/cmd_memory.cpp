@@ -150,7 +150,7 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--model-file", mo.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mem->add_option("--gpu", mo.gpu, "GPU name (default h200)");
   mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's)");
-  mem->add_option("--kv-cache-dtype", mo.kv_cache_dtype, "KV cache dtype (default: the checkpoint's: bf16, or fp8 for fp8/nvfp4)");
+  mem->add_option("--kv-cache-dtype", mo.kv_cache_dtype, "KV cache dtype (default: the checkpoint's: bf16, or fp8 for fp8/nvfp4; --engine sglang: a DSA model's bf16 on Hopper, fp8 on Blackwell)");
   mem->add_option("--tp", mo.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
       ->check(CLI::Range(1, 1 << 20));
   mem->add_option("--pp", mo.pp, "Pipeline parallel size");

@@ -86,7 +86,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--dp,--data-parallel-size", o.dp,
                "Attention data-parallel ranks per replica (MoE models; replica GPUs = tp x pp x dp)");
   c.add_option("--precision", o.precision, "Weight precision: bf16, fp8, nvfp4, int8");
-  c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (the checkpoint's: fp8 for fp8/nvfp4 weights, bf16 for bf16), bf16, fp8");
+  c.add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype: auto (the checkpoint's: fp8 for fp8/nvfp4 weights, bf16 for bf16; on SGLang a DSA model's bf16 on Hopper, fp8 on Blackwell), bf16, fp8");
   c.add_option("--isl", o.isl, "Input tokens per request (mean when --isl-stddev is given)");
   c.add_option("--osl", o.osl, "Output tokens per request (mean when --osl-stddev is given)");
   c.add_option("--isl-stddev", o.isl_stddev, "Standard deviation of the input length (normal, as aiperf)");
@@ -592,7 +592,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     if (sim::spreads_closed_loop(s.workload, e))
       out += "closed loop: fixed answer lengths spread by " +
              fixed(sim::closed_loop_osl_sd(e, s.workload.concurrency, s.workload.osl.mean), 1) + " tokens (sd" +
-             (e.closed_loop_osl_spread_load_exponent > 0 || e.closed_loop_osl_spread_length_exponent > 0
+             (e.closed_loop_osl_spread_load_exponent != 0 || e.closed_loop_osl_spread_length_exponent > 0
                   ? " = " + sim::closed_loop_osl_sd_formula(e.closed_loop_osl_spread_tokens, e.closed_loop_osl_spread_load_exponent,
                                                             e.closed_loop_osl_spread_length_exponent,
                                                             std::to_string(s.workload.concurrency), compact(s.workload.osl.mean))

@@ -51,7 +51,7 @@ void add_step_command(CLI::App& app) {
   s->add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   s->add_option("--gpu", o.gpu, "GPU name (default h200)");
   s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's; fp8 on a 128x128 block-FP8 checkpoint runs fp8_block)");
-  s->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype (default: the checkpoint's)");
+  s->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype (default: the checkpoint's; --engine sglang: a DSA model's bf16 on Hopper, fp8 on Blackwell)");
   s->add_option("--tp", o.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
       ->check(CLI::Range(1, 1 << 20));
   s->add_option("--pp", o.pp, "Pipeline parallel size");

@@ -10,6 +10,7 @@
 #include "common/json_reader.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "models/memory.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -108,6 +109,14 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.block_size = static_cast<int>(d.integer("block_size"));
   if (d.has("block_size_by_compute_capability"))
     for (const auto& [cc, v] : d.json().at("block_size_by_compute_capability").items()) p.block_size_by_cc[cc] = v.get<int>();
+  if (d.has("dsa_kv_cache_dtype_by_compute_capability"))
+    for (const auto& [cc, v] : d.json().at("dsa_kv_cache_dtype_by_compute_capability").items()) {
+      const std::string name = v.is_string() ? text::lower(v.get<std::string>()) : "";
+      if (name != "bf16" && name != "fp8")
+        d.fail("dsa_kv_cache_dtype_by_compute_capability", "compute capability " + cc + ": " + v.dump() +
+                                                               " is no KV cache dtype; valid: \"bf16\", \"fp8\"");
+      p.dsa_kv_dtype_by_cc[cc] = name == "fp8" ? hw::Precision::fp8 : hw::Precision::bf16;
+    }
   p.enable_chunked_prefill = d.boolean_or("enable_chunked_prefill", true);
   const JsonReader pc = d.object("enable_prefix_caching");
   p.prefix_caching_decoder = pc.boolean_or("decoder", true);
@@ -126,7 +135,7 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     p.closed_loop_osl_spread_tokens = cl.number_or("osl_spread_tokens", 0);
     if (!(p.closed_loop_osl_spread_tokens >= 0 && p.closed_loop_osl_spread_tokens <= 1000))
       cl.fail("osl_spread_tokens", "must be between 0 and 1000 tokens");
-    p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, 0, 2);
+    p.closed_loop_osl_spread_load_exponent = cl.number_in("osl_spread_load_exponent", 0, -2, 2);
     p.closed_loop_osl_spread_length_exponent = cl.number_in("osl_spread_length_exponent", 0, 0, 2);
   }
   if (j.has("scheduler")) {
@@ -294,6 +303,15 @@ std::int64_t GpuClassDefaults::graph_max_bs(int tp) const {
 int EngineProfile::block_size_for(const hw::GpuSpec& gpu) const {
   auto it = block_size_by_cc.find(compute_capability(gpu));
   return it == block_size_by_cc.end() ? block_size : it->second;
+}
+
+hw::Precision EngineProfile::auto_kv_cache_dtype(const models::ModelSpec& m, const hw::GpuSpec& gpu,
+                                                  hw::Precision weights) const {
+  if (m.index_topk > 0) {
+    auto it = dsa_kv_dtype_by_cc.find(compute_capability(gpu));
+    if (it != dsa_kv_dtype_by_cc.end()) return it->second;
+  }
+  return models::checkpoint_kv_dtype(weights);
 }
 
 std::string compute_capability(const hw::GpuSpec& gpu) {
@@ -514,7 +532,7 @@ double closed_loop_osl_sd(const EngineConfig& e, double concurrency, double osl)
 std::string closed_loop_osl_sd_formula(double tokens, double load_exponent, double length_exponent,
                                        const std::string& clients, const std::string& osl) {
   std::string s = compact(tokens);
-  if (load_exponent > 0) s += " x (" + clients + "/" + compact(kSpreadReferenceConcurrency) + ")^" + compact(load_exponent);
+  if (load_exponent != 0) s += " x (" + clients + "/" + compact(kSpreadReferenceConcurrency) + ")^" + compact(load_exponent);
   if (length_exponent > 0) s += " x (" + osl + "/" + compact(kSpreadReferenceOsl) + ")^" + compact(length_exponent);
   return s;
 }

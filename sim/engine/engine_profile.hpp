@@ -82,6 +82,13 @@ struct EngineProfile {
   // Hopper, 64 with trtllm_mha on Blackwell); others use block_size.
   std::map<std::string, int> block_size_by_cc;
   int block_size_for(const hw::GpuSpec& gpu) const;
+  // KV cache dtype of a DSA model (index_topk > 0: DeepSeek-V3.2, GLM-5) when the KV dtype is left
+  // "auto", by compute capability ("dsa_kv_cache_dtype_by_compute_capability"; SGLang's NSA
+  // backend: BF16 on Hopper, FP8 on SM >= 10 whatever the checkpoint declares).
+  std::map<std::string, hw::Precision> dsa_kv_dtype_by_cc;
+  // The KV dtype "auto" means on this engine: the rule above for a DSA model on a GPU it names,
+  // else the checkpoint's (models::checkpoint_kv_dtype of the weights).
+  hw::Precision auto_kv_cache_dtype(const models::ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision weights) const;
   // The engine release whose kernel tables price the steps ("kernel_tables" in the file; default
   // this profile's engine and version).
   hw::KernelTables kernel_tables;

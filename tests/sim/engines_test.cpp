@@ -15,6 +15,8 @@
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/worker.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
 #include "sim/studies/search.hpp"
 #include "sim/validate/validate.hpp"
 #include "workloads/workload.hpp"
@@ -322,21 +324,24 @@ class MillisecondStep : public models::StepCostModel {
 };
 
 // The engine-level terms fitted on SGLang's and TRT-LLM's measured rows (each profile's
-// closed_loop.source): a closed loop's fixed answer lengths get vLLM's spread law, sd = base x
-// (C/16)^0.25 x (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it
-// (16^0.25 = 2) at 256 clients or at 16,384-token answers; and each profile's API-server request
-// time and hop. SGLang 0.5.0-0.5.5 and TRT-LLM 1.0 keep fixed lengths (their measured loops stay
-// locked); TRT-LLM 1.1 and newer take SGLang 0.5.6's 20-token base.
+// closed_loop.source): a closed loop's fixed answer lengths get a spread, sd = base x (C/16)^a x
+// (OSL/1024)^0.25 tokens: the base at 16 clients of 1,024 tokens, twice it (16^0.25 = 2) at
+// 16,384-token answers; TRT-LLM 1.1+ takes vLLM's a = 0.25 (twice the base at 256 clients), SGLang
+// 0.5.6 a = -0.5 (a quarter of it at 256 clients); and each profile's API-server request time and
+// hop. SGLang 0.5.0-0.5.5 and TRT-LLM 1.0 keep fixed lengths (their measured loops stay locked);
+// TRT-LLM 1.1 and newer take a 20-token base.
 TEST(Engines, FittedClosedLoopSpreadAndApiServerTerms) {
   struct Fit {
     const char* profile;
-    double spread, request_ms, ipc_ms;
+    double spread, at_256_clients, request_ms, ipc_ms;
   };
-  for (const Fit& f : {Fit{"trtllm", 20, 1, 7}, Fit{"trtllm-1.1", 20, 1, 7}, Fit{"trtllm-1.0", 0, 1, 7},
-                       Fit{"sglang-0.5.6", 20, 1, 80}, Fit{"sglang-0.5", 0, 1, 80}}) {
+  // SGLang 0.5.6: sd = 40 x (C/16)^-0.5 x (OSL/1024)^0.25, so 40 tokens at 16 clients, 40 / 4 = 10 at
+  // 256 and 80 at 4; twice the base at 16,384-token answers.
+  for (const Fit& f : {Fit{"trtllm", 20, 40, 1, 7}, Fit{"trtllm-1.1", 20, 40, 1, 7}, Fit{"trtllm-1.0", 0, 0, 1, 7},
+                       Fit{"sglang-0.5.6", 40, 10, 1, 80}, Fit{"sglang-0.5", 0, 0, 1, 80}}) {
     const EngineConfig e = profiled(f.profile, "H200", 1);
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 1024), f.spread, 1e-12) << f.profile;
-    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), 2 * f.spread, 1e-12) << f.profile;
+    EXPECT_NEAR(closed_loop_osl_sd(e, 256, 1024), f.at_256_clients, 1e-12) << f.profile;
     EXPECT_NEAR(closed_loop_osl_sd(e, 16, 16384), 2 * f.spread, 1e-12) << f.profile;
     const workloads::FrontendConfig fe = profile_frontend(engine_profile(f.profile));
     EXPECT_NEAR(fe.api.request.mean_s, f.request_ms * 1e-3, 1e-12) << f.profile;
@@ -591,8 +596,8 @@ TEST(EngineProfile, ExtendsMergesOverItsBase) {
   const EngineProfile& base = engine_profile("sglang-0.5.6");
   EXPECT_EQ(old.closed_loop_osl_spread_tokens, 0.0);
   EXPECT_EQ(old.closed_loop_osl_spread_load_exponent, 0.0);
-  EXPECT_EQ(base.closed_loop_osl_spread_tokens, 20.0);
-  EXPECT_EQ(base.closed_loop_osl_spread_load_exponent, 0.25);
+  EXPECT_EQ(base.closed_loop_osl_spread_tokens, 40.0);
+  EXPECT_EQ(base.closed_loop_osl_spread_load_exponent, -0.5);
   EXPECT_FALSE(old.json.contains("extends"));
   nlohmann::json a = old.json, b = base.json;
   for (auto* j : {&a, &b}) {
@@ -608,6 +613,46 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
   EXPECT_TRUE(engine_profile("trtllm").kernel_tables.block_fp8_gemm_rows);
   for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
+}
+
+// SGLang's NSA backend keeps a DSA model's KV cache in BF16 on Hopper and FP8 on Blackwell when the
+// KV dtype is left auto (reference A6), whatever the checkpoint declares; other models and engines
+// keep the checkpoint's. Memory sum for GLM-5 (78 MLA layers, latent 512 + rope 64 = 576 elements,
+// DSA indexer key 128 FP8 bytes + one 4-byte scale per 128): BF16 78 x (576 x 2 + 132) = 100,152
+// bytes a token, FP8 78 x (576 + 132) = 55,224, so the same cache holds 0.551x the tokens in BF16.
+TEST(EngineProfile, SglangKeepsDsaCachesInBf16OnHopper) {
+  const auto& glm = models::model("glm-5");
+  const auto& llama = models::model("llama-3.1-8b");
+  const auto& h200 = hw::Catalog::global().gpu("H200");
+  const auto& b200 = hw::Catalog::global().gpu("B200");
+  ASSERT_GT(glm.index_topk, 0);
+  ASSERT_EQ(glm.count(models::LayerKind::mla), 78);
+  for (const char* name : {"sglang-0.5", "sglang-0.5.6"}) {
+    const EngineProfile& p = engine_profile(name);
+    EXPECT_EQ(p.auto_kv_cache_dtype(glm, h200, hw::Precision::fp8), hw::Precision::bf16) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(glm, b200, hw::Precision::bf16), hw::Precision::fp8) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(llama, h200, hw::Precision::fp8), hw::Precision::fp8) << name;
+    EXPECT_EQ(p.auto_kv_cache_dtype(llama, b200, hw::Precision::bf16), hw::Precision::bf16) << name;
+  }
+  for (const char* name : {"vllm", "trtllm"})
+    EXPECT_EQ(engine_profile(name).auto_kv_cache_dtype(glm, h200, hw::Precision::fp8), hw::Precision::fp8) << name;
+
+  // A scenario that leaves the dtype auto runs the rule; one that names it keeps its own.
+  auto plan = [](const char* engine, const char* kv) {
+    nlohmann::json j = {{"model", "glm-5"}, {"gpu", "h200"}, {"gpus", 8}, {"tensor_parallel_size", 8},
+                        {"precision", "fp8"}, {"engine_profile", engine},
+                        {"workload", {{"concurrency", 1}, {"isl", 1024}, {"osl", 1024}, {"requests", 1}}}};
+    if (kv) j["kv_cache_dtype"] = kv;
+    return prepare(parse_scenario(j.dump(), "test")).plan;
+  };
+  const auto sglang_auto = plan("sglang", nullptr), sglang_fp8 = plan("sglang", "fp8"), vllm_auto = plan("vllm", nullptr);
+  EXPECT_EQ(sglang_auto.kv_precision, "bf16");
+  EXPECT_DOUBLE_EQ(sglang_auto.kv_bytes_per_token, 100152.0);
+  EXPECT_DOUBLE_EQ(sglang_fp8.kv_bytes_per_token, 55224.0);
+  EXPECT_DOUBLE_EQ(vllm_auto.kv_bytes_per_token, 55224.0);
+  // One token a page on Hopper: the pool is the cache over the bytes a token (less the padding slot).
+  EXPECT_EQ(sglang_auto.num_kv_blocks, std::int64_t(std::floor(sglang_auto.cache_bytes / 100152.0)) - 1);
+  EXPECT_NEAR(double(sglang_auto.num_kv_blocks) / double(sglang_fp8.num_kv_blocks), 55224.0 / 100152.0, 1e-4);
 }
 
 // SGLang's profiles prefill DSA prompts past index_topk on FlashMLA's sparse kernel (Hopper; the
