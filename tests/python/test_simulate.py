@@ -115,3 +115,21 @@ def test_closed_loop_osl_spread_matches_the_engine_profile():
     assert fixed["min"] == fixed["max"] == 256
     with pytest.raises(servesim.Error, match="closed_loop_osl_spread_tokens"):
         servesim.simulate(closed_loop_osl_spread_tokens=-1, **args)
+
+
+def test_closed_loop_itl_has_no_jump_between_neighbouring_client_counts():
+    # A closed loop of C clients decodes C sequences a step (plus one prompt's prefill share per
+    # answer), padded up to the next CUDA-graph capture size (1, 2, 4, 8, 16, 24, ...: vLLM's list,
+    # docs/engines.md). One more client adds one sequence: inside one capture size only its prefill
+    # share and its own expert reads (a few %), across a size boundary also the padded rows. So ITL
+    # grows with C, never falls, and never jumps by half between neighbours (an FP8-block MoE under
+    # the synchronous vLLM 0.12 profile, as a large-MoE deployment on two H200 runs).
+    sc = servesim.scenario(model="qwen3-235b-a22b", gpu="h200", gpus=2, tp=2, precision="fp8_block", isl=1024,
+                           osl=256, requests=200, warmup_requests=40, seed=1)
+    sc["engine_profile"] = "vllm-0.12"
+    clients = list(range(1, 21))
+    itl = servesim.sweep(sc, concurrency=clients, threads=1)["inter_token_latency_ms_avg"]
+    bucket = lambda c: next(s for s in [1, 2, 4, 8, 16, 24] if s >= c)
+    for c, a, b in zip(clients, itl, itl[1:]):
+        assert b >= 0.98 * a, (c, a, b)
+        assert b <= (1.08 if bucket(c) == bucket(c + 1) else 1.25) * a, (c, a, b)

@@ -73,3 +73,32 @@ def test_validate_across_seeds_are_the_single_seed_runs(cli):
             g = next(x for x in run["by_gpu"] if (x["engine"], x["gpu"], x["mode"]) == (row["engine"], row["gpu"], row["mode"]))
             for m in ("ttft", "itl", "output_tps"):
                 assert row[m][k] == pytest.approx(g[m]["median_abs_pct"])
+
+
+def test_validated_itl_has_no_jump_between_neighbouring_client_counts(tmp_path):
+    # validate runs a CSV point with AIConfigurator's generated flags: a CUDA graph at every batch
+    # size 1...C, so C clients decode in a graph of exactly C rows, no padding. One more client then
+    # adds one sequence to each step and one prompt's prefill to each cycle: ITL rises by a few %
+    # per client and never jumps (a block-FP8 MoE on two H200 under vLLM 0.12, 1 to 20 clients).
+    # The measured columns are placeholders; only the predictions are compared.
+    header = open(CSV).readline()
+    cols = header.strip().split(",")
+    rows = []
+    for c in range(1, 21):
+        row = dict.fromkeys(cols, "")
+        row.update(id=f"moe_h200_vllm_agg_1024x256_c{c}_tp2", backend="vllm", backend_version="0.12.0",
+                   model_path="Qwen/Qwen3-235B-A22B-FP8", system="h200_sxm", precision="fp8", mode="agg",
+                   isl="1024", osl="256", gemm_quant_mode="fp8_block", moe_quant_mode="fp8_block",
+                   batch_size=str(c), tp_size="2", pp_size="1", attention_dp_size="1", moe_tp_size="2",
+                   moe_ep_size="1", silicon_ttft_ms="100", silicon_tpot_ms="50")
+        row["silicon_data_source"] = f"source_file=placeholder.csv; silicon_concurrency={c}"
+        rows.append(",".join(row[k] for k in cols))
+    path = tmp_path / "moe.csv"
+    path.write_text(header + "\n".join(rows) + "\n")
+    r = servesim.validate(str(path), threads=1)
+    ran = [p for p in r["points"] if "predicted" in p]
+    assert not any(p.get("harness_note") for p in ran)   # the generated flags, no re-sent prompts
+    itl = {p["concurrency"]: p["predicted"]["itl_ms"] for p in ran}
+    assert sorted(itl) == list(range(1, 21))
+    for c in range(1, 20):
+        assert itl[c] * 0.98 <= itl[c + 1] <= itl[c] * 1.15, (c, itl[c], itl[c + 1])

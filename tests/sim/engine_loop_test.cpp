@@ -2,7 +2,8 @@
 // list, defaults by GPU class, all-reduce switch points, the one-step delay of async scheduling,
 // the seat a finished request holds one step longer, aiperf's warm-up barrier and exclusion count,
 // Little's law through the API-server path, the closed-loop cohort detector, the first visible
-// token after a response preamble, and the profile's spread of fixed answer lengths.
+// token after a response preamble, the profile's spread of fixed answer lengths, and a re-send
+// later than a decode step keeping a synchronous closed loop's round together.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -367,6 +368,16 @@ TEST(ClosedLoop, CohortDetectorSeesTheLockAndItsBreakup) {
   EXPECT_LT(real.summary.ttft_ms.min, 0.5 * locked.summary.ttft_ms.min);
 }
 
+// P: the GPU time of one step that prefills one prompt of `isl` tokens and nothing else.
+double prefill_alone_ms(const Scenario& s, int isl) {
+  const Prepared prep = prepare(s);
+  models::StepBatch one;
+  one.prefill_seqs = 1;
+  one.prefill_tokens = isl;
+  one.prefill_attention_pairs = double(isl) * double(isl + 1) / 2;
+  return prep.cost->seconds(one) * 1e3;
+}
+
 // Fixed lengths on vLLM 0.19 (`spread`: the profile's own spread of the answer lengths; else
 // engine.closed_loop_osl_spread_tokens 0 keeps them fixed).
 Scenario train_scenario(bool spread) {
@@ -385,12 +396,7 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   // With async scheduling an arrival also waits for the step already scheduled, so the mean TTFT
   // is own prefill + about 1.5 others' (C - 1 = 3 others, half of them ahead on average): > 2.2 P.
   const Scenario fixed = train_scenario(false);
-  const Prepared prep = prepare(fixed);
-  models::StepBatch one;
-  one.prefill_seqs = 1;
-  one.prefill_tokens = 8192;
-  one.prefill_attention_pairs = 8192.0 * 8193.0 / 2;
-  const double P_ms = prep.cost->seconds(one) * 1e3;
+  const double P_ms = prefill_alone_ms(fixed, 8192);
   const SimResult train = simulate(fixed);
   EXPECT_GT(train.summary.ttft_ms.avg, 2.2 * P_ms);
   // Every round the first of the four prompts arrives while only decodes run and the other three
@@ -420,6 +426,47 @@ TEST(ClosedLoop, OutputLengthSpreadBreaksThePrefillTrain) {
   EXPECT_FALSE(poisson.prefill_train());
 }
 
+
+
+// Qwen3-32B on eight H100s (TP8) under the synchronous vLLM 0.12 loop, 8 clients of 4096 + 512
+// fixed tokens and the AIConfigurator harness's budget (C + ISL + 1500 = 5604 tokens);
+// `network_ms` one way between client and API server (the profile's prior: 0.1 ms).
+Scenario resend_scenario(double network_ms) {
+  nlohmann::json j = {{"model", "qwen3-32b"}, {"gpu", "h100"}, {"gpus", 8}, {"tp", 8}, {"precision", "bf16"},
+                      {"engine_profile", "vllm-0.12"},
+                      {"engine", {{"max_num_batched_tokens", 8 + 4096 + 1500}, {"max_model_len", 4096 + 512 + 1500}}},
+                      {"frontend", {{"client", {{"network_ms", network_ms}}}}},
+                      {"workload", {{"concurrency", 8}, {"requests", 80}, {"warmup_requests", 16}, {"isl", 4096}, {"osl", 512},
+                                    {"seed", 1}}}};
+  return parse_scenario(j.dump(), "test");
+}
+
+TEST(ClosedLoop, ResendLaterThanADecodeStepKeepsTheRoundTogether) {
+  // On the synchronous loop the answers of a round end one decode step apart (about 9-10 ms here).
+  // With the profile's host priors a re-sent prompt reaches the engine core about 5.5 ms after its
+  // answer's last token (request 1 ms, tokenisation 1 us x 4096, IPC and network 0.1 ms): within
+  // that step, so it prefills before the next answer ends and the prompts go one after another.
+  // Each then spans two budget steps (its own 4096 tokens after the 1500-token tail of the one
+  // before, then its own tail): about 2 P, and the warm-up barrier's first round, all eight queued
+  // together, lifts the mean a little: under 2.6 P.
+  const Scenario priors = resend_scenario(0.1);
+  const double P_ms = prefill_alone_ms(priors, 4096);
+  const SimResult train = simulate(priors);
+  EXPECT_LT(train.summary.itl_ms.avg, 10.5);   // the decode step the re-send races
+  EXPECT_GT(train.summary.ttft_ms.avg, 1.5 * P_ms);
+  EXPECT_LT(train.summary.ttft_ms.avg, 2.6 * P_ms);
+  // 10 ms each way puts the re-send 20 ms more behind its answer, longer than a decode step: the
+  // answers after it end first and a round's prompts queue together. Eight prompts queued at once
+  // in 5604-token steps finish after 1, 2, 3, 3, 4, 5, 6, 6 steps (the i-th after i x 4096
+  // tokens): 3.75 steps of 5604 / 4096 = 1.37 P, about 5.1 P on average. The rounds stay mostly
+  // together (the first re-sends of a round can get ahead), so the mean sits over 3.6 P and under
+  // 5.2 P once the 20 ms of the hops themselves are taken off.
+  const SimResult bunched = simulate(resend_scenario(10.0));
+  EXPECT_GT(bunched.summary.ttft_ms.avg - 20.0, 3.6 * P_ms);
+  EXPECT_LT(bunched.summary.ttft_ms.avg - 20.0, 5.2 * P_ms);
+  // The same GPU work, queued differently: TPOT moves by a few % at most.
+  EXPECT_NEAR(bunched.summary.itl_ms.avg / train.summary.itl_ms.avg, 1.0, 0.05);
+}
 
 TEST(ClosedLoop, DatasetRepeatsHitThePrefixCache) {
   // aiperf's dataset of 4 prompts, 12 requests from 2 clients: requests 4..11 re-send a prompt
