@@ -356,11 +356,16 @@ struct Study {
     j["image_fraction"] = media.fraction;
     j["vision"] = spec.model->has_vision;
     j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;
-    j["concurrency"] = conc;
     std::vector<sim::SweepRow> mine;
     for (const auto& r : rows)
       if (r.topology == d.name()) mine.push_back(r);
+    // The client counts this topology was simulated at (the sweep goes on past 256 while it meets
+    // both SLOs), so aiperf-sweep.sh measures every point of predicted.csv.
+    nlohmann::json simulated = nlohmann::json::array();
+    for (const auto& r : mine) simulated.push_back(r.concurrency);
+    j["concurrency"] = mine.empty() ? nlohmann::json(conc) : simulated;
     j["predicted"] = sim::sweep_columns(mine);
+    j["predicted_axis"] = "clients_per_copy";
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["router"] = std::string(sim::to_string(spec.router));
     j["seed"] = spec.seed;
