@@ -727,6 +727,7 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
     whole(inst, k.c_str(), 1, kMaxCount);
   }
   if (r.has("shared_prefix_tokens")) whole(r, "shared_prefix_tokens", 0, std::int64_t{1} << 30);
+  if (r.has("calibration")) text_of(r, "calibration");   // a profile's file name, as a scenario names it
   if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
     r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
   if (!swept) return;   // the planner's deployment: no predicted concurrency sweep
@@ -808,6 +809,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
     s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
   if (d.contains("router")) s["router"] = d["router"];
+  if (d.contains("calibration")) s["calibration"] = d["calibration"];   // the profile the prediction ran with
   nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};
   if (agg) {
     t["replicas"] = (*agg)["count"].get<std::int64_t>() / copies;

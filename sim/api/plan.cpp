@@ -2,6 +2,7 @@
 // then the SLO capacity plan read off it. The study can also run point by point (plan_point)
 // so that the points may be computed elsewhere and joined by plan_finish.
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -371,6 +372,7 @@ struct Study {
     j["seed"] = spec.seed;
     if (arrival && row.feasible)
       j["rate_per_copy"] = *o.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
+    if (spec.calibration) j["calibration"] = std::filesystem::absolute(spec.calibration->file).string();   // re-run as predicted
     return j;
   }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 
@@ -995,6 +996,8 @@ nlohmann::json Search::deployment(int index) const {
     d["predicted_axis"] = "clients_per_copy";
   }
   d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  // The profile the prediction ran with, so that the emitted scenario re-runs the same prediction.
+  if (space_.calibration) d["calibration"] = std::filesystem::absolute(space_.calibration->file).string();
   return d;
 }
 
