@@ -121,6 +121,7 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
                      "--max-num-batched-tokens", std::to_string(d["max_num_batched_tokens"].get<std::int64_t>()),
                      "--max-model-len", std::to_string(d["max_model_len"].get<std::int64_t>()),
                      "--gpu-memory-utilization", fmt(d["gpu_memory_utilization"].get<double>(), 2)});
+  if (d.contains("checkpoint")) a.insert(a.end(), {"--quantization", d["precision"].get<std::string>()});   // on load, as simulated
   if (d["kv_cache_dtype"] == "fp8") a.insert(a.end(), {"--kv-cache-dtype", "fp8"});
   // Prefix caching as simulated (vLLM's default differs between model kinds, so it is said).
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
@@ -152,13 +153,17 @@ std::string vllm_serve_script(const nlohmann::json& d) {
   // Every value from the deployment is shell-quoted or, in comments, stripped of control
   // characters: a model, GPU or instance name never runs as a command.
   const std::string model = d["model"].get<std::string>(), precision = d["precision"].get<std::string>();
+  const std::string ckpt = d.value("checkpoint", precision);   // the published checkpoint loaded
   std::string s = "#!/usr/bin/env bash\n# vLLM engine of every worker of the planned deployment (" + comment(d["describe"].get<std::string>()) +
-                  ").\n# MODEL: the " + comment(precision) + " checkpoint of " + comment(model) +
-                  " (e.g. on the shared FSx for Lustre volume).\n"
+                  ").\n# MODEL: the " + comment(ckpt) + " checkpoint of " + comment(model) +
+                  " (e.g. on the shared FSx for Lustre volume)" +
+                  (ckpt != precision ? "; no " + comment(precision) + " checkpoint is published, so vLLM quantizes it to " +
+                                           comment(precision) + " as it loads (--quantization " + comment(precision) + "), as simulated"
+                                     : std::string()) + ".\n"
                   "# --max-model-len " + std::to_string(d["max_model_len"].get<std::int64_t>()) +
                   ": the context the prediction ran with, ISL + OSL + vision tokens + the answer-length spread (6 sd) + "
                   "1500 tokens of chat template, within the model's context.\n"
-                  "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + precision) +
+                  "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + ckpt) +
                   "\nMODEL=\"${MODEL:-$DEFAULT_MODEL}\"\n";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
@@ -415,7 +420,7 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
     const Pod p = pod_of(w);
-    std::vector<std::string> args = {"--model", "/fsx/models/" + d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()};
+    std::vector<std::string> args = {"--model", "/fsx/models/" + d["model"].get<std::string>() + "-" + d.value("checkpoint", d["precision"].get<std::string>())};
     if (eng.args) args = eng.args(d, w);   // SGLang / TRT-LLM: the role's flags are in their arguments
     else
       for (const auto& x : engine_args(d, w)) args.push_back(x);
@@ -728,6 +733,10 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
   }
   if (r.has("shared_prefix_tokens")) whole(r, "shared_prefix_tokens", 0, std::int64_t{1} << 30);
   if (r.has("calibration")) text_of(r, "calibration");   // a profile's file name, as a scenario names it
+  if (r.has("checkpoint") && text_of(r, "checkpoint") != "bf16")   // vLLM quantizes a BF16 checkpoint on load
+    r.fail("checkpoint", "expected \"bf16\" (the checkpoint vLLM quantizes as it loads), got " + brief(d["checkpoint"]));
+  if (r.has("checkpoint") && d["precision"] != "fp8")
+    r.fail("checkpoint", "applies to an fp8 deployment (vLLM's --quantization fp8 on a BF16 checkpoint)");
   if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
     r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
   if (!swept) return;   // the planner's deployment: no predicted concurrency sweep

@@ -16,6 +16,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "models/memory.hpp"
 #include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
@@ -397,6 +398,8 @@ struct Study {
     j["nodes"] = o.nodes;
     j["gpu"] = spec.gpu->name;
     j["precision"] = std::string(hw::to_string(spec.weights));
+    if (const std::string from = models::quantized_on_load_from(*spec.model, spec.weights); !from.empty() && spec.engine.kind == sim::EngineKind::vllm)
+      j["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
     j["kv_cache_dtype"] = std::string(hw::to_string(spec.kv_dtype));
     j["defaults"] = notes;
     j["isl"] = *o.isl;

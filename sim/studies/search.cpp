@@ -936,6 +936,8 @@ nlohmann::json Search::deployment(int index) const {
   d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
   d["model"] = space_.model->name;
   d["precision"] = text::lower(std::string(hw::to_string(c.precision)));
+  if (const std::string from = models::quantized_on_load_from(*space_.model, c.precision); !from.empty() && e.kind == EngineKind::vllm)
+    d["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
   d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(c.kv_dtype)));
   d["max_model_len"] = e.max_model_len;
   d["max_num_seqs"] = e.max_num_seqs;

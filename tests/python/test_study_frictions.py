@@ -249,3 +249,24 @@ def test_open_loop_check_sends_the_image_share_the_plan_simulated(exe, tmp_path)
         n = max(1000, math.ceil(60 * r - 1e-9))
         assert int(arg(t, "--request-count")) + int(arg(i, "--request-count")) == n
         assert int(arg(i, "--request-count")) == round(0.3 * n)
+
+
+def test_fp8_rows_of_a_bf16_only_model_load_the_bf16_checkpoint(tmp_path):
+    # The H200 row of the study (FP8) emitted MODEL=/fsx/models/nemotron-3.5-super-vl-fp8, "the fp8
+    # checkpoint", which is not published (bf16 only in the catalogue). vLLM quantizes the BF16
+    # checkpoint to FP8 as it loads (--quantization fp8): the file says so and does it.
+    import servesim
+    r = servesim.search("nemotron-3-nano", "h100", isl=500, osl=50, precision="fp8", tp=1, topology="agg",
+                        ttft_ms=2000, itl_ms=100, target_tps=500, concurrency=[1, 2], requests=10)
+    dep = r["best"]["deployment"]
+    assert servesim.model("nemotron-3-nano")["checkpoint_precision"] == "bf16"
+    assert dep["precision"] == "fp8" and dep["checkpoint"] == "bf16"
+    servesim.emit(dep, str(tmp_path / "d"))
+    script = (tmp_path / "d" / "vllm-serve.sh").read_text()
+    assert "DEFAULT_MODEL=/fsx/models/nemotron-3-nano-bf16" in script and "--quantization fp8" in script
+    assert "no fp8 checkpoint is published" in script
+    assert "nemotron-3-nano-bf16" in (tmp_path / "d" / "dynamo-deployment.yaml").read_text()
+    # A published FP8 checkpoint is loaded as it is.
+    own = servesim.search("llama-3.1-8b", "h200", isl=1000, osl=100, precision="fp8", tp=1, topology="agg", ttft_ms=600,
+                          itl_ms=50, target_tps=1000, concurrency=[1, 2], requests=10)["best"]["deployment"]
+    assert "checkpoint" not in own
