@@ -164,6 +164,15 @@ std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p) {
   return checkpoint_format_label(m) + ", run as " + f + ", a format not among the published " + text::join(m.checkpoint_precisions);
 }
 
+std::string quantized_on_load_from(const ModelSpec& m, hw::Precision p) {
+  if (p != hw::Precision::fp8) return "";
+  auto published = [&](const std::string& f) {
+    return text::iequals(m.checkpoint_precision, f) ||
+           std::any_of(m.checkpoint_precisions.begin(), m.checkpoint_precisions.end(), [&](const auto& c) { return text::iequals(c, f); });
+  };
+  return !published("fp8") && !published("fp8_block") && published("bf16") ? "bf16" : "";
+}
+
 double weight_bytes_per_param(hw::Precision p, int group) {
   // Scales included (hw::element_bytes): NVFP4 one FP8 scale per 16 values, MXFP4 one E8M0 per 32,
   // FP8 block one FP32 per 128x128, INT4 one BF16 per group (32 unless the checkpoint says otherwise).

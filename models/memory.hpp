@@ -83,6 +83,10 @@ std::string checkpoint_format_label(const ModelSpec& m);
 // "the published NVFP4 one, routed experts only" when p names another published checkpoint, else
 // the catalogue's, "run as nvfp4" (a what-if conversion).
 std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p);
+// The published checkpoint vLLM loads to run the model at `p` when that format itself is not
+// published: FP8 from the BF16 checkpoint (vLLM quantizes it as it loads, `--quantization fp8`).
+// Empty when `p` is published (or its checkpoint is unknown), and for formats vLLM cannot make on load.
+std::string quantized_on_load_from(const ModelSpec& m, hw::Precision p);
 
 // Bytes per weight element as stored in the checkpoint (NVFP4: 4 bit + one FP8 scale per 16).
 // Bytes per weight, scales included; `group`: an INT4 checkpoint's scale group (0 = 32).

@@ -42,11 +42,21 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
                                    "`servesim calibrate e2e --output`");
   CalibrationProfile p;
   p.file = file;
+  // The profile's names are printed on every run it applies to: at most 128 characters of UTF-8
+  // without control characters (a newline would start a line of its own in the output).
+  auto label = [](const JsonReader& x, const char* key, std::string v) {
+    if (v.size() > 128) x.fail(key, "must be at most 128 characters, got " + std::to_string(v.size()));
+    for (const char ch : v)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+        x.fail(key, "must not contain control characters (byte " + std::to_string(static_cast<unsigned char>(ch)) + ")");
+    if (const auto at = text::invalid_utf8_at(v); at != std::string::npos) x.fail(key, "is not valid UTF-8 (byte " + std::to_string(at) + ")");
+    return v;
+  };
   const JsonReader on = r.object("fitted_on");
-  p.gpu = text::lower(on.string("gpu"));
-  p.engine = text::lower(on.string("engine"));
-  p.engine_profile = on.string_or("engine_profile", "");
-  p.model = text::lower(on.string_or("model", ""));
+  p.gpu = text::lower(label(on, "gpu", on.string("gpu")));
+  p.engine = text::lower(label(on, "engine", on.string("engine")));
+  p.engine_profile = label(on, "engine_profile", on.string_or("engine_profile", ""));
+  p.model = text::lower(label(on, "model", on.string_or("model", "")));
   p.points = static_cast<int>(on.integer_or("points", 0));
   if (p.points < 0) on.fail("points", "must be the count of measured points the profile was fitted on (0 or more)");
   for (const auto& x : r.array("parameters")) {
@@ -59,7 +69,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     c.sd = x.number_or("sd", 0);
     if (!(c.sd >= 0)) x.fail("sd", "must be a standard deviation (0 or more)");
     const bool ms = c.name.size() > 3 && c.name.compare(c.name.size() - 3, 3, "_ms") == 0;
-    c.unit = x.string_or("unit", ms ? "ms" : "x");
+    c.unit = label(x, "unit", x.string_or("unit", ms ? "ms" : "x"));
     if (p.parameter(c.name))   // which of two values applies would be a guess
       x.fail("name", "'" + c.name + "' appears twice in parameters; keep one");
     c.scope = x.string_or("scope", "");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numbers>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/splitmix.hpp"
 #include "common/text.hpp"
@@ -68,45 +69,54 @@ LoadProfile step_profile(double rps_before, double rps_after, double step_s, dou
 
 LoadProfile parse_load_profile_csv(std::string_view text, const std::string& file, double scale_to_peak) {
   LoadProfile p;
-  std::vector<std::string> header;
+  std::vector<std::string> header, cells;
   int tcol = -1, rcol = -1;
   double unit = 1;
-  std::size_t pos = 0;
-  std::int64_t line = 0;
-  while (pos <= text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    std::string s(text.substr(pos, (nl == std::string_view::npos ? text.size() : nl) - pos));
-    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
-    ++line;
-    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    if (s.empty()) continue;
-    const auto cells = text::split_cells(s);   // empty cells keep their column (refused below where read)
+  int line = 0;
+  // RFC 4180 records (quotes, CRLF or CR lines, a UTF-8 byte-order mark), as validate reads CSV.
+  text::CsvRecords records(std::string(text), file);
+  while (records.next(cells, line)) {
+    for (auto& c : cells) {   // blanks around a cell are not part of it
+      const std::size_t a = c.find_first_not_of(" \t"), b = c.find_last_not_of(" \t");
+      c = a == std::string::npos ? std::string() : c.substr(a, b - a + 1);
+    }
     if (header.empty()) {
       header = cells;
       for (std::size_t i = 0; i < cells.size(); ++i) {
         const std::string c = text::lower(cells[i]);
-        if (c == "time_s" || c == "time" || c == "t") tcol = static_cast<int>(i);
-        if (c == "time_h" || c == "hour" || c == "hours") tcol = static_cast<int>(i), unit = 3600;
-        if (c == "rate" || c == "rps" || c == "request_rate") rcol = static_cast<int>(i);
+        int* col = c == "time_s" || c == "time" || c == "t" || c == "time_h" || c == "hour" || c == "hours" ? &tcol
+                   : c == "rate" || c == "rps" || c == "request_rate"                                      ? &rcol
+                                                                                                           : nullptr;
+        if (!col) continue;
+        if (*col >= 0)   // which of two columns holds the figure would be a guess
+          throw Error(file, "line " + std::to_string(line), std::string(col == &tcol ? "time" : "rate") + " column given twice ('" +
+                                                                header[std::size_t(*col)] + "' in column " + std::to_string(*col + 1) +
+                                                                " and '" + cells[i] + "' in column " + std::to_string(i + 1) + "); keep one");
+        *col = static_cast<int>(i);
+        if (col == &tcol) unit = c == "time_h" || c == "hour" || c == "hours" ? 3600 : 1;
       }
       if (tcol < 0 || rcol < 0)
-        throw Error(file, "line 1", "the header needs a time column (time_s or time_h) and a rate column (rps or request_rate)");
+        throw Error(file, "line " + std::to_string(line),
+                    "the header needs a time column (time_s or time_h) and a rate column (rps or request_rate)");
       continue;
     }
-    auto num = [&](int col, const char* what) {
+    // Plain decimal numbers (no hexadecimal, inf or nan), within a year and below 10^7 requests/s
+    // (the bounds of --hours and --peak-rps).
+    auto num = [&](int col, const char* what, double most, const char* range) {
       if (col >= static_cast<int>(cells.size())) throw Error(file, "line " + std::to_string(line), std::string("missing ") + what);
       char* end = nullptr;
       const std::string& c = cells[static_cast<std::size_t>(col)];
-      const double v = std::strtod(c.c_str(), &end);
       if (c.empty())
         throw Error(file, "line " + std::to_string(line) + ", " + header[static_cast<std::size_t>(col)],
                     std::string("the ") + what + " cell is empty; give a number >= 0");
-      if (!end || *end || !std::isfinite(v) || v < 0)
+      const double v = text::decimal(c) ? std::strtod(c.c_str(), &end) : NAN;
+      if (!end || *end || !std::isfinite(v) || v < 0 || v > most)
         throw Error(file, "line " + std::to_string(line) + ", " + header[static_cast<std::size_t>(col)],
-                    "expected a number >= 0, got '" + c + "'");
+                    std::string("expected a decimal number from 0 to ") + range + ", got '" + c + "'");
       return v;
     };
-    const double t = num(tcol, "time") * unit, r = num(rcol, "rate");
+    const double t = num(tcol, "time", 366 * 24 * 3600 / unit, unit == 1 ? "31622400 (a year in seconds)" : "8784 (a year in hours)") * unit;
+    const double r = num(rcol, "rate", 1e7, "10^7 requests/s");
     if (!p.t_s.empty() && t <= p.t_s.back())
       throw Error(file, "line " + std::to_string(line) + ", " + header[static_cast<std::size_t>(tcol)], "times must increase");
     p.t_s.push_back(t);

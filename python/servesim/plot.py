@@ -155,8 +155,12 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
                 for xi, yi in zip(x, y):
                     if yi > top:
                         ax.plot([xi], [top], marker="^", ms=8, color=c, clip_on=False, zorder=6)
-                        ax.annotate(f"{yi:.0f}", (xi, top), xytext=(0, -14), textcoords="offset points",
-                                    ha="center", fontsize=8, color=c)
+                        # Beside the marker, away from the OVERLOADED x drawn on the same point: to its
+                        # left, or to its right at the first swept value (the axis edge).
+                        first = xi <= min(cols["_x"])
+                        ax.annotate(f"{yi:.0f} ms (off scale)", (xi, top), xytext=(14 if first else -14, -4),
+                                    textcoords="offset points", ha="left" if first else "right", va="top",
+                                    fontsize=8, color=c)
             p = planned.get(name)
             if p and p.get("max_concurrency"):
                 j = [i for i in idx if cols["_x"][i] == p["max_concurrency"]]
@@ -324,7 +328,8 @@ def search_figure(result, title=None, per=None):
     if "dollar" in panels and not priced:
         raise ValueError("per dollar: no configuration of this search has a price (give --price or --hw-file)")
     fig, axes = plt.subplots(1, len(panels), figsize=(11 + 5.5 * (len(panels) - 1), 5.6), squeeze=False)
-    styles = _family_styles([f["family"] for f in result["frontiers"]])
+    styles = _family_styles([f["family"] for f in result["frontiers"]
+                             if "+" not in f["family"].partition(" ")[2] or f["family"] == (result.get("best") or {}).get("family")])
     usd_col = cols.get("usd_per_gpu_hour", [None] * len(cols.get("family", [])))
     stat = result.get("statistic", "p50")
     for ax, panel in zip(axes[0], panels):
@@ -337,7 +342,25 @@ def search_figure(result, title=None, per=None):
             pairs = [(a, b) for a, b in zip(xs, ys) if b is not None]
             return [a for a, _ in pairs], [b for _, b in pairs]
 
+        best_family = ((result.get("best") or {}).get("family")
+                       or next((f["family"] for f in result["frontiers"]
+                                if any(p.get("label") == (result.get("best") or {}).get("label") for p in f["frontier"])), None))
+        # Prefill on one GPU type and decode on another: one grey cloud with one legend entry (the
+        # recommend table lists them apart), not a line and a colour each; a winning pair keeps its line.
+        mixed = [f for f in result["frontiers"] if "+" in f["family"].partition(" ")[2] and f["family"] != best_family]
+        if mixed:
+            idx = [i for i, fam in enumerate(cols.get("family", [])) if fam in {f["family"] for f in mixed}]
+            for meets, kw in ((True, dict(color="#999999", alpha=0.35, linewidths=0)),
+                              (False, dict(facecolors="none", edgecolors="#999999", alpha=0.35, linewidths=0.6))):
+                sel = [i for i in idx if bool(cols["meets_slo"][i]) == meets]
+                xs, ys = keep([cols["output_tps_per_user"][i] for i in sel],
+                              [y_of(cols["output_tps_per_gpu"][i], usd_col[i]) for i in sel])
+                ax.scatter(xs, ys, s=10, marker="s", gid="mixed-pairs", **kw,
+                           label=(f"prefill and decode on different GPU types ({len(mixed)} pairs, "
+                                  f"{sum(f['simulated_points'] for f in mixed)} points)") if meets else None)
         for f in result["frontiers"]:
+            if f in mixed:
+                continue
             c, ls, mk = styles[f["family"]]
             idx = [i for i, fam in enumerate(cols.get("family", [])) if fam == f["family"]]
             if idx:
@@ -363,7 +386,7 @@ def search_figure(result, title=None, per=None):
         itl = result.get("itl_ms")
         if itl:
             ax.axvline(1000.0 / itl, color="gray", ls=":", lw=1.4,
-                       label=f"ITL SLO {itl:g} ms ({stat}) = {1000.0 / itl:g} tok/s/user")
+                       label=f"ITL SLO {itl:g} ms ({stat}) = {1000.0 / itl:.3g} tok/s/user")
         best = result.get("best")
         if best and best.get("score"):
             s = best["score"]

@@ -121,6 +121,7 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
                      "--max-num-batched-tokens", std::to_string(d["max_num_batched_tokens"].get<std::int64_t>()),
                      "--max-model-len", std::to_string(d["max_model_len"].get<std::int64_t>()),
                      "--gpu-memory-utilization", fmt(d["gpu_memory_utilization"].get<double>(), 2)});
+  if (d.contains("checkpoint")) a.insert(a.end(), {"--quantization", d["precision"].get<std::string>()});   // on load, as simulated
   if (d["kv_cache_dtype"] == "fp8") a.insert(a.end(), {"--kv-cache-dtype", "fp8"});
   // Prefix caching as simulated (vLLM's default differs between model kinds, so it is said).
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
@@ -152,13 +153,17 @@ std::string vllm_serve_script(const nlohmann::json& d) {
   // Every value from the deployment is shell-quoted or, in comments, stripped of control
   // characters: a model, GPU or instance name never runs as a command.
   const std::string model = d["model"].get<std::string>(), precision = d["precision"].get<std::string>();
+  const std::string ckpt = d.value("checkpoint", precision);   // the published checkpoint loaded
   std::string s = "#!/usr/bin/env bash\n# vLLM engine of every worker of the planned deployment (" + comment(d["describe"].get<std::string>()) +
-                  ").\n# MODEL: the " + comment(precision) + " checkpoint of " + comment(model) +
-                  " (e.g. on the shared FSx for Lustre volume).\n"
+                  ").\n# MODEL: the " + comment(ckpt) + " checkpoint of " + comment(model) +
+                  " (e.g. on the shared FSx for Lustre volume)" +
+                  (ckpt != precision ? "; no " + comment(precision) + " checkpoint is published, so vLLM quantizes it to " +
+                                           comment(precision) + " as it loads (--quantization " + comment(precision) + "), as simulated"
+                                     : std::string()) + ".\n"
                   "# --max-model-len " + std::to_string(d["max_model_len"].get<std::int64_t>()) +
                   ": the context the prediction ran with, ISL + OSL + vision tokens + the answer-length spread (6 sd) + "
                   "1500 tokens of chat template, within the model's context.\n"
-                  "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + precision) +
+                  "set -euo pipefail\nDEFAULT_MODEL=" + shell_quote("/fsx/models/" + model + "-" + ckpt) +
                   "\nMODEL=\"${MODEL:-$DEFAULT_MODEL}\"\n";
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
@@ -415,7 +420,7 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
   for (const auto& w : d["workers"]) {
     const std::string role = w["role"];
     const Pod p = pod_of(w);
-    std::vector<std::string> args = {"--model", "/fsx/models/" + d["model"].get<std::string>() + "-" + d["precision"].get<std::string>()};
+    std::vector<std::string> args = {"--model", "/fsx/models/" + d["model"].get<std::string>() + "-" + d.value("checkpoint", d["precision"].get<std::string>())};
     if (eng.args) args = eng.args(d, w);   // SGLang / TRT-LLM: the role's flags are in their arguments
     else
       for (const auto& x : engine_args(d, w)) args.push_back(x);
@@ -483,12 +488,12 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
 
 // aiperf's request options shared by the closed- and the open-loop check: fixed lengths, no early
 // end of answers, the images of the traffic.
-std::string aiperf_request_options(const nlohmann::json& d) {
+std::string aiperf_request_options(const nlohmann::json& d, bool images = true) {
   std::string s = " --url \"$URL\" --endpoint-type chat --streaming \\\n"
                   "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
                   std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
                   "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
-  if (d.contains("images") && !d["images"].empty()) {
+  if (images && d.contains("images") && !d["images"].empty()) {
     const auto& im = d["images"][0];
     s += "    --image-width-mean " + std::to_string(im["width"].get<int>()) + " --image-height-mean " +
          std::to_string(im["height"].get<int>()) + " --batch-size-image " + std::to_string(im["count"].get<int>()) + " \\\n";
@@ -505,7 +510,7 @@ std::string aiperf_rate_script(const nlohmann::json& d) {
   const double per_copy = d["rate_per_copy"].get<double>(), target = per_copy * double(copies);
   std::vector<double> rates{target};
   const auto& p = d["predicted"];
-  for (const auto& k : p["concurrency"]) {
+  for (const auto& k : p["copies"]) {
     const double r = target / double(k.get<std::int64_t>()) * double(copies);   // per-copy rate of k copies, on C copies
     if (r >= 0.75 * target && r <= 1.5 * target && std::abs(r - target) > 1e-9 * target) rates.push_back(r);
   }
@@ -522,8 +527,31 @@ std::string aiperf_rate_script(const nlohmann::json& d) {
                   "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
   s += "for R in " + list + "; do\n"
        "  N=$(awk -v r=\"$R\" 'BEGIN { n = int(60 * r + 0.999); print (n > 1000 ? n : 1000) }')\n"
-       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n"
-       "  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d) +
+       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n";
+  const double f = d.value("image_fraction", 1.0);
+  const std::string model = shell_quote(d["model"].get<std::string>());
+  if (d.contains("images") && !d["images"].empty() && f > 0 && f < 1) {
+    // Images on a share f of the requests: aiperf's synthetic inputs give every request of one run
+    // the same image options, so two runs at once, Poisson streams at (1 - f) R without images and
+    // f R with them (together a Poisson stream at R with a share f of images, the traffic the plan
+    // simulated), each with its share of the requests.
+    const std::string fs = fmt(f, 6);
+    s.insert(s.find("set -euo pipefail"), "# Images on " + fmt(100 * f, 0) + " % of requests: two aiperf runs at once per rate, text-only at " +
+                                              fmt(100 * (1 - f), 0) + " % of R and with images at " + fmt(100 * f, 0) +
+                                              " % of R\n# (artifacts/rR-text, artifacts/rR-images): together the stream the plan simulated.\n");
+    s += "  RI=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * " + fs + " }'); RT=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * (1 - " + fs + ") }')\n"
+         "  NI=$(awk -v n=\"$N\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); NT=$((N - NI))\n"
+         "  WI=$(awk -v n=\"$W\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); WT=$((W - WI))\n"
+         "  aiperf profile --model " + model + aiperf_request_options(d, false) +
+         "    --request-rate \"$RT\" --request-count \"$NT\" --warmup-request-count \"$WT\" --random-seed 100 \\\n"
+         "    --artifact-dir \"artifacts/r$R-text\" &\n  TEXT=$!\n"
+         "  aiperf profile --model " + model + aiperf_request_options(d) +
+         "    --request-rate \"$RI\" --request-count \"$NI\" --warmup-request-count \"$WI\" --random-seed 101 \\\n"
+         "    --artifact-dir \"artifacts/r$R-images\" &\n  IMAGES=$!\n"
+         "  wait \"$TEXT\"; wait \"$IMAGES\"\ndone\n";
+    return s;
+  }
+  s += "  aiperf profile --model " + model + aiperf_request_options(d) +
        "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
        "    --artifact-dir \"artifacts/r$R\"\ndone\n";
   return s;
@@ -535,13 +563,28 @@ std::string aiperf_script(const nlohmann::json& d) {
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
                   " copies; the frontend spreads them over the copies.\n"
-                  "# Then: servesim validate on the artefact folders closes the loop.\nset -euo pipefail\n"
-                  "URL=${URL:-http://localhost:8000}\n";
+                  "# Then: servesim validate on the artefact folders closes the loop.\n";
+  if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f < 1)
+    s += "# NOTE: the prediction has images on " + fmt(100 * f, 0) + " % of requests; aiperf's synthetic inputs here put one on\n"
+         "# every request (a heavier load than predicted.csv): compare with a prediction at image fraction 1, or use\n"
+         "# the open-loop check (--target-rps with --arrival), which sends the mix.\n";
+  s += "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
   std::string conc;
   for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
   s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d);
   s += "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
        "    --artifact-dir \"artifacts/c$C\"\ndone\n";
+  if (d.contains("rate_per_copy")) {   // sized open loop (plan --target-rps --arrival): the planned rate, as long as the plan's run
+    const double rate = d["rate_per_copy"].get<double>() * double(copies);
+    const std::int64_t n = std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate - 1e-9)));
+    const std::int64_t w = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate - 1e-9)));
+    s += "# Open loop at the planned rate, " + fmt(rate, 3) + " requests/s over the " + std::to_string(copies) +
+         (copies == 1 ? " copy" : " copies") + " (" + d.value("arrival", std::string("poisson")) +
+         " arrivals in the plan; UNVERIFIED aiperf names: compare with `aiperf profile --help`).\n"
+         "aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d) +
+         "    --request-rate " + fmt(rate, 3) + " --request-count " + std::to_string(n) + " --warmup-request-count " +
+         std::to_string(w) + " --random-seed 100 \\\n    --artifact-dir \"artifacts/r" + fmt(rate, 3) + "\"\n";
+  }
   return s;
 }
 
@@ -552,15 +595,15 @@ std::string predicted_csv(const nlohmann::json& d) {
     // Open loop: each row is k copies sharing the target rate (k = 1, 2, 4, ... as the search tried
     // them), in ascending k; output tok/s is the k copies' together.
     const double rate = d["rate_per_copy"].get<double>() * double(copies);
-    std::vector<std::size_t> order(p["concurrency"].size());
+    std::vector<std::size_t> order(p["copies"].size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return p["concurrency"][a].get<std::int64_t>() < p["concurrency"][b].get<std::int64_t>();
+      return p["copies"][a].get<std::int64_t>() < p["copies"][b].get<std::int64_t>();
     });
     std::string s = "copies,request_rate,request_rate_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,"
                     "output_tps,output_tps_per_gpu,output_tps_per_user,request_rate_on_deployed_copies\n";
     for (const std::size_t i : order) {
-      const std::int64_t k = p["concurrency"][i].get<std::int64_t>();
+      const std::int64_t k = p["copies"][i].get<std::int64_t>();
       s += std::to_string(k) + "," + fmt(rate, 3) + "," + fmt(rate / double(k), 3);
       for (const char* key : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms"})
         s += "," + fmt(p[key][i].get<double>(), 3);
@@ -689,25 +732,41 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
     whole(inst, k.c_str(), 1, kMaxCount);
   }
   if (r.has("shared_prefix_tokens")) whole(r, "shared_prefix_tokens", 0, std::int64_t{1} << 30);
+  if (r.has("calibration")) text_of(r, "calibration");   // a profile's file name, as a scenario names it
+  if (r.has("checkpoint") && text_of(r, "checkpoint") != "bf16")   // vLLM quantizes a BF16 checkpoint on load
+    r.fail("checkpoint", "expected \"bf16\" (the checkpoint vLLM quantizes as it loads), got " + brief(d["checkpoint"]));
+  if (r.has("checkpoint") && d["precision"] != "fp8")
+    r.fail("checkpoint", "applies to an fp8 deployment (vLLM's --quantization fp8 on a BF16 checkpoint)");
   if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
     r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
   if (!swept) return;   // the planner's deployment: no predicted concurrency sweep
-  const auto conc = r.json().contains("concurrency") && r.json()["concurrency"].is_array() ? r.json()["concurrency"] : nlohmann::json();
-  if (!conc.is_array() || conc.empty()) r.fail("concurrency", "expected a non-empty array of client counts");
-  for (const auto& c : conc)
-    if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > 1000000)
-      r.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
-  if (double(conc.back().get<std::int64_t>()) * double(copies) > double(kMaxCount))
-    r.fail("copies", "clients x copies exceed 10^9");
+  // Open loop (predicted_axis "copies"): the predicted rows are copy counts sharing the target rate
+  // (rate_per_copy); closed loop: client counts per copy, with the swept list in `concurrency`.
+  const bool by_copies = d.value("predicted_axis", std::string()) == "copies";
+  if (by_copies) {
+    const double rate = r.number("rate_per_copy");
+    if (!(rate > 0) || !std::isfinite(rate)) r.fail("rate_per_copy", "must be a request rate > 0");
+  } else {
+    const auto conc = r.json().contains("concurrency") && r.json()["concurrency"].is_array() ? r.json()["concurrency"] : nlohmann::json();
+    if (!conc.is_array() || conc.empty()) r.fail("concurrency", "expected a non-empty array of client counts");
+    for (const auto& c : conc)
+      if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > 1000000)
+        r.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
+    if (double(conc.back().get<std::int64_t>()) * double(copies) > double(kMaxCount))
+      r.fail("copies", "clients x copies exceed 10^9");
+  }
   if (r.has("images"))
     for (const auto& im : r.array("images"))
       for (const char* k : {"width", "height", "count"}) whole(im, k, 1, 100000);
   const JsonReader p = r.object("predicted");
-  const std::size_t n = p.has("concurrency") && p.json()["concurrency"].is_array() ? p.json()["concurrency"].size() : 0;
-  if (n == 0) p.fail("concurrency", "expected the predicted sweep's client counts");
-  for (const auto& c : p.json()["concurrency"])
-    if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > 1000000)
-      p.fail("concurrency", "expected client counts in 1..1000000, got " + brief(c));
+  const char* axis = by_copies ? "copies" : "concurrency";
+  const std::int64_t most = by_copies ? kMaxCount : 1000000;
+  const std::size_t n = p.has(axis) && p.json()[axis].is_array() ? p.json()[axis].size() : 0;
+  if (n == 0) p.fail(axis, by_copies ? "expected the copy counts the prediction tried" : "expected the predicted sweep's client counts");
+  for (const auto& c : p.json()[axis])
+    if (!c.is_number_integer() || c.get<std::int64_t>() < 1 || c.get<std::int64_t>() > most)
+      p.fail(axis, std::string(by_copies ? "expected copy counts" : "expected client counts") + " in 1.." + std::to_string(most) +
+                       ", got " + brief(c));
   for (const char* k : {"ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "output_tps",
                         "output_tps_per_gpu", "output_tps_per_user"}) {
     if (!p.has(k) || !p.json()[k].is_array() || p.json()[k].size() != n)
@@ -759,6 +818,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
     s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
   if (d.contains("router")) s["router"] = d["router"];
+  if (d.contains("calibration")) s["calibration"] = d["calibration"];   // the profile the prediction ran with
   nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};
   if (agg) {
     t["replicas"] = (*agg)["count"].get<std::int64_t>() / copies;

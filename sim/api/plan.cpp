@@ -2,6 +2,7 @@
 // then the SLO capacity plan read off it. The study can also run point by point (plan_point)
 // so that the points may be computed elsewhere and joined by plan_finish.
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "models/min_gpus.hpp"
 #include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
+#include "models/memory.hpp"
 #include "sim/calibration.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/resolve.hpp"
@@ -356,16 +358,22 @@ struct Study {
     j["image_fraction"] = media.fraction;
     j["vision"] = spec.model->has_vision;
     j["has_encode_workers"] = d.disaggregated() && tc.encode_workers > 0;
-    j["concurrency"] = conc;
     std::vector<sim::SweepRow> mine;
     for (const auto& r : rows)
       if (r.topology == d.name()) mine.push_back(r);
+    // The client counts this topology was simulated at (the sweep goes on past 256 while it meets
+    // both SLOs), so aiperf-sweep.sh measures every point of predicted.csv.
+    nlohmann::json simulated = nlohmann::json::array();
+    for (const auto& r : mine) simulated.push_back(r.concurrency);
+    j["concurrency"] = mine.empty() ? nlohmann::json(conc) : simulated;
     j["predicted"] = sim::sweep_columns(mine);
+    j["predicted_axis"] = "clients_per_copy";
     j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["router"] = std::string(sim::to_string(spec.router));
     j["seed"] = spec.seed;
     if (arrival && row.feasible)
       j["rate_per_copy"] = *o.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
+    if (spec.calibration) j["calibration"] = std::filesystem::absolute(spec.calibration->file).string();   // re-run as predicted
     return j;
   }
 
@@ -390,6 +398,8 @@ struct Study {
     j["nodes"] = o.nodes;
     j["gpu"] = spec.gpu->name;
     j["precision"] = std::string(hw::to_string(spec.weights));
+    if (const std::string from = models::quantized_on_load_from(*spec.model, spec.weights); !from.empty() && spec.engine.kind == sim::EngineKind::vllm)
+      j["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
     j["kv_cache_dtype"] = std::string(hw::to_string(spec.kv_dtype));
     j["defaults"] = notes;
     j["isl"] = *o.isl;

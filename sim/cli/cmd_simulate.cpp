@@ -774,7 +774,7 @@ void run_sweep(const SimOpts& o) {
   const sim::Columns cols = sim::sweep_columns(spec, results, s.gpus, &s);
   const nlohmann::json ran = sim::what_ran_json(s, results.front());
   const bool disagg = std::find(cols.names.begin(), cols.names.end(), "kv_transfers") != cols.names.end();
-  std::string text;
+  std::string text, table;
   if (fmt == "csv") {
     text = sim::to_csv(cols);
   } else if (fmt == "json") {
@@ -784,12 +784,13 @@ void run_sweep(const SimOpts& o) {
     j["input_config"]["sweep"] = {{"axis", spec.axis == sim::SweepSpec::Axis::concurrency ? "concurrency" : "request_rate"},
                                   {"values", spec.values}};
     text = j.dump(2) + "\n";
-  } else {
+  }
+  if (fmt == "table" || !o.output.empty()) {   // the terminal gets the table whenever stdout is not the file
     // A rate sweep shows the rate served over the load window, the figure its OVERLOADED lines
     // quote; a concurrency sweep aiperf's request_throughput (a closed loop has no offered rate).
     const bool rate = spec.axis == sim::SweepSpec::Axis::request_rate;
-    std::vector<std::string> head{cols.names[0], rate ? "served req/s" : "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p99 ms",
-                                  "ITL p50 ms", "ITL p99 ms", "busy", "batch", "KV"};
+    std::vector<std::string> head{cols.names[0], rate ? "served req/s" : "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p90 ms",
+                                  "TTFT p99 ms", "ITL p50 ms", "ITL p90 ms", "ITL p99 ms", "busy", "batch", "KV"};
     if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms"});
     Table t(head);
     for (std::size_t i = 0; i < cols.data[0].size(); ++i) {
@@ -803,25 +804,28 @@ void run_sweep(const SimOpts& o) {
       std::vector<std::string> row{fixed(cols.data[0][i], cols.names[0] == "concurrency" ? 0 : 2), fixed(cols[rate ? "served_requests_per_s" : "request_throughput"][i], 3),
                  banded("output_token_throughput", 1), fixed(cols["output_token_throughput_per_gpu"][i], 1),
                  ms(cols["output_token_throughput_per_user_avg"][i]), banded("time_to_first_token_ms_p50", 2),
-                 ms(cols["time_to_first_token_ms_p99"][i]), banded("inter_token_latency_ms_p50", 2),
+                 ms(cols["time_to_first_token_ms_p90"][i]), ms(cols["time_to_first_token_ms_p99"][i]),
+                 banded("inter_token_latency_ms_p50", 2), ms(cols["inter_token_latency_ms_p90"][i]),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
                  fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    text = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
+    table = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
                         "; none shown: no measured runs of this kind\n";
     if (rate)
-      text += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
+      table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
               "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV)\n";
     if (rate)
       for (std::size_t i = 0; i < results.size(); ++i)
-        if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) text += l + "\n";
+        if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) table += l + "\n";
+    if (fmt == "table") text = table;
   }
   if (o.output.empty()) {
     std::cout << text;
   } else {
     write_file_atomic(o.output, text);
+    std::cout << table << "Wrote " << o.output << " (" << fmt << ")\n";
   }
 }
 

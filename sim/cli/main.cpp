@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   app.fallthrough();   // --hw-file and --price may follow the subcommand too
   app.parse_complete_callback([&] {
     for (const auto& f : hw_files) hw::Catalog::global().add_file(f);
+    std::vector<std::string> priced;   // catalogue names, so that two spellings of one instance are one
     for (const auto& p : prices) {
       const auto eq = p.find('=');
       if (eq == std::string::npos || eq == 0)
@@ -129,9 +130,14 @@ int main(int argc, char** argv) {
       const std::string usd = p.substr(eq + 1);
       char* end = nullptr;
       const double v = std::strtod(usd.c_str(), &end);
-      if (usd.empty() || !end || *end || !std::isfinite(v) || !(v > 0))
-        throw Error("--price", p.substr(0, eq), "expected a finite price > 0 in USD per hour, got '" + usd + "'");
-      hw::Catalog::global().set_price(p.substr(0, eq), v, "--price on the command line");
+      // Prices print in cents and the catalogue holds at most $10^6 an hour (hw-file usd_per_hour).
+      if (usd.empty() || !end || *end || !std::isfinite(v) || !(v >= 0.01 && v <= 1e6))
+        throw Error("--price", p.substr(0, eq), "expected a price in USD per hour from 0.01 to 1000000, got '" + usd + "'");
+      hw::Catalog::global().set_price(p.substr(0, eq), v, "--price on the command line");   // refuses an unknown instance
+      const std::string name = hw::Catalog::global().instance(p.substr(0, eq)).name;
+      if (std::find(priced.begin(), priced.end(), name) != priced.end())   // which of two prices applies would be a guess
+        throw Error("--price", name, "given twice; keep one");
+      priced.push_back(name);
     }
   });
 

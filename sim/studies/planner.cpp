@@ -1,6 +1,7 @@
 #include "sim/studies/planner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 
@@ -333,6 +334,15 @@ PlannerSpec planner_spec(const nlohmann::json& args, const std::string& where) {
     spec.profile = workloads::diurnal_profile(peak, j.number_in("trough_fraction", 0.2, 0, 1), 4, j.number_in("hours", 24, 1e-3, 8784));
   } else {
     spec.profile = workloads::read_load_profile_csv(profile, peak);
+  }
+  // Every request of the day is simulated and kept (about 110 bytes each, as a run's measured
+  // requests): at most 10^7, a run's own limit, counted before anything is allocated.
+  if (const double n = spec.profile.requests_between(0, spec.profile.duration_s); n > 1e7) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%.3g", n);
+    j.fail(text::lower(profile) == "diurnal" ? "peak_rps" : "load_profile",
+           std::string("the day sends about ") + got + " requests, more than 10^7 (every one is simulated and kept, about 110 bytes " +
+               "each); give a lower rate or a shorter day, or plan a slice of it");
   }
   const std::string arr = text::lower(j.string_or("arrivals", "poisson"));
   if (arr != "poisson" && arr != "uniform") j.fail("arrivals", "expected poisson or uniform, got '" + arr + "'");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 
@@ -935,6 +936,8 @@ nlohmann::json Search::deployment(int index) const {
   d["name"] = space_.model->name + "-" + (c.disaggregated() ? "disagg" : "agg");
   d["model"] = space_.model->name;
   d["precision"] = text::lower(std::string(hw::to_string(c.precision)));
+  if (const std::string from = models::quantized_on_load_from(*space_.model, c.precision); !from.empty() && e.kind == EngineKind::vllm)
+    d["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
   d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(c.kv_dtype)));
   d["max_model_len"] = e.max_model_len;
   d["max_num_seqs"] = e.max_num_seqs;
@@ -977,12 +980,26 @@ nlohmann::json Search::deployment(int index) const {
     d["rate_per_copy"] = s.score.rate_per_copy, d["arrival"] = workloads::arrival_name(*traffic_.arrival);
   d["vision"] = space_.model->has_vision;
   d["has_encode_workers"] = false;
-  nlohmann::json conc = nlohmann::json::array();
-  for (int x : traffic_.concurrency) conc.push_back(c.clients(x));
-  d["concurrency"] = conc;
-  d["predicted"] = sweep_columns(s.rows);
-  if (traffic_.open_loop()) d["predicted_axis"] = "copies";   // the rows are the copy counts tried at the target rate
+  if (traffic_.open_loop()) {
+    // The rows are the copy counts tried at the target rate: named `copies`, in ascending order,
+    // never `concurrency` (no client count was swept), and no closed-loop client list beside them.
+    std::vector<SweepRow> rows = s.rows;
+    std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) { return a.concurrency < b.concurrency; });
+    nlohmann::json p = sweep_columns(rows);
+    p["copies"] = std::move(p["concurrency"]);
+    p.erase("concurrency");
+    d["predicted"] = std::move(p);
+    d["predicted_axis"] = "copies";
+  } else {
+    nlohmann::json conc = nlohmann::json::array();
+    for (int x : traffic_.concurrency) conc.push_back(c.clients(x));
+    d["concurrency"] = conc;
+    d["predicted"] = sweep_columns(s.rows);
+    d["predicted_axis"] = "clients_per_copy";
+  }
   d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  // The profile the prediction ran with, so that the emitted scenario re-runs the same prediction.
+  if (space_.calibration) d["calibration"] = std::filesystem::absolute(space_.calibration->file).string();
   return d;
 }
 

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/json_reader.hpp"
@@ -24,61 +25,6 @@
 namespace servesim::sim::validate {
 namespace {
 
-// CSV records (RFC 4180): fields split at commas, "a,b", "" and line breaks inside quotes; lines
-// end in LF, CRLF or CR alone (old Mac and some Excel exports); a UTF-8 byte-order mark is skipped.
-// Every field must be valid UTF-8 (it reaches JSON output and terminals).
-class CsvRecords {
- public:
-  CsvRecords(std::string text, std::string file) : t_(std::move(text)), file_(std::move(file)) {
-    if (t_.rfind("\xEF\xBB\xBF", 0) == 0) pos_ = 3;
-  }
-  // The next record (false at the end); `line` is the line it starts on. Blank lines are skipped.
-  bool next(std::vector<std::string>& out, int& line) {
-    for (;;) {
-      if (pos_ >= t_.size()) return false;
-      out.clear();
-      line = line_;
-      std::string cur;
-      bool quoted = false, any = false;
-      while (pos_ < t_.size()) {
-        const char c = t_[pos_++];
-        if (quoted) {
-          if (c == '"' && pos_ < t_.size() && t_[pos_] == '"') cur += '"', ++pos_;
-          else if (c == '"') quoted = false;
-          else {
-            if (c == '\n' || (c == '\r' && (pos_ >= t_.size() || t_[pos_] != '\n'))) ++line_;
-            cur += c;
-          }
-          continue;
-        }
-        if (c == '"') quoted = any = true;
-        else if (c == ',') out.push_back(std::move(cur)), cur.clear(), any = true;
-        else if (c == '\r' || c == '\n') {
-          if (c == '\r' && pos_ < t_.size() && t_[pos_] == '\n') ++pos_;
-          ++line_;
-          break;
-        } else {
-          cur += c;
-          any = true;
-        }
-      }
-      if (quoted) throw Error(file_, "line " + std::to_string(line), "unterminated quoted field (a quote opened here is never closed)");
-      if (!any) continue;   // a blank line
-      out.push_back(std::move(cur));
-      for (const auto& f : out)
-        if (text::invalid_utf8_at(f) != std::string::npos)
-          throw Error(file_, "line " + std::to_string(line), "invalid UTF-8 in field '" + std::string(f.begin(), f.begin() + long(std::min<std::size_t>(
-                                                                  f.size(), text::invalid_utf8_at(f)))) + "...'; save the file as UTF-8");
-      return true;
-    }
-  }
-
- private:
-  std::string t_, file_;
-  std::size_t pos_ = 0;
-  int line_ = 1;
-};
-
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
@@ -86,18 +32,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// A decimal number as the CSV writes it: digits, one '.', an exponent; never hexadecimal, "inf",
-// "nan" or surrounding spaces (strtod would take them all).
-bool decimal(const std::string& s) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.' || s[0] == '-' || s[0] == '+')) return false;
-  return s.find_first_not_of("0123456789.eE+-") == std::string::npos;
-}
-
 // A whole number written as "4" or "4.0", at most `max`; blank is 0.
 int whole(const std::string& s, const std::string& file, int line_no, const std::string& column, int max = 1000000000) {
   if (s.empty()) return 0;
   char* end = nullptr;
-  const double v = decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
+  const double v = text::decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
   if (!end || *end || !(v >= 0) || v != std::floor(v) || v > max)
     throw Error(file, "line " + std::to_string(line_no) + ": " + column,
                 "expected a whole number in 0.." + std::to_string(max) + ", got '" + s + "'");
@@ -109,7 +48,7 @@ constexpr double kMinMs = 1e-3, kMaxMs = 86400e3;
 
 double positive(const std::string& s, const std::string& file, int line_no, const std::string& column) {
   char* end = nullptr;
-  const double v = decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
+  const double v = text::decimal(s) ? std::strtod(s.c_str(), &end) : NAN;
   if (s.empty() || !end || *end || !(v >= kMinMs && v <= kMaxMs))
     throw Error(file, "line " + std::to_string(line_no) + ": " + column,
                 "expected milliseconds from 0.001 (1 us) to 86400000 (1 day), got '" + s + "'");
@@ -181,7 +120,7 @@ bool parse_id_layout(const std::string& id, int* tp, int* ep) {
 }
 
 std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStats* stats) {
-  CsvRecords in(read_input_file(path, kMaxTraceFileBytes), path);   // a regular file of sane size
+  text::CsvRecords in(read_input_file(path, kMaxTraceFileBytes), path);   // a regular file of sane size
   std::vector<std::string> header, f;
   int line_no = 1;
   if (!in.next(header, line_no)) throw Error(path, "", "empty file (expected a header line)");

@@ -158,7 +158,7 @@ def test_model_name_never_runs_in_the_emitted_script(exe, tmp_path):
     assert out.returncode == 0, out.stderr
     assert not any(p.name.startswith("PWNED") for p in tmp_path.rglob("*")), "the model name ran as a command"
     script = (tmp_path / "em" / "vllm-serve.sh").read_text()
-    assert "DEFAULT_MODEL='/fsx/models/$(touch PWNED)-fp8'" in script
+    assert "DEFAULT_MODEL='/fsx/models/$(touch PWNED)-bf16'" in script   # a BF16 config, quantized to FP8 on load
 
 
 @probe("S2")

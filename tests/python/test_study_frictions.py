@@ -117,3 +117,156 @@ def test_open_loop_emit_checks_at_the_planned_rates(exe, tmp_path):
     sim = json.loads(run(exe, "simulate", "--scenario", em / "recommended" / "scenario-all-copies.json", "--format", "json", "-q"))
     assert sim["load"]["overloaded"] is False
     assert abs(sim["load"]["served_requests_per_s"] - 120) < 0.1 * 120
+
+
+def test_open_loop_deployment_names_its_rows_copies(exe, tmp_path):
+    # An open-loop deployment.json held the copy counts it tried under `predicted.concurrency`, out
+    # of order (1, 2, 4, 8, 6, 7), beside a top-level `concurrency` list of clients no run used.
+    em = tmp_path / "em"
+    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
+        "-q", "--emit", em)
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    p = dep["predicted"]
+    assert dep["predicted_axis"] == "copies" and "concurrency" not in dep and "concurrency" not in p
+    assert p["copies"] == sorted(p["copies"]) and dep["copies"] in p["copies"] and len(p["ttft_p90_ms"]) == len(p["copies"])
+    rows = list(csv.DictReader(io.StringIO((em / "recommended" / "predicted.csv").read_text())))
+    assert [int(r["copies"]) for r in rows] == p["copies"]
+    # k copies share the target: each is offered 120 / k requests/s.
+    assert all(abs(float(r["request_rate_per_copy"]) * int(r["copies"]) - 120) < 0.01 for r in rows)
+    import servesim
+    servesim.emit(dep, str(tmp_path / "again"))   # the dict as written is a deployment emit() takes back
+    assert (tmp_path / "again" / "predicted.csv").read_text() == (em / "recommended" / "predicted.csv").read_text()
+    # Closed loop: the rows are clients per copy, said so.
+    closed = servesim.search("llama-3.1-8b", "h200", isl=1000, osl=100, precision="fp8", tp=1, topology="agg",
+                             ttft_ms=600, itl_ms=50, target_tps=1000, concurrency=[1, 2], requests=10)["best"]["deployment"]
+    assert closed["predicted_axis"] == "clients_per_copy" and closed["predicted"]["concurrency"] == closed["concurrency"] == [1, 2]
+
+
+def test_open_loop_plan_checks_the_planned_rate(exe, tmp_path):
+    # An open-loop plan's aiperf-sweep.sh swept closed-loop concurrency only, and stopped at 256
+    # clients when the plan had simulated on to 768 while the topology met both SLOs.
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", "1", "--tp", "1", "--precision",
+        "fp8", "--isl", "1000", "--osl", "100", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival",
+        "poisson", "--topology", "agg", "-q", "--emit", em)
+    dep = json.loads((em / "aggregated" / "deployment.json").read_text())
+    assert dep["predicted_axis"] == "clients_per_copy" and dep["concurrency"] == dep["predicted"]["concurrency"]
+    script = (em / "aggregated" / "aiperf-sweep.sh").read_text()
+    clients = [int(c) for c in re.search(r"for C in ([0-9 ]+); do", script).group(1).split()]
+    assert clients == [c * dep["copies"] for c in dep["concurrency"]]
+    rate = dep["rate_per_copy"] * dep["copies"]
+    assert rate == 120
+    # One open-loop run at the planned rate, as long as the plan's: max(1000, 60 s x rate) after max(100, 10 s x rate).
+    assert "--request-rate 120.000 --request-count 7200 --warmup-request-count 1200" in script
+    assert subprocess.run(["bash", "-n", em / "aggregated" / "aiperf-sweep.sh"]).returncode == 0
+
+
+def test_sweep_output_file_keeps_the_table_and_p90_on_the_terminal(exe, tmp_path):
+    # `sweep --output rate.csv` (the README's step 2) printed nothing: no table, no OVERLOADED line;
+    # and the table showed p50 and p99 when the SLOs are p90.
+    out = tmp_path / "rate.csv"
+    text = run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4", "--output", out)
+    head = next(l for l in text.splitlines() if l.startswith("request_rate"))
+    assert "TTFT p90 ms" in head and "ITL p90 ms" in head
+    assert any(l.startswith("OVERLOADED: offered 4.4") for l in text.splitlines())
+    assert text.rstrip().endswith(f"Wrote {out} (csv)")
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    for r in rows:
+        assert float(r["time_to_first_token_ms_p50"]) <= float(r["time_to_first_token_ms_p90"]) <= float(r["time_to_first_token_ms_p99"])
+    row = next(l for l in text.splitlines() if l.strip().startswith("1.10"))
+    assert f"{float(rows[0]['time_to_first_token_ms_p90']):.2f}" in row.split()
+
+
+def test_rate_chart_off_scale_label_clears_the_overload_marker(exe, tmp_path):
+    # The off-scale TTFT value was written on the overloaded point, under its red x.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    sweep = json.loads(run(exe, "sweep", *ONE_SEAT, "--request-rate", "0.5,1,1.5,2,4.4", "--format", "json"))
+    fig = plot.latency_figure(sweep, ttft_ms=1000, itl_ms=50)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if "off scale" in t.get_text()]
+    assert labels, "the 4.4 requests/s TTFT is off scale"
+    top = ax.get_ylim()[1]
+    x_marker = ax.transData.transform((4.4, top))
+    box = labels[0].get_window_extent()
+    pad = 10 * fig.dpi / 72 / 2   # half the x marker (10 points)
+    assert not (box.x0 - pad <= x_marker[0] <= box.x1 + pad and box.y0 - pad <= x_marker[1] <= box.y1 + pad)
+    assert box.x1 <= ax.get_window_extent().x1 + 1   # inside the axes, not cut at the edge
+
+
+def test_search_chart_draws_mixed_gpu_pairs_as_one_entry(exe):
+    # recommend over three GPU types drew a line per prefill/decode GPU pair: 9 disaggregated
+    # families on a 10-colour cycle, colours repeated. Now the 6 mixed pairs are one grey entry.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    r = json.loads(run(exe, *REC, "--format", "json"))
+    fams = [f["family"] for f in r["frontiers"]]
+    mixed = [f for f in fams if "+" in f]
+    assert len(mixed) == 6
+    fig = plot.search_figure(r)
+    labels = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    assert sum("different GPU types (6 pairs" in l for l in labels) == 1
+    assert not any("+" in l for l in labels if not l.startswith("best"))
+    lines = [h for h in fig.axes[0].get_lines() if h.get_label() in {f"{f['family']} ({f['simulated_points']} points)" for f in r["frontiers"]}]
+    assert len(lines) == 3 and len({l.get_color() for l in lines}) == 3
+
+
+def test_open_loop_check_sends_the_image_share_the_plan_simulated(exe, tmp_path):
+    # aiperf-sweep.sh put the image on every request when the plan had images on 30 % of them.
+    # Now two Poisson streams at once per rate: 70 % of R text-only and 30 % with the image
+    # (their sum is a Poisson stream at R with 30 % images), each with its share of the requests.
+    import servesim
+    em = tmp_path / "em"
+    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
+        "-q", "--emit", em)
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    dep["images"], dep["image_fraction"] = [{"width": 1024, "height": 1024, "count": 1}], 0.3
+    servesim.emit(dep, str(tmp_path / "mix"))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
+    (fake / "aiperf").chmod(0o755)
+    log = tmp_path / "calls.txt"
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log))
+    subprocess.run(["bash", tmp_path / "mix" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
+    calls = [c.split() for c in log.read_text().splitlines()]
+    arg = lambda c, k: c[c.index(k) + 1]
+    by_rate = {}
+    for c in calls:
+        rate_dir = arg(c, "--artifact-dir").split("/")[1]
+        by_rate.setdefault(rate_dir.rsplit("-", 1)[0], {})[rate_dir.rsplit("-", 1)[1]] = c
+    assert "r120.000" in by_rate and all(set(v) == {"text", "images"} for v in by_rate.values())
+    for name, pair in by_rate.items():
+        r = float(name[1:])
+        t, i = pair["text"], pair["images"]
+        assert "--image-width-mean" not in t and arg(i, "--image-width-mean") == "1024"
+        assert abs(float(arg(t, "--request-rate")) - 0.7 * r) < 2e-3 and abs(float(arg(i, "--request-rate")) - 0.3 * r) < 2e-3
+        n = max(1000, math.ceil(60 * r - 1e-9))
+        assert int(arg(t, "--request-count")) + int(arg(i, "--request-count")) == n
+        assert int(arg(i, "--request-count")) == round(0.3 * n)
+
+
+def test_fp8_rows_of_a_bf16_only_model_load_the_bf16_checkpoint(tmp_path):
+    # The H200 row of the study (FP8) emitted MODEL=/fsx/models/nemotron-3.5-super-vl-fp8, "the fp8
+    # checkpoint", which is not published (bf16 only in the catalogue). vLLM quantizes the BF16
+    # checkpoint to FP8 as it loads (--quantization fp8): the file says so and does it.
+    import servesim
+    r = servesim.search("nemotron-3-nano", "h100", isl=500, osl=50, precision="fp8", tp=1, topology="agg",
+                        ttft_ms=2000, itl_ms=100, target_tps=500, concurrency=[1, 2], requests=10)
+    dep = r["best"]["deployment"]
+    assert servesim.model("nemotron-3-nano")["checkpoint_precision"] == "bf16"
+    assert dep["precision"] == "fp8" and dep["checkpoint"] == "bf16"
+    servesim.emit(dep, str(tmp_path / "d"))
+    script = (tmp_path / "d" / "vllm-serve.sh").read_text()
+    assert "DEFAULT_MODEL=/fsx/models/nemotron-3-nano-bf16" in script and "--quantization fp8" in script
+    assert "no fp8 checkpoint is published" in script
+    assert "nemotron-3-nano-bf16" in (tmp_path / "d" / "dynamo-deployment.yaml").read_text()
+    # A published FP8 checkpoint is loaded as it is.
+    own = servesim.search("llama-3.1-8b", "h200", isl=1000, osl=100, precision="fp8", tp=1, topology="agg", ttft_ms=600,
+                          itl_ms=50, target_tps=1000, concurrency=[1, 2], requests=10)["best"]["deployment"]
+    assert "checkpoint" not in own

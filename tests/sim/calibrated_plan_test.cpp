@@ -97,7 +97,10 @@ TEST(CalibratedRecommend, ChangesH200CandidatesAndLeavesB200ByteIdentical) {
   };
   nlohmann::json rb = row_of(base, "B200"), kb = row_of(cal, "B200");
   EXPECT_NE(kb["calibration"].get<std::string>().find("nothing applies"), std::string::npos);
-  for (auto* r : {&rb, &kb}) r->erase("calibration"), r->erase("calibrated"), r->erase("what_ran");
+  // Its deployment names the profile (the emitted scenario re-runs the prediction with it).
+  EXPECT_TRUE(kb["deployment"].contains("calibration"));
+  EXPECT_FALSE(rb["deployment"].contains("calibration"));
+  for (auto* r : {&rb, &kb}) r->erase("calibration"), r->erase("calibrated"), r->erase("what_ran"), (*r)["deployment"].erase("calibration");
   EXPECT_EQ(rb.dump(), kb.dump());
   const nlohmann::json kh = row_of(cal, "H200");
   EXPECT_TRUE(kh["calibrated"].get<bool>());
