@@ -85,6 +85,10 @@ class Generator final : public Workload {
   bool warmup_until_steady() const override {
     return c_.warmup_until_steady && c_.arrival == Arrival::concurrency && c_.warmup_requests > 0;
   }
+  void end_measured(std::int64_t sent) override {
+    if (c_.arrival == Arrival::concurrency) total_ = std::min(total_, std::max(sent, i_));
+  }
+  bool measure_until_precise() const override { return c_.measure_until_precise && c_.arrival == Arrival::concurrency; }
 
  private:
   double arrival(std::int64_t i) {
@@ -167,7 +171,7 @@ class Generator final : public Workload {
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> k = {
       "concurrency", "request_rate", "arrival", "burstiness", "fixed_schedule", "schedule_file", "time_scale",
-      "auto_offset", "requests", "warmup_requests", "warmup_until_steady", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions",
+      "auto_offset", "requests", "warmup_requests", "warmup_until_steady", "measure_until_precise", "seed", "isl", "osl", "trace", "multimodal", "dataset", "sessions",
       "shared_prefix_tokens"};
   return k;
 }
@@ -322,6 +326,7 @@ WorkloadConfig parse_workload(const JsonReader& j) {
   c.requests = j.integer_or("requests", sched ? 0 : 100);
   c.warmup_requests = j.integer_or("warmup_requests", 0);
   c.warmup_until_steady = j.boolean_or("warmup_until_steady", false);
+  c.measure_until_precise = j.boolean_or("measure_until_precise", false);
   const std::int64_t seed = j.integer_or("seed", 0);
   if (seed < 0) j.fail("seed", "must be >= 0");
   c.seed = static_cast<std::uint64_t>(seed);
@@ -377,6 +382,9 @@ void validate(const WorkloadConfig& c, const std::string& where, const std::stri
   if (c.warmup_until_steady && (c.arrival != Arrival::concurrency || c.sessions || c.trace || c.warmup_requests < 1))
     fail("warmup_until_steady", "applies to a closed loop of synthetic requests (concurrency, no trace or sessions) with "
                                 "warmup_requests >= 1, its longest warm-up");
+  if (c.measure_until_precise && (c.arrival != Arrival::concurrency || c.sessions || c.trace))
+    fail("measure_until_precise", "applies to a closed loop of synthetic requests (concurrency, no trace or sessions); "
+                                  "requests is then the most it measures");
   // More clients than requests would run at concurrency = requests under the requested label.
   if (c.arrival == Arrival::concurrency && c.concurrency > c.requests + c.warmup_requests)
     fail("concurrency", std::to_string(c.concurrency) + " clients but " + std::to_string(c.requests) + " requests (+" +

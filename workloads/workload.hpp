@@ -28,6 +28,10 @@ class Workload {                        // a deterministic source of requests, i
   // yielded so far are the warm-up, and `requests` measured ones follow. Others ignore it.
   virtual void end_warmup(std::int64_t sent) { (void)sent; }
   virtual bool warmup_until_steady() const { return false; }
+  // A closed loop's measured phase ends once its figures are precise
+  // (WorkloadConfig::measure_until_precise): no request is yielded after the `sent` ones.
+  virtual void end_measured(std::int64_t sent) { (void)sent; }
+  virtual bool measure_until_precise() const { return false; }
 };
 
 enum class Arrival {
@@ -72,6 +76,10 @@ struct WorkloadConfig {
   // Closed loop: the warm-up ends as soon as the loop is steady (sim/engine/steady_warmup.hpp),
   // warmup_requests being the most it lasts (the capacity points of plan, search and recommend).
   bool warmup_until_steady = false;
+  // Closed loop: the measured phase ends once the 95 % confidence intervals of mean and p90 TTFT
+  // and ITL are within 1 % (sim/engine/steady_warmup.hpp, MeasuredPrecision), `requests` being
+  // the most it lasts (the capacity points of plan, search and recommend).
+  bool measure_until_precise = false;
   std::uint64_t seed = 0;
   LengthDist isl = LengthDist::fixed_at(128);   // text tokens of the prompt
   LengthDist osl = LengthDist::fixed_at(128);

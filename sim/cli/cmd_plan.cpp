@@ -192,7 +192,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--image-fraction", o->args.image_fraction,
                 "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c->add_option("--concurrency", o->args.concurrency, "Closed-loop clients to sweep (default 1,2,4,...,256, then on while a topology still meets both SLOs, up to 4096)");
-  c->add_option("--requests", o->args.requests, "Measured requests per point (default max(1000, 8 x concurrency), after 32 warm-up requests per client)");
+  c->add_option("--requests", o->args.requests, "Measured requests per point (default: until TTFT and ITL are precise, max(1000, 8 x concurrency) at most, after a steady warm-up)");
   c->add_option("--seed", o->args.seed, "Random seed")->check(int64_range());
   c->add_option("--router", o->args.router, "round_robin, least_outstanding or least_kv_load");
   c->add_option("--max-num-seqs", o->args.max_num_seqs, "vLLM max_num_seqs");

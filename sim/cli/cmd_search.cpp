@@ -551,7 +551,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--image-fraction", a.image_fraction,
                "Share of requests that carry --images (default 1: every request), chosen per request from the seed");
   c.add_option("--concurrency", a.concurrency, "Clients per decode-carrying worker to sweep (default 1,2,4,...,128)");
-  c.add_option("--requests", a.requests, "Measured requests per point (default max(1000, 8 x clients), after 32 warm-up requests per client)");
+  c.add_option("--requests", a.requests, "Measured requests per point (default: until TTFT and ITL are precise, max(1000, 8 x clients) at most, after a steady warm-up)");
   c.add_option("--seed", a.seed, "Random seed")->check(int64_range());
   c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");

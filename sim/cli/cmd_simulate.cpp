@@ -50,7 +50,8 @@ struct SimOpts {
   std::string dataset_sampling;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness, closed_loop_spread;
-  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false, warmup_until_steady = false;
+  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false, warmup_until_steady = false,
+       measure_until_precise = false;
   std::string engine, async_scheduling;
   std::optional<double> overhead_us_per_seq;
   std::optional<int> api_server_count, seeds;
@@ -149,6 +150,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_flag("--warmup-until-steady", o.warmup_until_steady,
              "Closed loop: clients start at spread phases and the warm-up ends when the loop is steady, --warmup-requests at most, "
              "without the phase barrier (the capacity rule of plan, search and recommend)");
+  c.add_flag("--measure-until-precise", o.measure_until_precise,
+             "Closed loop: measuring ends once the 95 % intervals of mean and p90 TTFT and ITL are within 1 %, --requests at "
+             "most (the capacity rule of plan, search and recommend)");
   c.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step (0: off)");
   c.add_option("--mtp-acceptance", o.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   auto* g = "Topology on instances (scenario \"topology\")";
@@ -388,6 +392,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
   if (o.warmup_until_steady) w["warmup_until_steady"] = true;
+  if (o.measure_until_precise) w["measure_until_precise"] = true;
   if (!o.images.empty()) {
     nlohmann::json im = nlohmann::json::array();
     for (const auto& x : api::images_option(o.images).images)

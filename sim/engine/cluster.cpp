@@ -169,6 +169,11 @@ void AggregatedCluster::client_done(double t_s, std::int64_t cohort, const Reque
     warmup_ = issued_;   // the requests sent so far are the warm-up
     workload_->end_warmup(issued_);
   }
+  if (!was_warmup && precision_ && !precision_->precise()) {
+    const std::int64_t osl = r.output_tokens - r.preamble_tokens;
+    const double itl = osl > 1 ? (r.finish_s - r.first_token_s) / double(osl - 1) : std::nan("");
+    if (precision_->finished(r.first_token_s - r.sent_s, itl)) workload_->end_measured(issued_);
+  }
   if (barrier_ && !profiling_started_) {
     if (issued_ < warmup_) {
       if (auto next = workload_->next()) send(std::move(*next), t_s, cohort);
@@ -278,6 +283,8 @@ double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) 
     barrier_ = warmup_ > 0 && warmup_barrier_;
     profiling_started_ = !barrier_;
     if (!barrier_ && workload.warmup_until_steady()) steady_warmup_.emplace(workload.concurrency());
+    if (workload.measure_until_precise())
+      precision_.emplace(workload.concurrency(), workload.total_requests() - workload.warmup_requests());
     // Every client starts at t = 0 (the warm-up phase, when there is one, with at most as many clients as warm-up requests).
     const std::int64_t first = barrier_ ? std::min<std::int64_t>(warmup_, workload.concurrency()) : workload.concurrency();
     for (std::int64_t k = 0; k < first; ++k) {

@@ -144,6 +144,7 @@ class AggregatedCluster {
   std::int64_t release_seq_ = 0;
   std::int64_t warm_done_ = 0;
   std::optional<SteadyWarmup> steady_warmup_;   // the warm-up ends when the loop is steady
+  std::optional<MeasuredPrecision> precision_;  // the measured phase ends when its figures are precise
   bool warmup_barrier_ = false, barrier_ = false, profiling_started_ = false;
 };
 

@@ -47,3 +47,66 @@ class SteadyWarmup {
 };
 
 }  // namespace servesim::sim
+
+namespace servesim::sim {
+
+// When a closed loop's measured phase has read its figures to a stated precision: the length
+// rule of every capacity point whose measured request count is not given (sim/studies/plan.hpp).
+//
+// Measured requests are read in batches of B = max(N, kMinBatchRequests) completions, in
+// completion order (one batch spans at least a round of the N clients, so batch means are close
+// to independent). Once at least min_requests() have finished, at the end of every batch k the
+// 95 % confidence interval of each figure the capacity rule reads is estimated from the k batches
+// (half-width = t(0.975, k-1) x sd / sqrt(k)): the batch-means method for the mean TTFT and the
+// mean ITL; for their p90s, the same interval on the share of each batch at or under the whole
+// run's p90 (0.9 +- h), read back as half the distance between the run's quantiles at 0.9 - h and
+// 0.9 + h (a p90 that sits in a gap between two modes, such as prompts that met another's
+// prefill or not, reads wide). The run stops sending when the half-widths are within kTolerance
+// (ITL) and kTtftTolerance (TTFT) of their point estimates; the requests in flight then finish
+// and are measured too. `max_requests` (the fixed count, max(1000, 8 x clients)) stays the upper
+// bound: a loop that never settles is measured exactly as long as before. TTFT is the noisiest
+// figure: at 4-64 clients the 1,000 requests of the fixed count read its mean only to 1.0-1.7 %
+// (95 %), so its tolerance is 2 %; ITL reads to under 0.1 %.
+//
+// min_requests() = max(kMinRequests, kMinBatches x B, ceil(N x M / (N + kTolerance x M))) for
+// M = max_requests and N > 1. The last term keeps the throughput within kTolerance of a run of
+// M: a closed loop's window (first measured send .. last measured finish) carries about one
+// request latency of start and drain beyond R / N rounds, so its tokens/s read about
+// 1 / (1 + N / R) of the steady rate, and N / R - N / M <= kTolerance at R >= N M / (N + kTolerance M).
+// A 1-client loop has no such term (no phases to spread) and of a deterministic workload
+// converges at once: it stops at kMinRequests.
+struct PrecisionRule {
+  static constexpr double kTolerance = 0.01, kTtftTolerance = 0.02;
+  static constexpr int kMinBatches = 10;
+  static constexpr std::int64_t kMinBatchRequests = 20;
+  static constexpr std::int64_t kMinRequests = 200;
+  static std::int64_t batch_requests(int clients);
+  static std::int64_t min_requests(int clients, std::int64_t max_requests);
+  // Student's t quantile t(0.975, df), df >= 1 (a table to df 30, then the Cornish-Fisher
+  // expansion in 1/df, within 0.001 there).
+  static double t975(int df);
+};
+
+class MeasuredPrecision {
+ public:
+  MeasuredPrecision(int clients, std::int64_t max_requests);
+  // A measured request finished: its TTFT and ITL (seconds; ITL NaN for a one-token answer).
+  // True once every figure is within the tolerance (and every call after that).
+  bool finished(double ttft_s, double itl_s);
+  std::int64_t batch_requests() const { return batch_; }
+  std::int64_t min_requests() const { return min_; }
+  std::int64_t completions() const { return std::int64_t(ttft_.size()); }
+  bool precise() const { return precise_; }
+  // At the last check: relative 95 % half-widths of mean TTFT, mean ITL, p90 TTFT, p90 ITL
+  // (half-width / point estimate; 0 where the figure is 0 or absent). Empty before the first check.
+  const std::vector<double>& half_widths() const { return half_; }
+
+ private:
+  bool check();
+  std::int64_t batch_, min_;
+  std::vector<double> ttft_, itl_;   // every measured request's, in completion order
+  std::vector<double> half_;
+  bool precise_ = false;
+};
+
+}  // namespace servesim::sim

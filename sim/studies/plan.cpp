@@ -99,6 +99,7 @@ workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int6
   wc.requests = capacity_requests(clients, requests);
   wc.warmup_requests = std::int64_t{kWarmupRoundsPerClient} * clients;
   wc.warmup_until_steady = true;
+  wc.measure_until_precise = !requests;
   wc.seed = seed;
   wc.isl = workloads::LengthDist::fixed_at(isl);
   wc.osl = workloads::LengthDist::fixed_at(osl);
@@ -108,9 +109,10 @@ workloads::WorkloadConfig capacity_workload(int clients, std::optional<std::int6
 std::string capacity_rule(std::optional<std::int64_t> requests) {
   return "closed loop, clients started at spread phases, each point after a warm-up that ends when the loop is steady "
          "(at most " + std::to_string(kWarmupRoundsPerClient) + " requests per client) without a phase barrier, then " +
-         (requests ? std::to_string(*requests) : "max(" + std::to_string(kMinMeasuredRequests) + ", " +
-                                                     std::to_string(kMeasuredRoundsPerClient) + " x clients)") +
-         " measured requests";
+         (requests ? std::to_string(*requests) + " measured requests"
+                   : "measured requests until the 95 % intervals of mean and p90 TTFT are within 2 % and of ITL within 1 % "
+                     "(at least 200, at most max(" + std::to_string(kMinMeasuredRequests) + ", " +
+                         std::to_string(kMeasuredRoundsPerClient) + " x clients))");
 }
 
 void PlanSlo::validate() const {

@@ -49,9 +49,11 @@ struct SweepRow {
 // a warm-up sent without aiperf's phase barrier that ends when the loop is steady
 // (sim/engine/steady_warmup.hpp: batch means of latency and TTFT over rounds of N completions),
 // at most kWarmupRoundsPerClient requests per client, then `requests` measured requests, by
-// default max(kMinMeasuredRequests, kMeasuredRoundsPerClient x clients).
-// `servesim simulate --concurrency C --warmup-requests 32C --warmup-until-steady --requests N`
-// runs the same point.
+// default measured until mean and p90 TTFT (2 %) and ITL (1 %) are precise
+// (sim/engine/steady_warmup.hpp, MeasuredPrecision), at most
+// max(kMinMeasuredRequests, kMeasuredRoundsPerClient x clients).
+// `servesim simulate --concurrency C --warmup-requests 32C --warmup-until-steady
+// --measure-until-precise --requests N` runs the same point.
 constexpr int kWarmupRoundsPerClient = 32;
 constexpr int kMeasuredRoundsPerClient = 8;
 constexpr std::int64_t kMinMeasuredRequests = 1000;

@@ -363,6 +363,10 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
     warmup_ = issued_;   // the requests sent so far are the warm-up
     workload_->end_warmup(issued_);
   }
+  if (!x.warmup && precision_ && !precision_->precise()) {
+    const double itl = rec.output_tokens > 1 ? (now_s - rec.first_token_s) / double(rec.output_tokens - 1) : std::nan("");
+    if (precision_->finished(rec.first_token_s - x.sent_s, itl)) workload_->end_measured(issued_);
+  }
   if (clients_)
     if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
 }
@@ -377,6 +381,8 @@ double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector
   if (workload.concurrency() > 0) {
     clients_.emplace(workload);
     if (workload.warmup_until_steady()) steady_warmup_.emplace(workload.concurrency());
+    if (workload.measure_until_precise())
+      precision_.emplace(workload.concurrency(), workload.total_requests() - workload.warmup_requests());
     for (const auto& spec : clients_->start(0.0)) route(spec, 0.0);
   } else if ((next_arrival = workload.next())) {
     queue_.push(next_arrival->arrival_s, EventKind::arrival);

@@ -151,6 +151,7 @@ class DisaggregatedCluster {
   std::int64_t issued_ = 0, warmup_ = 0;
   workloads::Workload* workload_ = nullptr;
   std::optional<SteadyWarmup> steady_warmup_;   // the warm-up ends when the loop is steady
+  std::optional<MeasuredPrecision> precision_;  // the measured phase ends when its figures are precise
   bool measuring_ = false;
   TransferStats tstats_;
   std::vector<std::uint64_t> done_tags_;

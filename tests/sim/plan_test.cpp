@@ -115,7 +115,7 @@ TEST(Plan, SweepColumnsCarryWhatThePlotReads) {
 // the API-server path, the closed-loop spread): one of its sweep points equals `simulate` of the
 // same deployment, router, seed and request counts (the steady-state rule: clients started at
 // spread phases, a warm-up that ends when the loop is steady, at most 32 C, without aiperf's phase
-// barrier, then max(1000, 8 C) measured).
+// barrier, then measured until precise, max(1000, 8 C) at most).
 namespace servesim::sim {
 namespace {
 
@@ -138,7 +138,7 @@ TEST(Plan, PointEqualsSimulateOfTheSameDeployment) {
                       {"router", "least_outstanding"}, {"seed", 0},
                       {"topology", {{"kind", "agg"}, {"instance", "p5en.48xlarge"}, {"nodes", 1}}},
                       {"frontend", {{"client", {{"warmup_barrier", false}}}}},
-                      {"workload", {{"concurrency", 16}, {"requests", 1000}, {"warmup_requests", 512}, {"warmup_until_steady", true}, {"isl", 1000}, {"osl", 100}}}};
+                      {"workload", {{"concurrency", 16}, {"requests", 1000}, {"warmup_requests", 512}, {"warmup_until_steady", true}, {"measure_until_precise", true}, {"isl", 1000}, {"osl", 100}}}};
   const SimResult r = simulate(parse_scenario(j.dump(), "test"));
   EXPECT_DOUBLE_EQ(row["ttft_ms"][0].get<double>(), r.summary.ttft_ms.p50);
   EXPECT_DOUBLE_EQ(row["itl_ms"][0].get<double>(), r.summary.itl_ms.p50);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/splitmix.hpp"
 #include "sim/engine/steady_warmup.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -130,6 +131,83 @@ TEST(SteadyWarmup, MeasuresWhatALongRunMeasures) {
   EXPECT_NEAR(s.summary.output_token_throughput_per_s, l.summary.output_token_throughput_per_s,
               0.02 * l.summary.output_token_throughput_per_s);
   EXPECT_NEAR(s.summary.request_throughput_per_s * s.summary.request_latency_ms.avg * 1e-3, 32.0, 0.04 * 32);
+}
+
+// The measured phase's length rule (MeasuredPrecision): numbers a person can check by hand.
+TEST(MeasuredPrecision, MinimumIsTwoHundredTenBatchesOrTheDrainBound) {
+  EXPECT_EQ(PrecisionRule::batch_requests(1), 20);
+  EXPECT_EQ(PrecisionRule::batch_requests(64), 64);
+  EXPECT_EQ(PrecisionRule::min_requests(1, 1000), 200);    // one client: no drain term
+  EXPECT_EQ(PrecisionRule::min_requests(2, 1000), 200);    // 2 x 1000 / (2 + 10) = 166.7
+  EXPECT_EQ(PrecisionRule::min_requests(8, 1000), 445);    // 8 x 1000 / (8 + 10) = 444.4
+  EXPECT_EQ(PrecisionRule::min_requests(32, 1000), 762);   // 32 x 1000 / 42 = 761.9
+  EXPECT_EQ(PrecisionRule::min_requests(128, 1024), 1280); // ten rounds of 128: past the maximum
+  EXPECT_DOUBLE_EQ(PrecisionRule::t975(9), 2.262);
+  EXPECT_NEAR(PrecisionRule::t975(40), 2.021, 0.001);
+  EXPECT_NEAR(PrecisionRule::t975(120), 1.980, 0.001);
+}
+
+TEST(MeasuredPrecision, ADeterministicLoopStopsAtTheMinimum) {
+  MeasuredPrecision p(1, 1000);
+  std::int64_t at = 0;
+  for (int i = 0; i < 1000 && !at; ++i)
+    if (p.finished(0.030, 0.005)) at = p.completions();
+  EXPECT_EQ(at, 200);
+  ASSERT_EQ(p.half_widths().size(), 4u);
+  for (double h : p.half_widths()) EXPECT_LE(h, 1e-12);   // zero but for rounding
+}
+
+TEST(MeasuredPrecision, ANoisyLoopRunsLongerAndStopsWithinTheTolerance) {
+  // TTFT uniform in 20..60 ms (sd 11.5 ms, 29 % of the mean): a batch of 20 has a mean of sd
+  // 2.6 ms, so ten batches give a half-width of about 2.26 x 2.6 / sqrt(10) = 1.9 ms, 4.6 % of
+  // 40 ms; 2 % needs about (4.6 / 2)^2 x 10 = 53 batches, past the minimum of 200 requests.
+  std::uint64_t k = 0;
+  const auto uniform = [&k] { return unit_interval(splitmix64(++k)); };
+  MeasuredPrecision p(1, 100000);
+  std::int64_t at = 0;
+  for (int i = 0; i < 100000 && !at; ++i)
+    if (p.finished(0.020 + 0.040 * uniform(), 0.005 * (1 + 0.001 * uniform()))) at = p.completions();
+  EXPECT_GT(at, 600);
+  EXPECT_LT(at, 2000);
+  EXPECT_LE(p.half_widths()[0], PrecisionRule::kTtftTolerance);
+  EXPECT_LE(p.half_widths()[2], PrecisionRule::kTtftTolerance);
+  EXPECT_LE(p.half_widths()[1], PrecisionRule::kTolerance);
+  EXPECT_LE(p.half_widths()[3], PrecisionRule::kTolerance);
+  // TTFT uniform in 0..100 ms: 1,000 requests (50 batches) give a half-width of about
+  // 2.01 x 28.9 / sqrt(20) / sqrt(50) = 1.8 ms, 3.7 % of 50 ms: it is still measuring at its
+  // maximum, where the workload stops it.
+  MeasuredPrecision never(1, 1000);
+  bool stopped = false;
+  for (int i = 0; i < 1000; ++i) stopped = stopped || never.finished(0.1 * uniform(), 0.005);
+  EXPECT_FALSE(stopped);
+}
+
+// The rule inside a simulation: one client of 1000 + 200 tokens without a frontend is the same
+// request again and again, and stops at 200 measured of at most 1,000; lengths that vary
+// (normal, sd 400 and 100 tokens) keep it measuring longer.
+SimResult precise_loop(int clients, double isl_sd, double osl_sd) {
+  nlohmann::json w = {{"concurrency", clients}, {"requests", 1000}, {"warmup_requests", 32 * clients}, {"warmup_until_steady", true},
+                      {"measure_until_precise", true}, {"isl", 1000}, {"osl", 200}};
+  if (isl_sd > 0) w["isl"] = {{"kind", "normal"}, {"mean", 1000}, {"stddev", isl_sd}};
+  if (osl_sd > 0) w["osl"] = {{"kind", "normal"}, {"mean", 200}, {"stddev", osl_sd}};
+  const nlohmann::json j = {{"model", "llama-3.1-8b"}, {"gpu", "h200"}, {"gpus", 1}, {"tp", 1}, {"precision", "fp8"},
+                            {"frontend", {{"client", {{"warmup_barrier", false}}}}}, {"workload", w}};
+  return simulate(parse_scenario(j.dump(), "test"));
+}
+
+TEST(MeasuredPrecision, SimulatedLoopsStopWhenPrecise) {
+  EXPECT_EQ(precise_loop(1, 0, 0).summary.request_count, 200);
+  const std::int64_t noisy = precise_loop(1, 400, 100).summary.request_count;
+  EXPECT_GT(noisy, 200);
+  EXPECT_LE(noisy, 1000);
+}
+
+TEST(MeasuredPrecision, NeedsAClosedLoop) {
+  workloads::WorkloadConfig c;
+  c.arrival = workloads::Arrival::poisson;
+  c.rate_per_s = 1;
+  c.measure_until_precise = true;
+  EXPECT_THROW(workloads::validate(c), Error);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 # The capacity rule of plan / search / recommend (sim/studies/plan.hpp) measures the closed loop's
 # steady state: Nemotron 3.5 Super VL NVFP4 on one B200, 32 clients of 6000 + 600 tokens. The
-# rule (clients started at independent phases, a warm-up that ends when the loop is steady, 1000
-# measured requests) reads a mean TTFT within 5 % of a run 10x as long after 1,024 rounds of
+# rule (clients started at independent phases, a warm-up that ends when the loop is steady, then
+# measured until precise, 1000 at most) reads a mean TTFT within 5 % of a run 10x as long after 1,024 rounds of
 # warm-up; the old reading (one warm-up request per client behind the barrier, 128 measured) is
 # several times it (the first cohort's queue of 32 prefills of ~100 ms).
 set(base simulate --model nemotron-3.5-super-vl --gpu b200 --gpus 1 --tp 1 --precision nvfp4 --isl 6000 --osl 600
@@ -14,7 +14,7 @@ function(ttft out stat)
   string(JSON v GET "${j}" records time_to_first_token ${stat})
   set(${out} ${v} PARENT_SCOPE)
 endfunction()
-ttft(rule avg --warmup-requests 1024 --warmup-until-steady --requests 1000)
+ttft(rule avg --warmup-requests 1024 --warmup-until-steady --measure-until-precise --requests 1000)
 ttft(long avg --warmup-requests 32768 --no-warmup-barrier --requests 10000)
 ttft(old p90 --warmup-requests 32 --requests 128)
 # CMake has no floating-point math: compare in whole milliseconds.
