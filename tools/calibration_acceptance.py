@@ -154,10 +154,11 @@ def main():
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (each draws its own third)")
     ap.add_argument("--engine", default="vllm", help="engine of the rows (backend column)")
     ap.add_argument("--min-points", type=int, default=12, help="smallest group scored (distinct points)")
-    ap.add_argument("--group", default="", help="only groups whose 'model gpu release' contains this (case-insensitive)")
+    ap.add_argument("--group", default="", help="only groups whose 'model gpu release' contains one of these (comma-separated, "
+                                                 "case-insensitive)")
     ap.add_argument("--max-points", type=int, default=0, help="skip groups with more points (0: none skipped)")
     ap.add_argument("--parameters", default="", help="passed to calibrate e2e --parameters")
-    ap.add_argument("--json", default="", help="also write every result here")
+    ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
     a = ap.parse_args()
     extra = ["--parameters", a.parameters] if a.parameters else []
     header, groups = groups_of(a.csv, a.engine, "agg")
@@ -167,7 +168,7 @@ def main():
     for key in sorted(groups):
         pts = groups[key]
         name = f"{key[0].split('/')[-1]} {key[1].split('_')[0].upper()} {key[2]}"
-        if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points) or a.group.lower() not in name.lower():
+        if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points) or not any(g.strip().lower() in name.lower() for g in a.group.split(",")):
             continue
         cells = []
         for s in seeds:
@@ -182,14 +183,14 @@ def main():
             results.append(r)
             cells.append(cell(r))
         print(f"{name} | {len(pts)} | " + " | ".join(cells), flush=True)
+        if a.json:   # after every group: a long run stopped part way keeps what it measured
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
     for s in seeds:
         rs = [r for r in results if r["seed"] == s]
         v = [verdict(r) for r in rs]
         print(f"seed {s}: {sum(m for m, _ in v)} of {len(rs)} groups meet both targets, {sum(w for _, w in v)} worse by more "
               f"than {WORSE_BY:g} point")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":
