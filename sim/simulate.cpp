@@ -315,7 +315,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
   AggregatedCluster cluster(cluster_shape(p, s, w.seed), lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
-  MetricsSink sink(r.metrics);
+  MetricsSink sink(r.metrics, p.frontend.client.request_latency_s);
   if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
     SessionSink turns(sink, *sessions);
     r.end_s = cluster.run(*workload, turns);

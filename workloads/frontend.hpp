@@ -36,9 +36,10 @@ double lognormal_factor_bound(double cv);
 
 struct ClientConfig {                   // aiperf's side
   Duration network{1e-4, 0.2};          // one way, client <-> API server, per request or per chunk
-  // A user calibration's latency per request on its way in that holds no serial resource (the HTTP
-  // stack, proxies, async hand-offs before the API server takes it): a TTFT floor that does not
-  // queue at high load (sim/calibration.hpp, request_latency_ms). 0 without a calibration.
+  // A user calibration's latency per request that holds no serial resource (the HTTP stack, proxies,
+  // async hand-offs): a TTFT floor that does not queue at high load (sim/calibration.hpp,
+  // request_latency_ms). The client sees it; the engine's arrivals do not move (sim/engine/metrics_sink.hpp).
+  // 0 without a calibration.
   double request_latency_s = 0;
   // aiperf runs the warm-up phase to completion before the profiling phase starts all clients
   // together again (prior: true).

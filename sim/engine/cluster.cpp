@@ -59,7 +59,8 @@ void AggregatedCluster::send(workloads::RequestSpec spec, double t_s, std::int64
   x.sent_s = t_s;
   x.cohort = cohort;
   x.warmup = warmup;
-  queue_.push(t_s + frontend_->client.network.sample(rng_) + frontend_->client.request_latency_s, EventKind::api_arrival, 0, p);
+  // (client.request_latency_s is not on this path: the client sees it, the engine does not; MetricsSink adds it.)
+  queue_.push(t_s + frontend_->client.network.sample(rng_), EventKind::api_arrival, 0, p);
 }
 
 void AggregatedCluster::route(const workloads::RequestSpec& spec, double now_s, double sent_s, std::int64_t cohort,

@@ -261,7 +261,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
                                                                agg_.plan.block_size, spec_.engine.max_num_batched_tokens);
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
                               frontend_ ? &*frontend_ : nullptr);
-    MetricsSink sink(metrics);
+    MetricsSink sink(metrics, frontend_ ? frontend_->client.request_latency_s : 0);
     if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
       SessionSink turns(sink, *sessions);
       out.end_s = cluster.run(*workload, turns);

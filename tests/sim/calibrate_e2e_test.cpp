@@ -97,6 +97,8 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
   ASSERT_NE(g, nullptr);
   EXPECT_NEAR(g->value, 1.3, 0.026) << r.text;
   EXPECT_GT(g->sd, 0);
+  // Cross-validation keeps it: predicted with the factor back at 1, the left-out points' TPOT is 30 % off.
+  EXPECT_EQ(r.report["dropped_by_cross_validation"], nlohmann::json::array()) << r.text;
   EXPECT_EQ(r.profile.gpu, "h200");
   EXPECT_EQ(r.profile.engine, "vllm");
   EXPECT_EQ(r.profile.points, 8);

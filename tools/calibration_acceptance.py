@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The calibrate-to-my-cluster acceptance check on a silicon-sample CSV (docs/calibration.md).
+
+For each (model, GPU, engine release) group of aggregated rows of one engine with at least
+--min-points distinct points, it draws a seeded random third of the group's points, runs
+`servesim calibrate e2e` on that third (--folds 4 --seed N), then `servesim validate` on the other
+two thirds with and without `--calibration` the profile, and prints each group's held-out median
+|error| of TTFT and TPOT before -> after, whether it meets the target (TTFT <= 10 %, TPOT <= 5 %)
+and whether it got worse than uncalibrated by more than a point.
+
+Points are what `validate` merges: rows equal in every column but id, silicon_data_source and the
+two measured figures, at the same concurrency. The third is the one `calibrate e2e
+--train-fraction 0.33 --seed N` draws (the same shuffle), written in that order, so the fit, its
+folds and the held-out figures are those of `--train-fraction`.
+
+    tools/calibration_acceptance.py --servesim build/servesim --seeds 1,2,3
+    tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
+
+Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+DEFAULT_CSV = "/work/shared/calibration/e2e/aic_silicon_calibration.csv"
+MASK = (1 << 64) - 1
+TTFT_TARGET, TPOT_TARGET, WORSE_BY = 10.0, 5.0, 1.0
+
+
+def splitmix64(x):
+    """common/splitmix.hpp, bit for bit."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def train_indices(n, seed, fraction):
+    """The points calibrate e2e --train-fraction fits on, in its order (calibrate_e2e.cpp)."""
+    idx = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = splitmix64((seed * 31 + i) & MASK) % (i + 1)
+        idx[i], idx[j] = idx[j], idx[i]
+    # std::llround: halves away from zero (Python's round() goes to even)
+    n_train = max(1, int(fraction * n + 0.5))
+    return idx[:n_train], idx[n_train:]
+
+
+def concurrency(row):
+    m = re.search(r"silicon_concurrency=(\d+)", row["silicon_data_source"])
+    if m:
+        return int(m.group(1))
+    m = re.search(r"_c(\d+)_", row["id"])
+    return int(m.group(1)) if m else 0
+
+
+def point_key(header, row):
+    """validate's merge key (sim/validate/measured.cpp), with its TP e x e MoE-grid rewrite."""
+    def num(k):
+        try:
+            return int(float(row[k])) if row[k] else 0
+        except ValueError:
+            return 0
+    e = num("moe_ep_size")
+    grid = row["mode"] == "agg" and e > 1 and num("moe_tp_size") == e and num("tp_size") == e * e and num("attention_dp_size") <= 1
+    key = []
+    for h in header:
+        if h in ("id", "silicon_data_source", "silicon_ttft_ms", "silicon_tpot_ms"):
+            continue
+        key.append(str(e) if grid and h == "tp_size" else "1" if grid and h == "moe_tp_size" else row[h])
+    key.append(str(concurrency(row)))
+    return tuple(key)
+
+
+def groups_of(path, engine, mode):
+    with open(path, newline="") as f:
+        rd = csv.DictReader(f)
+        header = rd.fieldnames
+        rows = list(rd)
+    groups = {}
+    for r in rows:
+        if r["backend"] != engine or r["mode"] != mode:
+            continue
+        g = groups.setdefault((r["model_path"], r["system"], r["backend_version"] or "-"), {})
+        g.setdefault(point_key(header, r), []).append(r)   # dicts keep first-row order, as validate
+    return header, {k: list(v.values()) for k, v in groups.items()}
+
+
+def write_rows(path, header, points):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header)
+        w.writeheader()
+        for rows in points:
+            w.writerows(rows)
+
+
+def run_json(cmd):
+    out = subprocess.run(["nice"] + cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + ": " + (out.stderr.strip() or out.stdout.strip()))
+    return json.loads(out.stdout)
+
+
+def medians(report):
+    t = [abs(p["error_pct"]["ttft"]) for p in report["points"] if p.get("error_pct", {}).get("ttft") is not None]
+    i = [abs(p["error_pct"]["itl"]) for p in report["points"] if p.get("error_pct", {}).get("itl") is not None]
+    return (statistics.median(t) if t else float("nan"), statistics.median(i) if i else float("nan"))
+
+
+def one(servesim, header, pts, seed, tmp, extra):
+    train, test = train_indices(len(pts), seed, 0.33)
+    third, rest, prof = (os.path.join(tmp, n) for n in ("third.csv", "rest.csv", "profile.json"))
+    write_rows(third, header, [pts[i] for i in train])
+    write_rows(rest, header, [pts[i] for i in test])
+    cal = run_json([servesim, "calibrate", "e2e", third, "--output", prof, "--folds", "4", "--seed", str(seed),
+                    "--threads", "1", "--format", "json"] + extra)
+    common = [servesim, "validate", rest, "--mode", "agg", "--seed", str(seed), "--threads", "1", "--format", "json"]
+    before = medians(run_json(common))
+    after = medians(run_json(common + ["--calibration", prof]))
+    cv = cal["cross_validation"]
+    return {"seed": seed, "train": len(train), "held_out": len(test),
+            "ttft": [before[0], after[0]], "tpot": [before[1], after[1]],
+            "kept_priors": bool(cv.get("kept_priors")),
+            "anchored": bool(cal.get("first_token_floor_anchored")),
+            "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]}}
+
+
+def verdict(r):
+    (t0, t1), (i0, i1) = r["ttft"], r["tpot"]
+    worse = t1 - t0 > WORSE_BY or i1 - i0 > WORSE_BY
+    meets = t1 <= TTFT_TARGET and i1 <= TPOT_TARGET
+    return meets, worse
+
+
+def cell(r):
+    (t0, t1), (i0, i1) = r["ttft"], r["tpot"]
+    meets, worse = verdict(r)
+    flags = ("K" if r["kept_priors"] else "") + ("A" if r["anchored"] else "")
+    return f"{t0:.1f} -> {t1:.1f} / {i0:.1f} -> {i1:.1f}" + (" " + flags if flags else "") + \
+        (" (worse)" if worse else " meets" if meets else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--csv", default=DEFAULT_CSV, help="silicon-sample CSV (default: the calibration split)")
+    ap.add_argument("--servesim", default="build/servesim", help="the servesim binary")
+    ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (each draws its own third)")
+    ap.add_argument("--engine", default="vllm", help="engine of the rows (backend column)")
+    ap.add_argument("--min-points", type=int, default=12, help="smallest group scored (distinct points)")
+    ap.add_argument("--group", default="", help="only groups whose 'model gpu release' contains one of these (comma-separated, "
+                                                 "case-insensitive)")
+    ap.add_argument("--max-points", type=int, default=0, help="skip groups with more points (0: none skipped)")
+    ap.add_argument("--parameters", default="", help="passed to calibrate e2e --parameters")
+    ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
+    a = ap.parse_args()
+    extra = ["--parameters", a.parameters] if a.parameters else []
+    header, groups = groups_of(a.csv, a.engine, "agg")
+    seeds = [int(s) for s in a.seeds.split(",") if s]
+    results = []
+    print("group | points | " + " | ".join(f"seed {s}: TTFT / TPOT %" for s in seeds))
+    for key in sorted(groups):
+        pts = groups[key]
+        name = f"{key[0].split('/')[-1]} {key[1].split('_')[0].upper()} {key[2]}"
+        if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points) or not any(g.strip().lower() in name.lower() for g in a.group.split(",")):
+            continue
+        cells = []
+        for s in seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    r = one(a.servesim, header, pts, s, tmp, extra)
+                except RuntimeError as e:
+                    print(f"{name}: seed {s}: {e}", file=sys.stderr)
+                    cells.append("failed")
+                    continue
+            r["group"], r["points"] = name, len(pts)
+            results.append(r)
+            cells.append(cell(r))
+        print(f"{name} | {len(pts)} | " + " | ".join(cells), flush=True)
+        if a.json:   # after every group: a long run stopped part way keeps what it measured
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
+    for s in seeds:
+        rs = [r for r in results if r["seed"] == s]
+        v = [verdict(r) for r in rs]
+        print(f"seed {s}: {sum(m for m, _ in v)} of {len(rs)} groups meet both targets, {sum(w for _, w in v)} worse by more "
+              f"than {WORSE_BY:g} point")
+
+
+if __name__ == "__main__":
+    main()
