@@ -34,7 +34,7 @@ struct CalibrationProfile {
   double step_overhead_factor = 1;             // on the profile's engine-core time per scheduled request
   double step_gpu_ms = 0;                      // GPU-side time added to every step's forward
   double request_overhead_ms = 0;              // added to the API server's time per request (serial: queues)
-  double request_latency_ms = 0;               // latency per request before the API server (no queue)
+  double request_latency_ms = 0;               // latency per request the client sees and the engine does not (no queue)
   double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
   nlohmann::json cross_validation;             // k-fold error before / after per metric
   validate::BandTable bands;                   // from the cross-validated residuals
