@@ -104,6 +104,22 @@ void grow_heap_in_large_pages() {
   const std::uintptr_t start = (lo + kHuge - 1) & ~(kHuge - 1);
   if (hi > start) madvise(reinterpret_cast<void*>(start), hi - start, MADV_HUGEPAGE);   // advice: failure is harmless
 }
+
+// CLI11 says "Could not convert: --opt = value"; say also what the option takes.
+std::string conversion_message(const CLI::App& sub, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string head = "Could not convert: ";
+  const auto eq = what.find(" = ");
+  if (what.rfind(head, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(head.size(), eq - head.size());
+  const CLI::Option* opt = sub.get_option_no_throw(name);
+  if (!opt) return what;
+  const std::string type = opt->get_type_name();
+  const std::string wants = type.find("FLOAT") != std::string::npos ? "a number"
+                            : type.find("INT") != std::string::npos ? "a whole number"
+                                                                     : type;
+  return name + " = " + what.substr(eq + 3) + ": expects " + wants;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,13 +181,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Name the (sub)command that failed so the hint points at the right --help.
     std::string cmd = "servesim";
-    for (const CLI::App* a = &app; a;) {
-      const auto subs = a->get_subcommands();
-      if (subs.empty()) break;
-      a = subs.front();
-      cmd += " " + a->get_name();
+    const CLI::App* sub = &app;
+    while (!sub->get_subcommands().empty()) {
+      sub = sub->get_subcommands().front();
+      cmd += " " + sub->get_name();
     }
-    std::cerr << "servesim: error: " << cli::printable(e.what()) << " (see " << cmd << " --help)\n";
+    std::cerr << "servesim: error: " << cli::printable(conversion_message(*sub, e)) << " (see " << cmd << " --help)\n";
     return 2;
   } catch (const servesim::Error& e) {
     std::cerr << "servesim: error: " << cli::printable(e.what()) << "\n";

@@ -104,3 +104,10 @@ def test_emitted_scenario_reruns_the_calibrated_prediction(exe, tmp_path):  # U7
     sim = json.loads(run(exe, "simulate", "--scenario", em / "scenario.json", "--format", "json", "-q").stdout)
     assert sim["records"]["time_to_first_token"]["p90"] == dep["predicted"]["ttft_p90_ms"][i]
     assert sim["records"]["inter_token_latency"]["p90"] == dep["predicted"]["itl_p90_ms"][i]
+
+
+def test_a_flag_that_is_not_a_number_says_what_it_takes(exe):  # U8
+    # CLI11's own message named the flag and the value but not what would be valid.
+    one_line_error(run(exe, "recommend", "--image-fraction", "abc"), "--image-fraction = abc: expects a number",
+                   "servesim recommend --help")
+    one_line_error(run(exe, "simulate", "--requests", "1.5"), "--requests = 1.5: expects a whole number")
