@@ -51,7 +51,9 @@ Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
     r.tp = mg.par.tp;
     r.pp = in.pp ? *in.pp : mg.par.pp;
     r.notes.push_back("TP" + std::to_string(r.tp) + (r.pp > 1 ? " x PP" + std::to_string(r.pp) : "") +
-                      " (the smallest shape that serves " + m.name + " on " + gpu.name + ", servesim min-gpus)");
+                      " (servesim min-gpus: the smallest shape of " + m.name + " on " + gpu.name +
+                      " whose KV cache holds twice its weights, whatever the workload; --tp sets one, recommend"
+                      " sizes it for the workload)");
   }
   if (in.gpus) {
     r.gpus = *in.gpus;
