@@ -70,6 +70,16 @@ def _by_topology(cols):
     return groups
 
 
+def _gpu_label(cols, name, idx):
+    """A topology's legend entry with its GPU count (output tok/s over tok/s per GPU), so curves of
+    copies of different sizes on one concurrency axis say so."""
+    tps, per = cols.get("output_tps"), cols.get("output_tps_per_gpu")
+    for i in idx if tps and per else []:
+        if tps[i] and per[i] and per[i] > 0:
+            return f"{name} ({round(tps[i] / per[i])} GPUs)"
+    return name
+
+
 def _shade_band(ax, cols, key, idx, x, color):
     """Shades the prediction band of column `key` (its `_band_lo`/`_band_hi` columns) where it exists."""
     lo, hi = cols.get(key + "_band_lo"), cols.get(key + "_band_hi")
@@ -143,7 +153,7 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
             key = keys[ax]
             y = [cols[key][i] for i in idx]
             line, = ax.plot(x, [min(v, top) if top else v for v in y], "s--" if len(stats) > 1 else "o-", color=c,
-                            label=name, ms=4)
+                            label=_gpu_label(cols, name, idx), ms=4)
             _shade_band(ax, cols, key, idx, x, c)
             bad = [(xi, min(yi, top) if top else yi) for xi, yi, i in zip(x, y, idx) if over[i]]
             if bad:
@@ -249,7 +259,7 @@ def throughput_figure(sweep, title=None, plan=None):
         c = COLORS[k % len(COLORS)]
         xs = [cols["output_tps_per_user"][i] for i in idx]
         ys = [cols["output_tps_per_gpu"][i] for i in idx]
-        ax.plot(xs, ys, "o-", color=c, label=name, ms=4)
+        ax.plot(xs, ys, "o-", color=c, label=_gpu_label(cols, name, idx), ms=4)
         p = planned.get(name)
         if p and p.get("max_concurrency"):
             j = [i for i in idx if cols["_x"][i] == p["max_concurrency"]]

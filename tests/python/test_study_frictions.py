@@ -270,3 +270,22 @@ def test_fp8_rows_of_a_bf16_only_model_load_the_bf16_checkpoint(tmp_path):
     own = servesim.search("llama-3.1-8b", "h200", isl=1000, osl=100, precision="fp8", tp=1, topology="agg", ttft_ms=600,
                           itl_ms=50, target_tps=1000, concurrency=[1, 2], requests=10)["best"]["deployment"]
     assert "checkpoint" not in own
+
+
+def test_plan_charts_name_each_topologys_gpus(exe, tmp_path):
+    # The plan chart drew one copy of 8-GPU aggregated replicas and one 2-GPU 1P1D pair on one
+    # concurrency axis without saying the copies differ in size. Each legend entry now carries the
+    # copy's GPUs: output tok/s / tok/s per GPU, 4 TP2 replicas = 8, 1P1D of TP1 = 2.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    out = tmp_path / "p.png"
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision", "fp8",
+        "--tp", "2", "--isl", "1000", "--osl", "100", "--ttft-ms", "600", "--itl-ms", "40", "--target-tps", "5000",
+        "--concurrency", "1,8", "--plot", out)
+    sweep = json.loads((tmp_path / "p-sweep.json").read_text())
+    for fig in (plot.latency_figure(sweep), plot.throughput_figure(sweep)):
+        labels = {t.get_text() for ax in fig.axes for lg in [ax.get_legend()] if lg for t in lg.get_texts()}
+        labels |= {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+        assert "aggregated (8 GPUs)" in labels, labels
+        assert "disaggregated-1p1d (4 GPUs)" in labels, labels
