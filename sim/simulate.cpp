@@ -216,8 +216,9 @@ Prepared prepare(const Scenario& s) {
     return p;
   }
 
+  const hw::Precision kv_dtype = kv_cache_dtype_of(s, m, *p.gpu);
   try {
-    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, p.engine.memory_config(kv_cache_dtype_of(s, m, *p.gpu)));
+    p.plan = models::plan_memory(m, *p.gpu, s.precision, s.par, p.engine.memory_config(kv_dtype));
   } catch (const Error& e) {
     throw Error(f, e.field().empty() ? "model" : e.field(), e.reason());
   }
@@ -240,7 +241,7 @@ Prepared prepare(const Scenario& s) {
       if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
     p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
   }
-  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, kv_cache_dtype_of(s, m, *p.gpu), p.engine.kernel_tables,
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, kv_dtype, p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);

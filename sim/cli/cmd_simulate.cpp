@@ -151,8 +151,8 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
              "Closed loop: clients start at spread phases and the warm-up ends when the loop is steady, --warmup-requests at most, "
              "without the phase barrier (the capacity rule of plan, search and recommend)");
   c.add_flag("--measure-until-precise", o.measure_until_precise,
-             "Closed loop: measuring ends once the 95 % intervals of mean and p90 TTFT and ITL are within 1 %, --requests at "
-             "most (the capacity rule of plan, search and recommend)");
+             "Closed loop: measuring ends once the 95 % intervals of mean and p90 TTFT are within 2 % and of ITL within 1 %, "
+             "--requests at most (the capacity rule of plan, search and recommend)");
   c.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step (0: off)");
   c.add_option("--mtp-acceptance", o.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   auto* g = "Topology on instances (scenario \"topology\")";

@@ -170,11 +170,9 @@ void AggregatedCluster::client_done(double t_s, std::int64_t cohort, const Reque
     warmup_ = issued_;   // the requests sent so far are the warm-up
     workload_->end_warmup(issued_);
   }
-  if (!was_warmup && precision_ && !precision_->precise()) {
-    const std::int64_t osl = r.output_tokens - r.preamble_tokens;
-    const double itl = osl > 1 ? (r.finish_s - r.first_token_s) / double(osl - 1) : std::nan("");
-    if (precision_->finished(r.first_token_s - r.sent_s, itl)) workload_->end_measured(issued_);
-  }
+  if (!was_warmup && precision_ && !precision_->precise() &&
+      precision_->request_finished(r.sent_s, r.first_token_s, r.finish_s, r.output_tokens - r.preamble_tokens))
+    workload_->end_measured(issued_);
   if (barrier_ && !profiling_started_) {
     if (issued_ < warmup_) {
       if (auto next = workload_->next()) send(std::move(*next), t_s, cohort);

@@ -29,10 +29,6 @@ bool SteadyWarmup::finished(double latency_s, double ttft_s) {
   return steady_ = true;
 }
 
-}  // namespace servesim::sim
-
-namespace servesim::sim {
-
 std::int64_t PrecisionRule::batch_requests(int clients) { return std::max<std::int64_t>(clients, kMinBatchRequests); }
 
 std::int64_t PrecisionRule::min_requests(int clients, std::int64_t max_requests) {

@@ -18,6 +18,7 @@
 // The caller's fixed warm-up (kWarmupRoundsPerClient x N requests) stays the upper bound: a loop
 // that never settles warms up exactly as long as before.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -45,10 +46,6 @@ class SteadyWarmup {
   std::vector<double> latency_, ttft_;   // per finished round, its means
   bool steady_ = false;
 };
-
-}  // namespace servesim::sim
-
-namespace servesim::sim {
 
 // When a closed loop's measured phase has read its figures to a stated precision: the length
 // rule of every capacity point whose measured request count is not given (sim/studies/plan.hpp).
@@ -93,6 +90,11 @@ class MeasuredPrecision {
   // A measured request finished: its TTFT and ITL (seconds; ITL NaN for a one-token answer).
   // True once every figure is within the tolerance (and every call after that).
   bool finished(double ttft_s, double itl_s);
+  // The same from a request's times (seconds) and its answer's tokens: TTFT = first - sent, ITL =
+  // (finish - first) / (tokens - 1), none for a one-token answer.
+  bool request_finished(double sent_s, double first_s, double finish_s, std::int64_t output_tokens) {
+    return finished(first_s - sent_s, output_tokens > 1 ? (finish_s - first_s) / double(output_tokens - 1) : std::nan(""));
+  }
   std::int64_t batch_requests() const { return batch_; }
   std::int64_t min_requests() const { return min_; }
   std::int64_t completions() const { return std::int64_t(ttft_.size()); }

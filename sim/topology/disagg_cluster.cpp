@@ -363,10 +363,9 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
     warmup_ = issued_;   // the requests sent so far are the warm-up
     workload_->end_warmup(issued_);
   }
-  if (!x.warmup && precision_ && !precision_->precise()) {
-    const double itl = rec.output_tokens > 1 ? (now_s - rec.first_token_s) / double(rec.output_tokens - 1) : std::nan("");
-    if (precision_->finished(rec.first_token_s - x.sent_s, itl)) workload_->end_measured(issued_);
-  }
+  if (!x.warmup && precision_ && !precision_->precise() &&
+      precision_->request_finished(x.sent_s, rec.first_token_s, now_s, rec.output_tokens))
+    workload_->end_measured(issued_);
   if (clients_)
     if (auto next = clients_->on_complete(now_s)) route(*next, now_s);
 }

@@ -21,6 +21,22 @@ def run(exe, *args):
     return out.stdout
 
 
+# An open-loop recommendation of 120 requests/s on aggregated TP1 H200 copies (several copies).
+OPEN_REC = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+            "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson",
+            "--topology", "agg", "-q"]
+
+
+def stand_in_aiperf(tmp_path):
+    """An `aiperf` on PATH that appends its arguments to a log: (environment, log file)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
+    (fake / "aiperf").chmod(0o755)
+    log = tmp_path / "calls.txt"
+    return dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log)), log
+
+
 def test_sweep_table_and_overload_line_quote_one_served_rate(exe):
     # A rate sweep printed aiperf's request_throughput (ramp-up and drain included) in its table
     # and the load window's served rate in its OVERLOADED line: two figures for one question.
@@ -82,20 +98,13 @@ def test_open_loop_emit_checks_at_the_planned_rates(exe, tmp_path):
     # plan's run: max(1000, 60 s x rate) measured after max(100, 10 s x rate). Run it with a
     # stand-in aiperf that records its arguments.
     em = tmp_path / "em"
-    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
-        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
-        "-q", "--emit", em)
+    run(exe, *OPEN_REC, "--emit", em)
     dep = json.loads((em / "recommended" / "deployment.json").read_text())
     copies = dep["copies"]
     assert copies > 1
     script = (em / "recommended" / "aiperf-sweep.sh").read_text()
     assert "UNVERIFIED" in script and "--concurrency" not in script
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
-    (fake / "aiperf").chmod(0o755)
-    log = tmp_path / "calls.txt"
-    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log))
+    env, log = stand_in_aiperf(tmp_path)
     subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
     calls = [c.split() for c in log.read_text().splitlines()]
     rates = [float(c[c.index("--request-rate") + 1]) for c in calls]
@@ -123,9 +132,7 @@ def test_open_loop_deployment_names_its_rows_copies(exe, tmp_path):
     # An open-loop deployment.json held the copy counts it tried under `predicted.concurrency`, out
     # of order (1, 2, 4, 8, 6, 7), beside a top-level `concurrency` list of clients no run used.
     em = tmp_path / "em"
-    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
-        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
-        "-q", "--emit", em)
+    run(exe, *OPEN_REC, "--emit", em)
     dep = json.loads((em / "recommended" / "deployment.json").read_text())
     p = dep["predicted"]
     assert dep["predicted_axis"] == "copies" and "concurrency" not in dep and "concurrency" not in p
@@ -221,18 +228,11 @@ def test_open_loop_check_sends_the_image_share_the_plan_simulated(exe, tmp_path)
     # (their sum is a Poisson stream at R with 30 % images), each with its share of the requests.
     import servesim
     em = tmp_path / "em"
-    run(exe, "recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
-        "--tp", "1", "--ttft-ms", "300", "--itl-ms", "15", "--target-rps", "120", "--arrival", "poisson", "--topology", "agg",
-        "-q", "--emit", em)
+    run(exe, *OPEN_REC, "--emit", em)
     dep = json.loads((em / "recommended" / "deployment.json").read_text())
     dep["images"], dep["image_fraction"] = [{"width": 1024, "height": 1024, "count": 1}], 0.3
     servesim.emit(dep, str(tmp_path / "mix"))
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "aiperf").write_text('#!/bin/sh\necho "$@" >> "$LOG"\n')
-    (fake / "aiperf").chmod(0o755)
-    log = tmp_path / "calls.txt"
-    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", LOG=str(log))
+    env, log = stand_in_aiperf(tmp_path)
     subprocess.run(["bash", tmp_path / "mix" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
     calls = [c.split() for c in log.read_text().splitlines()]
     arg = lambda c, k: c[c.index(k) + 1]
