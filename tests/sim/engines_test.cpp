@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -192,6 +193,37 @@ TEST(Engines, SglangRetractsWhenThePoolIsFull) {
   EXPECT_EQ(a.preemptions, 1);
   EXPECT_EQ(b.preemptions, 0);
   EXPECT_GT(a.finish_s, b.finish_s);
+}
+
+// PrefillAdder's admission under new_token_ratio, by hand. A pool of 10,000 one-token pages; 4
+// requests of 100 + 1,000 tokens at t = 0 (each charged 100 + 1,000 < 10,000 - what the others took:
+// all 4 in the first prefill step, 0-50 ms), then 300 decode steps of 10 ms (to 3,050 ms), after
+// which each has 401 tokens in the pool and 699 to write, and the ratio has fallen from 0.7 by
+// 300 x (0.7 - 0.098) / 600 to 0.399. A wave of 10 more arriving at 3,045 ms meets rem_total =
+// (10,000 - 4 x 401) - 4 x 0.399 x 699 = 7,280 tokens and is admitted while a request's 1,100
+// fit: 6 in the prefill step 3,050-3,100 ms (7,280 - 6 x 1,100 = 680). In the next step the 6 are
+// running requests charged 0.399 x 999 each: rem_total = (10,000 - 1,604 - 606) - 0.399 x (4 x 699
+// + 6 x 999) = 4,283, 3 more (3,100-3,150 ms), and the last one at 3,150-3,200 ms. Had the ratio
+// stayed at 0.7, the first step would take 5 (rem_total 6,439). Admission binds only where
+// clients x (prompt + min(answer, 4,096)) approaches the pool (docs/engines.md, SGLang's TTFT on
+// Blackwell).
+TEST(Engines, SglangNewTokenRatioAdmitsAHandSum) {
+  EngineConfig c = plain(EngineKind::sglang);
+  c.block_size = 1;
+  std::vector<double> arrivals(4, 0.0);
+  arrivals.insert(arrivals.end(), 10, 3045.0);
+  auto first_tokens = [&](const EngineConfig& cfg) {
+    PrefillDecodeCost cost;
+    const auto r = run(cfg, cost, arrivals, 100, 1000, 10000);
+    std::map<double, int> at;   // first-token time (ms, rounded) -> requests of the wave
+    for (const auto& q : r)
+      if (q.id >= 4) ++at[std::round(q.first_token_s * 1e4) / 10];
+    return at;
+  };
+  EXPECT_EQ(first_tokens(c), (std::map<double, int>{{3100.0, 6}, {3150.0, 3}, {3200.0, 1}}));
+  EngineConfig flat = c;
+  flat.sglang.new_token_ratio_decay_steps = 1e12;   // the ratio stays at 0.7
+  EXPECT_EQ(first_tokens(flat).begin()->second, 5);
 }
 
 EngineConfig profiled(const std::string& name, const std::string& gpu, int tp) {
