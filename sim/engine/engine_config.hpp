@@ -83,6 +83,9 @@ struct EngineConfig {
   std::string cudagraph_mode = "FULL_AND_PIECEWISE";
   bool cudagraph_padding = true;
   std::vector<std::int64_t> cudagraph_capture_sizes;     // ascending; empty: graphs off
+  // Attention data-parallel ranks this engine stands for (lockstep_engine): each rank replays its
+  // own share's graph, so a decode batch is judged by the busiest rank's share.
+  int lockstep_dp = 1;
   // Host-side launch cost per kernel (compiled code; eager PyTorch for enforce_eager) and the
   // kernels run eagerly per attention / Mamba layer between piecewise graphs. 0: the cost
   // model's own eager launch estimate.
@@ -130,14 +133,16 @@ struct EngineConfig {
 // in lockstep: every rank waits for the busiest one at the MoE layers' collectives, and the DP
 // coordinator spreads requests over ranks by load. servesim runs the group as one engine whose
 // scheduler sees the union of the ranks: dp times one rank's sequences, token budget and
-// CUDA-graph batch sizes (each rank pads its own share), while one request's prefill chunk stays
-// within a rank's budget. The step cost charges the busiest rank's share (models::StepCostModel).
+// CUDA-graph batch sizes (each rank pads its own share; without padding, TRT-LLM's ranks all run
+// the graph of the busiest rank's share, the others padded with dummy requests, reference B3/B4),
+// while one request's prefill chunk stays within a rank's budget. The step cost charges the busiest rank's share (models::StepCostModel).
 // The KV pool is dp times one rank's (the caller scales the block count).
 inline EngineConfig lockstep_engine(EngineConfig e, int dp) {
   if (dp <= 1) return e;
   const std::int64_t rank_budget = e.max_num_batched_tokens;
   e.long_prefill_token_threshold =
       e.long_prefill_token_threshold > 0 ? std::min(e.long_prefill_token_threshold, rank_budget) : rank_budget;
+  e.lockstep_dp = dp;
   e.max_num_seqs *= dp;
   e.max_num_batched_tokens *= dp;
   e.max_cudagraph_capture_size *= dp;

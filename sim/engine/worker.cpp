@@ -40,6 +40,7 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
       step_gpu_s_(cfg.step_gpu_s),
       async_(cfg.async_scheduling),
       launches_on_scheduler_thread_(cfg.launches_on_scheduler_thread) {
+  dp_ = std::max(1, cfg.lockstep_dp);
   const auto lc = cost.launch_counts();
   const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
   launch_full_s_ = lc.kernels > 0 && per_kernel > 0 ? lc.kernels * per_kernel : cost.eager_launch_seconds();
@@ -70,14 +71,22 @@ std::int64_t Worker::padded_tokens(std::int64_t tokens) const {
   return *std::lower_bound(capture_.begin(), capture_.end(), tokens);
 }
 
-bool Worker::replays_full_graph(std::int64_t tokens, bool uniform_decode) const {
+std::int64_t Worker::rank_aligned_tokens(std::int64_t tokens, int per_seq) const {
+  if (dp_ <= 1 || padding_ || per_seq <= 0) return tokens;
+  const std::int64_t seqs = (tokens + per_seq - 1) / per_seq;
+  return (seqs + dp_ - 1) / dp_ * dp_ * per_seq;
+}
+
+bool Worker::replays_full_graph(std::int64_t tokens, bool uniform_decode, int per_seq) const {
+  if (uniform_decode) tokens = rank_aligned_tokens(tokens, per_seq);
   if (!uniform_decode || !full_graphs_ || tokens > graph_tokens_) return false;
-  // Without padding (TRT-LLM's default) only a batch of a captured size replays.
+  // Without padding (TRT-LLM's default) only a batch of a captured size replays (with attention
+  // DP: every rank at the busiest rank's share, a captured size per rank).
   return padding_ || capture_.empty() || padded_tokens(tokens) == tokens;
 }
 
-double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode) const {
-  if (replays_full_graph(tokens, uniform_decode)) return 0.0;   // one full-graph replay
+double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode, int per_seq) const {
+  if (replays_full_graph(tokens, uniform_decode, per_seq)) return 0.0;   // one full-graph replay
   if (tokens > graph_tokens_ || decode_only_graphs_ || (uniform_decode && full_graphs_))
     return launch_full_s_;                                     // no graph: every kernel from the host
   return launch_piecewise_s_;                                  // piecewise graphs, attention/Mamba eager
@@ -137,9 +146,12 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   const std::int64_t tokens = batch->prefill_tokens + std::int64_t(batch->decode_seqs) * batch->tokens_per_decode_seq;
   const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
   double gpu_s;
-  if (replays_full_graph(tokens, uniform)) {
-    // Uniform decode replays the graph of the next capture size: padded sequences join the batch.
-    const std::int64_t padded = padded_tokens(tokens);
+  const int per_seq = batch->tokens_per_decode_seq;
+  if (replays_full_graph(tokens, uniform, per_seq)) {
+    // Uniform decode replays the graph of the next capture size: padded sequences join the batch
+    // (without padding but with attention DP, the dummy requests that bring every rank to the
+    // busiest rank's share).
+    const std::int64_t padded = padded_tokens(rank_aligned_tokens(tokens, per_seq));
     models::StepBatch b = *batch;
     const int seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
     b.graph_padding_seqs = seqs - b.decode_seqs;
@@ -151,7 +163,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   gpu_s += step_gpu_s_;
   if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
     gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
-  const double launch_s = launch_seconds(tokens, uniform);
+  const double launch_s = launch_seconds(tokens, uniform, per_seq);
   const double cpu_s = overhead_s_ + overhead_per_seq_s_ * sched_.num_scheduled();
   const double ready_s = sched_s + cpu_s;                 // inputs prepared, first kernel can be issued
   const double gpu_start_s = std::max(now_s, ready_s);

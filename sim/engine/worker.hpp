@@ -160,13 +160,18 @@ class Worker {
     return done;
   }
 
-  // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed), as start_step charges it.
-  double launch_seconds(std::int64_t tokens, bool uniform_decode) const;
+  // Host-side launch time of one step with `tokens` tokens (uniform decode or mixed, `per_seq`
+  // tokens a decoding sequence), as start_step charges it.
+  double launch_seconds(std::int64_t tokens, bool uniform_decode, int per_seq = 1) const;
   // Capture size a step of `tokens` tokens is padded to (tokens itself when it runs without a graph).
   std::int64_t padded_tokens(std::int64_t tokens) const;
   // Whether a step replays one full CUDA graph: a uniform decode within the capture sizes (of a
-  // captured size exactly when the engine does not pad).
-  bool replays_full_graph(std::int64_t tokens, bool uniform_decode) const;
+  // captured size exactly when the engine does not pad; with attention DP, the busiest rank's
+  // share of a captured size, every rank padded to it).
+  bool replays_full_graph(std::int64_t tokens, bool uniform_decode, int per_seq = 1) const;
+  // The tokens a decode step of `tokens` runs as over the attention DP ranks without padding:
+  // every rank at the busiest one's share (dp x ceil(seqs / dp) sequences); `tokens` with one rank.
+  std::int64_t rank_aligned_tokens(std::int64_t tokens, int per_seq) const;
 
   // The step loop's counters, with the scheduler's prompt-token counts filled in.
   WorkerStats stats() const {
@@ -198,6 +203,7 @@ class Worker {
   double step_gpu_s_;            // fixed GPU time added to every step (a calibration's step_gpu_ms)
   double launch_full_s_;         // one forward's kernels launched from the host
   double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
+  int dp_ = 1;                   // attention DP ranks in lockstep (EngineConfig::lockstep_dp)
   bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE, FULL_DECODE_ONLY)
   bool decode_only_graphs_;      // FULL_DECODE_ONLY: every other step launches eagerly (SGLang, TRT-LLM)
   bool padding_;                 // a decode batch is padded to the next capture size (off: TRT-LLM)

@@ -254,6 +254,35 @@ TEST(Engines, TrtllmGraphsOnlyForCapturedDecodeSizes) {
   EXPECT_EQ(w.padded_tokens(40), 64);               // (what padding would do; TRT-LLM does not)
 }
 
+// With attention DP each rank replays the graph of its own share, every rank at the busiest one's
+// (dummy requests fill the others; reference B3/B4). On 4 ranks, 127 decoding requests are ranks of
+// 32, 32, 32, 31: all at 32, a captured size, one dummy; 129 puts 33 on the busiest rank, which
+// TRT-LLM did not capture; 250 is 63 a rank (eager), 256 is 64 (a graph). One rank of 127: eager.
+TEST(Engines, TrtllmAttentionDpRanksReplayTheBusiestRanksGraph) {
+  const EngineConfig one = profiled("trtllm", "H200", 1);
+  const EngineConfig e = lockstep_engine(one, 4);
+  EXPECT_EQ(e.lockstep_dp, 4);
+  const auto& m = models::model("llama-3.1-8b");
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  auto cost = models::make_step_cost(m, gpu, hw::Precision::bf16, {1, 1, 1}, hw::Precision::bf16);
+  Worker w(e, *cost, 1000, {}, 0);
+  EXPECT_EQ(w.rank_aligned_tokens(127, 1), 128);
+  EXPECT_TRUE(w.replays_full_graph(127, true));
+  EXPECT_FALSE(w.replays_full_graph(129, true));
+  EXPECT_FALSE(w.replays_full_graph(250, true));
+  EXPECT_TRUE(w.replays_full_graph(256, true));
+  EXPECT_EQ(w.launch_seconds(127, true), 0.0);
+  EXPECT_GT(w.launch_seconds(129, true), 0.0);
+  EXPECT_FALSE(w.replays_full_graph(127, false));    // a context request in the batch: eager
+  Worker single(one, *cost, 1000, {}, 0);
+  EXPECT_FALSE(single.replays_full_graph(127, true));
+  // An engine that pads (SGLang) was already judged per rank: its capture sizes times the ranks.
+  const EngineConfig sg = lockstep_engine(profiled("sglang", "H200", 1), 4);
+  Worker ws(sg, *cost, 1000, {}, 0);
+  EXPECT_EQ(ws.rank_aligned_tokens(127, 1), 127);
+  EXPECT_EQ(ws.padded_tokens(127), 128);
+}
+
 // TensorRT-LLM's PyExecutor forms a batch and then issues its kernels on the same thread (the
 // overlap loop schedules and launches batch N+1 before it handles N's results), so an eager step's
 // launches hold the host. 10 ms of GPU a step, 2 ms to form a batch and 1,000 kernels at 20 us:
