@@ -89,7 +89,7 @@ def _shade_band(ax, cols, key, idx, x, color):
            and lo[i] == lo[i] and hi[i] == hi[i]]
     if pts:
         ax.fill_between([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts], color=color, alpha=0.15,
-                        lw=0, label="prediction band (measured/predicted out of fit: about 3 in 4 runs inside)")
+                        lw=0, label="prediction band (measured/predicted out of fit: about 4 in 5 runs inside)")
 
 
 def default_title(plan):

@@ -198,7 +198,8 @@ void run_validate(const ValidateOpts& o) {
       meta["method"] = meta["method"].get<std::string>() + "; residuals out of fit: each " + v::to_string(tr->by) +
                        " predicted with the engine parameters refitted on every other " + v::to_string(tr->by) +
                        "; each model x GPU weighs 1 in a cell (its runs share one bias); a cell of fewer than " +
-                       std::to_string(v::kBandMinModels) + " models gives way to the kind's cell of all loads, then the engine's cell of every GPU; "
+                       std::to_string(v::kBandMinModels) + " models gives way to the kind's cell of all loads, then the engine's cell of every GPU widened to the hull of it, "
+                       "the kind's own cell of all loads and the engine's every-GPU cell of the load regime; "
                        "band percentiles: those of the table's `percentiles`";
       meta["command"] = "servesim validate " + file + filters + " --leave-one-" + v::to_string(tr->by) + "-out --write-bands FILE";
     }

@@ -85,12 +85,14 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
   const BandCell* exact = nullptr;
   const BandCell* all = nullptr;
   const BandCell* every_gpu = nullptr;   // the engine's runs of every GPU
+  const BandCell* every_gpu_regime = nullptr;   // ... at this load regime
   double wide_lo = INFINITY, wide_hi = 0;   // the widest validated band of this mode and metric
   int wide_n = 0;
   for (const auto& c : t.cells) {
     if (c.mode != mode || c.metric != metric || c.n < t.min_points) continue;
     if (c.gpu == "all") {
       if (c.engine == b.engine && c.regime == "all") every_gpu = &c;
+      if (c.engine == b.engine && c.regime == regime) every_gpu_regime = &c;
       continue;
     }
     if (c.regime == "all") {
@@ -125,7 +127,22 @@ Band band_for(const BandTable& t, const std::string& gpu, const std::string& eng
     b.ratio_hi = c->ratio_hi;
     b.all_gpus = c == every_gpu;
     b.cell = cell_words(*c);
-    if (b.all_gpus) b.cell += " (" + b.gpu + ": " + std::to_string(all->models) + (all->models == 1 ? " model)" : " models)");
+    if (b.all_gpus) {
+      // The engine's every-GPU cell measures the spread between models centred on the engine's
+      // median; the kind's own runs (too few models to stand alone) may sit off that centre, and its
+      // load regime may spread wider than all loads together. The band is the hull of the three
+      // (the regime's only when it holds enough models): never narrower than any of them.
+      b.cell += " (" + b.gpu + ": " + std::to_string(all->models) + (all->models == 1 ? " model)" : " models)");
+      std::string with = "widened to " + b.gpu + "'s own runs";
+      b.ratio_lo = std::min(b.ratio_lo, all->ratio_lo);
+      b.ratio_hi = std::max(b.ratio_hi, all->ratio_hi);
+      if (every_gpu_regime && every_gpu_regime->n >= t.min_points && enough(every_gpu_regime)) {
+        b.ratio_lo = std::min(b.ratio_lo, every_gpu_regime->ratio_lo);
+        b.ratio_hi = std::max(b.ratio_hi, every_gpu_regime->ratio_hi);
+        with += " and all GPUs' " + regime + " load (" + std::to_string(every_gpu_regime->models) + " models)";
+      }
+      b.cell += ", " + with;
+    }
   } else {
     b.widened = true;
     b.regime = "all";
@@ -204,7 +221,10 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
                   r.model.empty() ? "#" + std::to_string(anonymous++) : r.model + "\n" + gpu};
     cells[{gpu, engine, r.mode, r.metric, r.regime}].push_back(e);
     cells[{gpu, engine, r.mode, r.metric, "all"}].push_back(e);
-    if (min_models > 1) cells[{"all", engine, r.mode, r.metric, "all"}].push_back(e);
+    if (min_models > 1) {
+      cells[{"all", engine, r.mode, r.metric, "all"}].push_back(e);
+      cells[{"all", engine, r.mode, r.metric, r.regime}].push_back(e);
+    }
   }
   BandTable t;
   t.meta = std::move(meta);

@@ -8,7 +8,8 @@
 // Residuals that name their model are weighted so that each model x GPU counts once in a cell (its
 // runs share one bias); a table built out of fit asks a cell for a minimum number of distinct
 // models (BandTable::min_models), else the band comes from the coarser cell: the kind's runs of all
-// loads, then the engine's runs of every GPU for that mode and metric.
+// loads, then the engine's runs of every GPU for that mode and metric, widened to hold the kind's own
+// runs and the engine's every-GPU runs of the load regime (never narrower than any of them).
 // A kind without enough measured runs has no band, and says so; a prediction of a (GPU, engine,
 // mode) no measured run validated takes the widest band of any validated kind of its mode, and says so.
 #pragma once
@@ -70,7 +71,8 @@ const BandTable& embedded_bands();
 // The band of one predicted value: the cell of (gpu, engine, mode, metric, regime) when it holds
 // min_points residuals of min_models models, else that GPU, engine and mode's "all" cell under the
 // same test, else the engine's cell of every GPU for that mode and metric (whatever its model count:
-// the coarsest validated cell). A validated kind is one whose "all" cell holds min_points. A (gpu, engine, mode) without
+// the coarsest validated cell) widened to the hull of it, the kind's own "all" cell and the engine's
+// every-GPU cell of the regime (that one only when it holds min_points of min_models). A validated kind is one whose "all" cell holds min_points. A (gpu, engine, mode) without
 // such a cell was never validated: it takes the widest "all" band of any validated kind of the same
 // mode and metric (lowest lo, highest hi), marked widened, never a narrow borrowed one; a mode
 // without any validated kind gives none ("no band: no measured runs of this kind"; a disaggregated
@@ -107,7 +109,8 @@ std::string band_text(const Band& b, int digits);
 double weighted_percentile(std::vector<std::pair<double, double>> value_weight, double q);
 
 // The band cells of residuals (measured, predicted) per (gpu, engine, mode, metric, regime) and per
-// (gpu, engine, mode, metric, "all"), and with min_models > 1 per ("all", engine, mode, metric, "all"),
+// (gpu, engine, mode, metric, "all"), and with min_models > 1 per ("all", engine, mode, metric, regime)
+// and ("all", engine, mode, metric, "all"),
 // in sorted order; `min_points` and `min_models` are recorded, thin cells are kept with their n and
 // models. A residual naming its model weighs 1 / (the residuals of its model x GPU in the cell), so
 // each model x GPU counts once; one without a model weighs 1.

@@ -104,7 +104,7 @@ TEST(BandsMinModels, AThinCellGivesWayToAllLoadsThenAllGpus) {
   EXPECT_EQ(b.n, 48);
   EXPECT_NEAR(b.lo, 8.0, 1e-9);
   EXPECT_NEAR(b.hi, 12.0, 1e-9);
-  EXPECT_EQ(b.cell, "vllm agg itl, all GPUs and loads, 4 models (b200: 2 models)");
+  EXPECT_EQ(b.cell, "vllm agg itl, all GPUs and loads, 4 models (b200: 2 models), widened to b200's own runs");
   EXPECT_EQ(v::band_json(b).at("all_gpus"), true);
   // Without the minimum (in-fit tables), the B200's own cell serves: 1.0-1.0, and no every-GPU cells are written.
   const v::BandTable any = v::make_bands(res, 8, {});
@@ -122,4 +122,40 @@ TEST(BandsMinModels, AThinCellGivesWayToAllLoadsThenAllGpus) {
   nlohmann::json bad = v::to_json(t);
   bad["min_models"] = 0;
   EXPECT_THROW(v::parse_bands(bad, "bad.json"), servesim::Error);
+}
+
+// The engine's every-GPU band is widened to hold the kind's own runs, never narrowed to them. Eight
+// models on the H200 measured once each at 1.0; two on the B200, four runs each at 1.5 and 1.6, all
+// at medium load. vLLM's every-GPU cell weighs each model x GPU once: the eight 1.0s sit at 0.5 ...
+// 7.5 on the cumulative-weight axis, the B200's runs a quarter each at 8.125 ... 9.875, so its 90th
+// (at 0.5 + 0.9 x 9.375 = 8.9375) lies a quarter of the way from 1.5 to 1.6: 1.525, its 10th 1.0. The
+// B200's own two models span 1.5-1.6 and the medium-load cell of every GPU is the every-GPU cell
+// again. A B200 prediction of 10 takes the hull, 10-16; an H200 one its own cell of eight models, 10-10.
+TEST(BandsMinModels, TheEveryGpuBandIsWidenedToHoldTheKindsOwnRuns) {
+  std::vector<v::Residual> res;
+  for (const char* m : {"a", "b", "c", "d", "e", "f", "g", "h"}) add(res, "h200", "medium", m, 1, 1.0);
+  add(res, "b200", "medium", "i", 4, 1.5);
+  add(res, "b200", "medium", "j", 4, 1.6);
+  const v::BandTable t = v::make_bands(res, 8, {}, 10, 90, 4);
+  const v::Band every = v::band_for(t, "b300", "agg", "itl", "medium", 10.0);   // not validated: the widest kind's
+  EXPECT_TRUE(every.widened);
+  const v::Band b = v::band_for(t, "b200", "agg", "itl", "medium", 10.0);
+  ASSERT_TRUE(b.present);
+  EXPECT_TRUE(b.all_gpus);
+  EXPECT_NEAR(b.lo, 10.0, 1e-9);
+  EXPECT_NEAR(b.hi, 16.0, 1e-9);
+  EXPECT_EQ(b.cell, "vllm agg itl, all GPUs and loads, 10 models (b200: 2 models), widened to b200's own runs and all GPUs' "
+                    "medium load (10 models)");
+  bool every_gpu_cell = false;
+  for (const auto& c : t.cells)
+    if (c.gpu == "all" && c.regime == "all") {
+      every_gpu_cell = true;
+      EXPECT_NEAR(c.ratio_lo, 1.0, 1e-12);
+      EXPECT_NEAR(c.ratio_hi, 1.525, 1e-12);
+    }
+  EXPECT_TRUE(every_gpu_cell);
+  const v::Band h = v::band_for(t, "h200", "agg", "itl", "medium", 10.0);
+  EXPECT_FALSE(h.all_gpus);
+  EXPECT_NEAR(h.lo, 10.0, 1e-9);
+  EXPECT_NEAR(h.hi, 10.0, 1e-9);
 }
