@@ -313,7 +313,14 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
-  if (!o.calibration.empty()) j["calibration"] = std::filesystem::absolute(o.calibration).string();
+  if (!o.calibration.empty()) {
+    j["calibration"] = std::filesystem::absolute(o.calibration).string();
+    try {   // a file it cannot read is the flag's fault (the scenario reader would blame a scenario's folder)
+      read_input_file(j["calibration"].get<std::string>(), kMaxJsonFileBytes);
+    } catch (const Error& e) {
+      throw Error("--calibration", "", o.calibration + ": " + e.reason() + "; give a profile file (servesim calibrate e2e --output)");
+    }
+  }
   const bool no_barrier = o.no_warmup_barrier || o.warmup_until_steady;
   if (o.api_server_count || o.no_frontend || no_barrier) {
     if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
@@ -862,7 +869,7 @@ void add_simulate_commands(CLI::App& app) {
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
-  sw->add_option("--threads", wo->threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(*sw, wo->threads);
   add_quiet_flag(*sw, wo->quiet);
   sw->callback([wo] { run_sweep(*wo); });
 }
