@@ -211,10 +211,12 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         elif len(swept) <= 24:  # the powers of two (and the last point) labelled, the others ticked
             major = [v for v in swept if v >= 1 and float(v).is_integer() and (int(v) & (int(v) - 1)) == 0]
-            # The last point gets a label of its own unless it would touch its neighbour's (closer
-            # than 1.7x: 1024 and 1536 collide at the chart's width).
-            if not major or swept[-1] >= 1.7 * max(v for v in major if v <= swept[-1]):
-                major = major + [swept[-1]]
+            # The last point (where a plan's sweep ends) always gets a label; a power of two closer
+            # than 1.7x below it gives its label up (1024 and 1536 collide at the chart's width).
+            below = [v for v in major if v < swept[-1]]
+            if below and swept[-1] < 1.7 * below[-1]:
+                major.remove(below[-1])
+            major = major + [swept[-1]]
             ax.set_xticks(sorted(set(major)))
             ax.set_xticks([v for v in swept if v not in major], minor=True)
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())

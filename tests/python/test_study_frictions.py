@@ -394,3 +394,18 @@ def test_an_option_another_subcommand_takes_is_named_in_the_order_typed(exe):
     assert out.returncode == 2
     assert out.stderr == ("servesim: error: --threads 1: not an option or argument of servesim simulate "
                           "(see servesim simulate --help)\n")
+
+
+def test_a_sweeps_last_concurrency_is_labelled(tmp_path):
+    # plan's sweep went on past 1024 to 1536 clients (while a topology still met both SLOs) and the
+    # chart left the last point, where the reading ends, without a label (1024 kept it).
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    c = [1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536]
+    fig = plot.latency_figure({"concurrency": c, "ttft_p50_ms": [100.0] * len(c), "itl_p50_ms": [10.0] * len(c),
+                               "output_tps_per_gpu": [1.0] * len(c), "output_tps_per_user": [1.0] * len(c)})
+    fig.canvas.draw()
+    for ax in fig.axes[:2]:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels[-1] == "1536" and "1024" not in labels and "512" in labels, labels
