@@ -101,8 +101,18 @@ def test_negative_thread_counts_are_refused_as_python_refuses_them(exe, tmp_path
 
 def test_request_counts_at_their_edges(exe):  # X9
     for cmd in (SIM8[:-3], ["search", *L8[:-2]]):
-        for bad, words in (("0", "must be >= 1"), ("-1", "must be >= 1"), ("1000000000", "10"), ("1.5", "whole number")):
-            one_line_error(run(exe, *cmd, "--requests", bad), "requests", words)
+        for bad, words in (("0", "--requests: must be >= 1"), ("-1", "--requests: must be >= 1"), ("1000000000", "10"),
+                           ("1.5", "whole number")):
+            one_line_error(run(exe, *cmd, "--requests", bad), "--requests", words)
+    # simulate had said "command line: workload.concurrency: must be 1..1000000 clients, got 0" for
+    # --requests 0 (the default's 32 clients capped at 0 requests), "command line: workload.isl" for
+    # --isl 0 and "gpus: must be between 1 and 65536" for --tp 0: each now names the flag given.
+    sim = ["simulate", "--model", "llama-3.1-8b", "-q"]
+    for flag, bad, words in (("--isl", "0", "--isl: must be >= 1 token"), ("--concurrency", "0", "--concurrency: must be 1..1000000"),
+                             ("--request-rate", "-1", "--request-rate: must be between"), ("--tp", "0", "--tp: must be a whole number >= 1"),
+                             ("--gpus", "0", "--gpus: must be a whole number >= 1"), ("--warmup-requests", "-1", "--warmup-requests")):
+        line = one_line_error(run(exe, *sim, flag, bad), words)
+        assert "command line" not in line, line
 
 
 def test_jsonl_metadata_that_is_not_an_object_is_named(exe, tmp_path):  # X10 (the 2026-12-02 report's W3, a record's metadata a list)
