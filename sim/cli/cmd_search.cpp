@@ -158,6 +158,14 @@ SearchBar::~SearchBar() {
   if (shown_) std::fprintf(stderr, "\n");
 }
 
+// The header of a winner's `ran:` block: the block is one copy, as simulated, while the table's GPUs
+// and $ are all copies ("1 x replica TP1 (1 GPUs)" under a 7-GPU answer had read as the answer).
+std::string as_run(const nlohmann::json& copies, const nlohmann::json& gpus) {
+  const std::int64_t n = copies.is_number_integer() ? copies.get<std::int64_t>() : 1;
+  return n > 1 ? ", as run: one of its " + std::to_string(n) + " copies (" + num(gpus) + " GPUs in all), as simulated for the table's latencies\n"
+               : std::string(", as run:\n");
+}
+
 std::string search_table(const nlohmann::json& j) {
   std::string out;
   const auto& n = j["counts"];
@@ -239,7 +247,7 @@ std::string search_table(const nlohmann::json& j) {
       out += prefix_sentence(str(bst["label"]), bst["bound"]["prefix_caching"].get<bool>(), bst["bound"]["block_tokens"].get<std::int64_t>(),
                              bst["score"]["prefix_cache_hit_rate"].get<double>(), j.value("shared_prefix_tokens", std::int64_t{0}),
                              j["isl"].get<std::int64_t>(), str(bst["prefix_caching"]) != "default");
-    out += sim::what_ran_text(j["best"]["what_ran"]);
+    out += "Best" + as_run(bst["score"]["copies"], bst["score"]["total_gpus"]) + sim::what_ran_text(bst["what_ran"]);
   }
   return out;
 }
@@ -447,17 +455,9 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
            "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "
            "(docs/capacity-planning.md)\n";
-  if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran"))
-  {
+  if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran")) {
     const auto& best = j["recommendations"][0];
-    const std::int64_t copies = best["copies"].get<std::int64_t>();
-    char head[256];
-    if (copies > 1)
-      std::snprintf(head, sizeof head, "Cheapest, as run: one of its %lld copies (%s GPUs in all), as simulated for the table's latencies\n",
-                    static_cast<long long>(copies), num(best["gpus"]).c_str());
-    else
-      std::snprintf(head, sizeof head, "Cheapest, as run:\n");
-    out += head + sim::what_ran_text(best["what_ran"]);
+    out += "Cheapest" + as_run(best["copies"], best["gpus"]) + sim::what_ran_text(best["what_ran"]);
   }
   if (j["recommendations"].empty()) out += why_no_answer(j);
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"

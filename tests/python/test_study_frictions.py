@@ -368,6 +368,9 @@ def test_recommend_says_its_as_run_block_is_one_copy(exe):
     assert best["copies"] > 1
     text = run(exe, *OPEN_REC)
     assert f"Cheapest, as run: one of its {best['copies']} copies ({best['gpus']} GPUs in all)" in text
+    # search's best had the same one-copy block under its table.
+    score = json.loads(run(exe, "search", *OPEN_REC[1:], "--format", "json"))["best"]["score"]
+    assert f"Best, as run: one of its {score['copies']} copies ({score['total_gpus']} GPUs in all)" in run(exe, "search", *OPEN_REC[1:])
 
 
 def test_planner_chart_puts_each_slo_line_in_its_own_labelled_panel():
