@@ -251,14 +251,26 @@ def _axis(concurrency, request_rate):
     axis, values = ("concurrency", concurrency) if concurrency is not None else ("request_rate", request_rate)
     if isinstance(values, str):
         values = [v for v in values.split(",") if v.strip()]   # "1,2,4" as on the command line
-    if isinstance(values, (int, float)):
+    if isinstance(values, (int, float)) and not isinstance(values, bool):
         values = [values]
+    # A list of numbers (or one, or "1,2,4"); bytes, a dict or a bool are not (bytes had read as
+    # their byte values: b'x' ran at concurrency 120).
+    if isinstance(values, (bytes, bytearray, dict, bool)) or not hasattr(values, "__iter__"):
+        raise Error(f"sweep(): {axis}: expected a number, a list of numbers or a comma-separated string, "
+                    f"got {type(values).__name__}")
     out = []
     for v in values:
         try:
+            if isinstance(v, bool):
+                raise TypeError
             out.append(float(v))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise Error(f"sweep(): {axis}: expected numbers, got {v!r}") from None
+        x = out[-1]
+        if axis == "concurrency" and not (1 <= x <= 1e6 and x == int(x)):
+            raise Error(f"sweep(): concurrency: expected whole numbers of clients in 1..1000000, got {v!r}")
+        if axis == "request_rate" and not (0 < x < float("inf")):
+            raise Error(f"sweep(): request_rate: expected finite request rates above 0 (requests/s), got {v!r}")
     return axis, out
 
 
@@ -290,6 +302,11 @@ def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, clie
     s = _build_scenario(scenario, **flags) if flags or scenario is None else _as_dict(scenario)
     axis, values = _axis(concurrency, request_rate)
     _check_threads("sweep", threads)
+    if values and isinstance(s.get("workload"), dict):
+        # The base's own load (the default's 32 clients) is checked against its requests before each
+        # point replaces it; put the first swept value there, as the CLI's sweep does.
+        s["workload"].pop("request_rate" if axis == "concurrency" else "concurrency", None)
+        s["workload"][axis] = values[0] if axis == "request_rate" else int(values[0])
     if client is None:
         return _c.sweep(s, axis, values, int(threads or 0))
     # Each point is a one-point sweep of the same scenario in a worker process: the same code

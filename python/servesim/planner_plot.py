@@ -1,5 +1,6 @@
-"""Chart of a planner run: offered load and workers against time (top), p90 TTFT and ITL with the
-SLO lines (bottom).
+"""Chart of a planner run: offered load and workers against time (top), then p90 TTFT and p90 ITL,
+each in a panel of its own with its SLO line labelled (two axes on one panel had put both SLO lines
+at its top edge, one over the other).
 
     python3 -m servesim.planner_plot PLANNER.json OUT.png
 """
@@ -8,15 +9,13 @@ import os
 import sys
 
 
-def draw(result, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(result):
+    """The chart of a planner result (``servesim planner --format json``) as a matplotlib figure."""
     import matplotlib.pyplot as plt
 
     tl = result["timeline"]
     hours = [x["start_s"] / 3600.0 for x in tl]
-    fig, (a, b) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    fig, (a, b, c) = plt.subplots(3, 1, figsize=(10, 8.5), sharex=True, gridspec_kw={"height_ratios": [1.3, 1, 1]})
     a.plot(hours, [x["offered_rps"] for x in tl], color="tab:gray", label="offered requests/s")
     a.plot(hours, [x["observed_rps"] for x in tl], color="tab:blue", lw=0.8, label="observed requests/s")
     a.set_ylabel("requests/s")
@@ -36,20 +35,29 @@ def draw(result, path):
     a.set_title(f"planner: {result['gpu_hours']:.1f} GPU-hours vs {result['fixed_fleet_gpu_hours']:.1f} fixed, "
                 f"SLO met {100 * result['slo_attainment']:.1f} %")
     nan = float("nan")
-    b.plot(hours, [x["ttft_p90_ms"] if x["ttft_p90_ms"] is not None else nan for x in tl], color="tab:green", label="TTFT p90")
     slo = result["slo"]
-    if slo.get("ttft_ms"):
-        b.axhline(slo["ttft_ms"], color="tab:green", ls=":", lw=0.8)
-    b.set_ylabel("TTFT p90 (ms)")
-    c = b.twinx()
-    c.plot(hours, [x["itl_p90_ms"] if x["itl_p90_ms"] is not None else nan for x in tl], color="tab:purple", label="ITL p90")
-    if slo.get("itl_ms"):
-        c.axhline(slo["itl_ms"], color="tab:purple", ls=":", lw=0.8)
-    c.set_ylabel("ITL p90 (ms)")
-    b.set_xlabel("hour")
-    lines = b.get_legend_handles_labels()[0] + c.get_legend_handles_labels()[0]
-    b.legend(lines, [l.get_label() for l in lines], loc="upper left", fontsize=8)
+    for ax, key, name, color in ((b, "ttft", "TTFT", "tab:green"), (c, "itl", "ITL", "tab:purple")):
+        ys = [x[key + "_p90_ms"] if x[key + "_p90_ms"] is not None else nan for x in tl]
+        ax.plot(hours, ys, color=color, label=f"{name} p90 per interval")
+        top = max([y for y in ys if y == y] or [1.0])
+        if slo.get(key + "_ms"):
+            ax.axhline(slo[key + "_ms"], color="tab:red", ls="--", lw=1, label=f"SLO {slo[key + '_ms']:g} ms")
+            top = max(top, slo[key + "_ms"])
+        ax.set_ylim(0, top * 1.45)   # the SLO line below the legend and the top edge, never on them
+        ax.set_ylabel(f"{name} p90 (ms)")
+        ax.legend(loc="upper left", fontsize=8)
+    c.set_xlabel("hour")
     fig.tight_layout()
+    return fig
+
+
+def draw(result, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(result)
     tmp = path + ".tmp.png"
     fig.savefig(tmp, dpi=110)
     plt.close(fig)

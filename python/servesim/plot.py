@@ -211,10 +211,12 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         elif len(swept) <= 24:  # the powers of two (and the last point) labelled, the others ticked
             major = [v for v in swept if v >= 1 and float(v).is_integer() and (int(v) & (int(v) - 1)) == 0]
-            # The last point gets a label of its own unless it would touch its neighbour's (closer
-            # than 1.7x: 1024 and 1536 collide at the chart's width).
-            if not major or swept[-1] >= 1.7 * max(v for v in major if v <= swept[-1]):
-                major = major + [swept[-1]]
+            # The last point (where a plan's sweep ends) always gets a label; a power of two closer
+            # than 1.7x below it gives its label up (1024 and 1536 collide at the chart's width).
+            below = [v for v in major if v < swept[-1]]
+            if below and swept[-1] < 1.7 * below[-1]:
+                major.remove(below[-1])
+            major = major + [swept[-1]]
             ax.set_xticks(sorted(set(major)))
             ax.set_xticks([v for v in swept if v not in major], minor=True)
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -443,11 +445,14 @@ def save_search_chart(result, path, title=None, per=None):
     """Writes the Pareto chart of a search result to `path`; returns the path."""
     import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    return _write_figure(search_figure(result, title=title, per=per), path)
 
+
+def _write_figure(fig, path):
+    """Saves `fig` to `path` through a temporary beside it, closes it; returns the path."""
     import os
 
-    fig = search_figure(result, title=title, per=per)
+    import matplotlib.pyplot as plt
     try:
         tmp = _save_atomic(fig, path)
     finally:
@@ -456,13 +461,25 @@ def save_search_chart(result, path, title=None, per=None):
     return path
 
 
+def save_cost_chart(result, path, title=None):
+    """Writes the $/hour chart of a recommend result (cost_figure) to `path`; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    return _write_figure(cost_figure(result, title=title), path)
+
+
 def cost_figure(result, title=None, top=8):
     """The manager's chart of a recommend result (``servesim recommend --format json``): $/hour of
-    the cheapest deployment per GPU type (and prefill/decode pair), cheapest first, hatched when
+    the cheapest deployment per GPU type (every one) and the cheapest prefill/decode pairs of two
+    types (up to `top` bars in all), cheapest first, hatched when
     disaggregated, each bar labelled with its GPUs, nodes and $ per million output tokens, the
     winner outlined. Rows without a price are left out (named in the title)."""
     import matplotlib.pyplot as plt
-    rows = [r for r in result["recommendations"] if r.get("usd_per_hour") is not None][:top]
+    priced = [r for r in result["recommendations"] if r.get("usd_per_hour") is not None]
+    # Every GPU type asked about keeps its bar; prefill/decode pairs of two types fill up to `top`.
+    single = [r for r in priced if "+" not in r["gpu"]]
+    pairs = [r for r in priced if "+" in r["gpu"]][:max(0, top - len(single))]
+    rows = sorted(single + pairs, key=lambda r: r["usd_per_hour"])
     unpriced = [r["gpu"] for r in result["recommendations"] if r.get("usd_per_hour") is None]
     fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(rows)) + 1.4))
     names = [f"{r['gpu']}\n{r['instance']}" for r in rows]
@@ -471,16 +488,17 @@ def cost_figure(result, title=None, top=8):
         ax.barh(i, usd[i], color="#2ca02c" if i == 0 else "#9ab8d3", edgecolor="black", linewidth=1.6 if i == 0 else 0.5,
                 hatch="//" if r["kind"] == "disaggregated" else None)
         per_m = r.get("usd_per_million_output_tokens")
-        ax.text(usd[i], i, f"  {r['gpus']} GPUs, {r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
-                           + (f", {per_m:.2f} USD/M tok" if per_m is not None else ""), va="center", fontsize=8)
+        layout = r.get("label", "").split(" seqs ")[0]   # "agg TP1 B200 nvfp4": the engine knobs are in the table
+        ax.text(usd[i], i, f"  {usd[i]:,.2f} USD/h: {r['gpus']} GPUs, {r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
+                           + (f", {per_m:.2f} USD/M tok" if per_m is not None else "") + f"\n  {layout}", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per hour (catalogue prices or --price; hatched: disaggregated)")
-    ax.set_xlim(0, max(usd) * 1.6 if usd else 1)
+    ax.set_xlim(0, max(usd) * 1.9 if usd else 1)
     load = result["objective"]["target_tps"]
     how = (f"{result['target_rps']:g} req/s, {result['arrival']} arrivals" if "arrival" in result
            else f"{load:g} output tok/s, closed loop")
-    ax.set_title(title or f"{result['model']}: cheapest deployment per GPU type meeting TTFT {result['statistic']} <= "
+    ax.set_title(title or f"{result['model']}: cheapest deployment per GPU type\nmeeting TTFT {result['statistic']} <= "
                           f"{result['ttft_ms']:g} ms and ITL {result['statistic']} <= {result['itl_ms']:g} ms at {how}"
                  + (f"\n(no price: {', '.join(unpriced)})" if unpriced else ""), fontsize=9)
     fig.tight_layout()
@@ -663,6 +681,7 @@ def main(argv=None):
                     help="draw this percentile only (default: p50 solid and p90 dashed; a plan's own statistic)")
     ap.add_argument("--ttft-ms", type=float, help="TTFT SLO line (ms) when no plan gives one")
     ap.add_argument("--itl-ms", type=float, help="ITL SLO line (ms) when no plan gives one")
+    ap.add_argument("--cost", help="--search of a recommend result: also write its $/hour chart (cost_figure) here")
     ap.add_argument("--per", choices=("gpu", "dollar", "both"),
                     help="--search: frontier per GPU, per dollar ($/M output tokens) or both (default: both when priced)")
     a = ap.parse_args(argv)
@@ -685,6 +704,8 @@ def main(argv=None):
                 result = json.load(f)
             per = None if not a.per or a.per == "both" else (a.per,)
             print(save_search_chart(result, a.output, title=a.title, per=per))
+            if a.cost:
+                print(save_cost_chart(result, a.cost))
         except RecursionError:
             print(f"servesim.plot: error: {a.search}: JSON nested too deeply", file=sys.stderr)
             return 2

@@ -601,7 +601,10 @@ std::string predicted_csv(const nlohmann::json& d) {
       return p["copies"][a].get<std::int64_t>() < p["copies"][b].get<std::int64_t>();
     });
     std::string s = "copies,request_rate,request_rate_per_copy,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,"
-                    "output_tps,output_tps_per_gpu,output_tps_per_user,request_rate_on_deployed_copies\n";
+                    "output_tps,output_tps_per_gpu,output_tps_per_user,request_rate_on_deployed_copies,overloaded\n";
+    // overloaded: 1 where those copies fell behind the rate (served < offered, the queue grew), so its
+    // latencies grow with the run's length; empty when the deployment does not say.
+    const bool has_over = p.contains("overloaded") && p["overloaded"].is_array() && p["overloaded"].size() == order.size();
     for (const std::size_t i : order) {
       const std::int64_t k = p["copies"][i].get<std::int64_t>();
       s += std::to_string(k) + "," + fmt(rate, 3) + "," + fmt(rate / double(k), 3);
@@ -609,7 +612,8 @@ std::string predicted_csv(const nlohmann::json& d) {
         s += "," + fmt(p[key][i].get<double>(), 3);
       // The same per-copy rate on the deployed copies: the rate aiperf-sweep.sh sends to check this row.
       s += "," + fmt(p["output_tps"][i].get<double>() * double(k), 1) + "," + fmt(p["output_tps_per_gpu"][i].get<double>(), 2) +
-           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "," + fmt(rate / double(k) * double(copies), 3) + "\n";
+           "," + fmt(p["output_tps_per_user"][i].get<double>(), 2) + "," + fmt(rate / double(k) * double(copies), 3) + "," +
+           (has_over && p["overloaded"][i].is_boolean() ? (p["overloaded"][i].get<bool>() ? "1" : "0") : "") + "\n";
     }
     return s;
   }

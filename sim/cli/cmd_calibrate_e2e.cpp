@@ -46,7 +46,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--train-fraction", o->train_fraction,
                 "Fit on a random share of the points (e.g. 0.33) and report the error of the others before and after");
   c->add_option("--harness", o->harness, "Engine flags of CSV points: aic (default) or serve (as validate)");
-  c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(*c, o->threads);
   c->add_option("--seed", o->seed, "Random seed of every run and of the fold split");
   add_format_option(*c, o->format);
   c->callback([o] {

@@ -27,13 +27,20 @@ void list_gpus(Format f) {
   emit(f, j, t.render());
 }
 
+// A price as the catalogue holds it: cents, or a tenth of a cent where the source gives one (63.296),
+// so nodes x this price is the $/hour recommend and plan print, to the cent.
+std::string instance_price(double usd) {
+  const double cents = usd * 100;
+  return fixed(usd, std::abs(cents - std::round(cents)) < 1e-6 ? 2 : 3);
+}
+
 void list_instances(Format f) {
   const auto j = api::instances();
   Table t({"instance", "gpu", "gpus", "EFA GB/s", "EFA/GPU GB/s", "host mem", "USD/h"});
   for (const auto& i : j)
     t.add_row({str(i["name"]), str(i["gpu"]), std::to_string(i["gpus"].get<int>()), fixed(i["efa_total_bytes_per_s"].get<double>() / 1e9, 0),
                fixed(i["efa_per_gpu_bytes_per_s"].get<double>() / 1e9, 1), human_bytes(i["host_memory_bytes"].get<double>()),
-               i["usd_per_hour"].is_null() ? "-" : fixed(i["usd_per_hour"].get<double>(), 2)});
+               i["usd_per_hour"].is_null() ? "-" : instance_price(i["usd_per_hour"].get<double>())});
   emit(f, j, t.render());
 }
 

@@ -214,7 +214,7 @@ void add_plan_command(CLI::App& app) {
                 "(the plan then runs that build), its bands from the profile's cross-validated residuals");
   c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
-  c->add_option("--threads", o->args.threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(*c, o->args.threads);
   add_format_option(*c, o->format);
   add_quiet_flag(*c, o->quiet);
   c->callback([o] { run_plan(*o); });

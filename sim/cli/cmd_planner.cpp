@@ -214,10 +214,18 @@ void run(const PlannerOpts& o) {
     for (std::size_t g = 0; g < r.seconds_at_gpus.size(); ++g)
       if (r.seconds_at_gpus[g] > 0) peak = int(g);
     const int nodes = (peak + inst.gpus - 1) / inst.gpus;
-    if (nodes > 0 && inst.usd_per_hour)
+    if (nodes > 0 && inst.usd_per_hour) {
+      const double held_usd = nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600;
       out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
-             r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(nodes * *inst.usd_per_hour * spec.profile.duration_s / 3600) +
-             " over the " + compact(spec.profile.duration_s / 3600) + " h if held throughout)";
+             r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(held_usd) + " over the " +
+             compact(spec.profile.duration_s / 3600) + " h if held throughout)";
+      // The period's $ over its answers (requests x the mean answer), as recommend's $/M tok is at the peak around the clock.
+      const double mtok = double(r.requests) * (r.roles.empty() ? 0.0 : r.roles.front().mean_answer_tokens) / 1e6;
+      if (mtok > 0)
+        out += "\n$ per million output tokens over the period (" + compact(mtok) + " M tokens: " + std::to_string(r.requests) +
+               " requests x " + fixed(r.roles.front().mean_answer_tokens, 0) + "): $" + fixed(r.gpu_hours * *r.usd_per_gpu_hour / mtok, 2) +
+               " scaled per GPU-hour, $" + fixed(held_usd / mtok, 2) + " on the whole node" + (nodes > 1 ? "s" : "") + " held throughout";
+    }
   }
   if (r.reserved) {   // reserved baseline + on-demand above it, with the arithmetic
     const sim::ReservedSplit& x = *r.reserved;

@@ -158,6 +158,14 @@ SearchBar::~SearchBar() {
   if (shown_) std::fprintf(stderr, "\n");
 }
 
+// The header of a winner's `ran:` block: the block is one copy, as simulated, while the table's GPUs
+// and $ are all copies ("1 x replica TP1 (1 GPUs)" under a 7-GPU answer had read as the answer).
+std::string as_run(const nlohmann::json& copies, const nlohmann::json& gpus) {
+  const std::int64_t n = copies.is_number_integer() ? copies.get<std::int64_t>() : 1;
+  return n > 1 ? ", as run: one of its " + std::to_string(n) + " copies (" + num(gpus) + " GPUs in all), as simulated for the table's latencies\n"
+               : std::string(", as run:\n");
+}
+
 std::string search_table(const nlohmann::json& j) {
   std::string out;
   const auto& n = j["counts"];
@@ -239,7 +247,7 @@ std::string search_table(const nlohmann::json& j) {
       out += prefix_sentence(str(bst["label"]), bst["bound"]["prefix_caching"].get<bool>(), bst["bound"]["block_tokens"].get<std::int64_t>(),
                              bst["score"]["prefix_cache_hit_rate"].get<double>(), j.value("shared_prefix_tokens", std::int64_t{0}),
                              j["isl"].get<std::int64_t>(), str(bst["prefix_caching"]) != "default");
-    out += sim::what_ran_text(j["best"]["what_ran"]);
+    out += "Best" + as_run(bst["score"]["copies"], bst["score"]["total_gpus"]) + sim::what_ran_text(bst["what_ran"]);
   }
   return out;
 }
@@ -315,6 +323,13 @@ void check_targets(const SearchOpts& o, api::DeploymentSet& set, bool recommend)
   if (!o.emit.empty()) set.prepare(o.emit, recommend);
 }
 
+// recommend --plot X.png also writes X-cost.png: $/hour per GPU type, cheapest first.
+std::string cost_chart_path(const std::string& plot) {
+  const std::string low = text::lower(plot);
+  const std::string base = low.size() > 4 && low.substr(low.size() - 4) == ".png" ? plot.substr(0, plot.size() - 4) : plot;
+  return base + "-cost.png";
+}
+
 // --output and --plot, staged into the set (they appear with the emitted files or not at all).
 // The chart's data goes to a temporary file of its own (never a name the user could own).
 void stage_outputs(const SearchOpts& o, nlohmann::json& j, api::DeploymentSet& set, const std::string& output_text) {
@@ -326,7 +341,13 @@ void stage_outputs(const SearchOpts& o, nlohmann::json& j, api::DeploymentSet& s
     AtomicFiles scratch;   // discarded: the data file is the plotter's input only
     const std::string data = scratch.write(o.plot + ".search.json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     const std::string chart = set.files().reserve(o.plot);
-    run_plotter({"--search", data, "-o", chart});   // argument vector: no shell parses a path
+    std::vector<std::string> args{"--search", data, "-o", chart};   // argument vector: no shell parses a path
+    if (j.contains("recommendations")) {   // recommend: the manager's chart beside the frontier
+      const std::string cost = cost_chart_path(o.plot);
+      args.insert(args.end(), {"--cost", set.files().reserve(cost)});
+      j["cost_plot"] = cost;
+    }
+    run_plotter(args);
     j["plot"] = o.plot;
   }
 }
@@ -434,8 +455,10 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "TRAIN: " + std::to_string(trains) + " row(s) read at a point that ran in a PREFILL TRAIN (most prompts queued "
            "behind another's prefill): their TTFT is that queue's; raise --requests or check the winner open loop "
            "(docs/capacity-planning.md)\n";
-  if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran"))
-    out += "Cheapest, as run:\n" + sim::what_ran_text(j["recommendations"][0]["what_ran"]);
+  if (!j["recommendations"].empty() && j["recommendations"][0].contains("what_ran")) {
+    const auto& best = j["recommendations"][0];
+    out += "Cheapest" + as_run(best["copies"], best["gpus"]) + sim::what_ran_text(best["what_ran"]);
+  }
   if (j["recommendations"].empty()) out += why_no_answer(j);
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
@@ -506,7 +529,9 @@ void run_recommend(SearchOpts& o) {
   if (!o.emit.empty()) j["emitted"] = files, j["emitted_index"] = index;
   std::string text = recommend_text(j);
   if (!o.output.empty()) text += "Data: " + o.output + "\n";
-  if (!o.plot.empty()) text += "Chart: " + o.plot + " (Pareto frontier per family, SLO marked)\n";
+  if (!o.plot.empty())
+    text += "Charts: " + o.plot + " (Pareto frontier per family, SLO marked); " + str(j["cost_plot"]) +
+            " ($/hour of the cheapest deployment per GPU type, cheapest first: the one for a manager)\n";
   if (!o.emit.empty()) {
     const std::string dir = o.emit + (o.emit.back() == '/' ? "" : "/");
     text += "Deployment files (" + dir + "index.json says what each folder is):\n";
@@ -576,7 +601,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
                "Open-loop search: poisson, gamma or constant arrivals at --target-rps; each candidate gets the fewest copies "
                "that meet both SLOs at that rate (default: closed loop over --concurrency)");
   c.add_option("--burstiness", a.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
-  c.add_option("--threads", a.threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(c, a.threads);
 }
 
 namespace {

@@ -236,6 +236,9 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   // A model named on the command line without a scenario file: the embedded scenario's model
   // fields (its FP8 / TP8 / 8 GPUs belong to its own model) give way to the one rule of
   // sim/resolve.hpp; the workload and engine knobs stay. The header says what was chosen.
+  // A parallel size below 1 is the flag's fault (--tp 0 had been reported as "gpus: must be between 1 and 65536").
+  for (const auto& [flag, v] : {std::pair{"--gpus", o.gpus}, {"--tp", o.tp}, {"--pp", o.pp}, {"--ep", o.ep}, {"--dp", o.dp}})
+    if (v && *v < 1) throw Error(flag, "", "must be a whole number >= 1, got " + std::to_string(*v));
   if (o.scenario.empty() && (!o.model.empty() || !o.model_file.empty()) && o.topology.empty() && o.instance.empty()) {
     sim::ResolveInput in{o.model, o.gpu, "", o.precision, o.tp, o.pp, o.gpus};
     in.dp = o.dp.value_or(1);
@@ -313,7 +316,14 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
-  if (!o.calibration.empty()) j["calibration"] = std::filesystem::absolute(o.calibration).string();
+  if (!o.calibration.empty()) {
+    j["calibration"] = std::filesystem::absolute(o.calibration).string();
+    try {   // a file it cannot read is the flag's fault (the scenario reader would blame a scenario's folder)
+      read_input_file(j["calibration"].get<std::string>(), kMaxJsonFileBytes);
+    } catch (const Error& e) {
+      throw Error("--calibration", "", o.calibration + ": " + e.reason() + "; give a profile file (servesim calibrate e2e --output)");
+    }
+  }
   const bool no_barrier = o.no_warmup_barrier || o.warmup_until_steady;
   if (o.api_server_count || o.no_frontend || no_barrier) {
     if (!j.contains("frontend") || !j["frontend"].is_object()) j["frontend"] = nlohmann::json::object();
@@ -413,8 +423,8 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   }
   // The embedded scenario's 32 clients with a smaller --requests: fewer clients, and the header
   // says so (a --concurrency the user gave is checked by the parser instead).
-  if (o.scenario.empty() && o.concurrency.empty() && o.request_rate.empty() && o.requests && w.contains("concurrency") &&
-      w["concurrency"].is_number_integer()) {
+  if (o.scenario.empty() && o.concurrency.empty() && o.request_rate.empty() && o.requests && *o.requests >= 1 &&
+      w.contains("concurrency") && w["concurrency"].is_number_integer()) {   // below 1: --requests is refused below
     const std::int64_t warm = w.value("warmup_requests", std::int64_t{0});
     if (w["concurrency"].get<std::int64_t>() > *o.requests + warm) {
       w["concurrency"] = *o.requests + warm;
@@ -469,7 +479,23 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
                        ", ISL " + val(wl, "isl") + ", OSL " + val(wl, "osl");
   }
   const std::string source = o.scenario.empty() ? "command line" : o.scenario;
-  return sim::parse_scenario(j.dump(), source);
+  try {
+    return sim::parse_scenario(j.dump(), source);
+  } catch (const Error& e) {
+    // A field the user gave as a flag is named as that flag ("--requests: must be >= 1", not
+    // "command line: workload.requests: ..."), whether or not a scenario file is the base.
+    static const std::pair<const char*, const char*> flags[] = {
+        {"workload.isl", "--isl"}, {"workload.osl", "--osl"}, {"workload.concurrency", "--concurrency"},
+        {"workload.request_rate", "--request-rate"}, {"workload.requests", "--requests"},
+        {"workload.warmup_requests", "--warmup-requests"}, {"workload.burstiness", "--burstiness"}, {"seed", "--seed"}};
+    const bool given[] = {bool(o.isl), bool(o.osl), !o.concurrency.empty(), !o.request_rate.empty(), bool(o.requests),
+                          bool(o.warmup), bool(o.burstiness), bool(o.seed)};
+    const std::string field = e.where() == source ? e.field() : "";
+    for (std::size_t i = 0; i < std::size(flags); ++i)
+      if (given[i] && (field == flags[i].first || field.rfind(std::string(flags[i].first) + ".", 0) == 0))
+        throw Error(flags[i].second, "", e.reason());
+    throw;
+  }
 }
 
 std::string ms(double v) { return std::isfinite(v) ? fixed(v, 2) : "-"; }
@@ -862,7 +888,7 @@ void add_simulate_commands(CLI::App& app) {
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
-  sw->add_option("--threads", wo->threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(*sw, wo->threads);
   add_quiet_flag(*sw, wo->quiet);
   sw->callback([wo] { run_sweep(*wo); });
 }

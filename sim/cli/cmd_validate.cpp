@@ -263,7 +263,7 @@ void add_validate_command(CLI::App& app) {
                 "Run every point at N seeds (--seed, --seed + 1, ...) and add the per-GPU median |error| of each metric at "
                 "each seed, with their min / median / max; tables, --output, --plot and --write-bands stay the first seed's "
                 "(default 1)");
-  c->add_option("--threads", o->threads, "Worker threads (default: all cores); results do not depend on it");
+  add_threads_option(*c, o->threads);
   c->add_option("--output", o->output, "Write every point (measured, predicted, errors, reasons) to FILE.csv or FILE.json");
   c->add_option("--plot", o->plot, "Write the predicted-vs-measured chart to FILE.png");
   c->add_option("--write-bands", o->write_bands,

@@ -35,6 +35,8 @@ std::string defaults_line(const nlohmann::json& notes);
 std::function<void(std::int64_t done, std::int64_t total)> progress_bar(bool quiet, const std::string& unit);
 // Adds `--quiet` (no progress bar) to a subcommand.
 void add_quiet_flag(CLI::App& cmd, bool& quiet);
+// --threads N of every command that runs points in parallel: 0 (all cores) or more.
+void add_threads_option(CLI::App& cmd, int& threads);
 
 void add_list_command(CLI::App& app);       // cmd_list.cpp: list gpus|instances|models
 void add_memory_commands(CLI::App& app);    // cmd_memory.cpp: memory, min-gpus

@@ -46,6 +46,16 @@ void add_quiet_flag(CLI::App& cmd, bool& quiet) {
   cmd.add_flag("--quiet,-q", quiet, "No progress bar (it is shown only when stderr is a terminal)");
 }
 
+void add_threads_option(CLI::App& cmd, int& threads) {
+  // Python's threads= takes the same values (0: all cores); a negative count is refused, not read as 0.
+  cmd.add_option("--threads", threads, "Worker threads (default: all cores); results do not depend on it")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            return !s.empty() && s[0] == '-' ? "must be a whole number >= 0 (0: all cores), got " + s : std::string();
+          },
+          "INT >= 0"));
+}
+
 const CLI::Validator& int64_range() {
   static const CLI::Validator v(
       [](std::string& s) -> std::string {
@@ -186,7 +196,15 @@ int main(int argc, char** argv) {
       sub = sub->get_subcommands().front();
       cmd += " " + sub->get_name();
     }
-    std::cerr << "servesim: error: " << cli::printable(conversion_message(*sub, e)) << " (see " << cmd << " --help)\n";
+    std::string msg = conversion_message(*sub, e);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // CLI11 lists the words it could not place last first ("not expected: 1 --threads"): give them
+      // in the order typed, and say they are not this subcommand's.
+      std::string words;
+      for (const auto& w : app.remaining(true)) words += (words.empty() ? "" : " ") + w;
+      if (!words.empty()) msg = words + ": not an option or argument of " + cmd;
+    }
+    std::cerr << "servesim: error: " << cli::printable(msg) << " (see " << cmd << " --help)\n";
     return 2;
   } catch (const servesim::Error& e) {
     std::cerr << "servesim: error: " << cli::printable(e.what()) << "\n";

@@ -387,6 +387,11 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
 
 }  // namespace
 
+static std::string too_many_runs(const std::string& count) {
+  return count + " measured runs, more than " + std::to_string(kMaxCalibrationRuns) +
+         " (the fit simulates each about 40 times); give a subset, e.g. fewer concurrencies or rates";
+}
+
 std::vector<MeasuredPoint> read_bench_results(const std::string& path, const BenchSetup& flags) {
   const BenchSetup s = setup_for(path, flags);
   std::vector<MeasuredPoint> out;
@@ -409,6 +414,7 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
       throw Error(path, "line " + std::to_string(n) + (col == std::string::npos ? "" : ", " + e.field().substr(col)), e.reason());
     }
     out.push_back(bench_point(rec, where, s));
+    if (out.size() > kMaxCalibrationRuns) throw Error(path, "line " + std::to_string(n), too_many_runs("this file has " + std::to_string(out.size()) + " or more"));
   }
   if (out.empty()) throw Error(path, "", "no benchmark records");
   return out;
@@ -422,6 +428,7 @@ std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSet
 
 E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& o, const E2eOptions& e) {
   if (given.empty()) throw Error("calibrate e2e", "", "no measured points");
+  if (given.size() > kMaxCalibrationRuns) throw Error("calibrate e2e", "", too_many_runs(std::to_string(given.size())));
   // Runs it cannot place (no concurrency, a model or GPU it cannot resolve, ...) are refused, one line
   // each, and the fit goes on without them; with none left it stops on the first.
   std::vector<MeasuredPoint> all_points;

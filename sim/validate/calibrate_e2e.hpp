@@ -26,6 +26,11 @@ struct BenchSetup {
   int tp = 0, pp = 1;
 };
 
+// Measured runs one calibration takes: the fit simulates every run about 40 times (Gauss-Newton steps
+// over each cross-validation fold), about 0.25 s of CPU per run on one core for a 1k-token Llama 8B
+// point, so 1,000 runs are minutes; a sweep of an aiperf or bench script is tens.
+inline constexpr std::size_t kMaxCalibrationRuns = 1000;
+
 // `vllm bench serve --save-result` JSON (mean_ttft_ms, mean_tpot_ms / mean_itl_ms, output_throughput,
 // max_concurrency or request_rate, total_input_tokens / total_output_tokens / completed) or SGLang
 // bench_serving JSONL (one such record per line). Refuses, with the file and field, a record without a

@@ -393,8 +393,13 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
       if (!r.is_object() || !(r.contains("metadata") || r.contains("metrics")))
         throw Error(jl.string(), "line " + std::to_string(n),
                     "not a request record (expected an object with \"metadata\" or \"metrics\"), got " + brief(r));
+      // aiperf writes both as objects; a record whose metadata is a list or a number is not one of its requests.
+      for (const char* k : {"metadata", "metrics"})
+        if (r.contains(k) && !r[k].is_object())
+          throw Error(jl.string(), "line " + std::to_string(n) + ": " + k,
+                      "expected an object (aiperf's per-request " + std::string(k) + "), got " + brief(r[k]));
       bool is_warmup = false;
-      if (r.contains("metadata") && r["metadata"].is_object() && r["metadata"].contains("benchmark_phase")) {
+      if (r.contains("metadata") && r["metadata"].contains("benchmark_phase")) {
         const auto& ph = r["metadata"]["benchmark_phase"];
         if (!ph.is_string())
           throw Error(jl.string(), "line " + std::to_string(n) + ": metadata.benchmark_phase",

@@ -5,6 +5,7 @@
 #include "sim/engine/engine_profile.hpp"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 #include <filesystem>
 #include <atomic>
@@ -614,6 +615,12 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       }
     } catch (const Error& e) {
       r.unmodellable = "simulation failed: " + e.reason();
+    } catch (const std::bad_alloc&) {   // a layout of many workers (64P + 64D TP8): name what takes the memory
+      const int workers = r.measured.prefill_workers + r.measured.decode_workers;
+      r.unmodellable = "simulation failed: out of memory: each replica or worker keeps a KV block table of its GPUs' cache "
+                       "(about 40 bytes a block, whatever the load), and this point's " +
+                       (workers > 1 ? std::to_string(workers) + " workers need" : std::string("layout needs")) +
+                       " more than this process may use";
     } catch (const std::exception& e) {
       r.unmodellable = std::string("simulation failed: ") + e.what();
     }

@@ -289,3 +289,126 @@ def test_plan_charts_name_each_topologys_gpus(exe, tmp_path):
         labels |= {t.get_text() for lg in fig.legends for t in lg.get_texts()}
         assert "aggregated (8 GPUs)" in labels, labels
         assert "disaggregated-1p1d (4 GPUs)" in labels, labels
+
+
+def test_recommend_plot_writes_the_managers_cost_chart(exe, tmp_path):
+    # The chart for a manager ($/hour per GPU type, the winner outlined) came only from Python's
+    # cost_figure; recommend --plot drew the engineers' Pareto frontier alone.
+    j = json.loads(run(exe, *REC, "--plot", tmp_path / "rec.png", "--format", "json"))
+    assert j["cost_plot"] == str(tmp_path / "rec-cost.png")
+    for name in ("rec.png", "rec-cost.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = run(exe, *REC, "--plot", tmp_path / "rec.png")
+    assert f"{tmp_path / 'rec-cost.png'} ($/hour of the cheapest deployment per GPU type" in text
+    # Every GPU type asked about keeps its bar, cheaper prefill/decode pairs or not; each bar says
+    # its $/hour, GPUs, nodes, $/M tokens (= $/hour / (tok/s x 3600) x 1e6) and layout.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    row = dict(kind="aggregated", label="agg TP1 X fp8 seqs 1024 tokens 8192", gpus=8, nodes=1)
+    rows = [dict(row, gpu=f"P{i}+Q", instance="p+q", usd_per_hour=10.0 + i, usd_per_million_output_tokens=0.5) for i in range(10)]
+    rows += [dict(row, gpu=g, instance=g.lower(), usd_per_hour=100.0 + i, usd_per_million_output_tokens=100 / (1000 * 3600) * 1e6)
+             for i, g in enumerate(("H100", "H200", "B200"))]
+    fig = plot.cost_figure({"recommendations": sorted(rows, key=lambda r: r["usd_per_hour"]), "objective": {"target_tps": 1000},
+                            "model": "m", "statistic": "p90", "ttft_ms": 1000, "itl_ms": 60})
+    ax = fig.axes[0]
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(names) == 8 and all(any(n.startswith(g + "\n") for n in names) for g in ("H100", "H200", "B200"))
+    labels = [t.get_text() for t in ax.texts]
+    assert "  100.00 USD/h: 8 GPUs, 1 node, 27.78 USD/M tok\n  agg TP1 X fp8" in labels
+
+
+def test_open_loop_predicted_csv_marks_the_copies_that_fall_behind(exe, tmp_path):
+    # predicted.csv listed 1 copy at the whole target rate with a p90 TTFT of minutes and no word
+    # that it could not keep up; deployment.json knew (predicted.overloaded).
+    em = tmp_path / "em"
+    run(exe, *OPEN_REC, "--emit", em)
+    dep = json.loads((em / "recommended" / "deployment.json").read_text())
+    rows = list(csv.DictReader(io.StringIO((em / "recommended" / "predicted.csv").read_text())))
+    assert [r["overloaded"] for r in rows] == ["1" if o else "0" for _, o in sorted(zip(dep["predicted"]["copies"],
+                                                                                         dep["predicted"]["overloaded"]))]
+    deployed = next(r for r in rows if int(r["copies"]) == dep["copies"])
+    assert deployed["overloaded"] == "0"
+    for r in rows:
+        if r["overloaded"] == "1":   # by hand: fewer copies than deployed, serving under the offered 120 x 100 tok/s
+            assert int(r["copies"]) < dep["copies"] and float(r["output_tps"]) < 0.95 * 120 * 100
+
+
+def test_planner_prices_the_million_tokens_of_its_period(exe):
+    # The planner printed the day's $ but not $ per million output tokens, the figure recommend
+    # gives at the peak; a user divided by hand.
+    text = run(exe, "planner", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--tp", "1", "--precision", "fp8",
+               "--isl", "500", "--osl", "50", "--ttft-ms", "1000", "--itl-ms", "50", "--hours", "0.1", "--peak-rps", "3",
+               "--replica-rps", "2", "-q")
+    gpu_hours, usd = map(float, re.search(r"GPU-hours ([0-9.]+) against .*?\$([0-9.]+) against", text).groups())
+    per_gpu_hour = float(re.search(r"\(\$([0-9.]+) per GPU-hour\)", text).group(1))
+    line = re.search(r"\$ per million output tokens over the period \(([0-9.]+) M tokens: (\d+) requests x (\d+)\): "
+                     r"\$([0-9.]+) scaled per GPU-hour, \$([0-9.]+) on the whole node held throughout", text)
+    assert line, text
+    mtok, requests, osl, scaled, held = line.groups()
+    assert int(osl) == 50 and abs(float(mtok) - int(requests) * 50 / 1e6) < 1e-3 * float(mtok)
+    assert abs(float(scaled) - gpu_hours * per_gpu_hour / float(mtok)) <= 0.02 * float(scaled) + 0.01
+    assert abs(float(held) - 63.296 * 0.1 / float(mtok)) <= 0.01   # one p5en.48xlarge node for 0.1 h
+
+
+def test_listed_prices_multiply_to_the_dollars_recommend_prints(exe):
+    # list instances printed p5en.48xlarge at 63.30 while recommend priced 3 nodes at 189.89
+    # (3 x 63.296): nodes x the listed price missed by a cent.
+    text = run(exe, "list", "instances")
+    price = float(next(l for l in text.splitlines() if l.startswith("p5en.48xlarge")).split()[-1])
+    assert price == 63.296 and f"{3 * price:.2f}" == "189.89"
+    assert next(l for l in text.splitlines() if l.startswith("p5.48xlarge")).split()[-1] == "98.32"
+
+
+def test_recommend_says_its_as_run_block_is_one_copy(exe):
+    # "Cheapest, as run: ... aggregated: 1 x replica TP1 (1 GPUs)" under a row of several copies read
+    # as a one-GPU answer.
+    j = json.loads(run(exe, *OPEN_REC, "--format", "json"))
+    best = j["recommendations"][0]
+    assert best["copies"] > 1
+    text = run(exe, *OPEN_REC)
+    assert f"Cheapest, as run: one of its {best['copies']} copies ({best['gpus']} GPUs in all)" in text
+    # search's best had the same one-copy block under its table.
+    score = json.loads(run(exe, "search", *OPEN_REC[1:], "--format", "json"))["best"]["score"]
+    assert f"Best, as run: one of its {score['copies']} copies ({score['total_gpus']} GPUs in all)" in run(exe, "search", *OPEN_REC[1:])
+
+
+def test_planner_chart_puts_each_slo_line_in_its_own_labelled_panel():
+    # TTFT and ITL shared one panel on two axes, and both SLO lines sat at its top edge, one over
+    # the other, unlabelled.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import planner_plot
+    tl = [dict(start_s=600.0 * i, offered_rps=2.0, observed_rps=2.0, workers_held=1, workers_ready=1, ttft_p90_ms=300.0 + i,
+               itl_p90_ms=40.0 + i) for i in range(6)]
+    fig = planner_plot.figure({"timeline": tl, "peak_workers": 1, "gpu_hours": 1.0, "fixed_fleet_gpu_hours": 1.0,
+                               "slo_attainment": 1.0, "slo": {"ttft_ms": 1000, "itl_ms": 60}})
+    panels = {ax.get_ylabel(): ax for ax in fig.axes}
+    for name, slo in (("TTFT p90 (ms)", 1000), ("ITL p90 (ms)", 60)):
+        ax = panels[name]
+        assert f"SLO {slo} ms" in [t.get_text() for t in ax.get_legend().get_texts()]
+        assert ax.get_ylim()[1] >= 1.4 * slo   # the line sits below the legend and the top edge
+
+
+def test_an_option_another_subcommand_takes_is_named_in_the_order_typed(exe):
+    # `simulate ... --threads 1` (sweep takes --threads, simulate runs one point on one thread) said
+    # "The following arguments were not expected: 1 --threads": the words reversed, no subcommand.
+    out = subprocess.run([exe, "simulate", "--model", "llama-3.1-8b", "--threads", "1"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr == ("servesim: error: --threads 1: not an option or argument of servesim simulate "
+                          "(see servesim simulate --help)\n")
+
+
+def test_a_sweeps_last_concurrency_is_labelled(tmp_path):
+    # plan's sweep went on past 1024 to 1536 clients (while a topology still met both SLOs) and the
+    # chart left the last point, where the reading ends, without a label (1024 kept it).
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    c = [1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536]
+    fig = plot.latency_figure({"concurrency": c, "ttft_p50_ms": [100.0] * len(c), "itl_p50_ms": [10.0] * len(c),
+                               "output_tps_per_gpu": [1.0] * len(c), "output_tps_per_user": [1.0] * len(c)})
+    fig.canvas.draw()
+    for ax in fig.axes[:2]:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels[-1] == "1536" and "1024" not in labels and "512" in labels, labels
