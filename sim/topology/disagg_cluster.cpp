@@ -217,9 +217,13 @@ void DisaggregatedCluster::start_reserved_pulls(int d, double now_s) {
 
 void DisaggregatedCluster::step_end(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const bool is_decode = w >= shape_.prefill.count;
+  // A steady stretch another worker's event cut short resumes here: when nothing touched this
+  // worker since (the step in flight still only moves every running request one token on), its
+  // end and the next step's start run in place, as step_end() and step_start() would run them.
+  if (is_decode && run_stretch(w, now_s)) return;
   worker.finish_step(now_s);
   VllmScheduler& sched = worker.scheduler();
-  const bool is_decode = w >= shape_.prefill.count;
   if (!is_decode) {
     for (const Output& o : sched.outputs()) {
       if (o.kind != Output::handoff) continue;
@@ -275,18 +279,30 @@ void DisaggregatedCluster::step_start(int w, double now_s) {
   const auto& pool = sched.pool();
   const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
   metrics_->add_worker_sample(w, now_s, seconds, sched.num_scheduled(), kv_util());
-  double end_s = now_s + seconds;
-  // Steady decode on a decode worker whose clients' first two tokens are all timed: while the
-  // step in flight ends before any other event and any transfer's progress, its end (no output)
-  // and the next start (which would be the next event popped) run in place.
+  if (w < shape_.prefill.count || !run_stretch(w, now_s + seconds)) queue_.push(now_s + seconds, EventKind::step_end, w);
+}
+
+// Steady decode on a decode worker whose clients' first two tokens are all timed: while the step
+// in flight (ending at end_s) ends before any other event and any transfer's progress, its end
+// (no output) and the next start (which would be the next event popped) run in place. True when
+// at least one cycle ran (the step now in flight has its end queued).
+bool DisaggregatedCluster::run_stretch(int w, double end_s) {
   const int d = w - shape_.prefill.count;
-  if (steady_ && d >= 0 && watch_[static_cast<std::size_t>(d)].empty()) {
-    const double t_net = net_.next_event_s();   // no transfer starts during a stretch
-    steady_cycles_ += worker.run_steady(
-        end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
-        [&](double t, double step_s) { metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(), kv_util()); });
-  }
+  if (!steady_ || !watch_[static_cast<std::size_t>(d)].empty()) return false;
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const VllmScheduler& sched = worker.scheduler();
+  const auto& pool = sched.pool();
+  const double t_net = net_.next_event_s();   // no transfer starts during a stretch
+  const int done = worker.run_steady(
+      end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
+      [&](double t, double step_s) {
+        metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(),
+                                    pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+      });
+  if (done == 0) return false;
+  steady_cycles_ += done;
   queue_.push(end_s, EventKind::step_end, w);
+  return true;
 }
 
 // A prefilled request reaches decode worker d: it reserves the KV blocks and pulls the prompt's KV.

@@ -162,6 +162,7 @@ class DisaggregatedCluster {
   std::int64_t handoff_tokens_ = -1;
   double handoff_bytes_ = 0;
   void step_start(int w, double now_s);
+  bool run_stretch(int w, double end_s);
   DisaggFleetController* controller_ = nullptr;
   workloads::SessionWorkload* sessions_ = nullptr;   // multi-turn sessions: next turns by event payload
   PendingTurns turns_;
