@@ -47,6 +47,7 @@ nlohmann::json load_json(const Summary& s, double offered_rps) {
           {"in_flight_at_window_start", s.in_flight_at_open},
           {"in_flight_at_last_send", s.in_flight_at_end},
           {"send_gap_cv", s.send_gap_cv},
+          {"steady_output_tokens_per_s", s.steady_output_tps},
           {"queue_growth_allowed", overload_allowance(s)},
           {"in_flight_growth_allowed", in_flight_judged(s) ? nlohmann::json(in_flight_allowance(s)) : nlohmann::json(nullptr)},
           {"overloaded", o ? nlohmann::json(*o) : nlohmann::json(nullptr)}};
@@ -79,7 +80,11 @@ Stats compute_stats(std::vector<double>& values) {
   Stats s;
   s.count = static_cast<std::int64_t>(values.size());
   if (values.empty()) return s;
-  std::sort(values.begin(), values.end());
+  // Fixed lengths (and one request's values) come in order: only a sort finds nothing to move.
+  // `<=` sends a NaN to the sort, as before.
+  bool ascending = true;
+  for (std::size_t i = 1; i < values.size() && ascending; ++i) ascending = values[i - 1] <= values[i];
+  if (!ascending) std::sort(values.begin(), values.end());
   double sum = 0;
   for (double x : values) sum += x;
   s.avg = sum / static_cast<double>(values.size());
@@ -208,6 +213,10 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
       s.in_flight_at_end += finish_s_[i] > to;
     }
     std::sort(sent.begin(), sent.end());
+    const auto at_first = std::upper_bound(sent.begin(), sent.end(), sent.front()) - sent.begin();
+    if (sent.back() > sent.front())
+      s.steady_output_tps = double(std::ptrdiff_t(n) - at_first) / (sent.back() - sent.front()) *
+                            (double(s.total_output_tokens) / double(n));
     if (n > 2) {
       double sum = 0, sq = 0;
       for (std::size_t i = 1; i < n; ++i) sum += sent[i] - sent[i - 1];

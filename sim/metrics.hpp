@@ -72,6 +72,14 @@ struct Summary {
   std::int64_t waiting_at_open = 0, waiting_at_end = 0, in_flight_at_open = 0, in_flight_at_end = 0;
   double send_gap_cv = 0;
   double output_token_throughput_per_s = 0;             // total output tokens / duration
+  // A closed loop's steady output tokens/s: the measured sends after the first one over the
+  // measured send span, times the mean measured answer. While the measured requests are sent
+  // every client has one in flight and sends its next as an answer ends, so sends then count
+  // answers at the full load; the duration above also holds the warm-up requests still in flight
+  // at the first measured send and the drain after the last, about one request latency in which
+  // the measured requests are not all of the load (N clients, R requests: about N / R low).
+  // 0 with fewer than two send times.
+  double steady_output_tps = 0;
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
   Stats input_sequence_length, output_sequence_length;  // tokens

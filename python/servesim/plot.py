@@ -57,7 +57,9 @@ def _columns(data):
 
 
 def _by_topology(cols):
-    names = cols.get("topology") or ["sweep"] * len(cols["_x"])
+    # A sweep of one scenario has no topology column: its curve is named by what was swept.
+    what = "open-loop arrival rate" if cols.get("_xname") == "request rate" else "closed-loop clients"
+    names = cols.get("topology") or [what] * len(cols["_x"])
     order = []
     for n in names:
         if n not in order:

@@ -83,11 +83,16 @@ bool MeasuredPrecision::check() {
   half_.assign(4, 0.0);
   for (int which = 0; which < 2; ++which) {
     const std::vector<double>& all = which == 0 ? ttft_ : itl_;
-    std::vector<double> every;
-    for (std::size_t i = 0; i < k * b; ++i)
+    // The checked requests' values in order: those of the batches since the last check sorted
+    // and merged into the sorted values of those before (the sequence a sort of them all gives).
+    std::vector<double>& every = sorted_[which];
+    const std::size_t before = every.size();
+    for (std::size_t i = checked_; i < k * b; ++i)
       if (!std::isnan(all[i])) every.push_back(all[i]);
     if (every.empty()) continue;   // no ITL: every answer one token
-    std::sort(every.begin(), every.end());
+    const auto mid = every.begin() + std::ptrdiff_t(before);
+    std::sort(mid, every.end());
+    std::inplace_merge(every.begin(), mid, every.end());
     const double q = percentile_sorted(every, 90);
     double mean = 0;
     for (double x : every) mean += x;
@@ -111,6 +116,7 @@ bool MeasuredPrecision::check() {
                  hi = percentile_sorted(every, std::min(100.0, 90 + 100 * h));
     half_[std::size_t(2 + which)] = q > 0 ? 0.5 * (hi - lo) / q : 0.0;
   }
+  checked_ = k * b;
   return half_[0] <= PrecisionRule::kTtftTolerance && half_[2] <= PrecisionRule::kTtftTolerance &&
          half_[1] <= PrecisionRule::kTolerance && half_[3] <= PrecisionRule::kTolerance;
 }

@@ -107,6 +107,8 @@ class MeasuredPrecision {
   bool check();
   std::int64_t batch_, min_;
   std::vector<double> ttft_, itl_;   // every measured request's, in completion order
+  std::vector<double> sorted_[2];   // TTFT's and ITL's (NaN left out) of the first checked_ requests, ascending
+  std::size_t checked_ = 0;
   std::vector<double> half_;
   bool precise_ = false;
 };

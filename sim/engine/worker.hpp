@@ -145,9 +145,10 @@ class Worker {
   // event comes first), `at_end(end)` (the cluster's work at a step's end), the cycle, then
   // `started(start, seconds)` (the new step's sample). Returns the cycles run; end_s becomes the
   // end of the step in flight after them.
+  // `resume`: the stretch of the last run_steady() goes on (nothing else touched the scheduler since).
   template <class Clear, class AtEnd, class Started>
-  int run_steady(double& end_s, Clear&& clear, AtEnd&& at_end, Started&& started) {
-    const int cycles = steady_cycles(std::numeric_limits<int>::max());
+  int run_steady(double& end_s, Clear&& clear, AtEnd&& at_end, Started&& started, bool resume = false) {
+    const int cycles = !busy_ ? 0 : resume ? sched_.steady_cycles_left() : steady_cycles(std::numeric_limits<int>::max());
     int done = 0;
     while (done < cycles && clear(end_s)) {
       ++done;

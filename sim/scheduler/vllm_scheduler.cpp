@@ -500,6 +500,7 @@ int VllmScheduler::steady_cycles(int limit) {
   // empty blocks last; its new-token ratio decays by cycle (steady_cycle).
   // A batch with a prefill chunk is not one: a re-admitted request whose prefix-cache hit left one
   // token to recompute looks like a decode in the running list but ran that token as a prefill.
+  steady_total_ = steady_base_ = 0;
   if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
       !demand_.windows.empty() || running_.empty() || limit <= 0 || batch_.prefill_seqs != 0)
     return 0;
@@ -524,23 +525,27 @@ int VllmScheduler::steady_cycles(int limit) {
   // Only blocks that need no eviction: the stretch ends before the pool's empty blocks run out
   // (found cycle by cycle only when all of them would not do).
   std::int64_t empty = pool_.capacity() - pool_.used() - pool_.cached();
-  if (taken <= empty) return static_cast<int>(cycles);
-  for (std::int64_t m = 1; m <= cycles; ++m) {
-    empty -= steady_blocks_[static_cast<std::size_t>(m)];
-    if (empty < 0) return static_cast<int>(m - 1);
-  }
-  return static_cast<int>(cycles);
+  if (taken > empty)
+    for (std::int64_t m = 1; m <= cycles; ++m) {
+      empty -= steady_blocks_[static_cast<std::size_t>(m)];
+      if (empty < 0) {
+        cycles = m - 1;
+        break;
+      }
+    }
+  return steady_total_ = static_cast<int>(cycles);
 }
 
 void VllmScheduler::steady_cycle(int cycle) {
   release_deferred();
   batch_.decode_context_tokens += static_cast<std::int64_t>(running_.size());
-  pool_.allocate(steady_blocks_[static_cast<std::size_t>(cycle)]);
+  pool_.allocate(steady_blocks_[static_cast<std::size_t>(steady_base_ + cycle)]);
   if (cfg_.kind == EngineKind::sglang) decay_new_token_ratio();
 }
 
 void VllmScheduler::steady_commit(int cycles) {
   if (cycles <= 0) return;
+  steady_base_ += cycles;
   const std::int64_t bs = cfg_.block_size;
   for (Running& h : running_) {
     const std::int64_t first = h.cap - h.computed;   // the cycle of its first crossing

@@ -93,6 +93,11 @@ class VllmScheduler {
   void steady_cycle(int cycle);
   // The running requests' counters after `cycles` cycles run by steady_cycle().
   void steady_commit(int cycles);
+  // The cycles of the last steady_cycles() not yet committed: what steady_cycles() would return
+  // now when nothing but those cycles' steady_cycle() and steady_commit() changed the scheduler
+  // since (a stretch another event cut short, resumed at its step's end). steady_cycle() numbers
+  // continue from 1 after it.
+  int steady_cycles_left() const { return steady_total_ - steady_base_; }
   const models::StepBatch& batch() const { return batch_; }   // the last schedule()'s summary
   // Async scheduling: a finished request keeps its blocks and seat until the next complete()
   // (vLLM frees them in update_from_output, after the next batch was scheduled).
@@ -225,6 +230,7 @@ class VllmScheduler {
   std::vector<std::int32_t> deferred_;
   std::vector<PrefillPart> prefill_parts_;
   std::vector<std::int32_t> steady_blocks_;   // steady stretch: blocks taken by cycle (index = cycle)
+  int steady_total_ = 0, steady_base_ = 0;    // ... its cycles, and those committed
   std::uint64_t rng_;
   double new_token_ratio_ = 0;          // SGLang: NewTokenRatioTracker's current ratio
   std::shared_ptr<KvOffload> offload_;

@@ -350,7 +350,9 @@ SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& 
   r.itl_ms[0] = s.itl_ms.p50;
   r.itl_ms[1] = s.itl_ms.p90;
   r.itl_ms[2] = s.itl_ms.p99;
-  r.output_tps = s.output_token_throughput_per_s;
+  // A closed loop's capacity is its steady rate, not the measured window's (which holds the
+  // start and the drain: Summary::steady_output_tps).
+  r.output_tps = !open_loop && s.steady_output_tps > 0 ? s.steady_output_tps : s.output_token_throughput_per_s;
   r.output_tps_per_gpu = gpus > 0 ? r.output_tps / gpus : 0;
   r.output_tps_per_user = s.output_token_throughput_per_user.avg;
   r.served_rps = served_rps(s);

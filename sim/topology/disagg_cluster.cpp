@@ -45,6 +45,7 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
   routable_.assign(static_cast<std::size_t>(P + D), char(1));
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
+  untouched_.assign(static_cast<std::size_t>(D), 0);
   rng_ = shape_.seed ^ 0x6a09e667f3bcc909ULL;
   // Each worker's lanes in each direction form one port per link kind: g GPUs × per-GPU bandwidth.
   if (!shape_.decode_gpu) shape_.decode_gpu = shape_.gpu;
@@ -217,9 +218,14 @@ void DisaggregatedCluster::start_reserved_pulls(int d, double now_s) {
 
 void DisaggregatedCluster::step_end(int w, double now_s) {
   Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const bool is_decode = w >= shape_.prefill.count;
+  // A steady stretch another worker's event cut short resumes here: when nothing touched this
+  // worker since (the step in flight still only moves every running request one token on), its
+  // end and the next step's start run in place, as step_end() and step_start() would run them.
+  if (is_decode && run_stretch(w, now_s, true)) return;
+  if (is_decode) untouched_[static_cast<std::size_t>(w - shape_.prefill.count)] = 0;
   worker.finish_step(now_s);
   VllmScheduler& sched = worker.scheduler();
-  const bool is_decode = w >= shape_.prefill.count;
   if (!is_decode) {
     for (const Output& o : sched.outputs()) {
       if (o.kind != Output::handoff) continue;
@@ -275,18 +281,37 @@ void DisaggregatedCluster::step_start(int w, double now_s) {
   const auto& pool = sched.pool();
   const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
   metrics_->add_worker_sample(w, now_s, seconds, sched.num_scheduled(), kv_util());
-  double end_s = now_s + seconds;
-  // Steady decode on a decode worker whose clients' first two tokens are all timed: while the
-  // step in flight ends before any other event and any transfer's progress, its end (no output)
-  // and the next start (which would be the next event popped) run in place.
+  if (w < shape_.prefill.count || !run_stretch(w, now_s + seconds, false)) queue_.push(now_s + seconds, EventKind::step_end, w);
+}
+
+// Steady decode on a decode worker whose clients' first two tokens are all timed: while the step
+// in flight (ending at end_s) ends before any other event and any transfer's progress, its end
+// (no output) and the next start (which would be the next event popped) run in place. True when
+// at least one cycle ran (the step now in flight has its end queued). `resume`: at the end of a
+// step formed by a stretch or a start; when nothing touched the worker since (untouched_), the
+// stretch's cycles are those it had left, else none (the step's end runs through the heap).
+bool DisaggregatedCluster::run_stretch(int w, double end_s, bool resume) {
   const int d = w - shape_.prefill.count;
-  if (steady_ && d >= 0 && watch_[static_cast<std::size_t>(d)].empty()) {
-    const double t_net = net_.next_event_s();   // no transfer starts during a stretch
-    steady_cycles_ += worker.run_steady(
-        end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
-        [&](double t, double step_s) { metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(), kv_util()); });
-  }
+  char& untouched = untouched_[static_cast<std::size_t>(d)];
+  if (resume && !untouched) return false;
+  untouched = 0;
+  if (!steady_ || !watch_[static_cast<std::size_t>(d)].empty()) return false;
+  Worker& worker = workers_[static_cast<std::size_t>(w)];
+  const VllmScheduler& sched = worker.scheduler();
+  const auto& pool = sched.pool();
+  const double t_net = net_.next_event_s();   // no transfer starts during a stretch
+  const int done = worker.run_steady(
+      end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
+      [&](double t, double step_s) {
+        metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(),
+                                    pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+      },
+      resume);
+  untouched = 1;
+  if (done == 0) return false;
+  steady_cycles_ += done;
   queue_.push(end_s, EventKind::step_end, w);
+  return true;
 }
 
 // A prefilled request reaches decode worker d: it reserves the KV blocks and pulls the prompt's KV.
@@ -297,6 +322,7 @@ void DisaggregatedCluster::handoff(std::int32_t h, int d, double now_s) {
   ds.output_tokens = x.spec.output_tokens + 1;
   ds.vision_tiles = 0;
   VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
+  untouched_[static_cast<std::size_t>(d)] = 0;
   x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
   start_reserved_pulls(d, now_s);
   dsched.clear_outputs();
@@ -318,6 +344,7 @@ void DisaggregatedCluster::transfer_done(std::uint64_t tag, double now_s) {
   workers_[static_cast<std::size_t>(x.prefill)].scheduler().release_handoff(x.pslot);
   wake(x.prefill, now_s);
   const int w = shape_.prefill.count + x.decode;
+  untouched_[static_cast<std::size_t>(x.decode)] = 0;
   workers_[static_cast<std::size_t>(w)].scheduler().transfer_done(x.dslot, now_s);
   watch_[static_cast<std::size_t>(x.decode)].push_back(h);
   wake(w, now_s);

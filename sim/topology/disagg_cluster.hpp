@@ -162,6 +162,10 @@ class DisaggregatedCluster {
   std::int64_t handoff_tokens_ = -1;
   double handoff_bytes_ = 0;
   void step_start(int w, double now_s);
+  bool run_stretch(int w, double end_s, bool resume);
+  // Per decode worker: nothing but its own stretch changed its scheduler since run_stretch() last
+  // formed its step (a handoff or a pull's end clears it).
+  std::vector<char> untouched_;
   DisaggFleetController* controller_ = nullptr;
   workloads::SessionWorkload* sessions_ = nullptr;   // multi-turn sessions: next turns by event payload
   PendingTurns turns_;

@@ -412,3 +412,22 @@ def test_a_sweeps_last_concurrency_is_labelled(tmp_path):
     for ax in fig.axes[:2]:
         labels = [t.get_text() for t in ax.get_xticklabels()]
         assert labels[-1] == "1536" and "1024" not in labels and "512" in labels, labels
+
+
+def test_a_rate_sweeps_curve_says_it_is_the_open_loop_arrival_rate():
+    # A sweep of one scenario has no topology column, and its curve was labelled "sweep". It now
+    # says what was swept: the open-loop arrival rate (requests/s) or the closed loop's clients.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    cols = {"ttft_p50_ms": [40, 60], "ttft_p90_ms": [50, 90], "itl_p50_ms": [5, 9], "itl_p90_ms": [6, 12],
+            "output_tps": [200, 400], "output_tps_per_gpu": [25, 50], "output_tps_per_user": [150, 120]}
+
+    def labels(fig):
+        out = {t.get_text() for ax in fig.axes for lg in [ax.get_legend()] if lg for t in lg.get_texts()}
+        return out | {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+
+    rate = labels(plot.latency_figure(dict(cols, request_rate=[1, 2]), ttft_ms=1000, itl_ms=60))
+    assert "open-loop arrival rate (8 GPUs)" in rate and not any("sweep" in t for t in rate), rate
+    clients = labels(plot.latency_figure(dict(cols, concurrency=[1, 2])))
+    assert "closed-loop clients (8 GPUs)" in clients and not any("sweep" in t for t in clients), clients

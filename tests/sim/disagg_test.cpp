@@ -243,13 +243,10 @@ TEST(Disagg, LoneVisionRequestTtftIsEncodePlusEmbeddingsPlusPrefillPlusKvPlusOne
 namespace servesim::sim {
 namespace {
 
-// The decode workers' steady decode stretches run in place give what every step run through the
-// event heap gives: the same requests to the bit, the same worker stats and transfers. 1P1D over
-// EFA (transfers in flight while the decode worker runs), 24 clients, answers of spread lengths.
-TEST(Disagg, SteadyStretchesGiveTheResultsOfEveryStepThroughTheHeap) {
-  const Deployment d(one_p_one_d(), reference_spec());
-  workloads::WorkloadConfig w = closed(24, 1500, 300, 120);
-  w.osl = workloads::LengthDist::normal_of(300, 80);
+// The same run with steady decode stretches on and off: every request's times, every worker's
+// counters, their step samples and the transfers equal, bit for bit.
+void expect_stretches_change_nothing(const TopologyChoice& topo, const workloads::WorkloadConfig& w, std::size_t requests) {
+  const Deployment d(topo, reference_spec());
   struct Run {
     std::vector<RequestRecord> records;
     PointResult r;
@@ -263,17 +260,17 @@ TEST(Disagg, SteadyStretchesGiveTheResultsOfEveryStepThroughTheHeap) {
     return out;
   };
   const Run on = run(true), off = run(false);
-  ASSERT_EQ(on.records.size(), off.records.size());
-  ASSERT_EQ(on.records.size(), 144u);
-  for (std::size_t i = 0; i < on.records.size(); ++i) {
+  EXPECT_EQ(on.records.size(), off.records.size());
+  EXPECT_EQ(on.records.size(), requests);
+  for (std::size_t i = 0; i < std::min(on.records.size(), off.records.size()); ++i) {
     EXPECT_EQ(on.records[i].id, off.records[i].id);
     EXPECT_EQ(on.records[i].first_token_s, off.records[i].first_token_s);
     EXPECT_EQ(on.records[i].second_token_s, off.records[i].second_token_s);
     EXPECT_EQ(on.records[i].finish_s, off.records[i].finish_s);
   }
   EXPECT_EQ(on.r.end_s, off.r.end_s);
-  ASSERT_EQ(on.r.workers.size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
+  EXPECT_EQ(on.r.workers.size(), off.r.workers.size());
+  for (std::size_t i = 0; i < std::min(on.r.workers.size(), off.r.workers.size()); ++i) {
     EXPECT_EQ(on.r.workers[i].steps, off.r.workers[i].steps);
     EXPECT_EQ(on.r.workers[i].busy_s, off.r.workers[i].busy_s);
     EXPECT_EQ(on.r.workers[i].kv_block_seconds, off.r.workers[i].kv_block_seconds);
@@ -281,6 +278,33 @@ TEST(Disagg, SteadyStretchesGiveTheResultsOfEveryStepThroughTheHeap) {
   }
   EXPECT_EQ(on.r.transfers.seconds, off.r.transfers.seconds);
   EXPECT_EQ(on.r.summary.itl_ms.p50, off.r.summary.itl_ms.p50);
+  for (std::size_t i = 0; i < std::min(on.r.summary.replicas.size(), off.r.summary.replicas.size()); ++i) {
+    EXPECT_EQ(on.r.summary.replicas[i].steps, off.r.summary.replicas[i].steps);
+    EXPECT_EQ(on.r.summary.replicas[i].busy_s, off.r.summary.replicas[i].busy_s);
+    EXPECT_EQ(on.r.summary.replicas[i].mean_kv_utilization, off.r.summary.replicas[i].mean_kv_utilization);
+  }
+}
+
+// The decode workers' steady decode stretches run in place give what every step run through the
+// event heap gives: the same requests to the bit, the same worker stats and transfers. 1P1D over
+// EFA (transfers in flight while the decode worker runs), 24 clients, answers of spread lengths.
+TEST(Disagg, SteadyStretchesGiveTheResultsOfEveryStepThroughTheHeap) {
+  workloads::WorkloadConfig w = closed(24, 1500, 300, 120);
+  w.osl = workloads::LengthDist::normal_of(300, 80);
+  expect_stretches_change_nothing(one_p_one_d(), w, 144);
+}
+
+// Three decode workers: each one's stretch is cut by the others' steps and resumes at its step's
+// end (DisaggregatedCluster::run_stretch) with the results of every step through the heap, at a
+// client per worker (long stretches, cut every step) and at many (short ones, requests arriving).
+TEST(Disagg, StretchesCutByAnotherWorkersStepResumeWithTheSameResults) {
+  TopologyChoice t = one_p_one_d();
+  t.prefill = t.decode = models::Parallelism{4, 1, 1};   // four TP4 workers on the two nodes
+  t.decode_workers = 3;
+  expect_stretches_change_nothing(t, closed(3, 1000, 200, 30), 33);
+  workloads::WorkloadConfig w = closed(48, 1000, 200, 150);
+  w.osl = workloads::LengthDist::normal_of(200, 60);
+  expect_stretches_change_nothing(t, w, 198);
 }
 
 }  // namespace
