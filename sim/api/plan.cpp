@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -63,9 +64,13 @@ std::string apply_reference(PlanArgs& o) {
   if (!o.osl) o.osl = 500;
   if (!o.ttft_ms) o.ttft_ms = 600;
   if (!o.itl_ms) o.itl_ms = 100;
-  if (!o.target_tps) o.target_tps = 10000;
-  return "reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge (16 H200), BF16, aggregated vs 1P1D "
-         "disaggregated, ISL 4000 / OSL 500, SLO TTFT 600 ms / ITL 100 ms, target 10000 output tok/s";
+  if (!o.target_tps && !o.target_rps) o.target_tps = 10000;
+  // Says what runs: the reference's values where the user gave none, the user's where they did.
+  const auto num = [](double v) { std::ostringstream s; s << v; return s.str(); };
+  return "reference study: " + o.model + " on " + std::to_string(o.nodes) + " x " + o.instance + ", " + o.precision +
+         ", aggregated vs 1P1D disaggregated, ISL " + std::to_string(*o.isl) + " / OSL " + std::to_string(*o.osl) +
+         ", SLO TTFT " + num(*o.ttft_ms) + " ms / ITL " + num(*o.itl_ms) + " ms, target " +
+         (o.target_rps ? num(*o.target_rps) + " requests/s" : num(*o.target_tps) + " output tok/s");
 }
 
 // Everything the points share: the deployments (memory plans, cost models) and the axis.

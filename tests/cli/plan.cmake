@@ -26,3 +26,7 @@ add_test(NAME cli_plan_mixed_instances COMMAND ${SS} plan --model nemotron-3-sup
          --prefill-instance p6-b200.48xlarge --concurrency 1,16 --format json)
 set_tests_properties(cli_plan_mixed_instances PROPERTIES PASS_REGULAR_EXPRESSION
   "p6-b200.48xlarge \\+ 1 x p5en.48xlarge.*\"instances_per_replica\": 2.*\"usd_per_hour\": [0-9.]+")
+# The reference study takes a rate target and says what ran (the user's ISL and rate, not the reference's).
+add_test(NAME cli_plan_reference_takes_a_rate COMMAND ${SS} plan --target-rps 20 --isl 2000 --concurrency 1,4 --requests 200)
+set_tests_properties(cli_plan_reference_takes_a_rate PROPERTIES PASS_REGULAR_EXPRESSION
+  "Ran the reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge, bf16, .*ISL 2000 / OSL 500.*target 20 requests/s")
