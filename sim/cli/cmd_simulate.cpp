@@ -657,6 +657,14 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     if (const std::string l = sim::overload_line(m, s.workload.rate_per_s); !l.empty()) out += l + "\n";
   out += "output_token_throughput  " + fixed(m.output_token_throughput_per_s, 1) + " tokens/sec (" +
          fixed(m.output_token_throughput_per_s / std::max(1, r.gpus), 1) + " per GPU)\n";
+  // Past a warm-up that runs on into the measured requests every measured send answers a finished
+  // request, so the sends' rate is the loop's; without a warm-up, or behind aiperf's phase barrier,
+  // the first round's sends all start at once and the rate reads low.
+  if (s.workload.arrival == workloads::Arrival::concurrency && m.steady_output_tps > 0 && m.warmup_request_count > 0 &&
+      !sim::resolved_frontend(s).client.warmup_barrier)
+    out += "  closed loop: aiperf's window (first send to last answer) holds the warm-up's requests in flight and the drain; "
+           "steady (measured sends' rate x mean answer), the figure plan, search and recommend read: " +
+           fixed(m.steady_output_tps, 1) + " tokens/sec (" + fixed(m.steady_output_tps / std::max(1, r.gpus), 1) + " per GPU)\n";
   out += "little's law check       request_throughput x mean request_latency = " +
          fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n";
   if (r.prefill_tokens > 0)

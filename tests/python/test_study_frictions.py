@@ -431,3 +431,17 @@ def test_a_rate_sweeps_curve_says_it_is_the_open_loop_arrival_rate():
     assert "open-loop arrival rate (8 GPUs)" in rate and not any("sweep" in t for t in rate), rate
     clients = labels(plot.latency_figure(dict(cols, concurrency=[1, 2])))
     assert "closed-loop clients (8 GPUs)" in clients and not any("sweep" in t for t in clients), clients
+
+
+def test_simulate_prints_the_steady_rate_plan_reads(exe):
+    # plan, search and recommend read a closed loop's steady rate; simulate printed only aiperf's
+    # window, a few % lower, so the same point read differently. By Little's law the steady rate is
+    # clients / mean request latency x mean answer; behind a phase barrier no steady line is given.
+    base = ["simulate", "--requests", "1000", "--warmup-requests", "200"]
+    text = run(exe, *base, "--warmup-until-steady")
+    steady = float(re.search(r"the figure plan, search and recommend read: ([0-9.]+) tokens/sec", text).group(1))
+    latency_ms = float(re.search(r"^request_latency +ms +([0-9.]+)", text, re.M).group(1))
+    osl = float(re.search(r"^output_sequence_length +tokens +([0-9.]+)", text, re.M).group(1))
+    clients = 32   # the embedded default scenario
+    assert abs(steady - clients / (latency_ms / 1e3) * osl) <= 0.02 * steady
+    assert "the figure plan, search and recommend read" not in run(exe, *base)
