@@ -667,6 +667,16 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     }
     return ev;
   };
+  // The folds' predictions with every parameter as fitted (but `restrict`), no choice made.
+  auto as_fitted = [&](const std::vector<bool>& restrict) {
+    std::vector<Evaluation> ev;
+    for (std::size_t f = 0; f < fold_x.size(); ++f) {
+      std::vector<bool> d = unmoved;
+      for (std::size_t j = 0; j < ps.size(); ++j) d[j] = d[j] || restrict[j];
+      ev.push_back(fold_eval(f, d));
+    }
+    return ev;
+  };
 
   // The gate, per metric, on the nested predictions of the whole set of points against the priors':
   // a metric whose cross-validated median |error| does not fall by its margin (TTFT 1 point, TPOT 0.4
@@ -675,7 +685,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // is one or two, and one lucky fold is not a gain), keeps its priors: the parameters that act on it
   // go back to theirs, and the ones that act on the other metric alone stay only when that metric
   // still falls by its margin with them alone and this one gets no worse by more than half a point.
-  // A few points of one load shape do not make a cluster's predictions worse.
+  // A few points of one load shape do not make a cluster's predictions worse. A metric falls only when
+  // it falls so in the folds' predictions with every parameter as fitted too: on the split's thirds
+  // of 5-7 points the nested predictions alone let TPOT-side parameters through whose gain did not
+  // hold (MiniMax-M2.5 B300 nightly seed 2, held out TTFT 4.5 -> 6.0 %, TPOT 4.6 -> 6.4 %).
   constexpr double kTtftMargin = 0.01, kTpotMargin = 0.004, kOtherTolerance = 0.005;
   struct Gate {
     double ttft_before = NAN, ttft_after = NAN, tpot_before = NAN, tpot_after = NAN;
@@ -707,9 +720,16 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     g.tpot_falls = k > 1 && g.tpot_after < g.tpot_before - kTpotMargin && agree(gi);
     return g;
   };
+  // Both sets of predictions: the nested one's figures, a fall only where both fall.
+  auto gate_both = [&](const std::vector<Evaluation>& ev, const std::vector<bool>& restrict) {
+    Gate g = gate(ev);
+    const Gate a = gate(as_fitted(restrict));
+    g.ttft_falls = g.ttft_falls && a.ttft_falls, g.tpot_falls = g.tpot_falls && a.tpot_falls;
+    return g;
+  };
   std::vector<bool> no_more(ps.size(), false);
   std::vector<Evaluation> cv = nested(no_more);
-  const Gate chosen_gate = gate(cv);
+  const Gate chosen_gate = gate_both(cv, no_more);
   Gate final_gate = chosen_gate;
   std::vector<bool> held_back(ps.size(), false);   // what the gate puts back at the priors
   std::string gate_txt;
@@ -721,7 +741,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     for (std::size_t j = 0; j < ps.size(); ++j) any = any || (!held_back[j] && !dropped[j]);
     if (any) {
       auto ev = nested(held_back);
-      const Gate g = gate(ev);
+      const Gate g = gate_both(ev, held_back);
       const bool ok = keep_ttft ? g.ttft_falls && !(g.tpot_after > g.tpot_before + kOtherTolerance)
                                 : g.tpot_falls && !(g.ttft_after > g.ttft_before + kOtherTolerance);
       if (ok) cv = std::move(ev), final_gate = g;
@@ -736,9 +756,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   auto pct_pair = [](double b, double a) { return pct(b) + " -> " + pct(a); };
   if (k > 1)
     gate_txt = "Gate (nested cross-validation, each fold predicted with the parameters chosen on the others): TTFT " +
-               pct_pair(chosen_gate.ttft_before, chosen_gate.ttft_after) + (chosen_gate.ttft_falls ? " falls" : " does not fall by 1 point") +
+               pct_pair(chosen_gate.ttft_before, chosen_gate.ttft_after) +
+               (chosen_gate.ttft_falls ? " falls" : " does not fall by 1 point (here or with every parameter as fitted)") +
                ", TPOT " + pct_pair(chosen_gate.tpot_before, chosen_gate.tpot_after) +
-               (chosen_gate.tpot_falls ? " falls" : " does not fall by 0.4 point") + "; " +
+               (chosen_gate.tpot_falls ? " falls" : " does not fall by 0.4 point (here or with every parameter as fitted)") + "; " +
                (kept_priors ? std::string("the profile keeps the priors")
                 : chosen_gate.ttft_falls && chosen_gate.tpot_falls ? std::string("every chosen parameter applies")
                 : std::string("only the parameters that act on ") + (chosen_gate.ttft_falls ? "TTFT" : "TPOT") + " alone apply") +
