@@ -6,7 +6,7 @@
 namespace servesim::hw {
 namespace {
 
-constexpr double kPrefillHalfTokens = 512;   // m at which a query takes half the prefill factor
+constexpr double kPrefillHalfTokens = 512;   // m at which a query takes half the prefill (and half the decode) factor
 
 OpTime scaled(OpTime t, double f) {
   t.seconds *= f;
@@ -18,9 +18,10 @@ class Scaled final : public KernelModel {
  public:
   Scaled(const KernelModel& base, const KernelScales& s) : b_(base), s_(s) {}
 
-  // The prefill factor's share for a query of m tokens.
+  // The prefill factor's share for a query of m tokens, and the decode factor's (the rest).
   double compute(double f, double m) const {
-    return s_.prefill == 1 ? f : f * std::pow(s_.prefill, m / (m + kPrefillHalfTokens));
+    const double w = m / (m + kPrefillHalfTokens);
+    return f * (s_.prefill == 1 ? 1 : std::pow(s_.prefill, w)) * (s_.decode == 1 ? 1 : std::pow(s_.decode, 1 - w));
   }
   OpTime gemm(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const override {
     return scaled(b_.gemm(m, n, k, p), compute(s_.gemm, double(m)));
@@ -32,7 +33,7 @@ class Scaled final : public KernelModel {
     return scaled(b_.attention_prefill(batch, seq, heads, kv_heads, head_dim, kv, window), s_.attention * s_.prefill);
   }
   OpTime attention_decode(int batch, std::int64_t context, int heads, int kv_heads, int head_dim, Precision kv, int window) const override {
-    return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention * s_.decode_attention);
+    return scaled(b_.attention_decode(batch, context, heads, kv_heads, head_dim, kv, window), s_.attention * s_.decode_attention * s_.decode);
   }
   OpTime encoder_attention(int batch, std::int64_t seq, int heads, int head_dim) const override {
     return scaled(b_.encoder_attention(batch, seq, heads, head_dim), s_.attention * s_.prefill);
@@ -60,10 +61,11 @@ class Scaled final : public KernelModel {
     return scaled(b_.transfer(bytes, cross_node, instance), s_.communication);
   }
   std::string provenance() const override {
-    char buf[240];
+    char buf[280];
     std::snprintf(buf, sizeof buf,
-                  "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g, decode attention x%.3g",
-                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill, s_.decode_attention);
+                  "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g, decode x%.3g, "
+                  "decode attention x%.3g",
+                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill, s_.decode, s_.decode_attention);
     return b_.provenance() + buf;
   }
 

@@ -16,10 +16,14 @@ namespace servesim::hw {
 // chunk 89 %): a cluster whose tensor throughput differs from the tables' more than its bandwidth.
 // decode_attention: a further factor on decode attention alone (paged attention over the KV cache,
 // bound by HBM bandwidth and growing with the context, where prefill attention is compute-bound).
+// decode: prefill's counterpart on bandwidth-bound work, whatever its family: decode attention whole,
+// and a GEMM or MoE query of m tokens with weight 512 / (m + 512) (a decode batch of 16 takes 97 % of
+// it, a 4,096-token chunk 11 %): a cluster whose HBM-bound steps differ from the tables more than its
+// prefill (the two together are a prefill and a decode time scale).
 struct KernelScales {
-  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1;
+  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1, decode = 1;
   bool identity() const {
-    return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1;
+    return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1 && decode == 1;
   }
   bool operator==(const KernelScales&) const = default;
 };

@@ -12,8 +12,9 @@
 namespace servesim::sim {
 
 namespace {
-const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale", "decode_attention_scale",
-                              "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms", "request_latency_ms", "spread_factor"};
+const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale", "decode_scale",
+                              "decode_attention_scale", "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms",
+                              "request_latency_ms", "first_token_floor_ms", "spread_factor"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
     if (n == k) return true;
@@ -91,12 +92,13 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     return c ? c->value : d;
   };
   p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1),
-               val("prefill_scale", 1), val("decode_attention_scale", 1)};
+               val("prefill_scale", 1), val("decode_attention_scale", 1), val("decode_scale", 1)};
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.step_gpu_ms = val("step_gpu_ms", 0);
   p.request_overhead_ms = val("request_overhead_ms", 0);
   p.request_latency_ms = val("request_latency_ms", 0);
+  p.first_token_floor_ms = val("first_token_floor_ms", 0);
   p.spread_factor = val("spread_factor", 1);
   if (j.contains("cross_validation")) p.cross_validation = j["cross_validation"];
   if (j.contains("bands") && !j["bands"].is_null()) p.bands = validate::parse_bands(j["bands"], file + ": bands");
@@ -143,11 +145,13 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "communication_scale") a.kernels.communication = c.value;
     else if (c.name == "prefill_scale") a.kernels.prefill = c.value;
     else if (c.name == "decode_attention_scale") a.kernels.decode_attention = c.value;
+    else if (c.name == "decode_scale") a.kernels.decode = c.value;
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "step_gpu_ms") a.step_gpu_ms = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
     else if (c.name == "request_latency_ms") a.request_latency_ms = c.value;
+    else if (c.name == "first_token_floor_ms") a.first_token_floor_ms = c.value;
     else if (c.name == "spread_factor") a.spread_factor = c.value;
   }
   a.bands = same_gpu && same_engine && !p.bands.cells.empty();

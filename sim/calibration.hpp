@@ -17,8 +17,8 @@ namespace servesim::sim {
 
 struct CalibratedParameter {
   std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, prefill_scale,
-                            // decode_attention_scale, step_cpu_factor,
-                            // step_gpu_ms, step_overhead_factor, request_overhead_ms, request_latency_ms, spread_factor
+                            // decode_scale, decode_attention_scale, step_cpu_factor, step_gpu_ms,
+                            // step_overhead_factor, request_overhead_ms, request_latency_ms, first_token_floor_ms, spread_factor
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"
   std::string scope;        // what it transfers to: "gpu+engine" (this GPU, its node, this engine build)
@@ -35,6 +35,7 @@ struct CalibrationProfile {
   double step_gpu_ms = 0;                      // GPU-side time added to every step's forward
   double request_overhead_ms = 0;              // added to the API server's time per request (serial: queues)
   double request_latency_ms = 0;               // latency per request the client sees and the engine does not (no queue)
+  double first_token_floor_ms = 0;             // the shortest first token the client sees: TTFT = max(simulated, floor)
   double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
   nlohmann::json cross_validation;             // k-fold error before / after per metric
   validate::BandTable bands;                   // from the cross-validated residuals
@@ -56,7 +57,7 @@ struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
   double step_cpu_factor = 1, step_overhead_factor = 1, step_gpu_ms = 0, request_overhead_ms = 0, request_latency_ms = 0,
-         spread_factor = 1;
+         first_token_floor_ms = 0, spread_factor = 1;
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header

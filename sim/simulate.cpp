@@ -165,6 +165,7 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
     const AppliedCalibration a = applicable(*s.calibration, gpu, prof.name, "");
     f.api.request.mean_s += a.request_overhead_ms * 1e-3;
     f.client.request_latency_s += a.request_latency_ms * 1e-3;
+    f.client.first_token_floor_s = std::max(f.client.first_token_floor_s, a.first_token_floor_ms * 1e-3);
   }
   return f;
 }
@@ -316,7 +317,7 @@ SimResult run_prepared(const Prepared& p, const Scenario& s, const workloads::Wo
   for (int i = 0; i < p.replicas; ++i) r.metrics.add_replica("replica-" + std::to_string(i));
   AggregatedCluster cluster(cluster_shape(p, s, w.seed), lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
   auto workload = workloads::make_workload(closed_loop_lengths(w, p.engine));   // Deployment::run does its own
-  MetricsSink sink(r.metrics, p.frontend.client.request_latency_s);
+  MetricsSink sink(r.metrics, p.frontend.client);
   if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
     SessionSink turns(sink, *sessions);
     r.end_s = cluster.run(*workload, turns);

@@ -16,6 +16,9 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --servesim build/servesim --seeds 1,2,3
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
 
+Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
+that act on the other metric alone apply), A no point of the third measures the first-token floor.
+
 Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
 """
 import argparse
@@ -127,6 +130,7 @@ def one(servesim, header, pts, seed, tmp, extra):
     return {"seed": seed, "train": len(train), "held_out": len(test),
             "ttft": [before[0], after[0]], "tpot": [before[1], after[1]],
             "kept_priors": bool(cv.get("kept_priors")),
+            "priors_kept_for": cv.get("priors_kept_for", []),
             "anchored": bool(cal.get("first_token_floor_anchored")),
             "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]}}
 
@@ -141,7 +145,9 @@ def verdict(r):
 def cell(r):
     (t0, t1), (i0, i1) = r["ttft"], r["tpot"]
     meets, worse = verdict(r)
-    flags = ("K" if r["kept_priors"] else "") + ("A" if r["anchored"] else "")
+    kept_for = r.get("priors_kept_for", [])
+    flags = ("K" if r["kept_priors"] else "Kt" if kept_for == ["ttft"] else "Kp" if kept_for == ["tpot"] else "") + \
+        ("A" if r["anchored"] else "")
     return f"{t0:.1f} -> {t1:.1f} / {i0:.1f} -> {i1:.1f}" + (" " + flags if flags else "") + \
         (" (worse)" if worse else " meets" if meets else "")
 

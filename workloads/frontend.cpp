@@ -83,12 +83,16 @@ double FrontendConfig::step_out_s(int requests, std::uint64_t& rng) const {
   return (api.output_step_s + api.output_s_per_request * double(requests)) * lognormal_factor(api.cv, rng);
 }
 
+nlohmann::json FrontendConfig::client_json() const {
+  nlohmann::json c = {{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier}};
+  if (client.request_latency_s > 0) c["request_latency_ms"] = client.request_latency_s * 1e3;
+  if (client.first_token_floor_s > 0) c["first_token_floor_ms"] = client.first_token_floor_s * 1e3;
+  return c;
+}
+
 nlohmann::json FrontendConfig::to_json() const {
   return {{"enabled", enabled},
-          {"client", client.request_latency_s > 0
-                         ? nlohmann::json{{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier},
-                                          {"request_latency_ms", client.request_latency_s * 1e3}}
-                         : nlohmann::json{{"network_ms", client.network.to_json_ms()}, {"warmup_barrier", client.warmup_barrier}}},
+          {"client", client_json()},
           {"api_server",
            {{"api_server_count", api.api_server_count},
             {"request_ms", api.request.to_json_ms()},

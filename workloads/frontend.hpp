@@ -41,6 +41,12 @@ struct ClientConfig {                   // aiperf's side
   // request_latency_ms). The client sees it; the engine's arrivals do not move (sim/engine/metrics_sink.hpp).
   // 0 without a calibration.
   double request_latency_s = 0;
+  // A user calibration's shortest first token (first_token_floor_ms): the client's TTFT is at least
+  // this, whatever the engine took (the engine's minimum first-token path: the request's hand-off to
+  // the engine core, its first schedule, the detokenised first chunk back), and the request's later
+  // tokens move with it. Unlike request_latency_s it adds nothing where the engine's own first token
+  // is already later (long prompts, a queue). 0 without a calibration.
+  double first_token_floor_s = 0;
   // aiperf runs the warm-up phase to completion before the profiling phase starts all clients
   // together again (prior: true).
   bool warmup_barrier = true;
@@ -74,6 +80,7 @@ struct FrontendConfig {
   double request_in_s(std::int64_t prompt_tokens, std::uint64_t& rng) const;
   double step_out_s(int requests, std::uint64_t& rng) const;
   nlohmann::json to_json() const;
+  nlohmann::json client_json() const;   // the client part of to_json()
 };
 
 // Reads the API-server fields of a JSON object (an engine profile's "api_server", or a

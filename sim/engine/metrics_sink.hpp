@@ -6,6 +6,7 @@
 
 #include "sim/engine/cluster.hpp"
 #include "sim/metrics.hpp"
+#include "workloads/frontend.hpp"
 
 namespace servesim::sim {
 
@@ -18,14 +19,22 @@ class MetricsSink : public RequestSink {
   // run in step, which prompts arrive behind another's prefill (on the calibration split 54 ms of it
   // added 121 ms to 8k-token prompts at 4 clients, MiniMax-M2.5 H200 vLLM 0.18), where the measured
   // runs, whose clients drift apart, show the floor on short prompts only.
-  explicit MetricsSink(MetricsCollector& m, double client_latency_s = 0) : m_(&m), client_latency_s_(client_latency_s) {}
+  //
+  // `first_token_floor_s`: the shortest first token the client sees (a calibration's
+  // first_token_floor_ms): a request whose first token came sooner has it, and its later tokens, moved
+  // to the floor; one whose first token is later (a long prompt, a queue) is not moved. Applied after
+  // the engine, like the latency: the engine's timing does not move.
+  explicit MetricsSink(MetricsCollector& m, double client_latency_s = 0, double first_token_floor_s = 0)
+      : m_(&m), client_latency_s_(client_latency_s), first_token_floor_s_(first_token_floor_s) {}
+  MetricsSink(MetricsCollector& m, const workloads::ClientConfig& c) : MetricsSink(m, c.request_latency_s, c.first_token_floor_s) {}
   void on_finished(const Request& r) override {
     RequestRecord rec;
     rec.id = r.id;
     rec.arrival_s = r.sent_s;
-    rec.first_token_s = r.first_token_s + client_latency_s_;
-    rec.second_token_s = r.second_token_s + client_latency_s_;
-    rec.finish_s = r.finish_s + client_latency_s_;
+    const double late = client_latency_s_ + std::max(0.0, first_token_floor_s_ - (r.first_token_s - r.sent_s));
+    rec.first_token_s = r.first_token_s + late;
+    rec.second_token_s = r.second_token_s + late;
+    rec.finish_s = r.finish_s + late;
     rec.input_tokens = r.input_tokens;
     rec.output_tokens = std::max<std::int64_t>(0, r.output_tokens - r.preamble_tokens);
     rec.warmup = r.warmup;
@@ -41,7 +50,7 @@ class MetricsSink : public RequestSink {
 
  private:
   MetricsCollector* m_;
-  double client_latency_s_ = 0;
+  double client_latency_s_ = 0, first_token_floor_s_ = 0;
   bool measuring_ = false;
 };
 

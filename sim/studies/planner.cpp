@@ -575,7 +575,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
       if (!planned) shape.replicas = out.roles[0].peak_workers;
       AggregatedCluster cluster(shape, lockstep_engine(p.engine, p.plan.dp), *p.cost, &p.frontend);
       MetricsCollector metrics;
-      MetricsSink msink(metrics, p.frontend.client.request_latency_s);
+      MetricsSink msink(metrics, p.frontend.client);
       IntervalSink sink(msink, stats);
       AggregatedControl control(planner);
       if (planned) {

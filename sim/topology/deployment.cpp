@@ -175,6 +175,7 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
         applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "");
     frontend_->api.request.mean_s += a.request_overhead_ms * 1e-3;
     frontend_->client.request_latency_s += a.request_latency_ms * 1e-3;
+    frontend_->client.first_token_floor_s = std::max(frontend_->client.first_token_floor_s, a.first_token_floor_ms * 1e-3);
   }
 }
 
@@ -261,7 +262,7 @@ PointResult Deployment::run(const workloads::WorkloadConfig& given, MetricsColle
                                                                agg_.plan.block_size, spec_.engine.max_num_batched_tokens);
     AggregatedCluster cluster(shape, with_block_size(engine_for(WorkerRole::aggregated), agg_.plan), *agg_.cost,
                               frontend_ ? &*frontend_ : nullptr);
-    MetricsSink sink(metrics, frontend_ ? frontend_->client.request_latency_s : 0);
+    MetricsSink sink = frontend_ ? MetricsSink(metrics, frontend_->client) : MetricsSink(metrics);
     if (const auto* sessions = dynamic_cast<const workloads::SessionWorkload*>(workload.get())) {
       SessionSink turns(sink, *sessions);
       out.end_s = cluster.run(*workload, turns);
