@@ -210,8 +210,7 @@ void AggregatedCluster::step_start(int w, double now_s) {
   kv_events(w, now_s);
   const VllmScheduler& sched = worker.scheduler();
   const auto& pool = sched.pool();
-  const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
-  sink_->on_step(w, now_s, seconds, sched.num_scheduled(), kv_util());
+  sink_->on_step(w, now_s, seconds, sched.num_scheduled(), pool.utilization());
   double end_s = now_s + seconds;
   // Steady decode: while the step in flight ends before any other event and the cycle after it
   // only moves every running request one token on, run its end and the next start here, in the
@@ -225,7 +224,7 @@ void AggregatedCluster::step_start(int w, double now_s) {
           emit_time(w, t, sched.num_emitting());   // the frontend's draws, in stream order
           ++release_seq_;
         },
-        [&](double t, double step_s) { sink_->on_step(w, t, step_s, sched.num_scheduled(), kv_util()); });
+        [&](double t, double step_s) { sink_->on_step(w, t, step_s, sched.num_scheduled(), pool.utilization()); });
   queue_.push(end_s, EventKind::step_end, w);
 }
 

@@ -86,7 +86,11 @@ bool Worker::replays_full_graph(std::int64_t tokens, bool uniform_decode, int pe
 }
 
 double Worker::launch_seconds(std::int64_t tokens, bool uniform_decode, int per_seq) const {
-  if (replays_full_graph(tokens, uniform_decode, per_seq)) return 0.0;   // one full-graph replay
+  return launch_seconds_given(replays_full_graph(tokens, uniform_decode, per_seq), tokens, uniform_decode);
+}
+
+double Worker::launch_seconds_given(bool full_graph, std::int64_t tokens, bool uniform_decode) const {
+  if (full_graph) return 0.0;                                  // one full-graph replay
   if (tokens > graph_tokens_ || decode_only_graphs_ || (uniform_decode && full_graphs_))
     return launch_full_s_;                                     // no graph: every kernel from the host
   return launch_piecewise_s_;                                  // piecewise graphs, attention/Mamba eager
@@ -147,7 +151,8 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   const bool uniform = batch->prefill_seqs == 0 && batch->vision_tiles == 0;
   double gpu_s;
   const int per_seq = batch->tokens_per_decode_seq;
-  if (replays_full_graph(tokens, uniform, per_seq)) {
+  const bool full_graph = replays_full_graph(tokens, uniform, per_seq);
+  if (full_graph) {
     // Uniform decode replays the graph of the next capture size: padded sequences join the batch
     // (without padding but with attention DP, the dummy requests that bring every rank to the
     // busiest rank's share).
@@ -163,7 +168,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   gpu_s += step_gpu_s_;
   if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
     gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
-  const double launch_s = launch_seconds(tokens, uniform, per_seq);
+  const double launch_s = launch_seconds_given(full_graph, tokens, uniform);
   const double cpu_s = overhead_s_ + overhead_per_seq_s_ * sched_.num_scheduled();
   const double ready_s = sched_s + cpu_s;                 // inputs prepared, first kernel can be issued
   const double gpu_start_s = std::max(now_s, ready_s);

@@ -205,6 +205,8 @@ class Worker {
   double launch_full_s_;         // one forward's kernels launched from the host
   double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
   int dp_ = 1;                   // attention DP ranks in lockstep (EngineConfig::lockstep_dp)
+  // launch_seconds() once replays_full_graph() is known (run_batch asks it once per step).
+  double launch_seconds_given(bool full_graph, std::int64_t tokens, bool uniform_decode) const;
   bool full_graphs_;             // uniform decode replays one full graph (FULL_AND_PIECEWISE, FULL_DECODE_ONLY)
   bool decode_only_graphs_;      // FULL_DECODE_ONLY: every other step launches eagerly (SGLang, TRT-LLM)
   bool padding_;                 // a decode batch is padded to the next capture size (off: TRT-LLM)

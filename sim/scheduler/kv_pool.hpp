@@ -26,6 +26,8 @@ class KvBlockPool {
   std::int64_t peak_used() const { return peak_used_; }
   std::int64_t allocatable() const { return capacity_ - used_; } // empty + evictable cached
   std::int64_t cached() const { return lru_size_; }             // free but still hashed
+  // Share of the blocks held by requests (0 for an empty pool): the KV utilisation steps sample.
+  double utilization() const { return capacity_ > 0 ? double(used_) / double(capacity_) : 0.0; }
   bool prefix_caching() const { return prefix_caching_; }
 
   // Takes n anonymous blocks, evicting least-recently-freed cached blocks when the empty ones

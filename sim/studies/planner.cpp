@@ -206,8 +206,7 @@ class Planner {
         if (state_[static_cast<std::size_t>(i)] != State::ready) continue;
         const Worker& w = f.worker(i);
         queued += double(w.scheduler().waiting_tokens());
-        const auto& pool = w.scheduler().pool();
-        kv += pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0;
+        kv += w.scheduler().pool().utilization();
         ++n;
       }
       if (n == 0) continue;

@@ -279,8 +279,7 @@ void DisaggregatedCluster::step_start(int w, double now_s) {
   if (seconds < 0) return;
   const VllmScheduler& sched = worker.scheduler();
   const auto& pool = sched.pool();
-  const auto kv_util = [&pool] { return pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0; };
-  metrics_->add_worker_sample(w, now_s, seconds, sched.num_scheduled(), kv_util());
+  metrics_->add_worker_sample(w, now_s, seconds, sched.num_scheduled(), pool.utilization());
   if (w < shape_.prefill.count || !run_stretch(w, now_s + seconds, false)) queue_.push(now_s + seconds, EventKind::step_end, w);
 }
 
@@ -303,8 +302,7 @@ bool DisaggregatedCluster::run_stretch(int w, double end_s, bool resume) {
   const int done = worker.run_steady(
       end_s, [&](double t) { return t_net > t && (queue_.empty() || queue_.top().time_s > t); }, [](double) {},
       [&](double t, double step_s) {
-        metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(),
-                                    pool.capacity() > 0 ? double(pool.used()) / double(pool.capacity()) : 0.0);
+        metrics_->add_worker_sample(w, t, step_s, sched.num_scheduled(), pool.utilization());
       },
       resume);
   untouched = 1;
