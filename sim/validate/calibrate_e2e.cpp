@@ -671,24 +671,22 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       if (g != f) others.push_back(g);
     fold_choice.push_back(choose(others));
   }
-  auto nested = [&](const std::vector<bool>& restrict) {
+  // Each fold predicted with the parameters `held(f)` holds back, and `restrict` too.
+  auto predicted = [&](auto&& held, const std::vector<bool>& restrict) {
     std::vector<Evaluation> ev;
     for (std::size_t f = 0; f < fold_x.size(); ++f) {
-      std::vector<bool> d = fold_choice[f];
+      std::vector<bool> d = held(f);
       for (std::size_t j = 0; j < ps.size(); ++j) d[j] = d[j] || restrict[j];
       ev.push_back(fold_eval(f, d));
     }
     return ev;
   };
+  auto nested = [&](const std::vector<bool>& restrict) {
+    return predicted([&](std::size_t f) -> const std::vector<bool>& { return fold_choice[f]; }, restrict);
+  };
   // The folds' predictions with every parameter as fitted (but `restrict`), no choice made.
   auto as_fitted = [&](const std::vector<bool>& restrict) {
-    std::vector<Evaluation> ev;
-    for (std::size_t f = 0; f < fold_x.size(); ++f) {
-      std::vector<bool> d = unmoved;
-      for (std::size_t j = 0; j < ps.size(); ++j) d[j] = d[j] || restrict[j];
-      ev.push_back(fold_eval(f, d));
-    }
-    return ev;
+    return predicted([&](std::size_t) -> const std::vector<bool>& { return unmoved; }, restrict);
   };
 
   // The gate, per metric, on the nested predictions of the whole set of points against the priors':
