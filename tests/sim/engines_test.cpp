@@ -375,6 +375,27 @@ TEST(Engines, MemoryPlannersPoolSizes) {
   }
 }
 
+// What does not limit SGLang 0.5.6's Llama-3.1-8B rows on the H200 at 352-512 clients (docs/engines.md,
+// SGLang's TTFT on the H200): at TP1 the pool holds every client's prompt + answer of the 352-client
+// rows (352 x (1,000 + 1,000) = 704,000 tokens; 256 x (1,000 + 2,000) = 768,000) and the request slots,
+// min(max(tokens / 131,072 x 512, 2,048), 4,096), are over 3,500; at TP8 (8 KV heads, one a rank:
+// 16 KiB a token) the pool is over 8 M tokens and the slots 4,096. Decode graphs go to 256 sequences
+// below TP4 and 512 from TP4 (reference A2), so the 512-client rows decode eagerly at TP1-2 only.
+TEST(Engines, SglangLlamaH200RowsFitThePoolAndSlots) {
+  const auto& m = models::model("llama-3.1-8b");
+  const auto& gpu = hw::Catalog::global().gpu("H200");
+  for (int tp : {1, 8}) {
+    const EngineConfig e = profiled("sglang-0.5.6", "H200", tp);
+    const auto p = models::plan_memory(m, gpu, hw::Precision::bf16, {tp, 1, 1}, e.memory_config(hw::Precision::bf16));
+    EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 131072.0 / tp);
+    const std::int64_t tokens = p.num_kv_blocks * p.block_size;
+    EXPECT_GT(tokens, tp == 1 ? 768000 : 8000000) << tp;
+    EXPECT_EQ(p.max_num_seqs, std::min<std::int64_t>(std::max<std::int64_t>(tokens * 512 / 131072, 2048), 4096)) << tp;
+    EXPECT_GT(p.max_num_seqs, 3500) << tp;
+    EXPECT_EQ(e.max_cudagraph_capture_size, tp < 4 ? 256 : 512) << tp;
+  }
+}
+
 // A step costs 1 ms whatever it holds (prefill or decode).
 class MillisecondStep : public models::StepCostModel {
  public:
