@@ -84,7 +84,7 @@ Stats compute_stats(std::vector<double>& values) {
   // `<=` sends a NaN to the sort, as before.
   bool ascending = true;
   for (std::size_t i = 1; i < values.size() && ascending; ++i) ascending = values[i - 1] <= values[i];
-  if (!ascending) std::sort(values.begin(), values.end());
+  if (!ascending) sort_values(values);
   double sum = 0;
   for (double x : values) sum += x;
   s.avg = sum / static_cast<double>(values.size());
@@ -212,7 +212,7 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
       s.in_flight_at_open += sent[i] <= from && finish_s_[i] > from;
       s.in_flight_at_end += finish_s_[i] > to;
     }
-    std::sort(sent.begin(), sent.end());
+    sort_values(sent);
     const auto at_first = std::upper_bound(sent.begin(), sent.end(), sent.front()) - sent.begin();
     if (sent.back() > sent.front())
       s.steady_output_tps = double(std::ptrdiff_t(n) - at_first) / (sent.back() - sent.front()) *
