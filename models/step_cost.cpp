@@ -381,7 +381,7 @@ class Model final : public StepCostModel {
   }
   double decode_seconds(const DecodeSplit& s, std::int64_t context_tokens) const override {
     const std::int64_t c = par_.dp > 1 ? shared_context(context_tokens, s.shared_seqs, s.seqs) : context_tokens;
-    double total = s.head + attn_decode_s(s.per_seq_s, s.dec_tokens, c, s.tokens_per_seq);
+    double total = s.head + attn_decode_s(s.per_seq_s, s.cold_base_s, s.dec_tokens, c, s.tokens_per_seq);
     for (int i = 0; i < s.tails; ++i) total += s.tail[i];
     return total;
   }
@@ -463,11 +463,11 @@ class Model final : public StepCostModel {
               return m_.qk_norm_per_layer ? qk_norm_per_layer(M) : km_.memory_bound(M * double(aheads_ + akv_) * m_.head_dim * 4);
             });
       if (b.decode_seqs > 0) {
-        const double per_seq = attn_dec_per_seq_(dec_tokens);
-        const double t = attn_decode_s(per_seq, dec_tokens, b.decode_context_tokens, b.tokens_per_decode_seq);
-        if (split) {
-          *split = DecodeSplit{true, replica_batch.decode_seqs, b.decode_seqs, b.tokens_per_decode_seq, dec_tokens, per_seq, total};
-        }
+        const double per_seq = attn_dec_per_seq_(dec_tokens), cold_base = decode_cold_base_s(dec_tokens);
+        const double t = attn_decode_s(per_seq, cold_base, dec_tokens, b.decode_context_tokens, b.tokens_per_decode_seq);
+        if (split)
+          *split = DecodeSplit{true, replica_batch.decode_seqs, b.decode_seqs, b.tokens_per_decode_seq, dec_tokens, per_seq,
+                               cold_base, total};
         add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
             t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
@@ -730,20 +730,27 @@ class Model final : public StepCostModel {
   hw::ColdWeights attn_cold_;
   double attn_kv_bytes_per_token_ = 0, attn_q_bytes_per_seq_ = 0;  // K + V at the KV dtype; q in + out, BF16
   // The attention layers' decode term at `ctx` context tokens of the (busiest rank's) batch,
-  // per_seq = attn_dec_per_seq_(dec_tokens): sliding layers read at most the window per sequence
-  // (the batch's average context, capped); sinks add one logit per head and query.
-  double attn_decode_s(double per_seq, double dec_tokens, std::int64_t ctx, int tokens_per_seq) const {
+  // per_seq = attn_dec_per_seq_(dec_tokens), cold_base = decode_cold_base_s(dec_tokens): sliding
+  // layers read at most the window per sequence (the batch's average context, capped); sinks add
+  // one logit per head and query. A kind without layers adds nothing (not 0 x its term).
+  double attn_decode_s(double per_seq, double cold_base, double dec_tokens, std::int64_t ctx, int tokens_per_seq) const {
     const double ctx_reads = double(ctx) * tokens_per_seq + (m_.attention_sinks ? dec_tokens : 0);
-    const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
-    return n_full_ * (per_seq + attn_dec_per_token_ * ctx_reads + decode_cold_s(dec_tokens, ctx_reads)) +
-           n_swa_ * (per_seq + attn_dec_per_token_ * swa_reads + decode_cold_s(dec_tokens, swa_reads));
+    double full = 0, swa = 0;
+    if (n_full_) full = n_full_ * (per_seq + attn_dec_per_token_ * ctx_reads + decode_cold_s(dec_tokens, ctx_reads, cold_base));
+    if (n_swa_) {
+      const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
+      swa = n_swa_ * (per_seq + attn_dec_per_token_ * swa_reads + decode_cold_s(dec_tokens, swa_reads, cold_base));
+    }
+    return full + swa;
   }
   // One decode-attention layer's cold-KV term at `reads` KV tokens for `seqs` query tokens, less
-  // what the per-sequence table (one KV token each) already holds.
-  double decode_cold_s(double seqs, double reads) const {
+  // what the per-sequence table (one KV token each) already holds (`base`, decode_cold_base_s).
+  double decode_cold_base_s(double seqs) const {
+    return attn_cold_.max_bytes <= 0 ? 0 : attn_cold_.seconds(attn_kv_bytes_per_token_ * seqs + attn_q_bytes_per_seq_ * seqs);
+  }
+  double decode_cold_s(double seqs, double reads, double base) const {
     if (attn_cold_.max_bytes <= 0) return 0;
-    const double q = attn_q_bytes_per_seq_ * seqs;
-    return attn_cold_.seconds(attn_kv_bytes_per_token_ * reads + q) - attn_cold_.seconds(attn_kv_bytes_per_token_ * seqs + q);
+    return attn_cold_.seconds(attn_kv_bytes_per_token_ * reads + attn_q_bytes_per_seq_ * seqs) - base;
   }
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;

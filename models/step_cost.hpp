@@ -54,7 +54,7 @@ struct DecodeSplit {
   bool valid = false;        // false: the model has no such form for this batch (call seconds())
   int seqs = 0, shared_seqs = 0, tokens_per_seq = 1;   // decode sequences, the busiest DP rank's share
   double dec_tokens = 0;     // the rank's decode tokens
-  double per_seq_s = 0;      // the context-free part of the context's term
+  double per_seq_s = 0, cold_base_s = 0;   // the context-free parts of the context's term
   double head = 0;
   static constexpr int kMaxTail = 12;
   double tail[kMaxTail] = {};

@@ -135,22 +135,10 @@ int MetricsCollector::add_replica(std::string name) {
   return static_cast<int>(replicas_.size()) - 1;
 }
 
-void MetricsCollector::add_worker_sample(int replica, double start_s, double step_s, int batch_seqs,
-                                         double kv_utilization) {
-  if (replica < 0) return;
-  if (static_cast<std::size_t>(replica) >= replicas_.size()) {
-    const std::size_t old = replicas_.size();
-    replicas_.resize(static_cast<std::size_t>(replica) + 1);
-    for (std::size_t k = old; k < replicas_.size(); ++k) replicas_[k].name = "replica " + std::to_string(k);
-  }
-  if (start_s < worker_from_s_) return;
-  ReplicaAcc& a = replicas_[static_cast<std::size_t>(replica)];
-  ++a.steps;
-  a.busy_s += step_s;
-  a.batch_time += step_s * batch_seqs;
-  a.kv_time += step_s * kv_utilization;
-  a.max_batch = std::max(a.max_batch, batch_seqs);
-  a.max_kv = std::max(a.max_kv, kv_utilization);
+void MetricsCollector::add_replicas_up_to(int replica) {
+  const std::size_t old = replicas_.size();
+  replicas_.resize(static_cast<std::size_t>(replica) + 1);
+  for (std::size_t k = old; k < replicas_.size(); ++k) replicas_[k].name = "replica " + std::to_string(k);
 }
 
 void MetricsCollector::set_input_config(const nlohmann::json& config) { input_config_ = config.dump(); }

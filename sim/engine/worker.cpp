@@ -158,7 +158,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
     // busiest rank's share).
     const std::int64_t padded = padded_tokens(rank_aligned_tokens(tokens, per_seq));
     models::StepBatch b = *batch;
-    const int seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
+    const int seqs = std::max(b.decode_seqs, static_cast<int>(per_seq == 1 ? padded : padded / per_seq));
     b.graph_padding_seqs = seqs - b.decode_seqs;
     b.decode_seqs = seqs;
     gpu_s = step_seconds(b);
