@@ -72,14 +72,18 @@ OpTime sum(std::initializer_list<OpTime> ops) {
 // balances requests over ranks by load, so a rank runs ceil(n / dp) of the decodes and of the
 // prefill chunks (at the average chunk length), and every rank waits for the busiest one at the
 // MoE layers' collectives.
+// The busiest rank's context tokens: its `shared` of the `seqs` decode sequences at their average.
+std::int64_t shared_context(std::int64_t context_tokens, int shared, int seqs) {
+  return std::int64_t(std::llround(double(context_tokens) * shared / seqs));
+}
+
 StepBatch rank_share(const StepBatch& b, int dp) {
   if (dp <= 1) return b;
   auto share = [dp](int n) { return (n + dp - 1) / dp; };
   StepBatch r = b;
   r.decode_seqs = share(b.decode_seqs);
   r.graph_padding_seqs = share(b.graph_padding_seqs);
-  if (b.decode_seqs > 0)
-    r.decode_context_tokens = std::int64_t(std::llround(double(b.decode_context_tokens) * r.decode_seqs / b.decode_seqs));
+  if (b.decode_seqs > 0) r.decode_context_tokens = shared_context(b.decode_context_tokens, r.decode_seqs, b.decode_seqs);
   r.prefill_seqs = share(b.prefill_seqs);
   if (b.prefill_seqs > 0) {
     const double f = double(r.prefill_seqs) / b.prefill_seqs;
@@ -367,6 +371,20 @@ class Model final : public StepCostModel {
   }
 
   double seconds(const StepBatch& b) const override { return eval(b, nullptr); }
+  // Only the attention layers' decode term reads the context (MLA's terms do too: not split).
+  DecodeSplit decode_split(const StepBatch& b) const override {
+    DecodeSplit s;
+    if (n_attn_ && !n_mla_ && b.decode_seqs > 0 && b.tokens_per_decode_seq > 0 && b.prefill_seqs == 0 &&
+        b.prefill_tokens == 0 && b.prefill_attention_pairs == 0 && b.vision_tiles == 0)
+      eval(b, nullptr, &s);
+    return s;
+  }
+  double decode_seconds(const DecodeSplit& s, std::int64_t context_tokens) const override {
+    const std::int64_t c = par_.dp > 1 ? shared_context(context_tokens, s.shared_seqs, s.seqs) : context_tokens;
+    double total = s.head + attn_decode_s(s.per_seq_s, s.cold_base_s, s.dec_tokens, c, s.tokens_per_seq);
+    for (int i = 0; i < s.tails; ++i) total += s.tail[i];
+    return total;
+  }
   double encoder_seconds(int tiles) const override { return m_.has_vision ? vision_(tiles) : 0.0; }
 
   StepTime breakdown(const StepBatch& b) const override {
@@ -379,8 +397,9 @@ class Model final : public StepCostModel {
   LaunchCounts launch_counts() const override { return launch_counts_; }
 
  private:
-  // The whole step; when `parts` is given, also one line per op group with what bounds it.
-  double eval(const StepBatch& replica_batch, std::vector<StepPart>* parts) const {
+  // The whole step; when `parts` is given, also one line per op group with what bounds it; when
+  // `split` is, the terms around the decode attention's (decode_split()).
+  double eval(const StepBatch& replica_batch, std::vector<StepPart>* parts, DecodeSplit* split = nullptr) const {
     // With attention data parallelism every layer but the routed experts runs on the busiest
     // rank's share; the routed experts see all ranks' tokens, padded to that share.
     const StepBatch b = rank_share(replica_batch, par_.dp);
@@ -393,7 +412,12 @@ class Model final : public StepCostModel {
     if (M <= 0 && b.vision_tiles == 0) return 0;
     const double logits = dec_tokens + b.prefill_seqs;
     double total = 0;
+    bool tail = false;   // the terms after the decode attention's, recorded into `split`
     auto add = [&](const char* kind, const char* op, double s, int layers, auto sample) {
+      if (tail) {
+        if (split->tails == DecodeSplit::kMaxTail) split->valid = false;
+        else split->tail[split->tails++] = s;
+      }
       total += s;
       if (parts && s > 0) {
         OpTime o = sample();
@@ -439,12 +463,11 @@ class Model final : public StepCostModel {
               return m_.qk_norm_per_layer ? qk_norm_per_layer(M) : km_.memory_bound(M * double(aheads_ + akv_) * m_.head_dim * 4);
             });
       if (b.decode_seqs > 0) {
-        // Sliding layers read at most the window per sequence (the batch's average context, capped);
-        // sinks add one logit per head and query.
-        const double ctx_reads = double(b.decode_context_tokens) * b.tokens_per_decode_seq + (m_.attention_sinks ? dec_tokens : 0);
-        const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
-        const double t = n_full_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * ctx_reads + decode_cold_s(dec_tokens, ctx_reads)) +
-                         n_swa_ * (attn_dec_per_seq_(dec_tokens) + attn_dec_per_token_ * swa_reads + decode_cold_s(dec_tokens, swa_reads));
+        const double per_seq = attn_dec_per_seq_(dec_tokens), cold_base = decode_cold_base_s(dec_tokens);
+        const double t = attn_decode_s(per_seq, cold_base, dec_tokens, b.decode_context_tokens, b.tokens_per_decode_seq);
+        if (split)
+          *split = DecodeSplit{true, replica_batch.decode_seqs, b.decode_seqs, b.tokens_per_decode_seq, dec_tokens, per_seq,
+                               cold_base, total};
         add("attention", n_swa_ ? "decode attention (KV read; sliding layers capped at the window)" : "decode attention (KV read)",
             t, n_attn_, [&] {
               const auto avg = std::max<std::int64_t>(1, b.decode_context_tokens / std::max(1, b.decode_seqs));
@@ -453,6 +476,7 @@ class Model final : public StepCostModel {
               return layer_mix(f, km_.attention_decode(b.decode_seqs, std::min<std::int64_t>(avg, m_.sliding_window), aheads_,
                                                        akv_, m_.head_dim, kv_));
             });
+        tail = split != nullptr;
       }
       if (b.prefill_tokens > 0) {
         // Equivalent single-sequence length with the same number of causal pairs; a sliding layer's
@@ -705,12 +729,28 @@ class Model final : public StepCostModel {
   double attn_dec_base_ = 0, attn_dec_per_token_ = 0;
   hw::ColdWeights attn_cold_;
   double attn_kv_bytes_per_token_ = 0, attn_q_bytes_per_seq_ = 0;  // K + V at the KV dtype; q in + out, BF16
+  // The attention layers' decode term at `ctx` context tokens of the (busiest rank's) batch,
+  // per_seq = attn_dec_per_seq_(dec_tokens), cold_base = decode_cold_base_s(dec_tokens): sliding
+  // layers read at most the window per sequence (the batch's average context, capped); sinks add
+  // one logit per head and query. A kind without layers adds nothing (not 0 x its term).
+  double attn_decode_s(double per_seq, double cold_base, double dec_tokens, std::int64_t ctx, int tokens_per_seq) const {
+    const double ctx_reads = double(ctx) * tokens_per_seq + (m_.attention_sinks ? dec_tokens : 0);
+    double full = 0, swa = 0;
+    if (n_full_) full = n_full_ * (per_seq + attn_dec_per_token_ * ctx_reads + decode_cold_s(dec_tokens, ctx_reads, cold_base));
+    if (n_swa_) {
+      const double swa_reads = std::min(ctx_reads, dec_tokens * double(m_.sliding_window));
+      swa = n_swa_ * (per_seq + attn_dec_per_token_ * swa_reads + decode_cold_s(dec_tokens, swa_reads, cold_base));
+    }
+    return full + swa;
+  }
   // One decode-attention layer's cold-KV term at `reads` KV tokens for `seqs` query tokens, less
-  // what the per-sequence table (one KV token each) already holds.
-  double decode_cold_s(double seqs, double reads) const {
+  // what the per-sequence table (one KV token each) already holds (`base`, decode_cold_base_s).
+  double decode_cold_base_s(double seqs) const {
+    return attn_cold_.max_bytes <= 0 ? 0 : attn_cold_.seconds(attn_kv_bytes_per_token_ * seqs + attn_q_bytes_per_seq_ * seqs);
+  }
+  double decode_cold_s(double seqs, double reads, double base) const {
     if (attn_cold_.max_bytes <= 0) return 0;
-    const double q = attn_q_bytes_per_seq_ * seqs;
-    return attn_cold_.seconds(attn_kv_bytes_per_token_ * reads + q) - attn_cold_.seconds(attn_kv_bytes_per_token_ * seqs + q);
+    return attn_cold_.seconds(attn_kv_bytes_per_token_ * reads + attn_q_bytes_per_seq_ * seqs) - base;
   }
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;

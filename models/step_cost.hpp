@@ -45,6 +45,22 @@ struct StepTime {
   std::vector<StepPart> parts;   // filled by StepCostModel::breakdown only
 };
 
+// A pure-decode step (no prefill, no vision) with its context sum left open: the terms of
+// StepCostModel::seconds() that do not read the context, summed in its order before the one that
+// does (`head`) and listed after it (`tail`), and what that one needs besides the context. Filled by
+// decode_split(); decode_seconds(split, c) is seconds() of the batch with decode_context_tokens = c,
+// bit for bit, without evaluating the other terms again.
+struct DecodeSplit {
+  bool valid = false;        // false: the model has no such form for this batch (call seconds())
+  int seqs = 0, shared_seqs = 0, tokens_per_seq = 1;   // decode sequences, the busiest DP rank's share
+  double dec_tokens = 0;     // the rank's decode tokens
+  double per_seq_s = 0, cold_base_s = 0;   // the context-free parts of the context's term
+  double head = 0;
+  static constexpr int kMaxTail = 12;
+  double tail[kMaxTail] = {};
+  int tails = 0;
+};
+
 class StepCostModel {
  public:
   virtual ~StepCostModel() = default;
@@ -64,6 +80,10 @@ class StepCostModel {
   // whose measured eager cost per call the engine profile gives (host.launch_us_per_fp8_block_linear).
   struct LaunchCounts { int kernels = 0, attention_layers = 0, mamba_layers = 0, fp8_block_linears = 0; };
   virtual LaunchCounts launch_counts() const { return {}; }
+  // The step of a pure-decode batch of this shape with its context left open (DecodeSplit); the
+  // default has none (valid false).
+  virtual DecodeSplit decode_split(const StepBatch&) const { return {}; }
+  virtual double decode_seconds(const DecodeSplit&, std::int64_t /*context_tokens*/) const { return 0; }
 };
 
 // `tables`: the engine release whose kernel tables price the ops (hw::kernel_model); `scales`: a

@@ -84,7 +84,7 @@ Stats compute_stats(std::vector<double>& values) {
   // `<=` sends a NaN to the sort, as before.
   bool ascending = true;
   for (std::size_t i = 1; i < values.size() && ascending; ++i) ascending = values[i - 1] <= values[i];
-  if (!ascending) std::sort(values.begin(), values.end());
+  if (!ascending) sort_values(values);
   double sum = 0;
   for (double x : values) sum += x;
   s.avg = sum / static_cast<double>(values.size());
@@ -135,22 +135,10 @@ int MetricsCollector::add_replica(std::string name) {
   return static_cast<int>(replicas_.size()) - 1;
 }
 
-void MetricsCollector::add_worker_sample(int replica, double start_s, double step_s, int batch_seqs,
-                                         double kv_utilization) {
-  if (replica < 0) return;
-  if (static_cast<std::size_t>(replica) >= replicas_.size()) {
-    const std::size_t old = replicas_.size();
-    replicas_.resize(static_cast<std::size_t>(replica) + 1);
-    for (std::size_t k = old; k < replicas_.size(); ++k) replicas_[k].name = "replica " + std::to_string(k);
-  }
-  if (start_s < worker_from_s_) return;
-  ReplicaAcc& a = replicas_[static_cast<std::size_t>(replica)];
-  ++a.steps;
-  a.busy_s += step_s;
-  a.batch_time += step_s * batch_seqs;
-  a.kv_time += step_s * kv_utilization;
-  a.max_batch = std::max(a.max_batch, batch_seqs);
-  a.max_kv = std::max(a.max_kv, kv_utilization);
+void MetricsCollector::add_replicas_up_to(int replica) {
+  const std::size_t old = replicas_.size();
+  replicas_.resize(static_cast<std::size_t>(replica) + 1);
+  for (std::size_t k = old; k < replicas_.size(); ++k) replicas_[k].name = "replica " + std::to_string(k);
 }
 
 void MetricsCollector::set_input_config(const nlohmann::json& config) { input_config_ = config.dump(); }
@@ -212,7 +200,7 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
       s.in_flight_at_open += sent[i] <= from && finish_s_[i] > from;
       s.in_flight_at_end += finish_s_[i] > to;
     }
-    std::sort(sent.begin(), sent.end());
+    sort_values(sent);
     const auto at_first = std::upper_bound(sent.begin(), sent.end(), sent.front()) - sent.begin();
     if (sent.back() > sent.front())
       s.steady_output_tps = double(std::ptrdiff_t(n) - at_first) / (sent.back() - sent.front()) *

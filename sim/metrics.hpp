@@ -3,6 +3,7 @@
 // SLO, each with avg/min/max/std and exact percentiles (numpy "linear"), plus per-replica busy
 // fraction, batch size and KV utilisation. Exports in aiperf's profile_export_* layouts.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <cmath>
 #include <cstdint>
@@ -132,7 +133,18 @@ class MetricsCollector {
   // One engine step on `replica` that ran `step_s` seconds from `start_s` with `batch_seqs`
   // sequences and `kv_utilization` (0..1) of its KV blocks in use. Steps that start before
   // measure_workers_from() are ignored (warm-up).
-  void add_worker_sample(int replica, double start_s, double step_s, int batch_seqs, double kv_utilization);
+  void add_worker_sample(int replica, double start_s, double step_s, int batch_seqs, double kv_utilization) {
+    if (replica < 0) return;
+    if (static_cast<std::size_t>(replica) >= replicas_.size()) add_replicas_up_to(replica);
+    if (start_s < worker_from_s_) return;
+    ReplicaAcc& a = replicas_[static_cast<std::size_t>(replica)];
+    ++a.steps;
+    a.busy_s += step_s;
+    a.batch_time += step_s * batch_seqs;
+    a.kv_time += step_s * kv_utilization;
+    a.max_batch = std::max(a.max_batch, batch_seqs);
+    a.max_kv = std::max(a.max_kv, kv_utilization);
+  }
   void measure_workers_from(double t_s) { worker_from_s_ = t_s; }
 
   // The configuration echoed under "input_config" in the aiperf JSON (the engine passes it).
@@ -171,6 +183,7 @@ class MetricsCollector {
   std::int64_t warmup_count_ = 0;
   std::vector<RequestRecord> records_;
   std::vector<ReplicaAcc> replicas_;
+  void add_replicas_up_to(int replica);   // named "replica <k>"
   double worker_from_s_ = -INFINITY;
   std::string input_config_;   // serialised JSON ("" = none); keeps nlohmann out of this header
 };

@@ -133,8 +133,8 @@ void run(const PlannerOpts& o) {
     j["planner_bounds"] = bounds;
   }
   if (!o.plot.empty()) {
-    const std::string data = o.plot + ".json";
-    write_atomically(data, j.dump());
+    AtomicFiles scratch;   // discarded: the data file is the plotter's input only
+    const std::string data = scratch.write(o.plot + ".json", j.dump());
     run_python_module("servesim.planner_plot", {data, o.plot}, "--plot");
   }
   if (!o.emit_dir.empty()) j["emitted"] = set.commit();

@@ -158,7 +158,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
     // busiest rank's share).
     const std::int64_t padded = padded_tokens(rank_aligned_tokens(tokens, per_seq));
     models::StepBatch b = *batch;
-    const int seqs = std::max(b.decode_seqs, static_cast<int>(padded / b.tokens_per_decode_seq));
+    const int seqs = std::max(b.decode_seqs, static_cast<int>(per_seq == 1 ? padded : padded / per_seq));
     b.graph_padding_seqs = seqs - b.decode_seqs;
     b.decode_seqs = seqs;
     gpu_s = step_seconds(b);
@@ -235,7 +235,17 @@ double Worker::step_seconds(const models::StepBatch& batch) {
     const double pred = l.a + l.b * (4096.0 * d);
     l.state = std::abs(pred - mid) <= 1e-12 * std::abs(mid) ? 1 : -1;
   }
-  if (l.state < 0) return decode_memo_.get(batch, [this](const models::StepBatch& b) { return cost_->seconds(b); });
+  if (l.state < 0) {
+    // The model's terms that do not read the context, computed once per batch shape (by the
+    // sequences it carries: their count fixes the graph padding); the memo where it has no split.
+    const auto real = static_cast<std::size_t>(d - batch.graph_padding_seqs);
+    if (real >= decode_splits_.size()) decode_splits_.resize(real + 1);
+    ShapeSplit& s = decode_splits_[real];
+    if (s.seqs != d || s.padding != batch.graph_padding_seqs || s.tokens != batch.tokens_per_decode_seq)
+      s = ShapeSplit{d, batch.graph_padding_seqs, batch.tokens_per_decode_seq, cost_->decode_split(batch)};
+    if (s.split.valid) return cost_->decode_seconds(s.split, batch.decode_context_tokens);
+    return decode_memo_.get(batch, [this](const models::StepBatch& b) { return cost_->seconds(b); });
+  }
   return l.a + l.b * double(batch.decode_context_tokens);
 }
 

@@ -223,7 +223,9 @@ class Worker {
   std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
   std::vector<DecodeLine> decode_lines_;  // by decode_seqs
-  DecodeStepMemo decode_memo_;            // the steps whose D has no line
+  struct ShapeSplit { int seqs = -1, padding = 0, tokens = 0; models::DecodeSplit split; };
+  std::vector<ShapeSplit> decode_splits_;  // the steps whose D has no line, by sequences carried
+  DecodeStepMemo decode_memo_;            // ... where the model has no split
 };
 
 }  // namespace servesim::sim

@@ -132,3 +132,11 @@ def test_every_dynamo_name_of_the_manifest_is_marked_unverified(exe, tmp_path):
                 assert f in own or f in listed, (engine, name, f)
         assert seen_modules == set(modules), (engine, seen_modules, modules)
         assert ("--prefill-queue-scale-up-threshold" in listed) == (rule == "load")
+
+
+def test_planner_plot_leaves_only_the_chart(exe, tmp_path):
+    # The chart's data file is the plotter's input only: a temporary, gone once the chart is drawn.
+    out = planner(exe, tmp_path, "--replica-rps", "4", "--plot", str(tmp_path / "day.png"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "day.png").stat().st_size > 0
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["day.png", "two_level.csv"]

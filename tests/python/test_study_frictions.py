@@ -445,3 +445,21 @@ def test_simulate_prints_the_steady_rate_plan_reads(exe):
     clients = 32   # the embedded default scenario
     assert abs(steady - clients / (latency_ms / 1e3) * osl) <= 0.02 * steady
     assert "the figure plan, search and recommend read" not in run(exe, *base)
+
+
+def test_open_loop_search_says_which_tokens_per_gpu_is_which(exe):
+    # Open loop, 20 requests/s of 100-token answers on one TP1 GPU: the best row serves 20 x 100 =
+    # 2,000 tok/s per GPU; the frontier's figure is aiperf's, over the run with its ramp and drain.
+    out = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1000", "--osl", "100", "--precision", "fp8",
+              "--topology", "agg", "--tp", "1", "--ttft-ms", "600", "--itl-ms", "50", "--requests", "20", "--target-rps", "20",
+              "--arrival", "poisson", "-q")
+    lines = out.splitlines()
+    front = next(i for i, l in enumerate(lines) if l.startswith("Pareto frontier"))
+    assert "aiperf's tok/s/GPU" in lines[front] and "ramp and drain" in lines[front]
+    assert "aiperf tok/s/GPU" in lines[front + 1]
+    best = next(i for i, l in enumerate(lines) if l.startswith("best under the SLO"))
+    header = lines[best].split("  ")
+    assert "served tok/s/GPU" in lines[best]
+    cells = [c for c in lines[best + 2].split("  ") if c.strip()]
+    cols = [c.strip() for c in header if c.strip()]
+    assert float(cells[cols.index("served tok/s/GPU")]) == 2000.0
