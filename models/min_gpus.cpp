@@ -90,7 +90,7 @@ MinGpuResult min_gpus(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision 
         r.note = last_why.empty() ? "" : "smaller: " + last_why;
         return r;
       }
-      last_why = std::to_string(n) + " GPUs: " + why;
+      last_why = std::to_string(n) + (n == 1 ? " GPU: " : " GPUs: ") + why;
     }
   }
   r.note = "does not fit within " + std::to_string(pol.max_gpus) + " GPUs; " + last_why;

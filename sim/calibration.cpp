@@ -1,6 +1,7 @@
 #include "sim/calibration.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -158,9 +159,18 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
   std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " + p.gpu +
                   ", " + (p.engine_profile.empty() ? p.engine : p.engine_profile) + ", " + std::to_string(p.points) + " points): ";
   if (a.applied.empty()) s += "nothing applies";
-  else {
+  else {   // each with its value: a floor of 300 ms or a factor of 20 shows in the run that carries it
+    const auto three = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.3g", v);
+      return std::string(b);
+    };
     s += "applies";
-    for (std::size_t i = 0; i < a.applied.size(); ++i) s += (i ? ", " : " ") + a.applied[i];
+    for (std::size_t i = 0; i < a.applied.size(); ++i) {
+      const CalibratedParameter* c = p.parameter(a.applied[i]);
+      s += (i ? ", " : " ") + a.applied[i] + (a.applied[i].size() > 3 && a.applied[i].compare(a.applied[i].size() - 3, 3, "_ms") == 0
+                                   ? " " + three(c->value) + " ms" : " x" + three(c->value));
+    }
   }
   if (!a.dropped.empty()) {
     s += "; left out";

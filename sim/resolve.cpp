@@ -59,7 +59,7 @@ Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
     r.gpus = *in.gpus;
   } else {
     r.gpus = r.tp * r.pp * std::max(1, in.dp);
-    if (!in.one_replica) r.notes.push_back(std::to_string(r.gpus) + " GPUs (one replica)");
+    if (!in.one_replica) r.notes.push_back(std::to_string(r.gpus) + (r.gpus == 1 ? " GPU" : " GPUs") + " (one replica)");
   }
   return r;
 }

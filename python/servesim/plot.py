@@ -276,7 +276,7 @@ def throughput_figure(sweep, title=None, plan=None):
     itl = (plan or {}).get("itl_ms")
     if itl:
         ax.axvline(1000.0 / itl, color="gray", ls="--", lw=1.2,
-                   label=f"ITL SLO {itl:g} ms: at least {1000.0 / itl:g} tok/s per user")
+                   label=f"ITL SLO {itl:g} ms: at least {1000.0 / itl:.3g} tok/s per user")
     if any_star:
         ax.plot([], [], ls="", marker="*", ms=14, color="white", markeredgecolor="black", label="planned point")
     ax.set_ylim(bottom=0)

@@ -59,6 +59,9 @@ nlohmann::json calibrate_e2e(const nlohmann::json& args) {
   e.train_fraction = r.number_or("train_fraction", 0);
   if (!(e.train_fraction >= 0 && e.train_fraction < 1)) r.fail("train_fraction", "must be in [0, 1)");
   e.only = option_list(r.string_or("parameters", ""), "calibrate_e2e(): parameters");
+  // An empty list would read as "not given", i.e. silently as the default set.
+  if (r.has("parameters") && e.only.empty())
+    r.fail("parameters", "empty: name the parameters to fit (" + sim::calibration_parameter_names() + "), or leave it out for the default set");
   const std::string output = r.string_or("output", "");
   if (!output.empty()) check_writable_target(output, "calibrate_e2e(): output");
   std::vector<v::MeasuredPoint> pts;

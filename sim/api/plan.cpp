@@ -98,7 +98,7 @@ struct Study {
     required("--ttft-ms", o.ttft_ms.has_value(), "the SLO on time to first token, e.g. 600");
     required("--itl-ms", o.itl_ms.has_value(), "the SLO on inter-token latency, e.g. 100");
     if (o.target_rps) {
-      if (!(*o.target_rps > 0) || !std::isfinite(*o.target_rps)) throw Error("--target-rps", "", "must be a finite number > 0");
+      sim::check_target_rps(*o.target_rps, !o.arrival.empty(), o.requests);
       if (o.target_tps) throw Error("--target-rps", "", "give --target-tps or --target-rps, not both");
     }
     required("--target-tps", o.target_tps.has_value() || o.target_rps.has_value(),
@@ -118,7 +118,7 @@ struct Study {
     if (o.requests && *o.requests < 1) throw Error("--requests", "", "must be >= 1");
     if (o.seed < 0) throw Error("--seed", "", "must be >= 0");
     slo = {*o.ttft_ms, *o.itl_ms, sim::parse_statistic(o.statistic),
-           o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps};
+           o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps, o.target_rps.value_or(0)};
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
@@ -292,7 +292,7 @@ struct Study {
     // (40 req/s x 600 tokens over 1 copy = 24,000 tok/s). aiperf's output_tps counts the ramp-up
     // and the drain in its time, so it reads lower; it stays in the detail.
     row.tps_per_replica = slo.target_tps / double(hi);
-    sim::size_copies(row, u, double(hi), slo.target_tps);
+    sim::size_copies(row, u, double(hi), slo);
     if (lo >= 1) {   // what one copy fewer breaks
       const bool t = at_lo.ttft_ms[st] > slo.ttft_ms || at_lo.overloaded, i = at_lo.itl_ms[st] > slo.itl_ms;
       row.limited_by = t && i ? sim::LimitedBy::both : t ? sim::LimitedBy::ttft : i ? sim::LimitedBy::itl : sim::LimitedBy::none;

@@ -71,7 +71,12 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   required("--itl-ms", a.itl_ms != 0, "the SLO on inter-token latency, e.g. 100");
   const auto given = [](double v) { return !std::isnan(v); };
   const int loads = given(a.total_gpus) + given(a.target_tps) + given(a.target_rps);
-  if (loads > 1) throw Error("--total-gpus", "", "give one of --total-gpus, --target-tps, --target-rps");
+  if (loads > 1) {   // named as given: the error is about the flags the user wrote
+    std::string both;
+    for (const auto& [flag, v] : {std::pair{"--total-gpus", a.total_gpus}, {"--target-tps", a.target_tps}, {"--target-rps", a.target_rps}})
+      if (given(v)) both += (both.empty() ? "" : " and ") + std::string(flag);
+    throw Error(both, "", "one load to size for: give one of --total-gpus, --target-tps, --target-rps");
+  }
   if (per_instance && !given(a.target_tps) && !given(a.target_rps))
     throw Error("--target-tps", "", "required: the load to size for (--target-tps output tok/s or --target-rps requests/s)");
 
@@ -173,8 +178,8 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_tps;
   } else if (given(a.target_rps)) {
-    if (!(a.target_rps > 0) || !std::isfinite(a.target_rps * double(a.osl)))
-      throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
+    sim::check_target_rps(a.target_rps, !a.arrival.empty(), a.requests);
+    if (!std::isfinite(a.target_rps * double(a.osl))) throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
     g.target_flag = "--target-rps";

@@ -322,18 +322,25 @@ nlohmann::json run_rounds(SearchOpts& o, bool recommend) {
   return recommend ? api::recommend(o.args, progress) : api::search(o.args, progress);
 }
 
-// The output paths, checked before the search runs so a bad one does not waste it.
-void check_targets(const SearchOpts& o, api::DeploymentSet& set, bool recommend) {
-  if (!o.output.empty()) check_writable_target(o.output, "--output");
-  if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
-  if (!o.emit.empty()) set.prepare(o.emit, recommend);
-}
-
 // recommend --plot X.png also writes X-cost.png: $/hour per GPU type, cheapest first.
 std::string cost_chart_path(const std::string& plot) {
   const std::string low = text::lower(plot);
   const std::string base = low.size() > 4 && low.substr(low.size() - 4) == ".png" ? plot.substr(0, plot.size() - 4) : plot;
   return base + "-cost.png";
+}
+
+// The output paths, checked before the search runs so a bad one does not waste it.
+void check_targets(const SearchOpts& o, api::DeploymentSet& set, bool recommend) {
+  if (!o.output.empty()) check_writable_target(o.output, "--output");
+  if (!o.plot.empty()) check_writable_target(o.plot, "--plot");
+  // recommend's second chart, in the same folder: a folder of its name would fail only after the run.
+  if (recommend && !o.plot.empty()) {
+    const std::string cost = cost_chart_path(o.plot);
+    if (std::error_code ec; std::filesystem::is_directory(std::filesystem::status(cost, ec)))
+      throw Error("--plot", "", cost + ": is a folder, not a file (recommend --plot " + o.plot + " also writes the $/hour chart " +
+                                    cost + "); give another chart name");
+  }
+  if (!o.emit.empty()) set.prepare(o.emit, recommend);
 }
 
 // --output and --plot, staged into the set (they appear with the emitted files or not at all).
@@ -613,7 +620,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
 namespace {
 // The options `search` and `recommend` share beyond the search arguments; `output` and `emit` are
 // the command's own help texts.
-void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char* emit) {
+void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char* plot, const char* emit) {
   add_search_options(c, o.args);
   c.add_flag("--no-prune", o.no_prune, "Simulate every configuration that fits (no analytic pruning)");
   c.add_flag("--no-expert-parallel", o.no_ep, "MoE models: only TP-sharded experts (no EP = TP variants)");
@@ -621,7 +628,7 @@ void add_run_options(CLI::App& c, SearchOpts& o, const char* output, const char*
   // An empty name would read as "not given" and silently write nothing.
   static const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("give a file or folder name") : ""; }, "PATH");
   c.add_option("--output", o.output, output)->check(named);
-  c.add_option("--plot", o.plot, "Write the Pareto chart (SLO marked) to FILE.png")->check(named);
+  c.add_option("--plot", o.plot, plot)->check(named);
   c.add_option("--emit", o.emit, emit)->check(named);
   c.add_option_function<std::string>("--dask", [&o](const std::string& v) { o.dask = v, o.dask_given = true; }, "Simulate the candidates on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786); "
                                  "same result as the local run");
@@ -637,6 +644,7 @@ void add_search_command(CLI::App& app) {
   auto* c = app.add_subcommand("search", "Search GPUs, precisions, parallel layouts, agg/disagg splits and engine knobs: "
                                          "Pareto frontiers and the best configuration under TTFT/ITL SLOs");
   add_run_options(*c, *o, "Write the result: FILE.csv (one row per configuration) or FILE.json",
+                  "Write the Pareto chart (SLO marked) to FILE.png",
                   "Write the best configuration's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR");
   c->callback([o] { run_search(*o); });
 }
@@ -646,6 +654,8 @@ void add_recommend_command(CLI::App& app) {
   auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
                                             "type and instance ($/hour, $/M tokens, power, headroom)");
   add_run_options(*c, *o, "Write the table: FILE.csv or FILE.json (the whole result)",
+                  "Write the Pareto chart (SLO marked) to FILE.png and the $/hour of the cheapest deployment per GPU type to "
+                  "FILE-cost.png (the chart for a manager)",
                   "Write the deployment files of the recommendation to DIR/recommended/ and of the cheapest deployment on each other GPU type to DIR/best-<instance>/, with DIR/index.json saying what each is");
   c->callback([o] { run_recommend(*o); });
 }

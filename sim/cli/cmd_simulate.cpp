@@ -26,6 +26,7 @@
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/studies/plan.hpp"
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
 #include "sim/resolve.hpp"
@@ -148,8 +149,8 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
   c.add_flag("--no-warmup-barrier", o.no_warmup_barrier, "Measured requests follow warm-up ones without aiperf's phase barrier");
   c.add_flag("--warmup-until-steady", o.warmup_until_steady,
-             "Closed loop: clients start at spread phases and the warm-up ends when the loop is steady, --warmup-requests at most, "
-             "without the phase barrier (the capacity rule of plan, search and recommend)");
+             "Closed loop: clients start at spread phases and the warm-up ends when the loop is steady, --warmup-requests at most "
+             "(default 32 per client), without the phase barrier (the capacity rule of plan, search and recommend)");
   c.add_flag("--measure-until-precise", o.measure_until_precise,
              "Closed loop: measuring ends once the 95 % intervals of mean and p90 TTFT are within 2 % and of ITL within 1 %, "
              "--requests at most (the capacity rule of plan, search and recommend)");
@@ -401,7 +402,17 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.requests) w["requests"] = *o.requests;
   j.erase("requests");
   if (o.warmup) w["warmup_requests"] = *o.warmup;
-  if (o.warmup_until_steady) w["warmup_until_steady"] = true;
+  if (o.warmup_until_steady) {
+    w["warmup_until_steady"] = true;
+    // Without --warmup-requests the capacity rule's longest warm-up: 32 requests per client.
+    if (!o.warmup && w.value("warmup_requests", std::int64_t{0}) == 0 && w.contains("concurrency") &&
+        w["concurrency"].is_number_integer() && w["concurrency"].get<std::int64_t>() >= 1) {
+      w["warmup_requests"] = std::int64_t{sim::kWarmupRoundsPerClient} * w["concurrency"].get<std::int64_t>();
+      const std::string note = "warm-up until steady, at most " + std::to_string(sim::kWarmupRoundsPerClient) +
+                               " requests per client (" + std::to_string(w["warmup_requests"].get<std::int64_t>()) + ")";
+      defaults_note = defaults_note.empty() ? "defaults: " + note : defaults_note + "; " + note;
+    }
+  }
   if (o.measure_until_precise) w["measure_until_precise"] = true;
   if (!o.images.empty()) {
     nlohmann::json im = nlohmann::json::array();
@@ -487,9 +498,10 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     static const std::pair<const char*, const char*> flags[] = {
         {"workload.isl", "--isl"}, {"workload.osl", "--osl"}, {"workload.concurrency", "--concurrency"},
         {"workload.request_rate", "--request-rate"}, {"workload.requests", "--requests"},
-        {"workload.warmup_requests", "--warmup-requests"}, {"workload.burstiness", "--burstiness"}, {"seed", "--seed"}};
+        {"workload.warmup_requests", "--warmup-requests"}, {"workload.burstiness", "--burstiness"}, {"seed", "--seed"},
+        {"workload.warmup_until_steady", "--warmup-until-steady"}};
     const bool given[] = {bool(o.isl), bool(o.osl), !o.concurrency.empty(), !o.request_rate.empty(), bool(o.requests),
-                          bool(o.warmup), bool(o.burstiness), bool(o.seed)};
+                          bool(o.warmup), bool(o.burstiness), bool(o.seed), o.warmup_until_steady};
     const std::string field = e.where() == source ? e.field() : "";
     for (std::size_t i = 0; i < std::size(flags); ++i)
       if (given[i] && (field == flags[i].first || field.rfind(std::string(flags[i].first) + ".", 0) == 0))

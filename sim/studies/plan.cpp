@@ -159,16 +159,32 @@ nlohmann::json PlanRow::to_json() const {
   return j;
 }
 
-void size_copies(PlanRow& row, const TopologyUnit& u, double copies, double target_tps) {
+void size_copies(PlanRow& row, const TopologyUnit& u, double copies, const PlanSlo& slo) {
   // Past 10^9 copies the answer means nothing (and GPU counts would leave 64-bit range).
   if (copies > 1e9)
-    throw Error("--target-tps", "", g(target_tps) + " output tok/s needs " + g(copies) + " copies of " + u.name + " (" +
-                                        g(row.tps_per_replica) + " tok/s each): more than 10^9; give a smaller target");
+    throw Error(slo.target_rps > 0 ? "--target-rps" : "--target-tps", "",
+                (slo.target_rps > 0 ? g(slo.target_rps) + " requests/s (" + g(slo.target_tps) + " output tok/s)" : g(slo.target_tps) + " output tok/s") +
+                    " needs " + g(copies) + " copies of " + u.name + " (" + g(row.tps_per_replica) +
+                    " tok/s each): more than 10^9; give a smaller target");
+  copies = std::max(1.0, copies);   // any load, however small, takes one copy
   row.replicas = static_cast<std::int64_t>(copies);
   row.gpus = row.replicas * u.gpus;
   const std::int64_t per = std::max(1, u.gpus_per_instance);
   row.instances = u.gpus <= per ? (row.gpus + per - 1) / per : row.replicas * u.instances;
   if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
+}
+
+void check_target_rps(double rps, bool open_loop, std::optional<std::int64_t> requests) {
+  if (!(rps >= 1e-6 && rps <= 1e7))
+    throw Error("--target-rps", "", "must be a finite number > 0: a request rate from 1e-06 to 10^7 requests/s, got " + g(rps));
+  if (!open_loop) return;
+  const double n = std::max(100.0, std::ceil(10 * rps)) + (requests ? double(*requests) : std::max(1000.0, std::ceil(60 * rps)));
+  if (n > 1e7)
+    throw Error("--target-rps", "", g(rps) + " requests/s open loop: the copy search starts with one copy offered the whole rate, " +
+                                        g(n) + " requests (a warm-up of max(100, 10 s x rate), then " +
+                                        (requests ? std::string("--requests") : std::string("max(1000, 60 s x rate)")) +
+                                        "), more than 10^7; give a rate up to " + std::to_string(std::int64_t(std::floor(requests ? (1e7 - double(*requests)) / 10 : 1e7 / 70))) +
+                                        " requests/s, or drop --arrival for the closed-loop reading");
 }
 
 workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arrival, double burstiness,
@@ -255,7 +271,7 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
       row.feasible = true;
       row.max_concurrency = pts[best]->concurrency;
       row.tps_per_replica = pts[best]->output_tps;
-      size_copies(row, u, std::ceil(slo.target_tps / row.tps_per_replica - 1e-9), slo.target_tps);
+      size_copies(row, u, std::ceil(slo.target_tps / row.tps_per_replica - 1e-9), slo);
     }
     out.push_back(std::move(row));
   }

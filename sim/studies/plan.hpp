@@ -75,6 +75,7 @@ struct PlanSlo {
   double itl_ms = 0;
   Statistic statistic = Statistic::p90;
   double target_tps = 0;           // output tokens/s the whole deployment must serve
+  double target_rps = 0;           // > 0 when the target was given as requests/s (errors name --target-rps)
   void validate() const;           // throws Error naming the flag
 };
 
@@ -105,7 +106,14 @@ struct PlanRow {
 };
 
 // Sizes `row` as `copies` copies of `u`: GPUs, instances and $/hour (copies > 10^9 throw Error).
-void size_copies(PlanRow& row, const TopologyUnit& u, double copies, double target_tps);
+// At least one copy, however small the target.
+void size_copies(PlanRow& row, const TopologyUnit& u, double copies, const PlanSlo& slo);
+
+// --target-rps, before any run: a rate from 10^-6 to 10^7 requests/s and, open loop, one the copy
+// search's first point (one copy offered the whole rate: a warm-up of max(100, 10 s x rate) and
+// --requests or max(1000, 60 s x rate) measured requests) can hold in 10^7 requests. Throws Error
+// naming --target-rps.
+void check_target_rps(double rps, bool open_loop, std::optional<std::int64_t> requests);
 
 // Open-loop steady-state rule (plan --arrival): a copy offered `rate` requests/s runs a warm-up of
 // max(100, 10 s x rate) requests, then max(1000, 60 s x rate) measured requests (unless given).

@@ -667,7 +667,7 @@ SearchScore Search::score_bound(const SearchConfig& c, double tps) const {
   switch (goal_.objective) {
     case SearchObjective::tps_per_gpu: copies = 1; break;
     case SearchObjective::total_gpus: copies = std::floor(goal_.total_gpus / c.gpus); break;
-    case SearchObjective::target_tps: copies = std::ceil(goal_.target_tps / tps - 1e-9); break;
+    case SearchObjective::target_tps: copies = std::max(1.0, std::ceil(goal_.target_tps / tps - 1e-9)); break;   // any load takes a copy
   }
   if (!(copies >= 1) || copies > double(kMaxCopies)) return s;   // over the budget, or beyond 10^9 copies
   s.copies = static_cast<std::int64_t>(copies);

@@ -232,7 +232,7 @@ std::string Deployment::describe() const {
   } else {
     on = std::to_string(placement_->nodes_used()) + " x " + spec_.instance->name;
   }
-  return s + " on " + on + " (" + std::to_string(gpus()) + " GPUs; " + placement_->describe() + ")";
+  return s + " on " + on + " (" + std::to_string(gpus()) + (gpus() == 1 ? " GPU; " : " GPUs; ") + placement_->describe() + ")";
 }
 
 PointResult Deployment::run(const workloads::WorkloadConfig& wc) const {

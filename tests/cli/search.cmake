@@ -12,7 +12,7 @@ add_test(NAME cli_search_needs_slo COMMAND ${SS} search --model nemotron-3-nano 
 set_tests_properties(cli_search_needs_slo PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --ttft-ms: required")
 add_test(NAME cli_search_one_load COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --ttft-ms 1
          --itl-ms 1 --target-tps 5 --total-gpus 8)
-set_tests_properties(cli_search_one_load PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --total-gpus: give one of")
+set_tests_properties(cli_search_one_load PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --total-gpus and --target-tps: one load to size for: give one of")
 add_test(NAME cli_search_bad_gpu COMMAND ${SS} search --model nemotron-3-nano --gpu a100 --isl 1000 --osl 100 --ttft-ms 1 --itl-ms 1)
 set_tests_properties(cli_search_bad_gpu PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gpu: unknown GPU or instance 'a100'")
 add_test(NAME cli_recommend COMMAND ${SS} recommend --model nemotron-3-nano --gpu h100,h200 --isl 1000 --osl 100 --concurrency 1,16

@@ -108,7 +108,7 @@ TEST(CalibratedRecommend, ChangesH200CandidatesAndLeavesB200ByteIdentical) {
   EXPECT_NEAR(kh["band"]["itl_ms"]["hi"].get<double>(), 1.05 * kh["itl_ms"].get<double>(), 1e-9);
   EXPECT_NEAR(kh["band"]["ttft_ms"]["hi"].get<double>(), 1.05 * kh["ttft_ms"].get<double>(), 1e-9);
   EXPECT_NE(kh["band_note"].get<std::string>().find("cross-validated residuals of the calibration"), std::string::npos);
-  EXPECT_NE(kh["what_ran"]["calibration"].get<std::string>().find("applies gemm_scale, attention_scale, request_overhead_ms"),
+  EXPECT_NE(kh["what_ran"]["calibration"].get<std::string>().find("applies gemm_scale x1.3, attention_scale x1.3, request_overhead_ms 2 ms"),
             std::string::npos);
 }
 
