@@ -17,7 +17,7 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
 
 Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
-that act on the other metric alone apply), St / Sp TTFT / TPOT did not fall and takes the shared
+that act on the other metric alone apply), St TPOT fell, TTFT did not and takes the shared
 parameters within a quarter of its margin, A no point of the third measures the first-token floor.
 
 Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
@@ -150,7 +150,7 @@ def cell(r):
     kept_for = r.get("priors_kept_for", [])
     tol = r.get("within_tolerance", [])
     flags = ("K" if r["kept_priors"] else "Kt" if kept_for == ["ttft"] else "Kp" if kept_for == ["tpot"] else
-             "St" if tol == ["ttft"] else "Sp" if tol == ["tpot"] else "") + \
+             "St" if tol == ["ttft"] else "") + \
         ("A" if r["anchored"] else "")
     return f"{t0:.1f} -> {t1:.1f} / {i0:.1f} -> {i1:.1f}" + (" " + flags if flags else "") + \
         (" (worse)" if worse else " meets" if meets else "")
