@@ -17,8 +17,7 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
 
 Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
-that act on the other metric alone apply), St TPOT fell, TTFT did not and takes the shared
-parameters within a quarter of its margin, A no point of the third measures the first-token floor.
+that act on the other metric alone apply), A no point of the third measures the first-token floor.
 
 Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
 """
@@ -132,7 +131,6 @@ def one(servesim, header, pts, seed, tmp, extra):
             "ttft": [before[0], after[0]], "tpot": [before[1], after[1]],
             "kept_priors": bool(cv.get("kept_priors")),
             "priors_kept_for": cv.get("priors_kept_for", []),
-            "within_tolerance": cv.get("within_tolerance", []),
             "anchored": bool(cal.get("first_token_floor_anchored")),
             "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]}}
 
@@ -148,9 +146,7 @@ def cell(r):
     (t0, t1), (i0, i1) = r["ttft"], r["tpot"]
     meets, worse = verdict(r)
     kept_for = r.get("priors_kept_for", [])
-    tol = r.get("within_tolerance", [])
-    flags = ("K" if r["kept_priors"] else "Kt" if kept_for == ["ttft"] else "Kp" if kept_for == ["tpot"] else
-             "St" if tol == ["ttft"] else "") + \
+    flags = ("K" if r["kept_priors"] else "Kt" if kept_for == ["ttft"] else "Kp" if kept_for == ["tpot"] else "") + \
         ("A" if r["anchored"] else "")
     return f"{t0:.1f} -> {t1:.1f} / {i0:.1f} -> {i1:.1f}" + (" " + flags if flags else "") + \
         (" (worse)" if worse else " meets" if meets else "")

@@ -746,10 +746,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // 9.6 % and TPOT 4.0 -> 2.6 %, all four folds lower in both, and the folds as fitted TPOT 4.9 %;
   // applied on the nested figures alone, the fit (prefill_scale 1.25, step_cpu_factor 0.64) took the
   // other 62 points' TTFT from 11.3 to 13.2 % (TPOT 4.3 -> 1.5 %).
-  auto falls_as_fitted = [&](const std::vector<bool>& restrict) { return gate(as_fitted(restrict)); };
   auto gate_both = [&](const std::vector<Evaluation>& ev, const std::vector<bool>& restrict) {
     Gate g = gate(ev);
-    const Gate a = falls_as_fitted(restrict);
+    const Gate a = gate(as_fitted(restrict));
     g.ttft_falls = g.ttft_falls && a.ttft_falls, g.tpot_falls = g.tpot_falls && a.tpot_falls;
     return g;
   };
@@ -759,50 +758,27 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   Gate final_gate = chosen_gate;
   std::vector<bool> held_back(ps.size(), false);   // what the gate puts back at the priors
   std::string gate_txt;
-  // Which set the gate let through when one metric falls and the other does not: the parameters
-  // that act on the falling metric alone (`alone`), or, when TPOT falls, every chosen parameter but
-  // those that act on TTFT alone, TTFT no worse than its tolerance (`shared`).
-  enum class GateSet { every, alone, shared, none } gate_set = GateSet::every;
   if (k > 1 && (!chosen_gate.ttft_falls || !chosen_gate.tpot_falls)) {   // without folds (--folds 1) nothing to gate on
     const bool keep_ttft = chosen_gate.ttft_falls, keep_tpot = chosen_gate.tpot_falls;
-    // One set of parameters, held back as `hb`: applies when the falling metric still falls by its
-    // margin (nested and as fitted) and the other gets no worse (nested), or, for TTFT beside a falling
-    // TPOT, no worse than `tolerance` (nested; as fitted too when tolerance > 0).
-    auto passes = [&](const std::vector<bool>& hb, double tolerance, std::vector<Evaluation>& ev, Gate& g) {
-      bool any = false;
-      for (std::size_t j = 0; j < ps.size(); ++j) any = any || (!hb[j] && !dropped[j]);
-      if (!any) return false;
-      ev = nested(hb);
-      g = gate(ev);
-      const Gate a = falls_as_fitted(hb);
-      if (keep_ttft) return g.ttft_falls && a.ttft_falls && !(g.tpot_after > g.tpot_before);
-      return g.tpot_falls && a.tpot_falls && !(g.ttft_after > g.ttft_before + tolerance) &&
-             (tolerance == 0 || !(a.ttft_after > a.ttft_before + tolerance));
-    };
-    std::vector<Evaluation> ev;
-    Gate g;
-    if (keep_ttft || keep_tpot) {
-      for (std::size_t j = 0; j < ps.size(); ++j)   // a parameter stays when it acts on the kept metric alone
-        held_back[j] = !((keep_ttft && ps[j]->acts == Acts::ttft) || (keep_tpot && ps[j]->acts == Acts::tpot));
-      if (passes(held_back, 0, ev, g)) {
-        gate_set = GateSet::alone;
-      } else if (keep_tpot) {
-        // No parameter acts on TPOT alone (a decode step's time is also what prompts wait behind), so a
-        // falling TPOT could never apply by the set above: every chosen parameter but those that act on
-        // TTFT alone applies when TTFT gets no worse than a quarter of its margin (0.25 point), in the
-        // nested predictions and as fitted. On the split, MiniMax-M2.5 B200 vLLM 0.17 seed 1 went from
-        // its priors (held out TTFT 35.1 %, TPOT 16.4 %) to 30.5 / 5.1 %; a TPOT-side fit that took the
-        // folds' TTFT 0.4 point up took it 1.5 points up held out (MiniMax-M2.5 B300 nightly seed 2),
-        // above the tolerance. Not the other way: TTFT has parameters of its own (the set above), and
-        // with every chosen parameter and TPOT within 0.1 point in the folds MiniMax-M2.5 H200 vLLM 0.18
-        // seed 1 went 3.5 -> 5.9 % TPOT held out (TTFT 10.7 -> 8.3 %).
-        for (std::size_t j = 0; j < ps.size(); ++j) held_back[j] = ps[j]->acts == Acts::ttft;
-        if (passes(held_back, kTtftMargin / 4, ev, g)) gate_set = GateSet::shared;
-      }
+    for (std::size_t j = 0; j < ps.size(); ++j)   // a parameter stays when it acts on the kept metric alone
+      held_back[j] = !((keep_ttft && ps[j]->acts == Acts::ttft) || (keep_tpot && ps[j]->acts == Acts::tpot));
+    bool any = false;
+    for (std::size_t j = 0; j < ps.size(); ++j) any = any || (!held_back[j] && !dropped[j]);
+    if (any) {
+      auto ev = nested(held_back);
+      const Gate g = gate_both(ev, held_back);
+      // No parameter acts on TPOT alone, so a TPOT that falls where TTFT does not keeps its priors too.
+      // Letting every chosen parameter but the TTFT-only ones through when the folds' TTFT moved by at
+      // most 0.25 point (nested and as fitted) took MiniMax-M2.5 B200 vLLM 0.17 seed 1 from 35.1 / 16.4
+      // to 30.5 / 5.1 % held out, and Kimi-K2.5 H200 vLLM 0.16 seed 3 from 16.7 to 17.9 % TTFT (TPOT
+      // 2.5 -> 2.4 %): the folds do not see what a decode-side time does to the prompts that wait.
+      const bool ok = keep_ttft ? g.ttft_falls && !(g.tpot_after > g.tpot_before) : g.tpot_falls && !(g.ttft_after > g.ttft_before);
+      if (ok) cv = std::move(ev), final_gate = g;
+      else held_back.assign(ps.size(), true);
+    } else {
+      held_back.assign(ps.size(), true);
     }
-    if (gate_set != GateSet::every) cv = std::move(ev), final_gate = g;
-    else held_back.assign(ps.size(), true), gate_set = GateSet::none;
-    if (gate_set == GateSet::none) cv = nested(held_back), final_gate = gate(cv);
+    if (std::all_of(held_back.begin(), held_back.end(), [](bool b) { return b; })) cv = nested(held_back), final_gate = gate(cv);
   }
   bool kept_priors = true;
   for (std::size_t j = 0; j < ps.size(); ++j) kept_priors = kept_priors && (dropped[j] || held_back[j]);
@@ -815,13 +791,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                (chosen_gate.tpot_falls ? " falls" : " does not fall by 0.4 point (here or with every parameter as fitted)") + "; " +
                (kept_priors ? std::string("the profile keeps the priors")
                 : chosen_gate.ttft_falls && chosen_gate.tpot_falls ? std::string("every chosen parameter applies")
-                : gate_set == GateSet::shared
-                    ? std::string("every chosen parameter but those that act on ") + (chosen_gate.ttft_falls ? "TPOT" : "TTFT") +
-                          " alone applies (" + (chosen_gate.ttft_falls ? "TPOT" : "TTFT") + " " +
-                          pct_pair(chosen_gate.ttft_falls ? final_gate.tpot_before : final_gate.ttft_before,
-                                   chosen_gate.ttft_falls ? final_gate.tpot_after : final_gate.ttft_after) +
-                          " with them, within a quarter of its margin)"
-                    : std::string("only the parameters that act on ") + (chosen_gate.ttft_falls ? "TTFT" : "TPOT") + " alone apply") +
+                : std::string("only the parameters that act on ") + (chosen_gate.ttft_falls ? "TTFT" : "TPOT") + " alone apply") +
                "\n";
 
   // What the choice and the gate kept is fitted again without the others (they held it where they were).
@@ -885,15 +855,11 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   }
   auto pct_num = [](double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); };
   nlohmann::json held_for = nlohmann::json::array();
-  if (k > 1 && !chosen_gate.ttft_falls && gate_set != GateSet::shared) held_for.push_back("ttft");
-  if (k > 1 && !chosen_gate.tpot_falls && gate_set != GateSet::shared) held_for.push_back("tpot");
-  // A metric that did not fall by its margin and takes the shared parameters within its tolerance.
-  nlohmann::json tolerated = nlohmann::json::array();
-  if (gate_set == GateSet::shared) tolerated.push_back(chosen_gate.ttft_falls ? "tpot" : "ttft");
+  if (k > 1 && !chosen_gate.ttft_falls) held_for.push_back("ttft");
+  if (k > 1 && !chosen_gate.tpot_falls) held_for.push_back("tpot");
   prof.cross_validation = {{"folds", k > 1 ? k : 0},
                            {"kept_priors", kept_priors},
                            {"priors_kept_for", held_for},
-                           {"within_tolerance", tolerated},
                            {"chosen_set_median_abs_pct",
                             {{"ttft", {{"before", pct_num(chosen_gate.ttft_before)}, {"after", pct_num(chosen_gate.ttft_after)}}},
                              {"tpot", {{"before", pct_num(chosen_gate.tpot_before)}, {"after", pct_num(chosen_gate.tpot_after)}}}}},
