@@ -336,3 +336,19 @@ TEST(CalibrateE2e, RefusesRunsItCannotPlace) {
   o.threads = 1;
   EXPECT_THROW(v::calibrate_e2e(v::read_bench_results(write("bench_unknown.json", ok), unknown), o, {}), servesim::Error);
 }
+
+// spread_factor is a factor on the engine profile's closed-loop answer-length spread; the synchronous
+// vLLM 0.12 profile has none (sim/data/engines: its measured loops stay in lockstep), so no point of
+// that build sees it and the fit leaves it out, where it takes the other parameters the points inform.
+TEST(CalibrateE2e, LeavesOutTheSpreadOfABuildWithoutOne) {
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.folds = 1;
+  e.iterations = 1;
+  const v::E2eResult r = v::calibrate_e2e(v::read_silicon_csv(synthetic_csv(1.0, "0.12.0")), o, e);
+  EXPECT_EQ(r.profile.engine_profile, "vllm-0.12");
+  EXPECT_EQ(r.profile.parameter("spread_factor"), nullptr) << r.text;
+  EXPECT_NE(r.profile.parameter("gemm_scale"), nullptr) << r.text;
+  EXPECT_NE(r.profile.parameter("step_gpu_ms"), nullptr) << r.text;
+}
