@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "common/error.hpp"
@@ -141,7 +142,12 @@ void VllmScheduler::transfer_done(std::int32_t slot, double now_s) {
     outputs_.push_back({Output::finished, slot});
     return;
   }
-  running_.push_back(running_entry(r, slot));
+  // vLLM's engine core learns of a finished pull in a step's output, and with async scheduling the
+  // next batch was formed before that output was applied (reference vllm-engine.md s2.4: a request
+  // that arrives while batch N runs joins N + 2 at the earliest). The SGLang and TensorRT-LLM
+  // profiles keep a pulled request in the next batch formed after it landed: how their decode
+  // servers poll a finished transfer is not in the reference.
+  landed_.emplace_back(cfg_.kind == EngineKind::vllm ? now_s : -std::numeric_limits<double>::infinity(), slot);
 }
 
 VllmScheduler::Running VllmScheduler::running_entry(const Request& r, std::int32_t slot) const {
@@ -233,6 +239,13 @@ const models::StepBatch& VllmScheduler::schedule(double now_s, double cutoff_s) 
   prefill_parts_.clear();
   batch_.tokens_per_decode_seq = 1 + cfg_.num_speculative_tokens;
   scheduled_ = 0;
+  // Pulled requests that had landed when this batch was formed join the running list.
+  std::size_t joined = 0;
+  while (joined < landed_.size() && landed_[joined].first <= cutoff_s) {
+    const std::int32_t slot = landed_[joined++].second;
+    running_.push_back(running_entry(request(slot), slot));
+  }
+  if (joined > 0) landed_.erase(landed_.begin(), landed_.begin() + static_cast<std::ptrdiff_t>(joined));
   switch (cfg_.kind) {
     case EngineKind::vllm: schedule_vllm(now_s, cutoff_s); break;
     case EngineKind::sglang: schedule_sglang(now_s, cutoff_s); break;
@@ -501,7 +514,7 @@ int VllmScheduler::steady_cycles(int limit) {
   // A batch with a prefill chunk is not one: a re-admitted request whose prefix-cache hit left one
   // token to recompute looks like a decode in the running list but ran that token as a prefill.
   steady_total_ = steady_base_ = 0;
-  if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 ||
+  if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 || !landed_.empty() ||
       !demand_.windows.empty() || running_.empty() || limit <= 0 || batch_.prefill_seqs != 0)
     return 0;
   const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;

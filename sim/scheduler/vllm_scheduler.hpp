@@ -60,12 +60,15 @@ class VllmScheduler {
   // the prompt + 1 and its state blocks are reserved in FIFO order; a kv_reserved output says when.
   std::int32_t add_transferred(const workloads::RequestSpec& spec, double now_s, double first_token_s,
                                int client, bool warmup);
-  // Decode-only: the transfer for `slot` completed; it decodes from the next step on.
+  // Decode-only: the transfer for `slot` completed at now_s. On vLLM it joins the first batch formed
+  // at or after now_s (async scheduling forms a batch while the previous one runs, so a pull that
+  // lands after the batch in flight was formed waits one more step, as a new request does); on
+  // SGLang and TensorRT-LLM the next batch the loop forms, whenever it was formed.
   void transfer_done(std::int32_t slot, double now_s);
   // Prefill-only: the handed-off request's KV has left; free its blocks and slot.
   void release_handoff(std::int32_t slot);
 
-  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  bool has_work() const { return !running_.empty() || !waiting_.empty() || !landed_.empty(); }
   // Forms the next step's batch. Waiting requests that reached the engine after `cutoff_s` are
   // not admitted (async scheduling forms a batch one step before it runs). The summary is empty
   // when nothing can run.
@@ -137,7 +140,7 @@ class VllmScheduler {
   const KvOffload* offload() const { return offload_.get(); }
   // Onboarding time of the last schedule()'s admissions (0 without offload).
   double step_onboard_seconds() const { return onboard_s_; }
-  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_running() const { return static_cast<int>(running_.size() + landed_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()) + static_cast<int>(pending_.size()); }
   int num_scheduled() const { return scheduled_; }
   // Prompt tokens at requests' first admission, and those served from the prefix cache.
@@ -219,6 +222,8 @@ class VllmScheduler {
   std::vector<Running> running_;
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
+  // Decode-only: pulled requests (slot, when the pull landed) not yet in a batch, in landing order.
+  std::vector<std::pair<double, std::int32_t>> landed_;
   int reserved_ = 0;                    // decode-only: requests holding blocks, KV in flight
   std::vector<Output> outputs_;
   models::StepBatch batch_;

@@ -100,6 +100,54 @@ TEST(Disagg, LoneRequestTtftIsPrefillPlusTransferPlusOneDecodeStep) {
   EXPECT_NEAR(Deployment(one_p_one_d(), fs).run(closed(1, isl, 50, 1)).summary.ttft_ms.p50, ttft * 1e3, 1e-6);
 }
 
+TEST(Disagg, ACohortQueuesAtThePrefillWorkerOneBudgetAtATime) {
+  // Four clients send a 4,000-token prompt at once to one prefill worker whose token budget
+  // (max_num_batched_tokens) is one prompt: its steps take them one at a time, so the k-th
+  // prompt's prefill ends k + 1 steps in, and the cohort waits 0 + 1 + 2 + 3 = 6 prefill steps in
+  // all, 1.5 a request. Each answer is one token: the decode worker is idle when each pull lands
+  // (pull + decode step are shorter than a prefill step) and samples it in one step.
+  DeploymentSpec spec = reference_spec();
+  const std::int64_t isl = 4000;
+  spec.engine.max_num_batched_tokens = isl;
+  const auto cost = models::make_step_cost(*spec.model, *spec.gpu, spec.weights, {8, 1, 1}, spec.kv_dtype);
+  const double overhead = spec.engine.overhead_per_step_s();
+  models::StepBatch prefill;
+  prefill.prefill_seqs = 1;
+  prefill.prefill_tokens = isl;
+  prefill.prefill_attention_pairs = double(isl) * double(isl + 1) / 2;
+  models::StepBatch decode;
+  decode.decode_seqs = 1;
+  decode.decode_context_tokens = isl + 1;
+  const double bytes = models::handoff_bytes(*spec.model, isl, spec.kv_dtype);
+  const double transfer = spec.instance->efa_latency_s + bytes / (8 * spec.instance->efa_per_gpu_bytes_per_s);
+  const double g = cost->seconds(prefill), step = cost->seconds(decode) + overhead;
+  ASSERT_LT(transfer + step, g);
+  workloads::WorkloadConfig w = closed(4, isl, 1, 4);
+  w.warmup_requests = 0;
+  // Synchronous loop: every prefill step pays the host's time to form it, g + overhead.
+  // TTFT of the k-th = (k + 1) x (g + overhead) + transfer + one decode step; mean over k = 0..3.
+  spec.engine.async_scheduling = false;
+  const auto r = Deployment(one_p_one_d(), spec).run(w);
+  ASSERT_EQ(r.summary.request_count, 4);
+  const double sync_mean = 2.5 * (g + overhead) + transfer + step;
+  EXPECT_NEAR(r.summary.ttft_ms.avg, sync_mean * 1e3, 1e-6);
+  EXPECT_NEAR(r.summary.ttft_ms.max - r.summary.ttft_ms.min, 3 * (g + overhead) * 1e3, 1e-6);
+  EXPECT_EQ(r.transfers.max_in_flight, 1);
+  // Async scheduling: the next batch is formed while the previous one runs, so only the first
+  // step pays the overhead: overhead + (k + 1) x g + transfer + one decode step.
+  spec.engine.async_scheduling = true;
+  const auto a = Deployment(one_p_one_d(), spec).run(w);
+  const double async_mean = overhead + 2.5 * g + transfer + step;
+  EXPECT_NEAR(a.summary.ttft_ms.avg, async_mean * 1e3, 1e-6);
+  EXPECT_NEAR(a.summary.ttft_ms.max - a.summary.ttft_ms.min, 3 * g * 1e3, 1e-6);
+  // The serving framework's handoff (a fixed 200 ms) is a delay after each prefill, not work on
+  // the prefill worker: the queue does not grow, every request is 200 ms later.
+  spec.frontend.emplace();
+  spec.frontend->disagg.handoff = {0.2, 0.0};
+  spec.frontend->disagg.pull_s_per_token = 0;
+  EXPECT_NEAR(Deployment(one_p_one_d(), spec).run(w).summary.ttft_ms.avg, (async_mean + 0.2) * 1e3, 1e-6);
+}
+
 TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {
   // 16k-token prompts at 8 clients on the same 16 H200: aggregated replicas interleave prefill
   // chunks with decodes, so decodes wait behind chunks; the decode worker never prefills.

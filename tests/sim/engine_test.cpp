@@ -169,6 +169,36 @@ TEST(Engine, PreemptedRequestRecomputesOnlyWhatTheCacheLost) {
   }
 }
 
+TEST(Engine, APulledRequestJoinsTheFirstVllmBatchFormedAfterItLanded) {
+  // A decode-only worker: one request already decoding, a second one's KV pull lands at t = 5 ms.
+  // vLLM's async loop formed the batch now starting (t = 6 ms) at t = 4 ms, before the pull
+  // landed: that batch holds the first request only, and the second joins the next one (formed at
+  // t = 6 ms). SGLang's and TensorRT-LLM's profiles take it into the next batch they form.
+  for (EngineKind kind : {EngineKind::vllm, EngineKind::sglang, EngineKind::trtllm}) {
+    EngineConfig cfg;
+    cfg.kind = kind;
+    cfg.role = WorkerRole::decode_only;
+    cfg.max_num_batched_tokens = 1000;
+    cfg.max_num_seqs = 8;
+    VllmScheduler s(cfg, 64);
+    workloads::RequestSpec a, b;
+    a.id = 1;
+    b.id = 2;
+    a.input_tokens = b.input_tokens = 64;
+    a.output_tokens = b.output_tokens = 16;
+    const std::int32_t slot_a = s.add_transferred(a, 0.0, 0.0, 0, false);
+    const std::int32_t slot_b = s.add_transferred(b, 0.0, 0.0, 1, false);
+    s.clear_outputs();
+    s.transfer_done(slot_a, 0.001);
+    s.transfer_done(slot_b, 0.005);
+    EXPECT_EQ(s.num_running(), 2);   // both hold a seat from the pull on
+    EXPECT_EQ(s.schedule(0.006, 0.004).decode_seqs, kind == EngineKind::vllm ? 1 : 2);
+    s.complete(0.016);
+    s.clear_outputs();
+    EXPECT_EQ(s.schedule(0.016, 0.006).decode_seqs, 2);
+  }
+}
+
 TEST(Engine, TtftGrowsWithLoad) {
   double prev = 0;
   for (int c : {1, 8, 32, 128}) {
