@@ -177,7 +177,8 @@ std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p) {
   if (m.checkpoint_precision.empty() || text::iequals(f, m.checkpoint_precision)) return checkpoint_format_label(m);
   for (const auto& c : m.checkpoint_precisions)
     if (text::iequals(c, f))
-      return "the published " + format_words(c, 0) + " one" + (quantizes_experts_only(m, f) ? ", routed experts only" : "");
+      return "the published " + format_words(c, 0) + " one" + (quantizes_experts_only(m, f) ? ", routed experts only" : "") +
+             (mla_bf16_projections(m, p).any() ? ", MLA low-rank projections BF16" : "");
   if (m.checkpoint_precisions.empty()) return checkpoint_format_label(m) + ", run as " + f;
   return checkpoint_format_label(m) + ", run as " + f + ", a format not among the published " + text::join(m.checkpoint_precisions);
 }

@@ -161,6 +161,7 @@ TEST(CheckpointFormats, DeepSeekNvfp4KeepsItsMlaLowRankProjectionsInBf16) {
   EXPECT_FALSE(mla_bf16_projections(m, hw::Precision::fp8_block).any());   // DeepSeek's own block-FP8 checkpoint
   EXPECT_TRUE(mla_bf16_projections(model("deepseek-v3"), hw::Precision::nvfp4).any());
   EXPECT_DOUBLE_EQ(mla_bf16_params(m, p, 8), 21954560.0);
+  EXPECT_EQ(checkpoint_format_label(m, hw::Precision::nvfp4), "the published NVFP4 one, MLA low-rank projections BF16");
 
   ModelSpec all4 = m;   // the same model with every projection NVFP4
   all4.mla_bf16_checkpoints.clear();
