@@ -94,6 +94,24 @@ bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p) {
   return false;
 }
 
+ModelSpec::MlaBf16Projections mla_bf16_projections(const ModelSpec& m, hw::Precision p) {
+  if (p == hw::Precision::bf16 || quantizes_experts_only(m, p)) return {};
+  const std::string f(hw::to_string(p));
+  for (const auto& [fmt, proj] : m.mla_bf16_checkpoints)
+    if (text::iequals(fmt, f)) return proj;
+  return {};
+}
+
+double mla_bf16_params(const ModelSpec& m, const ModelSpec::MlaBf16Projections& p, int tp) {
+  const double H = double(m.hidden), h = double(m.heads) / tp, ql = double(m.q_lora_rank), kl = double(m.kv_lora_rank);
+  double n = 0;
+  if (ql > 0) n += (p.q_a ? H * ql : 0) + (p.q_b ? ql * h * m.qk_head_dim() : 0);
+  if (p.kv_a) n += H * (kl + m.qk_rope_head_dim);
+  if (p.kv_b) n += kl * h * (m.qk_nope_head_dim + m.v_head_dim);
+  if (p.o) n += h * m.v_head_dim * H;
+  return n;
+}
+
 int serve_max_num_seqs(const hw::GpuSpec& gpu) {
   const bool big = gpu.hbm_usable_bytes >= 70.0 * kGiB && text::lower(gpu.name).find("a100") == std::string::npos;
   return big ? kServeMaxNumSeqs : 256;
@@ -159,7 +177,8 @@ std::string checkpoint_format_label(const ModelSpec& m, hw::Precision p) {
   if (m.checkpoint_precision.empty() || text::iequals(f, m.checkpoint_precision)) return checkpoint_format_label(m);
   for (const auto& c : m.checkpoint_precisions)
     if (text::iequals(c, f))
-      return "the published " + format_words(c, 0) + " one" + (quantizes_experts_only(m, f) ? ", routed experts only" : "");
+      return "the published " + format_words(c, 0) + " one" + (quantizes_experts_only(m, f) ? ", routed experts only" : "") +
+             (mla_bf16_projections(m, p).any() ? ", MLA low-rank projections BF16" : "");
   if (m.checkpoint_precisions.empty()) return checkpoint_format_label(m) + ", run as " + f;
   return checkpoint_format_label(m) + ", run as " + f + ", a format not among the published " + text::join(m.checkpoint_precisions);
 }
@@ -338,8 +357,10 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
         w.quantized += routed * wb;
         w.high_precision += (lin - routed + small) * 2;
       } else {
-        w.quantized += lin * wb;
-        w.high_precision += small * 2;
+        // MLA projections the checkpoint keeps in BF16 (NVIDIA's NVFP4 DeepSeek: q_a, q_b, kv_a, kv_b).
+        const double hp = m.layers[i] == LayerKind::mla ? mla_bf16_params(m, mla_bf16_projections(m, wp), par.tp) : 0;
+        w.quantized += (lin - hp) * wb;
+        w.high_precision += (hp + small) * 2;
       }
     }
     // Vocab-parallel embedding and LM head (BF16 in every checkpoint: excluded from quantisation).

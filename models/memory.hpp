@@ -77,6 +77,13 @@ bool quantizes_experts_only(const ModelSpec& m, std::string_view format);
 // before each attention layer (Nano NVFP4 hf_quant_config exclude_modules). Memory and step cost
 // both follow it.
 bool kept_high_precision(const ModelSpec& m, std::size_t i, hw::Precision p);
+// The MLA projections that weights in precision p keep in BF16 (mla_bf16_checkpoints: NVIDIA's
+// NVFP4 DeepSeek checkpoints keep q_a, q_b, kv_a and kv_b); none at BF16 or where only the routed
+// experts are quantised (every projection is BF16 there already). Memory and step cost both follow it.
+ModelSpec::MlaBf16Projections mla_bf16_projections(const ModelSpec& m, hw::Precision p);
+// Parameters of those projections in one MLA layer on one GPU of a TP group of tp (q_a and kv_a
+// replicated; q_b, kv_b and o_proj sharded by heads, as block_weights counts them).
+double mla_bf16_params(const ModelSpec& m, const ModelSpec::MlaBf16Projections& p, int tp);
 // The checkpoint's format in words ("FP8 128x128 block", "INT4 weight-only (W4A16), group 32, routed experts only").
 std::string checkpoint_format_label(const ModelSpec& m);
 // The checkpoint a run at weight precision p loads, in words: the catalogue's when p is its format,

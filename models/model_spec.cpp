@@ -171,6 +171,17 @@ double mtp_params(const ModelSpec& m) {
 
 namespace {
 
+// Marks the MLA projection a module name ends in ("q_a_proj", "kv_a_proj_with_mqa", ...); false for
+// any other name.
+bool mark_mla_projection(ModelSpec::MlaBf16Projections& p, const std::string& name) {
+  if (name == "q_a_proj") return p.q_a = true;
+  if (name == "q_b_proj") return p.q_b = true;
+  if (name == "kv_a_proj_with_mqa") return p.kv_a = true;
+  if (name == "kv_b_proj") return p.kv_b = true;
+  if (name == "o_proj") return p.o = true;
+  return false;
+}
+
 // Python's json module writes Infinity/NaN, which strict JSON parsers reject.
 // One linear pass outside strings (a regex backtracks on long inputs and recurses per character).
 std::string sanitize(std::string_view text) {
@@ -374,6 +385,24 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
     }
     return attention && shared;
   };
+  // Single MLA projections a quantised checkpoint leaves out (NVIDIA's NVFP4 DeepSeek-V3.1 / V3.2:
+  // model.layers.N.self_attn.q_a_proj, ...): those GEMMs run and are stored in BF16.
+  auto mla_bf16_from = [&](const JsonReader& qc, const char* key, const char* what) {
+    if (m.quantized_experts_only || m.checkpoint_precision == "bf16" || m.count(LayerKind::mla) == 0 || !qc.has(key) ||
+        !qc.json().at(key).is_array())
+      return;
+    ModelSpec::MlaBf16Projections p;
+    for (const auto& e : qc.json().at(key)) {
+      if (!e.is_string()) continue;
+      const std::string x = e.get<std::string>();
+      const auto at = x.find("self_attn.");
+      if (at != std::string::npos) mark_mla_projection(p, x.substr(at + 10));
+    }
+    if (!p.any()) return;
+    p.source = file + what;
+    std::erase_if(m.mla_bf16_checkpoints, [&](const auto& c) { return c.first == m.checkpoint_precision; });
+    m.mla_bf16_checkpoints.emplace_back(m.checkpoint_precision, p);
+  };
   if (q) {
     const std::string method = text::lower(q->string_or("quant_method", ""));
     std::string fmt;
@@ -396,6 +425,7 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
         (ignores(*q, "modules_to_not_convert", "self_attn") || ignores(*q, "ignore", "self_attn")))
       m.quantized_experts_only = true;
     if (fmt == "nvfp4" && experts_only_nvfp4(*q, "ignore")) m.quantized_experts_only = true;
+    mla_bf16_from(*q, "ignore", " (quantization_config.ignore)");
   }
   if (!hf_quant_json.empty()) {
     const auto doc = parse_json(hf_quant_json, file + " (hf_quant_config.json)");
@@ -422,6 +452,7 @@ void read_quantization(ModelSpec& m, const JsonReader* q, std::string_view hf_qu
       else if (!algo.empty()) unsupported(qq, "quant_algo", "\"" + algo + "\" (supported: NVFP4, FP8, W4A16_AWQ)");
       if (text::lower(qq.string_or("kv_cache_quant_algo", "")) == "fp8") m.checkpoint_kv_precision = "fp8";
       if (m.checkpoint_precision == "nvfp4" && experts_only_nvfp4(qq, "exclude_modules")) m.quantized_experts_only = true;
+      mla_bf16_from(qq, "exclude_modules", " (hf_quant_config.json exclude_modules)");
     }
   }
 }
@@ -751,6 +782,24 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file) 
       if (std::find(m.checkpoint_precisions.begin(), m.checkpoint_precisions.end(), fmt) == m.checkpoint_precisions.end())
         e.fail(fmt, "not one of checkpoint_precisions");
       m.experts_only_checkpoints.emplace_back(fmt, src.get<std::string>());
+    }
+  }
+  if (j.has("mla_bf16_checkpoints")) {
+    const auto e = j.object("mla_bf16_checkpoints");
+    for (const auto& [fmt, body] : e.json().items()) {
+      if (std::find(m.checkpoint_precisions.begin(), m.checkpoint_precisions.end(), fmt) == m.checkpoint_precisions.end())
+        e.fail(fmt, "not one of checkpoint_precisions");
+      const auto c = e.object(fmt);
+      ModelSpec::MlaBf16Projections p;
+      if (!c.has("projections") || !c.json().at("projections").is_array())
+        c.fail("projections", "expected an array of MLA projection names");
+      for (const auto& e : c.json().at("projections"))
+        if (!e.is_string() || !mark_mla_projection(p, e.get<std::string>()))
+          c.fail("projections", "unknown MLA projection " + brief(e) + " (valid: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj)");
+      p.source = c.string("source");
+      if (!p.any()) c.fail("projections", "expected at least one projection");
+      if (p.source.empty()) c.fail("source", "expected the file that shows the projections stay BF16 (a non-empty string)");
+      m.mla_bf16_checkpoints.emplace_back(fmt, p);
     }
   }
   if (j.has("vision")) {

@@ -129,6 +129,16 @@ struct ModelSpec {
   // that says so (NVIDIA's NVFP4 of MiniMax-M2.5: hf_quant_config.json excludes every self_attn and
   // router): format ("nvfp4") -> source.
   std::vector<std::pair<std::string, std::string>> experts_only_checkpoints;
+  // MLA projections a checkpoint keeps in BF16 where the rest of its linear layers are quantised
+  // (hf_quant_config.json exclude_modules: NVIDIA's NVFP4 DeepSeek-V3.1 / V3.2 list q_a_proj,
+  // q_b_proj, kv_a_proj_with_mqa and kv_b_proj of every layer; o_proj is NVFP4).
+  struct MlaBf16Projections {
+    bool q_a = false, q_b = false, kv_a = false, kv_b = false, o = false;
+    std::string source;  // the file that says so
+    bool any() const { return q_a || q_b || kv_a || kv_b || o; }
+  };
+  // Format ("nvfp4") -> the projections that format's checkpoint keeps in BF16.
+  std::vector<std::pair<std::string, MlaBf16Projections>> mla_bf16_checkpoints;
   std::string checkpoint_kv_precision;   // "fp8" when hf_quant_config declares FP8 KV, else ""
   std::vector<std::string> checkpoint_precisions;  // catalogue: the published checkpoints' formats
   std::vector<std::string> hf_ids;       // Hugging Face repository ids that name this model

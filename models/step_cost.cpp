@@ -238,17 +238,22 @@ class Model final : public StepCostModel {
       mheads_mla_ = m.heads / tp;
       const std::int64_t h = mheads_mla_, ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
       const std::int64_t qk = m.qk_head_dim(), nope = m.qk_nope_head_dim, v = m.v_head_dim;
+      // Projections the checkpoint keeps in BF16 (NVIDIA's NVFP4 DeepSeek: q_a, q_b, kv_a, kv_b) run as BF16 GEMMs.
+      mla_hp_ = mla_bf16_projections(m, wp);
+      const auto pg = [&](bool hp) { return [&, hp](std::int64_t M, std::int64_t n, std::int64_t k) { return hp ? gemm16(M, n, k) : gemm(M, n, k); }; };
+      const auto q_a = pg(mla_hp_.q_a), q_b = pg(mla_hp_.q_b), kv_a = pg(mla_hp_.kv_a), kv_b = pg(mla_hp_.kv_b), o = pg(mla_hp_.o);
       mla_lin_.fill([&](std::int64_t M) {
-        double t = (ql > 0 ? gemm(M, ql, H) + gemm(M, h * qk, ql) : gemm(M, h * qk, H)) + gemm(M, kl + rope, H) +
-                   gemm(M, H, h * v);
+        double t = (ql > 0 ? q_a(M, ql, H) + q_b(M, h * qk, ql) : gemm(M, h * qk, H)) + kv_a(M, kl + rope, H) +
+                   o(M, H, h * v);
         if (m.index_topk > 0)  // DSA indexer projections (wq_b, wk, weights_proj)
           t += gemm(M, std::int64_t(m.index_heads) * m.index_head_dim, ql > 0 ? ql : H) + gemm(M, m.index_head_dim, H) +
                km_.gemm(M, m.index_heads, H, hw::Precision::bf16).seconds;
         return t;
       });
       // Absorbed decode: W_UK (nope -> latent) and W_UV (latent -> v) per head, batched over heads.
-      mla_absorb_.fill([&](std::int64_t M) { return gemm(M, h * kl, nope) + gemm(M, h * v, kl); });
-      mla_kvb_.fill([&](std::int64_t M) { return gemm(M, h * (nope + v), kl); });
+      // W_UK / W_UV are kv_b_proj's halves.
+      mla_absorb_.fill([&](std::int64_t M) { return kv_b(M, h * kl, nope) + kv_b(M, h * v, kl); });
+      mla_kvb_.fill([&](std::int64_t M) { return kv_b(M, h * (nope + v), kl); });
       // The tables' work streams K and V (2 x head_dim elements per token and KV head); the latent
       // is one vector of kl + rope elements serving as both, so it is queried with head_dim
       // (kl + rope) / 2: the same bytes per cached token (decode is bound by them).
@@ -500,9 +505,10 @@ class Model final : public StepCostModel {
       add("mla", m_.index_topk > 0 ? "q/kv/o + DSA indexer projections GEMM" : "q_a/q_b + kv_a + o_proj GEMM", n_mla_ * mla_lin_(M),
           n_mla_, [&] {
             const std::int64_t ql = m_.q_lora_rank;
-            OpTime t = ql > 0 ? sum({km_.gemm(Mi, ql, H, dp_), km_.gemm(Mi, h * m_.qk_head_dim(), ql, dp_)})
+            OpTime t = ql > 0 ? sum({km_.gemm(Mi, ql, H, mla_p(mla_hp_.q_a)), km_.gemm(Mi, h * m_.qk_head_dim(), ql, mla_p(mla_hp_.q_b))})
                               : km_.gemm(Mi, h * m_.qk_head_dim(), H, dp_);
-            return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, dp_), km_.gemm(Mi, H, h * m_.v_head_dim, dp_)});
+            return sum({t, km_.gemm(Mi, m_.kv_lora_rank + m_.qk_rope_head_dim, H, mla_p(mla_hp_.kv_a)),
+                        km_.gemm(Mi, H, h * m_.v_head_dim, mla_p(mla_hp_.o))});
           });
       double idx_pairs = 0;   // (query, cached token) pairs the DSA indexer scores this step
       if (b.decode_seqs > 0) {
@@ -519,7 +525,8 @@ class Model final : public StepCostModel {
         add("mla", "W_UK / W_UV absorption GEMM (decode)", n_mla_ * mla_absorb_(dec_tokens), n_mla_,
             [&] {
               const auto D = std::int64_t(std::max(1.0, dec_tokens));
-              return sum({km_.gemm(D, h * m_.kv_lora_rank, m_.qk_nope_head_dim, dp_), km_.gemm(D, h * m_.v_head_dim, m_.kv_lora_rank, dp_)});
+              return sum({km_.gemm(D, h * m_.kv_lora_rank, m_.qk_nope_head_dim, mla_p(mla_hp_.kv_b)),
+                          km_.gemm(D, h * m_.v_head_dim, m_.kv_lora_rank, mla_p(mla_hp_.kv_b))});
             });
         add("mla", "decode attention over the latent (absorbed, MQA)",
             n_mla_ * (mla_dec_per_seq_(dec_tokens) + mla_dec_per_token_ * ctx_reads), n_mla_, [&] {
@@ -535,12 +542,12 @@ class Model final : public StepCostModel {
         const bool sparse = dsa_sparse_heads_ > 0 && pair_length(pairs / std::max(1, b.prefill_seqs)) > double(m_.index_topk);
         if (sparse)
           add("mla", "W_UK / W_UV absorption GEMM (sparse prefill)", n_mla_ * mla_absorb_(T), n_mla_, [&] {
-            return sum({km_.gemm(b.prefill_tokens, h * m_.kv_lora_rank, m_.qk_nope_head_dim, dp_),
-                        km_.gemm(b.prefill_tokens, h * m_.v_head_dim, m_.kv_lora_rank, dp_)});
+            return sum({km_.gemm(b.prefill_tokens, h * m_.kv_lora_rank, m_.qk_nope_head_dim, mla_p(mla_hp_.kv_b)),
+                        km_.gemm(b.prefill_tokens, h * m_.v_head_dim, m_.kv_lora_rank, mla_p(mla_hp_.kv_b))});
           });
         else
           add("mla", "kv_b_proj decompression GEMM (prefill)", n_mla_ * mla_kvb_(T), n_mla_,
-              [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, dp_); });
+              [&] { return km_.gemm(b.prefill_tokens, h * (m_.qk_nope_head_dim + m_.v_head_dim), m_.kv_lora_rank, mla_p(mla_hp_.kv_b)); });
         if (m_.index_topk > 0)
           add("mla", "DSA indexer (prefill)", n_mla_ * idx_pre_(pair_length(pairs)), n_mla_,
               [&] { return km_.attention_prefill(1, b.prefill_tokens, m_.index_heads, 1, m_.index_head_dim); });
@@ -656,6 +663,8 @@ class Model final : public StepCostModel {
   std::unique_ptr<KernelModel> scaled_;   // a calibration's kernel factors over the tables (null: none)
   const KernelModel& km_;
   hw::Precision wp_;  // routed experts
+  ModelSpec::MlaBf16Projections mla_hp_;  // MLA projections the checkpoint keeps in BF16
+  hw::Precision mla_p(bool kept_bf16) const { return kept_bf16 ? hw::Precision::bf16 : dp_; }
   hw::Precision dp_;  // every other GEMM: BF16 when the checkpoint quantises routed experts only (gpt-oss, Kimi K2.5, MiniMax-M2.5 NVFP4)
   Parallelism par_;
   hw::Precision kv_;

@@ -147,6 +147,89 @@ TEST(CheckpointFormats, ExpertsOnlyCheckpointMustBePublished) {
   }
 }
 
+// NVIDIA's NVFP4 DeepSeek checkpoints leave q_a_proj, q_b_proj, kv_a_proj_with_mqa and kv_b_proj of
+// every layer out of quantisation (DeepSeek-V3.1 / V3.2 hf_quant_config.json exclude_modules; o_proj
+// and the experts are NVFP4). At TP8 one MLA layer holds on each GPU q_a 7168 x 1536 and kv_a
+// 7168 x 576 (replicated), q_b 1536 x (16 heads x 192) and kv_b 512 x (16 x 256): 11,010,048 +
+// 4,128,768 + 4,718,592 + 2,097,152 = 21,954,560 parameters, stored at 2 bytes instead of 0.5625 and
+// multiplied as BF16 GEMMs.
+TEST(CheckpointFormats, DeepSeekNvfp4KeepsItsMlaLowRankProjectionsInBf16) {
+  const auto& m = model("deepseek-r1");
+  const auto p = mla_bf16_projections(m, hw::Precision::nvfp4);
+  EXPECT_TRUE(p.q_a && p.q_b && p.kv_a && p.kv_b);
+  EXPECT_FALSE(p.o);
+  EXPECT_FALSE(mla_bf16_projections(m, hw::Precision::fp8_block).any());   // DeepSeek's own block-FP8 checkpoint
+  EXPECT_TRUE(mla_bf16_projections(model("deepseek-v3"), hw::Precision::nvfp4).any());
+  EXPECT_DOUBLE_EQ(mla_bf16_params(m, p, 8), 21954560.0);
+  EXPECT_EQ(checkpoint_format_label(m, hw::Precision::nvfp4), "the published NVFP4 one, MLA low-rank projections BF16");
+
+  ModelSpec all4 = m;   // the same model with every projection NVFP4
+  all4.mla_bf16_checkpoints.clear();
+  const auto& gpu = hw::Catalog::global().gpu("b200");
+  const auto kept = plan_memory(m, gpu, hw::Precision::nvfp4, {8, 1, 1}, {});
+  const auto none = plan_memory(all4, gpu, hw::Precision::nvfp4, {8, 1, 1}, {});
+  EXPECT_NEAR(kept.weights.high_precision - none.weights.high_precision, 61 * 21954560.0 * 2, 1);
+  EXPECT_NEAR(none.weights.quantized - kept.weights.quantized, 61 * 21954560.0 * 0.5625, 1);
+
+  // A decode step of 8 sequences: the projections row is three BF16 GEMMs and one NVFP4 one (o_proj
+  // 2,048 -> 7168) a layer; the absorption row is kv_b's two halves at BF16.
+  StepBatch b;
+  b.decode_seqs = 8;
+  b.decode_context_tokens = 8 * 1536;
+  const auto t = make_step_cost(m, gpu, hw::Precision::nvfp4, {8, 1, 1}, hw::Precision::fp8)->breakdown(b);
+  auto part = [&](const std::string& op) {
+    for (const auto& x : t.parts)
+      if (x.op == op) return x.seconds;
+    return 0.0;
+  };
+  const auto& km = hw::kernel_model(gpu);
+  const auto bf16 = hw::Precision::bf16, fp4 = hw::Precision::nvfp4;
+  const double proj = km.gemm(8, 1536, 7168, bf16).seconds + km.gemm(8, 16 * 192, 1536, bf16).seconds +
+                      km.gemm(8, 576, 7168, bf16).seconds + km.gemm(8, 7168, 16 * 128, fp4).seconds;
+  EXPECT_NEAR(part("q_a/q_b + kv_a + o_proj GEMM"), 61 * proj, 1e-9);
+  const double absorb = km.gemm(8, 16 * 512, 128, bf16).seconds + km.gemm(8, 16 * 128, 512, bf16).seconds;
+  EXPECT_NEAR(part("W_UK / W_UV absorption GEMM (decode)"), 61 * absorb, 1e-9);
+}
+
+// The same read from a Hugging Face checkpoint: single self_attn projections in the ModelOpt
+// exclude list of an MLA model are kept in BF16; a model without MLA records nothing.
+TEST(CheckpointFormats, MlaProjectionsLeftOutOfQuantisationAreReadFromTheCheckpoint) {
+  nlohmann::json c = nlohmann::json::parse(servesim::data::get("models/data/deepseek-v3.json"))["hf_config"];
+  c.erase("quantization_config");
+  const std::string quant = R"({"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "exclude_modules":
+      ["lm_head", "model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.kv_b_proj", "model.layers.61*"]}})";
+  const ModelSpec d = import_hf_config(c.dump(), "ds.json", "ds", quant);
+  EXPECT_EQ(d.checkpoint_precision, "nvfp4");
+  const auto p = mla_bf16_projections(d, hw::Precision::nvfp4);
+  EXPECT_TRUE(p.q_a && p.kv_b);
+  EXPECT_FALSE(p.q_b || p.kv_a || p.o);
+  EXPECT_NE(p.source.find("hf_quant_config.json exclude_modules"), std::string::npos) << p.source;
+  EXPECT_DOUBLE_EQ(mla_bf16_params(d, p, 1), 7168.0 * 1536 + 512.0 * 128 * 256);
+  const nlohmann::json nvfp4 = {
+      {"quant_method", "modelopt"}, {"quant_algo", "NVFP4"},
+      {"ignore", {"lm_head", "model.layers.0.self_attn.q_proj"}},
+      {"config_groups", {{"group_0", {{"weights", {{"num_bits", 4}, {"type", "float"}, {"group_size", 16}}}}}}}};
+  EXPECT_TRUE(with_quant(nvfp4).mla_bf16_checkpoints.empty());
+}
+
+// A catalogue entry's BF16 MLA projections name known projections of a published checkpoint.
+TEST(CheckpointFormats, MlaBf16ProjectionsMustBeKnownAndPublished) {
+  nlohmann::json j = nlohmann::json::parse(servesim::data::get("models/data/deepseek-r1.json"));
+  auto fails = [&](const nlohmann::json& bad, const std::string& says) {
+    nlohmann::json k = j;
+    k["mla_bf16_checkpoints"] = bad;
+    try {
+      parse_model_json(k.dump(), "bad.json");
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  fails({{"int4", {{"projections", {"q_a_proj"}}, {"source", "s"}}}}, "not one of checkpoint_precisions");
+  fails({{"nvfp4", {{"projections", {"q_proj"}}, {"source", "s"}}}}, "unknown MLA projection");
+  fails({{"nvfp4", {{"projections", {"q_a_proj"}}, {"source", ""}}}}, "source");
+}
+
 // The hybrid Nemotron NVFP4 checkpoints keep the attention projections and the Mamba mixer just
 // before each attention layer in BF16; the step cost runs those GEMMs at BF16 as the memory plan
 // weighs them: the attention row equals BF16's, and the Mamba row is the k kept layers at BF16 plus
