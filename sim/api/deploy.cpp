@@ -563,17 +563,26 @@ std::string aiperf_script(const nlohmann::json& d) {
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
                   " copies; the frontend spreads them over the copies.\n"
-                  "# Then: servesim validate on the artefact folders closes the loop.\n";
+                  "# Then: `servesim validate artifacts` closes the loop (each folder gets the run's setup, servesim_run.json).\n";
   if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f < 1)
     s += "# NOTE: the prediction has images on " + fmt(100 * f, 0) + " % of requests; aiperf's synthetic inputs here put one on\n"
          "# every request (a heavier load than predicted.csv): compare with a prediction at image fraction 1, or use\n"
          "# the open-loop check (--target-rps with --arrival), which sends the mix.\n";
-  s += "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
+  s += "set -euo pipefail\nURL=${URL:-http://localhost:8000}\nHERE=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n";
   std::string conc;
   for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
   s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d);
   s += "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
-       "    --artifact-dir \"artifacts/c$C\"\ndone\n";
+       "    --artifact-dir \"artifacts/c$C\"\n";
+  // The run's setup beside its folder (servesim_run.json: the emitted scenario with this run's clients
+  // and request counts), so that `servesim validate artifacts` reads each folder as it ran. Not with
+  // images on a share of the requests: this sweep sends one on every request, which the scenario does not.
+  if (const double f = d.value("image_fraction", 1.0); !(d.contains("images") && !d["images"].empty() && f < 1))
+    s += "  if [ -f \"$HERE/scenario.json\" ]; then\n"
+         "    { printf '{\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d,' \"$C\" $((C * 20)) $((C * 2))\n"
+         "      tail -c +2 \"$HERE/scenario.json\"; } > \"artifacts/c$C/servesim_run.json\"\n"
+         "  fi\n";
+  s += "done\n";
   if (d.contains("rate_per_copy")) {   // sized open loop (plan --target-rps --arrival): the planned rate, as long as the plan's run
     const double rate = d["rate_per_copy"].get<double>() * double(copies);
     const std::int64_t n = std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate - 1e-9)));

@@ -463,3 +463,38 @@ def test_open_loop_search_says_which_tokens_per_gpu_is_which(exe):
     cells = [c for c in lines[best + 2].split("  ") if c.strip()]
     cols = [c.strip() for c in header if c.strip()]
     assert float(cells[cols.index("served tok/s/GPU")]) == 2000.0
+
+
+def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
+    # "How to check after": aiperf's folders alone hold no servesim setup, so `servesim validate
+    # artifacts` refused them (servesim_run.json missing). The sweep now writes the emitted scenario
+    # with the run's clients and request counts beside each folder. Here aiperf is stood in for by
+    # servesim itself simulating the same scenario, its input_config cut to aiperf's loadgen block:
+    # validate must then read both folders and find 0.0 % everywhere (the same run, predicted twice).
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
+        "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "agg",
+        "--emit", em, "-q")
+    scenario = em / "aggregated" / "scenario.json"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
+        f"'{exe}' simulate --scenario '{scenario}' --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
+        "--export \"$D\" > /dev/null\n"
+        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
+        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
+    (fake / "aiperf").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    work = tmp_path / "run"
+    work.mkdir()
+    subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
+    side = json.loads((work / "artifacts" / "c2" / "servesim_run.json").read_text())
+    assert (side["concurrency"], side["requests"], side["warmup_requests"]) == (2, 40, 4)
+    assert side["model"] == "nemotron-3-nano"
+    out = run(exe, "validate", work / "artifacts")
+    rows = [l.split() for l in out.splitlines() if l.startswith("vllm ") and " agg " in l]
+    assert rows and all(r[r.index("agg") + 1] == "2" for r in rows), out
+    assert all(v in ("0.0%", "+0.0%", "-0.0%") for r in rows for v in r[r.index("agg") + 3:]), out
