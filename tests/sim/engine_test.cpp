@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "common/error.hpp"
 #include "sim/engine/cluster.hpp"
@@ -15,6 +16,16 @@
 
 namespace servesim::sim {
 namespace {
+
+// Requests 1 and 2 of `input` prompt and `output` answer tokens.
+std::pair<workloads::RequestSpec, workloads::RequestSpec> two_requests(std::int64_t input, std::int64_t output) {
+  workloads::RequestSpec a, b;
+  a.id = 1;
+  b.id = 2;
+  a.input_tokens = b.input_tokens = input;
+  a.output_tokens = b.output_tokens = output;
+  return {a, b};
+}
 
 // A linear step cost: easy to sum by hand, independent of the calibrated models.
 class LinearCost : public models::StepCostModel {
@@ -139,11 +150,7 @@ TEST(Engine, PreemptedRequestRecomputesOnlyWhatTheCacheLost) {
     cfg.max_num_seqs = 8;
     cfg.enable_prefix_caching = caching;
     VllmScheduler s(cfg, 12);
-    workloads::RequestSpec a, b;
-    a.id = 1;
-    b.id = 2;
-    a.input_tokens = b.input_tokens = 64;
-    a.output_tokens = b.output_tokens = 64;
+    const auto [a, b] = two_requests(64, 64);
     s.add(a, 0, 0, false);
     const std::int32_t slot_b = s.add(b, 0, 1, false);
     double t = 0;
@@ -181,11 +188,7 @@ TEST(Engine, APulledRequestJoinsTheFirstVllmBatchFormedAfterItLanded) {
     cfg.max_num_batched_tokens = 1000;
     cfg.max_num_seqs = 8;
     VllmScheduler s(cfg, 64);
-    workloads::RequestSpec a, b;
-    a.id = 1;
-    b.id = 2;
-    a.input_tokens = b.input_tokens = 64;
-    a.output_tokens = b.output_tokens = 16;
+    const auto [a, b] = two_requests(64, 16);
     const std::int32_t slot_a = s.add_transferred(a, 0.0, 0.0, 0, false);
     const std::int32_t slot_b = s.add_transferred(b, 0.0, 0.0, 1, false);
     s.clear_outputs();
