@@ -348,6 +348,35 @@ TEST(Engines, SglangMemFractionStaticHeuristic) {
   EXPECT_EQ(models::sglang_max_running_requests(3000, 8192), 1500);
 }
 
+// What an SGLang row resolves to on each GPU it was measured on, by hand from the reference's
+// _handle_gpu_memory_settings table (A2) and the catalogue's memory (hwmodels/data/gpus.json):
+// H100 81,920 MiB, H200 143,155.9, B200 184,320, B300 275,040. chunked_prefill_size 8,192 below
+// 160 GiB, 16,384 from it; cuda_graph_max_bs 256 (TP < 4) / 512 (TP >= 4) below, 512 from it;
+// reserved MiB = 512 + 1.5 x chunk + 2 x graphs + TP / 8 x 1024:
+//   H100 TP1 13,440 -> (81,920 - 13,440) / 81,920 = 0.836;   TP8 14,848 -> 0.819
+//   H200 TP1 13,440 -> (143,155.9 - 13,440) / 143,155.9 = 0.906; TP8 14,848 -> 0.896
+//   B200 TP1 26,240 -> (184,320 - 26,240) / 184,320 = 0.858;  TP8 27,136 -> 0.853
+//   B300 TP1 26,240 -> (275,040 - 26,240) / 275,040 = 0.905;  TP8 27,136 -> 0.901
+// Pages: 1 token on Hopper (FA3), 64 on Blackwell (trtllm_mha). The plan takes the fraction of
+// the same chunk and graph sizes the engine runs with.
+TEST(Engines, SglangResolvedDefaultsByGpu) {
+  struct Row { const char* gpu; int tp; std::int64_t chunk, graphs, page; double fraction; };
+  const Row rows[] = {{"H100", 1, 8192, 256, 1, 0.836},  {"H100", 8, 8192, 512, 1, 0.819},
+                      {"H200", 1, 8192, 256, 1, 0.906},  {"H200", 8, 8192, 512, 1, 0.896},
+                      {"B200", 1, 16384, 512, 64, 0.858}, {"B200", 8, 16384, 512, 64, 0.853},
+                      {"B300", 1, 16384, 512, 64, 0.905}, {"B300", 8, 16384, 512, 64, 0.901}};
+  const auto& m = models::model("llama-3.1-8b");
+  for (const Row& r : rows) {
+    const EngineConfig e = profiled("sglang-0.5.6", r.gpu, r.tp);
+    EXPECT_EQ(e.max_num_batched_tokens, r.chunk) << r.gpu << " TP" << r.tp;
+    EXPECT_EQ(e.max_cudagraph_capture_size, r.graphs) << r.gpu << " TP" << r.tp;
+    EXPECT_EQ(e.block_size, r.page) << r.gpu << " TP" << r.tp;
+    const auto p = models::plan_memory(m, hw::Catalog::global().gpu(r.gpu), hw::Precision::bf16, {r.tp, 1, 1},
+                                       e.memory_config(hw::Precision::bf16));
+    EXPECT_DOUBLE_EQ(p.memory_fraction, r.fraction) << r.gpu << " TP" << r.tp;
+  }
+}
+
 // The pools against the reference formulas, from the plan's own parts. SGLang: mem_fraction_static
 // x total - weights - CUDA context - communicator buffers, one token per page. TRT-LLM: 0.9 x
 // (total - peak), peak = weights + activations + graphs + context + buffers, 32-token blocks.
