@@ -219,8 +219,13 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
 double Worker::step_seconds(const models::StepBatch& batch) {
   const int d = batch.decode_seqs;
   if (batch.prefill_seqs != 0 || batch.vision_tiles != 0 || d <= 0) return cost_->seconds(batch);
-  if (static_cast<std::size_t>(d) >= decode_lines_.size()) decode_lines_.resize(static_cast<std::size_t>(d) + 1);
-  DecodeLine& l = decode_lines_[static_cast<std::size_t>(d)];
+  // Keyed on the sequences the batch carries with its padding: 5 and 6 sequences padded to 8 run
+  // the same dense layers but route 5 + 1 and 6 + 1 tokens' experts (models/step_cost.hpp).
+  const auto real = static_cast<std::size_t>(d - batch.graph_padding_seqs);
+  if (real >= decode_lines_.size()) decode_lines_.resize(real + 1);
+  DecodeLine& l = decode_lines_[real];
+  if (l.seqs != d || l.padding != batch.graph_padding_seqs || l.tokens != batch.tokens_per_decode_seq)
+    l = DecodeLine{0, 0, d, batch.graph_padding_seqs, batch.tokens_per_decode_seq, 0};
   if (l.state == 0) {
     // Probe at 1 and 64k tokens of context per sequence; accept the line when it predicts the
     // model at 4k per sequence to 1e-12 (relative).
@@ -238,7 +243,6 @@ double Worker::step_seconds(const models::StepBatch& batch) {
   if (l.state < 0) {
     // The model's terms that do not read the context, computed once per batch shape (by the
     // sequences it carries: their count fixes the graph padding); the memo where it has no split.
-    const auto real = static_cast<std::size_t>(d - batch.graph_padding_seqs);
     if (real >= decode_splits_.size()) decode_splits_.resize(real + 1);
     ShapeSplit& s = decode_splits_[real];
     if (s.seqs != d || s.padding != batch.graph_padding_seqs || s.tokens != batch.tokens_per_decode_seq)

@@ -196,7 +196,13 @@ class Worker {
   double step_seconds(const models::StepBatch& batch);
   // The step of `batch`, scheduled at sched_s, starting at now_s: its duration, its stats.
   double run_batch(double now_s, double sched_s, const models::StepBatch& batch);
-  struct DecodeLine { double a = 0, b = 0; std::int8_t state = 0; };  // 0 unknown, 1 linear, -1 not
+  // A line per batch shape: the sequences it carries (decode_lines_' index), the graph padding
+  // and the sequences' tokens, since the routed experts see the carried count, not the padded one.
+  struct DecodeLine {
+    double a = 0, b = 0;
+    int seqs = -1, padding = 0, tokens = 0;   // the shape it was fitted on (seqs -1: none yet)
+    std::int8_t state = 0;                    // 0 unknown, 1 linear, -1 not
+  };
 
   VllmScheduler sched_;
   const models::StepCostModel* cost_;
@@ -222,7 +228,7 @@ class Worker {
   bool launches_on_scheduler_thread_ = false;
   std::vector<std::int64_t> cohort_scratch_;
   WorkerStats stats_;
-  std::vector<DecodeLine> decode_lines_;  // by decode_seqs
+  std::vector<DecodeLine> decode_lines_;  // by sequences carried (decode_seqs - graph_padding_seqs)
   struct ShapeSplit { int seqs = -1, padding = 0, tokens = 0; models::DecodeSplit split; };
   std::vector<ShapeSplit> decode_splits_;  // the steps whose D has no line, by sequences carried
   DecodeStepMemo decode_memo_;            // ... where the model has no split

@@ -43,6 +43,7 @@ DisaggregatedCluster::DisaggregatedCluster(DisaggShape shape) : shape_(std::move
     std::fill(prefill_mask_.begin(), prefill_mask_.begin() + P, char(1));
   }
   routable_.assign(static_cast<std::size_t>(P + D), char(1));
+  inbound_.assign(static_cast<std::size_t>(P + D), 0);
   encoders_.resize(static_cast<std::size_t>(E));
   watch_.resize(static_cast<std::size_t>(D));
   untouched_.assign(static_cast<std::size_t>(D), 0);
@@ -93,13 +94,24 @@ std::int32_t DisaggregatedCluster::new_handle(const workloads::RequestSpec& spec
   return h;
 }
 
-int DisaggregatedCluster::pick(int first, int count) const {
+// A router that compared only the workers' own queues would send every prefill that ends within
+// one handoff delay to the same decode worker (none of them has arrived yet), and on equal loads
+// always to the lowest-numbered one: 4 clients over 4 idle decode workers all on worker 0. The
+// router counts what it has sent (as Dynamo's KV router counts its active blocks per worker, from
+// its own routing decisions) and breaks ties in turn (Dynamo's KV router samples among equal costs;
+// in turn gives the same spread without a draw: chosen, the decode pick is not in the reference).
+int DisaggregatedCluster::pick(int first, int count) {
+  int& cursor = cursor_[first == 0 ? 0 : 1];
+  auto load = [&](int i) {
+    return workers_[static_cast<std::size_t>(i)].outstanding() + inbound_[static_cast<std::size_t>(i)];
+  };
   int best = -1;
   for (int pass = 0; pass < 2 && best < 0; ++pass)   // the routable workers; none: all of the role
-    for (int i = first; i < first + count; ++i)
-      if ((pass == 1 || routable_[static_cast<std::size_t>(i)]) &&
-          (best < 0 || workers_[static_cast<std::size_t>(i)].outstanding() < workers_[static_cast<std::size_t>(best)].outstanding()))
-        best = i;
+    for (int k = 0; k < count; ++k) {
+      const int i = first + (cursor + k) % count;
+      if ((pass == 1 || routable_[static_cast<std::size_t>(i)]) && (best < 0 || load(i) < load(best))) best = i;
+    }
+  cursor = (best - first + 1) % count;
   return best;
 }
 
@@ -235,6 +247,7 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
       if (kv_) kv_->finished(x.spec.id);   // its prefill is done: no longer the prefill worker's active work
       const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
       x.decode = d;
+      ++inbound_[static_cast<std::size_t>(shape_.prefill.count + d)];
       // The framework's way from the prefill's result to the decode worker (none: at once).
       const double delay = shape_.frontend ? shape_.frontend->disagg.handoff.sample(rng_) : 0.0;
       if (delay > 0) queue_.push(now_s + delay, EventKind::handoff, d, h);
@@ -320,6 +333,7 @@ void DisaggregatedCluster::handoff(std::int32_t h, int d, double now_s) {
   ds.output_tokens = x.spec.output_tokens + 1;
   ds.vision_tiles = 0;
   VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
+  --inbound_[static_cast<std::size_t>(shape_.prefill.count + d)];
   untouched_[static_cast<std::size_t>(d)] = 0;
   x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
   start_reserved_pulls(d, now_s);

@@ -118,7 +118,10 @@ class DisaggregatedCluster {
   std::int32_t new_handle(const workloads::RequestSpec& spec, double now_s);
   void route(const workloads::RequestSpec& spec, double now_s);
   void to_prefill(std::int32_t h, double now_s);
-  int pick(int first, int count) const;      // least outstanding, lowest index on ties
+  // The least loaded routable worker of a role (first..first+count-1): its requests queued or
+  // running plus those routed to it still on their way (inbound_); ties in turn, from the worker
+  // after the role's last pick.
+  int pick(int first, int count);
   void wake(int w, double now_s);
   void wake_encoder(int e, double now_s);
   void step_end(int w, double now_s);
@@ -171,6 +174,8 @@ class DisaggregatedCluster {
   PendingTurns turns_;
   RequestSink* sink_ = nullptr;
   std::vector<char> routable_;               // per worker (prefill..., decode...)
+  std::vector<int> inbound_;                 // per worker: requests routed to it, not yet handed over
+  int cursor_[2] = {0, 0};                   // per role (prefill, decode): where the tie-break starts
 };
 
 }  // namespace servesim::sim

@@ -148,6 +148,33 @@ TEST(Disagg, ACohortQueuesAtThePrefillWorkerOneBudgetAtATime) {
   EXPECT_NEAR(Deployment(one_p_one_d(), spec).run(w).summary.ttft_ms.avg, (async_mean + 0.2) * 1e3, 1e-6);
 }
 
+TEST(Disagg, FourClientsOverFourIdleDecodeWorkersTakeOneWorkerEach) {
+  // One TP2 prefill worker, four TP2 decode workers, four clients of 1,000 + 50 tokens. Each
+  // decode worker holds at most one client's request at a time, so every decode step carries one
+  // sequence and the four workers share the 4 x 10 requests evenly: the router counts the requests
+  // it has sent that are still in the framework's 200 ms handoff (each decode worker's own queue
+  // does not show them yet) and breaks ties in turn, where the lowest-numbered idle worker took
+  // every request that found the others idle too (worker 0 carried all four clients' steps).
+  DeploymentSpec spec = reference_spec();
+  spec.frontend.emplace();
+  spec.frontend->disagg.handoff = {0.2, 0.0};
+  TopologyChoice t = one_p_one_d();
+  t.prefill = t.decode = models::Parallelism{2, 1, 1};
+  t.decode_workers = 4;
+  workloads::WorkloadConfig w = closed(4, 1000, 50, 40);
+  w.warmup_requests = 0;
+  const auto r = Deployment(t, spec).run(w);
+  ASSERT_EQ(r.summary.request_count, 40);
+  ASSERT_EQ(r.workers.size(), 5u);
+  for (int i = 1; i <= 4; ++i) {
+    const WorkerStats& s = r.workers[static_cast<std::size_t>(i)];
+    EXPECT_EQ(s.scheduled_seqs, s.steps) << "decode worker " << i - 1 << ": more than one sequence in a step";
+    // 10 requests x 50 steps: a pulled request arrives holding the prefill's token, and the decode
+    // worker samples the client's 50 tokens one step each.
+    EXPECT_EQ(s.steps, 10 * 50) << "decode worker " << i - 1;
+  }
+}
+
 TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {
   // 16k-token prompts at 8 clients on the same 16 H200: aggregated replicas interleave prefill
   // chunks with decodes, so decodes wait behind chunks; the decode worker never prefills.

@@ -186,3 +186,61 @@ TEST(Launch, CaptureListBadInputSaysWhichField) {
             std::string::npos);
   EXPECT_EQ(reason({{"cudagraph_capture_sizes", {1, 2, 4}}, {"max_cudagraph_capture_size", 4}}), "accepted");
 }
+
+// A decode step of an MoE is priced on the sequences it carries, not only on the capture size it
+// pads to: Kimi-K2.5 NVFP4, TP4 EP4 on GB200 (the disaggregated rows' decode worker), 5 and then 6
+// pulled sequences on one decode
+// worker, both replaying the graph of 8. The dense layers compute 8 tokens either way; the routed
+// experts see 5 + 1 and 6 + 1 tokens (the padding's identical dummy tokens take one token's
+// experts). The worker's remembered line for a decode step must not carry the first batch's
+// padding over to the second.
+TEST(Launch, MoeDecodeStepsPaddedToOneGraphPayTheirOwnRoutedTokens) {
+  const auto& m = models::model("kimi-k2.5");
+  const auto& gpu = hw::Catalog::global().gpu("GB200");
+  const auto cost = models::make_step_cost(m, gpu, hw::Precision::nvfp4, {4, 1, 4});
+  EngineConfig cfg;
+  apply_profile(engine_profile("vllm-0.18"), m, gpu, nlohmann::json::object(), cfg, 4);
+  cfg.role = WorkerRole::decode_only;
+  cfg.async_scheduling = false;
+  cfg.step_overhead_s = cfg.step_overhead_per_seq_s = cfg.step_gpu_s = 0;   // the GPU's time alone
+  Worker w(cfg, *cost, 100000, {}, 0);
+  auto land = [&](int id, double t) {
+    workloads::RequestSpec s;
+    s.id = static_cast<std::uint64_t>(id);
+    s.input_tokens = 1000;
+    s.output_tokens = 100;
+    const std::int32_t slot = w.scheduler().add_transferred(s, t, t, id, false);
+    w.scheduler().transfer_done(slot, t);
+    w.scheduler().clear_outputs();
+  };
+  auto padded_to_8 = [](models::StepBatch b) {
+    b.graph_padding_seqs = 8 - b.decode_seqs;
+    b.decode_seqs = 8;
+    return b;
+  };
+  for (int i = 0; i < 5; ++i) land(i, 0.0);
+  const double s5 = w.start_step(0.0);
+  const models::StepBatch b5 = padded_to_8(w.scheduler().batch());
+  ASSERT_EQ(b5.graph_padding_seqs, 3);
+  EXPECT_DOUBLE_EQ(s5, cost->seconds(b5));
+  w.finish_step(s5);
+  land(5, s5);
+  const double s6 = w.start_step(s5);
+  const models::StepBatch b6 = padded_to_8(w.scheduler().batch());
+  ASSERT_EQ(b6.graph_padding_seqs, 2);
+  EXPECT_NEAR(s6, cost->seconds(b6), 1e-12 * s6);
+  // By hand: every op but attention (which reads each batch's own context) and the routed experts
+  // costs the same at 8 tokens; the routed experts cost more at 7 tokens than at 6.
+  const auto p5 = cost->breakdown(b5).parts, p6 = cost->breakdown(b6).parts;
+  ASSERT_EQ(p5.size(), p6.size());
+  int routed = 0;
+  for (std::size_t i = 0; i < p5.size(); ++i) {
+    if (p5[i].op.find("routed experts") != std::string::npos) {
+      ++routed;
+      EXPECT_GT(p6[i].seconds, p5[i].seconds);
+    } else if (p5[i].op.find("attention") == std::string::npos) {   // MLA's decode attention reads the context
+      EXPECT_DOUBLE_EQ(p6[i].seconds, p5[i].seconds) << p5[i].kind << " " << p5[i].op;
+    }
+  }
+  EXPECT_EQ(routed, 1);
+}
