@@ -1,12 +1,14 @@
 #include "hwmodels/calibration.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "common/embedded.hpp"
 #include "common/error.hpp"
@@ -381,14 +383,16 @@ class RowReader {
   const std::string& file() const { return file_; }
   nlohmann::json json() const { throw Slow{}; }  // only ever asked for an error message
 
- private:
-  enum class Kind { null, integer, real, string };
+  enum class Kind : std::uint8_t { null, integer, real, string };
   struct Value {
     Kind kind = Kind::null;
     std::int64_t integer = 0;
     double real = 0;
     std::string_view text;
   };
+  const std::vector<Value>& values() const { return values_; }  // one per column
+
+ private:
   static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
   static bool digit(char c) { return c >= '0' && c <= '9'; }
   // A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; an integer that fits int64 stays one.
@@ -433,6 +437,197 @@ class RowReader {
   std::vector<Value> values_;
 };
 
+
+// ---- The packed tables (pack_embedded_tables, written at build time) ----
+// Layout, native byte order, every section 8-byte aligned: magic, file count; per file its path
+// and its record's size; then the records: the text's size, the header's text, the row count, the
+// family names and each row's name (2 bytes), then per column its name, cell width (1, 2 or 4
+// bytes), dictionary (16-byte entries: kind, string length, the value's 8 bytes or the string's
+// offset in the column's pool), its cells and its string pool.
+constexpr std::uint64_t kPackMagic = 0x316b6361705f7773ull;
+
+struct PackOut {
+  std::string b;
+  template <class T>
+  void put(T v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void bytes(std::string_view t) { b.append(t); align(); }
+  void text(std::string_view t) { put(std::uint32_t(t.size())), bytes(t); }
+  void align() { b.resize((b.size() + 7) & ~std::size_t(7), '\0'); }
+};
+
+struct PackIn {
+  struct Bad {};
+  std::string_view b;
+  std::size_t at = 0;
+  const char* bytes(std::size_t n) {
+    if (n > b.size() - at) throw Bad{};
+    const char* p = b.data() + at;
+    at += n;
+    return p;
+  }
+  template <class T>
+  T get() {
+    T v;
+    std::memcpy(&v, bytes(sizeof v), sizeof v);
+    return v;
+  }
+  void align() { at = std::min(b.size(), (at + 7) & ~std::size_t(7)); }
+  std::string_view text() {
+    const auto n = get<std::uint32_t>();
+    const std::string_view t(bytes(n), n);
+    align();
+    return t;
+  }
+};
+
+struct PackedEntry {  // one dictionary entry
+  RowReader::Kind kind;
+  std::uint8_t pad[3];
+  std::uint32_t length;  // a string's
+  std::uint64_t value;   // integer or double bits; a string's offset in the pool
+};
+static_assert(sizeof(PackedEntry) == 16);
+
+struct PackedColumn {
+  std::string_view name;
+  unsigned width = 1;
+  const char* cells = nullptr;
+  const char* dict = nullptr;
+  std::string_view pool;
+  PackedEntry cell(std::size_t row) const {
+    std::uint32_t i = 0;
+    if (width == 1) i = static_cast<unsigned char>(cells[row]);
+    else if (width == 2) { std::uint16_t v; std::memcpy(&v, cells + 2 * row, 2); i = v; }
+    else std::memcpy(&i, cells + 4 * row, 4);
+    PackedEntry e;
+    std::memcpy(&e, dict + sizeof(PackedEntry) * i, sizeof e);
+    return e;
+  }
+};
+
+struct PackedFile {
+  std::size_t text_size = 0;
+  std::string_view header;  // split_rows's header
+  std::size_t rows = 0;
+  std::vector<std::string_view> names;  // point_name of the rows
+  const char* name_ids = nullptr;       // 2 bytes per row
+  std::vector<PackedColumn> columns;
+  std::uint16_t name_id(std::size_t row) const {
+    std::uint16_t v;
+    std::memcpy(&v, name_ids + 2 * row, 2);
+    return v;
+  }
+};
+
+PackedFile read_packed_file(std::string_view record) {
+  PackIn in{record};
+  PackedFile f;
+  f.text_size = in.get<std::uint64_t>();
+  f.header = in.text();
+  f.rows = in.get<std::uint32_t>();
+  const auto names = in.get<std::uint32_t>();
+  const auto cols = in.get<std::uint32_t>();
+  in.align();
+  for (std::uint32_t i = 0; i < names; ++i) f.names.push_back(in.text());
+  f.name_ids = in.bytes(2 * f.rows);
+  in.align();
+  for (std::uint32_t c = 0; c < cols; ++c) {
+    PackedColumn col;
+    col.name = in.text();
+    col.width = in.get<std::uint32_t>();
+    const auto entries = in.get<std::uint32_t>();
+    if (col.width != 1 && col.width != 2 && col.width != 4) throw PackIn::Bad{};
+    col.dict = in.bytes(sizeof(PackedEntry) * entries);
+    col.cells = in.bytes(col.width * f.rows);
+    in.align();
+    col.pool = in.text();
+    f.columns.push_back(col);
+  }
+  return f;
+}
+
+bool g_read_packed = true;
+
+// The compiled pack's records by embedded path (empty when there is none or it does not read); a
+// record is read when its file is (read_packed_file).
+const std::map<std::string_view, std::string_view, std::less<>>& packed_index() {
+  static const auto index = [] {
+    std::map<std::string_view, std::string_view, std::less<>> out;
+    try {
+      PackIn in{packed_tables()};
+      if (in.b.empty() || in.get<std::uint64_t>() != kPackMagic) return out;
+      const auto files = in.get<std::uint64_t>();
+      std::vector<std::pair<std::string_view, std::uint64_t>> dir;
+      for (std::uint64_t i = 0; i < files; ++i) {
+        const std::string_view path = in.text();
+        dir.emplace_back(path, in.get<std::uint64_t>());
+      }
+      for (const auto& [path, size] : dir) out.emplace(path, std::string_view(in.bytes(size), size));
+    } catch (const PackIn::Bad&) {
+      out.clear();
+    }
+    return out;
+  }();
+  return index;
+}
+
+// One row of a packed file, with RowReader's accessors and the same values: RowReader read them
+// at build time. A field it cannot give throws RowReader::Slow, and the caller reads the row's text.
+class PackedRow {
+ public:
+  using Slow = RowReader::Slow;
+  using Kind = RowReader::Kind;
+  PackedRow(const PackedFile& f, std::size_t row, const std::string& file) : f_(f), row_(row), file_(file) {}
+  bool has(std::string_view key) const {
+    const PackedColumn* c = find(key);
+    return c && c->cell(row_).kind != Kind::null;
+  }
+  double number(std::string_view key) const {
+    const PackedEntry e = entry(key);
+    if (e.kind == Kind::integer) return double(std::bit_cast<std::int64_t>(e.value));
+    if (e.kind == Kind::real) return std::bit_cast<double>(e.value);
+    throw Slow{};
+  }
+  double number_or(std::string_view key, double fallback) const { return has(key) ? number(key) : fallback; }
+  std::int64_t integer(std::string_view key) const {
+    const PackedEntry e = entry(key);
+    if (e.kind == Kind::integer) return std::bit_cast<std::int64_t>(e.value);
+    if (const double v = std::bit_cast<double>(e.value); e.kind == Kind::real && v == std::floor(v) && std::fabs(v) < 9e15)
+      return static_cast<std::int64_t>(v);
+    throw Slow{};
+  }
+  std::string string(std::string_view key) const {
+    const PackedColumn* c = find(key);
+    if (!c) throw Slow{};
+    const PackedEntry e = c->cell(row_);
+    if (e.kind != Kind::string) throw Slow{};
+    return std::string(c->pool.substr(e.value, e.length));
+  }
+  std::string string_or(std::string_view key, std::string fallback) const {
+    return has(key) ? string(key) : std::move(fallback);
+  }
+  [[noreturn]] void fail(std::string_view, const std::string&) const { throw Slow{}; }
+  const std::string& file() const { return file_; }
+  nlohmann::json json() const { throw Slow{}; }
+
+ private:
+  // The last column of that name, as RowReader::find.
+  const PackedColumn* find(std::string_view key) const {
+    for (std::size_t c = f_.columns.size(); c-- > 0;)
+      if (f_.columns[c].name.size() == key.size() && std::memcmp(f_.columns[c].name.data(), key.data(), key.size()) == 0)
+        return &f_.columns[c];
+    return nullptr;
+  }
+  PackedEntry entry(std::string_view key) const {
+    const PackedColumn* c = find(key);
+    if (!c) throw Slow{};
+    return c->cell(row_);
+  }
+  const PackedFile& f_;
+  std::size_t row_;
+  const std::string& file_;
+};
+
 // One parsed calibration file: its header and its points, either as objects (json["points"]) or,
 // in the reducer's layout ("columns" and one row per point), as the text of each row, parsed when
 // its family is fitted.
@@ -440,7 +635,12 @@ struct Doc {
   nlohmann::json json;
   std::string owned;                   // the file's text when it is not embedded data
   std::vector<std::string> columns;    // row layout
-  std::vector<std::string_view> rows;  // "[v, v, ...]" per point, into the embedded text or `owned`
+  // "[v, v, ...]" per point, into the embedded text or `owned`; of a packed file, split only when a
+  // row has to be read from its text (rows_of).
+  mutable std::vector<std::string_view> rows;
+  const PackedFile* packed = nullptr;  // the file's rows as the build read them (&pack), or none
+  PackedFile pack;
+  std::string_view text;               // the embedded text of a packed file
   std::string file, family, origin, runtime;
   std::vector<std::string> kernels;
   std::map<std::string, std::string> rejected;  // kernel -> why its timings are not used
@@ -522,6 +722,82 @@ FitMethod parse_method(const JsonReader& root) {
   return FitMethod::nearest_log;
 }
 
+
+// One embedded file's pack record (layout above kPackMagic); false when a row or the header is
+// not read in place, so the file is left to its text.
+bool pack_file(const std::string& file, std::string_view text, std::string& out) {
+  std::string header;
+  std::vector<std::string_view> rows;
+  if (!split_rows(text, header, rows)) return false;
+  struct Column {
+    std::map<std::tuple<RowReader::Kind, std::uint64_t, std::string_view>, std::uint32_t> index;
+    std::vector<PackedEntry> dict;
+    std::vector<std::uint32_t> cells;
+    std::string pool;
+  };
+  std::vector<std::string> columns, kernels, names;
+  std::map<std::string, std::uint16_t, std::less<>> name_index;
+  std::vector<std::uint16_t> ids;
+  std::vector<Column> cols;
+  try {
+    const nlohmann::json h = parse_json(header, file);
+    const std::string family = JsonReader(h, file).string("family");
+    for (const auto& c : h.at("columns")) columns.push_back(c.get<std::string>());
+    if (h.contains("kernels"))
+      for (const auto& k : h.at("kernels")) kernels.push_back(k.get<std::string>());
+    cols.resize(columns.size());
+    for (const std::string_view row : rows) {
+      const RowReader r(row, columns, file);
+      const std::string name = point_name(family, r, kernels);
+      if (r.has("kid"))
+        if (const auto kid = r.integer("kid"); kid < 0 || kid >= std::int64_t(kernels.size())) return false;
+      const auto [it, added] = name_index.emplace(name, std::uint16_t(names.size()));
+      if (added) names.push_back(name);
+      if (names.size() > 0xffff) return false;
+      ids.push_back(it->second);
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        const RowReader::Value& v = r.values()[c];
+        const std::uint64_t bits = v.kind == RowReader::Kind::integer ? std::bit_cast<std::uint64_t>(v.integer)
+                                   : v.kind == RowReader::Kind::real  ? std::bit_cast<std::uint64_t>(v.real)
+                                                                      : 0;
+        Column& col = cols[c];
+        const auto [e, fresh] = col.index.emplace(std::make_tuple(v.kind, bits, v.text), std::uint32_t(col.dict.size()));
+        if (fresh) {
+          PackedEntry entry{v.kind, {}, std::uint32_t(v.text.size()), bits};
+          if (v.kind == RowReader::Kind::string) entry.value = col.pool.size(), col.pool += v.text;
+          col.dict.push_back(entry);
+        }
+        col.cells.push_back(e->second);
+      }
+    }
+  } catch (...) {  // RowReader::Slow, a field point_name refuses, a header that does not read
+    return false;
+  }
+  PackOut o;
+  o.put(std::uint64_t(text.size()));
+  o.text(header);
+  o.put(std::uint32_t(rows.size())), o.put(std::uint32_t(names.size())), o.put(std::uint32_t(columns.size()));
+  o.align();
+  for (const auto& n : names) o.text(n);
+  o.bytes(std::string_view(reinterpret_cast<const char*>(ids.data()), 2 * ids.size()));
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const Column& col = cols[c];
+    const std::uint32_t width = col.dict.size() <= 0x100 ? 1 : col.dict.size() <= 0x10000 ? 2 : 4;
+    o.text(columns[c]);
+    o.put(width), o.put(std::uint32_t(col.dict.size()));
+    for (const PackedEntry& e : col.dict) o.put(e);
+    for (const std::uint32_t i : col.cells) {
+      if (width == 1) o.put(std::uint8_t(i));
+      else if (width == 2) o.put(std::uint16_t(i));
+      else o.put(i);
+    }
+    o.align();
+    o.text(col.pool);
+  }
+  out = std::move(o.b);
+  return true;
+}
+
 }  // namespace
 
 // The files of a calibration folder, read when a family they name is first asked for: a file is
@@ -537,6 +813,7 @@ struct Calibration::Lazy {
   std::map<std::string, std::vector<std::pair<std::string, std::string_view>>, std::less<>> unread;
   std::vector<std::unique_ptr<Doc>> docs;
   std::map<std::string, std::vector<PointRef>, std::less<>> unfitted;  // named, not yet sampled and fitted
+  bool packed = false;  // embedded files: rows from the compiled pack where it holds them
 
   // Calls use(RowReader) on row `i` of a file in the reducer's layout; false (use not finished)
   // when the file has no rows or the row needs JsonReader (RowReader::Slow, or an Error to be
@@ -545,22 +822,38 @@ struct Calibration::Lazy {
   static bool read_row(const Doc& d, std::size_t i, const Use& use) {
     if (d.columns.empty()) return false;
     try {
-      use(RowReader(d.rows[i], d.columns, d.file));
+      if (d.packed) use(PackedRow(*d.packed, i, d.file));
+      else use(RowReader(d.rows[i], d.columns, d.file));
       return true;
     } catch (const RowReader::Slow&) {
     } catch (const Error&) {
     }
     return false;
   }
+  // The rows' text, split the first time a packed file's row has to be read from it.
+  static const std::vector<std::string_view>& rows_of(const Doc& d) {
+    if (d.packed && d.rows.empty()) {
+      std::string header;
+      if (!split_rows(d.text, header, d.rows)) throw Error(d.file, "points", "the packed rows do not match the file");
+    }
+    return d.rows;
+  }
 
-  void read(const std::string& file, std::string_view text, bool owned = false) {
+  void read(const std::string& file, std::string_view text, bool owned = false, bool packed = false) {
     auto doc = std::make_unique<Doc>();
     Doc& d = *doc;
     d.file = file;
     if (owned) text = d.owned = std::string(text);
     std::string header;
-    if (split_rows(text, header, d.rows)) {
-      d.json = parse_json(header, file);
+    if (packed)
+      if (const auto& index = packed_index(); !index.empty())
+        if (const auto it = index.find(file); it != index.end()) try {
+            d.pack = read_packed_file(it->second);
+            if (d.pack.text_size == text.size()) d.packed = &d.pack, d.text = text;
+          } catch (const PackIn::Bad&) {  // left to the text
+          }
+    if (d.packed || split_rows(text, header, d.rows)) {
+      d.json = d.packed ? parse_json(d.packed->header, file) : parse_json(header, file);
       const auto cols = d.json.find("columns");
       if (cols == d.json.end() || !cols->is_array()) throw Error(file, "columns", "expected a list of field names");
       for (const auto& col : *cols) {
@@ -601,15 +894,29 @@ struct Calibration::Lazy {
     d.declared = root.has("method");
     if (d.declared) d.method = parse_method(root);
     const auto points = root.array("points");
-    const std::size_t n = d.columns.empty() ? points.size() : d.rows.size();
+    const std::size_t n = d.columns.empty() ? points.size() : d.packed ? d.packed->rows : d.rows.size();
     // The cross-validated fit takes time quadratic in a family's points (10,000 about 1 s, 300,000
     // about 15 min): a file beyond the limit is refused, not left to run for hours.
     if (n > kMaxPointsPerFile)
       root.fail("points", std::to_string(n) + " points, more than " + std::to_string(kMaxPointsPerFile) +
                               " per file (the fit's time grows with the square of the points); thin the sweep");
+    FamilyCalibration* last_fam = nullptr;  // a packed file's family of the row before
+    std::vector<PointRef>* last_refs = nullptr;
     for (std::size_t i = 0; i < n; ++i) {
       std::string name;
       int kid = -1;
+      if (d.packed) {  // named at build time; the kernel index checked there
+        if (d.packed->name_id(i) >= d.packed->names.size()) throw Error(file, "points", "the packed rows do not match the file");
+        const PackedRow p(*d.packed, i, file);
+        kid = p.has("kid") ? int(p.integer("kid")) : -1;
+        if (last_fam && d.packed->name_id(i) == d.packed->name_id(i - 1)) {  // the same family as the row before
+          if (kid >= 0)
+            if (auto it = d.rejected.find(d.kernels[size_t(kid)]); it != d.rejected.end()) last_fam->rejected = it->second;
+          last_refs->push_back({&d, i});
+          continue;
+        }
+        name = d.packed->names[d.packed->name_id(i)];
+      }
       const auto name_point = [&](const auto& p) {
         name = point_name(d.family, p, d.kernels);
         kid = -1;
@@ -618,7 +925,7 @@ struct Calibration::Lazy {
           if (kid < 0 || kid >= int(d.kernels.size())) p.fail("kid", "must index the file's 'kernels' list");
         }
       };
-      if (!read_row(d, i, name_point)) {
+      if (!d.packed && !read_row(d, i, name_point)) {
         nlohmann::json fields;
         if (!d.columns.empty()) fields = naming_fields(d.rows[i], d.columns);
         name_point(d.columns.empty() ? points[i] : JsonReader(fields, file, "points[" + std::to_string(i) + "]"));
@@ -647,7 +954,9 @@ struct Calibration::Lazy {
       if (fam.file.empty()) fam.file = file;
       if (kid >= 0)
         if (auto it = d.rejected.find(d.kernels[size_t(kid)]); it != d.rejected.end()) fam.rejected = it->second;
-      unfitted[name].push_back({&d, i});
+      auto& refs = unfitted[name];
+      refs.push_back({&d, i});
+      last_fam = &fam, last_refs = &refs;
     }
     docs.push_back(std::move(doc));
   }
@@ -656,7 +965,7 @@ struct Calibration::Lazy {
   void read_for(std::string_view family) {
     for (auto it = unread.begin(); it != unread.end();) {
       if (!family.empty() && !names(it->first, family)) { ++it; continue; }
-      for (const auto& [file, text] : it->second) read(file, text);
+      for (const auto& [file, text] : it->second) read(file, text, false, packed);
       it = unread.erase(it);
     }
   }
@@ -699,7 +1008,7 @@ struct Calibration::Lazy {
         const std::string where = "points[" + std::to_string(ref.index) + "]";
         nlohmann::json row;
         if (!d.columns.empty()) {
-          row = parse_json(d.rows[ref.index], d.file);
+          row = parse_json(rows_of(d)[ref.index], d.file);
           row = row_object(row, d.columns, d.file, ref.index);
         }
         sample(JsonReader(d.columns.empty() ? d.json.at("points")[ref.index] : row, d.file, where));
@@ -843,6 +1152,7 @@ std::string gpu_prefix(const GpuSpec& gpu) { return "hwmodels/calibration/" + te
 
 Calibration Calibration::embedded(const GpuSpec& gpu, std::string_view release) {
   Calibration c(gpu);
+  c.lazy_->packed = g_read_packed;
   const std::string prefix = gpu_prefix(gpu);
   for (auto path : data::list(prefix)) {
     const std::string_view rest = path.substr(prefix.size());
@@ -884,6 +1194,29 @@ Calibration Calibration::from_dir(const std::string& dir, const GpuSpec& gpu) {
   c.lazy_->load_all(gpu);
   return c;
 }
+
+
+std::string pack_embedded_tables() {
+  std::vector<std::pair<std::string_view, std::string>> records;
+  for (const auto& [path, text] : data::all_files()) {
+    if (!path.starts_with("hwmodels/calibration/") || !path.ends_with(".json")) continue;
+    std::string record;
+    if (pack_file(std::string(path), text, record)) records.emplace_back(path, std::move(record));
+  }
+  PackOut o;
+  o.put(kPackMagic), o.put(std::uint64_t(records.size()));
+  for (const auto& [path, record] : records) o.text(path), o.put(std::uint64_t(record.size()));
+  for (const auto& [path, record] : records) o.b += record;  // each a multiple of 8 bytes
+  return std::move(o.b);
+}
+
+std::vector<std::string> packed_table_files() {
+  std::vector<std::string> out;
+  for (const auto& [path, f] : packed_index()) out.emplace_back(path);
+  return out;
+}
+
+void read_packed_tables(bool on) { g_read_packed = on; }
 
 LaunchOverhead Calibration::launch_overhead(bool graph_floor) const {
   LaunchOverhead o;

@@ -103,6 +103,20 @@ class Calibration {
   std::unique_ptr<Lazy> lazy_;
 };
 
+// The embedded kernel tables read once at build time (hwmodels/precompute/pack_tables.cpp): for
+// every embedded calibration file in the reducer's layout, its header's text, each row's family
+// name and every value as RowReader reads it, packed in per-column dictionaries (a value is a
+// 1, 2 or 4-byte index). Calibration::embedded() reads a file's rows from the pack instead of
+// splitting and parsing its text; the samples and fits are the same bits (test
+// `PackedTables.GiveTheSamplesAndFitsOfTheText`). A file the pack lacks is read from its text.
+std::string pack_embedded_tables();
+// The pack compiled into the binary (empty in the generator itself).
+std::string_view packed_tables();
+// Embedded paths the compiled pack holds.
+std::vector<std::string> packed_table_files();
+// Off: Calibration::embedded() reads every file from its text (tests compare the two paths).
+void read_packed_tables(bool on);
+
 // A parsed family file whose "points" are rows of values under a top-level "columns" list gets
 // them rewritten in place as objects (null values left out); object points are left as they are.
 // A row of the wrong length throws Error(file, "points[i]", ...).

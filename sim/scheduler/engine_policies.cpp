@@ -157,16 +157,34 @@ void VllmScheduler::schedule_trtllm(double now_s, double cutoff_s) {
   const std::int64_t bs = cfg_.block_size;
   const std::int64_t tpd = batch_.tokens_per_decode_seq;
   std::int64_t budget = cfg_.max_num_batched_tokens;
+  // Decodes are counted into locals and added to the batch summary after the loop (integer sums:
+  // count_running's totals). A list the loop saw only decodes of holds no context chunk, and the
+  // pass for those is skipped.
+  int decodes = 0;
+  std::int64_t decode_context = 0;
+  bool contexts = false;
   for (Running& h : running_) {
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
-    if (!decode) continue;
-    if (budget < tpd || scheduled_ >= cfg_.max_num_seqs) break;
+    if (!decode) {
+      contexts = true;
+      continue;
+    }
+    if (budget < tpd || scheduled_ + decodes >= cfg_.max_num_seqs) {
+      contexts = true;  // not looked at beyond here
+      break;
+    }
     if (!grow_to(h, h.computed + tpd)) continue;   // draft tokens beyond the reservation's last block
     h.step = static_cast<std::int32_t>(tpd);
     budget -= tpd;
-    count_running(h, tpd, true);
+    ++decodes;
+    decode_context += h.computed + 1;
   }
-  for (Running& h : running_) {   // context chunks in flight (chunked prefill only)
+  scheduled_ += decodes;
+  emitting_ += decodes;
+  batch_.decode_seqs += decodes;
+  batch_.decode_context_tokens += decode_context;
+  for (std::size_t i = 0; contexts && i < running_.size(); ++i) {   // context chunks in flight (chunked prefill only)
+    Running& h = running_[i];
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
     if (decode || h.step > 0) continue;
     const std::int64_t rest = h.tokens - h.computed;
