@@ -1070,6 +1070,18 @@ void DeploymentSet::add_planner(const nlohmann::json& d, const nlohmann::json& p
 }
 
 nlohmann::json DeploymentSet::commit() {
+  // An earlier set's folder this set does not rewrite goes on commit; one holding files servesim did
+  // not write (measurements from its aiperf-sweep.sh, notes) would stay beside the new set as if it
+  // were part of it: refused before anything is written.
+  for (const auto& d : stale_dirs_) {
+    if (std::find(added_dirs_.begin(), added_dirs_.end(), std::filesystem::path(d).lexically_normal().string()) != added_dirs_.end())
+      continue;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec))
+      if (!e.is_regular_file(ec) || !is_artefact(e.path().filename().string()))
+        throw Error(flag_, "", d + ": an earlier emitted deployment this set does not replace holds '" + e.path().filename().string() +
+                                   "', which servesim did not write, so it would stay beside the new set; move it out or give a new folder");
+  }
   // Executable bits before the rename, so a script never appears without them.
   files_.commit();
   std::error_code ec;

@@ -609,7 +609,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--calibration", a.calibration,
                "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
                "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "
-               "candidates on other GPUs run uncalibrated");
+               "candidates on other GPUs run uncalibrated")
+      ->check(profile_file());
   c.add_option("--arrival", a.arrival,
                "Open-loop search: poisson, gamma or constant arrivals at --target-rps; each candidate gets the fewest copies "
                "that meet both SLOs at that rate (default: closed loop over --concurrency)");

@@ -143,7 +143,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--calibration", o.calibration,
                "A calibration profile (servesim calibrate e2e --output): its kernel factors apply on the GPU and engine it was "
                "fitted on, its host costs on that engine; the output says what applied")
-      ->check(CLI::ExistingFile);
+      ->check(profile_file());
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
   c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");

@@ -367,7 +367,12 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   const fs::path base(dir);
   const fs::path agg = base / "profile_export_aiperf.json";
   if (!fs::is_directory(base)) throw Error(dir, "", "not a folder (expected an aiperf artefact folder or a CSV file)");
-  if (!fs::exists(agg)) throw Error(dir, "", "no profile_export_aiperf.json (expected an aiperf artefact folder)");
+  if (!fs::exists(agg)) {
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(agg, ec)))
+      throw Error(agg.string(), "", "a symbolic link to a missing file (" + fs::read_symlink(agg, ec).string() + "); restore the export");
+    throw Error(dir, "", "no profile_export_aiperf.json (expected an aiperf artefact folder)");
+  }
   const nlohmann::json doc = read_json_file(agg.string());
   if (!doc.is_object()) throw Error(agg.string(), "", "expected a JSON object");
 
@@ -505,6 +510,33 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   // The sidecar's load is the run's: a client count (closed loop) or a rate (open loop), never both,
   // and it replaces the other kind the emitted scenario may carry (an open-loop plan's scenario has
   // its rate; its closed-loop sweep's folders say their clients).
+  // The load shortcuts, checked here so that a hand-edited sidecar is named with its field (the
+  // scenario reader would name workload.<field> of a folder, or a request count aiperf's records replace).
+  {
+    auto whole_in = [&](const char* k, std::int64_t lo, std::int64_t hi, const char* what) {
+      if (!s.contains(k)) return;
+      const auto& v = s[k];
+      const bool ok = v.is_number_integer() ? v.get<std::int64_t>() >= lo && v.get<std::int64_t>() <= hi
+                      : v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+                            v.get<double>() >= double(lo) && v.get<double>() <= double(hi);
+      if (!ok) throw Error(where, k, std::string("expected ") + what + " (a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) + "), got " + brief(v));
+      s[k] = static_cast<std::int64_t>(v.get<double>());
+    };
+    whole_in("concurrency", 1, 1000000, "the run's clients");
+    whole_in("requests", 1, 1000000000, "the measured requests");
+    whole_in("warmup_requests", 0, 1000000000, "the warm-up requests");
+    whole_in("isl", 1, 100000000, "the prompt tokens");
+    whole_in("osl", 1, 100000000, "the answer tokens");
+    if (s.contains("request_rate") && !(s["request_rate"].is_number() && s["request_rate"].get<double>() >= 1e-6 && s["request_rate"].get<double>() <= 1e9))
+      throw Error(where, "request_rate", "expected the requests/s aiperf sent (a number from 1e-6 to 1e9), got " + brief(s["request_rate"]));
+    if (s.contains("arrival")) {
+      const std::string a = s["arrival"].is_string() ? text::lower(s["arrival"].get<std::string>()) : "";
+      if (a != "poisson" && a != "gamma" && a != "constant")
+        throw Error(where, "arrival", "expected poisson (aiperf's --request-rate), gamma or constant, got " + brief(s["arrival"]));
+      if (!s.contains("request_rate") && !(s.contains("workload") && s["workload"].is_object() && s["workload"].contains("request_rate")))
+        throw Error(where, "arrival", "given without request_rate: arrivals belong to an open-loop run");
+    }
+  }
   if (s.contains("concurrency") && s.contains("request_rate"))
     throw Error(where, "request_rate", "set with concurrency: a run is closed loop (concurrency: clients) or open loop "
                                        "(request_rate: requests/s), not both; keep the one aiperf was given");
@@ -651,14 +683,22 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
                   "); validate the folder holding both (e.g. artifacts), which reads the pair as one stream");
     return {p};
   }
-  // A folder of artefact folders: entries that cannot be examined (a symbolic-link loop, no
-  // permission) are skipped; a folder that cannot be read is listed with its reason, never
-  // dropped and never stopping the others.
+  // A folder of artefact folders: entries that are not folders (a symbolic-link loop is none) are
+  // skipped; a subfolder that cannot be looked into (no permission) or read is listed with its
+  // reason, never dropped and never stopping the others.
   std::vector<fs::path> subs;
+  std::map<fs::path, std::string> blocked;   // subfolder -> why it cannot be looked into
   std::error_code ec;
   for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code e1, e2;
-    if (it->is_directory(e1) && fs::exists(it->path() / "profile_export_aiperf.json", e2)) subs.push_back(it->path());
+    if (!it->is_directory(e1)) continue;
+    // A dangling link in place of the export is listed (with why), not skipped as "no export".
+    const bool has = fs::exists(fs::symlink_status(it->path() / "profile_export_aiperf.json", e2));
+    if (has) subs.push_back(it->path());
+    else if (e2 && e2 != std::errc::no_such_file_or_directory) {
+      subs.push_back(it->path());
+      blocked[it->path()] = "cannot look into the folder (" + e2.message() + "); its run is not read";
+    }
   }
   if (ec) throw Error(path, "", "cannot list the folder: " + ec.message());
   std::sort(subs.begin(), subs.end());
@@ -666,9 +706,24 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
   std::vector<MeasuredPoint> out;
   std::vector<Records> recs;
   std::map<std::string, std::size_t> by_name;
+  // The same run under two names (a symbolic link to a sibling) would count twice: read under the
+  // folder's own name (or the first link's), and the other names listed.
+  std::map<fs::path, std::string> seen;   // canonical folder -> the name it is read under
+  for (const bool links : {false, true})
+    for (const auto& s : subs) {
+      std::error_code e;
+      if (fs::is_symlink(fs::symlink_status(s, e)) != links) continue;
+      const fs::path real = fs::canonical(s, e);
+      if (!e) seen.emplace(real, s.filename().string());
+    }
   for (const auto& s : subs) {
     Records r;
     try {
+      if (const auto b = blocked.find(s); b != blocked.end()) throw Error(s.string(), "", b->second);
+      std::error_code e;
+      const fs::path real = fs::canonical(s, e);
+      if (const auto at = seen.find(real); !e && at != seen.end() && at->second != s.filename().string())
+        throw Error(s.string(), "", "the same folder as " + at->second + " (a symbolic link): read once, under " + at->second);
       out.push_back(read_aiperf_folder(s.string(), statistic, &r));
     } catch (const Error& e) {
       MeasuredPoint p;

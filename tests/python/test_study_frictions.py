@@ -581,3 +581,25 @@ def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
     rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
     pt = [p for p in rep["points"] if p["id"] == "r3.000"][0]
     assert "weighted by their requests (700 and 300" in pt["stream_note"], pt
+    # README's step 6 fits on the same folder (friction 52: it globbed artifacts/c*/, which an
+    # open-loop check does not write): the pair is one measured point there too.
+    out = subprocess.run([exe, "calibrate", "e2e", work / "artifacts", "--output", tmp_path / "cal.json", "--folds", "1",
+                          "--threads", "1", "--parameters", "decode_scale"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "cal.json").read_text())["fitted_on"]["points"] == 1
+
+
+def test_an_open_loop_plan_s_chart_says_its_curves_are_closed_loop(exe, tmp_path):
+    # Friction 53: `plan --arrival poisson --plot` drew "TTFT p90 vs concurrency" with nothing saying
+    # these are the closed-loop sweep's curves while the plan (1 copy at 40 req/s) was read open loop.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", 1, "--tp", 1, "--precision", "fp8",
+        "--isl", 1000, "--osl", 100, "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1,2", "--target-rps", 4,
+        "--arrival", "poisson", "--topology", "agg", "-q", "--threads", 1, "--plot", tmp_path / "p.png")
+    sweep, plan = (json.loads((tmp_path / f"p-{k}.json").read_text()) for k in ("sweep", "plan"))
+    titles = [ax.get_title() for ax in plot.latency_figure(sweep, plan=plan).axes]
+    assert titles and all("closed loop; the plan is read open loop at 4 req/s" in t for t in titles), titles
+    closed = dict(plan, open_loop=None)
+    assert not any("open loop" in ax.get_title() for ax in plot.latency_figure(sweep, plan=closed).axes)
