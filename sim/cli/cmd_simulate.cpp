@@ -866,7 +866,9 @@ void run_sweep(const SimOpts& o) {
                         "; none shown: no measured runs of this kind\n";
     if (rate)
       table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
-              "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV)\n";
+              "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV); "
+              "out tok/s, tok/s/GPU and tok/s/user are aiperf's, over the whole run: an overloaded rate drains its backlog "
+              "after the last send, so its out tok/s can read above served req/s x OSL\n";
     if (rate)
       for (std::size_t i = 0; i < results.size(); ++i)
         if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) table += l + "\n";

@@ -603,3 +603,16 @@ def test_an_open_loop_plan_s_chart_says_its_curves_are_closed_loop(exe, tmp_path
     assert titles and all("closed loop; the plan is read open loop at 4 req/s" in t for t in titles), titles
     closed = dict(plan, open_loop=None)
     assert not any("open loop" in ax.get_title() for ax in plot.latency_figure(sweep, plan=closed).axes)
+
+
+def test_a_rate_sweep_says_whose_tok_s_it_prints(exe):
+    # Friction 54: the tour's step-2 sweep at 60 req/s printed served 43.3 req/s beside out tok/s
+    # 30,733 (51 answers/s of 600 tokens): the tok/s is aiperf's over the whole run, its drain after
+    # the last send included. The footnote now says so. One seat offered 4.4 req/s (capacity 2.18,
+    # docs/capacity-planning.md, Overload): both figures read its capacity, the window's served req/s
+    # and aiperf's whole-run 218 tok/s of 100-token answers.
+    out = run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4")
+    assert "out tok/s, tok/s/GPU and tok/s/user are aiperf's, over the whole run" in out, out
+    rows = {float(l.split()[0]): l.split() for l in out.splitlines() if re.match(r"^\s+[0-9.]+\s+[0-9.]+\s", l)}
+    served, tok = float(rows[4.4][1]), float(rows[4.4][2])
+    assert tok / 100 >= served * 0.95, (served, tok)   # whole-run answers/s at least the window's
