@@ -616,3 +616,14 @@ def test_a_rate_sweep_says_whose_tok_s_it_prints(exe):
     rows = {float(l.split()[0]): l.split() for l in out.splitlines() if re.match(r"^\s+[0-9.]+\s+[0-9.]+\s", l)}
     served, tok = float(rows[4.4][1]), float(rows[4.4][2])
     assert tok / 100 >= served * 0.95, (served, tok)   # whole-run answers/s at least the window's
+
+
+def test_search_states_its_objective_in_words(exe):
+    # Friction 55: `search ... --target-rps 40 --arrival poisson` printed "objective target_tps", a
+    # field name, for a question asked in requests/s. 40 requests/s x 100-token answers = 4000 tok/s.
+    head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
+               "--itl-ms", 15, "--target-rps", 40, "--arrival", "poisson", "-q", "--threads", 1).splitlines()[0]
+    assert "objective: the cheapest deployment serving 4000 output tok/s (40 requests/s x OSL 100, poisson arrivals)" in head, head
+    head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
+               "--itl-ms", 15, "--concurrency", "1,2", "-q", "--threads", 1).splitlines()[0]
+    assert "objective: the most output tok/s per GPU under the SLO" in head and "target_tps" not in head, head
