@@ -39,7 +39,11 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   if (!j.is_object()) throw Error(file, "", "expected a JSON object (a profile `servesim calibrate e2e` writes)");
   const JsonReader r(j, file);
   // The format version: a profile of another version names fields this reader would misread.
-  if (const double v = r.number_or("servesim_calibration", 1); v != 1)
+  // Every profile servesim writes carries it; a file without it is not one (or not one this reader knows).
+  if (!r.has("servesim_calibration"))
+    r.fail("servesim_calibration", "missing: a profile `servesim calibrate e2e --output` writes starts with "
+                                   "\"servesim_calibration\": 1, its format version (this servesim reads 1)");
+  if (const double v = r.number("servesim_calibration"); v != 1)
     r.fail("servesim_calibration", "format version " + compact(v) + " is not one this servesim reads (1); write it again with "
                                    "`servesim calibrate e2e --output`");
   CalibrationProfile p;

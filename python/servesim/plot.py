@@ -196,6 +196,9 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
         handles.append(Line2D([], [], ls="", marker="x", ms=10, mew=2, color="#d62728",
                               label="OVERLOADED: served < offered, the queue grew"))
     rate = cols["_xname"] == "request rate"
+    target = (plan or {}).get("target") or {}
+    open_note = (f"closed loop; the plan is read open loop at {target['requests_per_s']:g} req/s"
+                 if (plan or {}).get("open_loop") and not rate and target.get("requests_per_s") else "")
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
         swept = sorted(set(cols["_x"]))
         if rate:   # offered rates: a linear axis, every swept rate labelled
@@ -225,7 +228,9 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel(cols["_xlabel"])
         ax.set_ylabel(f"{what} (ms)" if len(stats) > 1 else f"{what} {stat} (ms)")
-        ax.set_title(f"{what} {' and '.join(stats)} vs {cols['_xname']}")
+        # An open-loop plan's chart is its closed-loop sweep: say so, and where the plan was read.
+        ax.set_title(f"{what} {' and '.join(stats)} vs {cols['_xname']}" + (open_note and "\n" + open_note),
+                     fontsize=10 if open_note else None)
         ax.set_ylim(bottom=0, top=tops[ax] if tops[ax] else None)
         ax.grid(True, which="both", alpha=0.3)
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=9, frameon=False)

@@ -501,6 +501,71 @@ std::string aiperf_request_options(const nlohmann::json& d, bool images = true) 
   return s;
 }
 
+// The run's setup beside its aiperf folder (servesim_run.json), so that `servesim validate artifacts`
+// reads each folder as it ran: the emitted scenario of the whole deployment (scenario-all-copies.json
+// where the plan has several copies, else scenario.json) with this run's load in front of it, which
+// validate puts over the scenario's workload (nothing when aiperf left no folder). `load` is a printf format of JSON fields and `args`
+// its arguments (shell words).
+std::string sidecar_shell(const std::string& folder, const std::string& load, const std::string& args) {
+  return "  SC=\"$HERE/scenario-all-copies.json\"; [ -f \"$SC\" ] || SC=\"$HERE/scenario.json\"\n"
+         "  if [ -f \"$SC\" ] && [ -d \"" + folder + "\" ]; then\n"
+         "    { printf '{" + load + ",' " + args + "\n"
+         "      tail -c +2 \"$SC\"; } > \"" + folder + "/servesim_run.json\"\n"
+         "  fi\n";
+}
+
+// With images on a share f of requests, the open-loop runs go in pairs (the script's header says so).
+std::string images_note(double f) {
+  return "# Images on " + fmt(100 * f, 0) + " % of requests: two aiperf runs at once per rate, text-only at " + fmt(100 * (1 - f), 0) +
+         " % of R and with images at " + fmt(100 * f, 0) + " % of R\n# (artifacts/rR-text, artifacts/rR-images): together the stream the plan "
+         "simulated; `servesim validate artifacts` reads each pair as that one stream.\n";
+}
+
+// The open-loop runs at the rates of `list` (words), each as long as the plan's run (max(1000, 60 s x
+// rate) after max(100, 10 s x rate)), with each folder's setup beside it.
+std::string rate_loop(const nlohmann::json& d, const std::string& list) {
+  std::string s = "for R in " + list + "; do\n"
+       "  N=$(awk -v r=\"$R\" 'BEGIN { n = int(60 * r + 0.999); print (n > 1000 ? n : 1000) }')\n"
+       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n";
+  const double f = d.value("image_fraction", 1.0);
+  const std::string model = shell_quote(d["model"].get<std::string>());
+  if (d.contains("images") && !d["images"].empty() && f > 0 && f < 1) {
+    // Images on a share f of the requests: aiperf's synthetic inputs give every request of one run
+    // the same image options, so two runs at once, Poisson streams at (1 - f) R without images and
+    // f R with them (together a Poisson stream at R with a share f of images, the traffic the plan
+    // simulated), each with its share of the requests.
+    const std::string fs = fmt(f, 6);
+    s += "  RI=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * " + fs + " }'); RT=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * (1 - " + fs + ") }')\n"
+         "  NI=$(awk -v n=\"$N\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); NT=$((N - NI))\n"
+         "  WI=$(awk -v n=\"$W\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); WT=$((W - WI))\n"
+         "  aiperf profile --model " + model + aiperf_request_options(d, false) +
+         "    --request-rate \"$RT\" --request-count \"$NT\" --warmup-request-count \"$WT\" --random-seed 100 \\\n"
+         "    --artifact-dir \"artifacts/r$R-text\" &\n  TEXT=$!\n"
+         "  aiperf profile --model " + model + aiperf_request_options(d) +
+         "    --request-rate \"$RI\" --request-count \"$NI\" --warmup-request-count \"$WI\" --random-seed 101 \\\n"
+         "    --artifact-dir \"artifacts/r$R-images\" &\n  IMAGES=$!\n"
+         "  wait \"$TEXT\"; wait \"$IMAGES\"\n";
+    // Each half records the whole stream (rate, requests, warm-up: what the plan simulated) and its
+    // own part of it; validate reads the pair as one measured stream.
+    const std::string whole = "\"request_rate\": %s, \"arrival\": \"poisson\", \"requests\": %d, \"warmup_requests\": %d";
+    s += sidecar_shell("artifacts/r$R-text", whole + ", \"stream\": {\"part\": \"text\", \"request_rate\": %s, \"requests\": %d, "
+                                             "\"warmup_requests\": %d, \"with\": \"r%s-images\"}",
+                       "\"$R\" \"$N\" \"$W\" \"$RT\" \"$NT\" \"$WT\" \"$R\"") +
+         sidecar_shell("artifacts/r$R-images", whole + ", \"stream\": {\"part\": \"images\", \"request_rate\": %s, \"requests\": %d, "
+                                               "\"warmup_requests\": %d, \"with\": \"r%s-text\"}",
+                       "\"$R\" \"$N\" \"$W\" \"$RI\" \"$NI\" \"$WI\" \"$R\"") +
+         "done\n";
+    return s;
+  }
+  s += "  aiperf profile --model " + model + aiperf_request_options(d) +
+       "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
+       "    --artifact-dir \"artifacts/r$R\"\n" +
+       sidecar_shell("artifacts/r$R", "\"request_rate\": %s, \"arrival\": \"poisson\", \"requests\": %d, \"warmup_requests\": %d",
+                     "\"$R\" \"$N\" \"$W\"") +
+       "done\n";
+  return s;
+}
+
 // Open loop (the plan was sized at a target rate): send at the rates the plan simulated. Each
 // predicted row is k copies sharing the target; on the deployed C copies the same per-copy rate is
 // C x rate_per_copy(k). The rates within 0.75..1.5 x the target (the target always among them),
@@ -523,38 +588,11 @@ std::string aiperf_rate_script(const nlohmann::json& d) {
                   d.value("arrival", std::string("poisson")) + " arrivals.\n"
                   "# UNVERIFIED aiperf names: --request-rate (and that its arrivals are Poisson when no other arrival option is\n"
                   "# given) are aiperf's as servesim understands them, not checked against an aiperf release; compare with\n"
-                  "# `aiperf profile --help` before running. Then: servesim validate on the artefact folders closes the loop.\n"
-                  "set -euo pipefail\nURL=${URL:-http://localhost:8000}\n";
-  s += "for R in " + list + "; do\n"
-       "  N=$(awk -v r=\"$R\" 'BEGIN { n = int(60 * r + 0.999); print (n > 1000 ? n : 1000) }')\n"
-       "  W=$(awk -v r=\"$R\" 'BEGIN { n = int(10 * r + 0.999); print (n > 100 ? n : 100) }')\n";
-  const double f = d.value("image_fraction", 1.0);
-  const std::string model = shell_quote(d["model"].get<std::string>());
-  if (d.contains("images") && !d["images"].empty() && f > 0 && f < 1) {
-    // Images on a share f of the requests: aiperf's synthetic inputs give every request of one run
-    // the same image options, so two runs at once, Poisson streams at (1 - f) R without images and
-    // f R with them (together a Poisson stream at R with a share f of images, the traffic the plan
-    // simulated), each with its share of the requests.
-    const std::string fs = fmt(f, 6);
-    s.insert(s.find("set -euo pipefail"), "# Images on " + fmt(100 * f, 0) + " % of requests: two aiperf runs at once per rate, text-only at " +
-                                              fmt(100 * (1 - f), 0) + " % of R and with images at " + fmt(100 * f, 0) +
-                                              " % of R\n# (artifacts/rR-text, artifacts/rR-images): together the stream the plan simulated.\n");
-    s += "  RI=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * " + fs + " }'); RT=$(awk -v r=\"$R\" 'BEGIN { printf \"%.3f\", r * (1 - " + fs + ") }')\n"
-         "  NI=$(awk -v n=\"$N\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); NT=$((N - NI))\n"
-         "  WI=$(awk -v n=\"$W\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); WT=$((W - WI))\n"
-         "  aiperf profile --model " + model + aiperf_request_options(d, false) +
-         "    --request-rate \"$RT\" --request-count \"$NT\" --warmup-request-count \"$WT\" --random-seed 100 \\\n"
-         "    --artifact-dir \"artifacts/r$R-text\" &\n  TEXT=$!\n"
-         "  aiperf profile --model " + model + aiperf_request_options(d) +
-         "    --request-rate \"$RI\" --request-count \"$NI\" --warmup-request-count \"$WI\" --random-seed 101 \\\n"
-         "    --artifact-dir \"artifacts/r$R-images\" &\n  IMAGES=$!\n"
-         "  wait \"$TEXT\"; wait \"$IMAGES\"\ndone\n";
-    return s;
-  }
-  s += "  aiperf profile --model " + model + aiperf_request_options(d) +
-       "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
-       "    --artifact-dir \"artifacts/r$R\"\ndone\n";
-  return s;
+                  "# `aiperf profile --help` before running. Then: `servesim validate artifacts` closes the loop (each run's folder\n"
+                  "# gets its setup, servesim_run.json: the rate, Poisson arrivals as aiperf sends them, the request counts).\n";
+  if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f > 0 && f < 1)
+    s += images_note(f);
+  return s + "set -euo pipefail\nURL=${URL:-http://localhost:8000}\nHERE=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n" + rate_loop(d, list);
 }
 
 std::string aiperf_script(const nlohmann::json& d) {
@@ -578,21 +616,16 @@ std::string aiperf_script(const nlohmann::json& d) {
   // and request counts), so that `servesim validate artifacts` reads each folder as it ran. Not with
   // images on a share of the requests: this sweep sends one on every request, which the scenario does not.
   if (const double f = d.value("image_fraction", 1.0); !(d.contains("images") && !d["images"].empty() && f < 1))
-    s += "  if [ -f \"$HERE/scenario.json\" ]; then\n"
-         "    { printf '{\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d,' \"$C\" $((C * 20)) $((C * 2))\n"
-         "      tail -c +2 \"$HERE/scenario.json\"; } > \"artifacts/c$C/servesim_run.json\"\n"
-         "  fi\n";
+    s += sidecar_shell("artifacts/c$C", "\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d", "\"$C\" $((C * 20)) $((C * 2))");
   s += "done\n";
   if (d.contains("rate_per_copy")) {   // sized open loop (plan --target-rps --arrival): the planned rate, as long as the plan's run
     const double rate = d["rate_per_copy"].get<double>() * double(copies);
-    const std::int64_t n = std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate - 1e-9)));
-    const std::int64_t w = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate - 1e-9)));
     s += "# Open loop at the planned rate, " + fmt(rate, 3) + " requests/s over the " + std::to_string(copies) +
          (copies == 1 ? " copy" : " copies") + " (" + d.value("arrival", std::string("poisson")) +
-         " arrivals in the plan; UNVERIFIED aiperf names: compare with `aiperf profile --help`).\n"
-         "aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d) +
-         "    --request-rate " + fmt(rate, 3) + " --request-count " + std::to_string(n) + " --warmup-request-count " +
-         std::to_string(w) + " --random-seed 100 \\\n    --artifact-dir \"artifacts/r" + fmt(rate, 3) + "\"\n";
+         " arrivals in the plan, Poisson from aiperf; UNVERIFIED aiperf names: compare with `aiperf profile --help`).\n";
+    if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f > 0 && f < 1)
+      s += images_note(f);
+    s += rate_loop(d, fmt(rate, 3));
   }
   return s;
 }
@@ -855,7 +888,7 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
     w["warmup_requests"] = std::max<std::int64_t>(100, std::int64_t(std::ceil(10 * rate)));
     w["requests"] = std::max<std::int64_t>(1000, std::int64_t(std::ceil(60 * rate)));
   } else {
-    const std::int64_t c = d["concurrency"].back().get<std::int64_t>();
+    const std::int64_t c = d["concurrency"].back().get<std::int64_t>() * std::int64_t(share);   // the whole fleet: every copy's clients
     w["concurrency"] = c;
     w["warmup_requests"] = 32 * c;
     w["requests"] = std::max<std::int64_t>(1000, 8 * c);
@@ -1021,7 +1054,7 @@ void DeploymentSet::add(const nlohmann::json& d, const std::string& dir) {
   put("deployment.json", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   const nlohmann::json sc = copy_scenario(d);
   if (!sc.is_null()) put("scenario.json", sc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  if (!sc.is_null() && d.contains("rate_per_copy") && d["copies"].get<std::int64_t>() > 1)   // open loop: the whole fleet too
+  if (!sc.is_null() && d["copies"].get<std::int64_t>() > 1)   // the whole fleet too (what aiperf-sweep.sh sends to)
     put("scenario-all-copies.json", copy_scenario(d, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
@@ -1037,6 +1070,18 @@ void DeploymentSet::add_planner(const nlohmann::json& d, const nlohmann::json& p
 }
 
 nlohmann::json DeploymentSet::commit() {
+  // An earlier set's folder this set does not rewrite goes on commit; one holding files servesim did
+  // not write (measurements from its aiperf-sweep.sh, notes) would stay beside the new set as if it
+  // were part of it: refused before anything is written.
+  for (const auto& d : stale_dirs_) {
+    if (std::find(added_dirs_.begin(), added_dirs_.end(), std::filesystem::path(d).lexically_normal().string()) != added_dirs_.end())
+      continue;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec))
+      if (!e.is_regular_file(ec) || !is_artefact(e.path().filename().string()))
+        throw Error(flag_, "", d + ": an earlier emitted deployment this set does not replace holds '" + e.path().filename().string() +
+                                   "', which servesim did not write, so it would stay beside the new set; move it out or give a new folder");
+  }
   // Executable bits before the rename, so a script never appears without them.
   files_.commit();
   std::error_code ec;

@@ -211,7 +211,8 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--burstiness", o->args.burstiness, "Gamma arrivals' shape (1 = Poisson, 0.25 = CV 2)");
   c->add_option("--calibration", o->args.calibration,
                 "A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build it was fitted on "
-                "(the plan then runs that build), its bands from the profile's cross-validated residuals");
+                "(the plan then runs that build), its bands from the profile's cross-validated residuals")
+      ->check(profile_file());
   c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   add_threads_option(*c, o->args.threads);

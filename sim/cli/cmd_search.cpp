@@ -166,20 +166,34 @@ std::string as_run(const nlohmann::json& copies, const nlohmann::json& gpus) {
                : std::string(", as run:\n");
 }
 
+// The objective in words, with the rate it came from (it printed "objective target_tps" to a user
+// who had asked for 40 requests/s).
+std::string objective_text(const nlohmann::json& j) {
+  const auto& o = j["objective"];
+  const std::string kind = str(o["kind"]);
+  if (kind == "total_gpus") return "the most output tok/s within " + fixed(o["total_gpus"].get<double>(), 0) + " GPUs";
+  if (kind != "target_tps") return "the most output tok/s per GPU under the SLO";
+  std::string s = "the cheapest deployment serving " + fixed(o["target_tps"].get<double>(), 0) + " output tok/s";
+  if (j.contains("target_rps") && j["target_rps"].is_number())
+    s += " (" + fixed(j["target_rps"].get<double>(), j["target_rps"].get<double>() == std::floor(j["target_rps"].get<double>()) ? 0 : 2) +
+         " requests/s x OSL " + std::to_string(j["osl"].get<std::int64_t>()) + ", " + str(j["arrival"]) + " arrivals)";
+  return s;
+}
+
 std::string search_table(const nlohmann::json& j) {
   std::string out;
   const auto& n = j["counts"];
   const std::string stat = str(j["statistic"]);
   char line[512];
   std::snprintf(line, sizeof line,
-                "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective %s\n",
+                "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective: %s\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
                 j["vision_tokens_per_request"].get<std::int64_t>() > 0
                     ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens" +
                        (j.value("image_fraction", 1.0) < 1 ? " on " + fixed(100 * j["image_fraction"].get<double>(), 0) + " % of requests" : std::string()))
                           .c_str() : "",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
-                str(j["objective"]["kind"]).c_str());
+                objective_text(j).c_str());
   out += line;
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
@@ -609,7 +623,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--calibration", a.calibration,
                "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
                "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "
-               "candidates on other GPUs run uncalibrated");
+               "candidates on other GPUs run uncalibrated")
+      ->check(profile_file());
   c.add_option("--arrival", a.arrival,
                "Open-loop search: poisson, gamma or constant arrivals at --target-rps; each candidate gets the fewest copies "
                "that meet both SLOs at that rate (default: closed loop over --concurrency)");

@@ -143,7 +143,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--calibration", o.calibration,
                "A calibration profile (servesim calibrate e2e --output): its kernel factors apply on the GPU and engine it was "
                "fitted on, its host costs on that engine; the output says what applied")
-      ->check(CLI::ExistingFile);
+      ->check(profile_file());
   c.add_option("--async-scheduling", o.async_scheduling, "vLLM async scheduling: on or off (default: the profile's)");
   c.add_option("--api-server-count", o.api_server_count, "vLLM --api-server-count (API-server processes per replica)");
   c.add_flag("--no-frontend", o.no_frontend, "Requests reach the engine the instant they are sent (no API server, no network)");
@@ -866,7 +866,9 @@ void run_sweep(const SimOpts& o) {
                         "; none shown: no measured runs of this kind\n";
     if (rate)
       table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
-              "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV)\n";
+              "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV); "
+              "out tok/s, tok/s/GPU and tok/s/user are aiperf's, over the whole run: an overloaded rate drains its backlog "
+              "after the last send, so its out tok/s can read above served req/s x OSL\n";
     if (rate)
       for (std::size_t i = 0; i < results.size(); ++i)
         if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) table += l + "\n";

@@ -234,7 +234,7 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   c->add_option("--calibration", o->calibration,
                 "A calibration profile (servesim calibrate e2e --output) applied to every point where it transfers")
-      ->check(CLI::ExistingFile);
+      ->check(profile_file());
   c->add_option("--harness", o->harness,
                 "Engine flags of CSV points: aic (default: AIConfigurator's generated vllm serve flags, e.g. "
                 "max_num_batched_tokens = batch + ISL + 1500, and an FP8 KV cache for FP8 deployments on Blackwell) or serve (vllm "

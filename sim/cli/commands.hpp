@@ -27,6 +27,9 @@ extern std::string memory_hint;
 // A check for whole-number flags that CLI11 would clamp silently (a seed beyond 2^63 - 1 became
 // 9223372036854775807): out-of-range values are refused with the flag's name.
 const CLI::Validator& int64_range();
+// A check for --calibration: a readable regular file, else "--calibration: PATH: why; give a profile
+// file (servesim calibrate e2e --output)" on every subcommand that takes one.
+const CLI::Validator& profile_file();
 // "(defaults: a; b)\n" for the notes of values the resolver chose (sim/resolve.hpp), "" if none.
 std::string defaults_line(const nlohmann::json& notes);
 

@@ -16,6 +16,7 @@
 #include <new>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
 #include "sim/cli/commands.hpp"
@@ -67,6 +68,20 @@ const CLI::Validator& int64_range() {
         return "";
       },
       "INT", "int64");
+  return v;
+}
+
+const CLI::Validator& profile_file() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        try {
+          read_input_file(s, kMaxJsonFileBytes);
+        } catch (const Error& e) {
+          return s + ": " + e.reason() + "; give a profile file (servesim calibrate e2e --output)";
+        }
+        return "";
+      },
+      "FILE");
   return v;
 }
 

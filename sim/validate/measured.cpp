@@ -343,12 +343,36 @@ double number_at(const nlohmann::json& j, std::initializer_list<const char*> key
 
 }  // namespace
 
+namespace {
+
+// The per-request figures of an aiperf folder's measured (non-warm-up) records, for combining two
+// streams of one run; empty when the folder has no profile_export.jsonl or a record lacks one.
+struct Records {
+  std::vector<double> ttft, itl;
+  bool complete = true;
+};
+
+MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& statistic, Records* records);
+
+}  // namespace
+
 MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic) {
+  return read_aiperf_folder(dir, statistic, nullptr);
+}
+
+namespace {
+
+MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& statistic, Records* records) {
   namespace fs = std::filesystem;
   const fs::path base(dir);
   const fs::path agg = base / "profile_export_aiperf.json";
   if (!fs::is_directory(base)) throw Error(dir, "", "not a folder (expected an aiperf artefact folder or a CSV file)");
-  if (!fs::exists(agg)) throw Error(dir, "", "no profile_export_aiperf.json (expected an aiperf artefact folder)");
+  if (!fs::exists(agg)) {
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(agg, ec)))
+      throw Error(agg.string(), "", "a symbolic link to a missing file (" + fs::read_symlink(agg, ec).string() + "); restore the export");
+    throw Error(dir, "", "no profile_export_aiperf.json (expected an aiperf artefact folder)");
+  }
   const nlohmann::json doc = read_json_file(agg.string());
   if (!doc.is_object()) throw Error(agg.string(), "", "expected a JSON object");
 
@@ -407,7 +431,17 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
         is_warmup = ph.get<std::string>() == "warmup";
       }
       (is_warmup ? warmup : profiling) += 1;
+      if (records && !is_warmup) {
+        const double t = number_at(r, {"metrics", "time_to_first_token", "value"}),
+                     i = number_at(r, {"metrics", "inter_token_latency", "value"});
+        if (std::isfinite(t) && t >= kMinMs && t <= kMaxMs) records->ttft.push_back(t);
+        else records->complete = false;
+        if (std::isfinite(i) && i >= kMinMs && i <= kMaxMs) records->itl.push_back(i);
+        else records->complete = false;
+      }
     }
+  } else if (records) {
+    records->complete = false;
   }
 
   // The run's setup: the sidecar, else a servesim scenario as input_config.
@@ -449,9 +483,67 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
     p.backend = text::lower(s["backend"].get<std::string>());
     s.erase("backend");
   }
+  if (s.contains("stream")) {   // one of two runs sent at once (artifacts/rR-text, rR-images)
+    const auto& st = s["stream"];
+    const std::string part = st.is_object() && st.contains("part") && st["part"].is_string() ? st["part"].get<std::string>() : "";
+    if (part != "text" && part != "images")
+      throw Error(where, "stream.part", "expected \"text\" or \"images\" (the half of an open-loop check this folder holds), got " +
+                                            brief(st.is_object() && st.contains("part") ? st["part"] : st));
+    if (!st.contains("with") || !st["with"].is_string() || st["with"].get<std::string>().empty() ||
+        st["with"].get<std::string>().find('/') != std::string::npos)
+      throw Error(where, "stream.with", "expected the other half's folder name (e.g. \"r40.000-images\"), got " +
+                                            brief(st.contains("with") ? st["with"] : nlohmann::json()));
+    p.stream_part = part;
+    p.stream_with = st["with"].get<std::string>();
+    // This half's own request counts (the top level holds the whole stream's); aiperf's records, when
+    // the folder has them, count them below.
+    for (const char* k : {"requests", "warmup_requests"})
+      if (st.contains(k)) {
+        if (!st[k].is_number_integer() || st[k].get<std::int64_t>() < 0 || st[k].get<std::int64_t>() > 1000000000)
+          throw Error(where, std::string("stream.") + k, "expected a whole number of requests in 0..1000000000, got " + brief(st[k]));
+        s[k] = st[k];
+      }
+    s.erase("stream");
+  }
   if (!s.contains("workload") || !s["workload"].is_object()) s["workload"] = nlohmann::json::object();
   nlohmann::json& w = s["workload"];
-  for (const char* k : {"isl", "osl", "concurrency", "requests", "warmup_requests"})
+  // The sidecar's load is the run's: a client count (closed loop) or a rate (open loop), never both,
+  // and it replaces the other kind the emitted scenario may carry (an open-loop plan's scenario has
+  // its rate; its closed-loop sweep's folders say their clients).
+  // The load shortcuts, checked here so that a hand-edited sidecar is named with its field (the
+  // scenario reader would name workload.<field> of a folder, or a request count aiperf's records replace).
+  {
+    auto whole_in = [&](const char* k, std::int64_t lo, std::int64_t hi, const char* what) {
+      if (!s.contains(k)) return;
+      const auto& v = s[k];
+      const bool ok = v.is_number_integer() ? v.get<std::int64_t>() >= lo && v.get<std::int64_t>() <= hi
+                      : v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+                            v.get<double>() >= double(lo) && v.get<double>() <= double(hi);
+      if (!ok) throw Error(where, k, std::string("expected ") + what + " (a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) + "), got " + brief(v));
+      s[k] = static_cast<std::int64_t>(v.get<double>());
+    };
+    whole_in("concurrency", 1, 1000000, "the run's clients");
+    whole_in("requests", 1, 1000000000, "the measured requests");
+    whole_in("warmup_requests", 0, 1000000000, "the warm-up requests");
+    whole_in("isl", 1, 100000000, "the prompt tokens");
+    whole_in("osl", 1, 100000000, "the answer tokens");
+    if (s.contains("request_rate") && !(s["request_rate"].is_number() && s["request_rate"].get<double>() >= 1e-6 && s["request_rate"].get<double>() <= 1e9))
+      throw Error(where, "request_rate", "expected the requests/s aiperf sent (a number from 1e-6 to 1e9), got " + brief(s["request_rate"]));
+    if (s.contains("arrival")) {
+      const std::string a = s["arrival"].is_string() ? text::lower(s["arrival"].get<std::string>()) : "";
+      if (a != "poisson" && a != "gamma" && a != "constant")
+        throw Error(where, "arrival", "expected poisson (aiperf's --request-rate), gamma or constant, got " + brief(s["arrival"]));
+      if (!s.contains("request_rate") && !(s.contains("workload") && s["workload"].is_object() && s["workload"].contains("request_rate")))
+        throw Error(where, "arrival", "given without request_rate: arrivals belong to an open-loop run");
+    }
+  }
+  if (s.contains("concurrency") && s.contains("request_rate"))
+    throw Error(where, "request_rate", "set with concurrency: a run is closed loop (concurrency: clients) or open loop "
+                                       "(request_rate: requests/s), not both; keep the one aiperf was given");
+  if (s.contains("concurrency"))
+    for (const char* k : {"request_rate", "arrival", "burstiness"}) w.erase(k);
+  if (s.contains("request_rate")) w.erase("concurrency");
+  for (const char* k : {"isl", "osl", "concurrency", "request_rate", "arrival", "burstiness", "requests", "warmup_requests"})
     if (s.contains(k)) {
       w[k] = s[k];
       s.erase(k);
@@ -512,41 +604,172 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
   p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() &&
                           w["concurrency"].get<std::int64_t>() >= 0 && w["concurrency"].get<std::int64_t>() <= INT32_MAX
                       ? w["concurrency"].get<int>() : 0;
+  p.request_rate = w.contains("request_rate") && w["request_rate"].is_number() ? w["request_rate"].get<double>() : 0;
   p.requests = w.contains("requests") && w["requests"].is_number_integer() ? w["requests"].get<std::int64_t>() : 0;
   p.warmup_requests = w.contains("warmup_requests") && w["warmup_requests"].is_number_integer() ? w["warmup_requests"].get<std::int64_t>() : -1;
   return p;
 }
 
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (const double x : v) s += x;
+  return v.empty() ? NAN : s / double(v.size());
+}
+
+// The two halves of an open-loop check (text-only and with images, sent at once) as the one
+// stream the plan simulated: the requests and warm-up of both; TTFT and ITL of every measured
+// request of both when both folders hold per-request records, else the two figures weighted by
+// their requests; output tok/s the sum (the two ran over the same time).
+MeasuredPoint combine_streams(const MeasuredPoint& a, const Records& ra, const MeasuredPoint& b, const Records& rb,
+                              const std::string& statistic) {
+  if (a.stream_part == b.stream_part)
+    throw Error(b.source, "servesim_run.json: stream.part",
+                "both " + a.id + " and " + b.id + " say they hold the " + a.stream_part + " half; one holds \"text\", the other \"images\"");
+  if (a.stream_part != "text") return combine_streams(b, rb, a, ra, statistic);   // the text half first
+  const MeasuredPoint& text = a;
+  const double rate_a = a.scenario["workload"].value("request_rate", NAN), rate_b = b.scenario["workload"].value("request_rate", NAN);
+  if (!(std::abs(rate_a - rate_b) <= 1e-9 * std::max(std::abs(rate_a), 1.0)))
+    throw Error(b.source, "servesim_run.json: request_rate",
+                "the two halves describe different streams (" + a.id + " and " + b.id + "); each half's servesim_run.json "
+                "holds the whole stream's rate");
+  MeasuredPoint p = text;
+  const std::int64_t na = std::max<std::int64_t>(a.requests, 0), nb = std::max<std::int64_t>(b.requests, 0);
+  p.requests = na + nb;
+  p.warmup_requests = a.warmup_requests >= 0 && b.warmup_requests >= 0 ? a.warmup_requests + b.warmup_requests : -1;
+  p.scenario["workload"]["requests"] = p.requests;
+  if (p.warmup_requests >= 0) p.scenario["workload"]["warmup_requests"] = p.warmup_requests;
+  p.id = text.id.substr(0, text.id.size() - 5);   // "rR-text" -> "rR"
+  p.source = a.source + " + " + b.source;
+  p.stream_part.clear();
+  const bool records = ra.complete && rb.complete && !ra.ttft.empty() && !rb.ttft.empty() &&
+                       std::int64_t(ra.ttft.size()) == na && std::int64_t(rb.ttft.size()) == nb;
+  if (records) {
+    std::vector<double> t = ra.ttft, i = ra.itl;
+    t.insert(t.end(), rb.ttft.begin(), rb.ttft.end());
+    i.insert(i.end(), rb.itl.begin(), rb.itl.end());
+    p.ttft_ms = statistic == "p50" ? median(t) : mean_of(t);
+    p.tpot_ms = statistic == "p50" ? median(i) : mean_of(i);
+    p.stream_note = "one stream of " + std::to_string(p.requests) + " requests (" + a.id + " + " + b.id + "): TTFT and ITL " +
+                    (statistic == "p50" ? "p50" : "avg") + " of both folders' " + std::to_string(t.size()) +
+                    " per-request records; output tok/s their sum";
+  } else {
+    auto weighted = [&](double x, double y) {
+      if (na + nb == 0 || !std::isfinite(x) || !std::isfinite(y)) return double(NAN);
+      return (double(na) * x + double(nb) * y) / double(na + nb);
+    };
+    p.ttft_ms = weighted(a.ttft_ms, b.ttft_ms);
+    p.tpot_ms = weighted(a.tpot_ms, b.tpot_ms);
+    p.stream_note = "one stream of " + std::to_string(p.requests) + " requests (" + a.id + " + " + b.id + "): TTFT and ITL " +
+                    (statistic == "p50" ? "p50" : "avg") + " are the two folders' figures weighted by their requests (" +
+                    std::to_string(na) + " and " + std::to_string(nb) + "; no per-request records in both" +
+                    (statistic == "p50" ? ": a weighted mean of two medians, not the median of the stream" : "") +
+                    "); output tok/s their sum";
+  }
+  p.output_tps = std::isfinite(a.output_tps) && std::isfinite(b.output_tps) ? a.output_tps + b.output_tps : NAN;
+  return p;
+}
+
+}  // namespace
+
 std::vector<MeasuredPoint> read_points(const std::string& path, const std::string& statistic, CsvReadStats* csv) {
   namespace fs = std::filesystem;
   if (!fs::exists(path)) throw Error(path, "", "no such file or folder (expected a silicon-sample CSV or an aiperf artefact folder)");
   if (!fs::is_directory(path)) return read_silicon_csv(path, csv);
-  if (fs::exists(fs::path(path) / "profile_export_aiperf.json")) return {read_aiperf_dir(path, statistic)};
-  // A folder of artefact folders: entries that cannot be examined (a symbolic-link loop, no
-  // permission) are skipped; a folder that cannot be read is listed with its reason, never
-  // dropped and never stopping the others.
+  if (fs::exists(fs::path(path) / "profile_export_aiperf.json")) {
+    MeasuredPoint p = read_aiperf_dir(path, statistic);
+    if (!p.stream_part.empty())
+      throw Error(path, "servesim_run.json: stream",
+                  "this folder holds the " + p.stream_part + " half of one open-loop stream (its other half: " + p.stream_with +
+                  "); validate the folder holding both (e.g. artifacts), which reads the pair as one stream");
+    return {p};
+  }
+  // A folder of artefact folders: entries that are not folders (a symbolic-link loop is none) are
+  // skipped; a subfolder that cannot be looked into (no permission) or read is listed with its
+  // reason, never dropped and never stopping the others.
   std::vector<fs::path> subs;
+  std::map<fs::path, std::string> blocked;   // subfolder -> why it cannot be looked into
   std::error_code ec;
   for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code e1, e2;
-    if (it->is_directory(e1) && fs::exists(it->path() / "profile_export_aiperf.json", e2)) subs.push_back(it->path());
+    if (!it->is_directory(e1)) continue;
+    // A dangling link in place of the export is listed (with why), not skipped as "no export".
+    const bool has = fs::exists(fs::symlink_status(it->path() / "profile_export_aiperf.json", e2));
+    if (has) subs.push_back(it->path());
+    else if (e2 && e2 != std::errc::no_such_file_or_directory) {
+      subs.push_back(it->path());
+      blocked[it->path()] = "cannot look into the folder (" + e2.message() + "); its run is not read";
+    }
   }
   if (ec) throw Error(path, "", "cannot list the folder: " + ec.message());
   std::sort(subs.begin(), subs.end());
   if (subs.empty()) throw Error(path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
   std::vector<MeasuredPoint> out;
+  std::vector<Records> recs;
+  std::map<std::string, std::size_t> by_name;
+  // The same run under two names (a symbolic link to a sibling) would count twice: read under the
+  // folder's own name (or the first link's), and the other names listed.
+  std::map<fs::path, std::string> seen;   // canonical folder -> the name it is read under
+  for (const bool links : {false, true})
+    for (const auto& s : subs) {
+      std::error_code e;
+      if (fs::is_symlink(fs::symlink_status(s, e)) != links) continue;
+      const fs::path real = fs::canonical(s, e);
+      if (!e) seen.emplace(real, s.filename().string());
+    }
   for (const auto& s : subs) {
+    Records r;
     try {
-      out.push_back(read_aiperf_dir(s.string(), statistic));
+      if (const auto b = blocked.find(s); b != blocked.end()) throw Error(s.string(), "", b->second);
+      std::error_code e;
+      const fs::path real = fs::canonical(s, e);
+      if (const auto at = seen.find(real); !e && at != seen.end() && at->second != s.filename().string())
+        throw Error(s.string(), "", "the same folder as " + at->second + " (a symbolic link): read once, under " + at->second);
+      out.push_back(read_aiperf_folder(s.string(), statistic, &r));
     } catch (const Error& e) {
       MeasuredPoint p;
       p.id = s.filename().string();
       p.source = s.string();
       p.unreadable = e.what();
       out.push_back(std::move(p));
+      r = Records{};
+    }
+    recs.push_back(std::move(r));
+    by_name[s.filename().string()] = out.size() - 1;
+  }
+  // The halves of an open-loop check: one point per pair; a half without its partner is listed
+  // with why, never compared as if it were the whole load.
+  std::vector<MeasuredPoint> joined;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    MeasuredPoint& p = out[i];
+    if (p.stream_part.empty()) {
+      joined.push_back(std::move(p));
+      continue;
+    }
+    const auto it = by_name.find(p.stream_with);
+    const bool partner = it != by_name.end() && out[it->second].unreadable.empty() && out[it->second].stream_with == p.id;
+    if (partner && it->second < i) continue;   // read with its partner
+    if (!partner) {
+      MeasuredPoint q;
+      q.id = p.id;
+      q.source = p.source;
+      q.unreadable = Error(p.source, "servesim_run.json: stream",
+                           "the " + p.stream_part + " half of an open-loop stream without its other half " + p.stream_with +
+                               (it == by_name.end() ? " (no such folder beside it)" : " (not readable, or not this folder's partner)") +
+                               ": one half is not the load the plan simulated; rerun the pair or restore the folder").what();
+      joined.push_back(std::move(q));
+      continue;
+    }
+    try {
+      joined.push_back(combine_streams(p, recs[i], out[it->second], recs[it->second], statistic));
+    } catch (const Error& e) {
+      MeasuredPoint q;
+      q.id = p.id;
+      q.source = p.source;
+      q.unreadable = e.what();
+      joined.push_back(std::move(q));
     }
   }
-  return out;
+  return joined;
 }
 
 }  // namespace servesim::sim::validate

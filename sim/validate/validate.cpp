@@ -774,6 +774,10 @@ nlohmann::json to_json(const Report& r, const Options& o) {
                         {"measured", {{"ttft_ms", num(m.ttft_ms)}, {"tpot_ms", num(m.tpot_ms)}, {"output_tps", num(m.output_tps)},
                                       {"output_tps_derived", m.output_tps_derived}}}};
     if (!m.layout_note.empty()) x["layout_note"] = m.layout_note;
+    if (m.request_rate > 0) x["request_rate"] = m.request_rate;
+    if (m.requests > 0) x["requests"] = m.requests;
+    if (m.warmup_requests >= 0 && !m.scenario.is_null()) x["warmup_requests"] = m.warmup_requests;
+    if (!m.stream_note.empty()) x["stream_note"] = m.stream_note;
     if (!p.harness_note.empty()) x["harness_note"] = p.harness_note;
     if (m.runs > 1)
       x["reruns"] = {{"runs", m.runs}, {"ttft_spread_pct", pct(m.ttft_rerun_spread)}, {"tpot_spread_pct", pct(m.tpot_rerun_spread)}};
@@ -1013,10 +1017,18 @@ std::string to_text(const Report& r, const Options& o) {
            ? std::to_string(r.points[0].measured.requests) + " measured requests after " +
                  std::to_string(std::max<std::int64_t>(0, r.points[0].measured.warmup_requests)) + " warm-up (the folder's own)"
            : std::string("the measured and warm-up requests each aiperf folder recorded"));
-  out += "Each point: closed loop at its concurrency C, " + lengths + ", " + counts + "; compared: simulated " +
-         o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n"
-         "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
+  bool open_points = false, closed_points = false;
+  for (const auto& p : r.points) (p.measured.request_rate > 0 ? open_points : closed_points) = true;
+  const std::string load = open_points && !closed_points ? "open loop at its request rate (Poisson arrivals, as aiperf sends them)"
+                           : open_points ? "closed loop at its concurrency C or open loop at its request rate (Poisson arrivals)"
+                                         : "closed loop at its concurrency C";
+  out += "Each point: " + load + ", " + lengths + ", " + counts + "; compared: simulated " +
+         o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n" +
+         (csv_points ? "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
+                     : "") +
          "Errors: signed % = (predicted - measured) / measured; med = median, |med| = median of |%|, p90 = 90th percentile of |%|.\n\n";
+  for (const auto& p : r.points)
+    if (!p.measured.stream_note.empty()) out += p.measured.id + ": " + p.measured.stream_note + " (field stream_note)\n";
   auto table = [&](const std::vector<Group>& groups, std::vector<std::string> head) {
     const std::size_t keys = head.size();
     for (const char* m : {"TTFT", "TPOT", "tok/s"})

@@ -41,6 +41,10 @@ struct MeasuredPoint {
   // aiperf folders: the measured and warm-up requests the run recorded (0 / -1: not recorded).
   std::int64_t requests = 0, warmup_requests = -1;
   std::string unreadable;      // a folder that could not be read: why (listed as unmodellable)
+  // An open-loop check sent as two aiperf runs at once (artifacts/rR-text and rR-images): the part
+  // this folder holds ("text" / "images"; "" for a whole run) and its partner folder's name; once
+  // the pair is read as one stream, how its figures were combined.
+  std::string stream_part, stream_with, stream_note;
   // Aggregated: one serving replica's layout (0 = blank in the source).
   int tp = 0, pp = 0, attention_dp = 0, moe_tp = 0, moe_ep = 0;
   // The CSV's batch_size (the harness's batch: the clients, or each attention-DP rank's share of

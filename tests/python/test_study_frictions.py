@@ -165,8 +165,10 @@ def test_open_loop_plan_checks_the_planned_rate(exe, tmp_path):
     rate = dep["rate_per_copy"] * dep["copies"]
     assert rate == 120
     # One open-loop run at the planned rate, as long as the plan's: max(1000, 60 s x rate) after max(100, 10 s x rate).
-    assert "--request-rate 120.000 --request-count 7200 --warmup-request-count 1200" in script
     assert subprocess.run(["bash", "-n", em / "aggregated" / "aiperf-sweep.sh"]).returncode == 0
+    env, log = stand_in_aiperf(tmp_path)
+    subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True)
+    assert "--request-rate 120.000 --request-count 7200 --warmup-request-count 1200" in log.read_text().splitlines()[-1]
 
 
 def test_sweep_output_file_keeps_the_table_and_p90_on_the_terminal(exe, tmp_path):
@@ -498,3 +500,130 @@ def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     rows = [l.split() for l in out.splitlines() if l.startswith("vllm ") and " agg " in l]
     assert rows and all(r[r.index("agg") + 1] == "2" for r in rows), out
     assert all(v in ("0.0%", "+0.0%", "-0.0%") for r in rows for v in r[r.index("agg") + 3:]), out
+
+
+def rate_stand_in(tmp_path, exe, scenario):
+    """An `aiperf` on PATH standing in for the open-loop checks: each --request-rate run is servesim
+    simulating `scenario` at the run's rate and request counts (each half of an rR-text / rR-images
+    pair is the mixed stream at its own share of the rate), its input_config cut to aiperf's loadgen
+    block; closed-loop runs leave an empty folder (not stood in for here)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in --request-rate) R=$2; shift;; --request-count) N=$2; shift;;\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; --concurrency) C=$2; shift;; esac; shift; done\n"
+        "mkdir -p \"$D\"\n[ -n \"$C\" ] && exit 0\n"
+        f"'{exe}' simulate --scenario '{scenario}' --request-rate \"$R\" --requests \"$N\" --warmup-requests \"$W\" "
+        "--export \"$D\" > /dev/null\n"
+        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
+        "d['input_config']={'loadgen':{'request_rate':float(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$R\"\n")
+    (fake / "aiperf").chmod(0o755)
+    return dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+
+
+def test_the_emitted_open_loop_check_leaves_each_run_s_setup_for_validate(exe, tmp_path):
+    # Friction 51: the open-loop checks (artifacts/rR) had no setup, so validate refused them. Each
+    # folder now gets servesim_run.json: the whole fleet's scenario (scenario-all-copies.json, 3
+    # copies here) with the run's rate, Poisson arrivals and request counts. aiperf is stood in for
+    # by servesim simulating that scenario: every point must then validate at 0.0 %.
+    em = tmp_path / "em"
+    run(exe, *OPEN_REC, "--emit", em)
+    env = rate_stand_in(tmp_path, exe, em / "recommended" / "scenario-all-copies.json")
+    work = tmp_path / "run"
+    work.mkdir()
+    subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
+    side = json.loads((work / "artifacts" / "r120.000" / "servesim_run.json").read_text())
+    # 120 requests/s for a minute after 10 s of warm-up, as the plan ran it.
+    assert (side["request_rate"], side["arrival"], side["requests"], side["warmup_requests"]) == (120.0, "poisson", 7200, 1200)
+    assert side["topology"]["replicas"] == 3 and side["workload"]["isl"] == 1000 and side["workload"]["osl"] == 100
+    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    pts = rep["points"]
+    assert sorted(p["request_rate"] for p in pts) == [90.0, 120.0, 180.0], pts
+    for p in pts:
+        assert p["scenario"]["workload"]["request_rate"] == p["request_rate"] and "concurrency" not in p["scenario"]["workload"]
+        assert all(abs(v) < 0.05 for v in p["error_pct"].values()), p["error_pct"]
+    text = run(exe, "validate", work / "artifacts", "--threads", 1)
+    assert "open loop at its request rate" in text and "closed loop at its concurrency" not in text, text
+
+
+def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
+    # With images on 30 % of requests the open-loop check is two aiperf runs at once, rR-text (70 %
+    # of the rate, no image) and rR-images (30 %, one 1024x1024 image each): the plan simulated one
+    # stream, so validate reads the pair as one point of 700 + 300 measured requests, TTFT and ITL
+    # from both folders' per-request records (or, without them, the two figures weighted by their
+    # requests), output tok/s the sum, and says which.
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "nemotron-3.5-super-vl", "--instance", "p6-b200.48xlarge", "--nodes", 1, "--tp", 1,
+        "--precision", "nvfp4", "--topology", "agg", "--isl", 2000, "--osl", 100, "--images", "1024x1024",
+        "--image-fraction", 0.3, "--ttft-ms", 1000, "--itl-ms", 60, "--target-rps", 3, "--arrival", "poisson",
+        "--emit", em, "-q")
+    script = (em / "aggregated" / "aiperf-sweep.sh").read_text()
+    assert "artifacts/r$R-text" in script and "artifacts/r$R-images" in script
+    env = rate_stand_in(tmp_path, exe, em / "aggregated" / "scenario.json")
+    work = tmp_path / "run"
+    work.mkdir()
+    subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
+    halves = [json.loads((work / "artifacts" / f"r3.000-{p}" / "servesim_run.json").read_text()) for p in ("text", "images")]
+    assert [(h["stream"]["part"], h["stream"]["requests"], h["stream"]["warmup_requests"]) for h in halves] == \
+        [("text", 700, 70), ("images", 300, 30)]
+    assert all((h["request_rate"], h["requests"], h["workload"]["multimodal"]["fraction"]) == (3.0, 1000, 0.3) for h in halves)
+    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    pts = [p for p in rep["points"] if p["id"].startswith("r")]
+    assert len(pts) == 1 and pts[0]["id"] == "r3.000" and pts[0]["requests"] == 1000, pts
+    assert "1000 per-request records" in pts[0]["stream_note"], pts[0]
+    # Each half stands in as the mixed stream at 2.1 and 0.9 requests/s: on 8 B200 copies at this
+    # light load the latencies barely depend on the rate, and the two served rates add up to the whole.
+    assert all(abs(v) < 5 for v in pts[0]["error_pct"].values()), pts[0]["error_pct"]
+    # Without per-request records: the request-weighted figures, said so.
+    for p in ("text", "images"):
+        (work / "artifacts" / f"r3.000-{p}" / "profile_export.jsonl").unlink()
+    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    pt = [p for p in rep["points"] if p["id"] == "r3.000"][0]
+    assert "weighted by their requests (700 and 300" in pt["stream_note"], pt
+    # README's step 6 fits on the same folder (friction 52: it globbed artifacts/c*/, which an
+    # open-loop check does not write): the pair is one measured point there too.
+    out = subprocess.run([exe, "calibrate", "e2e", work / "artifacts", "--output", tmp_path / "cal.json", "--folds", "1",
+                          "--threads", "1", "--parameters", "decode_scale"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "cal.json").read_text())["fitted_on"]["points"] == 1
+
+
+def test_an_open_loop_plan_s_chart_says_its_curves_are_closed_loop(exe, tmp_path):
+    # Friction 53: `plan --arrival poisson --plot` drew "TTFT p90 vs concurrency" with nothing saying
+    # these are the closed-loop sweep's curves while the plan (1 copy at 40 req/s) was read open loop.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", 1, "--tp", 1, "--precision", "fp8",
+        "--isl", 1000, "--osl", 100, "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1,2", "--target-rps", 4,
+        "--arrival", "poisson", "--topology", "agg", "-q", "--threads", 1, "--plot", tmp_path / "p.png")
+    sweep, plan = (json.loads((tmp_path / f"p-{k}.json").read_text()) for k in ("sweep", "plan"))
+    titles = [ax.get_title() for ax in plot.latency_figure(sweep, plan=plan).axes]
+    assert titles and all("closed loop; the plan is read open loop at 4 req/s" in t for t in titles), titles
+    closed = dict(plan, open_loop=None)
+    assert not any("open loop" in ax.get_title() for ax in plot.latency_figure(sweep, plan=closed).axes)
+
+
+def test_a_rate_sweep_says_whose_tok_s_it_prints(exe):
+    # Friction 54: the tour's step-2 sweep at 60 req/s printed served 43.3 req/s beside out tok/s
+    # 30,733 (51 answers/s of 600 tokens): the tok/s is aiperf's over the whole run, its drain after
+    # the last send included. The footnote now says so. One seat offered 4.4 req/s (capacity 2.18,
+    # docs/capacity-planning.md, Overload): both figures read its capacity, the window's served req/s
+    # and aiperf's whole-run 218 tok/s of 100-token answers.
+    out = run(exe, "sweep", *ONE_SEAT, "--request-rate", "1.1,4.4")
+    assert "out tok/s, tok/s/GPU and tok/s/user are aiperf's, over the whole run" in out, out
+    rows = {float(l.split()[0]): l.split() for l in out.splitlines() if re.match(r"^\s+[0-9.]+\s+[0-9.]+\s", l)}
+    served, tok = float(rows[4.4][1]), float(rows[4.4][2])
+    assert tok / 100 >= served * 0.95, (served, tok)   # whole-run answers/s at least the window's
+
+
+def test_search_states_its_objective_in_words(exe):
+    # Friction 55: `search ... --target-rps 40 --arrival poisson` printed "objective target_tps", a
+    # field name, for a question asked in requests/s. 40 requests/s x 100-token answers = 4000 tok/s.
+    head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
+               "--itl-ms", 15, "--target-rps", 40, "--arrival", "poisson", "-q", "--threads", 1).splitlines()[0]
+    assert "objective: the cheapest deployment serving 4000 output tok/s (40 requests/s x OSL 100, poisson arrivals)" in head, head
+    head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
+               "--itl-ms", 15, "--concurrency", "1,2", "-q", "--threads", 1).splitlines()[0]
+    assert "objective: the most output tok/s per GPU under the SLO" in head and "target_tps" not in head, head

@@ -20,7 +20,7 @@ namespace {
 
 // A profile of one factor, fitted on `gpu` under vLLM.
 nlohmann::json profile_json(const std::string& gpu, const std::string& name, double value) {
-  return {{"fitted_on", {{"gpu", gpu}, {"engine", "vllm"}, {"model", "llama-3.1-8b"}, {"points", 4}}},
+  return {{"servesim_calibration", 1}, {"fitted_on", {{"gpu", gpu}, {"engine", "vllm"}, {"model", "llama-3.1-8b"}, {"points", 4}}},
           {"parameters", {{{"name", name}, {"prior", 1}, {"value", value}, {"sd", 0}}}}};
 }
 
