@@ -162,9 +162,10 @@ class Model final : public KernelModel {
  public:
   Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
         std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {},
-        bool block_fp8_gemm_rows = false, bool fp8_gemm_m1_at_most_m2 = false)
+        bool block_fp8_gemm_rows = false, bool fp8_gemm_m1_at_most_m2 = false, bool moe_tp_on_ep_rows = false)
       : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)),
-        block_fp8_gemm_rows_(block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(fp8_gemm_m1_at_most_m2) {
+        block_fp8_gemm_rows_(block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(fp8_gemm_m1_at_most_m2),
+        moe_tp_on_ep_rows_(moe_tp_on_ep_rows) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
     for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
@@ -322,6 +323,18 @@ class Model final : public KernelModel {
       cands.front() = it == cands.end() ? cands.front() : *it;
       fam = &cands.front();
       vllm_kernels = l.vllm_kernels;
+      // KernelTables::moe_tp_on_ep_rows: a MoE-TP layer on this release's EP rows of the same
+      // per-rank experts, where it timed that shape at EP (its own kernel; its TP rows not read).
+      if (moe_tp_on_ep_rows_ && !l.vllm_kernels && m.tp > 1 && m.ep == 1 &&
+          l.cal->family(*fam)->fit.has_series(
+              shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), 1.0, double(m.tp), m.skew}))) {
+        MoeShape e = m;
+        e.ep = m.tp;
+        e.tp = 1;
+        OpTime t = moe(e, p);
+        t.kernel = label(std::string(t.kernel) + " (MoE TP" + std::to_string(m.tp) + " on its EP" + std::to_string(m.tp) + " rows)");
+        return t;
+      }
       break;
     }
     if (!fam)
@@ -612,8 +625,7 @@ class Model final : public KernelModel {
     std::string why = std::string(first.table) + ": no " + std::string(q.family) + " at " + shape +
                       (least == 0 ? "" : " (none covers it: the least extrapolation)") + "; from " +
                       std::string(best.table);
-    std::lock_guard<std::mutex> lock(labels_mu_);
-    best.table = *labels_.insert(std::move(why)).first;
+    best.table = label(std::move(why));
     return best;
   }
 
@@ -746,10 +758,16 @@ class Model final : public KernelModel {
   std::string asked_;
   bool block_fp8_gemm_rows_ = false;
   bool fp8_gemm_m1_at_most_m2_ = false;
+  bool moe_tp_on_ep_rows_ = false;
   std::vector<Layer> layers_;
-  // Labels of figures taken from a covering table (covering()), kept for OpTime::table.
+  // Labels composed at query time (a covering table's OpTime::table, a MoE-TP layer's
+  // OpTime::kernel), kept for the views (set nodes do not move).
   mutable std::mutex labels_mu_;
   mutable std::set<std::string, std::less<>> labels_;
+  std::string_view label(std::string s) const {
+    std::lock_guard<std::mutex> lock(labels_mu_);
+    return *labels_.insert(std::move(s)).first;
+  }
 };
 
 // The GPU whose measurements stand in for GPUs without their own calibration folder.
@@ -850,10 +868,11 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool>, std::unique_ptr<Model>> cache;
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool>, std::unique_ptr<Model>> cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
   const auto key =
-      std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2);
+      std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2,
+                      tables.moe_tp_on_ep_rows);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {
@@ -892,7 +911,7 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
   auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
                                    transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
                                    engine_name(tables.engine) + " " + tables.version, std::move(others),
-                                   tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2);
+                                   tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2, tables.moe_tp_on_ep_rows);
   return *cache.emplace(key, std::move(m)).first->second;
 }
 

@@ -159,6 +159,16 @@ struct KernelTables {
   // kernel_tables; models/step_cost.cpp). Off: un-absorbed MHA over the same pairs. The step model
   // reads it; the kernel tables do not depend on it.
   bool dsa_sparse_mla_prefill = false;
+  // A fused MoE layer at MoE tensor parallelism t (EP 1) timed on the release table's expert-parallel
+  // rows at EP t ("moe_tp": "ep rows" in a profile's kernel_tables): the same per-rank expert FLOPs
+  // and weight bytes (every expert at inter / t, or E / t experts at the full inter). TensorRT-LLM
+  // 1.3.0rc20's CUTLASS MoE rows at MoE TP carry a per-token-slot cost that TP does not divide (H200,
+  // DeepSeek's 7168 x 2048, top-8 of 256, 8,192 tokens: TP1 10.40 / TP8 4.98 / TP16 4.58 ms, EP8
+  // 1.28; SGLang 0.5.14's and vLLM 0.19's TP8 and EP8 rows within 0.9-1.1x of each other), which
+  // the serving rows at MoE TP8 do not show (hwmodels/README.md, TensorRT-LLM's MoE at MoE TP).
+  // Only where the engine's own release table timed that shape at EP t; vLLM 0.24's tables and
+  // other engines' are read as before.
+  bool moe_tp_on_ep_rows = false;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

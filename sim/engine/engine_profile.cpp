@@ -88,6 +88,8 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
            "as measured", "the table's m = 1 rows", p.kernel_tables.fp8_gemm_m1_at_most_m2);
     choice("dsa_prefill", "sparse MLA", "DSA prompts past index_topk attended by FlashMLA's sparse kernel on Hopper, heads padded to 64",
            "dense MHA", "un-absorbed MHA over the picked tokens", p.kernel_tables.dsa_sparse_mla_prefill);
+    choice("moe_tp", "ep rows", "a MoE-TP t layer on the release table's EP t rows of the same per-rank experts", "tp rows",
+           "the table's MoE-TP rows", p.kernel_tables.moe_tp_on_ep_rows);
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

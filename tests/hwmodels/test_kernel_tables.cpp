@@ -223,6 +223,37 @@ TEST(KernelTables, SglangTimesMlaDecodeWithItsMlaKernel) {
   }
 }
 
+TEST(KernelTables, TensorRtLlmTimesMoeTpOnItsEpRows) {
+  // TensorRT-LLM 1.3.0rc20's CUTLASS MoE on the H200, DeepSeek's experts (hidden 7168, inter 2048,
+  // top-8 of 256, FP8 128-block, balanced), 8,192 tokens: MoE TP8 4.98 ms, EP8 1.284 ms
+  // (hwmodels/calibration/h200/trtllm-1.3.0rc20/moe.json). Both ranks do the same expert work:
+  // TP8 = 8,192 x 8 slots x 3 x 7168 x 256 x 2 FLOPs, EP8 = 8,192 slots x 3 x 7168 x 2048 x 2, both
+  // 7.2e11; and stream the same weights (256 x 3 x 7168 x 256 = 32 x 3 x 7168 x 2048 bytes).
+  const MoeShape tp8{8192, 7168, 2048, 8, 256, 8, 1};
+  const MoeShape ep8{8192, 7168, 2048, 8, 256, 1, 8};
+  const KernelTables rows{"trtllm", "1.3"};
+  KernelTables on_ep = rows;
+  on_ep.moe_tp_on_ep_rows = true;
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(h200(), rows).moe(tp8, Precision::fp8_block)), 4.98e-3);
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(h200(), rows).moe(ep8, Precision::fp8_block)), 1.284e-3);
+  // "moe_tp": "ep rows": the TP8 layer is the EP8 row, named so.
+  const OpTime t = kernel_model(h200(), on_ep).moe(tp8, Precision::fp8_block);
+  EXPECT_DOUBLE_EQ(table_s(t), 1.284e-3);
+  EXPECT_EQ(t.source, Source::measured);
+  EXPECT_EQ(t.table, "TensorRT-LLM 1.3.0rc20 table");
+  EXPECT_EQ(t.kernel, "moe_torch_flow_cutlass (MoE TP8 on its EP8 rows)");
+  const double flops = 8192.0 * 8 * 3 * 7168 * 256 * 2;
+  EXPECT_NEAR(t.flops, flops, 1e-9 * flops);
+  EXPECT_NEAR(kernel_model(h200(), rows).moe(tp8, Precision::fp8_block).flops, flops, 1e-9 * flops);
+  // An EP layer and the vLLM 0.24 tables are read as before.
+  EXPECT_DOUBLE_EQ(kernel_model(h200(), on_ep).moe(ep8, Precision::fp8_block).seconds,
+                   kernel_model(h200(), rows).moe(ep8, Precision::fp8_block).seconds);
+  KernelTables vllm_on_ep;
+  vllm_on_ep.moe_tp_on_ep_rows = true;
+  EXPECT_DOUBLE_EQ(kernel_model(h200(), vllm_on_ep).moe(tp8, Precision::fp8_block).seconds,
+                   kernel_model(h200()).moe(tp8, Precision::fp8_block).seconds);
+}
+
 TEST(KernelTables, TensorRtLlmTimesMlaDecodeWithItsMlaKernel) {
   // 16 sequences of 1,024 tokens, 128 heads (DeepSeek at TP1), bf16 latent: H200 0.02912 ms, B200 0.02509.
   const struct { const char* gpu; double ms; } rows[] = {{"H200", 0.02912}, {"B200", 0.02509}};

@@ -726,6 +726,16 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesBlockFp8GemmsOnItsBlockRows) {
     EXPECT_FALSE(engine_profile(name).kernel_tables.block_fp8_gemm_rows) << name;
 }
 
+// TensorRT-LLM's profiles time a MoE-TP layer on their release's EP rows of the same per-rank
+// experts (tests/hwmodels KernelTables.TensorRtLlmTimesMoeTpOnItsEpRows); vLLM and SGLang read
+// their tables' MoE-TP rows.
+TEST(EngineProfile, OnlyTensorRtLlmTimesMoeTpOnItsEpRows) {
+  for (const char* name : {"trtllm", "trtllm-1.0", "trtllm-1.1", "trtllm-1.3"})
+    EXPECT_TRUE(engine_profile(name).kernel_tables.moe_tp_on_ep_rows) << name;
+  for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
+    EXPECT_FALSE(engine_profile(name).kernel_tables.moe_tp_on_ep_rows) << name;
+}
+
 // SGLang's NSA backend keeps a DSA model's KV cache in BF16 on Hopper and FP8 on Blackwell when the
 // KV dtype is left auto (reference A6), whatever the checkpoint declares; other models and engines
 // keep the checkpoint's. Memory sum for GLM-5 (78 MLA layers, latent 512 + rope 64 = 576 elements,
