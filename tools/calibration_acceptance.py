@@ -16,7 +16,8 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --servesim build/servesim --seeds 1,2,3
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
 
-Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
+Under each group, per seed, the parameters the profile applies (chosen by the nested cross-validation
+and kept by the gate) with their fitted values. Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
 that act on the other metric alone apply), A no point of the third measures the first-token floor.
 
 Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
@@ -132,7 +133,8 @@ def one(servesim, header, pts, seed, tmp, extra):
             "kept_priors": bool(cv.get("kept_priors")),
             "priors_kept_for": cv.get("priors_kept_for", []),
             "anchored": bool(cal.get("first_token_floor_anchored")),
-            "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]}}
+            "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]},
+            "chosen": [p["name"] for p in cal["parameters"] if p["name"] not in cal.get("dropped_by_cross_validation", [])]}
 
 
 def verdict(r):
@@ -189,6 +191,10 @@ def main():
             results.append(r)
             cells.append(cell(r))
         print(f"{name} | {len(pts)} | " + " | ".join(cells), flush=True)
+        for r in results:   # the set the nested cross-validation and the gate chose, with its fitted values
+            if r["group"] == name:
+                print(f"  seed {r['seed']} chose: " + (", ".join(f"{c} {r['parameters'][c][1]:.3g}" for c in r["chosen"]) or "nothing (priors)"),
+                      flush=True)
         if a.json:   # after every group: a long run stopped part way keeps what it measured
             with open(a.json, "w") as f:
                 json.dump(results, f, indent=1)
