@@ -79,6 +79,7 @@ void AggregatedCluster::api_arrival(std::int32_t p, double now_s) {
   Pending& x = pending_[static_cast<std::size_t>(p)];
   const int w = router_.pick(workers_, &x.spec, now_s);
   x.worker = w;
+  router_.on_the_way(w);
   auto& servers = api_free_s_[static_cast<std::size_t>(w)];
   ApiProcess& proc = servers[static_cast<std::size_t>(api_next_[static_cast<std::size_t>(w)]++ % std::int64_t(servers.size()))];
   const double done = start_after(proc, now_s) + frontend_->request_in_s(x.spec.input_tokens, rng_);
@@ -90,6 +91,7 @@ void AggregatedCluster::api_arrival(std::int32_t p, double now_s) {
 void AggregatedCluster::engine_arrival(std::int32_t p, double now_s) {
   Pending& x = pending_[static_cast<std::size_t>(p)];
   const int w = x.worker;
+  router_.arrived(w);
   VllmScheduler& sched = workers_[static_cast<std::size_t>(w)].scheduler();
   const std::int32_t slot = sched.add(x.spec, now_s, /*client=*/0, x.warmup);
   Request& r = sched.request(slot);

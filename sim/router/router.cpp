@@ -69,17 +69,40 @@ int Router::pick(const std::vector<Worker>& workers, const workloads::RequestSpe
         if (ok(i)) return i;
       }
       return 0;
+    // Ties in turn from the last pick (a scan from index 0 sent every tie to replica 0: with the
+    // API server between the pick and the scheduler, a burst of arrivals all went to it).
     case RouterPolicy::least_outstanding:
-    case RouterPolicy::kv:   // without a request to place
-      for (int i = 0; i < n; ++i)
-        if (ok(i) && (best < 0 || workers[i].outstanding() < workers[best].outstanding())) best = i;
-      return best;
+    case RouterPolicy::kv: {   // without a request to place
+      auto load = [&](int i) {
+        const std::size_t u = static_cast<std::size_t>(i);
+        return workers[u].outstanding() + (u < on_the_way_.size() ? on_the_way_[u] : 0);
+      };
+      for (int k = 0; k < n; ++k) {
+        const int i = static_cast<int>((next_ + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(n));
+        if (ok(i) && (best < 0 || load(i) < load(best))) best = i;
+      }
+      break;
+    }
     case RouterPolicy::least_kv_load:
-      for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) {
+        const int i = static_cast<int>((next_ + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(n));
         if (ok(i) && (best < 0 || workers[i].kv_load() < workers[best].kv_load())) best = i;
-      return best;
+      }
+      break;
   }
-  return std::max(best, 0);
+  best = std::max(best, 0);
+  next_ = static_cast<std::uint64_t>(best) + 1;
+  return best;
+}
+
+void Router::on_the_way(int w) {
+  const std::size_t u = static_cast<std::size_t>(w);
+  if (on_the_way_.size() <= u) on_the_way_.resize(u + 1, 0);
+  ++on_the_way_[u];
+}
+void Router::arrived(int w) {
+  const std::size_t u = static_cast<std::size_t>(w);
+  if (u < on_the_way_.size() && on_the_way_[u] > 0) --on_the_way_[u];
 }
 
 void Router::kv_events(int worker, double now_s, std::vector<KvEvent>& events) {

@@ -19,7 +19,7 @@ class KvRouter;
 
 enum class RouterPolicy {
   round_robin,         // replicas in turn
-  least_outstanding,   // fewest requests queued or running (ties: lowest index)
+  least_outstanding,   // fewest requests queued, running or on their way (ties: in turn)
   least_kv_load,       // lowest fraction of KV blocks held or needed by queued prompts
   kv,                  // Dynamo's KV-aware router: cached prefix blocks against active blocks (sim/router/kv_router.hpp)
 };
@@ -56,6 +56,10 @@ class Router {
   RouterPolicy policy() const { return policy_; }
   // Replicas the router may pick (null: all): a fleet controller takes replicas in and out.
   void set_routable(const std::vector<char>* mask) { routable_ = mask; }
+  // A request picked for worker w that reaches its scheduler later (the API server's handling and
+  // IPC hop): counted in w's load from the pick until arrived(w).
+  void on_the_way(int w);
+  void arrived(int w);
   // KV-aware only (no-ops otherwise): what the router learns after a pick.
   bool wants_kv_events() const { return kv_ != nullptr; }
   void kv_events(int worker, double now_s, std::vector<KvEvent>& events);   // consumed (cleared)
@@ -68,6 +72,7 @@ class Router {
   std::uint64_t next_ = 0;
   std::unique_ptr<KvRouter> kv_;
   const std::vector<char>* routable_ = nullptr;
+  std::vector<std::int64_t> on_the_way_;   // per worker: picked, not yet at its scheduler
 };
 
 }  // namespace servesim::sim

@@ -175,6 +175,29 @@ TEST(Disagg, FourClientsOverFourIdleDecodeWorkersTakeOneWorkerEach) {
   }
 }
 
+TEST(Routing, FourClientsOverFourIdleReplicasTakeOneReplicaEach) {
+  // Four TP2 replicas behind the API server, four clients of 1,000 + 50 tokens.
+  // The router picks a replica when the API server takes the request, which reaches the replica's
+  // scheduler only after handling and the IPC hop: the router counts what it has sent that is still
+  // on its way and breaks ties in turn, so each replica serves one client, one sequence a step, and
+  // the four share the 40 requests evenly. (It compared the schedulers' queues alone, ties to the
+  // lowest index: the four first requests all went to replica 0.)
+  DeploymentSpec spec = reference_spec();
+  spec.frontend.emplace();
+  TopologyChoice t;
+  t.agg = models::Parallelism{2, 1, 1};
+  t.replicas = 4;
+  workloads::WorkloadConfig w = closed(4, 1000, 50, 40);
+  w.warmup_requests = 0;
+  const auto r = Deployment(t, spec).run(w);
+  ASSERT_EQ(r.summary.request_count, 40);
+  ASSERT_EQ(r.workers.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.workers[i].scheduled_seqs, r.workers[i].steps) << "replica " << i << ": more than one sequence in a step";
+    EXPECT_EQ(r.workers[i].steps, r.workers[0].steps) << "replica " << i;
+  }
+}
+
 TEST(Disagg, LongPromptsUnderLoadDoNotHurtItlAsMuchAsAggregated) {
   // 16k-token prompts at 8 clients on the same 16 H200: aggregated replicas interleave prefill
   // chunks with decodes, so decodes wait behind chunks; the decode worker never prefills.
