@@ -138,6 +138,7 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
     groups = _by_topology(cols)
     planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
     handles, any_star, any_over = [], False, False
+    stars = []   # (axis, clients, value, colour) of each planned point
     slos = {ax_t: (plan or {}).get("ttft_ms", ttft_ms), ax_i: (plan or {}).get("itl_ms", itl_ms)}
     keys = {ax_t: f"ttft_{stat}_ms", ax_i: f"itl_{stat}_ms"}
     tops = {ax: _robust_top([v for s in stats for v in cols[keys[ax].replace(stat, s)]], slos[ax]) for ax in (ax_t, ax_i)}
@@ -180,6 +181,7 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
                     v = cols[key][j[0]]
                     ax.plot([p["max_concurrency"]], [min(v, top) if top else v], marker="*", ms=16, color=c,
                             markeredgecolor="black", zorder=5)
+                    stars.append((ax, p["max_concurrency"], min(v, top) if top else v, c))
                     any_star = True
     for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
         if slos[ax]:
@@ -225,6 +227,10 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
             ax.set_xticks(sorted(set(major)))
             ax.set_xticks([v for v in swept if v not in major], minor=True)
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            for sax, sx, sy, sc in stars:   # a planned point on an unlabelled tick: its clients beside it
+                if sax is ax and sx not in major:
+                    ax.annotate(f"{sx:g}", (sx, sy), xytext=(0, 11), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=8, color=sc, fontweight="bold")
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel(cols["_xlabel"])
         ax.set_ylabel(f"{what} (ms)" if len(stats) > 1 else f"{what} {stat} (ms)")

@@ -627,3 +627,23 @@ def test_search_states_its_objective_in_words(exe):
     head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
                "--itl-ms", 15, "--concurrency", "1,2", "-q", "--threads", 1).splitlines()[0]
     assert "objective: the most output tok/s per GPU under the SLO" in head and "target_tps" not in head, head
+
+
+def test_plan_chart_labels_a_planned_point_on_an_unlabelled_tick(exe, tmp_path):
+    # The reference study's stars sat at 768 clients, a tick the axis leaves unlabelled (only the
+    # powers of two and the last point are): a reader could not tell the planned concurrency.
+    # A planned point off the labelled ticks now carries its clients beside the star, on both
+    # panels; one on a labelled tick carries none (the axis says it).
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision", "fp8",
+        "--tp", "4", "--isl", "1000", "--osl", "50", "--ttft-ms", "600", "--itl-ms", "100", "--target-tps", "100",
+        "--concurrency", "1,2,4,8,16,32,48,64,96,128", "--plot", tmp_path / "p.png")
+    sweep = json.loads((tmp_path / "p-sweep.json").read_text())
+    for clients, labelled in ((48, False), (64, True)):
+        plan = {"ttft_ms": 600, "itl_ms": 100, "topologies": [{"name": "aggregated", "max_concurrency": clients}]}
+        fig = plot.latency_figure(sweep, plan=plan)
+        for ax in fig.axes[:2]:
+            texts = [t.get_text() for t in ax.texts]
+            assert (str(clients) in texts) != labelled, (clients, texts)
