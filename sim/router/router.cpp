@@ -54,6 +54,17 @@ Router::~Router() = default;
 Router::Router(Router&&) noexcept = default;
 Router& Router::operator=(Router&&) noexcept = default;
 
+// The routable worker of least load, scanning from the one after the last pick (ties in turn).
+template <class Ok, class Load>
+int Router::least(int n, const Ok& ok, const Load& load) const {
+  int best = -1;
+  for (int k = 0; k < n; ++k) {
+    const int i = static_cast<int>((next_ + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(n));
+    if (ok(i) && (best < 0 || load(i) < load(best))) best = i;
+  }
+  return best;
+}
+
 int Router::pick(const std::vector<Worker>& workers, const workloads::RequestSpec* spec, double now_s) {
   const int n = static_cast<int>(workers.size());
   const std::vector<char>* mask = routable_;
@@ -69,25 +80,18 @@ int Router::pick(const std::vector<Worker>& workers, const workloads::RequestSpe
         if (ok(i)) return i;
       }
       return 0;
-    // Ties in turn from the last pick (a scan from index 0 sent every tie to replica 0: with the
-    // API server between the pick and the scheduler, a burst of arrivals all went to it).
+    // The least loaded, ties in turn from the last pick (a scan from index 0 sent every tie to
+    // replica 0: with the API server between the pick and the scheduler, a burst of arrivals all
+    // went to it).
     case RouterPolicy::least_outstanding:
-    case RouterPolicy::kv: {   // without a request to place
-      auto load = [&](int i) {
+    case RouterPolicy::kv:   // without a request to place
+      best = least(n, ok, [&](int i) {
         const std::size_t u = static_cast<std::size_t>(i);
         return workers[u].outstanding() + (u < on_the_way_.size() ? on_the_way_[u] : 0);
-      };
-      for (int k = 0; k < n; ++k) {
-        const int i = static_cast<int>((next_ + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(n));
-        if (ok(i) && (best < 0 || load(i) < load(best))) best = i;
-      }
+      });
       break;
-    }
     case RouterPolicy::least_kv_load:
-      for (int k = 0; k < n; ++k) {
-        const int i = static_cast<int>((next_ + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(n));
-        if (ok(i) && (best < 0 || workers[i].kv_load() < workers[best].kv_load())) best = i;
-      }
+      best = least(n, ok, [&](int i) { return workers[static_cast<std::size_t>(i)].kv_load(); });
       break;
   }
   best = std::max(best, 0);

@@ -73,6 +73,8 @@ class Router {
   std::unique_ptr<KvRouter> kv_;
   const std::vector<char>* routable_ = nullptr;
   std::vector<std::int64_t> on_the_way_;   // per worker: picked, not yet at its scheduler
+  template <class Ok, class Load>
+  int least(int n, const Ok& ok, const Load& load) const;
 };
 
 }  // namespace servesim::sim

@@ -148,6 +148,17 @@ TEST(Disagg, ACohortQueuesAtThePrefillWorkerOneBudgetAtATime) {
   EXPECT_NEAR(Deployment(one_p_one_d(), spec).run(w).summary.ttft_ms.avg, (async_mean + 0.2) * 1e3, 1e-6);
 }
 
+// Four clients of 1,000 + 50 tokens, 10 requests each, no warm-up, behind the API server (and,
+// disaggregated, the framework's 200 ms handoff).
+PointResult four_clients_behind_the_frontend(const TopologyChoice& t) {
+  DeploymentSpec spec = reference_spec();
+  spec.frontend.emplace();
+  spec.frontend->disagg.handoff = {0.2, 0.0};
+  workloads::WorkloadConfig w = closed(4, 1000, 50, 40);
+  w.warmup_requests = 0;
+  return Deployment(t, spec).run(w);
+}
+
 TEST(Disagg, FourClientsOverFourIdleDecodeWorkersTakeOneWorkerEach) {
   // One TP2 prefill worker, four TP2 decode workers, four clients of 1,000 + 50 tokens. Each
   // decode worker holds at most one client's request at a time, so every decode step carries one
@@ -155,15 +166,10 @@ TEST(Disagg, FourClientsOverFourIdleDecodeWorkersTakeOneWorkerEach) {
   // it has sent that are still in the framework's 200 ms handoff (each decode worker's own queue
   // does not show them yet) and breaks ties in turn, where the lowest-numbered idle worker took
   // every request that found the others idle too (worker 0 carried all four clients' steps).
-  DeploymentSpec spec = reference_spec();
-  spec.frontend.emplace();
-  spec.frontend->disagg.handoff = {0.2, 0.0};
   TopologyChoice t = one_p_one_d();
   t.prefill = t.decode = models::Parallelism{2, 1, 1};
   t.decode_workers = 4;
-  workloads::WorkloadConfig w = closed(4, 1000, 50, 40);
-  w.warmup_requests = 0;
-  const auto r = Deployment(t, spec).run(w);
+  const PointResult r = four_clients_behind_the_frontend(t);
   ASSERT_EQ(r.summary.request_count, 40);
   ASSERT_EQ(r.workers.size(), 5u);
   for (int i = 1; i <= 4; ++i) {
@@ -182,14 +188,10 @@ TEST(Routing, FourClientsOverFourIdleReplicasTakeOneReplicaEach) {
   // on its way and breaks ties in turn, so each replica serves one client, one sequence a step, and
   // the four share the 40 requests evenly. (It compared the schedulers' queues alone, ties to the
   // lowest index: the four first requests all went to replica 0.)
-  DeploymentSpec spec = reference_spec();
-  spec.frontend.emplace();
   TopologyChoice t;
   t.agg = models::Parallelism{2, 1, 1};
   t.replicas = 4;
-  workloads::WorkloadConfig w = closed(4, 1000, 50, 40);
-  w.warmup_requests = 0;
-  const auto r = Deployment(t, spec).run(w);
+  const PointResult r = four_clients_behind_the_frontend(t);
   ASSERT_EQ(r.summary.request_count, 40);
   ASSERT_EQ(r.workers.size(), 4u);
   for (std::size_t i = 0; i < 4; ++i) {
