@@ -105,6 +105,26 @@ TEST(Engines, SglangDecodeWaitsForEachPrefillStep) {
   }
 }
 
+// SGLang's overlap scheduler (event_loop_overlap, reference A4) forms batch N+1 while batch N runs,
+// so a prompt that reaches the scheduler during a decode step misses the batch already formed and is
+// prefilled one step later. A (10 + 100 tokens) at 0 ms: prefill 0-50 ms, decode steps of 10 ms. B
+// arrives at 205 ms, inside the step 200-210. Sync: B's prefill runs 210-260 ms (first token at 260).
+// Overlap: the batch of 210-220 was formed at 200, without B, and decodes A; B's prefill runs 220-270.
+TEST(Engines, SglangOverlapSchedulerPrefillsALatePromptOneStepLater) {
+  for (const bool overlap : {false, true}) {
+    PrefillDecodeCost cost;
+    EngineConfig c = plain(EngineKind::sglang);
+    c.async_scheduling = overlap;
+    const auto r = run(c, cost, {0.0, 205.0}, 10, 100, 100000);
+    ASSERT_EQ(r.size(), 2u);
+    Keep k;
+    k.all = r;
+    EXPECT_NEAR(k.by_id(0).first_token_s, 0.050, 1e-9) << overlap;
+    EXPECT_NEAR(k.by_id(1).first_token_s, overlap ? 0.270 : 0.260, 1e-9) << overlap;
+    EXPECT_EQ(cost.mixed, 0) << overlap;
+  }
+}
+
 // Why SGLang's measured closed loops stay in whichever orbit they start in: prefill priority erases
 // any stagger in a cohort's arrivals shorter than a prefill step. A at 0 ms, B, C, D at 10, 20, 30 ms
 // (10 + 100 tokens each). SGLang prefills A alone (0-50 ms), then B, C and D together (50-100 ms)
