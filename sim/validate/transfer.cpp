@@ -43,7 +43,7 @@ std::string group_of(const PointResult& p, GroupBy g) {
 namespace {
 
 bool usable(const PointResult& p) {
-  return p.unmodellable.empty() && !p.inconsistent() && std::isfinite(p.ttft_err) && std::isfinite(p.itl_err);
+  return p.unmodellable.empty() && !p.excluded() && std::isfinite(p.ttft_err) && std::isfinite(p.itl_err);
 }
 
 FoldErrors errors_of(const std::vector<const PointResult*>& pts) {

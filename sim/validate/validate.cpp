@@ -405,6 +405,8 @@ void set_floors(PointResult& r, const Prepared& prep, double floor_per_token, co
   const double decode_s = double(r.measured.osl - 1) * r.measured.tpot_ms / 1e3;
   if (r.measured.osl > 1 && r.measured_cycle_s > 0 && decode_s > 0) {
     const double in_decode = double(r.replica_concurrency) * decode_s / r.measured_cycle_s;
+    r.in_flight = in_decode;
+    if (!prep.deployment) r.runs_at_once = std::min(r.replica_concurrency, prep.plan.max_concurrent_seqs(r.measured.isl + r.measured.osl));
     r.decoding = std::min(std::max(1, int(std::floor(in_decode))), std::max(1, prep.engine.max_num_seqs));
     r.decode_floor_s = decode_floor_s(prep, s, r.decoding, std::max<std::int64_t>(1, r.measured.isl));
   }
@@ -512,8 +514,8 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   auto floors_of = [&](std::size_t i) {
     const std::size_t k = shape_of[i];
     PointResult& r = rep.points[i];
-    r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = NAN;
-    r.decoding = 0;
+    r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = r.in_flight = NAN;
+    r.decoding = r.runs_at_once = 0;
     if (jobs[i] && prepared[k]) set_floors(r, *prepared[k], floor_per_token[k], jobs[i]->scenario);
   };
   for (std::size_t i = 0; i < jobs.size(); ++i) floors_of(i);
@@ -628,8 +630,8 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   for (auto& r : rep.points)
     if (!r.unmodellable.empty()) {
       r.scenario = nullptr;
-      r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = NAN;
-      r.decoding = 0;
+      r.prefill_floor_s = r.measured_cycle_s = r.decode_floor_s = r.in_flight = NAN;
+      r.decoding = r.runs_at_once = 0;
     }
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
@@ -751,6 +753,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
     x["points"] = g.points.size();
     x["below_prefill_floor"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_floor(); });
     x["below_decode_floor"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->below_decode_floor(); });
+    x["few_in_flight"] = std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->few_in_flight(); });
     x["ttft"] = stats_json(t.ttft);
     x["itl"] = stats_json(t.itl);
     x["output_tps"] = stats_json(t.tps);
@@ -794,6 +797,9 @@ nlohmann::json to_json(const Report& r, const Options& o) {
       x["decode_floor_ms"] = num(p.decode_floor_s * 1e3);
       x["decoding_sequences"] = p.decoding;
       x["below_decode_floor"] = p.below_decode_floor();
+      x["in_flight_sequences"] = num(p.in_flight);
+      x["runs_at_once"] = p.runs_at_once;
+      x["few_in_flight"] = p.few_in_flight();
       x["behind_prefill_fraction"] = num(p.behind_prefill);
       if (std::isfinite(p.ttft_train_ms))
         x["lock_fraction"] = {{"ttft_train_ms", num(p.ttft_train_ms)}, {"ttft_spread_out_ms", num(p.ttft_spread_out_ms)},
@@ -821,7 +827,7 @@ std::string to_csv(const Report& r) {
       "attention_dp,moe_ep,prefill_workers,prefill_tp,decode_workers,decode_tp,regime,measured_ttft_ms,measured_tpot_ms,"
       "measured_output_tps,output_tps_derived,predicted_ttft_ms,predicted_itl_ms,predicted_output_tps,ttft_err_pct,"
       "itl_err_pct,output_tps_err_pct,prefill_floor_s,measured_cycle_s,below_prefill_floor,decode_floor_ms,"
-      "decoding_sequences,below_decode_floor,behind_prefill_fraction,ttft_train_ms,ttft_spread_out_ms,lock_measured,"
+      "decoding_sequences,below_decode_floor,in_flight_sequences,runs_at_once,few_in_flight,behind_prefill_fraction,ttft_train_ms,ttft_spread_out_ms,lock_measured,"
       "lock_predicted,unmodellable,layout_note,harness_note\n";
   for (const auto& p : r.points) {
     const MeasuredPoint& m = p.measured;
@@ -835,7 +841,8 @@ std::string to_csv(const Report& r) {
                                csv_num(p.output_tps), csv_num(100 * p.ttft_err), csv_num(100 * p.itl_err),
                                csv_num(100 * p.tps_err), csv_num(p.prefill_floor_s), csv_num(p.measured_cycle_s),
                                p.below_floor() ? "1" : "0", csv_num(p.decode_floor_s * 1e3), std::to_string(p.decoding),
-                               p.below_decode_floor() ? "1" : "0", csv_num(p.behind_prefill), csv_num(p.ttft_train_ms),
+                               p.below_decode_floor() ? "1" : "0", csv_num(p.in_flight), std::to_string(p.runs_at_once),
+                               p.few_in_flight() ? "1" : "0", csv_num(p.behind_prefill), csv_num(p.ttft_train_ms),
                                csv_num(p.ttft_spread_out_ms), csv_num(p.lock_measured), csv_num(p.lock_predicted),
                                p.unmodellable, m.layout_note, p.harness_note};
     for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_field(f[i]);
@@ -847,7 +854,7 @@ std::string to_csv(const Report& r) {
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
   std::vector<Residual> res;
   for (const auto& p : r.points) {
-    if (!p.unmodellable.empty() || p.inconsistent()) continue;
+    if (!p.unmodellable.empty() || p.excluded()) continue;
     res.push_back({p.gpu, p.engine, p.mode, "ttft", p.regime, p.measured.ttft_ms, p.ttft_ms});
     res.push_back({p.gpu, p.engine, p.mode, "itl", p.regime, p.measured.tpot_ms, p.itl_ms});
     res.push_back({p.gpu, p.engine, p.mode, "output_tps", p.regime, p.measured.output_tps, p.output_tps});
@@ -961,6 +968,41 @@ std::string lock_text(const Report& r) {
          (n > 0 ? t.render() + "\nPer GPU x model x engine release (f above 1: slower than even the train)\n" + b.render()
                 : std::string("(none)\n")) + "\n";
 }
+
+// The points that ran fewer than kFewInFlight of what their deployment runs at once
+// (PointResult::few_in_flight), one line each, with the ratio's spread over every aggregated point
+// that has one, which is what the threshold was chosen from.
+std::string few_in_flight_text(const Report& r) {
+  std::vector<double> ratio;
+  std::vector<const PointResult*> few;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty() || p.runs_at_once <= 0 || !std::isfinite(p.in_flight)) continue;
+    ratio.push_back(p.in_flight / p.runs_at_once);
+    if (p.few_in_flight()) few.push_back(&p);
+  }
+  if (few.empty()) return "";
+  std::sort(ratio.begin(), ratio.end());
+  const std::size_t n = ratio.size();
+  const double med = n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
+  const auto above = std::lower_bound(ratio.begin(), ratio.end(), kFewInFlight);
+  Table t({"engine", "release", "model", "GPU", "TP", "ISL/OSL", "clients/replica", "TTFT s", "TPOT ms", "in flight",
+           "runs at once"});
+  for (const auto* p : few) {
+    const MeasuredPoint& m = p->measured;
+    t.add_row({p->engine, release_of(*p), p->model, p->gpu, std::to_string(m.tp),
+               std::to_string(m.isl) + "/" + std::to_string(m.osl), std::to_string(p->replica_concurrency),
+               fixed(m.ttft_ms / 1e3, 1), fixed(m.tpot_ms, 2), fixed(p->in_flight, 1), std::to_string(p->runs_at_once)});
+  }
+  return "<half: " + std::to_string(few.size()) + " measured points had fewer than " + fixed(kFewInFlight, 2) +
+         " x the sequences their deployment runs at once in flight: Little's law puts C/R x (OSL-1) x TPOT / (TTFT + "
+         "(OSL-1) x TPOT) of a replica's clients in decode, and servesim's memory plan runs min(C/R, max_num_seqs, whole "
+         "requests of ISL + OSL the KV pool holds) at once. Their clients waited outside the engine (the harness's), or "
+         "the engine admitted fewer than its memory plan holds; either way the run is not its clients on that deployment. "
+         "In flight / runs at once over the " + std::to_string(n) + " aggregated points: median " + fixed(med, 2) +
+         ", the flagged " + fixed(ratio.front(), 2) + " to " + fixed(*(above - 1), 2) + ", the next " +
+         (above != ratio.end() ? fixed(*above, 2) : std::string("-")) +
+         " (fields in_flight_sequences, runs_at_once, few_in_flight)\n" + t.render();
+}
 }  // namespace
 
 std::string to_text(const Report& r, const Options& o) {
@@ -1035,11 +1077,13 @@ std::string to_text(const Report& r, const Options& o) {
       for (const char* s : {" med", " |med|", " p90"}) head.push_back(std::string(m) + s);
     head.insert(head.begin() + static_cast<long>(keys), "points");
     head.insert(head.begin() + static_cast<long>(keys) + 1, "<floor");
+    head.insert(head.begin() + static_cast<long>(keys) + 2, "<half");
     Table t(head);
     for (const auto& g : groups) {
       std::vector<std::string> row = g.key;
       row.push_back(std::to_string(g.points.size()));
       row.push_back(std::to_string(std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->inconsistent(); })));
+      row.push_back(std::to_string(std::count_if(g.points.begin(), g.points.end(), [](const PointResult* p) { return p->few_in_flight(); })));
       const Triple tr = triple(g);
       for (const ErrorStats* s : {&tr.ttft, &tr.itl, &tr.tps}) {
         row.push_back(pct_text(s->median_signed, true));
@@ -1060,19 +1104,24 @@ std::string to_text(const Report& r, const Options& o) {
       return std::count_if(r.points.begin(), r.points.end(), [f](const PointResult& p) { return p.unmodellable.empty() && (p.*f)(); });
     };
     const auto below = count(&PointResult::inconsistent), pre = count(&PointResult::below_floor),
-               dec = count(&PointResult::below_decode_floor);
-    if (below > 0) {
-      Report kept;
-      for (const auto& p : r.points)
-        if (p.unmodellable.empty() && !p.inconsistent()) kept.points.push_back(p);
+               dec = count(&PointResult::below_decode_floor), few = count(&PointResult::few_in_flight),
+               excluded = count(&PointResult::excluded);
+    if (below > 0)
       out += "<floor: " + std::to_string(below) + " measured points cannot be what their rows say. " + std::to_string(pre) +
              " finished their closed-loop cycles (TTFT + (OSL-1) x TPOT) faster than the GPU can prefill every prompt of the "
              "cycle at servesim's cheapest measured prefill cost per token (C x ISL x floor): they cannot have prefilled every "
              "prompt token (prefix-cache hits or shorter prompts). " + std::to_string(dec) +
              " measured a TPOT under the HBM time of one decode step of the sequences Little's law puts in decode "
              "(C x (OSL-1) x TPOT / cycle, at the prompt's context, weights and KV at the datasheet bandwidth): they cannot "
-             "have decoded that many a step (failed or shortened requests). They stay in the tables above, are left out of "
-             "--write-bands, and without them:\n" +
+             "have decoded that many a step (failed or shortened requests). Fields below_prefill_floor, below_decode_floor.\n";
+    out += few_in_flight_text(r);
+    if (excluded > 0) {
+      Report kept;
+      for (const auto& p : r.points)
+        if (p.unmodellable.empty() && !p.excluded()) kept.points.push_back(p);
+      out += "The " + std::to_string(excluded) + " <floor and <half points stay in the tables above and are left out of "
+             "--write-bands and the leave-one-out fits. Without them (" + std::to_string(below) + " <floor, " +
+             std::to_string(few) + " <half, " + std::to_string(below + few - excluded) + " both):\n" +
              table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     }
   }

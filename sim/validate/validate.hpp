@@ -190,6 +190,17 @@ struct PointResult {
   bool below_decode_floor() const { return decode_floor_s > measured.tpot_ms / 1e3; }
   // Either floor: a measurement that cannot be what its row says.
   bool inconsistent() const { return below_floor() || below_decode_floor(); }
+  // The clients it ran (aggregated points): the same Little's law, unrounded and uncapped, gives
+  // `in_flight` = C/R x (OSL-1) x TPOT / cycle sequences decoding at once on a replica, and
+  // servesim's memory plan runs `runs_at_once` = min(C/R, max_num_seqs, whole requests of ISL + OSL
+  // tokens the KV pool holds) at once. A measurement with fewer than kFewInFlight of those in flight
+  // (few_in_flight) did not run its clients as the deployment can: something held them outside the
+  // engine (the harness's client), or its engine admitted fewer than its memory plan holds.
+  double in_flight = NAN;
+  int runs_at_once = 0;
+  bool few_in_flight() const;
+  // Left out of the bands, the leave-one-out fits and the summary's table without them.
+  bool excluded() const { return inconsistent() || few_in_flight(); }
   // And a ceiling (SGLang points, closed loop of fixed lengths): SGLang runs a prefill step
   // whenever a waiting prompt can be admitted, so a prompt waits at most for the step in flight and
   // the prompts queued ahead of it, at most every other client's: the slowest orbit of the closed
@@ -203,6 +214,16 @@ struct PointResult {
   // Set when the point runs other engine flags than the harness's, with why (Options::infer_resent_prompts).
   std::string harness_note;
 };
+
+// Of the sequences a deployment runs at once, the share a measurement must have had in flight not
+// to be flagged (PointResult::few_in_flight). Chosen from the calibration split's aggregated points
+// (all engines and GPUs): Little's law over what the plan runs at once gives 0.16-0.43 on the 15
+// points with a TTFT that no engine queue explains (vLLM gpt-oss-120b H100 at 512 clients, SGLang
+// Qwen3-32B H100 TP1 at 16), then 0.54 and up (prompts queued for prefill), median 0.97.
+inline constexpr double kFewInFlight = 0.5;
+inline bool PointResult::few_in_flight() const {
+  return runs_at_once > 0 && std::isfinite(in_flight) && in_flight < kFewInFlight * runs_at_once;
+}
 
 inline constexpr double kTtftCeilingFactor = 3, kPoolHoldsClients = 2;
 inline constexpr const char* kAboveCeilingReason =

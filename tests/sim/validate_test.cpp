@@ -506,6 +506,58 @@ TEST(Validate, PointsFasterThanTheirDecodeFloorAreFlagged) {
   EXPECT_FALSE(q.below_decode_floor());
 }
 
+// A point whose engine never ran its clients: by Little's law a closed loop of 512 clients with a
+// 22.3 s TTFT and a 5.33 ms TPOT over 1,024 output tokens has 512 x 1,023 x 5.33 ms / (22.3 s +
+// 1,023 x 5.33 ms) = 512 x 5.4526 / 27.7526 = 100.6 sequences in decode, while gpt-oss-120b on
+// eight H100s runs all 512 at once (max_num_seqs 1,024; 2,048-token requests in a KV pool of
+// thousands): 100.6 < 0.5 x 512, flagged, kept in the tables, left out of the bands. The same
+// point with a 131 ms TTFT has 512 x 5.4526 / 5.5836 = 500.0 in decode: not flagged.
+TEST(Validate, PointsWithFewerThanHalfTheirClientsInFlightAreFlagged) {
+  // One file per point (rows equal but for their figures would merge into one point).
+  auto point = [](const std::string& id, const std::string& ttft_ms) {
+    const std::string csv = ::testing::TempDir() + "few_in_flight_" + id + ".csv";
+    std::ifstream in(data("validate_sample.csv"));
+    std::string header;
+    std::getline(in, header);
+    std::ofstream(csv) << header << "\n" << id
+                       << ",source_file=made-up.csv; silicon_concurrency=512,vllm,0.11.2,openai/gpt-oss-120b,h100_sxm,fp4,"
+                          "agg,1024,1024,nvfp4,nvfp4,512,8,1,1,8,1,,,,,,,,,,,,,,,"
+                       << ttft_ms << ",5.33\n";
+    return v::read_silicon_csv(csv).front();
+  };
+  v::Options o;
+  o.threads = 1;
+  o.requests_per_client = 1;
+  o.warmup_per_client = 0;
+  const v::Report r = v::run({point("gptoss_h100_held", "22300"), point("gptoss_h100_full", "131")}, o);
+  const auto& held = result(r, "gptoss_h100_held");
+  const auto& full = result(r, "gptoss_h100_full");
+  ASSERT_EQ(held.unmodellable, "");
+  ASSERT_EQ(full.unmodellable, "");
+  const double decode_s = 1023 * 5.33e-3;
+  EXPECT_NEAR(held.in_flight, 512 * decode_s / (22.3 + decode_s), 1e-9);
+  EXPECT_NEAR(held.in_flight, 100.6, 0.05);
+  EXPECT_NEAR(full.in_flight, 500.0, 0.05);
+  EXPECT_EQ(held.runs_at_once, 512);
+  EXPECT_EQ(full.runs_at_once, 512);
+  EXPECT_TRUE(held.few_in_flight());
+  EXPECT_TRUE(held.excluded());
+  EXPECT_FALSE(full.few_in_flight());
+  EXPECT_FALSE(full.excluded());
+  EXPECT_TRUE(std::isfinite(held.ttft_err));   // still compared
+  const v::BandTable b = v::bands_of(r, 1, nlohmann::json::object());
+  int cells = 0;
+  for (const auto& c : b.cells)
+    if (c.regime == "all" && c.metric == "itl") {
+      EXPECT_EQ(c.n, 1);   // only the full point
+      ++cells;
+    }
+  EXPECT_EQ(cells, 1);
+  const std::string text = v::to_text(r, o);
+  EXPECT_NE(text.find("<half: 1 measured points"), std::string::npos);
+  EXPECT_NE(text.find("Without them (0 <floor, 1 <half, 0 both)"), std::string::npos);
+}
+
 // Errors per engine release: the fixture's Llama-3.1-8B H200 rows name vLLM 0.12.0 and 0.16.0, and each
 // release's group holds its own points, with the median |TTFT error| of those points (by hand: the
 // middle of the sorted list, or the mean of the middle two); a row without a version is "unlabelled".
