@@ -27,6 +27,11 @@ OPEN_REC = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1
             "--topology", "agg", "-q"]
 
 
+def out_of(script):
+    """The folder an emitted aiperf-sweep.sh writes its runs into (its OUT), relative to where it runs."""
+    return re.search(r"^OUT=\$\{ARTIFACTS:-(.+)\}$", open(script).read(), re.M).group(1)
+
+
 def stand_in_aiperf(tmp_path):
     """An `aiperf` on PATH that appends its arguments to a log: (environment, log file)."""
     fake = tmp_path / "bin"
@@ -240,7 +245,7 @@ def test_open_loop_check_sends_the_image_share_the_plan_simulated(exe, tmp_path)
     arg = lambda c, k: c[c.index(k) + 1]
     by_rate = {}
     for c in calls:
-        rate_dir = arg(c, "--artifact-dir").split("/")[1]
+        rate_dir = arg(c, "--artifact-dir").split("/")[-1]   # OUT/rR-text, OUT/rR-images
         by_rate.setdefault(rate_dir.rsplit("-", 1)[0], {})[rate_dir.rsplit("-", 1)[1]] = c
     assert "r120.000" in by_rate and all(set(v) == {"text", "images"} for v in by_rate.values())
     for name, pair in by_rate.items():
@@ -493,13 +498,66 @@ def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    side = json.loads((work / "artifacts" / "c2" / "servesim_run.json").read_text())
+    arts = work / "artifacts" / "nemotron-3-nano-aggregated-bf16-1xp5.48xlarge"   # name, precision, instances
+    side = json.loads((arts / "c2" / "servesim_run.json").read_text())
     assert (side["concurrency"], side["requests"], side["warmup_requests"]) == (2, 40, 4)
     assert side["model"] == "nemotron-3-nano"
-    out = run(exe, "validate", work / "artifacts")
+    out = run(exe, "validate", arts)
     rows = [l.split() for l in out.splitlines() if l.startswith("vllm ") and " agg " in l]
     assert rows and all(r[r.index("agg") + 1] == "2" for r in rows), out
     assert all(v in ("0.0%", "+0.0%", "-0.0%") for r in rows for v in r[r.index("agg") + 3:]), out
+
+
+def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_path):
+    # A plan's aggregated and disaggregated sets, each checked with its aiperf-sweep.sh from one
+    # working folder: both wrote artifacts/c1 and artifacts/c2, so the second overwrote the first's
+    # runs and setups. Each now writes under artifacts/<name>-<precision>-<instances>, and validate
+    # reads each folder as its own deployment (aiperf stood in for by servesim simulating the script's
+    # own scenario: 0.0 % everywhere); a folder that holds another deployment's runs is refused.
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
+        "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "both",
+        "--emit", em, "-q")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
+        f"'{exe}' simulate --scenario \"$SCENARIO\" --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
+        "--export \"$D\" > /dev/null\n"
+        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
+        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
+    (fake / "aiperf").chmod(0o755)
+    work = tmp_path / "run"
+    work.mkdir()
+    arts = {}
+    for kind, name in (("aggregated", "nemotron-3-nano-aggregated-bf16-1xp5.48xlarge"),
+                       ("disaggregated-1p1d", "nemotron-3-nano-disaggregated-1p1d-bf16-1xp5.48xlarge")):
+        env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", SCENARIO=str(em / kind / "scenario.json"))
+        out = subprocess.run(["bash", em / kind / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        arts[kind] = work / "artifacts" / name
+        assert out.stdout.strip().endswith(f"servesim validate artifacts/{name}"), out.stdout
+    assert sorted(p.name for p in (work / "artifacts").iterdir()) == sorted(a.name for a in arts.values())
+    topologies = [json.loads((a / "c2" / "servesim_run.json").read_text())["topology"] for a in arts.values()]
+    assert topologies[0] != topologies[1]
+    for kind, a in arts.items():
+        side = json.loads((a / "c2" / "servesim_run.json").read_text())
+        assert side["topology"] == json.loads((em / kind / "scenario.json").read_text())["topology"]   # its own deployment
+        rep = json.loads(run(exe, "validate", a, "--format", "json", "--threads", 1))
+        assert sorted(p["id"] for p in rep["points"]) == ["c1", "c2"], rep["points"]
+        assert all(abs(v) < 0.05 for p in rep["points"] for v in p["error_pct"].values()), rep["points"]
+    # The disaggregated check pointed at the aggregated one's folder: one line, nothing sent.
+    before = (arts["aggregated"] / "c2" / "servesim_run.json").read_text()
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", SCENARIO=str(em / "disaggregated-1p1d" / "scenario.json"),
+               ARTIFACTS=str(arts["aggregated"]))
+    out = subprocess.run(["bash", em / "disaggregated-1p1d" / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "holds runs of another deployment" in out.stderr and "set ARTIFACTS to a new folder" in out.stderr
+    assert (arts["aggregated"] / "c2" / "servesim_run.json").read_text() == before
 
 
 def rate_stand_in(tmp_path, exe, scenario):
@@ -533,17 +591,18 @@ def test_the_emitted_open_loop_check_leaves_each_run_s_setup_for_validate(exe, t
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    side = json.loads((work / "artifacts" / "r120.000" / "servesim_run.json").read_text())
+    arts = work / out_of(em / "recommended" / "aiperf-sweep.sh")
+    side = json.loads((arts / "r120.000" / "servesim_run.json").read_text())
     # 120 requests/s for a minute after 10 s of warm-up, as the plan ran it.
     assert (side["request_rate"], side["arrival"], side["requests"], side["warmup_requests"]) == (120.0, "poisson", 7200, 1200)
     assert side["topology"]["replicas"] == 3 and side["workload"]["isl"] == 1000 and side["workload"]["osl"] == 100
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pts = rep["points"]
     assert sorted(p["request_rate"] for p in pts) == [90.0, 120.0, 180.0], pts
     for p in pts:
         assert p["scenario"]["workload"]["request_rate"] == p["request_rate"] and "concurrency" not in p["scenario"]["workload"]
         assert all(abs(v) < 0.05 for v in p["error_pct"].values()), p["error_pct"]
-    text = run(exe, "validate", work / "artifacts", "--threads", 1)
+    text = run(exe, "validate", arts, "--threads", 1)
     assert "open loop at its request rate" in text and "closed loop at its concurrency" not in text, text
 
 
@@ -559,16 +618,17 @@ def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
         "--image-fraction", 0.3, "--ttft-ms", 1000, "--itl-ms", 60, "--target-rps", 3, "--arrival", "poisson",
         "--emit", em, "-q")
     script = (em / "aggregated" / "aiperf-sweep.sh").read_text()
-    assert "artifacts/r$R-text" in script and "artifacts/r$R-images" in script
+    assert "$OUT/r$R-text" in script and "$OUT/r$R-images" in script
     env = rate_stand_in(tmp_path, exe, em / "aggregated" / "scenario.json")
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    halves = [json.loads((work / "artifacts" / f"r3.000-{p}" / "servesim_run.json").read_text()) for p in ("text", "images")]
+    arts = work / out_of(em / "aggregated" / "aiperf-sweep.sh")
+    halves = [json.loads((arts / f"r3.000-{p}" / "servesim_run.json").read_text()) for p in ("text", "images")]
     assert [(h["stream"]["part"], h["stream"]["requests"], h["stream"]["warmup_requests"]) for h in halves] == \
         [("text", 700, 70), ("images", 300, 30)]
     assert all((h["request_rate"], h["requests"], h["workload"]["multimodal"]["fraction"]) == (3.0, 1000, 0.3) for h in halves)
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pts = [p for p in rep["points"] if p["id"].startswith("r")]
     assert len(pts) == 1 and pts[0]["id"] == "r3.000" and pts[0]["requests"] == 1000, pts
     assert "1000 per-request records" in pts[0]["stream_note"], pts[0]
@@ -577,13 +637,13 @@ def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
     assert all(abs(v) < 5 for v in pts[0]["error_pct"].values()), pts[0]["error_pct"]
     # Without per-request records: the request-weighted figures, said so.
     for p in ("text", "images"):
-        (work / "artifacts" / f"r3.000-{p}" / "profile_export.jsonl").unlink()
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+        (arts / f"r3.000-{p}" / "profile_export.jsonl").unlink()
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pt = [p for p in rep["points"] if p["id"] == "r3.000"][0]
     assert "weighted by their requests (700 and 300" in pt["stream_note"], pt
     # README's step 6 fits on the same folder (friction 52: it globbed artifacts/c*/, which an
     # open-loop check does not write): the pair is one measured point there too.
-    out = subprocess.run([exe, "calibrate", "e2e", work / "artifacts", "--output", tmp_path / "cal.json", "--folds", "1",
+    out = subprocess.run([exe, "calibrate", "e2e", arts, "--output", tmp_path / "cal.json", "--folds", "1",
                           "--threads", "1", "--parameters", "decode_scale"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "cal.json").read_text())["fitted_on"]["points"] == 1
