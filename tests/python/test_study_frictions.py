@@ -683,10 +683,31 @@ def test_search_states_its_objective_in_words(exe):
     # field name, for a question asked in requests/s. 40 requests/s x 100-token answers = 4000 tok/s.
     head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
                "--itl-ms", 15, "--target-rps", 40, "--arrival", "poisson", "-q", "--threads", 1).splitlines()[0]
-    assert "objective: the cheapest deployment serving 4000 output tok/s (40 requests/s x OSL 100, poisson arrivals)" in head, head
+    assert "objective: the cheapest deployment serving 40 requests/s x OSL 100 = 4000 output tok/s, poisson arrivals (open loop)" \
+        in head, head
     head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
                "--itl-ms", 15, "--concurrency", "1,2", "-q", "--threads", 1).splitlines()[0]
     assert "objective: the most output tok/s per GPU under the SLO" in head and "target_tps" not in head, head
+
+
+def test_a_closed_loop_target_rate_is_named_where_the_target_is(exe):
+    # `search --target-rps 20` without --arrival (read off closed-loop sweeps) said only "serving 2000
+    # output tok/s": the rate the user gave was nowhere. Search, recommend and plan now name it, with
+    # the tok/s it makes (20 requests/s x 100-token answers = 2000 tok/s) and how it is read; a
+    # --target-tps target stays in tok/s alone.
+    load = ["--model", "llama-3.1-8b", "--isl", 1000, "--osl", 100, "--precision", "fp8", "--tp", 1, "--topology", "agg",
+            "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1,2", "-q", "--threads", 1]
+    head = run(exe, "search", "--gpu", "h200", *load, "--target-rps", 20).splitlines()[0]
+    assert "objective: the cheapest deployment serving 20 requests/s x OSL 100 = 2000 output tok/s, read off closed-loop" \
+        in head, head
+    rep = json.loads(run(exe, "search", "--gpu", "h200", *load, "--target-rps", 20, "--format", "json"))
+    assert (rep["objective"]["target_rps"], rep["objective"]["target_tps"]) == (20, 2000)
+    head = run(exe, "recommend", "--gpu", "h200", *load, "--target-rps", 20).splitlines()[0]
+    assert "ISL 1000 / OSL 100, 20 requests/s x OSL 100 = 2000 output tok/s under TTFT p90 <= 600 ms" in head, head
+    out = run(exe, "plan", "--instance", "p5en.48xlarge", "--nodes", 1, *load, "--target-rps", 20)
+    assert "target 20 requests/s x OSL 100 = 2000 output tok/s (clients per copy" in out, out
+    head = run(exe, "search", "--gpu", "h200", *load, "--target-tps", 2000).splitlines()[0]
+    assert "objective: the cheapest deployment serving 2000 output tok/s" in head and "requests/s" not in head, head
 
 
 def test_plan_chart_labels_a_planned_point_on_an_unlabelled_tick(exe, tmp_path):
