@@ -728,3 +728,21 @@ def test_plan_chart_labels_a_planned_point_on_an_unlabelled_tick(exe, tmp_path):
         for ax in fig.axes[:2]:
             texts = [t.get_text() for t in ax.texts]
             assert (str(clients) in texts) != labelled, (clients, texts)
+
+
+def test_help_names_each_value_plainly(exe):
+    # --help glued each check's label onto the value's type: "--seed INT:INT" (two values?),
+    # "--target-tps FLOAT:NUMBER", "--tp INT:INT in [1 - 1048576]" (a range to type?). Every
+    # subcommand's --help now names a value INT, FLOAT, TEXT, FILE, DIR, PATH or its choices.
+    subs = ["list", "model", "memory", "min-gpus", "op", "calibrate", "step", "simulate", "sweep", "plan", "validate",
+            "search", "nccl", "recommend", "planner"]
+    for args in [["--help"]] + [[s, "--help"] for s in subs]:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        glued = re.findall(r"\b(?:INT|FLOAT|UINT|TEXT):\S*", out.stdout)
+        assert not glued, (args, glued)
+    sim = subprocess.run([exe, "simulate", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"--seed INT +Random seed", sim) and "--format {table,json}" in sim and "--scenario FILE" in sim, sim
+    # The checks still run: a negative thread count is refused, naming what is valid.
+    out = subprocess.run([exe, "sweep", "--threads", "-1", "--concurrency", "1"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and ">= 0" in out.stderr, out.stderr
