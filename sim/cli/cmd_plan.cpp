@@ -116,7 +116,9 @@ void run_plan(const PlanOpts& o) {
          "(a-b): prediction band, " +
          (str(j["prediction_band"]["source"]).rfind("cross-validated", 0) == 0 ? "the " + str(j["prediction_band"]["source"])
                                                                                 : sim::validate::band_legend()) +
-         "; none shown: no measured runs of this kind\n" +
+         "; none shown: no measured runs of this kind\n"
+         "concurrency: clients of one copy of the topology, output tok/s that copy's; tok/s/user: mean over requests of "
+         "1 / ITL (aiperf's)\n" +
          (any_train ? "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
                       "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n"
                     : std::string());

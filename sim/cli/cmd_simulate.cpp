@@ -794,6 +794,17 @@ void run_simulate(const SimOpts& o) {
   emit(o.format, sim::aiperf_json(s, r), summary_text(s, r));
 }
 
+// What the sweep table's less obvious columns hold (a user could not tell busy, batch and KV apart
+// from a mean, a peak or a whole-fleet figure).
+std::string sweep_columns_legend(bool disagg) {
+  return std::string("tok/s/user: mean over requests of 1 / ITL, (OSL - 1) / (latency - TTFT) (aiperf's); busy: share of the run a "
+                     "replica was running steps; batch: sequences in a step, KV: share of the replica's KV cache in use, both "
+                     "time-weighted over its running steps; busy, batch and KV are means over the replicas") +
+         (disagg ? " (decode and prefill workers alike); xfer avg / max ms: a request's KV handoff from its prefill to its decode "
+                   "worker\n"
+                 : "\n");
+}
+
 void run_sweep(const SimOpts& o) {
   const sim::Scenario s = build_scenario(o, true);
   sim::SweepSpec spec;
@@ -862,8 +873,8 @@ void run_sweep(const SimOpts& o) {
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    table = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
-                        "; none shown: no measured runs of this kind\n";
+    table = sim::what_ran_text(ran) + t.render() + "(a-b): prediction band, " + sim::validate::band_legend() +
+                        "; none shown: no measured runs of this kind\n" + sweep_columns_legend(disagg);
     if (rate)
       table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
               "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV); "

@@ -746,3 +746,27 @@ def test_help_names_each_value_plainly(exe):
     # The checks still run: a negative thread count is refused, naming what is valid.
     out = subprocess.run([exe, "sweep", "--threads", "-1", "--concurrency", "1"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and ">= 0" in out.stderr, out.stderr
+
+
+def test_the_sweep_table_says_what_its_columns_hold(exe):
+    # A sweep's busy, batch and KV columns (a mean, a peak, the whole fleet's?) and tok/s/user were
+    # explained nowhere, and its band legend read "(a,b)" under cells written "(a-b)". Two TP1
+    # replicas and one client: one request at a time on the pair, so the mean batch of a running
+    # step is 1 and its tok/s/user is 1 / ITL.
+    out = run(exe, "sweep", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", 2, "--tp", 1, "--precision", "fp8",
+              "--isl", 1000, "--osl", 100, "--concurrency", "1", "--requests", 20, "-q")
+    assert "(a,b)" not in out and "(a-b): prediction band" in out, out
+    legend = next(l for l in out.splitlines() if l.startswith("tok/s/user:"))
+    for words in ("busy: share of the run a replica was running steps", "batch: sequences in a step",
+                  "KV: share of the replica's KV cache in use", "means over the replicas"):
+        assert words in legend, legend
+    cells = next(l for l in out.splitlines() if re.match(r"^\s+1\s", l)).split()
+    assert cells[-2] == "1.0", cells   # batch: one sequence in every running step
+    cols = json.loads(run(exe, "sweep", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", 2, "--tp", 1, "--precision",
+                          "fp8", "--isl", 1000, "--osl", 100, "--concurrency", "1", "--requests", 20, "-q", "--format", "json"))
+    per_user, itl = float(cells[5]), cols["inter_token_latency_ms_avg"][0]   # after out tok/s, its band, tok/s/GPU
+    assert abs(per_user - 1000 / itl) < 0.02 * per_user, (per_user, itl)   # one client, steady steps: 1 / ITL
+    plan = run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", 1, "--tp", 1, "--precision",
+               "fp8", "--isl", 1000, "--osl", 100, "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1", "--topology", "agg", "--target-tps", 100,
+               "-q", "--threads", 1)
+    assert "tok/s/user: mean over requests of 1 / ITL" in plan and "concurrency: clients of one copy of the topology" in plan
