@@ -770,3 +770,22 @@ def test_the_sweep_table_says_what_its_columns_hold(exe):
                "fp8", "--isl", 1000, "--osl", 100, "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1", "--topology", "agg", "--target-tps", 100,
                "-q", "--threads", 1)
     assert "tok/s/user: mean over requests of 1 / ITL" in plan and "concurrency: clients of one copy of the topology" in plan
+
+
+def test_simulate_says_what_its_summary_figures_are(exe):
+    # simulate printed "little's law check ... = 63.12" with no unit, an input_sequence_length of
+    # 7280 for --isl 6000 with nothing saying why, and "simulated 169.91 s" (wall time?). A
+    # 1024x1024 image is 4 tiles of 512 + a thumbnail, 256 tokens each: 1280 vision tokens, so
+    # requests with the image read 6000 + 1280 = 7280 input tokens; Little's law: in flight =
+    # throughput x mean latency, at most the 64 clients.
+    out = run(exe, "simulate", "--model", "nemotron-3.5-super-vl", "--gpu", "b200", "--gpus", 8, "--tp", 1, "--precision",
+              "nvfp4", "--isl", 6000, "--osl", 600, "--images", "1024x1024", "--image-fraction", 0.3, "--concurrency", 64,
+              "--requests", 400, "-q")
+    isl = next(l for l in out.splitlines() if l.startswith("input_sequence_length ")).split()
+    assert (float(isl[3]), float(isl[-1])) == (6000.0, 7280.0), isl   # min text only, max text + 1280
+    assert "input_sequence_length: the prompt's text tokens + 1280 vision tokens on a request with images (30 % of requests)" in out
+    x = float(re.search(r"request_throughput +([0-9.]+) requests/sec", out).group(1))
+    w = float(next(l for l in out.splitlines() if l.startswith("request_latency ")).split()[2]) / 1e3
+    m = re.search(r"little's law check .* = ([0-9.]+) requests in flight on average \(closed loop: at most its 64 clients\)", out)
+    assert m and abs(float(m.group(1)) - x * w) < 0.05 and float(m.group(1)) <= 64, out
+    assert re.search(r"\(warm-up 0\); [0-9.]+ s of simulated serving", out), out
