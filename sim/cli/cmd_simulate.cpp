@@ -931,7 +931,7 @@ void add_simulate_commands(CLI::App& app) {
   CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel");
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
-  sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
+  sw->add_option("--output", wo->output, "Write the results to FILE (.csv or .json: every column; the extension or --format picks the format); the terminal still gets the table");
   add_threads_option(*sw, wo->threads);
   add_quiet_flag(*sw, wo->quiet);
   sw->callback([wo] { run_sweep(*wo); });

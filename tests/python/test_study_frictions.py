@@ -743,6 +743,9 @@ def test_help_names_each_value_plainly(exe):
         assert not glued, (args, glued)
     sim = subprocess.run([exe, "simulate", "--help"], capture_output=True, text=True, timeout=60).stdout
     assert re.search(r"--seed INT +Random seed", sim) and "--format {table,json}" in sim and "--scenario FILE" in sim, sim
+    # sweep --output said "instead of stdout", while the terminal still gets the table.
+    sweep = subprocess.run([exe, "sweep", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "instead of stdout" not in sweep and "the terminal still gets the table" in sweep, sweep
     # The checks still run: a negative thread count is refused, naming what is valid.
     out = subprocess.run([exe, "sweep", "--threads", "-1", "--concurrency", "1"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and ">= 0" in out.stderr, out.stderr
