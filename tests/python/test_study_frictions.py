@@ -472,6 +472,24 @@ def test_open_loop_search_says_which_tokens_per_gpu_is_which(exe):
     assert float(cells[cols.index("served tok/s/GPU")]) == 2000.0
 
 
+def concurrency_stand_in(tmp_path, exe, scenario):
+    """An `aiperf` on PATH standing in for the closed-loop sweep: each --concurrency run is servesim
+    simulating `scenario` (a shell word) at the run's clients and request counts, its input_config
+    cut to aiperf's loadgen block. Returns the environment."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
+        f"'{exe}' simulate --scenario {scenario} --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
+        "--export \"$D\" > /dev/null\n"
+        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
+        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
+    (fake / "aiperf").chmod(0o755)
+    return dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+
+
 def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     # "How to check after": aiperf's folders alone hold no servesim setup, so `servesim validate
     # artifacts` refused them (servesim_run.json missing). The sweep now writes the emitted scenario
@@ -482,19 +500,7 @@ def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
         "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "agg",
         "--emit", em, "-q")
-    scenario = em / "aggregated" / "scenario.json"
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "aiperf").write_text(
-        "#!/usr/bin/env bash\n"
-        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
-        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
-        f"'{exe}' simulate --scenario '{scenario}' --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
-        "--export \"$D\" > /dev/null\n"
-        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
-        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
-    (fake / "aiperf").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    env = concurrency_stand_in(tmp_path, exe, f"'{em / 'aggregated' / 'scenario.json'}'")
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
@@ -518,23 +524,13 @@ def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_
     run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
         "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "both",
         "--emit", em, "-q")
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "aiperf").write_text(
-        "#!/usr/bin/env bash\n"
-        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
-        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
-        f"'{exe}' simulate --scenario \"$SCENARIO\" --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
-        "--export \"$D\" > /dev/null\n"
-        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
-        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
-    (fake / "aiperf").chmod(0o755)
+    stand_in = concurrency_stand_in(tmp_path, exe, '"$SCENARIO"')   # each script's own scenario, from the environment
     work = tmp_path / "run"
     work.mkdir()
     arts = {}
     for kind, name in (("aggregated", "nemotron-3-nano-aggregated-bf16-1xp5.48xlarge"),
                        ("disaggregated-1p1d", "nemotron-3-nano-disaggregated-1p1d-bf16-1xp5.48xlarge")):
-        env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", SCENARIO=str(em / kind / "scenario.json"))
+        env = dict(stand_in, SCENARIO=str(em / kind / "scenario.json"))
         out = subprocess.run(["bash", em / kind / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True, text=True,
                              timeout=300)
         assert out.returncode == 0, out.stderr
@@ -551,8 +547,7 @@ def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_
         assert all(abs(v) < 0.05 for p in rep["points"] for v in p["error_pct"].values()), rep["points"]
     # The disaggregated check pointed at the aggregated one's folder: one line, nothing sent.
     before = (arts["aggregated"] / "c2" / "servesim_run.json").read_text()
-    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", SCENARIO=str(em / "disaggregated-1p1d" / "scenario.json"),
-               ARTIFACTS=str(arts["aggregated"]))
+    env = dict(stand_in, SCENARIO=str(em / "disaggregated-1p1d" / "scenario.json"), ARTIFACTS=str(arts["aggregated"]))
     out = subprocess.run(["bash", em / "disaggregated-1p1d" / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
