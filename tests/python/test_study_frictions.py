@@ -539,6 +539,10 @@ def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_
     assert sorted(p.name for p in (work / "artifacts").iterdir()) == sorted(a.name for a in arts.values())
     topologies = [json.loads((a / "c2" / "servesim_run.json").read_text())["topology"] for a in arts.values()]
     assert topologies[0] != topologies[1]
+    # validate on artifacts/ itself (two deployments' folders of runs): one line naming where the runs are.
+    out = subprocess.run([exe, "validate", work / "artifacts"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "writes each deployment's runs to artifacts/<deployment>, the folder its last line names" in out.stderr, out.stderr
     for kind, a in arts.items():
         side = json.loads((a / "c2" / "servesim_run.json").read_text())
         assert side["topology"] == json.loads((em / kind / "scenario.json").read_text())["topology"]   # its own deployment
