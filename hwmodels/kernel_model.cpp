@@ -138,6 +138,18 @@ double symm_mem_max_bytes(const GpuSpec& g, int ws) {
   return g.arch == "hopper" ? hopper[i] : g.arch == "blackwell-ultra" ? ultra[i] : blackwell[i];
 }
 
+// The all-reduce another engine's table timed, named as that engine dispatches it by size (AIC
+// timed its tensor_model_parallel_all_reduce, which ran the engine's own rules): SGLang's custom
+// all-reduce below 8 MiB on 2, 4, 6 or 8 GPUs, PyNCCL at and above (sglang-trtllm-engines.md: the
+// size is believed, not verified); TensorRT-LLM's AllReduce under strategy AUTO (its thresholds not
+// read from source, so the pick is not named). A vLLM table keeps vLLM's name.
+std::string_view engine_all_reduce_kernel(std::string_view runtime, int n, double bytes, std::string_view vllm) {
+  if (runtime.starts_with("SGLang"))
+    return bytes < 8 * kMiB && (n == 2 || n == 4 || n == 6 || n == 8) ? "SGLang custom all-reduce" : "SGLang PyNCCL all-reduce";
+  if (runtime.starts_with("TensorRT-LLM")) return "TensorRT-LLM AllReduce (strategy AUTO)";
+  return vllm;
+}
+
 // One table a model reads, in order: the engine's releases nearest the asked one, then this GPU's
 // vLLM 0.24 tables and own runs (`base`), then the reference GPU's (transferred).
 struct Layer {
@@ -407,7 +419,7 @@ class Model final : public KernelModel {
       t.source = !f.own ? Source::transferred : exact ? Source::measured : Source::interpolated;
       if (!f.own) t.seconds *= mg.nvlink_bw_bytes_per_s / gpu_.nvlink_bw_bytes_per_s;
       t.seconds = std::max(t.seconds, bytes * bus_factor("all_reduce", n) / gpu_.nvlink_bw_bytes_per_s);
-      t.kernel = label;
+      t.kernel = engine_all_reduce_kernel(f.cal->runtime, n, bytes, label);
       t.table = f.table;
       return t;
     }

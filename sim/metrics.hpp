@@ -120,7 +120,10 @@ class MetricsCollector {
   // keep_records: also keep every RequestRecord (with warm-up ones) for the per-request export.
   // Without it 32 bytes are kept per measured request: latency, TTFT, TTST (3 doubles), ISL, OSL
   // (2 x int32), in vectors (amortised growth may reserve up to twice that).
-  explicit MetricsCollector(bool keep_records = false);
+  // The default (no records) is not explicit, so an aggregate holding one (SimResult{}) can be
+  // value-initialised; the bool stays explicit (no implicit conversion from a flag).
+  MetricsCollector() : MetricsCollector(false) {}
+  explicit MetricsCollector(bool keep_records);
 
   void add(const RequestRecord& r);                      // O(1) amortised
   // Called with the number of finished requests (warm-up included) every 16384 of them, so a

@@ -501,7 +501,52 @@ std::string aiperf_request_options(const nlohmann::json& d, bool images = true) 
   return s;
 }
 
-// The run's setup beside its aiperf folder (servesim_run.json), so that `servesim validate artifacts`
+// Where a deployment's aiperf runs go, relative to the folder the script is run from: artifacts/ and
+// the deployment's name, precision and instances (nemotron-3-nano-aggregated-bf16-1xp5.48xlarge), so
+// that the checks of two deployments run from one folder (a plan's aggregated and disaggregated
+// sets, recommend's best per GPU type) never write into each other's cN / rR folders. Letters,
+// digits, '-' and a '.' between two of them only: no path separator, no "..", nothing a shell expands.
+std::string artifacts_folder(const nlohmann::json& d) {
+  std::string n = d["name"].get<std::string>() + "-" + d.value("precision", std::string());
+  for (const auto& [inst, count] : d["instances"].items()) n += "-" + std::to_string(count.get<std::int64_t>()) + "x" + inst;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  std::string o;
+  for (std::size_t i = 0; i < n.size() && o.size() < 120; ++i) {
+    const char c = text::lower(std::string(1, n[i]))[0];
+    if (alnum(c)) o += c;
+    else if (c == '.' && !o.empty() && alnum(o.back()) && i + 1 < n.size() && alnum(text::lower(std::string(1, n[i + 1]))[0])) o += c;
+    else if (!o.empty() && o.back() != '-') o += '-';
+  }
+  while (!o.empty() && (o.back() == '-' || o.back() == '.')) o.pop_back();
+  return "artifacts/" + (o.empty() ? std::string("deployment") : o);
+}
+
+// The script's start: URL, its own folder, and OUT, the folder of this deployment's runs (ARTIFACTS
+// overrides it). A non-empty OUT whose deployment.json is not this deployment's holds another
+// deployment's runs (or runs of no known one): refused in one line, nothing sent.
+std::string script_prologue(const nlohmann::json& d) {
+  return "set -euo pipefail\nURL=${URL:-http://localhost:8000}\nHERE=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n"
+         "OUT=${ARTIFACTS:-" + artifacts_folder(d) + "}\n"
+         "if [ -f \"$HERE/deployment.json\" ]; then\n"
+         "  if [ -d \"$OUT\" ] && [ -n \"$(ls -A \"$OUT\")\" ] && ! cmp -s \"$HERE/deployment.json\" \"$OUT/deployment.json\"; then\n"
+         "    echo \"aiperf-sweep.sh: $OUT holds runs of another deployment (its deployment.json is not $HERE/deployment.json); \"\\\n"
+         "\"move it away or set ARTIFACTS to a new folder\" >&2\n"
+         "    exit 1\n"
+         "  fi\n"
+         "  mkdir -p \"$OUT\"; cp \"$HERE/deployment.json\" \"$OUT/deployment.json\"\n"
+         "fi\n";
+}
+
+// The header line that says where the runs go.
+std::string out_note(const nlohmann::json& d) {
+  return "# OUT, where aiperf's folders go, under the folder this is run from (ARTIFACTS=DIR chooses another):\n#   " +
+         artifacts_folder(d) + "\n# this deployment's own: another deployment's check run from the same folder writes elsewhere.\n";
+}
+
+// The script's end: where the runs are and the command that compares them with the prediction.
+const char* kScriptEpilogue = "echo \"aiperf runs in $OUT; compare them with the prediction: servesim validate $OUT\"\n";
+
+// The run's setup beside its aiperf folder (servesim_run.json), so that `servesim validate $OUT`
 // reads each folder as it ran: the emitted scenario of the whole deployment (scenario-all-copies.json
 // where the plan has several copies, else scenario.json) with this run's load in front of it, which
 // validate puts over the scenario's workload (nothing when aiperf left no folder). `load` is a printf format of JSON fields and `args`
@@ -540,18 +585,18 @@ std::string rate_loop(const nlohmann::json& d, const std::string& list) {
          "  WI=$(awk -v n=\"$W\" 'BEGIN { print int(n * " + fs + " + 0.5) }'); WT=$((W - WI))\n"
          "  aiperf profile --model " + model + aiperf_request_options(d, false) +
          "    --request-rate \"$RT\" --request-count \"$NT\" --warmup-request-count \"$WT\" --random-seed 100 \\\n"
-         "    --artifact-dir \"artifacts/r$R-text\" &\n  TEXT=$!\n"
+         "    --artifact-dir \"$OUT/r$R-text\" &\n  TEXT=$!\n"
          "  aiperf profile --model " + model + aiperf_request_options(d) +
          "    --request-rate \"$RI\" --request-count \"$NI\" --warmup-request-count \"$WI\" --random-seed 101 \\\n"
-         "    --artifact-dir \"artifacts/r$R-images\" &\n  IMAGES=$!\n"
+         "    --artifact-dir \"$OUT/r$R-images\" &\n  IMAGES=$!\n"
          "  wait \"$TEXT\"; wait \"$IMAGES\"\n";
     // Each half records the whole stream (rate, requests, warm-up: what the plan simulated) and its
     // own part of it; validate reads the pair as one measured stream.
     const std::string whole = "\"request_rate\": %s, \"arrival\": \"poisson\", \"requests\": %d, \"warmup_requests\": %d";
-    s += sidecar_shell("artifacts/r$R-text", whole + ", \"stream\": {\"part\": \"text\", \"request_rate\": %s, \"requests\": %d, "
+    s += sidecar_shell("$OUT/r$R-text", whole + ", \"stream\": {\"part\": \"text\", \"request_rate\": %s, \"requests\": %d, "
                                              "\"warmup_requests\": %d, \"with\": \"r%s-images\"}",
                        "\"$R\" \"$N\" \"$W\" \"$RT\" \"$NT\" \"$WT\" \"$R\"") +
-         sidecar_shell("artifacts/r$R-images", whole + ", \"stream\": {\"part\": \"images\", \"request_rate\": %s, \"requests\": %d, "
+         sidecar_shell("$OUT/r$R-images", whole + ", \"stream\": {\"part\": \"images\", \"request_rate\": %s, \"requests\": %d, "
                                                "\"warmup_requests\": %d, \"with\": \"r%s-text\"}",
                        "\"$R\" \"$N\" \"$W\" \"$RI\" \"$NI\" \"$WI\" \"$R\"") +
          "done\n";
@@ -559,8 +604,8 @@ std::string rate_loop(const nlohmann::json& d, const std::string& list) {
   }
   s += "  aiperf profile --model " + model + aiperf_request_options(d) +
        "    --request-rate \"$R\" --request-count \"$N\" --warmup-request-count \"$W\" --random-seed 100 \\\n"
-       "    --artifact-dir \"artifacts/r$R\"\n" +
-       sidecar_shell("artifacts/r$R", "\"request_rate\": %s, \"arrival\": \"poisson\", \"requests\": %d, \"warmup_requests\": %d",
+       "    --artifact-dir \"$OUT/r$R\"\n" +
+       sidecar_shell("$OUT/r$R", "\"request_rate\": %s, \"arrival\": \"poisson\", \"requests\": %d, \"warmup_requests\": %d",
                      "\"$R\" \"$N\" \"$W\"") +
        "done\n";
   return s;
@@ -588,11 +633,11 @@ std::string aiperf_rate_script(const nlohmann::json& d) {
                   d.value("arrival", std::string("poisson")) + " arrivals.\n"
                   "# UNVERIFIED aiperf names: --request-rate (and that its arrivals are Poisson when no other arrival option is\n"
                   "# given) are aiperf's as servesim understands them, not checked against an aiperf release; compare with\n"
-                  "# `aiperf profile --help` before running. Then: `servesim validate artifacts` closes the loop (each run's folder\n"
-                  "# gets its setup, servesim_run.json: the rate, Poisson arrivals as aiperf sends them, the request counts).\n";
+                  "# `aiperf profile --help` before running. Then: `servesim validate OUT` closes the loop (each run's folder\n"
+                  "# gets its setup, servesim_run.json: the rate, Poisson arrivals as aiperf sends them, the request counts).\n" + out_note(d);
   if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f > 0 && f < 1)
     s += images_note(f);
-  return s + "set -euo pipefail\nURL=${URL:-http://localhost:8000}\nHERE=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n" + rate_loop(d, list);
+  return s + script_prologue(d) + rate_loop(d, list) + kScriptEpilogue;
 }
 
 std::string aiperf_script(const nlohmann::json& d) {
@@ -601,22 +646,22 @@ std::string aiperf_script(const nlohmann::json& d) {
   std::string s = "#!/usr/bin/env bash\n# aiperf concurrency sweep that reproduces the predicted curve (predicted.csv) against the\n"
                   "# Dynamo frontend. Clients = clients of one copy x " + std::to_string(copies) +
                   " copies; the frontend spreads them over the copies.\n"
-                  "# Then: `servesim validate artifacts` closes the loop (each folder gets the run's setup, servesim_run.json).\n";
+                  "# Then: `servesim validate OUT` closes the loop (each folder gets the run's setup, servesim_run.json).\n" + out_note(d);
   if (const double f = d.value("image_fraction", 1.0); d.contains("images") && !d["images"].empty() && f < 1)
     s += "# NOTE: the prediction has images on " + fmt(100 * f, 0) + " % of requests; aiperf's synthetic inputs here put one on\n"
          "# every request (a heavier load than predicted.csv): compare with a prediction at image fraction 1, or use\n"
          "# the open-loop check (--target-rps with --arrival), which sends the mix.\n";
-  s += "set -euo pipefail\nURL=${URL:-http://localhost:8000}\nHERE=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n";
+  s += script_prologue(d);
   std::string conc;
   for (const auto& c : d["concurrency"]) conc += (conc.empty() ? "" : " ") + std::to_string(c.get<std::int64_t>() * copies);
   s += "for C in " + conc + "; do\n  aiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d);
   s += "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
-       "    --artifact-dir \"artifacts/c$C\"\n";
+       "    --artifact-dir \"$OUT/c$C\"\n";
   // The run's setup beside its folder (servesim_run.json: the emitted scenario with this run's clients
-  // and request counts), so that `servesim validate artifacts` reads each folder as it ran. Not with
+  // and request counts), so that `servesim validate $OUT` reads each folder as it ran. Not with
   // images on a share of the requests: this sweep sends one on every request, which the scenario does not.
   if (const double f = d.value("image_fraction", 1.0); !(d.contains("images") && !d["images"].empty() && f < 1))
-    s += sidecar_shell("artifacts/c$C", "\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d", "\"$C\" $((C * 20)) $((C * 2))");
+    s += sidecar_shell("$OUT/c$C", "\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d", "\"$C\" $((C * 20)) $((C * 2))");
   s += "done\n";
   if (d.contains("rate_per_copy")) {   // sized open loop (plan --target-rps --arrival): the planned rate, as long as the plan's run
     const double rate = d["rate_per_copy"].get<double>() * double(copies);
@@ -627,7 +672,7 @@ std::string aiperf_script(const nlohmann::json& d) {
       s += images_note(f);
     s += rate_loop(d, fmt(rate, 3));
   }
-  return s;
+  return s + kScriptEpilogue;
 }
 
 std::string predicted_csv(const nlohmann::json& d) {

@@ -416,10 +416,10 @@ struct Study {
     j["itl_ms"] = slo.itl_ms;
     j["statistic"] = std::string(sim::to_string(slo.statistic));
     j["target"] = {{"output_tps", slo.target_tps}};
+    if (o.target_rps) j["target"]["requests_per_s"] = *o.target_rps;   // the rate it came from, open or closed loop
     j["method"] = arrival ? sim::open_loop_rule(o.requests) : sim::capacity_rule(o.requests);
     j["input_config"] = plan_input_config(o);
     if (arrival) {
-      j["target"]["requests_per_s"] = *o.target_rps;
       j["arrival"] = workloads::arrival_name(*arrival);
       j["open_loop"] = open;
     }

@@ -182,6 +182,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     if (!std::isfinite(a.target_rps * double(a.osl))) throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
+    g.target_rps = a.target_rps;
     g.target_flag = "--target-rps";
   }
   if (!a.arrival.empty()) {

@@ -116,7 +116,9 @@ void run_plan(const PlanOpts& o) {
          "(a-b): prediction band, " +
          (str(j["prediction_band"]["source"]).rfind("cross-validated", 0) == 0 ? "the " + str(j["prediction_band"]["source"])
                                                                                 : sim::validate::band_legend()) +
-         "; none shown: no measured runs of this kind\n" +
+         "; none shown: no measured runs of this kind\n"
+         "concurrency: clients of one copy of the topology, output tok/s that copy's; tok/s/user: mean over requests of "
+         "1 / ITL (aiperf's)\n" +
          (any_train ? "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
                       "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n"
                     : std::string());
@@ -137,10 +139,13 @@ void run_plan(const PlanOpts& o) {
                 str(r["advice"]) + (r.value("prefill_train", false) ? "; read in a PREFILL TRAIN: TTFT is the start-up queue of prompts, check open loop" : "")});
   }
   char slo_line[512];
-  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %g output tok/s%s\n",
-                stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
-                j["target"]["output_tps"].get<double>(),
-                open ? (" (" + compact(j["target"]["requests_per_s"].get<double>()) + " requests/s, " + str(j["arrival"]) +
+  // The load as given: the rate (--target-rps, open or closed loop) with the tok/s it makes, else the tok/s.
+  const std::string target = (j["target"].contains("requests_per_s")
+                                  ? compact(j["target"]["requests_per_s"].get<double>()) + " requests/s x OSL " + num(j["osl"]) + " = "
+                                  : std::string()) + compact(j["target"]["output_tps"].get<double>()) + " output tok/s";
+  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %s%s\n",
+                stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(), target.c_str(),
+                open ? (" (" + str(j["arrival"]) +
                         " arrivals; req/s per copy: the rate one copy of the topology is offered, with its TTFT / ITL)").c_str()
                      : " (clients per copy: the most clients one copy of the topology serves under both SLOs)");
   out += slo_line + pt.render();

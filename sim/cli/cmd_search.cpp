@@ -166,17 +166,26 @@ std::string as_run(const nlohmann::json& copies, const nlohmann::json& gpus) {
                : std::string(", as run:\n");
 }
 
-// The objective in words, with the rate it came from (it printed "objective target_tps" to a user
-// who had asked for 40 requests/s).
+// The load to serve in words: "20 requests/s x OSL 100 = 2000 output tok/s" where it came from
+// --target-rps (open loop or read closed loop), else the output tok/s given.
+std::string target_text(const nlohmann::json& j) {
+  const auto& o = j["objective"];
+  const std::string tps = compact(o["target_tps"].get<double>()) + " output tok/s";
+  if (!o.contains("target_rps")) return tps;
+  return compact(o["target_rps"].get<double>()) + " requests/s x OSL " + std::to_string(j["osl"].get<std::int64_t>()) + " = " + tps;
+}
+
+// The objective in words, naming every load the user gave (it printed "objective target_tps" to a
+// user who had asked for 40 requests/s, and "2000 output tok/s" to one who had asked for 20
+// requests/s read closed loop).
 std::string objective_text(const nlohmann::json& j) {
   const auto& o = j["objective"];
   const std::string kind = str(o["kind"]);
   if (kind == "total_gpus") return "the most output tok/s within " + fixed(o["total_gpus"].get<double>(), 0) + " GPUs";
   if (kind != "target_tps") return "the most output tok/s per GPU under the SLO";
-  std::string s = "the cheapest deployment serving " + fixed(o["target_tps"].get<double>(), 0) + " output tok/s";
-  if (j.contains("target_rps") && j["target_rps"].is_number())
-    s += " (" + fixed(j["target_rps"].get<double>(), j["target_rps"].get<double>() == std::floor(j["target_rps"].get<double>()) ? 0 : 2) +
-         " requests/s x OSL " + std::to_string(j["osl"].get<std::int64_t>()) + ", " + str(j["arrival"]) + " arrivals)";
+  std::string s = "the cheapest deployment serving " + target_text(j);
+  if (j.contains("arrival")) s += ", " + str(j["arrival"]) + " arrivals (open loop)";
+  else if (o.contains("target_rps")) s += ", read off closed-loop concurrency sweeps (--arrival: open loop)";
   return s;
 }
 
@@ -405,10 +414,9 @@ std::string recommend_text(const nlohmann::json& j) {
   std::string out;
   char line[512];
   const std::string stat = str(j["statistic"]);
-  std::snprintf(line, sizeof line, "Pre-purchase: %s, ISL %lld / OSL %lld, %g output tok/s under TTFT %s <= %g ms, ITL %s <= %g ms\n",
+  std::snprintf(line, sizeof line, "Pre-purchase: %s, ISL %lld / OSL %lld, %s under TTFT %s <= %g ms, ITL %s <= %g ms\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
-                j["objective"]["target_tps"].get<double>(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(),
-                j["itl_ms"].get<double>());
+                target_text(j).c_str(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>());
   out += line;
   if (j["vision_tokens_per_request"].get<std::int64_t>() > 0)
     out += "Images: + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens on " +

@@ -646,7 +646,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   }
   out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(r.plan.block_size) +
          " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
-         std::to_string(m.warmup_request_count) + "); simulated " + fixed(m.duration_s, 2) + " s\n\n";
+         std::to_string(m.warmup_request_count) + "); " + fixed(m.duration_s, 2) + " s of simulated serving\n\n";
   Table t({"metric", "unit", "avg", "min", "p50", "p90", "p99", "max"});
   auto row = [&](const char* name, const char* unit, const sim::Stats& x) {
     t.add_row({name, unit, ms(x.avg), ms(x.min), ms(x.p50), ms(x.p90), ms(x.p99), ms(x.max)});
@@ -658,7 +658,15 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   row("output_token_throughput_per_user", "tokens/sec/user", m.output_token_throughput_per_user);
   row("input_sequence_length", "tokens", m.input_sequence_length);
   row("output_sequence_length", "tokens", m.output_sequence_length);
-  out += t.render() + "\n";
+  out += t.render();
+  // A request's vision tokens enter the model with its prompt: input_sequence_length counts both (as
+  // aiperf counts what the server reports), so it reads above --isl on requests with images.
+  if (!s.workload.multimodal.empty())
+    if (const std::int64_t v = workloads::vision_work(s.workload.multimodal).tokens; v > 0)
+      out += "input_sequence_length: the prompt's text tokens + " + std::to_string(v) + " vision tokens on a request with images" +
+             (s.workload.multimodal.fraction < 1 ? " (" + fixed(100 * s.workload.multimodal.fraction, 0) + " % of requests)" : std::string()) +
+             "\n";
+  out += "\n";
   out += "request_throughput       " + fixed(m.request_throughput_per_s, 3) + " requests/sec\n";
   if (s.workload.arrival != workloads::Arrival::concurrency && s.workload.rate_per_s > 0 && m.load_window_s > 0)
     out += "  open loop: offered " + compact(s.workload.rate_per_s) + " requests/sec; request_throughput (aiperf's: requests / "
@@ -677,8 +685,11 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += "  closed loop: aiperf's window (first send to last answer) holds the warm-up's requests in flight and the drain; "
            "steady (measured sends' rate x mean answer), the figure plan, search and recommend read: " +
            fixed(m.steady_output_tps, 1) + " tokens/sec (" + fixed(m.steady_output_tps / std::max(1, r.gpus), 1) + " per GPU)\n";
+  // Little's law: requests in flight on average; a closed loop keeps at most its clients in flight.
   out += "little's law check       request_throughput x mean request_latency = " +
-         fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + "\n";
+         fixed(m.request_throughput_per_s * m.request_latency_ms.avg / 1e3, 2) + " requests in flight on average" +
+         (s.workload.arrival == workloads::Arrival::concurrency && s.workload.concurrency > 0 ? " (closed loop: at most its " + std::to_string(s.workload.concurrency) + " clients)"
+                                                                : std::string()) + "\n";
   if (r.prefill_tokens > 0)
     out += std::string("cohorts                  ") + fixed(100 * r.cohort_fraction(), 1) +
            "% of prefill tokens shared a step with requests released together" +
@@ -794,6 +805,17 @@ void run_simulate(const SimOpts& o) {
   emit(o.format, sim::aiperf_json(s, r), summary_text(s, r));
 }
 
+// What the sweep table's less obvious columns hold (a user could not tell busy, batch and KV apart
+// from a mean, a peak or a whole-fleet figure).
+std::string sweep_columns_legend(bool disagg) {
+  return std::string("tok/s/user: mean over requests of 1 / ITL, (OSL - 1) / (latency - TTFT) (aiperf's); busy: share of the run a "
+                     "replica was running steps; batch: sequences in a step, KV: share of the replica's KV cache in use, both "
+                     "time-weighted over its running steps; busy, batch and KV are means over the replicas") +
+         (disagg ? " (decode and prefill workers alike); xfer avg / max ms: a request's KV handoff from its prefill to its decode "
+                   "worker\n"
+                 : "\n");
+}
+
 void run_sweep(const SimOpts& o) {
   const sim::Scenario s = build_scenario(o, true);
   sim::SweepSpec spec;
@@ -862,8 +884,8 @@ void run_sweep(const SimOpts& o) {
       if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
       t.add_row(row);
     }
-    table = sim::what_ran_text(ran) + t.render() + "(a,b): prediction band, " + sim::validate::band_legend() +
-                        "; none shown: no measured runs of this kind\n";
+    table = sim::what_ran_text(ran) + t.render() + "(a-b): prediction band, " + sim::validate::band_legend() +
+                        "; none shown: no measured runs of this kind\n" + sweep_columns_legend(disagg);
     if (rate)
       table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "
               "window the OVERLOADED lines use (aiperf's request_throughput, with the ramp-up and the drain: --output CSV); "
@@ -909,7 +931,7 @@ void add_simulate_commands(CLI::App& app) {
   CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel");
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
-  sw->add_option("--output", wo->output, "Write the table/CSV/JSON to FILE instead of stdout");
+  sw->add_option("--output", wo->output, "Write the results to FILE (.csv or .json: every column; the extension or --format picks the format); the terminal still gets the table");
   add_threads_option(*sw, wo->threads);
   add_quiet_flag(*sw, wo->quiet);
   sw->callback([wo] { run_sweep(*wo); });

@@ -147,10 +147,46 @@ std::string conversion_message(const CLI::App& sub, const CLI::ParseError& e) {
 }
 }  // namespace
 
+namespace servesim::cli {
+namespace {
+
+// --help names each option's value plainly: INT, FLOAT, FILE, DIR, PATH or the choices ({table,json}).
+// CLI11 appends each check's own label to the type ("--seed INT:INT", "--target-tps FLOAT:NUMBER",
+// "--tp INT:INT in [1 - 1048576]"), which reads as two values or a range to type; the checks still
+// run and say what is valid when a value is refused.
+std::string plain_type(const std::string& t) {
+  const auto colon = t.find(':');
+  if (colon == std::string::npos) return t;
+  const std::string base = t.substr(0, colon), rest = t.substr(colon + 1);
+  if (base != "TEXT") return base;   // INT, FLOAT, UINT: the range is the check's to say
+  if (!rest.empty() && rest.front() == '{') return rest.substr(0, rest.find('}') + 1);
+  const std::string word = rest.substr(0, rest.find(' '));
+  return word == "FILE" || word == "DIR" || word == "PATH" ? word : base;
+}
+
+class PlainFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty() || opt->get_type_size() == 0 || opt->get_type_name().empty() ||
+        !opt->get_envname().empty() || !opt->get_needs().empty() || !opt->get_excludes().empty())
+      return CLI::Formatter::make_option_opts(opt);
+    std::string out = " " + plain_type(opt->get_type_name());
+    if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    else if (opt->get_expected_min() > 1) out += " x " + std::to_string(opt->get_expected());
+    if (opt->get_required()) out += " REQUIRED";
+    return out;
+  }
+};
+
+}  // namespace
+}  // namespace servesim::cli
+
 int main(int argc, char** argv) {
   grow_heap_in_large_pages();
   using namespace servesim;
   CLI::App app{"servesim: simulate LLM serving clusters and plan GPU capacity against latency SLOs"};
+  app.formatter(std::make_shared<cli::PlainFormatter>());   // before the subcommands, which inherit it
   app.require_subcommand(1);
   app.set_version_flag("--version", "servesim 0.1.0");
   std::vector<std::string> hw_files;

@@ -1030,6 +1030,7 @@ nlohmann::json Search::report() const {
   const char* obj = goal_.objective == SearchObjective::target_tps ? "target_tps"
                     : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
   j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
+  if (goal_.target_rps > 0) j["objective"]["target_rps"] = goal_.target_rps;   // the rate the target came from
   j["pruning"] = prune_;
   if (space_.calibration) {   // which candidates the profile applied to
     const CalibrationProfile& cp = *space_.calibration;

@@ -86,6 +86,7 @@ struct SearchGoal {
   Statistic statistic = Statistic::p50;
   SearchObjective objective = SearchObjective::tps_per_gpu;
   double total_gpus = 0, target_tps = 0;
+  double target_rps = 0;   // --target-rps R (target_tps = R x OSL), open loop or read closed loop; 0: not given
   std::string target_flag = "--target-tps";   // the option the target came from (errors name it)
   bool per_instance = false;   // one winner per instance type (set), as `recommend` reports
   void validate() const;

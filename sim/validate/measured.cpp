@@ -702,7 +702,7 @@ std::vector<MeasuredPoint> read_points(const std::string& path, const std::strin
   }
   if (ec) throw Error(path, "", "cannot list the folder: " + ec.message());
   std::sort(subs.begin(), subs.end());
-  if (subs.empty()) throw Error(path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts)");
+  if (subs.empty()) throw Error(path, "", "no profile_export_aiperf.json in the folder or its subfolders (expected aiperf artefacts; an emitted aiperf-sweep.sh writes each deployment's runs to artifacts/<deployment>, the folder its last line names)");
   std::vector<MeasuredPoint> out;
   std::vector<Records> recs;
   std::map<std::string, std::size_t> by_name;

@@ -56,6 +56,26 @@ TEST(KernelTables, OtherEnginesNameTheirOwnTables) {
   EXPECT_DOUBLE_EQ(table_s(kernel_model(h200(), {"vllm", "0.19"}).moe(s, Precision::fp8_block)), 3.292e-3);
 }
 
+// A TP all-reduce timed on another engine's rows carries that engine's kernel name, not vLLM's
+// pick for the size. 8 H200s: SGLang 0.5.14 1 MiB 0.01305 ms, 16 MiB 0.1076 ms (custom_all_reduce.json
+// rows [8,1048576,..], [8,16777216,..]); TensorRT-LLM 1.3.0rc20 16 MiB 0.1214 ms.
+TEST(KernelTables, OtherEnginesNameTheirOwnAllReduce) {
+  const double MiB = 1024.0 * 1024.0;
+  const KernelModel& sg = kernel_model(h200(), {"sglang", "0.5"});
+  const OpTime small = sg.tp_all_reduce(1 * MiB, 8), large = sg.tp_all_reduce(16 * MiB, 8);
+  EXPECT_DOUBLE_EQ(small.seconds, 0.01305e-3);
+  EXPECT_EQ(small.kernel, "SGLang custom all-reduce");
+  EXPECT_DOUBLE_EQ(large.seconds, 0.1076e-3);
+  EXPECT_EQ(large.kernel, "SGLang PyNCCL all-reduce");  // at and above its 8 MiB switch
+  EXPECT_EQ(large.table, "SGLang 0.5.14 table");
+  const OpTime trt = kernel_model(h200(), {"trtllm", "1.3"}).tp_all_reduce(16 * MiB, 8);
+  EXPECT_DOUBLE_EQ(trt.seconds, 0.1214e-3);
+  EXPECT_EQ(trt.kernel, "TensorRT-LLM AllReduce (strategy AUTO)");
+  EXPECT_EQ(trt.table, "TensorRT-LLM 1.3.0rc20 table");
+  // vLLM's own rows keep vLLM's pick: torch symmetric memory (multimem) at 16 MiB on 8 Hopper GPUs.
+  EXPECT_EQ(kernel_model(h200(), {"vllm", "0.19"}).tp_all_reduce(16 * MiB, 8).kernel, "torch symm-mem multimem all-reduce");
+}
+
 TEST(KernelTables, NearestMeasuredRelease) {
   const auto table = [](const char* engine, const char* version) {
     return std::string(kernel_model(h200(), {engine, version}).gemm(64, 4096, 4096, Precision::bf16).table);

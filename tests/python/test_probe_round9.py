@@ -222,5 +222,5 @@ def test_a_closed_loop_sweep_of_several_copies_leaves_the_whole_fleet(exe, tmp_p
     (fake / "aiperf").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=tmp_path, env=env, check=True, timeout=60)
-    side = json.load(open(tmp_path / "artifacts" / "c192" / "servesim_run.json"))
+    side = json.load(open(tmp_path / "artifacts" / "llama-3.1-8b-aggregated-fp8-192xp5en.48xlarge" / "c192" / "servesim_run.json"))
     assert side["concurrency"] == 192 and side["topology"]["replicas"] == 1536

@@ -27,6 +27,11 @@ OPEN_REC = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1
             "--topology", "agg", "-q"]
 
 
+def out_of(script):
+    """The folder an emitted aiperf-sweep.sh writes its runs into (its OUT), relative to where it runs."""
+    return re.search(r"^OUT=\$\{ARTIFACTS:-(.+)\}$", open(script).read(), re.M).group(1)
+
+
 def stand_in_aiperf(tmp_path):
     """An `aiperf` on PATH that appends its arguments to a log: (environment, log file)."""
     fake = tmp_path / "bin"
@@ -240,7 +245,7 @@ def test_open_loop_check_sends_the_image_share_the_plan_simulated(exe, tmp_path)
     arg = lambda c, k: c[c.index(k) + 1]
     by_rate = {}
     for c in calls:
-        rate_dir = arg(c, "--artifact-dir").split("/")[1]
+        rate_dir = arg(c, "--artifact-dir").split("/")[-1]   # OUT/rR-text, OUT/rR-images
         by_rate.setdefault(rate_dir.rsplit("-", 1)[0], {})[rate_dir.rsplit("-", 1)[1]] = c
     assert "r120.000" in by_rate and all(set(v) == {"text", "images"} for v in by_rate.values())
     for name, pair in by_rate.items():
@@ -467,6 +472,24 @@ def test_open_loop_search_says_which_tokens_per_gpu_is_which(exe):
     assert float(cells[cols.index("served tok/s/GPU")]) == 2000.0
 
 
+def concurrency_stand_in(tmp_path, exe, scenario):
+    """An `aiperf` on PATH standing in for the closed-loop sweep: each --concurrency run is servesim
+    simulating `scenario` (a shell word) at the run's clients and request counts, its input_config
+    cut to aiperf's loadgen block. Returns the environment."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aiperf").write_text(
+        "#!/usr/bin/env bash\n"
+        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
+        f"'{exe}' simulate --scenario {scenario} --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
+        "--export \"$D\" > /dev/null\n"
+        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
+        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
+    (fake / "aiperf").chmod(0o755)
+    return dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+
+
 def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     # "How to check after": aiperf's folders alone hold no servesim setup, so `servesim validate
     # artifacts` refused them (servesim_run.json missing). The sweep now writes the emitted scenario
@@ -477,29 +500,63 @@ def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
         "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "agg",
         "--emit", em, "-q")
-    scenario = em / "aggregated" / "scenario.json"
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "aiperf").write_text(
-        "#!/usr/bin/env bash\n"
-        "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
-        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
-        f"'{exe}' simulate --scenario '{scenario}' --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
-        "--export \"$D\" > /dev/null\n"
-        "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
-        "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
-    (fake / "aiperf").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    env = concurrency_stand_in(tmp_path, exe, f"'{em / 'aggregated' / 'scenario.json'}'")
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    side = json.loads((work / "artifacts" / "c2" / "servesim_run.json").read_text())
+    arts = work / "artifacts" / "nemotron-3-nano-aggregated-bf16-1xp5.48xlarge"   # name, precision, instances
+    side = json.loads((arts / "c2" / "servesim_run.json").read_text())
     assert (side["concurrency"], side["requests"], side["warmup_requests"]) == (2, 40, 4)
     assert side["model"] == "nemotron-3-nano"
-    out = run(exe, "validate", work / "artifacts")
+    out = run(exe, "validate", arts)
     rows = [l.split() for l in out.splitlines() if l.startswith("vllm ") and " agg " in l]
     assert rows and all(r[r.index("agg") + 1] == "2" for r in rows), out
     assert all(v in ("0.0%", "+0.0%", "-0.0%") for r in rows for v in r[r.index("agg") + 4:]), out
+
+
+def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_path):
+    # A plan's aggregated and disaggregated sets, each checked with its aiperf-sweep.sh from one
+    # working folder: both wrote artifacts/c1 and artifacts/c2, so the second overwrote the first's
+    # runs and setups. Each now writes under artifacts/<name>-<precision>-<instances>, and validate
+    # reads each folder as its own deployment (aiperf stood in for by servesim simulating the script's
+    # own scenario: 0.0 % everywhere); a folder that holds another deployment's runs is refused.
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--isl", 1000,
+        "--osl", 50, "--concurrency", "1,2", "--ttft-ms", 600, "--itl-ms", 100, "--target-tps", 100, "--topology", "both",
+        "--emit", em, "-q")
+    stand_in = concurrency_stand_in(tmp_path, exe, '"$SCENARIO"')   # each script's own scenario, from the environment
+    work = tmp_path / "run"
+    work.mkdir()
+    arts = {}
+    for kind, name in (("aggregated", "nemotron-3-nano-aggregated-bf16-1xp5.48xlarge"),
+                       ("disaggregated-1p1d", "nemotron-3-nano-disaggregated-1p1d-bf16-1xp5.48xlarge")):
+        env = dict(stand_in, SCENARIO=str(em / kind / "scenario.json"))
+        out = subprocess.run(["bash", em / kind / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        arts[kind] = work / "artifacts" / name
+        assert out.stdout.strip().endswith(f"servesim validate artifacts/{name}"), out.stdout
+    assert sorted(p.name for p in (work / "artifacts").iterdir()) == sorted(a.name for a in arts.values())
+    topologies = [json.loads((a / "c2" / "servesim_run.json").read_text())["topology"] for a in arts.values()]
+    assert topologies[0] != topologies[1]
+    # validate on artifacts/ itself (two deployments' folders of runs): one line naming where the runs are.
+    out = subprocess.run([exe, "validate", work / "artifacts"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "writes each deployment's runs to artifacts/<deployment>, the folder its last line names" in out.stderr, out.stderr
+    for kind, a in arts.items():
+        side = json.loads((a / "c2" / "servesim_run.json").read_text())
+        assert side["topology"] == json.loads((em / kind / "scenario.json").read_text())["topology"]   # its own deployment
+        rep = json.loads(run(exe, "validate", a, "--format", "json", "--threads", 1))
+        assert sorted(p["id"] for p in rep["points"]) == ["c1", "c2"], rep["points"]
+        assert all(abs(v) < 0.05 for p in rep["points"] for v in p["error_pct"].values()), rep["points"]
+    # The disaggregated check pointed at the aggregated one's folder: one line, nothing sent.
+    before = (arts["aggregated"] / "c2" / "servesim_run.json").read_text()
+    env = dict(stand_in, SCENARIO=str(em / "disaggregated-1p1d" / "scenario.json"), ARTIFACTS=str(arts["aggregated"]))
+    out = subprocess.run(["bash", em / "disaggregated-1p1d" / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "holds runs of another deployment" in out.stderr and "set ARTIFACTS to a new folder" in out.stderr
+    assert (arts["aggregated"] / "c2" / "servesim_run.json").read_text() == before
 
 
 def rate_stand_in(tmp_path, exe, scenario):
@@ -533,17 +590,18 @@ def test_the_emitted_open_loop_check_leaves_each_run_s_setup_for_validate(exe, t
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "recommended" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    side = json.loads((work / "artifacts" / "r120.000" / "servesim_run.json").read_text())
+    arts = work / out_of(em / "recommended" / "aiperf-sweep.sh")
+    side = json.loads((arts / "r120.000" / "servesim_run.json").read_text())
     # 120 requests/s for a minute after 10 s of warm-up, as the plan ran it.
     assert (side["request_rate"], side["arrival"], side["requests"], side["warmup_requests"]) == (120.0, "poisson", 7200, 1200)
     assert side["topology"]["replicas"] == 3 and side["workload"]["isl"] == 1000 and side["workload"]["osl"] == 100
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pts = rep["points"]
     assert sorted(p["request_rate"] for p in pts) == [90.0, 120.0, 180.0], pts
     for p in pts:
         assert p["scenario"]["workload"]["request_rate"] == p["request_rate"] and "concurrency" not in p["scenario"]["workload"]
         assert all(abs(v) < 0.05 for v in p["error_pct"].values()), p["error_pct"]
-    text = run(exe, "validate", work / "artifacts", "--threads", 1)
+    text = run(exe, "validate", arts, "--threads", 1)
     assert "open loop at its request rate" in text and "closed loop at its concurrency" not in text, text
 
 
@@ -559,16 +617,17 @@ def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
         "--image-fraction", 0.3, "--ttft-ms", 1000, "--itl-ms", 60, "--target-rps", 3, "--arrival", "poisson",
         "--emit", em, "-q")
     script = (em / "aggregated" / "aiperf-sweep.sh").read_text()
-    assert "artifacts/r$R-text" in script and "artifacts/r$R-images" in script
+    assert "$OUT/r$R-text" in script and "$OUT/r$R-images" in script
     env = rate_stand_in(tmp_path, exe, em / "aggregated" / "scenario.json")
     work = tmp_path / "run"
     work.mkdir()
     subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, check=True, timeout=300)
-    halves = [json.loads((work / "artifacts" / f"r3.000-{p}" / "servesim_run.json").read_text()) for p in ("text", "images")]
+    arts = work / out_of(em / "aggregated" / "aiperf-sweep.sh")
+    halves = [json.loads((arts / f"r3.000-{p}" / "servesim_run.json").read_text()) for p in ("text", "images")]
     assert [(h["stream"]["part"], h["stream"]["requests"], h["stream"]["warmup_requests"]) for h in halves] == \
         [("text", 700, 70), ("images", 300, 30)]
     assert all((h["request_rate"], h["requests"], h["workload"]["multimodal"]["fraction"]) == (3.0, 1000, 0.3) for h in halves)
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pts = [p for p in rep["points"] if p["id"].startswith("r")]
     assert len(pts) == 1 and pts[0]["id"] == "r3.000" and pts[0]["requests"] == 1000, pts
     assert "1000 per-request records" in pts[0]["stream_note"], pts[0]
@@ -577,13 +636,13 @@ def test_an_images_pair_validates_as_one_stream(exe, tmp_path):
     assert all(abs(v) < 5 for v in pts[0]["error_pct"].values()), pts[0]["error_pct"]
     # Without per-request records: the request-weighted figures, said so.
     for p in ("text", "images"):
-        (work / "artifacts" / f"r3.000-{p}" / "profile_export.jsonl").unlink()
-    rep = json.loads(run(exe, "validate", work / "artifacts", "--format", "json", "--threads", 1))
+        (arts / f"r3.000-{p}" / "profile_export.jsonl").unlink()
+    rep = json.loads(run(exe, "validate", arts, "--format", "json", "--threads", 1))
     pt = [p for p in rep["points"] if p["id"] == "r3.000"][0]
     assert "weighted by their requests (700 and 300" in pt["stream_note"], pt
     # README's step 6 fits on the same folder (friction 52: it globbed artifacts/c*/, which an
     # open-loop check does not write): the pair is one measured point there too.
-    out = subprocess.run([exe, "calibrate", "e2e", work / "artifacts", "--output", tmp_path / "cal.json", "--folds", "1",
+    out = subprocess.run([exe, "calibrate", "e2e", arts, "--output", tmp_path / "cal.json", "--folds", "1",
                           "--threads", "1", "--parameters", "decode_scale"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "cal.json").read_text())["fitted_on"]["points"] == 1
@@ -623,10 +682,31 @@ def test_search_states_its_objective_in_words(exe):
     # field name, for a question asked in requests/s. 40 requests/s x 100-token answers = 4000 tok/s.
     head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
                "--itl-ms", 15, "--target-rps", 40, "--arrival", "poisson", "-q", "--threads", 1).splitlines()[0]
-    assert "objective: the cheapest deployment serving 4000 output tok/s (40 requests/s x OSL 100, poisson arrivals)" in head, head
+    assert "objective: the cheapest deployment serving 40 requests/s x OSL 100 = 4000 output tok/s, poisson arrivals (open loop)" \
+        in head, head
     head = run(exe, "search", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", 1000, "--osl", 100, "--ttft-ms", 300,
                "--itl-ms", 15, "--concurrency", "1,2", "-q", "--threads", 1).splitlines()[0]
     assert "objective: the most output tok/s per GPU under the SLO" in head and "target_tps" not in head, head
+
+
+def test_a_closed_loop_target_rate_is_named_where_the_target_is(exe):
+    # `search --target-rps 20` without --arrival (read off closed-loop sweeps) said only "serving 2000
+    # output tok/s": the rate the user gave was nowhere. Search, recommend and plan now name it, with
+    # the tok/s it makes (20 requests/s x 100-token answers = 2000 tok/s) and how it is read; a
+    # --target-tps target stays in tok/s alone.
+    load = ["--model", "llama-3.1-8b", "--isl", 1000, "--osl", 100, "--precision", "fp8", "--tp", 1, "--topology", "agg",
+            "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1,2", "-q", "--threads", 1]
+    head = run(exe, "search", "--gpu", "h200", *load, "--target-rps", 20).splitlines()[0]
+    assert "objective: the cheapest deployment serving 20 requests/s x OSL 100 = 2000 output tok/s, read off closed-loop" \
+        in head, head
+    rep = json.loads(run(exe, "search", "--gpu", "h200", *load, "--target-rps", 20, "--format", "json"))
+    assert (rep["objective"]["target_rps"], rep["objective"]["target_tps"]) == (20, 2000)
+    head = run(exe, "recommend", "--gpu", "h200", *load, "--target-rps", 20).splitlines()[0]
+    assert "ISL 1000 / OSL 100, 20 requests/s x OSL 100 = 2000 output tok/s under TTFT p90 <= 600 ms" in head, head
+    out = run(exe, "plan", "--instance", "p5en.48xlarge", "--nodes", 1, *load, "--target-rps", 20)
+    assert "target 20 requests/s x OSL 100 = 2000 output tok/s (clients per copy" in out, out
+    head = run(exe, "search", "--gpu", "h200", *load, "--target-tps", 2000).splitlines()[0]
+    assert "objective: the cheapest deployment serving 2000 output tok/s" in head and "requests/s" not in head, head
 
 
 def test_plan_chart_labels_a_planned_point_on_an_unlabelled_tick(exe, tmp_path):
@@ -647,3 +727,67 @@ def test_plan_chart_labels_a_planned_point_on_an_unlabelled_tick(exe, tmp_path):
         for ax in fig.axes[:2]:
             texts = [t.get_text() for t in ax.texts]
             assert (str(clients) in texts) != labelled, (clients, texts)
+
+
+def test_help_names_each_value_plainly(exe):
+    # --help glued each check's label onto the value's type: "--seed INT:INT" (two values?),
+    # "--target-tps FLOAT:NUMBER", "--tp INT:INT in [1 - 1048576]" (a range to type?). Every
+    # subcommand's --help now names a value INT, FLOAT, TEXT, FILE, DIR, PATH or its choices.
+    subs = ["list", "model", "memory", "min-gpus", "op", "calibrate", "step", "simulate", "sweep", "plan", "validate",
+            "search", "nccl", "recommend", "planner"]
+    for args in [["--help"]] + [[s, "--help"] for s in subs]:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        glued = re.findall(r"\b(?:INT|FLOAT|UINT|TEXT):\S*", out.stdout)
+        assert not glued, (args, glued)
+    sim = subprocess.run([exe, "simulate", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"--seed INT +Random seed", sim) and "--format {table,json}" in sim and "--scenario FILE" in sim, sim
+    # sweep --output said "instead of stdout", while the terminal still gets the table.
+    sweep = subprocess.run([exe, "sweep", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "instead of stdout" not in sweep and "the terminal still gets the table" in sweep, sweep
+    # The checks still run: a negative thread count is refused, naming what is valid.
+    out = subprocess.run([exe, "sweep", "--threads", "-1", "--concurrency", "1"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and ">= 0" in out.stderr, out.stderr
+
+
+def test_the_sweep_table_says_what_its_columns_hold(exe):
+    # A sweep's busy, batch and KV columns (a mean, a peak, the whole fleet's?) and tok/s/user were
+    # explained nowhere, and its band legend read "(a,b)" under cells written "(a-b)". Two TP1
+    # replicas and one client: one request at a time on the pair, so the mean batch of a running
+    # step is 1 and its tok/s/user is 1 / ITL.
+    out = run(exe, "sweep", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", 2, "--tp", 1, "--precision", "fp8",
+              "--isl", 1000, "--osl", 100, "--concurrency", "1", "--requests", 20, "-q")
+    assert "(a,b)" not in out and "(a-b): prediction band" in out, out
+    legend = next(l for l in out.splitlines() if l.startswith("tok/s/user:"))
+    for words in ("busy: share of the run a replica was running steps", "batch: sequences in a step",
+                  "KV: share of the replica's KV cache in use", "means over the replicas"):
+        assert words in legend, legend
+    cells = next(l for l in out.splitlines() if re.match(r"^\s+1\s", l)).split()
+    assert cells[-2] == "1.0", cells   # batch: one sequence in every running step
+    cols = json.loads(run(exe, "sweep", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus", 2, "--tp", 1, "--precision",
+                          "fp8", "--isl", 1000, "--osl", 100, "--concurrency", "1", "--requests", 20, "-q", "--format", "json"))
+    per_user, itl = float(cells[5]), cols["inter_token_latency_ms_avg"][0]   # after out tok/s, its band, tok/s/GPU
+    assert abs(per_user - 1000 / itl) < 0.02 * per_user, (per_user, itl)   # one client, steady steps: 1 / ITL
+    plan = run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5en.48xlarge", "--nodes", 1, "--tp", 1, "--precision",
+               "fp8", "--isl", 1000, "--osl", 100, "--ttft-ms", 600, "--itl-ms", 50, "--concurrency", "1", "--topology", "agg", "--target-tps", 100,
+               "-q", "--threads", 1)
+    assert "tok/s/user: mean over requests of 1 / ITL" in plan and "concurrency: clients of one copy of the topology" in plan
+
+
+def test_simulate_says_what_its_summary_figures_are(exe):
+    # simulate printed "little's law check ... = 63.12" with no unit, an input_sequence_length of
+    # 7280 for --isl 6000 with nothing saying why, and "simulated 169.91 s" (wall time?). A
+    # 1024x1024 image is 4 tiles of 512 + a thumbnail, 256 tokens each: 1280 vision tokens, so
+    # requests with the image read 6000 + 1280 = 7280 input tokens; Little's law: in flight =
+    # throughput x mean latency, at most the 64 clients.
+    out = run(exe, "simulate", "--model", "nemotron-3.5-super-vl", "--gpu", "b200", "--gpus", 8, "--tp", 1, "--precision",
+              "nvfp4", "--isl", 6000, "--osl", 600, "--images", "1024x1024", "--image-fraction", 0.3, "--concurrency", 64,
+              "--requests", 400, "-q")
+    isl = next(l for l in out.splitlines() if l.startswith("input_sequence_length ")).split()
+    assert (float(isl[3]), float(isl[-1])) == (6000.0, 7280.0), isl   # min text only, max text + 1280
+    assert "input_sequence_length: the prompt's text tokens + 1280 vision tokens on a request with images (30 % of requests)" in out
+    x = float(re.search(r"request_throughput +([0-9.]+) requests/sec", out).group(1))
+    w = float(next(l for l in out.splitlines() if l.startswith("request_latency ")).split()[2]) / 1e3
+    m = re.search(r"little's law check .* = ([0-9.]+) requests in flight on average \(closed loop: at most its 64 clients\)", out)
+    assert m and abs(float(m.group(1)) - x * w) < 0.05 and float(m.group(1)) <= 64, out
+    assert re.search(r"\(warm-up 0\); [0-9.]+ s of simulated serving", out), out

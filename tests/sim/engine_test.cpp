@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "common/error.hpp"
@@ -16,6 +17,14 @@
 
 namespace servesim::sim {
 namespace {
+
+// SimResult{} value-initialises each member from {} (copy-list-initialisation): a MetricsCollector
+// whose default constructor is explicit makes that ill-formed (GCC warned at sim/simulate.cpp's
+// what_ran_json, which passes SimResult{} to run_kind).
+template <class T>
+concept CopyListDefault = requires(void (*f)(T)) { f({}); };
+static_assert(CopyListDefault<MetricsCollector>);
+static_assert(!std::is_convertible_v<bool, MetricsCollector>);   // the flag stays explicit
 
 // Requests 1 and 2 of `input` prompt and `output` answer tokens.
 std::pair<workloads::RequestSpec, workloads::RequestSpec> two_requests(std::int64_t input, std::int64_t output) {
