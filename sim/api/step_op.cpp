@@ -12,6 +12,7 @@
 #include "models/step_cost.hpp"
 #include "sim/api/api.hpp"
 #include "sim/engine/engine_profile.hpp"
+#include "sim/engine/worker.hpp"
 #include "sim/resolve.hpp"
 
 namespace servesim::api {
@@ -226,6 +227,29 @@ nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
           {"bandwidth_bound_seconds", bytes / gpu.hbm_bw_bytes_per_s}};
 }
 
+// What the host books to launch each step's kernels under the engine's profile (the default
+// vLLM profile without --engine): the forward's kernel count, its block-FP8 linears, the per-kernel
+// and per-linear costs, and the launch time a Worker books for this decode and this prefill step
+// (0 for a full CUDA-graph replay). A step lasts at least its launch time; where the engine's
+// scheduler thread issues the kernels (TRT-LLM's PyExecutor) the next batch waits for them too.
+nlohmann::json launch_json(const StepArgs& a, const models::ModelSpec& m, const hw::GpuSpec& gpu, int tp,
+                           const models::StepCostModel& cost, const models::StepBatch& dec, const models::StepBatch& pre) {
+  const std::string name = a.engine.empty() ? "vllm" : a.engine;
+  const auto& p = sim::engine_profile(name, "--engine");
+  sim::EngineConfig cfg;
+  sim::apply_profile(p, m, gpu, nlohmann::json::object(), cfg, tp);
+  const sim::Worker w(cfg, cost, 1 << 20, {}, 0);
+  const auto lc = cost.launch_counts();
+  const double per_kernel = cfg.enforce_eager ? cfg.launch_per_kernel_eager_s : cfg.launch_per_kernel_s;
+  const double eager = w.launch_seconds(std::int64_t(1) << 40, false);   // beyond every graph: all from the host
+  return {{"engine_profile", p.name}, {"kernels", lc.kernels}, {"fp8_block_linears", lc.fp8_block_linears},
+          {"per_kernel_s", per_kernel}, {"per_fp8_block_linear_s", cfg.launch_per_fp8_block_linear_s},
+          {"eager_forward_s", eager},
+          {"decode_step_s", w.launch_seconds(dec.decode_seqs, true)},
+          {"prefill_step_s", w.launch_seconds(pre.prefill_tokens, false)},
+          {"on_scheduler_thread", cfg.launches_on_scheduler_thread}};
+}
+
 }  // namespace
 
 nlohmann::json step(const StepArgs& a) {
@@ -269,7 +293,7 @@ nlohmann::json step(const StepArgs& a) {
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep}, {"dp", a.dp},
           {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
           {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},
-          {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},
+          {"launch", launch_json(a, m, gpu, r.tp, *cost, dec, pre)}, {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},
           {"hbm_bytes_per_s", gpu.hbm_bw_bytes_per_s}};
 }
 

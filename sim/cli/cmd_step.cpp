@@ -21,6 +21,20 @@ void add_rows(Table& t, const std::string& step, const nlohmann::json& s) {
   t.add_row({step, "total", "", "", fixed(total * 1e3, 3), "100.0", fixed(bb * 1e3, 3), bb > 0 ? fixed(total / bb, 2) + "x bound" : "", "", "", ""});
 }
 
+// The host's launch time the engine books for these steps (not in the GPU times above).
+std::string launch_line(const nlohmann::json& l) {
+  const auto ms = [&](const char* k) { return fixed(l[k].get<double>() * 1e3, 2) + " ms"; };
+  const int linears = l["fp8_block_linears"].get<int>();
+  const double per_linear = l["per_fp8_block_linear_s"].get<double>();
+  return "launches (" + l["engine_profile"].get<std::string>() + "): a forward launches " +
+         std::to_string(l["kernels"].get<int>()) + " kernels (" + std::to_string(linears) + " block-FP8 linears" +
+         (linears > 0 && per_linear > 0 ? " at " + fixed(per_linear * 1e6, 1) + " us each" : std::string()) + ") at " +
+         fixed(l["per_kernel_s"].get<double>() * 1e6, 1) + " us a kernel: " + ms("eager_forward_s") +
+         " eagerly; booked: decode " + ms("decode_step_s") + ", prefill " + ms("prefill_step_s") +
+         " (a step lasts at least its launches" +
+         (l["on_scheduler_thread"].get<bool>() ? "; they hold the scheduler thread" : std::string()) + ")\n";
+}
+
 void run(const api::StepArgs& a, Format format) {
   const auto j = api::step(a);
   Table t({"step", "kind", "op", "layers", "ms", "%", "HBM-bound ms", "bound", "source", "kernel", "table"});
@@ -37,7 +51,7 @@ void run(const api::StepArgs& a, Format format) {
                      std::to_string(j["prefill_chunk"].get<std::int64_t>()) + " tokens\n" + t.render() +
                      "HBM-bound ms: the row's HBM bytes (weights touched, KV, state, activations) once at the datasheet " +
                      fixed(j["hbm_bytes_per_s"].get<double>() / 1e12, 2) + " TB/s; collectives and launch floors are the rest\n" +
-                     "kernel model: " + j["provenance"].get<std::string>() + "\n";
+                     launch_line(j["launch"]) + "kernel model: " + j["provenance"].get<std::string>() + "\n";
   emit(format, j, text);
 }
 

@@ -8,6 +8,7 @@
 #include "hwmodels/kernel_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "sim/api/api.hpp"
 #include "sim/engine/cluster.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/engine/worker.hpp"
@@ -243,4 +244,28 @@ TEST(Launch, MoeDecodeStepsPaddedToOneGraphPayTheirOwnRoutedTokens) {
     }
   }
   EXPECT_EQ(routed, 1);
+}
+
+// `servesim step` names the launches each step books. TRT-LLM 1.3, Llama-3.1-8B BF16 at TP4: a
+// forward launches 32 x 5 attention + 32 x 4 MLP + 64 all-reduces + 5 = 357 kernels, 8.25 ms at
+// the profile's 23.1 us; a context step runs eagerly (all 357), a decode of 1 replays its graph
+// (none), a decode of 33 has no graph (sizes 1-32, 64, 128, no padding) and launches all 357.
+TEST(Launch, StepReportsTheLaunchesEachStepBooks) {
+  api::StepArgs a;
+  a.model = "llama-3.1-8b";
+  a.gpu = "h200";
+  a.precision = "bf16";
+  a.tp = 4;
+  a.batch = 1;
+  a.context = 1024;
+  a.engine = "trtllm-1.3";
+  const auto l = api::step(a).at("launch");
+  EXPECT_EQ(l.at("kernels").get<int>(), 32 * 5 + 32 * 4 + 64 + 5);
+  EXPECT_EQ(l.at("fp8_block_linears").get<int>(), 0);
+  EXPECT_NEAR(l.at("eager_forward_s").get<double>(), 357 * 23.1e-6, 1e-12);
+  EXPECT_NEAR(l.at("prefill_step_s").get<double>(), 357 * 23.1e-6, 1e-12);
+  EXPECT_EQ(l.at("decode_step_s").get<double>(), 0.0);
+  EXPECT_TRUE(l.at("on_scheduler_thread").get<bool>());
+  a.batch = 33;
+  EXPECT_NEAR(api::step(a).at("launch").at("decode_step_s").get<double>(), 357 * 23.1e-6, 1e-12);
 }
