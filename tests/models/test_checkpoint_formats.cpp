@@ -52,6 +52,9 @@ TEST(CheckpointFormats, ReadFromQuantizationConfig) {
   EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5"), hw::Precision::nvfp4), "the published NVFP4 one, routed experts only");
   EXPECT_EQ(checkpoint_format_label(model("minimax-m2.5"), hw::Precision::bf16),
             "FP8 128x128 block, run as bf16, a format not among the published fp8_block, nvfp4");
+  // GLM-5's FP8 checkpoint is 128x128 block FP8 (zai-org/GLM-5-FP8's quantization_config: quant_method
+  // fp8, weight_block_size [128, 128]); the entry's default is the BF16 one.
+  EXPECT_EQ(checkpoint_format_label(model("glm-5"), hw::Precision::fp8_block), "the published FP8 128x128 block one");
 }
 
 // "fp8" asked of a block-FP8 checkpoint runs that checkpoint; a per-tensor FP8 model stays per tensor.

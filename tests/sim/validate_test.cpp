@@ -10,7 +10,11 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "models/memory.hpp"
 #include "models/model_spec.hpp"
+#include "sim/engine/engine_profile.hpp"
 #include "sim/simulate.hpp"
 #include "sim/validate/run_bands.hpp"
 #include "sim/validate/transfer.hpp"
@@ -857,6 +861,42 @@ TEST(Validate, Fp8LabelRunsTheCheckpointsBlockFormat) {
   EXPECT_EQ(precision("b_c8_"), "fp8_block");
   EXPECT_EQ(precision("c_c8_"), "fp8");
   EXPECT_FALSE(v::point_scenario(by_id(points, "a_c8_"), o, nullptr).contains("kv_cache_dtype"));
+}
+
+// Qwen3.5-397B-A17B's FP8 checkpoint is taken as 128x128 block FP8, as Qwen's Qwen3 FP8 releases
+// are (the catalogue entry's note: its own config is not at hand). A row naming it with a plain FP8
+// label runs fp8_block, and on TensorRT-LLM 1.3 (whose profile times block-FP8 GEMMs on its own
+// fp8_block rows) the o_proj of a full-attention layer at TP8 (m = 16 tokens, n = hidden 4,096,
+// k = 32 heads x 256 / 8 = 1,024) is the H200 row of TensorRT-LLM 1.3.0rc20's gemm.json:
+// fp8_block 16 x 4096 x 1024 = 0.005648 ms (the per-tensor fp8 row of that shape: 0.01325 ms).
+TEST(Validate, Qwen35Fp8CheckpointRunsBlockFp8) {
+  const auto path = std::filesystem::temp_directory_path() / "servesim_qwen35_fp8_rows.csv";
+  {
+    std::ofstream f(path);
+    f << kSiliconHeader
+      << "q_c16_,x; silicon_concurrency=16,trtllm,1.3.0rc20,Qwen/Qwen3.5-397B-A17B-FP8,h200_sxm,fp8,agg,1024,512,,,16,8,1,1,8,1,,,,,,,,,,,,,,,100,50\n";
+  }
+  const auto points = v::read_silicon_csv(path.string());
+  std::filesystem::remove(path);
+  v::Options o;
+  const auto s = v::point_scenario(by_id(points, "q_c16_"), o, nullptr);
+  EXPECT_EQ(s.at("model"), "qwen3.5-397b-a17b");
+  EXPECT_EQ(s.at("precision"), "fp8_block");
+  EXPECT_EQ(s.at("engine_profile"), "trtllm-1.3");
+
+  const auto& m = servesim::models::model("qwen3.5-397b-a17b");
+  EXPECT_EQ(servesim::models::checkpoint_format_label(m, servesim::hw::Precision::fp8_block),
+            "the published FP8 128x128 block one");
+  const int tp = 8;
+  const std::int64_t n = m.hidden, k = std::int64_t(m.heads) * m.head_dim / tp;
+  ASSERT_EQ(n, 4096);
+  ASSERT_EQ(k, 1024);
+  const auto& tables = servesim::sim::engine_profile(s.at("engine_profile").get<std::string>()).kernel_tables;
+  const auto& h200 = servesim::hw::Catalog::global().gpu("H200");
+  const auto t = servesim::hw::kernel_model(h200, tables).gemm(16, n, k, servesim::hw::Precision::fp8_block);
+  EXPECT_DOUBLE_EQ(t.seconds - t.cold_weights_s, 0.005648e-3);
+  EXPECT_EQ(t.kernel, "block-FP8 GEMM (the release's fp8_block rows)");
+  EXPECT_EQ(t.table, "TensorRT-LLM 1.3.0rc20 table");
 }
 
 // The harness's batch_size is a row's clients, or each attention-DP rank's share of them: 8 clients
