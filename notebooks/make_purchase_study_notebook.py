@@ -17,7 +17,7 @@ The question, as a buyer asks it: serve **Nemotron 3.5 Super VL** at **40 reques
 (diurnal), prompts of about **6,000 tokens**, **30 % of requests with one 1024×1024 image**,
 answers of about **600 tokens**, under **p90 TTFT < 1 s and p90 ITL < 60 ms**, on p5en (H200),
 p6-b200 (B200), p5 (H100), B300 or GB200. Which GPU, how many, which layout, what $/hour and
-$/M tokens, the charts for a manager, the files to deploy, and how to check after.
+$/M output tokens, the charts for a manager, the files to deploy, and how to check after.
 
 Everything below uses the README's workflow: `recommend` open loop at the peak rate, a check of
 the winner with an open-loop rate sweep, `emit`, then the checks after deploying. Every figure is
@@ -88,7 +88,7 @@ print(f"  at {best['rate_per_copy']:.2f} req/s per copy: TTFT p90 {best['ttft_ms
 runner_up = next(r for r in rec['recommendations'][1:] if r['gpu'] != best['gpu'] and '+' not in r['gpu'])
 print(f"runner-up: {runner_up['gpu']} {runner_up['label']}, {runner_up['nodes']} nodes, {runner_up['usd_per_hour']:.2f} USD/hour")
 print(best['what_ran']['calibration'][:200], '...')
-# $/M tokens assumes the peak around the clock; section 4 prices the day.
+# $/M output tokens assumes the peak around the clock; section 4 prices the day.
 """),
     md("""
 ## 3. Check the winner: an open-loop rate sweep

@@ -399,6 +399,7 @@ nlohmann::json what_ran_json(const WhatRan& w) {
     const models::Concurrency c = w.plan->concurrency(w.context_tokens);
     j["memory"] = {{"kv_blocks", w.plan->num_kv_blocks},
                    {"block_size", w.plan->block_size},
+                   {"requested_block_size", w.plan->kv.requested_block_size},
                    {"data_parallel_ranks", w.plan->dp},
                    {"context_tokens", w.context_tokens},
                    {"max_concurrent_seqs", c.seqs},
@@ -406,6 +407,36 @@ nlohmann::json what_ran_json(const WhatRan& w) {
   }
   j["calibration"] = w.calibration;
   return j;
+}
+
+nlohmann::json ttft_parts_ms(const TtftParts& p) {
+  const double n = p.requests > 0 ? 1e3 / double(p.requests) : NAN;
+  return {{"requests", p.requests},
+          {"queue", p.queue_s * n},
+          {"prefill", p.prefill_s * n},
+          {"handoff", p.handoff_s * n},
+          {"reserve_wait", p.reserve_s * n},
+          {"transfer", p.transfer_s * n},
+          {"first_decode_step", p.first_step_s * n},
+          {"ttft", p.ttft_s * n}};
+}
+
+std::string ttft_parts_text(const TtftParts& p) {
+  if (p.requests == 0) return "";
+  const double n = 1e3 / double(p.requests);
+  char b[400];
+  std::snprintf(b, sizeof b,
+                "TTFT avg in parts (%lld measured requests): queue %.2f + prefill %.2f + handoff %.2f + wait for decode KV room "
+                "%.2f + KV transfer %.2f + first decode step %.2f = %.2f ms\n",
+                static_cast<long long>(p.requests), p.queue_s * n, p.prefill_s * n, p.handoff_s * n, p.reserve_s * n,
+                p.transfer_s * n, p.first_step_s * n, p.ttft_s * n);
+  return b;
+}
+
+std::string hybrid_block_note(int requested_block_size, int block_size) {
+  if (block_size == requested_block_size) return "";
+  return " (hybrid model: raised from " + std::to_string(requested_block_size) +
+         " so one attention page holds a Mamba state page; servesim memory explains)";
 }
 
 std::string what_ran_text(const nlohmann::json& j) {
@@ -432,6 +463,9 @@ std::string what_ran_text(const nlohmann::json& j) {
     const auto& m = j["memory"];
     out += "  memory: " + std::to_string(m["kv_blocks"].get<std::int64_t>()) + " KV blocks x " +
            std::to_string(m["block_size"].get<int>()) + " tokens" +
+           (m.contains("requested_block_size")
+                ? hybrid_block_note(m["requested_block_size"].get<int>(), m["block_size"].get<int>())
+                : std::string()) +
            (m["data_parallel_ranks"].get<int>() > 1 ? " per attention-DP rank" : "") + " per replica; " +
            std::to_string(m["max_concurrent_seqs"].get<int>()) + " sequences of " +
            std::to_string(m["context_tokens"].get<std::int64_t>()) + " tokens at once (bound: " + str(m, "bound") + ")\n";
@@ -565,7 +599,8 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
                         {"bytes", t.bytes},
                         {"avg_ms", t.handoffs > 0 ? 1e3 * t.seconds / double(t.handoffs) : 0.0},
                         {"max_ms", 1e3 * t.max_seconds},
-                        {"max_in_flight", t.max_in_flight}};
+                        {"max_in_flight", t.max_in_flight},
+                        {"ttft_parts_ms_avg", ttft_parts_ms(t.ttft)}};
   }
   return j;
 }
@@ -688,6 +723,11 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
     band_cols("output_token_throughput", "output_tps", [](const SimResult& r) { return r.summary.output_token_throughput_per_s; });
   }
   if (std::any_of(results.begin(), results.end(), [](const SimResult& r) { return r.disaggregated; })) {
+    // The mean TTFT in its parts (they add up to the mean TTFT; ttft_parts_ms in sim/simulate.hpp).
+    for (const char* part : {"queue", "prefill", "handoff", "reserve_wait", "transfer", "first_decode_step"})
+      col(std::string("ttft_") + part + "_ms_avg", [part](const SimResult& r) {
+        return r.disaggregated ? ttft_parts_ms(r.transfers.ttft)[part].get<double>() : NAN;
+      });
     col("kv_transfers", [](const SimResult& r) { return double(r.transfers.handoffs); });
     col("kv_transfer_ms_avg", [](const SimResult& r) {
       return r.transfers.handoffs > 0 ? 1e3 * r.transfers.seconds / double(r.transfers.handoffs) : NAN;

@@ -123,6 +123,13 @@ struct WhatRan {
 nlohmann::json what_ran_json(const WhatRan& w);
 // The same as text lines ("ran: ..."), read back from the JSON so both say the same.
 std::string what_ran_text(const nlohmann::json& j);
+// " (hybrid: raised from R ...)" after a KV block size a hybrid model's page raised from the
+// engine's R tokens (vLLM unifies the attention page with the Mamba state page); "" otherwise.
+std::string hybrid_block_note(int requested_block_size, int block_size);
+// A disaggregated run's mean TTFT in parts, ms (queue, prefill, handoff, reserve_wait, transfer,
+// first_decode_step, and ttft, their sum), and the line simulate prints ("" without requests).
+nlohmann::json ttft_parts_ms(const TtftParts& p);
+std::string ttft_parts_text(const TtftParts& p);
 // The block of one simulated scenario.
 nlohmann::json what_ran_json(const Scenario& s, const SimResult& r);
 // The same before a run: the scenario as prepared (a topology's decode worker's memory plan).

@@ -503,7 +503,7 @@ def cost_figure(result, title=None, top=8):
         per_m = r.get("usd_per_million_output_tokens")
         layout = r.get("label", "").split(" seqs ")[0]   # "agg TP1 B200 nvfp4": the engine knobs are in the table
         ax.text(usd[i], i, f"  {usd[i]:,.2f} USD/h: {r['gpus']} GPUs, {r['nodes']} node{'s' if r['nodes'] != 1 else ''}"
-                           + (f", {per_m:.2f} USD/M tok" if per_m is not None else "") + f"\n  {layout}", va="center", fontsize=8)
+                           + (f", {per_m:.2f} USD/M output tok" if per_m is not None else "") + f"\n  {layout}", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per hour (catalogue prices or --price; hatched: disaggregated)")

@@ -214,13 +214,29 @@ namespace {
 
 // The step's parts, and its bandwidth bound: every row's HBM bytes (weights touched, KV, state,
 // activations) streamed once at the datasheet HBM bandwidth.
-nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu) {
+// The sampler row's name under each engine. Its time is one table whatever the engine: vLLM v1's
+// Sampler timed as PyTorch ops (hwmodels/data/sampler_h200.json). SGLang samples with FlashInfer by
+// default and TRT-LLM's PyExecutor with its TorchSampler (sampler_type auto, no beam search)
+// (../shared/reference/sglang-trtllm-engines.md A6, B1); neither is timed on its own.
+std::string sampler_kernel(sim::EngineKind k, const std::string& vllm_label) {
+  switch (k) {
+    case sim::EngineKind::sglang:
+      return "SGLang sampler (FlashInfer sampling by default; timed as vLLM's Sampler: the same PyTorch ops)";
+    case sim::EngineKind::trtllm:
+      return "TRT-LLM TorchSampler (sampler_type auto; timed as vLLM's Sampler: the same PyTorch ops)";
+    case sim::EngineKind::vllm: break;
+  }
+  return vllm_label;
+}
+
+nlohmann::json parts_json(const models::StepTime& t, const hw::GpuSpec& gpu, sim::EngineKind engine) {
   nlohmann::json a = nlohmann::json::array();
   double bytes = 0;
   for (const auto& p : t.parts) {
     bytes += p.hbm_bytes;
     a.push_back({{"kind", p.kind}, {"op", p.op}, {"seconds", p.seconds}, {"bound", p.bound}, {"source", p.source},
-                 {"layers", p.layers}, {"kernel", p.kernel}, {"table", p.table}, {"hbm_bytes", p.hbm_bytes},
+                 {"layers", p.layers}, {"kernel", p.kind == "sampler" ? sampler_kernel(engine, p.kernel) : p.kernel},
+                 {"table", p.table}, {"hbm_bytes", p.hbm_bytes},
                  {"bandwidth_bound_seconds", p.hbm_bytes / gpu.hbm_bw_bytes_per_s}});
   }
   return {{"seconds", t.seconds}, {"parts", a}, {"hbm_bytes", bytes},
@@ -277,6 +293,7 @@ nlohmann::json step(const StepArgs& a) {
   mc.max_num_batched_tokens = models::serve_max_num_batched_tokens(gpu);
   const auto plan = models::plan_memory(m, gpu, wp, par, mc);
   const auto cost = models::make_step_cost(m, gpu, wp, par, kv, tables_of(a.engine, "--engine"));
+  const auto engine = a.engine.empty() ? sim::EngineKind::vllm : sim::engine_profile(a.engine, "--engine").kind;
   models::StepBatch dec;
   dec.decode_seqs = a.batch;
   dec.decode_context_tokens = std::int64_t(a.batch) * a.context;
@@ -292,7 +309,7 @@ nlohmann::json step(const StepArgs& a) {
           {"quantized_experts_only", models::quantizes_experts_only(m, wp)},
           {"kv_cache_dtype", std::string(hw::to_string(kv))}, {"tp", r.tp}, {"pp", r.pp}, {"ep", a.ep}, {"dp", a.dp},
           {"defaults", r.notes},           {"batch", a.batch}, {"context", a.context}, {"prefill_chunk", c}, {"vision_tiles", a.vision_tiles},
-          {"decode", parts_json(cost->breakdown(dec), gpu)}, {"prefill", parts_json(cost->breakdown(pre), gpu)},
+          {"decode", parts_json(cost->breakdown(dec), gpu, engine)}, {"prefill", parts_json(cost->breakdown(pre), gpu, engine)},
           {"launch", launch_json(a, m, gpu, r.tp, *cost, dec, pre)}, {"provenance", cost->provenance()}, {"estimate", m.estimate}, {"kv_cache", kv_cache_json(plan, a.context)},
           {"hbm_bytes_per_s", gpu.hbm_bw_bytes_per_s}};
 }

@@ -117,10 +117,11 @@ void run_memory(const api::MemoryArgs& a, Format format) {
 void run_min_gpus(const api::MinGpusArgs& a, Format format) {
   const auto j = api::min_gpus(a);
   Table t({"gpu", "precision", "min_gpus", "tp x pp", "vendor", "run as", "max seqs @ctx", "note"});
-  int disagree = 0;
+  int disagree = 0, listed = 0;
   for (const auto& r : j) {
     const int mg = r["min_gpus"].get<int>();
     const bool vendor = !r["vendor_min_gpus"].is_null();
+    listed += vendor;
     if (vendor && r["vendor_min_gpus"].get<int>() != mg) ++disagree;
     t.add_row({str(r["gpu"]), str(r["precision"]), mg ? std::to_string(mg) : "none", num(r["tp"]) + "x" + num(r["pp"]),
                vendor ? num(r["vendor_min_gpus"]) : "-", str(r["run_as"]),
@@ -132,7 +133,10 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
   std::string text = "servesim min-gpus: " + m.name + ", precisions " + precs + ", policy " + a.policy + "\n" +
                      (a.precisions.empty() ? "(defaults: precisions " + precs + " (the checkpoint's, and nvfp4))\n"
                                            : std::string()) +
-                     t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n";
+                     t.render() + "policy: " + models::policy_text(models::parse_policy(a.policy)) + "\n" +
+                     (listed ? "vendor: the fewest GPUs the model's vendor lists for serving it with vLLM on that GPU and "
+                               "precision (its published table, for comparison; '-': not listed)\n"
+                             : "vendor: '-' in every row: servesim holds a vendor's minimum-GPU table only for nemotron-3.5-super-vl\n");
   if (disagree)
     text += "note: " + std::to_string(disagree) + " row(s) differ from the vendor's table (column 'vendor').\n";
   if (m.estimate) text += "note: " + m.note + "\n";

@@ -219,7 +219,7 @@ void run(const PlannerOpts& o) {
       out += "\n(priced per GPU-hour; the peak of " + std::to_string(peak) + " GPUs takes " + std::to_string(nodes) + " whole " +
              r.instance + " node" + (nodes > 1 ? "s" : "") + ": $" + amount(held_usd) + " over the " +
              compact(spec.profile.duration_s / 3600) + " h if held throughout)";
-      // The period's $ over its answers (requests x the mean answer), as recommend's $/M tok is at the peak around the clock.
+      // The period's $ over its answers (requests x the mean answer), as recommend's $/M output tok is at the peak around the clock.
       const double mtok = double(r.requests) * (r.roles.empty() ? 0.0 : r.roles.front().mean_answer_tokens) / 1e6;
       if (mtok > 0)
         out += "\n$ per million output tokens over the period (" + compact(mtok) + " M tokens: " + std::to_string(r.requests) +

@@ -434,7 +434,7 @@ std::string recommend_text(const nlohmann::json& j) {
   out += line;
   const std::int64_t shared = j.value("shared_prefix_tokens", std::int64_t{0});
   if (shared > 0) out += "Shared prefix: every prompt starts with the same " + std::to_string(shared) + " tokens (--shared-prefix-tokens)\n";
-  std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M tok",
+  std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M output tok",
                                    "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
                                    "TTFT " + stat + " ms", "ITL " + stat + " ms", open ? "served tok/s" : "capacity tok/s", "limited by"};
   if (shared > 0) cols.push_back("prefix hit");
@@ -495,6 +495,8 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "Cheapest" + as_run(best["copies"], best["gpus"]) + sim::what_ran_text(best["what_ran"]);
   }
   if (j["recommendations"].empty()) out += why_no_answer(j);
+  out += "$/M output tok: $/hour / (the target's output tokens/s x 3,600) x 10^6, the target held around the clock "
+         "(output tokens only, prompt tokens not counted; --target-rps R: R x OSL output tokens/s)\n";
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
          " figure; none shown: no measured runs of this kind\n";
@@ -675,7 +677,7 @@ void add_search_command(CLI::App& app) {
 void add_recommend_command(CLI::App& app) {
   auto o = std::make_shared<SearchOpts>();
   auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
-                                            "type and instance ($/hour, $/M tokens, power, headroom)");
+                                            "type and instance ($/hour, $ per million output tokens, power, headroom)");
   add_run_options(*c, *o, "Write the table: FILE.csv or FILE.json (the whole result)",
                   "Write the Pareto chart (SLO marked) to FILE.png and the $/hour of the cheapest deployment per GPU type to "
                   "FILE-cost.png (the chart for a manager)",

@@ -620,6 +620,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
              "(frontend.disaggregation; README, Validation)\n";
+    out += sim::ttft_parts_text(t.ttft);
   }
   if (s.calibration) {
     const auto k = sim::validate::run_kind(s, r);
@@ -645,7 +646,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              "fixed)\n";
   }
   out += std::string(r.disaggregated ? "KV blocks per decode worker: " : "KV blocks per replica: ") + std::to_string(r.kv_blocks) + " x " + std::to_string(r.plan.block_size) +
-         " tokens; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
+         " tokens" + sim::hybrid_block_note(r.plan.kv.requested_block_size, r.plan.block_size) + "; requests measured: " + std::to_string(m.request_count) + " (warm-up " +
          std::to_string(m.warmup_request_count) + "); " + fixed(m.duration_s, 2) + " s of simulated serving\n\n";
   Table t({"metric", "unit", "avg", "min", "p50", "p90", "p99", "max"});
   auto row = [&](const char* name, const char* unit, const sim::Stats& x) {
@@ -812,7 +813,9 @@ std::string sweep_columns_legend(bool disagg) {
                      "replica was running steps; batch: sequences in a step, KV: share of the replica's KV cache in use, both "
                      "time-weighted over its running steps; busy, batch and KV are means over the replicas") +
          (disagg ? " (decode and prefill workers alike); xfer avg / max ms: a request's KV handoff from its prefill to its decode "
-                   "worker\n"
+                   "worker; TTFT avg parts ms: the mean TTFT as queue + prefill + handoff (the framework's way from the "
+                   "prefill's end to the decode worker) + wait for decode KV room + KV transfer + first decode step "
+                   "(ttft_*_ms_avg in --format csv/json)\n"
                  : "\n");
 }
 
@@ -864,7 +867,7 @@ void run_sweep(const SimOpts& o) {
     const bool rate = spec.axis == sim::SweepSpec::Axis::request_rate;
     std::vector<std::string> head{cols.names[0], rate ? "served req/s" : "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p90 ms",
                                   "TTFT p99 ms", "ITL p50 ms", "ITL p90 ms", "ITL p99 ms", "busy", "batch", "KV"};
-    if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms"});
+    if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms", "TTFT avg parts ms"});
     Table t(head);
     for (std::size_t i = 0; i < cols.data[0].size(); ++i) {
       // A value with its prediction band, "120.30 (95.10-160.20)", when one exists.
@@ -881,7 +884,12 @@ void run_sweep(const SimOpts& o) {
                  banded("inter_token_latency_ms_p50", 2), ms(cols["inter_token_latency_ms_p90"][i]),
                  ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
                  fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
-      if (disagg) row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i])});
+      if (disagg) {
+        std::string parts;
+        for (const char* p : {"queue", "prefill", "handoff", "reserve_wait", "transfer", "first_decode_step"})
+          parts += (parts.empty() ? "" : "+") + fixed(cols[std::string("ttft_") + p + "_ms_avg"][i], 1);
+        row.insert(row.end(), {ms(cols["kv_transfer_ms_avg"][i]), ms(cols["kv_transfer_ms_max"][i]), parts});
+      }
       t.add_row(row);
     }
     table = sim::what_ran_text(ran) + t.render() + "(a-b): prediction band, " + sim::validate::band_legend() +

@@ -244,6 +244,8 @@ void DisaggregatedCluster::step_end(int w, double now_s) {
       const std::int32_t h = sched.request(o.slot).client;
       Handle& x = handles_[static_cast<std::size_t>(h)];
       x.cached = sched.request(o.slot).cached_tokens;
+      x.prefill_start_s = sched.request(o.slot).scheduled_s;
+      x.prefill_done_s = now_s;
       if (kv_) kv_->finished(x.spec.id);   // its prefill is done: no longer the prefill worker's active work
       const int d = pick(shape_.prefill.count, shape_.decode.count) - shape_.prefill.count;
       x.decode = d;
@@ -335,6 +337,7 @@ void DisaggregatedCluster::handoff(std::int32_t h, int d, double now_s) {
   VllmScheduler& dsched = workers_[static_cast<std::size_t>(shape_.prefill.count + d)].scheduler();
   --inbound_[static_cast<std::size_t>(shape_.prefill.count + d)];
   untouched_[static_cast<std::size_t>(d)] = 0;
+  x.handed_s = now_s;
   x.dslot = dsched.add_transferred(ds, now_s, now_s, h, x.warmup);
   start_reserved_pulls(d, now_s);
   dsched.clear_outputs();
@@ -350,6 +353,7 @@ void DisaggregatedCluster::transfer_done(std::uint64_t tag, double now_s) {
     return;
   }
   const double s = now_s - x.pull_start_s;
+  x.pull_done_s = now_s;
   ++tstats_.handoffs;
   tstats_.seconds += s;
   tstats_.max_seconds = std::max(tstats_.max_seconds, s);
@@ -379,6 +383,17 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
     metrics_->measure_workers_from(x.sent_s);
   }
   metrics_->add(rec);
+  if (!x.warmup) {   // its TTFT in parts (they add up to rec.first_token_s - x.sent_s)
+    TtftParts& p = tstats_.ttft;
+    ++p.requests;
+    p.queue_s += x.prefill_start_s - x.sent_s;
+    p.prefill_s += x.prefill_done_s - x.prefill_start_s;
+    p.handoff_s += x.handed_s - x.prefill_done_s;
+    p.reserve_s += x.pull_start_s - x.handed_s;
+    p.transfer_s += x.pull_done_s - x.pull_start_s;
+    p.first_step_s += rec.first_token_s - x.pull_done_s;
+    p.ttft_s += rec.first_token_s - x.sent_s;
+  }
   if (sink_) {   // the request as its client saw it
     Request r;
     r.id = x.spec.id;

@@ -64,12 +64,23 @@ struct DisaggShape {
   std::uint64_t seed = 0;
 };
 
+// Where a measured request's TTFT went, summed over the measured requests (seconds). The parts
+// of one request add up to its TTFT exactly: sent -> first scheduled on its prefill worker
+// (router, encoder, queue) -> prefill done -> the framework's handoff to its decode worker ->
+// KV room reserved there -> KV + state pulled -> the decode worker's first client token.
+struct TtftParts {
+  std::int64_t requests = 0;
+  double queue_s = 0, prefill_s = 0, handoff_s = 0, reserve_s = 0, transfer_s = 0, first_step_s = 0;
+  double ttft_s = 0;                        // the same requests' TTFTs, summed
+};
+
 struct TransferStats {
   std::int64_t handoffs = 0;
   double bytes = 0;
   double seconds = 0;                       // summed handoff durations (pull start -> done)
   double max_seconds = 0;
   int max_in_flight = 0;
+  TtftParts ttft;                           // measured requests only (no warm-up)
 };
 
 class DisaggregatedCluster;
@@ -107,6 +118,7 @@ class DisaggregatedCluster {
   struct Handle {                            // one request across the workers it visits
     workloads::RequestSpec spec;
     double sent_s = 0, first_s = 0, second_s = 0, pull_start_s = 0;
+    double prefill_start_s = 0, prefill_done_s = 0, handed_s = 0, pull_done_s = 0;   // TTFT's parts
     bool warmup = false;
     int prefill = -1, decode = -1;
     std::int32_t pslot = -1, dslot = -1;

@@ -18,7 +18,7 @@ set_tests_properties(cli_search_bad_gpu PROPERTIES PASS_REGULAR_EXPRESSION "serv
 add_test(NAME cli_recommend COMMAND ${SS} recommend --model nemotron-3-nano --gpu h100,h200 --isl 1000 --osl 100 --concurrency 1,16
          --requests 40 --ttft-ms 400 --itl-ms 25 --tp 1,2 --pd-ratios 1:1 --same-gpu --target-tps 20000)
 set_tests_properties(cli_recommend PROPERTIES PASS_REGULAR_EXPRESSION
-  "\\$/M tok.*H[12]00 +p5.*TDP, an upper bound.*prediction band")
+  "\\$/M output tok.*H[12]00 +p5.*\\$/M output tok: \\$/hour / \\(the target's output tokens/s x 3,600\\) x 10\\^6.*TDP, an upper bound.*prediction band")
 add_test(NAME cli_nccl COMMAND ${SS} nccl --instance p5en.48xlarge --nodes 2)
 set_tests_properties(cli_nccl PROPERTIES PASS_REGULAR_EXPRESSION
   "16 x H200.*mpirun --allow-run-as-root -np 16 -N 8 .*all_reduce_perf -b 8 -e 16G -f 2.*busbw")

@@ -322,7 +322,7 @@ def test_recommend_plot_writes_the_managers_cost_chart(exe, tmp_path):
     names = [t.get_text() for t in ax.get_yticklabels()]
     assert len(names) == 8 and all(any(n.startswith(g + "\n") for n in names) for g in ("H100", "H200", "B200"))
     labels = [t.get_text() for t in ax.texts]
-    assert "  100.00 USD/h: 8 GPUs, 1 node, 27.78 USD/M tok\n  agg TP1 X fp8" in labels
+    assert "  100.00 USD/h: 8 GPUs, 1 node, 27.78 USD/M output tok\n  agg TP1 X fp8" in labels
 
 
 def test_open_loop_predicted_csv_marks_the_copies_that_fall_behind(exe, tmp_path):
