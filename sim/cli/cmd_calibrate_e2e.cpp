@@ -49,7 +49,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--train-fraction", o->train_fraction,
                 "Fit on a random share of the points (e.g. 0.33) and report the error of the others before and after");
   c->add_flag("--shrink", o->shrink,
-              "Where the fit does not pass the cross-validation gate in both TTFT and TPOT, try it shrunk toward the priors "
+              "Where a fit of 12 points or more does not pass the cross-validation gate in both TTFT and TPOT, try it shrunk toward the priors "
               "(each parameter by a weight from its points' curvature against its prior's) at strengths 2, 4, 8 and 16, and "
               "apply the weakest that passes, before keeping the priors per metric");
   c->add_option("--harness", o->harness, "Engine flags of CSV points: aic (default) or serve (as validate)");

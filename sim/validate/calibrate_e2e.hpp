@@ -48,9 +48,9 @@ struct E2eOptions {
   // In (0, 1): fit on a random share of the points only and report the error of the others, before
   // and after (the "measure a few, predict the rest" check); 0: fit on all.
   double train_fraction = 0;
-  // Where the fit does not pass the gate in both metrics, try it shrunk toward the priors
-  // (shrink_weight) at strengths 2, 4, 8 and 16, and apply the weakest whose nested folds pass, before
-  // the gate's keep-or-take per metric.
+  // Where the fit of 12 points or more does not pass the gate in both metrics, try it shrunk toward
+  // the priors (shrink_weight) at strengths 2, 4, 8 and 16, and apply the weakest whose nested folds
+  // pass, before the gate's keep-or-take per metric.
   bool shrink = false;
 };
 
