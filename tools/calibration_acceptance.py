@@ -131,6 +131,7 @@ def one(servesim, header, pts, seed, tmp, extra):
     return {"seed": seed, "train": len(train), "held_out": len(test),
             "ttft": [before[0], after[0]], "tpot": [before[1], after[1]],
             "kept_priors": bool(cv.get("kept_priors")),
+            "shrinkage": cv.get("shrinkage"),
             "priors_kept_for": cv.get("priors_kept_for", []),
             "anchored": bool(cal.get("first_token_floor_anchored")),
             "parameters": {p["name"]: [p["prior"], p["value"], p["sd"]] for p in cal["parameters"]},
@@ -166,9 +167,10 @@ def main():
                                                  "case-insensitive)")
     ap.add_argument("--max-points", type=int, default=0, help="skip groups with more points (0: none skipped)")
     ap.add_argument("--parameters", default="", help="passed to calibrate e2e --parameters")
+    ap.add_argument("--shrink", action="store_true", help="pass calibrate e2e --shrink (shrinkage in place of the gate)")
     ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
     a = ap.parse_args()
-    extra = ["--parameters", a.parameters] if a.parameters else []
+    extra = (["--parameters", a.parameters] if a.parameters else []) + (["--shrink"] if a.shrink else [])
     header, groups = groups_of(a.csv, a.engine, "agg")
     seeds = [int(s) for s in a.seeds.split(",") if s]
     results = []
@@ -193,7 +195,9 @@ def main():
         print(f"{name} | {len(pts)} | " + " | ".join(cells), flush=True)
         for r in results:   # the set the nested cross-validation and the gate chose, with its fitted values
             if r["group"] == name:
-                print(f"  seed {r['seed']} chose: " + (", ".join(f"{c} {r['parameters'][c][1]:.3g}" for c in r["chosen"]) or "nothing (priors)"),
+                sh = r.get("shrinkage")
+                at = f" (shrinkage strength {sh['strength'] if sh['strength'] is not None else 'priors'})" if sh else ""
+                print(f"  seed {r['seed']} chose{at}: " + (", ".join(f"{c} {r['parameters'][c][1]:.3g}" for c in r["chosen"]) or "nothing (priors)"),
                       flush=True)
         if a.json:   # after every group: a long run stopped part way keeps what it measured
             with open(a.json, "w") as f:

@@ -113,7 +113,7 @@ nlohmann::json sweep(const nlohmann::json& scenario, std::string_view axis, cons
 // statistic, threads, seed, model_file). The CLI's --format json document.
 nlohmann::json validate(const nlohmann::json& args);
 // `servesim calibrate e2e`: inputs (paths), output (profile file, optional), the bench results' setup
-// (model, gpu, tp, precision, engine), parameters, folds, train_fraction, threads, seed, harness.
+// (model, gpu, tp, precision, engine), parameters, folds, train_fraction, shrink, threads, seed, harness.
 // Returns the report with the profile ("profile") and its text ("text").
 nlohmann::json calibrate_e2e(const nlohmann::json& args);
 

@@ -14,7 +14,7 @@ namespace servesim::api {
 nlohmann::json calibrate_e2e(const nlohmann::json& args) {
   namespace v = sim::validate;
   static const std::vector<std::string> known{"inputs", "output", "model", "model_file", "gpu", "tp", "precision", "engine",
-                                              "parameters", "folds", "train_fraction", "threads", "seed", "harness"};
+                                              "parameters", "folds", "train_fraction", "shrink", "threads", "seed", "harness"};
   if (!args.is_object()) throw Error("calibrate_e2e()", "", "expected keyword arguments");
   for (const auto& [k, _] : args.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
@@ -58,6 +58,7 @@ nlohmann::json calibrate_e2e(const nlohmann::json& args) {
   e.folds = static_cast<int>(folds);
   e.train_fraction = r.number_or("train_fraction", 0);
   if (!(e.train_fraction >= 0 && e.train_fraction < 1)) r.fail("train_fraction", "must be in [0, 1)");
+  e.shrink = r.boolean_or("shrink", false);
   e.only = option_list(r.string_or("parameters", ""), "calibrate_e2e(): parameters");
   // An empty list would read as "not given", i.e. silently as the default set.
   if (r.has("parameters") && e.only.empty())

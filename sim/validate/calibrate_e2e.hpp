@@ -48,7 +48,17 @@ struct E2eOptions {
   // In (0, 1): fit on a random share of the points only and report the error of the others, before
   // and after (the "measure a few, predict the rest" check); 0: fit on all.
   double train_fraction = 0;
+  // Where the fit of 12 points or more does not pass the gate in both metrics, try it shrunk toward
+  // the priors (shrink_weight) at strengths 2, 4, 8 and 16, and apply the weakest whose nested folds
+  // pass, before the gate's keep-or-take per metric.
+  bool shrink = false;
 };
+
+// The share of its fitted distance from the prior a parameter keeps at shrinkage `strength` c, given
+// the points' curvature h and the prior's p (the diagonal of the fit's J'J, data rows and prior rows):
+// the posterior mean with the likelihood counted 1 / c as much, (h + p) / (h + c p). 1 at c = 1; h = 0
+// (points that do not inform it): 1 / c; h = p at c = 4: 0.4.
+double shrink_weight(double h, double p, double strength);
 
 struct E2eResult {
   CalibrationProfile profile;

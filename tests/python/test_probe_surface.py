@@ -708,6 +708,8 @@ def test_probe_round_three(exe, tmp_path):
     for bad in (None, 5, []):
         with pytest.raises(servesim.Error, match="calibrate_e2e"):
             servesim.calibrate_e2e(bad)
+    with pytest.raises(servesim.Error, match="shrink: expected true or false"):
+        servesim.calibrate_e2e("points.csv", shrink="yes")
     # R7: a user's own vllm-serve.sh in the --emit folder is never replaced.
     mine = tmp_path / "mine"
     mine.mkdir()

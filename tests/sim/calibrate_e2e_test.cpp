@@ -110,6 +110,33 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
 }
 
+// Shrinkage by hand: the posterior mean with the points counted 1 / c as much keeps (h + p) / (h + c p)
+// of the fit's distance from the prior. No shrinkage at c = 1; a parameter the points do not inform
+// (h = 0) keeps 1 / c; one informed as much as by its prior (h = p) keeps 2 / 5 at c = 4; one the points
+// pin nine times harder than the prior (h = 9 p) keeps 10 / 13 at c = 4.
+TEST(CalibrateE2e, ShrinkageKeepsTheTemperedPosteriorShareOfTheFit) {
+  EXPECT_DOUBLE_EQ(v::shrink_weight(3.0, 0.5, 1), 1.0);
+  EXPECT_DOUBLE_EQ(v::shrink_weight(0.0, 0.5, 8), 1.0 / 8);
+  EXPECT_DOUBLE_EQ(v::shrink_weight(0.5, 0.5, 4), 0.4);
+  EXPECT_DOUBLE_EQ(v::shrink_weight(4.5, 0.5, 4), 10.0 / 13);
+}
+
+// A fit that passes the gate in both metrics is not shrunk: --shrink gives the 1.3x GEMM cluster's
+// factor as it gives it without (12 points, the fewest --shrink considers).
+TEST(CalibrateE2e, ShrinkageLeavesAFitThatPassesTheGate) {
+  const std::string csv = synthetic_csv(1.3, "0.19.0", "gemm_scale", {512, 1024, 4096});
+  v::Options o;
+  o.threads = 2;
+  v::E2eOptions e;
+  e.only = {"gemm_scale"};
+  e.folds = 2;
+  const v::E2eResult plain = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
+  e.shrink = true;
+  const v::E2eResult shrunk = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
+  EXPECT_EQ(shrunk.profile.parameter("gemm_scale")->value, plain.profile.parameter("gemm_scale")->value) << shrunk.text;
+  EXPECT_FALSE(shrunk.profile.cross_validation.contains("shrinkage")) << shrunk.text;
+}
+
 // The cluster spends a fixed 1.5 ms of GPU time on every step beyond what the kernel tables sum
 // (launch gaps, an op outside the graphs): the fit of step_gpu_ms alone comes back 1.5 ms within
 // 2 % (its prior, 0 ms and 2 ms wide, pulls it by ~0.25 / 26 of the way at 8 points whose TPOT of
