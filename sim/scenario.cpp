@@ -118,6 +118,10 @@ TopologySpec parse_topology(const JsonReader& t) {
   x.prefill_tp = static_cast<int>(int_in(t, "prefill_tp", 0, 0, 1024));
   x.decode_tp = static_cast<int>(int_in(t, "decode_tp", 0, 0, 1024));
   x.encode_tp = static_cast<int>(int_in(t, "encode_tp", 0, 0, 1024));
+  x.prefill_dp = static_cast<int>(int_in(t, "prefill_dp", 0, 0, 1024));
+  x.decode_dp = static_cast<int>(int_in(t, "decode_dp", 0, 0, 1024));
+  x.prefill_ep = static_cast<int>(int_in(t, "prefill_ep", 0, 0, 1 << 16));
+  x.decode_ep = static_cast<int>(int_in(t, "decode_ep", 0, 0, 1 << 16));
   x.prefill_instance = t.string_or("prefill_instance", "");
   x.decode_instance = t.string_or("decode_instance", "");
   x.prefill_gpu = t.string_or("prefill_gpu", "");
@@ -128,7 +132,8 @@ TopologySpec parse_topology(const JsonReader& t) {
   if (!x.decode_instance.empty() && !x.decode_gpu.empty()) t.fail("decode_gpu", "give decode_instance or decode_gpu, not both");
   if (!x.disaggregated)
     for (const char* k : {"prefill_workers", "decode_workers", "encode_workers", "prefill_tp", "decode_tp", "encode_tp",
-                          "prefill_instance", "decode_instance", "prefill_gpu", "decode_gpu", "prefill_nodes", "decode_nodes"})
+                          "prefill_dp", "decode_dp", "prefill_ep", "decode_ep", "prefill_instance", "decode_instance",
+                          "prefill_gpu", "decode_gpu", "prefill_nodes", "decode_nodes"})
       if (t.has(k)) t.fail(k, "applies to \"kind\": \"disagg\" only");
   return x;
 }
@@ -137,8 +142,9 @@ TopologySpec parse_topology(const JsonReader& t) {
 
 const std::vector<std::string>& topology_keys() {
   static const std::vector<std::string> k{"kind", "instance", "nodes", "replicas", "prefill_workers", "decode_workers",
-                                          "encode_workers", "prefill_tp", "decode_tp", "encode_tp", "prefill_instance",
-                                          "decode_instance", "prefill_gpu", "decode_gpu", "prefill_nodes", "decode_nodes"};
+                                          "encode_workers", "prefill_tp", "decode_tp", "encode_tp", "prefill_dp", "decode_dp",
+                                          "prefill_ep", "decode_ep", "prefill_instance", "decode_instance", "prefill_gpu",
+                                          "decode_gpu", "prefill_nodes", "decode_nodes"};
   return k;
 }
 
@@ -269,7 +275,32 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
                                        std::string(s.par.dp > 1 ? " x data_parallel_size (" : " (") +
                                        std::to_string(s.par.moe_group()) + ") within a replica");
   if (s.par.dp > 1 && s.par.pp > 1) j.fail("data_parallel_size", "attention data parallelism with pipeline stages is not modelled; use pipeline_parallel_size 1");
+  if (s.topology.disaggregated) {
+    const JsonReader t = j.object("topology");
+    struct Role {
+      const char* name;
+      int tp, dp, ep;
+    };
+    for (const Role& r : {Role{"prefill", s.topology.prefill_tp, s.topology.prefill_dp, s.topology.prefill_ep},
+                          Role{"decode", s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep}}) {
+      const models::Parallelism p = role_parallelism(s, r.tp, r.dp, r.ep);
+      if (p.ep != 1 && p.ep != p.moe_group())
+        t.fail(std::string(r.name) + "_ep", std::string("must be 1 (experts sharded by TP) or the ") + r.name + " worker's TP x DP (" +
+                                                std::to_string(p.tp) + " x " + std::to_string(p.dp) + " = " +
+                                                std::to_string(p.moe_group()) + ")");
+      if (p.dp > 1 && p.pp > 1)
+        t.fail(std::string(r.name) + "_dp", "attention data parallelism with pipeline stages is not modelled; use pipeline_parallel_size 1");
+    }
+  }
   return s;
+}
+
+models::Parallelism role_parallelism(const Scenario& s, int tp, int dp, int ep) {
+  models::Parallelism p = s.par;
+  if (tp > 0) p.tp = tp;
+  if (dp > 0) p.dp = dp;
+  p.ep = ep > 0 ? ep : (s.par.ep > 1 ? p.moe_group() : 1);
+  return p;
 }
 
 nlohmann::json read_scenario_file(const std::string& path) {

@@ -29,6 +29,9 @@ struct TopologySpec {
   int replicas = 0;                        // aggregated: 0 = as many as the nodes hold
   int prefill_workers = 1, decode_workers = 1, encode_workers = 0;
   int prefill_tp = 0, decode_tp = 0, encode_tp = 0;   // 0 = tensor_parallel_size
+  // Attention data-parallel ranks of a prefill / decode worker (0 = data_parallel_size) and its
+  // expert parallelism (0 = the scenario's: EP on spans the role's TP x DP GPUs; else 1 or TP x DP).
+  int prefill_dp = 0, decode_dp = 0, prefill_ep = 0, decode_ep = 0;
   // Roles on other GPU types: an instance name, or a GPU name (its first catalogue instance).
   std::string prefill_instance, decode_instance, prefill_gpu, decode_gpu;
   int prefill_nodes = 0, decode_nodes = 0;           // 0 = the fewest that hold the role
@@ -63,6 +66,11 @@ struct Scenario {
 
 // Parses and validates the scenario JSON text. `file` names it in errors; relative paths in the
 // workload (traces, schedules) resolve against its folder.
+// The layout of a disaggregated role: the scenario's, with the role's own TP, DP and EP where the
+// topology gives them (0 = the scenario's). EP on (the role's or the scenario's) spans the role's
+// TP x DP GPUs: one MoE group per worker.
+models::Parallelism role_parallelism(const Scenario& s, int tp, int dp, int ep);
+
 Scenario parse_scenario(std::string_view json_text, const std::string& file);
 Scenario load_scenario(const std::string& path);
 // The JSON of a file; every parse failure (syntax, numbers out of range) as servesim::Error.

@@ -75,12 +75,10 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.kv_router = s.kv_router;
   d.seed = s.workload.seed;
   TopologyChoice c;
-  c.agg = c.prefill = c.decode = c.encode = s.par;
-  if (t.prefill_tp) c.prefill.tp = t.prefill_tp;
-  if (t.decode_tp) c.decode.tp = t.decode_tp;
-  if (t.encode_tp) c.encode.tp = t.encode_tp;
-  for (auto* p : {&c.prefill, &c.decode, &c.encode})
-    if (p->ep > 1) p->ep = p->tp;   // EP follows each role's TP
+  c.agg = s.par;
+  c.prefill = role_parallelism(s, t.prefill_tp, t.prefill_dp, t.prefill_ep);
+  c.decode = role_parallelism(s, t.decode_tp, t.decode_dp, t.decode_ep);
+  c.encode = role_parallelism(s, t.encode_tp, 0, 0);
   if (t.disaggregated) {
     c.kind = TopologyChoice::Kind::disaggregated;
     c.prefill_workers = t.prefill_workers;
@@ -114,9 +112,9 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   if (t.nodes > 0) return build(t.nodes);
   // The fewest nodes that hold the workers (first fit may need more than GPUs / GPUs per node).
   const int per = d.instance->gpus;
-  const int gpus = t.disaggregated ? c.prefill_workers * c.prefill.tp * c.prefill.pp + c.decode_workers * c.decode.tp * c.decode.pp +
-                                         c.encode_workers * c.encode.tp * c.encode.pp
-                                   : std::max(1, t.replicas) * c.agg.tp * c.agg.pp;
+  const int gpus = t.disaggregated ? c.prefill_workers * c.prefill.gpus() + c.decode_workers * c.decode.gpus() +
+                                         c.encode_workers * c.encode.gpus()
+                                   : std::max(1, t.replicas) * c.agg.gpus();
   const int lo = std::max(1, (gpus + per - 1) / per);
   for (int n = lo; n < lo + 8; ++n) {
     try {
@@ -203,6 +201,19 @@ Prepared prepare(const Scenario& s) {
                                                std::to_string(m.experts) + " experts of " + m.name);
   if (s.par.pp > static_cast<int>(m.layers.size()))
     throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
+  if (s.topology.disaggregated) {
+    const TopologySpec& t = s.topology;
+    for (const auto& [role, par] : {std::pair{"prefill", role_parallelism(s, t.prefill_tp, t.prefill_dp, t.prefill_ep)},
+                                    std::pair{"decode", role_parallelism(s, t.decode_tp, t.decode_dp, t.decode_ep)}}) {
+      if (par.dp > 1 && m.count(models::LayerKind::moe) == 0)
+        throw Error(f, std::string("topology.") + role + "_dp",
+                    "attention data parallelism shares MoE layers across ranks, and " + m.name +
+                        " has none: give the role more workers instead");
+      if (par.ep > 1 && !divides(par.ep, m.experts))
+        throw Error(f, std::string("topology.") + role + "_ep",
+                    std::to_string(par.ep) + " does not divide the " + std::to_string(m.experts) + " experts of " + m.name);
+    }
+  }
   p.engine = resolved_engine(s, m, *p.gpu);
   p.frontend = resolved_frontend(s);
   if (!s.workload.multimodal.empty() && !m.has_vision)

@@ -59,7 +59,7 @@ struct SimOpts {
   // topology on instances (scenario "topology" object)
   std::string topology, instance, prefill_instance, decode_instance, prefill_gpu, decode_gpu, mtp_acceptance;
   std::optional<int> nodes, replicas, prefill_workers, decode_workers, encode_workers, prefill_tp, decode_tp, encode_tp,
-      prefill_nodes, decode_nodes, num_speculative_tokens;
+      prefill_dp, decode_dp, prefill_ep, decode_ep, prefill_nodes, decode_nodes, num_speculative_tokens;
   // simulate
   std::string export_dir;
   Format format = Format::table;
@@ -167,6 +167,10 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--prefill-tp", o.prefill_tp, "TP of prefill workers (default --tp)")->group(g);
   c.add_option("--decode-tp", o.decode_tp, "TP of decode workers (default --tp)")->group(g);
   c.add_option("--encode-tp", o.encode_tp, "TP of encode workers (default --tp)")->group(g);
+  c.add_option("--prefill-dp", o.prefill_dp, "Attention data-parallel ranks of a prefill worker (MoE models; default --dp)")->group(g);
+  c.add_option("--decode-dp", o.decode_dp, "Attention data-parallel ranks of a decode worker (MoE models; default --dp)")->group(g);
+  c.add_option("--prefill-ep", o.prefill_ep, "Expert parallelism of a prefill worker: 1 or its TP x DP (default: as --ep)")->group(g);
+  c.add_option("--decode-ep", o.decode_ep, "Expert parallelism of a decode worker: 1 or its TP x DP (default: as --ep)")->group(g);
   c.add_option("--prefill-instance", o.prefill_instance, "Instance type of prefill (and encode) workers")->group(g);
   c.add_option("--decode-instance", o.decode_instance, "Instance type of decode workers")->group(g);
   c.add_option("--prefill-gpu", o.prefill_gpu, "GPU of prefill workers (its first catalogue instance)")->group(g);
@@ -178,8 +182,8 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
 // The "topology" object from the flags (on top of the scenario's, if any).
 void apply_topology(const SimOpts& o, nlohmann::json& j) {
   const bool any = !o.topology.empty() || !o.instance.empty() || o.nodes || o.replicas || o.prefill_workers ||
-                   o.decode_workers || o.encode_workers || o.prefill_tp || o.decode_tp || o.encode_tp ||
-                   !o.prefill_instance.empty() || !o.decode_instance.empty() || !o.prefill_gpu.empty() ||
+                   o.decode_workers || o.encode_workers || o.prefill_tp || o.decode_tp || o.encode_tp || o.prefill_dp ||
+                   o.decode_dp || o.prefill_ep || o.decode_ep || !o.prefill_instance.empty() || !o.decode_instance.empty() || !o.prefill_gpu.empty() ||
                    !o.decode_gpu.empty() || o.prefill_nodes || o.decode_nodes;
   if (!any) return;
   if (!j.contains("topology") || j["topology"].is_null()) j["topology"] = nlohmann::json::object();
@@ -188,7 +192,7 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
   if (!o.topology.empty()) t["kind"] = o.topology;
   const bool disagg = text::lower(t.value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
   const bool role_flags = o.prefill_workers || o.decode_workers || o.encode_workers || o.prefill_tp || o.decode_tp ||
-                          o.encode_tp || !o.prefill_instance.empty() || !o.decode_instance.empty() ||
+                          o.encode_tp || o.prefill_dp || o.decode_dp || o.prefill_ep || o.decode_ep || !o.prefill_instance.empty() || !o.decode_instance.empty() ||
                           !o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_nodes || o.decode_nodes;
   if (role_flags && !disagg) throw Error("--topology", "", "prefill/decode/encode flags need --topology disagg");
   auto set = [&](const char* key, const auto& v) {
@@ -206,6 +210,10 @@ void apply_topology(const SimOpts& o, nlohmann::json& j) {
   set("prefill_tp", o.prefill_tp);
   set("decode_tp", o.decode_tp);
   set("encode_tp", o.encode_tp);
+  set("prefill_dp", o.prefill_dp);
+  set("decode_dp", o.decode_dp);
+  set("prefill_ep", o.prefill_ep);
+  set("decode_ep", o.decode_ep);
   set_s("prefill_instance", o.prefill_instance);
   set_s("decode_instance", o.decode_instance);
   set_s("prefill_gpu", o.prefill_gpu);
@@ -775,7 +783,7 @@ void check_block_memory(const sim::Scenario& s) {
   const int per_worker = std::max(1, s.par.tp * s.par.pp * s.par.dp);
   const double workers = p.deployment ? std::max(1.0, double(p.deployment->gpus()) / per_worker) : double(std::max(1, p.replicas));
   const double blocks_each =
-      p.deployment ? double(p.deployment->kv_blocks()) * p.deployment->memory_plan().dp : double(p.plan.num_kv_blocks) * p.plan.dp;
+      p.deployment ? double(p.deployment->kv_blocks()) : double(p.plan.num_kv_blocks) * p.plan.dp;
   const double need = workers * blocks_each * 40.0;
   double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
   rlimit lim{};

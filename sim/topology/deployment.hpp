@@ -105,7 +105,7 @@ class Deployment {
   bool disaggregated() const { return topo_.kind == TopologyChoice::Kind::disaggregated; }
   bool mixed_instances() const { return placement_->groups().size() > 1; }
   int gpus() const { return placement_->gpus_used(); }
-  std::int64_t kv_blocks() const { return memory_plan().num_kv_blocks; }
+  std::int64_t kv_blocks() const { return memory_plan().num_kv_blocks * memory_plan().dp; }   // every attention-DP rank's pool
   // The memory plan of a replica (disaggregated: of a decode worker).
   const models::MemoryPlan& memory_plan() const { return disaggregated() ? decode_.plan : agg_.plan; }
   const Placement& placement() const { return *placement_; }

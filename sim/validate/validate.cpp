@@ -240,20 +240,21 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   if (mode == "disagg") {
     if (p.prefill_workers < 1 || p.decode_workers < 1)
       cannot("disaggregated point without prefill/decode worker counts (prefill_num_workers, decode_num_workers blank)");
-    if (p.prefill_dp > 1 || p.decode_dp > 1)
-      cannot("attention data parallelism in a disaggregated role (prefill " + std::to_string(p.prefill_dp) + ", decode " +
-             std::to_string(p.decode_dp) + ") not modelled");
+    // Each role: TP x attention-DP GPUs a worker, its MoE layers sharded over them by TP (EP 1) or
+    // by expert (EP = TP x DP), as an aggregated replica's (ep_of).
     const int ptp = std::max(1, p.prefill_tp), dtp = std::max(1, p.decode_tp);
+    const int pdp = std::max(1, p.prefill_dp), ddp = std::max(1, p.decode_dp);
     const int ppp = std::max(1, p.prefill_pp), dpp = std::max(1, p.decode_pp);
     if (ppp != dpp)
       cannot("prefill PP " + std::to_string(ppp) + " and decode PP " + std::to_string(dpp) + " differ (servesim: one PP for both roles)");
-    const int pep = ep_of(p.prefill_moe_ep, ptp, "prefill "), dep = ep_of(p.decode_moe_ep, dtp, "decode ");
-    if ((pep > 1) != (dep > 1)) cannot("expert parallelism in one role only not modelled (EP follows TP in every role)");
-    ep = dep > 1 ? dtp : 1;
+    if ((pdp > 1 || ddp > 1) && dpp > 1) cannot("attention data parallelism with PP " + std::to_string(dpp) + " not modelled");
+    const int pep = ep_of(p.prefill_moe_ep, ptp, "prefill ", pdp), dep = ep_of(p.decode_moe_ep, dtp, "decode ", ddp);
+    ep = 1;   // each role's own (topology prefill_ep / decode_ep)
     s["tensor_parallel_size"] = dtp;
     s["pipeline_parallel_size"] = dpp;
     s["topology"] = {{"kind", "disagg"}, {"prefill_workers", p.prefill_workers}, {"decode_workers", p.decode_workers},
-                     {"prefill_tp", ptp}, {"decode_tp", dtp}};
+                     {"prefill_tp", ptp}, {"decode_tp", dtp}, {"prefill_dp", pdp}, {"decode_dp", ddp},
+                     {"prefill_ep", pep}, {"decode_ep", dep}};
   } else if (mode == "agg" || mode.empty()) {
     const int tp = std::max(1, p.tp), pp = std::max(1, p.pp), dp = std::max(1, p.attention_dp);
     // The harness's batch is its clients (batch_size = C) or their share of an attention-DP rank

@@ -6,6 +6,7 @@
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
+#include "sim/simulate.hpp"
 #include "sim/topology/deployment.hpp"
 
 namespace servesim::sim {
@@ -405,6 +406,55 @@ TEST(Disagg, StretchesCutByAnotherWorkersStepResumeWithTheSameResults) {
   workloads::WorkloadConfig w = closed(48, 1000, 200, 150);
   w.osl = workloads::LengthDist::normal_of(200, 60);
   expect_stretches_change_nothing(t, w, 198);
+}
+
+
+// Attention data parallelism per role: a decode worker of TP1 x DP8 ranks with its experts spread
+// over the eight (EP8) beside a TP8 EP8 prefill worker, DeepSeek-V3 NVFP4 on two B200 nodes: 8 + 8
+// GPUs, each decode rank its own KV pool (the worker holds 8 of a rank's plan), the label as given.
+TEST(Disagg, AttentionDpDecodeWorkerHoldsEveryRanksPool) {
+  const Scenario s = parse_scenario(R"({"model": "deepseek-v3", "gpu": "b200", "precision": "nvfp4", "tp": 8, "ep": 8,
+      "topology": {"kind": "disagg", "prefill_workers": 1, "decode_workers": 1, "decode_tp": 1, "decode_dp": 8},
+      "workload": {"concurrency": 16, "isl": 1024, "osl": 32, "requests": 32, "warmup_requests": 0}})",
+                                    "t");
+  const models::Parallelism d = role_parallelism(s, s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep);
+  EXPECT_EQ(d.tp, 1);
+  EXPECT_EQ(d.dp, 8);
+  EXPECT_EQ(d.ep, 8);   // EP on spans the role's TP x DP GPUs
+  const SimResult r = simulate(s);
+  EXPECT_EQ(r.gpus, 16);
+  EXPECT_NE(r.deployment.find("1 x prefill TP8 EP8, 1 x decode TP1 DP8 EP8"), std::string::npos) << r.deployment;
+  EXPECT_EQ(r.plan.dp, 8);
+  EXPECT_EQ(r.kv_blocks, 8 * r.plan.num_kv_blocks);
+  EXPECT_EQ(r.summary.request_count, 32);
+}
+
+// data_parallel_size with a disaggregated topology gives every role DP ranks, and expert
+// parallelism follows each role's TP x DP (it once followed its TP alone: EP 1 on TP1 DP8).
+TEST(Disagg, ScenarioDpAndEpCarryIntoEveryRole) {
+  const Scenario s = parse_scenario(R"({"model": "deepseek-v3", "gpu": "b200", "precision": "nvfp4", "tp": 1, "dp": 8, "ep": 8,
+      "topology": {"kind": "disagg", "prefill_tp": 2, "decode_ep": 1},
+      "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})",
+                                    "t");
+  const models::Parallelism p = role_parallelism(s, s.topology.prefill_tp, s.topology.prefill_dp, s.topology.prefill_ep);
+  EXPECT_EQ(p.gpus(), 16);
+  EXPECT_EQ(p.ep, 16);
+  EXPECT_EQ(role_parallelism(s, s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep).ep, 1);
+}
+
+TEST(Disagg, RoleExpertParallelismOtherThanItsGpusIsOneClearError) {
+  try {
+    parse_scenario(R"({"model": "deepseek-v3", "gpu": "b200", "tp": 1,
+        "topology": {"kind": "disagg", "decode_dp": 8, "decode_ep": 4},
+        "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})",
+                   "f.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "topology.decode_ep");
+    EXPECT_NE(e.reason().find("1 x 8 = 8"), std::string::npos) << e.reason();
+  }
+  EXPECT_THROW(parse_scenario(R"({"model": "deepseek-v3", "topology": {"kind": "agg", "decode_dp": 8},
+      "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})", "f.json"), Error);
 }
 
 }  // namespace

@@ -837,6 +837,42 @@ const std::string kSiliconHeader =
     "decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,"
     "silicon_ttft_ms,silicon_tpot_ms\n";
 
+// A disaggregated row's roles run their own layout: TP x attention-DP GPUs a worker, its MoE
+// layers by expert (EP = TP x DP) or by TP (EP 1), as the AIC columns give them per role.
+TEST(Validate, DisaggregatedRolesRunTheirOwnAttentionDpAndExperts) {
+  // prefill: workers, TP, PP, DP, MoE TP, MoE EP; decode: the same
+  auto row = [](const std::string& id, const std::string& prefill, const std::string& decode) {
+    return id + ",x; silicon_concurrency=64,sglang,0.5.8.post1,deepseek-ai/DeepSeek-V3,b200_sxm,fp4,disagg,1024,1024,,,,,,,,,," +
+           prefill + ",," + decode + ",300,20\n";
+  };
+  const auto path = std::filesystem::temp_directory_path() / "servesim_disagg_dp_rows.csv";
+  {
+    std::ofstream f(path);
+    f << kSiliconHeader << row("dp_c64_", "1,1,1,4,1,4", "1,1,1,8,1,8") << row("ep1_c64_", "2,4,1,1,4,1", "1,1,1,8,1,8")
+      << row("bad_c64_", "1,1,1,4,1,4", "1,1,1,8,1,2");
+  }
+  const auto points = v::read_silicon_csv(path.string());
+  std::filesystem::remove(path);
+  v::Options o;
+  const auto t = v::point_scenario(by_id(points, "dp_c64_"), o, nullptr).at("topology");
+  EXPECT_EQ(t.at("prefill_tp"), 1);
+  EXPECT_EQ(t.at("prefill_dp"), 4);
+  EXPECT_EQ(t.at("prefill_ep"), 4);
+  EXPECT_EQ(t.at("decode_dp"), 8);
+  EXPECT_EQ(t.at("decode_ep"), 8);
+  const auto u = v::point_scenario(by_id(points, "ep1_c64_"), o, nullptr).at("topology");   // EP in the decode role only
+  EXPECT_EQ(u.at("prefill_workers"), 2);
+  EXPECT_EQ(u.at("prefill_tp"), 4);
+  EXPECT_EQ(u.at("prefill_ep"), 1);
+  EXPECT_EQ(u.at("decode_ep"), 8);
+  try {
+    v::point_scenario(by_id(points, "bad_c64_"), o, nullptr);
+    FAIL() << "expected: not modellable";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("decode MoE expert parallel size 2 with TP 1 x DP 8"), std::string::npos) << e.what();
+  }
+}
+
 // A row's FP8 label runs the checkpoint's FP8 scaling: AIC's fp8_block quantisation modes, or a
 // model_path naming a "-FP8" checkpoint whose only published FP8 format is 128x128 blocks
 // (Qwen3-235B-A22B-FP8), run fp8_block (vLLM's "auto" KV cache stays BF16 on Hopper); the BF16
