@@ -121,8 +121,8 @@ TEST(CalibrateE2e, ShrinkageKeepsTheTemperedPosteriorShareOfTheFit) {
   EXPECT_DOUBLE_EQ(v::shrink_weight(4.5, 0.5, 4), 10.0 / 13);
 }
 
-// A fit that passes the gate in both metrics is not shrunk: --shrink gives the 1.3x GEMM cluster's
-// factor as it gives it without (12 points, the fewest --shrink considers).
+// A fit that passes the gate in both metrics is not shrunk: shrinkage (the default) gives the 1.3x GEMM
+// cluster's factor as --no-shrink gives it (12 points, the fewest shrinkage considers).
 TEST(CalibrateE2e, ShrinkageLeavesAFitThatPassesTheGate) {
   const std::string csv = synthetic_csv(1.3, "0.19.0", "gemm_scale", {512, 1024, 4096});
   v::Options o;
@@ -130,6 +130,8 @@ TEST(CalibrateE2e, ShrinkageLeavesAFitThatPassesTheGate) {
   v::E2eOptions e;
   e.only = {"gemm_scale"};
   e.folds = 2;
+  EXPECT_TRUE(e.shrink);   // the default
+  e.shrink = false;
   const v::E2eResult plain = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
   e.shrink = true;
   const v::E2eResult shrunk = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
