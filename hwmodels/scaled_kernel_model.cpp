@@ -43,7 +43,11 @@ class Scaled final : public KernelModel {
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim, int head_v_dim) const override {
     return b_.gdn(decode, batch, seq, k_heads, v_heads, head_k_dim, head_v_dim);
   }
-  OpTime tp_all_reduce(double bytes, int gpus) const override { return scaled(b_.tp_all_reduce(bytes, gpus), s_.communication); }
+  OpTime tp_all_reduce(double bytes, int gpus) const override {
+    OpTime t = b_.tp_all_reduce(bytes, gpus);
+    const bool custom = t.kernel.starts_with("vLLM custom all-reduce");
+    return scaled(std::move(t), s_.communication * (custom ? s_.custom_allreduce : 1));
+  }
   OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
     return b_.mamba_scan(batch, seqlen, heads, head_dim, d_state, groups);
   }
@@ -66,7 +70,12 @@ class Scaled final : public KernelModel {
                   "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g, decode x%.3g, "
                   "decode attention x%.3g",
                   s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill, s_.decode, s_.decode_attention);
-    return b_.provenance() + buf;
+    std::string s = b_.provenance() + buf;
+    if (s_.custom_allreduce != 1) {   // named only when it applies: profiles without it print as before
+      std::snprintf(buf, sizeof buf, ", vLLM custom all-reduce x%.3g", s_.custom_allreduce);
+      s += buf;
+    }
+    return s;
   }
 
  private:

@@ -19,11 +19,15 @@ namespace servesim::hw {
 // decode: prefill's counterpart on bandwidth-bound work, whatever its family: decode attention whole,
 // and a GEMM or MoE query of m tokens with weight 512 / (m + 512) (a decode batch of 16 takes 97 % of
 // it, a 4,096-token chunk 11 %): a cluster whose HBM-bound steps differ from the tables more than its
-// prefill (the two together are a prefill and a decode time scale).
+// prefill (the two together are a prefill and a decode time scale). custom_allreduce: a further
+// factor on the TP all-reduces timed as vLLM's custom all-reduce (the kernel vLLM picks below its size
+// limit: a decode step's messages, and on Hopper TP 2-4 prefill chunks up to 8 MiB), on top of
+// communication.
 struct KernelScales {
-  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1, decode = 1;
+  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1, decode = 1, custom_allreduce = 1;
   bool identity() const {
-    return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1 && decode == 1;
+    return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1 && decode == 1 &&
+           custom_allreduce == 1;
   }
   bool operator==(const KernelScales&) const = default;
 };

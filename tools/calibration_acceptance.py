@@ -167,10 +167,10 @@ def main():
                                                  "case-insensitive)")
     ap.add_argument("--max-points", type=int, default=0, help="skip groups with more points (0: none skipped)")
     ap.add_argument("--parameters", default="", help="passed to calibrate e2e --parameters")
-    ap.add_argument("--shrink", action="store_true", help="pass calibrate e2e --shrink (shrinkage in place of the gate)")
+    ap.add_argument("--no-shrink", action="store_true", help="pass calibrate e2e --no-shrink (the gate alone, no shrinkage toward the priors)")
     ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
     a = ap.parse_args()
-    extra = (["--parameters", a.parameters] if a.parameters else []) + (["--shrink"] if a.shrink else [])
+    extra = (["--parameters", a.parameters] if a.parameters else []) + (["--no-shrink"] if a.no_shrink else [])
     header, groups = groups_of(a.csv, a.engine, "agg")
     seeds = [int(s) for s in a.seeds.split(",") if s]
     results = []

@@ -384,7 +384,7 @@ def calibrate_e2e(inputs, output=None, **kw):
     bench_serving JSONL, silicon-sample CSV); ``output`` writes the profile (for ``calibration=`` in
     :func:`simulate`, :func:`sweep`, :func:`validate`, or "calibration" in a scenario). ``kw``: model,
     model_file, gpu, tp, precision, engine (the setup of bench results that do not carry it), parameters
-    (comma-separated names), folds, train_fraction, shrink (``--shrink``), threads, seed, harness. Returns a dict: the fitted
+    (comma-separated names), folds, train_fraction, shrink (default True; False is ``--no-shrink``), threads, seed, harness. Returns a dict: the fitted
     ``parameters`` (prior, value, sd), ``cross_validation`` (median |error| before / after), ``held_out``
     (with train_fraction), the ``profile`` itself and its ``text``. The GIL is released while it runs."""
     import os

@@ -58,7 +58,7 @@ nlohmann::json calibrate_e2e(const nlohmann::json& args) {
   e.folds = static_cast<int>(folds);
   e.train_fraction = r.number_or("train_fraction", 0);
   if (!(e.train_fraction >= 0 && e.train_fraction < 1)) r.fail("train_fraction", "must be in [0, 1)");
-  e.shrink = r.boolean_or("shrink", false);
+  e.shrink = r.boolean_or("shrink", true);
   e.only = option_list(r.string_or("parameters", ""), "calibrate_e2e(): parameters");
   // An empty list would read as "not given", i.e. silently as the default set.
   if (r.has("parameters") && e.only.empty())

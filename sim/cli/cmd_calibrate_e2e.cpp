@@ -21,7 +21,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
     sim::validate::BenchSetup setup;
     int folds = 5, threads = 0;
     double train_fraction = 0;
-    bool shrink = false;
+    bool shrink = false, no_shrink = false;
     std::uint64_t seed = 1;
     Format format = Format::table;
   };
@@ -48,10 +48,13 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--folds", o->folds, "Cross-validation folds (default 5; at most one per point)")->check(CLI::Range(1, 50));
   c->add_option("--train-fraction", o->train_fraction,
                 "Fit on a random share of the points (e.g. 0.33) and report the error of the others before and after");
-  c->add_flag("--shrink", o->shrink,
-              "Where a fit of 12 points or more does not pass the cross-validation gate in both TTFT and TPOT, try it shrunk toward the priors "
-              "(each parameter by a weight from its points' curvature against its prior's) at strengths 2, 4, 8 and 16, and "
-              "apply the weakest that passes, before keeping the priors per metric");
+  auto* no_shrink = c->add_flag(
+      "--no-shrink", o->no_shrink,
+      "Leave a fit that does not pass the cross-validation gate to the gate alone (per metric: applied or the priors). By default a "
+      "fit of 12 points or more that does not pass it in both TTFT and TPOT is tried shrunk toward the priors (each parameter by "
+      "a weight from its points' curvature against its prior's) at strengths 2, 4, 8 and 16, and the weakest that passes applies");
+  c->add_flag("--shrink", o->shrink, "The default (shrinkage where the fit does not pass the gate); kept for scripts that name it")
+      ->excludes(no_shrink);
   c->add_option("--harness", o->harness, "Engine flags of CSV points: aic (default) or serve (as validate)");
   add_threads_option(*c, o->threads);
   c->add_option("--seed", o->seed, "Random seed of every run and of the fold split");
@@ -75,7 +78,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
     e.folds = o->folds;
     e.only = api::option_list(o->parameters, "--parameters");
     e.train_fraction = o->train_fraction;
-    e.shrink = o->shrink;
+    e.shrink = !o->no_shrink;
     const v::E2eResult r = v::calibrate_e2e(pts, opt, e);
     sim::CalibrationProfile prof = r.profile;
     prof.file = std::filesystem::path(o->output).filename().string();

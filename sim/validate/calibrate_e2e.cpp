@@ -18,6 +18,7 @@
 #include "common/splitmix.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
 #include "sim/engine/engine_profile.hpp"
 
@@ -81,6 +82,14 @@ const Param kParams[] = {
     // (MiniMax-M2.5 H100 vLLM 0.18's training third wanted it faster, 0.92x, its held-out 8k-token
     // prompts slower).
     {"decode_attention_scale", 0, 0.25, 0.05, true, "gpu+engine", false},
+    // vLLM's custom all-reduce alone, on top of communication_scale: the kernel vLLM runs for a TP
+    // all-reduce below its size limit (vllm-engine.md section 4), a decode step's messages, where the
+    // prefill's large ones run NCCL or torch symm-mem. Freed by default only where the points span TP
+    // <= 2 and TP >= 4 on a Hopper GPU (vLLM): there the split's uncalibrated TPOT is TP-shaped, decode
+    // at TP 4-8 predicted 5.0-6.8 % short and TP 1-2 within 3.2 % (gpt-oss-120b H100 / H200 vLLM 0.18),
+    // and 1.5x on this kernel alone took TP 4 / 8 to -0.6 to -2.3 %; Qwen3-32B H100 vLLM 0.12's TP 4 / 8
+    // sit +0.8 / +2.4 %, the other way. The width, 0.4 (a factor of 1.5 at one sd), is that spread.
+    {"custom_allreduce_scale", 0, 0.40, 0.05, true, "gpu+engine"},
     {"step_cpu_factor", 0, 0.70, 0.10, true, "gpu+engine"},   {"step_overhead_factor", 0, 0.30, 0.10, true, "gpu+engine"},
     // GPU time per step beyond the kernels the tables sum (launch gaps, an op outside the graphs, a
     // synchronisation, the sampler's host round trip): it adds to every step, where the engine core's
@@ -553,7 +562,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Every point must run, on one GPU and one engine.
   const Report plain = run(points, o);
   std::set<std::string> gpus, engines, models;
-  bool moe = false, tp = false, closed = false;
+  bool moe = false, tp = false, closed = false, tp_low = false, tp_high = false;
   for (const auto& p : plain.points) {
     if (!p.unmodellable.empty()) throw Error(p.measured.source, "", "cannot place this run: " + p.unmodellable);
     if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
@@ -564,6 +573,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                                                                : models::model(p.model);
     moe = moe || m.count(models::LayerKind::moe) > 0;
     tp = tp || p.measured.tp > 1 || p.measured.decode_tp > 1;
+    const int dtp = p.measured.decode_tp > 0 ? p.measured.decode_tp : p.measured.tp;   // the decode's TP (what the kernel serves)
+    tp_low = tp_low || dtp <= 2, tp_high = tp_high || dtp >= 4;
     // spread_factor is a factor on the engine profile's closed-loop answer-length spread: where that is
     // 0 (the synchronous vLLM 0.11-0.12 profiles, whose measured loops stay in lockstep) no point sees it.
     double spread = 0;
@@ -582,6 +593,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   if (gpus.size() > 1) throw Error("calibrate e2e", "gpu", "points on several GPUs (" + list(gpus) + "): calibrate one GPU at a time");
   if (engines.size() > 1) throw Error("calibrate e2e", "engine", "points of several engines (" + list(engines) + "): one at a time");
 
+  const bool hopper = hw::Catalog::global().gpu(*gpus.begin()).arch == "hopper", vllm = *engines.begin() == "vllm";
   std::vector<const Param*> ps;
   for (const auto& p : kParams) {
     const std::string n = p.name;
@@ -589,7 +601,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       if (std::find(e.only.begin(), e.only.end(), n) != e.only.end()) ps.push_back(&p);
       continue;
     }
-    if ((n == "moe_scale" && !moe) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed)) continue;
+    if ((n == "moe_scale" && !moe) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
+        (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)))
+      continue;
     if (!p.by_default) continue;
     ps.push_back(&p);
   }

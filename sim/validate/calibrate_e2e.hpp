@@ -50,8 +50,8 @@ struct E2eOptions {
   double train_fraction = 0;
   // Where the fit of 12 points or more does not pass the gate in both metrics, try it shrunk toward
   // the priors (shrink_weight) at strengths 2, 4, 8 and 16, and apply the weakest whose nested folds
-  // pass, before the gate's keep-or-take per metric.
-  bool shrink = false;
+  // pass, before the gate's keep-or-take per metric. On by default (--no-shrink: the gate alone).
+  bool shrink = true;
 };
 
 // The share of its fitted distance from the prior a parameter keeps at shrinkage `strength` c, given

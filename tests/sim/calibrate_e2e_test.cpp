@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
+#include "hwmodels/kernel_model.hpp"
+#include "hwmodels/scaled_kernel_model.hpp"
 #include "sim/calibration.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -121,8 +124,8 @@ TEST(CalibrateE2e, ShrinkageKeepsTheTemperedPosteriorShareOfTheFit) {
   EXPECT_DOUBLE_EQ(v::shrink_weight(4.5, 0.5, 4), 10.0 / 13);
 }
 
-// A fit that passes the gate in both metrics is not shrunk: --shrink gives the 1.3x GEMM cluster's
-// factor as it gives it without (12 points, the fewest --shrink considers).
+// A fit that passes the gate in both metrics is not shrunk: shrinkage (the default) gives the 1.3x GEMM
+// cluster's factor as --no-shrink gives it (12 points, the fewest shrinkage considers).
 TEST(CalibrateE2e, ShrinkageLeavesAFitThatPassesTheGate) {
   const std::string csv = synthetic_csv(1.3, "0.19.0", "gemm_scale", {512, 1024, 4096});
   v::Options o;
@@ -130,6 +133,8 @@ TEST(CalibrateE2e, ShrinkageLeavesAFitThatPassesTheGate) {
   v::E2eOptions e;
   e.only = {"gemm_scale"};
   e.folds = 2;
+  EXPECT_TRUE(e.shrink);   // the default
+  e.shrink = false;
   const v::E2eResult plain = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
   e.shrink = true;
   const v::E2eResult shrunk = v::calibrate_e2e(v::read_silicon_csv(csv), o, e);
@@ -258,6 +263,8 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   p.step_gpu_ms = 1.2345678912;
   p.parameters.push_back({"decode_attention_scale", 1, 1.1765432198, 0.05, "x", "gpu+engine"});
   p.kernels.decode_attention = 1.1765432198;
+  p.parameters.push_back({"custom_allreduce_scale", 1, 1.4321987654, 0.1, "x", "gpu+engine"});
+  p.kernels.custom_allreduce = 1.4321987654;
   const std::string file = ::testing::TempDir() + "round_trip_profile.json";
   {
     std::ofstream f(file);
@@ -277,6 +284,27 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
   EXPECT_EQ(back.request_latency_ms, p.request_latency_ms);
   EXPECT_EQ(back.step_gpu_ms, p.step_gpu_ms);
   EXPECT_EQ(back.kernels.decode_attention, p.kernels.decode_attention);
+  EXPECT_EQ(back.kernels.custom_allreduce, p.kernels.custom_allreduce);
+}
+
+// custom_allreduce_scale acts on the TP all-reduces timed as vLLM's custom all-reduce alone: on 4
+// H200s a 64 KiB message (a decode step's: 16 tokens x 2,048 hidden x 2 bytes) is under its 8 MiB
+// Hopper limit and takes exactly 1.5x as long; a 16 MiB one (a prefill chunk's) runs torch symm-mem and
+// does not move. A profile's factor reaches the run on its GPU.
+TEST(CalibrateE2e, CustomAllReduceFactorScalesThatKernelAlone) {
+  namespace hw = servesim::hw;
+  const auto& base = hw::kernel_model(hw::Catalog::global().gpu("H200"));
+  hw::KernelScales s;
+  s.custom_allreduce = 1.5;
+  const auto scaled = hw::scaled_kernel_model(base, s);
+  const auto small = base.tp_all_reduce(65536, 4), big = base.tp_all_reduce(16.0 * 1024 * 1024, 4);
+  EXPECT_TRUE(small.kernel.starts_with("vLLM custom all-reduce")) << small.kernel;
+  EXPECT_FALSE(big.kernel.starts_with("vLLM custom all-reduce")) << big.kernel;
+  EXPECT_DOUBLE_EQ(scaled->tp_all_reduce(65536, 4).seconds, 1.5 * small.seconds);
+  EXPECT_EQ(scaled->tp_all_reduce(16.0 * 1024 * 1024, 4).seconds, big.seconds);
+  const auto a = servesim::sim::applicable(servesim::sim::parse_calibration(profile_json("h200", "custom_allreduce_scale", 1.5), "p.json"),
+                                           "h200", "vllm-0.19", "llama-3.1-8b");
+  EXPECT_EQ(a.kernels.custom_allreduce, 1.5);
 }
 
 // decode_attention_scale acts on decode attention alone: one client's first token (a prefill step of
