@@ -1003,6 +1003,9 @@ struct Calibration::Lazy {
         s.seconds = positive(p, "ms") * 1e-3;
         if (p.has("ms_eager")) s.eager_seconds = positive(p, "ms_eager") * 1e-3;
         s.kernel = kid;
+        if (d.family == "moe")
+          f.moe_shapes.push_back({p.number("hidden"), p.number("inter"), p.number("topk"), p.number("experts"),
+                                  p.number_or("gated", 1) != 0 ? 1.0 : 0.0});
       };
       if (!read_row(d, ref.index, sample)) {
         const std::string where = "points[" + std::to_string(ref.index) + "]";
@@ -1015,6 +1018,8 @@ struct Calibration::Lazy {
       }
       f.samples.push_back(s);
     }
+    std::sort(f.moe_shapes.begin(), f.moe_shapes.end());
+    f.moe_shapes.erase(std::unique(f.moe_shapes.begin(), f.moe_shapes.end()), f.moe_shapes.end());
     fit_family(f);
   }
 

@@ -1,6 +1,7 @@
 // Measured kernel timings of one GPU (hwmodels/calibration/<gpu>/*.json or a user folder),
 // reduced to roofline terms and fitted per op family, with cross-validated errors.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,9 @@ struct FamilyCalibration {
   FitMethod fit_method = FitMethod::nearest_log;  // the declared method
   bool pooled = false;        // validate() filled cv / cv_other (five folds pooled) and, if declared, fit_max_error
   std::vector<Sample> samples;
+  // Fused MoE: every (hidden, inter, top-k, experts, gated) its rows timed, at any layout, sorted
+  // (KernelTables::moe_same_kernel asks whether a table timed a layer's shape at all).
+  std::vector<std::array<double, 5>> moe_shapes;
   double prior_compute = 0.7, prior_memory = 0.7;  // the measured GPU's priors for this family
   FitOptions options;         // robust plane (kRobustPlaneFamilies), size envelope (collectives): calibration.cpp
   FamilyFit fit;              // the chosen method, fitted on every point

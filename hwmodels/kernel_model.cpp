@@ -10,6 +10,9 @@
 #include <tuple>
 #include <vector>
 #include <map>
+#include <optional>
+#include <array>
+#include <cstdio>
 #include <set>
 #include <mutex>
 
@@ -171,13 +174,16 @@ bool bare_moe_family(std::string_view n) {
 }
 
 class Model final : public KernelModel {
+  struct Found;
+
  public:
   Model(const GpuSpec& gpu, std::vector<Layer> releases, std::shared_ptr<const Calibration> own,
         std::shared_ptr<const Calibration> ref, std::string asked, std::vector<Layer> others = {},
-        bool block_fp8_gemm_rows = false, bool fp8_gemm_m1_at_most_m2 = false, bool moe_tp_on_ep_rows = false)
+        const KernelTables& tables = {})
       : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)),
-        block_fp8_gemm_rows_(block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(fp8_gemm_m1_at_most_m2),
-        moe_tp_on_ep_rows_(moe_tp_on_ep_rows) {
+        block_fp8_gemm_rows_(tables.block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(tables.fp8_gemm_m1_at_most_m2),
+        moe_tp_on_ep_rows_(tables.moe_tp_on_ep_rows), moe_same_kernel_(tables.moe_same_kernel),
+        moe_same_kernel_scaled_(tables.moe_same_kernel_scaled) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
     for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
@@ -318,6 +324,7 @@ class Model final : public KernelModel {
     // this exact shape, else the first.
     std::vector<std::string> cands;
     bool vllm_kernels = true;
+    const Layer* from = nullptr;  // the release table the family came from
     for (const Layer& l : releases_) {
       cands.clear();
       const std::vector<std::string> usable = l.cal->family_names("moe_", true);  // named, not yet fitted
@@ -335,6 +342,7 @@ class Model final : public KernelModel {
       cands.front() = it == cands.end() ? cands.front() : *it;
       fam = &cands.front();
       vllm_kernels = l.vllm_kernels;
+      from = &l;
       // KernelTables::moe_tp_on_ep_rows: a MoE-TP layer on this release's EP rows of the same
       // per-rank experts, where it timed that shape at EP (its own kernel; its TP rows not read).
       if (moe_tp_on_ep_rows_ && !l.vllm_kernels && m.tp > 1 && m.ep == 1 &&
@@ -356,6 +364,18 @@ class Model final : public KernelModel {
       for (const auto& name : rule.families)
         if (find(name).cal) { fam = &name; break; }
     if (!fam) fam = &rule.families.front();  // measured nowhere: roofline prior
+    if (from && !moe_same_kernel_.empty())
+      if (std::optional<OpTime> t = moe_same_kernel(m, p, *from, *fam)) return *t;
+    return moe_on(m, p, *fam, vllm_kernels && (*fam == rule.families.front() || moe_family_dtype(*fam).weights != p)
+                                  ? rule.kernel : std::string_view());
+  }
+
+  // One fused MoE layer on family `fam_name` (of the table find() gives, or `at`), labelled `kernel_label` when
+  // the kernel is not the one the family's rows name.
+  OpTime moe_on(const MoeShape& m, Precision p, const std::string& fam_name, std::string_view kernel_label,
+                const Found* at = nullptr) const {
+    const std::string* fam = &fam_name;
+    const std::uint64_t key = shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), double(m.tp), double(m.ep), m.skew});
     const MoeDtype md = moe_family_dtype(*fam);
     // The work as the family's fit counts it: vLLM's fused Marlin MoE computes block-padded slots.
     const bool marlin = std::string_view(*fam).ends_with("_marlin");
@@ -370,8 +390,66 @@ class Model final : public KernelModel {
     q.dispatch_bytes = moe_dispatch_bytes(m);
     // The rule's kernel name, unless a later family (vLLM's other kernel for this shape) timed it;
     // another engine's table names its own kernel.
-    if (vllm_kernels && (*fam == rule.families.front() || substitute)) q.label = rule.kernel;
-    return eval(q, substitute);
+    q.label = kernel_label;
+    return eval(q, substitute, at);
+  }
+
+  static bool timed_shape(const FamilyCalibration& f, const std::array<double, 5>& shape) {
+    return std::binary_search(f.moe_shapes.begin(), f.moe_shapes.end(), shape);
+  }
+
+  // KernelTables::moe_same_kernel: the layer priced from another table's measured shape, timed by
+  // a kernel this engine runs, where the release table `own` (its family `own_name`) never timed it.
+  std::optional<OpTime> moe_same_kernel(const MoeShape& m, Precision p, const Layer& own, const std::string& own_name) const {
+    const FamilyCalibration* mine = own.cal->family(own_name);
+    const std::array<double, 5> shape{m.hidden, m.inter, double(m.topk), double(m.experts), m.gated ? 1.0 : 0.0};
+    if (!mine || timed_shape(*mine, shape)) return std::nullopt;
+    for (const Layer& l : layers_) {
+      if (!l.own || l.cal == own.cal) continue;  // this GPU's other tables only
+      for (const std::string& name : moe_same_kernel_) {
+        if (moe_family_dtype(name).weights != p) continue;
+        const FamilyCalibration* h = l.cal->header(name);
+        if (!h || !h->rejected.empty()) continue;
+        const FamilyCalibration* f = l.cal->family(name);
+        if (!f || !timed_shape(*f, shape)) continue;
+        const Found there = found(l, f), here = found(own, mine);
+        // KernelTables::moe_tp_on_ep_rows: a MoE-TP t layer on that table's EP t rows, as on the release's.
+        MoeShape on = m;
+        if (moe_tp_on_ep_rows_ && m.tp > 1 && m.ep == 1 &&
+            f->fit.has_series(shape_key({m.hidden, m.inter, double(m.topk), double(m.experts), 1.0, double(m.tp), m.skew})))
+          on.ep = m.tp, on.tp = 1;
+        OpTime t = moe_on(on, p, name, {}, &there);
+        if (on.ep != m.ep)
+          t.kernel = label(std::string(t.kernel) + " (MoE TP" + std::to_string(m.tp) + " on its EP" + std::to_string(m.tp) + " rows)");
+        // The release table's time over this family's at the shapes both timed (same gating), at
+        // the layer's tokens, layout and routing: geometric mean.
+        double log_ratio = 0;
+        int both = 0;
+        for (const auto& sh : mine->moe_shapes) {
+          if (sh[4] != shape[4] || !timed_shape(*f, sh)) continue;
+          MoeShape at = on;
+          at.hidden = sh[0], at.inter = sh[1], at.topk = int(sh[2]), at.experts = int(sh[3]);
+          if (at.topk > at.experts) continue;
+          log_ratio += std::log(moe_on(at, p, own_name, {}, &here).seconds / moe_on(at, p, name, {}, &there).seconds);
+          ++both;
+        }
+        const double ratio = both && moe_same_kernel_scaled_ ? std::exp(log_ratio / both) : 1.0;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.0f x %.0f, top-%d of %d", m.hidden, m.inter, m.topk, m.experts);
+        std::string why = std::string(t.table) + " at " + buf + "; " + std::string(own.label) + " lacks that shape";
+        if (ratio != 1.0) {
+          char r[96];
+          std::snprintf(r, sizeof r, " (x %.2f: its time over this table's at the %d shape%s both timed)", ratio, both,
+                        both == 1 ? "" : "s");
+          why += r;
+          t.seconds *= ratio;
+          t = not_measured(t);
+        }
+        t.table = label(std::move(why));
+        return t;
+      }
+    }
+    return std::nullopt;
   }
 
   ColdWeights cold_weights(std::string_view family) const override {
@@ -674,11 +752,11 @@ class Model final : public KernelModel {
     return compute >= memory ? Bound::compute : Bound::memory;
   }
 
-  OpTime eval(const Query& q, bool substitute = false) const {
+  OpTime eval(const Query& q, bool substitute = false, const Found* at_table = nullptr) const {
     OpTime t;
     t.flops = q.work.flops;
     t.bytes = q.work.bytes;
-    const Found f = covering(q, find(q.family));
+    const Found f = at_table ? *at_table : covering(q, find(q.family));
     if (!f.cal) {  // roofline prior with this GPU's achieved fractions
       RooflineSplit r = split_roofline(q.work.flops / (peak(gpu_, q.query_prec) * compute_prior(gpu_, q.query_prec)),
                                        q.work.bytes / (gpu_.hbm_bw_bytes_per_s * gpu_.priors.memory));
@@ -771,6 +849,8 @@ class Model final : public KernelModel {
   bool block_fp8_gemm_rows_ = false;
   bool fp8_gemm_m1_at_most_m2_ = false;
   bool moe_tp_on_ep_rows_ = false;
+  std::vector<std::string> moe_same_kernel_;
+  bool moe_same_kernel_scaled_ = false;
   std::vector<Layer> layers_;
   // Labels composed at query time (a covering table's OpTime::table, a MoE-TP layer's
   // OpTime::kernel), kept for the views (set nodes do not move).
@@ -880,11 +960,13 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool>, std::unique_ptr<Model>> cache;
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool, std::vector<std::string>, bool>,
+                  std::unique_ptr<Model>>
+      cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
   const auto key =
       std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2,
-                      tables.moe_tp_on_ep_rows);
+                      tables.moe_tp_on_ep_rows, tables.moe_same_kernel, tables.moe_same_kernel_scaled);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {
@@ -922,8 +1004,7 @@ const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) 
   const bool transfer = !text::iequals(gpu.name, kReferenceGpu);
   auto m = std::make_unique<Model>(gpu, std::move(releases), calibration(gpu, ""),
                                    transfer ? calibration(Catalog::global().gpu(kReferenceGpu), "") : nullptr,
-                                   engine_name(tables.engine) + " " + tables.version, std::move(others),
-                                   tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2, tables.moe_tp_on_ep_rows);
+                                   engine_name(tables.engine) + " " + tables.version, std::move(others), tables);
   return *cache.emplace(key, std::move(m)).first->second;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hwmodels/calibration.hpp"
 #include "hwmodels/catalog.hpp"
@@ -169,6 +170,19 @@ struct KernelTables {
   // Only where the engine's own release table timed that shape at EP t; vLLM 0.24's tables and
   // other engines' are read as before.
   bool moe_tp_on_ep_rows = false;
+  // Fused-MoE families of other engines' tables that time a kernel this engine runs
+  // ("moe_same_kernel": {"families": [...]} in a profile's kernel_tables; say which kernel and why
+  // in the profile). Where the release's own table never timed a layer's shape (no row of its
+  // hidden, inter, top-k, experts and gating at any layout), the first of this GPU's other tables
+  // (vLLM 0.24's, then the other releases') whose listed family of the layer's weight format timed
+  // it prices the layer as measured there (a MoE-TP layer on its EP rows under moe_tp_on_ep_rows);
+  // `moe_same_kernel_scaled` ("scale": "own table's ratio") multiplies that by the release table's
+  // time over the family's at the shapes both timed (geometric mean, at the layer's tokens and
+  // layout). TensorRT-LLM's MXFP4 x MXFP8 MoE on Blackwell: its 1.3.0rc23 table timed two other
+  // models' shapes, SGLang 0.5.14's FlashInfer TRTLLM-gen rows (TensorRT-LLM's trtllm-gen kernels)
+  // gpt-oss's (hwmodels/README.md, A MoE shape a release table lacks).
+  std::vector<std::string> moe_same_kernel;
+  bool moe_same_kernel_scaled = false;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

@@ -90,6 +90,24 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
            "dense MHA", "un-absorbed MHA over the picked tokens", p.kernel_tables.dsa_sparse_mla_prefill);
     choice("moe_tp", "ep rows", "a MoE-TP t layer on the release table's EP t rows of the same per-rank experts", "tp rows",
            "the table's MoE-TP rows", p.kernel_tables.moe_tp_on_ep_rows);
+    if (k.has("moe_same_kernel")) {
+      const JsonReader s = k.object("moe_same_kernel");
+      const nlohmann::json& fams = s.json().contains("families") ? s.json().at("families") : nlohmann::json();
+      if (!fams.is_array() || fams.empty())
+        s.fail("families", "needs a list of fused-MoE families (\"moe_<dtype>_<library>\") of other engines' tables");
+      for (const nlohmann::json& f : fams) {
+        if (!f.is_string() || !f.get<std::string>().starts_with("moe_"))
+          s.fail("families", f.dump() + " is no fused-MoE family; valid: names such as \"moe_mxfp4_w4a8_trtllm\"");
+        p.kernel_tables.moe_same_kernel.push_back(f.get<std::string>());
+      }
+      if (s.has("scale")) {
+        const std::string v = s.string("scale");
+        if (v != "own table's ratio" && v != "as measured")
+          s.fail("scale", "'" + v + "' unknown; valid: \"as measured\" (the default) or \"own table's ratio\" (times the " +
+                              "release table's time over the family's at the shapes both timed)");
+        p.kernel_tables.moe_same_kernel_scaled = v == "own table's ratio";
+      }
+    }
   }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {

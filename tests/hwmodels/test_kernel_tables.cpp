@@ -336,3 +336,52 @@ TEST(KernelTables, OneRowFp8GemmOnBlackwellCostsAtMostTwoRows) {
     EXPECT_DOUBLE_EQ(kernel_model(h200(), capped).gemm(1, n, 8192, Precision::fp8).seconds,
                      kernel_model(h200(), {"vllm", "0.24"}).gemm(1, n, 8192, Precision::fp8).seconds) << n;
 }
+
+TEST(KernelTables, AMoeShapeTheReleaseTableLacksComesFromTheSameKernelsMeasuredShape) {
+  // TensorRT-LLM 1.3.0rc23's MXFP4 x MXFP8 MoE table on the B200 timed two shapes (4096 x 2048,
+  // top-6 of 256; 7168 x 3072, top-6 of 384) at EP 2-64 only. SGLang 0.5.14's FlashInfer TRTLLM-gen
+  // MXFP4 x MXFP8 rows (TensorRT-LLM's trtllm-gen MoE kernels) timed gpt-oss's 2880 x 2880, top-4 of
+  // 128 at every layout: 1,024 tokens balanced, TP1 EP1 0.4121 ms, MoE TP2 0.2228 ms
+  // (hwmodels/calibration/b200/sglang-0.5.14/moe.json).
+  const GpuSpec& b200 = Catalog::global().gpu("B200");
+  KernelTables as_measured{"trtllm", "1.3"};
+  as_measured.moe_same_kernel = {"moe_mxfp4_w4a8_trtllm"};
+  const MoeShape tp1{1024, 2880, 2880, 4, 128, 1, 1}, tp2{1024, 2880, 2880, 4, 128, 2, 1};
+  const OpTime a = kernel_model(b200, as_measured).moe(tp1, Precision::mxfp4);
+  EXPECT_DOUBLE_EQ(table_s(a), 0.4121e-3);
+  EXPECT_EQ(a.source, Source::measured);
+  EXPECT_EQ(a.kernel, "sglang_flashinfer_trtllm_moe");
+  EXPECT_EQ(a.table, "SGLang 0.5.14 table at 2880 x 2880, top-4 of 128; TensorRT-LLM 1.3.0rc23 table lacks that shape");
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(b200, as_measured).moe(tp2, Precision::mxfp4)), 0.2228e-3);
+  // With "moe_tp": "ep rows" (TensorRT-LLM's profiles) the MoE-TP2 layer is that table's EP2 row of
+  // the same per-rank experts, 0.2046 ms, as on the release's own rows.
+  KernelTables on_ep = as_measured;
+  on_ep.moe_tp_on_ep_rows = true;
+  const OpTime e = kernel_model(b200, on_ep).moe(tp2, Precision::mxfp4);
+  EXPECT_DOUBLE_EQ(table_s(e), 0.2046e-3);
+  EXPECT_EQ(e.kernel, "sglang_flashinfer_trtllm_moe (MoE TP2 on its EP2 rows)");
+  // Above the HBM floor: all 128 experts' MXFP4 weights, 128 x 3 x 2880 x 2880 x (0.5 + 1/32) bytes
+  // = 1.69 GB, at the datasheet 7.7 TB/s = 0.22 ms.
+  EXPECT_GT(a.seconds, 128.0 * 3 * 2880 * 2880 * (0.5 + 1.0 / 32) / b200.hbm_bw_bytes_per_s);
+  // A shape the release table timed stays its own: 4096 x 2048, top-6 of 256 at EP2, 1,024 tokens
+  // balanced, 0.3495 ms (hwmodels/calibration/b200/trtllm-1.3.0rc23/moe.json).
+  const OpTime own = kernel_model(b200, as_measured).moe({1024, 4096, 2048, 6, 256, 1, 2}, Precision::mxfp4);
+  EXPECT_DOUBLE_EQ(table_s(own), 0.3495e-3);
+  EXPECT_EQ(own.table, "TensorRT-LLM 1.3.0rc23 table");
+  // Scaled ("scale": "own table's ratio"): times the release table's time over SGLang's at the two shapes both
+  // timed, at the layer's tokens and layout (geometric mean). SGLang's TP1 EP1 rows of those shapes
+  // at 1,024 tokens: 0.7138 ms and the 7168 x 3072 row, each what SGLang's own profile reads.
+  KernelTables scaled = as_measured;
+  scaled.moe_same_kernel_scaled = true;
+  const MoeShape s1{1024, 4096, 2048, 6, 256, 1, 1}, s2{1024, 7168, 3072, 6, 384, 1, 1};
+  const KernelModel& trt = kernel_model(b200, {"trtllm", "1.3"});
+  const KernelModel& sgl = kernel_model(b200, {"sglang", "0.5"});
+  EXPECT_DOUBLE_EQ(table_s(sgl.moe(s1, Precision::mxfp4)), 0.7138e-3);
+  const double ratio = std::sqrt(trt.moe(s1, Precision::mxfp4).seconds / sgl.moe(s1, Precision::mxfp4).seconds *
+                                 trt.moe(s2, Precision::mxfp4).seconds / sgl.moe(s2, Precision::mxfp4).seconds);
+  const OpTime s = kernel_model(b200, scaled).moe(tp1, Precision::mxfp4);
+  EXPECT_NEAR(s.seconds, a.seconds * ratio, 1e-9 * a.seconds);
+  EXPECT_EQ(s.source, Source::interpolated);
+  // Without the key (vLLM's and SGLang's profiles, and before), the release table's interpolation.
+  EXPECT_EQ(trt.moe(tp1, Precision::mxfp4).table, "TensorRT-LLM 1.3.0rc23 table");
+}

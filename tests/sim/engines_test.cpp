@@ -756,6 +756,19 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesMoeTpOnItsEpRows) {
     EXPECT_FALSE(engine_profile(name).kernel_tables.moe_tp_on_ep_rows) << name;
 }
 
+// TensorRT-LLM's profiles price a MoE shape their release table never timed from SGLang 0.5.14's
+// FlashInfer TRTLLM-gen MXFP4 x MXFP8 rows of it, as measured (tests/hwmodels
+// KernelTables.AMoeShapeTheReleaseTableLacksComesFromTheSameKernelsMeasuredShape); vLLM and SGLang
+// read their own tables.
+TEST(EngineProfile, OnlyTensorRtLlmPricesAMoeShapeItsTableLacksFromTheSameKernelsRows) {
+  for (const char* name : {"trtllm", "trtllm-1.0", "trtllm-1.1", "trtllm-1.3"}) {
+    EXPECT_EQ(engine_profile(name).kernel_tables.moe_same_kernel, std::vector<std::string>{"moe_mxfp4_w4a8_trtllm"}) << name;
+    EXPECT_FALSE(engine_profile(name).kernel_tables.moe_same_kernel_scaled) << name;
+  }
+  for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
+    EXPECT_TRUE(engine_profile(name).kernel_tables.moe_same_kernel.empty()) << name;
+}
+
 // SGLang's NSA backend keeps a DSA model's KV cache in BF16 on Hopper and FP8 on Blackwell when the
 // KV dtype is left auto (reference A6), whatever the checkpoint declares; other models and engines
 // keep the checkpoint's. Memory sum for GLM-5 (78 MLA layers, latent 512 + rope 64 = 576 elements,
