@@ -60,6 +60,14 @@ const hw::InstanceSpec& instance_for(const Scenario& s, const std::string& name,
   }
 }
 
+// The layout of each disaggregated role as the scenario gives it (role_parallelism).
+models::Parallelism prefill_parallelism(const Scenario& s) {
+  return role_parallelism(s, s.topology.prefill_tp, s.topology.prefill_dp, s.topology.prefill_ep);
+}
+models::Parallelism decode_parallelism(const Scenario& s) {
+  return role_parallelism(s, s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep);
+}
+
 std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const models::ModelSpec& m) {
   const TopologySpec& t = s.topology;
   DeploymentSpec d;
@@ -76,8 +84,8 @@ std::shared_ptr<const Deployment> make_deployment(const Scenario& s, const model
   d.seed = s.workload.seed;
   TopologyChoice c;
   c.agg = s.par;
-  c.prefill = role_parallelism(s, t.prefill_tp, t.prefill_dp, t.prefill_ep);
-  c.decode = role_parallelism(s, t.decode_tp, t.decode_dp, t.decode_ep);
+  c.prefill = prefill_parallelism(s);
+  c.decode = decode_parallelism(s);
   c.encode = role_parallelism(s, t.encode_tp, 0, 0);
   if (t.disaggregated) {
     c.kind = TopologyChoice::Kind::disaggregated;
@@ -202,9 +210,7 @@ Prepared prepare(const Scenario& s) {
   if (s.par.pp > static_cast<int>(m.layers.size()))
     throw Error(f, "pipeline_parallel_size", "more stages than the " + std::to_string(m.layers.size()) + " layers");
   if (s.topology.disaggregated) {
-    const TopologySpec& t = s.topology;
-    for (const auto& [role, par] : {std::pair{"prefill", role_parallelism(s, t.prefill_tp, t.prefill_dp, t.prefill_ep)},
-                                    std::pair{"decode", role_parallelism(s, t.decode_tp, t.decode_dp, t.decode_ep)}}) {
+    for (const auto& [role, par] : {std::pair{"prefill", prefill_parallelism(s)}, std::pair{"decode", decode_parallelism(s)}}) {
       if (par.dp > 1 && m.count(models::LayerKind::moe) == 0)
         throw Error(f, std::string("topology.") + role + "_dp",
                     "attention data parallelism shares MoE layers across ranks, and " + m.name +
