@@ -22,8 +22,13 @@ RunKind run_kind(const Scenario& s, const SimResult& r) {
     k.gpu = text::lower(s.gpu);
   }
   k.mode = band_mode(r.disaggregated);
+  // The engine the run ran (its resolved profile), so that an SGLang or TensorRT-LLM run reads its own
+  // engine's bands, not vLLM's.
+  const std::string& named = !r.engine.engine_profile.empty() ? r.engine.engine_profile
+                             : !s.engine.engine_profile.empty() ? s.engine.engine_profile
+                                                                : s.engine_profile;
   try {
-    k.engine = engine_profile(s.engine.engine_profile.empty() ? kNewestEngine : s.engine.engine_profile).engine;
+    k.engine = engine_profile(named.empty() ? kNewestEngine : named).engine;
   } catch (const Error&) {   // a run of no named profile: the default engine
   }
   k.max_num_seqs = s.engine.max_num_seqs;

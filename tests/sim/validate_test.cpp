@@ -440,6 +440,22 @@ TEST(ValidateBands, RunKindOfADisaggregatedDeploymentOnAnInstance) {
   EXPECT_EQ(k.regime, "light");
 }
 
+// A run's engine is the one it ran: a scenario naming SGLang's or TensorRT-LLM's profile reads that
+// engine's bands (it read vLLM's, the scenario's engine config holding no profile name of its own).
+TEST(ValidateBands, RunKindIsTheEngineTheRunRan) {
+  for (const auto& [profile, engine] : {std::pair<std::string, std::string>{"sglang-0.5.6", "sglang"}, {"trtllm-1.3", "trtllm"},
+                                        {"vllm-0.14", "vllm"}}) {
+    const servesim::sim::Scenario s = servesim::sim::parse_scenario(
+        R"({"model": "llama-3.1-8b", "gpu": "h200", "engine_profile": ")" + profile +
+            R"(", "workload": {"concurrency": 16, "isl": 1024, "osl": 128}})",
+        "kind.json");
+    servesim::sim::SimResult r;
+    EXPECT_EQ(v::run_kind(s, r).engine, engine) << profile;
+    r.engine.engine_profile = profile;   // as a run records it
+    EXPECT_EQ(v::run_kind(s, r).engine, engine) << profile;
+  }
+}
+
 // A closed loop of C clients must prefill C x ISL prompt tokens in every cycle of
 // TTFT + (OSL-1) x TPOT. The 2000/100 point at 64 clients on one H200 measured a 1.086 s cycle;
 // prefilling 128,000 tokens of Llama-3.1-8B needs at least 2 x 6.98e9 matmul FLOP per token, i.e.
