@@ -183,7 +183,7 @@ class Model final : public KernelModel {
       : gpu_(gpu), releases_(std::move(releases)), own_(std::move(own)), ref_(std::move(ref)), asked_(std::move(asked)),
         block_fp8_gemm_rows_(tables.block_fp8_gemm_rows), fp8_gemm_m1_at_most_m2_(tables.fp8_gemm_m1_at_most_m2),
         moe_tp_on_ep_rows_(tables.moe_tp_on_ep_rows), moe_same_kernel_(tables.moe_same_kernel),
-        moe_same_kernel_scaled_(tables.moe_same_kernel_scaled) {
+        moe_same_kernel_scaled_(tables.moe_same_kernel_scaled), moe_first_(tables.moe_first) {
     layers_ = releases_;
     layers_.push_back({own_, "", true, true});  // labelled by each family's runtime ("vLLM 0.24.0", "torch 2.11.0")
     for (Layer& l : others) l.fallback_only = true, layers_.push_back(std::move(l));
@@ -332,6 +332,9 @@ class Model final : public KernelModel {
         if (moe_family_dtype(n).weights == p) cands.push_back(n);
       // Named kernel libraries before the bare dtype (a table's non-gated or unnamed kernel).
       std::stable_partition(cands.begin(), cands.end(), [](const std::string& n) { return !bare_moe_family(n); });
+      // KernelTables::moe_first: the profile's kernel for this format before the table's others.
+      for (auto f = moe_first_.rbegin(); f != moe_first_.rend(); ++f)
+        if (auto at = std::find(cands.begin(), cands.end(), *f); at != cands.end()) std::rotate(cands.begin(), at, at + 1);
       for (const auto& n : rule.families)
         if (std::find(cands.begin(), cands.end(), n) == cands.end() &&
             std::find(usable.begin(), usable.end(), n) != usable.end())
@@ -851,6 +854,7 @@ class Model final : public KernelModel {
   bool moe_tp_on_ep_rows_ = false;
   std::vector<std::string> moe_same_kernel_;
   bool moe_same_kernel_scaled_ = false;
+  std::vector<std::string> moe_first_;
   std::vector<Layer> layers_;
   // Labels composed at query time (a covering table's OpTime::table, a MoE-TP layer's
   // OpTime::kernel), kept for the views (set nodes do not move).
@@ -960,13 +964,14 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool, std::vector<std::string>, bool>,
+  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool, std::vector<std::string>, bool,
+                             std::vector<std::string>>,
                   std::unique_ptr<Model>>
       cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
   const auto key =
       std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2,
-                      tables.moe_tp_on_ep_rows, tables.moe_same_kernel, tables.moe_same_kernel_scaled);
+                      tables.moe_tp_on_ep_rows, tables.moe_same_kernel, tables.moe_same_kernel_scaled, tables.moe_first);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {

@@ -183,6 +183,12 @@ struct KernelTables {
   // gpt-oss's (hwmodels/README.md, A MoE shape a release table lacks).
   std::vector<std::string> moe_same_kernel;
   bool moe_same_kernel_scaled = false;
+  // Fused-MoE families of the release tables tried first, in this order, for a layer of their weight
+  // format ("moe_first": [...] in a profile's kernel_tables), where a release table timed the layer
+  // with more than one kernel (SGLang 0.5.14's MXFP4 MoE on Blackwell: MXFP4 x BF16 and MXFP4 x MXFP8
+  // activations, the same FlashInfer TRTLLM-gen kernels). Without it, a table's named families in
+  // name order.
+  std::vector<std::string> moe_first;
   bool operator==(const KernelTables&) const = default;
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);

@@ -109,6 +109,16 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
       }
     }
   }
+  if (j.has("kernel_tables") && j.object("kernel_tables").has("moe_first")) {
+    const JsonReader k = j.object("kernel_tables");
+    const nlohmann::json& fams = k.json().at("moe_first");
+    if (!fams.is_array()) k.fail("moe_first", "needs a list of fused-MoE families (\"moe_<dtype>_<library>\") to try first");
+    for (const nlohmann::json& f : fams) {
+      if (!f.is_string() || !f.get<std::string>().starts_with("moe_"))
+        k.fail("moe_first", f.dump() + " is no fused-MoE family; valid: names such as \"moe_mxfp4_w4a8_trtllm\"");
+      p.kernel_tables.moe_first.push_back(f.get<std::string>());
+    }
+  }
   const JsonReader d = j.object("defaults");
   for (const auto& c : d.array("gpu_classes")) {
     GpuClassDefaults g;

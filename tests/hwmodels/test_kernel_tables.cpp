@@ -337,6 +337,26 @@ TEST(KernelTables, OneRowFp8GemmOnBlackwellCostsAtMostTwoRows) {
                      kernel_model(h200(), {"vllm", "0.24"}).gemm(1, n, 8192, Precision::fp8).seconds) << n;
 }
 
+// A release table that timed one layer with two kernels of its weight format: SGLang 0.5.14 on the B200
+// timed gpt-oss-120b's MoE (2880 x 2880, top-4 of 128) with FlashInfer's TRTLLM-gen MXFP4 MoE at BF16
+// and at MXFP8 activations, 1,024 tokens balanced at TP1 EP1: 0.6792 and 0.4121 ms
+// (hwmodels/calibration/b200/sglang-0.5.14/moe.json). Without "moe_first" the table's first named
+// family of the format is read (mxfp4_w4a16 by name); SGLang's profile names MXFP8.
+TEST(KernelTables, AProfileNamesWhichOfATablesMoeKernelsItRuns) {
+  const GpuSpec& b200 = Catalog::global().gpu("B200");
+  const MoeShape gpt_oss{1024, 2880, 2880, 4, 128, 1, 1};
+  EXPECT_DOUBLE_EQ(table_s(kernel_model(b200, {"sglang", "0.5"}).moe(gpt_oss, Precision::mxfp4)), 0.6792e-3);
+  KernelTables first{"sglang", "0.5"};
+  first.moe_first = {"moe_mxfp4_w4a8_trtllm"};
+  const OpTime t = kernel_model(b200, first).moe(gpt_oss, Precision::mxfp4);
+  EXPECT_DOUBLE_EQ(table_s(t), 0.4121e-3);
+  EXPECT_EQ(t.table, "SGLang 0.5.14 table");
+  // Other formats keep the table's order: a family of another format is not a candidate.
+  const MoeShape ds{1024, 7168, 2048, 8, 256, 8, 1};
+  EXPECT_DOUBLE_EQ(kernel_model(b200, first).moe(ds, Precision::fp8_block).seconds,
+                   kernel_model(b200, {"sglang", "0.5"}).moe(ds, Precision::fp8_block).seconds);
+}
+
 TEST(KernelTables, AMoeShapeTheReleaseTableLacksComesFromTheSameKernelsMeasuredShape) {
   // TensorRT-LLM 1.3.0rc23's MXFP4 x MXFP8 MoE table on the B200 timed two shapes (4096 x 2048,
   // top-6 of 256; 7168 x 3072, top-6 of 384) at EP 2-64 only. SGLang 0.5.14's FlashInfer TRTLLM-gen
@@ -370,7 +390,7 @@ TEST(KernelTables, AMoeShapeTheReleaseTableLacksComesFromTheSameKernelsMeasuredS
   EXPECT_EQ(own.table, "TensorRT-LLM 1.3.0rc23 table");
   // Scaled ("scale": "own table's ratio"): times the release table's time over SGLang's at the two shapes both
   // timed, at the layer's tokens and layout (geometric mean). SGLang's TP1 EP1 rows of those shapes
-  // at 1,024 tokens: 0.7138 ms and the 7168 x 3072 row, each what SGLang's own profile reads.
+  // at 1,024 tokens: 0.7138 ms and the 7168 x 3072 row (the table's first family of that format).
   KernelTables scaled = as_measured;
   scaled.moe_same_kernel_scaled = true;
   const MoeShape s1{1024, 4096, 2048, 6, 256, 1, 1}, s2{1024, 7168, 3072, 6, 384, 1, 1};
