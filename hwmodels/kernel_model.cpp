@@ -964,14 +964,9 @@ const KernelModel& kernel_model(const GpuSpec& gpu) { return kernel_model(gpu, K
 
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  static std::map<std::tuple<const GpuSpec*, std::string, std::string, bool, bool, bool, std::vector<std::string>, bool,
-                             std::vector<std::string>>,
-                  std::unique_ptr<Model>>
-      cache;
+  static std::map<std::pair<const GpuSpec*, KernelTables>, std::unique_ptr<Model>> cache;
   static std::map<std::pair<const GpuSpec*, std::string>, std::shared_ptr<const Calibration>> tables_cache;
-  const auto key =
-      std::make_tuple(&gpu, tables.engine, tables.version, tables.block_fp8_gemm_rows, tables.fp8_gemm_m1_at_most_m2,
-                      tables.moe_tp_on_ep_rows, tables.moe_same_kernel, tables.moe_same_kernel_scaled, tables.moe_first);
+  const auto key = std::make_pair(&gpu, tables);
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   // Calibrations are read lazily and shared by every model of the GPU.
   auto calibration = [&](const GpuSpec& g, const std::string& folder) {

@@ -3,6 +3,7 @@
 // Returns GPU time only; CPU launch/scheduling overhead is a separate term added by sim/.
 #pragma once
 #include <cstdint>
+#include <compare>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -189,7 +190,7 @@ struct KernelTables {
   // activations, the same FlashInfer TRTLLM-gen kernels). Without it, a table's named families in
   // name order.
   std::vector<std::string> moe_first;
-  bool operator==(const KernelTables&) const = default;
+  auto operator<=>(const KernelTables&) const = default;   // a kernel model per GPU and tables (kernel_model())
 };
 const KernelModel& kernel_model(const GpuSpec& gpu, const KernelTables& tables);
 

@@ -83,11 +83,11 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
       x.fail("scope", "'" + c.scope + "' is not a scope a profile has; known: gpu+engine (it applies on the GPU and engine "
                       "build it was fitted on, nowhere else)");
     // value and prior within the range a fit can reach; sd (its uncertainty, printed with it) no wider than that range.
-    auto in_range = [ms](double v) { return std::isfinite(v) && (ms ? (v >= 0 && v <= 10000) : (v >= 0.05 && v <= 20)); };
+    auto in_range = [ms](double v) { return std::isfinite(v) && (ms ? (v >= 0 && v <= kMaxMs) : (v >= kMinFactor && v <= kMaxFactor)); };
     const char* range = ms ? "must be 0..10000 ms" : "must be a factor from 0.05 to 20";
     if (!in_range(c.value)) x.fail("value", range);
     if (!in_range(c.prior)) x.fail("prior", range);
-    if (!(c.sd <= (ms ? 10000 : 20)))
+    if (!(c.sd <= (ms ? kMaxMs : kMaxFactor)))
       x.fail("sd", ms ? "must be a standard deviation from 0 to 10000 ms (the range of the value)"
                       : "must be a standard deviation from 0 to 20 (the range of the factor)");
     p.parameters.push_back(std::move(c));

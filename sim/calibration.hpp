@@ -15,6 +15,9 @@
 
 namespace servesim::sim {
 
+// What a profile's parameter may hold: a factor in [kMinFactor, kMaxFactor], a time in [0, kMaxMs] ms.
+constexpr double kMinFactor = 0.05, kMaxFactor = 20, kMaxMs = 10000;
+
 struct CalibratedParameter {
   std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, prefill_scale,
                             // decode_scale, decode_attention_scale, custom_allreduce_scale, step_cpu_factor, step_gpu_ms,

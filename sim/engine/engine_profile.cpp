@@ -90,16 +90,23 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
            "dense MHA", "un-absorbed MHA over the picked tokens", p.kernel_tables.dsa_sparse_mla_prefill);
     choice("moe_tp", "ep rows", "a MoE-TP t layer on the release table's EP t rows of the same per-rank experts", "tp rows",
            "the table's MoE-TP rows", p.kernel_tables.moe_tp_on_ep_rows);
-    if (k.has("moe_same_kernel")) {
-      const JsonReader s = k.object("moe_same_kernel");
-      const nlohmann::json& fams = s.json().contains("families") ? s.json().at("families") : nlohmann::json();
+    // A non-empty list of fused-MoE family names at `key` of `r`.
+    const auto families = [](const JsonReader& r, const char* key, const char* what) {
+      const nlohmann::json& fams = r.json().contains(key) ? r.json().at(key) : nlohmann::json();
       if (!fams.is_array() || fams.empty())
-        s.fail("families", "needs a list of fused-MoE families (\"moe_<dtype>_<library>\") of other engines' tables");
+        r.fail(key, std::string("needs a list of fused-MoE families (\"moe_<dtype>_<library>\") ") + what);
+      std::vector<std::string> out;
       for (const nlohmann::json& f : fams) {
         if (!f.is_string() || !f.get<std::string>().starts_with("moe_"))
-          s.fail("families", f.dump() + " is no fused-MoE family; valid: names such as \"moe_mxfp4_w4a8_trtllm\"");
-        p.kernel_tables.moe_same_kernel.push_back(f.get<std::string>());
+          r.fail(key, f.dump() + " is no fused-MoE family; valid: names such as \"moe_mxfp4_w4a8_trtllm\"");
+        out.push_back(f.get<std::string>());
       }
+      return out;
+    };
+    if (k.has("moe_first")) p.kernel_tables.moe_first = families(k, "moe_first", "to try first");
+    if (k.has("moe_same_kernel")) {
+      const JsonReader s = k.object("moe_same_kernel");
+      p.kernel_tables.moe_same_kernel = families(s, "families", "of other engines' tables");
       if (s.has("scale")) {
         const std::string v = s.string("scale");
         if (v != "own table's ratio" && v != "as measured")
@@ -107,16 +114,6 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
                               "release table's time over the family's at the shapes both timed)");
         p.kernel_tables.moe_same_kernel_scaled = v == "own table's ratio";
       }
-    }
-  }
-  if (j.has("kernel_tables") && j.object("kernel_tables").has("moe_first")) {
-    const JsonReader k = j.object("kernel_tables");
-    const nlohmann::json& fams = k.json().at("moe_first");
-    if (!fams.is_array()) k.fail("moe_first", "needs a list of fused-MoE families (\"moe_<dtype>_<library>\") to try first");
-    for (const nlohmann::json& f : fams) {
-      if (!f.is_string() || !f.get<std::string>().starts_with("moe_"))
-        k.fail("moe_first", f.dump() + " is no fused-MoE family; valid: names such as \"moe_mxfp4_w4a8_trtllm\"");
-      p.kernel_tables.moe_first.push_back(f.get<std::string>());
     }
   }
   const JsonReader d = j.object("defaults");

@@ -127,10 +127,9 @@ const Param kParams[] = {
     {"spread_factor", 0, 1.0, 0.10, true, "gpu+engine", true, Acts::ttft, true},
 };
 
-// Within what a profile may hold (sim/calibration.cpp: factors 0.05-20, times 0-10,000 ms), so that a fit
-// that runs off one end prices the end.
+// Within what a profile may hold (sim::kMinFactor ...), so that a fit that runs off one end prices the end.
 double value_of(const Param& p, double x) {
-  return p.log ? std::exp(std::clamp(x, std::log(0.05), std::log(20.0))) : std::clamp(x, 0.0, 10000.0);
+  return p.log ? std::exp(std::clamp(x, std::log(sim::kMinFactor), std::log(sim::kMaxFactor))) : std::clamp(x, 0.0, sim::kMaxMs);
 }
 
 CalibrationProfile profile_of(const std::vector<const Param*>& ps, const Eigen::VectorXd& x, const CalibrationProfile& base) {
