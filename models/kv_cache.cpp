@@ -123,6 +123,13 @@ std::int64_t KvDemand::token_blocks(std::int64_t computed, std::int64_t end, int
   return n;
 }
 
+std::int64_t KvDemand::reserved_blocks(std::int64_t end, std::int64_t transient, int block_size) const {
+  if (end <= 0) return 0;
+  std::int64_t n = full_groups * cdiv(end, block_size);
+  for (std::int64_t w : windows) n += cdiv(std::min(end, w + transient), block_size);
+  return n;
+}
+
 std::int64_t KvCacheLayout::blocks_per_request(std::int64_t tokens) const {
   return demand.token_blocks(tokens, tokens + lookahead, block_size) + demand.state_blocks(lookahead);
 }

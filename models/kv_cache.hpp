@@ -60,6 +60,11 @@ struct KvDemand {
   // Token-indexed blocks a request holds once `end` tokens (lookahead included) have slots and
   // `computed` tokens are in the cache (sliding windows free blocks that left the window).
   std::int64_t token_blocks(std::int64_t computed, std::int64_t end, int block_size) const;
+  // Blocks an engine that reserves a whole sequence up front holds for `end` tokens (TensorRT-LLM's
+  // GUARANTEED_NO_EVICT, KVCacheManager::getRemainingBlocksToCompletion): every block in a full
+  // group, and in a sliding-window group min(end, window + transient) tokens' worth, the window's
+  // blocks reused in a cycle (transient: the temporary attention window of a chunked context).
+  std::int64_t reserved_blocks(std::int64_t end, std::int64_t transient, int block_size) const;
   int state_blocks(int lookahead) const { return state_groups * (1 + lookahead); }
   bool simple() const { return full_groups == 1 && windows.empty(); }  // one block per block-sized position
 };

@@ -21,6 +21,8 @@ VllmScheduler::VllmScheduler(const EngineConfig& cfg, std::int64_t kv_blocks, co
                 "prefix caching is modelled for one full-attention group without sliding windows; this model's KV cache has " +
                     std::to_string(demand_.full_groups) + " full-attention and " + std::to_string(demand_.windows.size()) +
                     " sliding-window groups");
+  if (cfg_.kind == EngineKind::trtllm && !demand_.windows.empty())
+    window_reservation_ = cfg_.enable_chunked_prefill ? cfg_.max_num_batched_tokens : 0;
   slots_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);
   running_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) + 1);
   outputs_.reserve(static_cast<std::size_t>(cfg_.max_num_seqs) * 2 + 16);

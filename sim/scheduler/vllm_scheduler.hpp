@@ -157,7 +157,11 @@ class VllmScheduler {
   std::int32_t init(const workloads::RequestSpec& spec, double now_s, int client, bool warmup);
   // Blocks a request holds once `end` tokens have slots (K lookahead added here) and `computed`
   // are cached: its attention blocks plus, while it runs, its state blocks.
+  // TensorRT-LLM reserves every request's whole sequence (`end` is prompt + max_tokens there), its
+  // sliding-window groups capped at the window (KvDemand::reserved_blocks).
   std::int64_t blocks_for(std::int64_t computed, std::int64_t end) const {
+    if (window_reservation_ >= 0)
+      return demand_.reserved_blocks(end + lookahead_, window_reservation_, cfg_.block_size) + state_blocks_;
     return demand_.token_blocks(computed, end + lookahead_, cfg_.block_size) + state_blocks_;
   }
   std::int64_t slots_for(std::int64_t end) const {
@@ -197,6 +201,9 @@ class VllmScheduler {
   models::KvDemand demand_;
   std::int64_t lookahead_;  // speculative tokens: attention slots allocated ahead (vLLM num_lookahead_tokens)
   std::int64_t state_blocks_;  // per running request: (1 + K) per state group
+  // TensorRT-LLM with sliding-window groups: the temporary attention window a reservation adds to
+  // each window (max_num_tokens with chunked prefill, else 0); -1: blocks follow token_blocks.
+  std::int64_t window_reservation_ = -1;
   std::vector<Request> slots_;
   std::vector<std::int32_t> free_slots_;
   // The running list's hot counters, dense and in admission order (preemption takes from the

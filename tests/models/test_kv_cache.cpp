@@ -88,6 +88,16 @@ TEST(KvCache, SlidingWindowGroupsFreeBlocksLeftBehind) {
   EXPECT_EQ(d.token_blocks(10, 20, 16), 2 + 2);  // still inside the window
 }
 
+TEST(KvCache, AReservationCapsASlidingWindowAtItsWindow) {
+  KvDemand d;
+  d.windows = {64};
+  EXPECT_EQ(d.reserved_blocks(300, 0, 32), 10 + 2);            // cdiv(300, 32) + cdiv(64, 32)
+  EXPECT_EQ(d.reserved_blocks(300, 100, 32), 10 + 6);          // + a chunked context's 100: cdiv(164, 32)
+  EXPECT_EQ(d.reserved_blocks(40, 0, 32), 2 + 2);              // a sequence shorter than the window: cdiv(40, 32)
+  d.windows = {1000};
+  EXPECT_EQ(d.reserved_blocks(300, 0, 32), 10 + 10);
+}
+
 TEST(KvCache, PipelineStagesHoldTheirOwnLayersOfEachGroup) {
   // PP 2 on Super: the grouping is global (vLLM merges all stages); each stage allocates as many
   // tensors as its fullest group has layers there, so blocks grow vs group_size tensors.
