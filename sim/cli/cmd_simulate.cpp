@@ -602,6 +602,46 @@ std::string turn_table(const sim::SimResult& r) {
   return "per turn of the sessions:\n" + t.render();
 }
 
+// A closed loop with more clients a replica (an attention-DP rank) than the KV cache or max_num_seqs
+// holds whole requests of the workload's mean length: who waits, what TTFT then measures, and the
+// levers. TensorRT-LLM reserves each request's whole sequence, so the rest always queue; vLLM and
+// SGLang admit on the prompt and preempt (retract) when decodes fill the cache, said when they did.
+// `ran`: what_ran_json's document (its memory figures and KV dtype). Empty when every client's request fits.
+std::string capacity_line(const sim::Scenario& s, const sim::SimResult& r, const nlohmann::json& ran) {
+  if (r.disaggregated || !r.deployment.empty() || s.workload.arrival != workloads::Arrival::concurrency ||
+      s.workload.concurrency <= 0 || !ran.contains("memory"))
+    return {};
+  const nlohmann::json& memory = ran["memory"];
+  const int held = memory["max_concurrent_seqs"].get<int>();
+  const int ranks = std::max(1, s.replicas()) * std::max(1, memory["data_parallel_ranks"].get<int>());
+  const std::int64_t per = (s.workload.concurrency + ranks - 1) / ranks;
+  if (held <= 0 || per <= held) return {};
+  std::int64_t preempted = 0;
+  for (const auto& w : r.workers) preempted += w.preemptions;
+  const std::string where = std::to_string(per) + " clients per " + (ranks > std::max(1, s.replicas()) ? "attention-DP rank" : "replica");
+  const std::string waits = std::to_string(per - held);
+  if (memory.value("bound", std::string()) == "max_num_seqs")
+    return "capacity                 " + where + ", max_num_seqs " + std::to_string(held) + ": the other " + waits +
+           " queue for a seat until a request finishes, and TTFT holds that wait (raise max_num_seqs, or more replicas)\n";
+  std::string how;
+  switch (r.engine.kind) {
+    case sim::EngineKind::trtllm:
+      how = "TensorRT-LLM reserves a request's whole sequence, so the other " + waits + " queue until one finishes";
+      break;
+    case sim::EngineKind::vllm:
+    case sim::EngineKind::sglang:
+      if (preempted == 0) return {};
+      how = std::string(r.engine.kind == sim::EngineKind::vllm ? "vLLM preempted" : "SGLang retracted") + " running requests " +
+            std::to_string(preempted) + " times when decodes filled the cache (their prompts computed again)";
+      break;
+  }
+  return "capacity                 " + where + ", where the KV cache holds " + std::to_string(held) + " whole requests of " +
+         std::to_string(memory["context_tokens"].get<std::int64_t>()) + " tokens: " + how +
+         ", and TTFT holds that wait. More room: more GPUs per replica (--tp), " +
+         (ran.value("kv_cache_dtype", std::string()).find("fp") != std::string::npos ? std::string() : "an FP8 KV cache (--kv-cache-dtype fp8), ") +
+         "or fewer clients per replica\n";
+}
+
 std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   const sim::Summary& m = r.summary;
   std::string out;
@@ -634,7 +674,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     const auto k = sim::validate::run_kind(s, r);
     out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
   }
-  out += sim::what_ran_text(sim::what_ran_json(s, r));
+  const nlohmann::json ran = sim::what_ran_json(s, r);
+  out += sim::what_ran_text(ran);
   {
     const sim::EngineConfig& e = r.engine;
     if (e.response_preamble_tokens > 0)
@@ -703,13 +744,15 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += std::string("cohorts                  ") + fixed(100 * r.cohort_fraction(), 1) +
            "% of prefill tokens shared a step with requests released together" +
            (r.cohort_locked() ? ": COHORT-LOCKED (clients move in lockstep; TTFT is one shared prefill, see sim/README.md)" : "") + "\n";
+  const std::string capacity = capacity_line(s, r, ran);
   if (r.prompts > 0)
     out += std::string("prefill queue            ") + fixed(100 * r.behind_prefill_fraction(), 1) +
            "% of prompts waited while another prompt's prefill ran (steps with prefill: " +
            fixed(100 * r.prefill_duty(), 1) + "% of the time)" +
-           (r.prefill_train() && !r.cohort_locked() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
+           (r.prefill_train() && !r.cohort_locked() && capacity.empty() ? ": PREFILL TRAIN (each round's prompts queue behind each other's prefill; measured "
                                 "closed loops at light load often wait less, see README)"
                               : "") + "\n";
+  out += capacity;
   if (r.prompt_tokens_cached > 0 || s.router == sim::RouterPolicy::kv || !r.turns.empty() || r.offload.enabled())
     out += prefix_cache_lines(s, r);
   out += band_lines(s, r) + "\n";

@@ -24,6 +24,19 @@ add_test(NAME cli_simulate_closed_loop_spread COMMAND ${SS} simulate --model lla
 set_tests_properties(cli_simulate_closed_loop_spread PROPERTIES PASS_REGULAR_EXPRESSION
   "closed loop: fixed answer lengths spread by 3\\.0 tokens \\(sd = 6 x \\(4/16\\)\\^0\\.25 x \\(256/1024\\)\\^0\\.25\\), the vllm-0.19 profile"
   FAIL_REGULAR_EXPRESSION "PREFILL TRAIN")
+# More clients than the KV cache holds whole requests: DeepSeek-R1 FP8 TP8 EP8 on the H200 under
+# TensorRT-LLM, a BF16 MLA cache of 22,969 blocks of 32 tokens, 1,024 + 8,192 tokens = 288 blocks a
+# request, 79 at once; 128 clients leave 49 queueing for a reservation, which the report names (not a
+# prefill train); 64 clients fit, and no capacity line is printed.
+add_test(NAME cli_simulate_kv_capacity COMMAND ${SS} simulate --model deepseek-r1 --gpu h200 --tp 8 --ep 8 --precision fp8
+         --engine trtllm-1.1 --concurrency 128 --isl 1024 --osl 8192 --requests 256 -q)
+set_tests_properties(cli_simulate_kv_capacity PROPERTIES PASS_REGULAR_EXPRESSION
+  "memory: 22969 KV blocks x 32 tokens per replica; 79 sequences of 9216 tokens[^\n]*\n.*capacity +128 clients per replica, where the KV cache holds 79 whole requests of 9216 tokens: TensorRT-LLM reserves a request's whole sequence, so the other 49 queue until one finishes"
+  FAIL_REGULAR_EXPRESSION "PREFILL TRAIN")
+add_test(NAME cli_simulate_kv_capacity_fits COMMAND ${SS} simulate --model deepseek-r1 --gpu h200 --tp 8 --ep 8 --precision fp8
+         --engine trtllm-1.1 --concurrency 64 --isl 1024 --osl 8192 --requests 128 -q)
+set_tests_properties(cli_simulate_kv_capacity_fits PROPERTIES PASS_REGULAR_EXPRESSION "little's law check"
+  FAIL_REGULAR_EXPRESSION "\ncapacity ")
 add_test(NAME cli_sweep_csv COMMAND ${SS} sweep --concurrency 1,2,4 --requests 20 --isl 500 --osl 20 --format csv --threads 2)
 set_tests_properties(cli_sweep_csv PROPERTIES PASS_REGULAR_EXPRESSION "^concurrency,request_count.*\n1,20,.*\n2,20,.*\n4,20,")
 add_test(NAME cli_sweep_rate_json COMMAND ${SS} sweep --request-rate 0.5,1 --requests 10 --isl 200 --osl 10 --format json)
