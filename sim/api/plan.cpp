@@ -256,7 +256,7 @@ struct Study {
     wc.multimodal = media;
     const sim::PointResult pr = d.run(wc);
     sim::SweepRow row = sim::sweep_row(d.name(), c, pr.summary, d.gpus());
-    row.prefill_train = sim::is_prefill_train(pr.workers, pr.end_s);
+    row.prefill_train = !row.kv_full && sim::is_prefill_train(pr.workers, pr.end_s);   // a full cache is the queue
     return row;
   }
 

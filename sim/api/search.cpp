@@ -338,6 +338,7 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["slo_concurrency"] = s["slo_concurrency"];
     if (s.contains("rate_per_copy")) r["rate_per_copy"] = s["rate_per_copy"], r["in_flight_per_copy"] = s["in_flight_per_copy"];
     r["limited_by"] = s["limited_by"];
+    r["kv_full"] = s.value("kv_full", false);
     r["ttft_ms"] = s["ttft_ms"];
     r["itl_ms"] = s["itl_ms"];
     r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());

@@ -95,6 +95,7 @@ void run_plan(const PlanOpts& o) {
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + "\n";
   Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
+  bool any_full = false;
   for (std::size_t i = 0; i < c["topology"].size(); ++i) {
     // A value with its prediction band "(lo-hi)" when the column has one (p50 and throughput);
     // "-" where the value is undefined (NaN / null).
@@ -105,7 +106,10 @@ void run_plan(const PlanOpts& o) {
       return t;
     };
     const bool train = c.contains("prefill_train") && c["prefill_train"][i].get<bool>();
-    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]), banded("ttft_" + stat + "_ms", 1) + (train ? " TRAIN" : ""),
+    const bool full = c.contains("kv_full") && c["kv_full"][i].get<bool>();
+    any_full |= full;
+    sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]),
+                banded("ttft_" + stat + "_ms", 1) + (train ? " TRAIN" : full ? " KV full" : ""),
                 banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
@@ -121,7 +125,10 @@ void run_plan(const PlanOpts& o) {
          "1 / ITL (aiperf's)\n" +
          (any_train ? "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
                       "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n"
-                    : std::string());
+                    : std::string()) +
+         (any_full ? "KV full: a worker's KV cache was full at that point (its peak use at 99 % of the blocks): prompts waited "
+                     "for room, or running requests were preempted, and TTFT holds that wait\n"
+                   : std::string());
   // A plan "replica" is one copy of the topology as swept (all its engine replicas or workers):
   // the same word recommend uses.
   Table pt({"topology", open ? "req/s per copy" : "clients per copy", "tok/s per copy", "copies", "GPUs", "instances",

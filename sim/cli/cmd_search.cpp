@@ -260,7 +260,7 @@ std::string search_table(const nlohmann::json& j) {
     bt.add_row({str(b["label"]), open ? fixed(s.value("rate_per_copy", 0.0), 2) : num(s["slo_concurrency"]),
                 fixed(s["ttft_ms"].get<double>(), 1) + (s.value("prefill_train", false) ? " TRAIN" : ""), fixed(s["itl_ms"].get<double>(), 2),
                 fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
-                usd(s["usd_per_hour"]), str(s["limited_by"])});
+                usd(s["usd_per_hour"]), str(s["limited_by"]) + (s.value("kv_full", false) ? " (KV full)" : "")});
   };
   if (j["best"].is_null()) {
     out += why_no_answer(j);
@@ -441,7 +441,7 @@ std::string recommend_text(const nlohmann::json& j) {
   // One GPU type per row first; prefill on one type and decode on another in a table of their own
   // (the five cheapest; every row in --format json).
   Table t(cols), mixed(cols);
-  int trains = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0;
+  int trains = 0, fulls = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0;
   std::string prefix_notes;
   for (const auto& r : j["recommendations"]) {
     overloaded += r.value("one_copy_fewer_overloaded", false);
@@ -463,7 +463,8 @@ std::string recommend_text(const nlohmann::json& j) {
                   fixed(r["power_watts"].get<double>() / 1e3, 1), fixed(r["joules_per_output_token"].get<double>(), 2),
                   open ? fixed(r["rate_per_copy"].get<double>(), 2) : num(r["slo_concurrency"]),
                   banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""), banded("itl_ms", "itl_ms", 2),
-                  banded("capacity_tps", "capacity_tps", 0), lim == "none" && !open ? "none (upper bound)" : lim};
+                  banded("capacity_tps", "capacity_tps", 0),
+                  lim == "none" && !open ? "none (upper bound)" : lim + (r.value("kv_full", false) ? " (KV full)" : "")};
     if (shared > 0)
       row.push_back(prefix_cell(r["prefix_caching"].get<bool>(), r["prefix_block_tokens"].get<std::int64_t>(),
                                 r["prefix_cache_hit_rate"].get<double>(), shared));
@@ -473,6 +474,7 @@ std::string recommend_text(const nlohmann::json& j) {
                                       r["prefix_block_tokens"].get<std::int64_t>(), r["prefix_cache_hit_rate"].get<double>(), shared,
                                       j["isl"].get<std::int64_t>(), str(r["prefix_caching_setting"]) != "default");
     trains += r.value("prefill_train", false);
+    fulls += r.value("kv_full", false);
   }
   out += "\n" + t.render();
   if (mixed_rows > 0)
@@ -483,7 +485,10 @@ std::string recommend_text(const nlohmann::json& j) {
            "one copy could serve more and their GPUs and $ are an upper bound: extend --concurrency (e.g. 1,2,4,...,512) or "
            "size open loop (--arrival poisson)\n";
   out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
-         "itl: add decode capacity\n";
+         "itl: add decode capacity" +
+         std::string(fulls > 0 ? "; (KV full): a worker's KV cache was full there and prompts waited for room, so add KV "
+                                 "memory per worker (more GPUs per worker, an FP8 KV cache where it is 16-bit) rather than prefill"
+                               : "") + "\n";
   if (overloaded > 0) out += sim::overload_note(overloaded);
   out += prefix_notes;
   if (trains > 0)

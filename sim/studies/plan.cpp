@@ -52,6 +52,7 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   col("output_tps_per_user", [](const SweepRow& r) { return r.output_tps_per_user; });
   col("prefill_train", [](const SweepRow& r) { return r.prefill_train; });
   col("overloaded", [](const SweepRow& r) { return r.overloaded; });
+  col("kv_full", [](const SweepRow& r) { return r.kv_full; });
   return c;
 }
 
@@ -61,7 +62,7 @@ nlohmann::json to_json(const SweepRow& r) {
           {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
           {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train},
           {"served_rps", r.served_rps}, {"in_flight_at_end", r.in_flight_at_end}, {"overloaded", r.overloaded},
-          {"prefix_cache_hit_rate", r.prefix_hit}};
+          {"prefix_cache_hit_rate", r.prefix_hit}, {"kv_full", r.kv_full}};
 }
 
 SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
@@ -81,6 +82,7 @@ SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
     r.in_flight_at_end = j.value("in_flight_at_end", std::int64_t{0});
     r.overloaded = j.value("overloaded", false);
     r.prefix_hit = j.value("prefix_cache_hit_rate", 0.0);
+    r.kv_full = j.value("kv_full", false);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw Error(where, "rows", std::string("not a row a simulated point returned: ") + e.what());
@@ -133,7 +135,13 @@ std::string_view to_string(LimitedBy l) {
   return "none";
 }
 
-std::string_view advice(LimitedBy l) {
+std::string_view advice(LimitedBy l, bool kv_full) {
+  if (kv_full && l == LimitedBy::ttft)
+    return "TTFT limits it: a KV cache is full and prompts wait for room: add KV memory per worker (more GPUs per worker, "
+           "an FP8 KV cache where it is 16-bit)";
+  if (kv_full && l == LimitedBy::both)
+    return "TTFT and ITL both limit it: a KV cache is full and prompts wait for room: add KV memory per worker, and decode "
+           "capacity";
   switch (l) {
     case LimitedBy::none: return "meets both SLOs at the highest swept concurrency: extend --concurrency";
     case LimitedBy::ttft: return "TTFT limits it: add prefill capacity";
@@ -155,7 +163,8 @@ nlohmann::json PlanRow::to_json() const {
   j["usd_per_hour"] = usd_per_hour ? nlohmann::json(*usd_per_hour) : nlohmann::json(nullptr);
   j["limited_by"] = std::string(to_string(limited_by));
   j["prefill_train"] = prefill_train;
-  j["advice"] = std::string(advice(limited_by));
+  j["kv_full"] = kv_full;
+  j["advice"] = std::string(advice(limited_by, kv_full));
   return j;
 }
 
@@ -264,6 +273,7 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
     if (probe < static_cast<int>(pts.size())) {
       const bool t = !ttft_ok(pts[probe]), i = !itl_ok(pts[probe]);
       row.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+      row.kv_full = t && pts[probe]->kv_full;
     }
     row.prefill_train = pts[best >= 0 ? best : 0]->prefill_train ||
                         (probe < static_cast<int>(pts.size()) && pts[probe]->prefill_train);

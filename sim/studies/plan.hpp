@@ -41,7 +41,12 @@ struct SweepRow {
   bool overloaded = false;
   // Share of the admitted prompt tokens the prefix cache served (0 with prefix caching off).
   double prefix_hit = 0;
+  // A worker's KV cache filled (its peak use >= kKvFull of the blocks): prompts waited for room
+  // (TensorRT-LLM's reservations) or running requests were preempted, so a TTFT over the SLO there
+  // asks for KV memory per worker, not prefill compute.
+  bool kv_full = false;
 };
+inline constexpr double kKvFull = 0.99;
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
 // `clients` whose first requests ask for spread shares of their answers (client k of N:
@@ -90,8 +95,9 @@ struct TopologyUnit {
 
 enum class LimitedBy { none, ttft, itl, both };
 std::string_view to_string(LimitedBy l);
-// What to do about it: "add prefill capacity" for TTFT, "add decode capacity" for ITL, ...
-std::string_view advice(LimitedBy l);
+// What to do about it: "add prefill capacity" for TTFT, "add decode capacity" for ITL, ...; a TTFT
+// broken where a KV cache was full (SweepRow::kv_full) asks for KV memory per worker instead.
+std::string_view advice(LimitedBy l, bool kv_full = false);
 
 struct PlanRow {
   std::string name;
@@ -102,6 +108,7 @@ struct PlanRow {
   std::optional<double> usd_per_hour;
   LimitedBy limited_by = LimitedBy::none;   // the SLO broken at the next swept concurrency
   bool prefill_train = false;      // the point read (or, when none passes, the first) ran in a PREFILL TRAIN
+  bool kv_full = false;            // the point whose TTFT broke the SLO had a full KV cache (SweepRow::kv_full)
   nlohmann::json to_json() const;
 };
 

@@ -187,8 +187,9 @@ nlohmann::json SearchScore::to_json() const {
   for (const auto& [k, v] : nodes_by_instance) nb[k] = v;
   j["nodes_by_instance"] = nb;
   j["limited_by"] = std::string(to_string(limited_by));
-  j["advice"] = std::string(advice(limited_by));
+  j["advice"] = std::string(advice(limited_by, kv_full));
   j["prefill_train"] = prefill_train;
+  j["kv_full"] = kv_full;
   j["prefix_cache_hit_rate"] = prefix_hit;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
   if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
@@ -750,6 +751,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       const bool t = !ttft_ok(*fewer) || fewer->overloaded, i = !itl_ok(*fewer);
       s.fewer_overloaded = fewer->overloaded;
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+      s.kv_full = t && fewer->kv_full;
     }
     return s;
   }
@@ -773,6 +775,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     s.prefix_hit = r.prefix_hit;
   }
   s.limited_by = lim;
+  s.kv_full = lim != LimitedBy::none && lim != LimitedBy::itl && rows[std::size_t(best + 1)].kv_full;
   s.prefill_train = (best >= 0 && rows[std::size_t(best)].prefill_train) ||
                     (best + 1 < int(rows.size()) && rows[std::size_t(best + 1)].prefill_train);
   return s;
@@ -876,7 +879,7 @@ std::vector<SweepRow> Search::run(int index) const {
       wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
       const PointResult pr = dep.run(wc);
       SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus(), true);
-      r.prefill_train = is_prefill_train(pr.workers, pr.end_s);
+      r.prefill_train = !r.kv_full && is_prefill_train(pr.workers, pr.end_s);   // a full cache is the queue
       r.prefix_hit = prefix_hit_of(pr.workers);
       return r;
     };
@@ -896,7 +899,7 @@ std::vector<SweepRow> Search::run(int index) const {
     wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
     const PointResult pr = dep.run(wc);
     rows.push_back(sweep_row(c.label, n, pr.summary, dep.gpus()));
-    rows.back().prefill_train = is_prefill_train(pr.workers, pr.end_s);
+    rows.back().prefill_train = !rows.back().kv_full && is_prefill_train(pr.workers, pr.end_s);
     rows.back().prefix_hit = prefix_hit_of(pr.workers);
   }
   return rows;

@@ -146,6 +146,7 @@ struct SearchScore {
   double served_tps = 0;                 // total_gpus: what the copies serve; target: the target
   LimitedBy limited_by = LimitedBy::none;
   bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
+  bool kv_full = false;                  // the point whose TTFT broke the SLO had a full KV cache (SweepRow::kv_full)
   bool fewer_overloaded = false;         // open loop: one copy fewer could not keep up (its queue grew)
   double prefix_hit = 0;                 // share of prompt tokens the prefix cache served at the point read
   nlohmann::json to_json() const;

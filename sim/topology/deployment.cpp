@@ -359,6 +359,8 @@ SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& 
   r.served_rps = served_rps(s);
   r.in_flight_at_end = s.in_flight_at_end;
   r.overloaded = open_loop && overloaded(s).value_or(false);
+  r.kv_full = std::any_of(s.replicas.begin(), s.replicas.end(),
+                          [](const ReplicaSummary& x) { return x.max_kv_utilization >= kKvFull; });
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include "sim/api/api.hpp"
 #include "sim/simulate.hpp"
 #include "sim/studies/plan.hpp"
+#include "sim/topology/deployment.hpp"
 
 namespace servesim::sim {
 namespace {
@@ -57,6 +58,30 @@ TEST(Plan, ReplicasAndLimitingSideByHand) {
   EXPECT_EQ(rows[1].gpus, 160);
   EXPECT_EQ(rows[1].limited_by, LimitedBy::itl);
   EXPECT_EQ(advice(LimitedBy::itl), "ITL limits it: add decode capacity");
+}
+
+// A TTFT broken where a worker's KV cache was full asks for KV memory, not prefill: the point at 64
+// clients (TTFT over the line) had a full cache; an ITL break does not read it.
+TEST(Plan, ATtftBrokenAtAFullKvCacheAsksForMemory) {
+  auto rows_in = sweep();
+  rows_in[2].kv_full = true;   // aggregated at 64: TTFT 900 ms > 600
+  rows_in[5].kv_full = true;   // disaggregated at 128: ITL breaks, TTFT does not
+  const auto rows = plan_capacity(rows_in, units(), PlanSlo{600, 100, Statistic::p50, 10000});
+  EXPECT_TRUE(rows[0].kv_full);
+  EXPECT_EQ(rows[0].to_json()["advice"],
+            "TTFT limits it: a KV cache is full and prompts wait for room: add KV memory per worker (more GPUs per worker, "
+            "an FP8 KV cache where it is 16-bit)");
+  EXPECT_FALSE(rows[1].kv_full);
+  EXPECT_EQ(rows[1].to_json()["advice"], "ITL limits it: add decode capacity");
+  EXPECT_EQ(advice(LimitedBy::ttft), "TTFT limits it: add prefill capacity");
+  // A sweep row reads it from the run: a replica whose peak KV use reached 99 % of its blocks.
+  Summary s;
+  s.replicas.resize(2);
+  s.replicas[1].max_kv_utilization = 0.995;
+  EXPECT_TRUE(sweep_row("aggregated", 8, s, 8).kv_full);
+  s.replicas[1].max_kv_utilization = 0.95;
+  EXPECT_FALSE(sweep_row("aggregated", 8, s, 8).kv_full);
+  EXPECT_TRUE(sweep_row_from_json(to_json(rows_in[2]), "test").kv_full);
 }
 
 TEST(Plan, StatisticMovesTheLines) {

@@ -191,6 +191,22 @@ TEST(Search, DefaultPrecisionsAreTheFormatsADeploymentLoads) {
 // deployment. Llama-3.1-70B BF16 on TP4 H200 at 256 clients of 4000 + 500 tokens: an FP8 cache
 // reads half the KV bytes a decode step streams, so with both meeting a loose SLO the FP8 one
 // serves more tok/s per GPU and wins.
+// A TTFT broken where the KV cache filled asks for KV memory: Llama-3.1-70B FP8 on TP4 H100 holds
+// 139 whole requests of 8,000 + 2,000 tokens (servesim memory), so 128 clients run and 256 wait for
+// room (vLLM preempts): the score reads "ttft" with kv_full, and the advice names KV memory per worker.
+TEST(Search, ATtftBrokenAtAFullKvCacheIsNamed) {
+  SearchArgs a{.model = "llama-3.1-70b", .gpus = "h100", .precisions = "fp8", .topology = "agg", .tp = "4",
+               .concurrency = "128,256", .isl = 8000, .osl = 2000, .requests = 512, .ttft_ms = 3000, .itl_ms = 100,
+               .threads = 2};
+  const auto r = servesim::api::search(a);
+  ASSERT_EQ(r["counts"]["configurations"], 1);
+  const auto& s = config(r, 0)["score"];
+  EXPECT_EQ(s["slo_concurrency"], 128);
+  EXPECT_EQ(s["limited_by"], "ttft");
+  EXPECT_TRUE(s["kv_full"].get<bool>());
+  EXPECT_NE(s["advice"].get<std::string>().find("add KV memory per worker"), std::string::npos);
+}
+
 TEST(Search, KvCacheDtypeIsSearched) {
   SearchArgs a{.model = "llama-3.1-70b", .gpus = "h200", .precisions = "bf16", .topology = "agg", .tp = "4",
                 .concurrency = "64,256", .kv_cache_dtypes = "auto,fp8", .isl = 4000, .osl = 500, .requests = 512,
