@@ -602,7 +602,7 @@ std::string turn_table(const sim::SimResult& r) {
   return "per turn of the sessions:\n" + t.render();
 }
 
-// A closed loop with more clients a replica (an attention-DP rank) than the KV cache or max_num_seqs
+// A closed loop with more clients a replica (its attention-DP ranks together) than the KV cache or max_num_seqs
 // holds whole requests of the workload's mean length: who waits, what TTFT then measures, and the
 // levers. TensorRT-LLM reserves each request's whole sequence, so the rest always queue; vLLM and
 // SGLang admit on the prompt and preempt (retract) when decodes fill the cache, said when they did.
@@ -613,12 +613,12 @@ std::string capacity_line(const sim::Scenario& s, const sim::SimResult& r, const
     return {};
   const nlohmann::json& memory = ran["memory"];
   const int held = memory["max_concurrent_seqs"].get<int>();
-  const int ranks = std::max(1, s.replicas()) * std::max(1, memory["data_parallel_ranks"].get<int>());
-  const std::int64_t per = (s.workload.concurrency + ranks - 1) / ranks;
+  const int replicas = std::max(1, s.replicas());   // the plan's whole requests count every attention-DP rank of a replica
+  const std::int64_t per = (s.workload.concurrency + replicas - 1) / replicas;
   if (held <= 0 || per <= held) return {};
   std::int64_t preempted = 0;
   for (const auto& w : r.workers) preempted += w.preemptions;
-  const std::string where = std::to_string(per) + " clients per " + (ranks > std::max(1, s.replicas()) ? "attention-DP rank" : "replica");
+  const std::string where = std::to_string(per) + " clients per replica";
   const std::string waits = std::to_string(per - held);
   if (memory.value("bound", std::string()) == "max_num_seqs")
     return "capacity                 " + where + ", max_num_seqs " + std::to_string(held) + ": the other " + waits +
