@@ -202,6 +202,12 @@ struct Parallelism {
   int pp = 1;
   int ep = 1;
   int dp = 1;
+  // How an MoE layer under attention DP exchanges tokens: false, every rank all-gathers the DP
+  // group's hidden states and reduce-scatters the outputs (vLLM's allgather_reducescatter, SGLang's
+  // moe_a2a_backend none, TensorRT-LLM's default: the engines' defaults); true, each rank sends
+  // its tokens only to the ranks of their top-k experts and gets the outputs back, two all-to-alls
+  // (vLLM's deepep_* / pplx all2all backends, SGLang's deepep, TensorRT-LLM's WIDEEP).
+  bool moe_all_to_all = false;
   int gpus() const { return tp * pp * dp; }
   int moe_group() const { return tp * dp; }  // GPUs an MoE layer spans
   // "TP4", "TP2 PP2", "TP2 DP4 EP8": as servesim prints a layout.

@@ -322,7 +322,6 @@ class Model final : public StepCostModel {
       mlp_.fill([&](std::int64_t M) { return gemm(M, (m.mlp_gated ? 2 : 1) * I, H) + gemm(M, H, I); });
     }
     if (n_moe_) {
-      const std::int64_t W = m.moe_width();
       local_experts_ = m.experts / (par.ep > 1 ? par.ep : 1);
       moe_routed_.fill([&](std::int64_t tokens) { return km_.moe(moe_shape(double(tokens)), wp_).seconds; });
       const std::int64_t Is = m.shared_intermediate * m.shared_experts / tp;
@@ -332,16 +331,7 @@ class Model final : public StepCostModel {
         if (m.moe_latent > 0) t += gemm(M, m.moe_latent, H) + gemm(M, H, m.moe_latent);
         return t;
       });
-      if (par.dp > 1) {
-        // vLLM's default all2all backend with data-parallel attention (allgather_reducescatter):
-        // each MoE layer all-gathers every rank's hidden states across the DP group (ranks padded
-        // to the busiest one) and reduce-scatters the expert outputs back; M is one rank's tokens.
-        moe_a2a_.fill([&](std::int64_t M) {
-          const double bytes = double(par.dp) * double(M) * W * 2;
-          return km_.collective(hw::Collective::all_gather, bytes, dp_group_).seconds +
-                 km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_).seconds;
-        });
-      }
+      if (par.dp > 1) moe_a2a_.fill([&](std::int64_t M) { return moe_exchange(double(M)).seconds; });
       // EP without attention DP (EP = TP) has no exchange of its own: every TP rank already holds
       // all tokens after the attention all-reduce, runs the experts it owns on the tokens routed to
       // them (vLLM's expert_map), and the block's TP all-reduce sums the partial outputs (vLLM uses
@@ -402,6 +392,31 @@ class Model final : public StepCostModel {
   LaunchCounts launch_counts() const override { return launch_counts_; }
 
  private:
+  // One MoE layer's token exchange across the attention-DP group, for M tokens a rank
+  // (Parallelism::moe_all_to_all). The engines' default: every rank all-gathers the group's hidden
+  // states (ranks padded to the busiest) and reduce-scatters the expert outputs back. All-to-all
+  // (DeepEP-style): a rank sends each token to the ranks of its top-k experts, FP8 on the way out
+  // (with one FP32 scale per 128 values) and BF16 outputs back, (dp - 1) / dp of the copies leaving
+  // the rank under uniform routing; each is one all-to-all of that per-rank send buffer (the
+  // collective tables' convention). The routed experts stay priced on the gathered tokens either
+  // way: the local experts' slots are the same, the kernel's dispatch term an upper bound.
+  OpTime moe_exchange(double M) const {
+    const double W = double(m_.moe_width());
+    auto both = [](const OpTime& a, const OpTime& b) {   // one after the other: their times add
+      OpTime t = sum({a, b});
+      t.seconds = a.seconds + b.seconds;
+      return t;
+    };
+    if (par_.moe_all_to_all) {
+      const double copies = M * double(m_.top_k) * double(par_.dp - 1) / double(par_.dp);
+      return both(km_.collective(hw::Collective::all_to_all, copies * W * (1.0 + 4.0 / 128), dp_group_),
+                  km_.collective(hw::Collective::all_to_all, copies * W * 2, dp_group_));
+    }
+    const double bytes = double(par_.dp) * M * W * 2;
+    return both(km_.collective(hw::Collective::all_gather, bytes, dp_group_),
+                km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_));
+  }
+
   // The whole step; when `parts` is given, also one line per op group with what bounds it; when
   // `split` is, the terms around the decode attention's (decode_split()).
   double eval(const StepBatch& replica_batch, std::vector<StepPart>* parts, DecodeSplit* split = nullptr) const {
@@ -608,11 +623,9 @@ class Model final : public StepCostModel {
             return t;
           });
       if (par_.dp > 1)
-        add("collectives", "MoE all-gather + reduce-scatter across DP ranks", n_moe_ * moe_a2a_(M), n_moe_, [&] {
-          const double bytes = double(par_.dp) * M * m_.moe_width() * 2;
-          return sum({km_.collective(hw::Collective::all_gather, bytes, dp_group_),
-                      km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_)});
-        });
+        add("collectives",
+            par_.moe_all_to_all ? "MoE all-to-all dispatch + combine across DP ranks" : "MoE all-gather + reduce-scatter across DP ranks",
+            n_moe_ * moe_a2a_(M), n_moe_, [&] { return moe_exchange(M); });
     }
     const int blocks = int(m_.layers.size());
     add("embed/norm", "RMSNorm + residual", blocks * norms_(M), blocks, [&] { return km_.memory_bound(M * H * 6); });

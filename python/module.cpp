@@ -217,7 +217,8 @@ servesim::api::StepArgs step_args(const json& j) {
   r.opt("model", a.model).opt("model_file", a.model_file).opt("gpu", a.gpu).opt("precision", a.precision)
       .opt("kv_cache_dtype", a.kv_cache_dtype)
       .opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep).opt("dp", a.dp).opt("batch", a.batch).opt("context", a.context)
-      .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).finish();
+      .opt("chunk", a.chunk).opt("vision_tiles", a.vision_tiles).opt("engine", a.engine)
+      .flag("moe_all_to_all", a.moe_all_to_all).finish();
   return a;
 }
 

@@ -53,6 +53,7 @@ EngineConfig parse_engine(const JsonReader& e) {
   c.long_prefill_token_threshold = int_in(e, "long_prefill_token_threshold", 0, 0, 1LL << 30);
   c.max_model_len = int_in(e, "max_model_len", 0, 0, 1LL << 31);
   c.enforce_eager = e.boolean_or("enforce_eager", c.enforce_eager);
+  c.moe_all_to_all = e.boolean_or("moe_all_to_all", c.moe_all_to_all);
   c.max_cudagraph_capture_size = int_in(e, "max_cudagraph_capture_size", c.max_cudagraph_capture_size, 0, 1LL << 30);
   if (e.has("cudagraph_capture_sizes")) {
     // An explicit capture list (vLLM cudagraph_capture_sizes / --cuda-graph-sizes with several
@@ -159,7 +160,7 @@ const std::vector<std::string>& scenario_keys() {
 const std::vector<std::string>& engine_keys() {
   static const std::vector<std::string> k{"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                                           "block_size", "enable_prefix_caching", "enable_chunked_prefill",
-                                          "long_prefill_token_threshold", "max_model_len", "enforce_eager", "max_cudagraph_capture_size",
+                                          "long_prefill_token_threshold", "max_model_len", "enforce_eager", "moe_all_to_all", "max_cudagraph_capture_size",
                                           "cudagraph_capture_sizes", "step_overhead_ms", "step_overhead_us_per_seq", "eager_overhead_ms",
                                           "num_speculative_tokens", "acceptance_rate", "async_scheduling", "cudagraph_mode",
                                           "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent",

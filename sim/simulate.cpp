@@ -259,7 +259,9 @@ Prepared prepare(const Scenario& s) {
       if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
     p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
   }
-  auto cost = models::make_step_cost(m, *p.gpu, s.precision, s.par, kv_dtype, p.engine.kernel_tables,
+  models::Parallelism par = s.par;
+  par.moe_all_to_all = p.engine.moe_all_to_all;
+  auto cost = models::make_step_cost(m, *p.gpu, s.precision, par, kv_dtype, p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
   if (mtp.enabled()) p.cost = std::make_shared<MtpStepCost>(std::move(cost), mtp);

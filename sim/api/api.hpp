@@ -94,6 +94,7 @@ struct StepArgs {
   int tp = 0, pp = 1, ep = 1, dp = 1, batch = 1, chunk = 0, vision_tiles = 0;
   std::int64_t context = 1024;
   std::string engine;  // engine profile (simulate --engine) whose kernel tables price the step; "" = vLLM 0.24's
+  bool moe_all_to_all = false;   // MoE under attention DP exchanges tokens by all-to-all (Parallelism::moe_all_to_all)
 };
 nlohmann::json step(const StepArgs& a);
 

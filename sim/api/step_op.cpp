@@ -285,7 +285,10 @@ nlohmann::json step(const StepArgs& a) {
   if (a.batch > (1 << 20)) throw Error("--batch", "", "must be <= 1048576");
   if (a.context > (std::int64_t{1} << 31)) throw Error("--context", "", "must be <= 2^31 tokens");
   if (a.chunk > a.context) throw Error("--chunk", "", "must be <= --context (" + std::to_string(a.context) + ")");
-  const models::Parallelism par{r.tp, r.pp, a.ep, a.dp};
+  if (a.moe_all_to_all && (a.dp <= 1 || m.experts == 0))
+    throw Error("--moe-all-to-all", "", "needs an MoE model under attention data parallelism (--dp > 1): the exchange it "
+                                        "prices is between DP ranks");
+  const models::Parallelism par{r.tp, r.pp, a.ep, a.dp, a.moe_all_to_all};
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;
   mc.kv_cache_dtype = kv;

@@ -51,7 +51,7 @@ struct SimOpts {
   std::string dataset_sampling;
   std::optional<std::int64_t> isl, osl, requests, warmup, max_num_batched_tokens, long_prefill, max_model_len, seed;
   std::optional<double> isl_stddev, osl_stddev, util, overhead_ms, burstiness, closed_loop_spread;
-  bool prefix_caching = false, no_chunked = false, eager = false, no_frontend = false, no_warmup_barrier = false, warmup_until_steady = false,
+  bool prefix_caching = false, no_chunked = false, eager = false, moe_all_to_all = false, no_frontend = false, no_warmup_barrier = false, warmup_until_steady = false,
        measure_until_precise = false;
   std::string engine, async_scheduling;
   std::optional<double> overhead_us_per_seq;
@@ -133,6 +133,10 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--long-prefill-token-threshold", o.long_prefill, "vLLM long_prefill_token_threshold");
   c.add_option("--max-model-len", o.max_model_len, "vLLM max_model_len");
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
+  c.add_flag("--moe-all-to-all", o.moe_all_to_all,
+             "MoE under attention DP (--dp) exchanges tokens by all-to-all dispatch / combine (DeepEP-style: vLLM "
+             "--all2all-backend deepep_*, SGLang --moe-a2a-backend deepep, TensorRT-LLM WIDEEP) instead of the engines' "
+             "default all-gather + reduce-scatter (engine.moe_all_to_all)");
   c.add_option("--step-overhead-ms", o.overhead_ms, "Engine-core CPU time per step (default: the engine profile's)");
   c.add_option("--closed-loop-osl-spread", o.closed_loop_spread,
                "Closed loops of a fixed OSL: sd in tokens of each answer's length at 16 clients and 1024-token answers, "
@@ -315,6 +319,7 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
   if (o.long_prefill) e["long_prefill_token_threshold"] = *o.long_prefill;
   if (o.max_model_len) e["max_model_len"] = *o.max_model_len;
   if (o.eager) e["enforce_eager"] = true;
+  if (o.moe_all_to_all) e["moe_all_to_all"] = true;
   if (o.overhead_ms) e["step_overhead_ms"] = *o.overhead_ms;
   if (o.closed_loop_spread) e["closed_loop_osl_spread_tokens"] = *o.closed_loop_spread;
   if (o.overhead_us_per_seq) e["step_overhead_us_per_seq"] = *o.overhead_us_per_seq;

@@ -58,6 +58,7 @@ struct EngineConfig {
   std::int64_t long_prefill_token_threshold = 0;  // 0: off
   std::int64_t max_model_len = 0;                 // 0: the model's maximum
   bool enforce_eager = false;                     // CUDA graphs off
+  bool moe_all_to_all = false;                    // MoE under attention DP: all-to-all dispatch / combine (Parallelism)
   std::int64_t max_cudagraph_capture_size = kDefaultMaxCudagraphCaptureSize;  // steps above run eagerly
   double step_overhead_s = kDefaultStepOverheadS;        // engine-core CPU per step (fixed part)
   double step_overhead_per_seq_s = 0;                    // ... plus this per scheduled request

@@ -31,6 +31,7 @@ class StepCostCache {
     const hw::GpuSpec* gpu;
     hw::Precision weights, kv;
     int tp, pp, ep, dp;
+    bool moe_all_to_all;
     hw::KernelTables tables;
     hw::KernelScales scales;
     bool operator==(const Key&) const = default;

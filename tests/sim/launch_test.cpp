@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "hwmodels/catalog.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
@@ -269,3 +270,42 @@ TEST(Launch, StepReportsTheLaunchesEachStepBooks) {
   a.batch = 33;
   EXPECT_NEAR(api::step(a).at("launch").at("decode_step_s").get<double>(), 357 * 23.1e-6, 1e-12);
 }
+
+namespace servesim::sim {
+namespace {
+
+// The MoE token exchange under attention DP, priced both ways on DeepSeek-V3 FP8, TP1 DP8 EP8 on
+// one H200 node, 64 sequences (8 a rank): all-gather + reduce-scatter move every rank's 8 tokens x
+// 7,168 x 2 bytes to all (8 x 8 x 7,168 x 2 = 917,504 bytes each way); all-to-all sends each token
+// to its top-8 experts' ranks, 7 of 8 copies leaving the rank: 8 x 8 x 7 / 8 = 56 copies, FP8 with an
+// FP32 scale per 128 values out (56 x 7,168 x 1.03125 bytes) and BF16 back (56 x 7,168 x 2), one
+// all-to-all each, in every one of the 58 MoE layers.
+TEST(MoeExchange, AllToAllSendsEachTokenToItsExpertsRanks) {
+  auto row = [](bool a2a) {
+    const api::StepArgs a{.model = "deepseek-v3", .gpu = "h200", .precision = "fp8", .tp = 1, .ep = 8, .dp = 8,
+                          .batch = 64, .context = 1024, .moe_all_to_all = a2a};
+    const nlohmann::json step = api::step(a);
+    for (const auto& p : step.at("decode").at("parts"))
+      if (p.at("kind") == "collectives") return p;
+    return nlohmann::json();
+  };
+  const auto a2a = row(true), ag = row(false);
+  ASSERT_FALSE(a2a.is_null());
+  EXPECT_EQ(a2a.at("op"), "MoE all-to-all dispatch + combine across DP ranks");
+  EXPECT_EQ(ag.at("op"), "MoE all-gather + reduce-scatter across DP ranks");
+  EXPECT_EQ(a2a.at("layers"), 58);
+  const auto& km = hw::kernel_model(hw::Catalog::global().gpu("h200"));
+  const hw::CommGroup node{8, 1, nullptr};
+  const double copies = 8.0 * 8 * 7 / 8;
+  const double per_layer = km.collective(hw::Collective::all_to_all, copies * 7168 * (1 + 4.0 / 128), node).seconds +
+                           km.collective(hw::Collective::all_to_all, copies * 7168 * 2, node).seconds;
+  EXPECT_NEAR(a2a.at("seconds").get<double>(), 58 * per_layer, 1e-12);
+  const double gather = km.collective(hw::Collective::all_gather, 8.0 * 8 * 7168 * 2, node).seconds +
+                        km.collective(hw::Collective::reduce_scatter, 8.0 * 8 * 7168 * 2, node).seconds;
+  EXPECT_NEAR(ag.at("seconds").get<double>(), 58 * gather, 1e-12);
+  // Only under attention DP: the exchange is between DP ranks.
+  EXPECT_THROW(api::step({.model = "deepseek-v3", .gpu = "h200", .tp = 8, .moe_all_to_all = true}), Error);
+}
+
+}  // namespace
+}  // namespace servesim::sim
