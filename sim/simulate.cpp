@@ -412,7 +412,8 @@ nlohmann::json what_ran_json(const WhatRan& w) {
                    {"cudagraph_mode", e.enforce_eager ? std::string("NONE") : e.cudagraph_mode},
                    {"max_cudagraph_capture_size", e.enforce_eager ? 0 : e.max_cudagraph_capture_size},
                    {"cudagraph_capture_sizes", e.enforce_eager ? std::vector<std::int64_t>{} : e.cudagraph_capture_sizes},
-                   {"enable_prefix_caching", e.enable_prefix_caching}};
+                   {"enable_prefix_caching", e.enable_prefix_caching},
+                   {"moe_all_to_all", e.moe_all_to_all}};
   }
   if (w.plan) {
     const models::Concurrency c = w.plan->concurrency(w.context_tokens);
@@ -476,7 +477,8 @@ std::string what_ran_text(const nlohmann::json& j) {
            ", max_num_batched_tokens " + std::to_string(e["max_num_batched_tokens"].get<std::int64_t>()) +
            ", max_model_len " + std::to_string(e["max_model_len"].get<std::int64_t>()) + ", CUDA graphs " + graphs +
            ", prefix caching " + (e["enable_prefix_caching"].get<bool>() ? "on" : "off") +
-           (e["async_scheduling"].get<bool>() ? ", async scheduling" : ", synchronous scheduling") + "\n";
+           (e["async_scheduling"].get<bool>() ? ", async scheduling" : ", synchronous scheduling") +
+           (e.value("moe_all_to_all", false) ? ", MoE all-to-all exchange" : "") + "\n";
   }
   if (j.contains("memory")) {
     const auto& m = j["memory"];
