@@ -255,9 +255,7 @@ struct Study {
     workloads::WorkloadConfig wc = sim::capacity_workload(c, o.requests, spec.seed, *o.isl, *o.osl);
     wc.multimodal = media;
     const sim::PointResult pr = d.run(wc);
-    sim::SweepRow row = sim::sweep_row(d.name(), c, pr.summary, d.gpus());
-    row.prefill_train = !row.kv_full && sim::is_prefill_train(pr.workers, pr.end_s);   // a full cache is the queue
-    return row;
+    return sim::sweep_row(d.name(), c, pr, d.gpus());
   }
 
   // Open loop: the fewest copies of topology `dep` that meet both SLOs when the target rate is

@@ -86,14 +86,6 @@ PrefillAlone prefill_alone(const models::StepCostModel& cm, std::int64_t prompt,
 
 double opt_or_inf(const std::optional<double>& v) { return v ? *v : kInf; }
 
-// The share of admitted prompt tokens the prefix cache served, over a run's workers (as simulate's
-// prefix-cache line sums them).
-double prefix_hit_of(const std::vector<WorkerStats>& workers) {
-  std::int64_t all = 0, cached = 0;
-  for (const auto& w : workers) all += w.prompt_tokens, cached += w.prompt_tokens_cached;
-  return all > 0 ? double(cached) / double(all) : 0.0;
-}
-
 }  // namespace
 
 std::string_view to_string(Pruned p) {
@@ -878,10 +870,7 @@ std::vector<SweepRow> Search::run(int index) const {
       wc.multimodal = traffic_.multimodal;
       wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
       const PointResult pr = dep.run(wc);
-      SweepRow r = sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr.summary, dep.gpus(), true);
-      r.prefill_train = !r.kv_full && is_prefill_train(pr.workers, pr.end_s);   // a full cache is the queue
-      r.prefix_hit = prefix_hit_of(pr.workers);
-      return r;
+      return sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr, dep.gpus(), true);
     };
     auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms && !r.overloaded; };
     // A copy that fails with under one request in flight (rate x latency, Little's law) fails
@@ -898,9 +887,7 @@ std::vector<SweepRow> Search::run(int index) const {
     wc.multimodal = traffic_.multimodal;
     wc.shared_prefix_tokens = traffic_.shared_prefix_tokens;
     const PointResult pr = dep.run(wc);
-    rows.push_back(sweep_row(c.label, n, pr.summary, dep.gpus()));
-    rows.back().prefill_train = !rows.back().kv_full && is_prefill_train(pr.workers, pr.end_s);
-    rows.back().prefix_hit = prefix_hit_of(pr.workers);
+    rows.push_back(sweep_row(c.label, n, pr, dep.gpus()));
   }
   return rows;
 }

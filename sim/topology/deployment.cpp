@@ -366,4 +366,13 @@ SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& 
   return r;
 }
 
+SweepRow sweep_row(const std::string& topology, int concurrency, const PointResult& p, int gpus, bool open_loop) {
+  SweepRow r = sweep_row(topology, concurrency, p.summary, gpus, open_loop);
+  r.prefill_train = !r.kv_full && is_prefill_train(p.workers, p.end_s);
+  std::int64_t all = 0, cached = 0;   // as simulate's prefix-cache line sums them
+  for (const auto& w : p.workers) all += w.prompt_tokens, cached += w.prompt_tokens_cached;
+  r.prefix_hit = all > 0 ? double(cached) / double(all) : 0.0;
+  return r;
+}
+
 }  // namespace servesim::sim

@@ -159,5 +159,8 @@ class Deployment {
 // open_loop: the run had an offered rate, so it can be overloaded (sim::overloaded); a closed
 // loop's clients wait for their answers and its queue cannot grow.
 SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& s, int gpus, bool open_loop = false);
+// The same from a point's whole run, also whether it ran in a prefill train (not where a KV cache
+// was full: the full cache is then the queue) and the prefix cache's share of its prompt tokens.
+SweepRow sweep_row(const std::string& topology, int concurrency, const PointResult& p, int gpus, bool open_loop = false);
 
 }  // namespace servesim::sim

@@ -65,10 +65,13 @@ EngineConfig plain(EngineKind kind) {
 }
 
 // Requests of `isl` + `osl` tokens reaching the engine at `arrivals_ms`.
+// `demand`: what a request holds in the pool (default: one full-attention group).
 std::vector<Request> run(const EngineConfig& cfg, const models::StepCostModel& cost, std::vector<double> arrivals_ms,
-                         std::int64_t isl, std::int64_t osl, std::int64_t kv_blocks, WorkerStats* stats = nullptr) {
+                         std::int64_t isl, std::int64_t osl, std::int64_t kv_blocks, WorkerStats* stats = nullptr,
+                         const models::KvDemand& demand = {}) {
   ClusterShape shape;
   shape.kv_blocks = kv_blocks;
+  shape.kv_demand = demand;
   AggregatedCluster c(shape, cfg, cost);
   workloads::WorkloadConfig w;
   w.arrival = workloads::Arrival::schedule;
@@ -81,6 +84,15 @@ std::vector<Request> run(const EngineConfig& cfg, const models::StepCostModel& c
   c.run(*workload, k);
   if (stats) *stats = c.workers().front().stats();
   return k.all;
+}
+
+// Requests whose first token came before any request finished: those that ran at once.
+int first_tokens_before_first_finish(const std::vector<Request>& r) {
+  double first_finish = 1e9;
+  for (const auto& q : r) first_finish = std::min(first_finish, q.finish_s);
+  int before = 0;
+  for (const auto& q : r) before += q.first_token_s < first_finish;
+  return before;
 }
 
 // Request A (10 + 100 tokens) at t = 0, B at 205 ms. A: prefill 0-50 ms (first token at 50), decode
@@ -168,11 +180,7 @@ TEST(Engines, TrtllmAdmitsWhatItsBlocksGuarantee) {
   WorkerStats st;
   const auto r = run(plain(EngineKind::trtllm), cost, std::vector<double>(8, 0.0), 100, 200, 35, &st);
   ASSERT_EQ(r.size(), 8u);
-  double first_finish = 1e9;
-  for (const auto& q : r) first_finish = std::min(first_finish, q.finish_s);
-  int before = 0;
-  for (const auto& q : r) before += q.first_token_s < first_finish;
-  EXPECT_EQ(before, 35 / ((100 + 200 + 31) / 32));   // 3
+  EXPECT_EQ(first_tokens_before_first_finish(r), 35 / ((100 + 200 + 31) / 32));   // 3
   EXPECT_EQ(st.preemptions, 0);
   EXPECT_LE(st.peak_kv_blocks, 30);
   for (const auto& q : r) EXPECT_EQ(q.generated, 200);
@@ -192,27 +200,14 @@ TEST(Engines, TrtllmAdmitsWhatItsBlocksGuarantee) {
 // gpt-oss-120b TP1 B200, 256 clients of 1,024 + 8,192 tokens: measured TTFT 190 ms, all running.
 TEST(Engines, TrtllmReservesASlidingWindowOnlyUpToItsWindow) {
   PrefillDecodeCost cost;
-  ClusterShape shape;
-  shape.kv_blocks = 36;
-  shape.kv_demand.windows = {64};
-  AggregatedCluster c(shape, plain(EngineKind::trtllm), cost);
-  workloads::WorkloadConfig w;
-  w.arrival = workloads::Arrival::schedule;
-  w.schedule_ms = std::make_shared<const std::vector<double>>(std::vector<double>(6, 0.0));
-  w.requests = 0;
-  w.isl = workloads::LengthDist::fixed_at(100);
-  w.osl = workloads::LengthDist::fixed_at(200);
-  auto workload = workloads::make_workload(w);
-  Keep k;
-  c.run(*workload, k);
-  ASSERT_EQ(k.all.size(), 6u);
-  double first_finish = 1e9;
-  for (const auto& q : k.all) first_finish = std::min(first_finish, q.finish_s);
-  int before = 0;
-  for (const auto& q : k.all) before += q.first_token_s < first_finish;
-  EXPECT_EQ(before, 36 / (10 + 2));
-  EXPECT_EQ(c.workers().front().stats().preemptions, 0);
-  EXPECT_LE(c.workers().front().stats().peak_kv_blocks, 36);
+  models::KvDemand window;
+  window.windows = {64};
+  WorkerStats st;
+  const auto r = run(plain(EngineKind::trtllm), cost, std::vector<double>(6, 0.0), 100, 200, 36, &st, window);
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(first_tokens_before_first_finish(r), 36 / (10 + 2));
+  EXPECT_EQ(st.preemptions, 0);
+  EXPECT_LE(st.peak_kv_blocks, 36);
 }
 
 // TRT-LLM without chunked prefill refuses a prompt longer than max_num_tokens.
