@@ -142,6 +142,14 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   const nlohmann::json given = s.json.is_object() && s.json.contains("engine") ? s.json.at("engine") : nlohmann::json();
   const EngineProfile& prof = engine_profile(s.engine_profile, s.source, "engine_profile");
   apply_profile(prof, m, gpu, given, e, s.par.tp);
+  if (e.moe_all_to_all) {
+    // The exchange it prices is between the attention-DP ranks of an MoE layer: a run without them
+    // (a dense model, DP 1: validate --scenario gives it to every point) has none to change, and
+    // its engine line does not claim one.
+    int dp = s.par.dp;
+    if (s.topology.present && s.topology.disaggregated) dp = std::max({dp, prefill_parallelism(s).dp, decode_parallelism(s).dp});
+    if (m.experts == 0 || dp <= 1) e.moe_all_to_all = false;
+  }
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
     const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name);
     e.kernel_scales = a.kernels;

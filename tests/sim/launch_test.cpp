@@ -15,6 +15,7 @@
 #include "sim/engine/worker.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
 #include "workloads/workload.hpp"
 
 using namespace servesim;
@@ -305,6 +306,14 @@ TEST(MoeExchange, AllToAllSendsEachTokenToItsExpertsRanks) {
   EXPECT_NEAR(ag.at("seconds").get<double>(), 58 * gather, 1e-12);
   // Only under attention DP: the exchange is between DP ranks.
   EXPECT_THROW(api::step({.model = "deepseek-v3", .gpu = "h200", .tp = 8, .moe_all_to_all = true}), Error);
+  // A run the knob cannot reach keeps the default (validate --scenario gives it to every point).
+  auto resolved = [](const char* json) {
+    const Scenario s = parse_scenario(json, "test");
+    return resolved_engine(s, models::model(s.model), hw::Catalog::global().gpu(s.gpu)).moe_all_to_all;
+  };
+  EXPECT_TRUE(resolved(R"({"model": "deepseek-v3", "gpu": "h200", "tp": 1, "dp": 8, "ep": 8, "engine": {"moe_all_to_all": true}, "workload": {"concurrency": 1, "isl": 8, "osl": 2}})"));
+  EXPECT_FALSE(resolved(R"({"model": "deepseek-v3", "gpu": "h200", "tp": 8, "engine": {"moe_all_to_all": true}, "workload": {"concurrency": 1, "isl": 8, "osl": 2}})"));
+  EXPECT_FALSE(resolved(R"({"model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "engine": {"moe_all_to_all": true}, "workload": {"concurrency": 1, "isl": 8, "osl": 2}})"));
 }
 
 }  // namespace
