@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The calibrate-to-my-cluster acceptance check on a silicon-sample CSV (docs/calibration.md).
 
-For each (model, GPU, engine release) group of aggregated rows of one engine with at least
+For each (engine, model, GPU, engine release) group of aggregated rows (--engine: vLLM's by default) with at least
 --min-points distinct points, it draws a seeded random third of the group's points, runs
 `servesim calibrate e2e` on that third (--folds 4 --seed N), then `servesim validate` on the other
 two thirds with and without `--calibration` the profile, and prints each group's held-out median
@@ -14,11 +14,13 @@ two measured figures, at the same concurrency. The third is the one `calibrate e
 folds and the held-out figures are those of `--train-fraction`.
 
     tools/calibration_acceptance.py --servesim build/servesim --seeds 1,2,3
+    tools/calibration_acceptance.py --engine sglang,trtllm --seeds 1,2,3
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
 
 Under each group, per seed, the parameters the profile applies (chosen by the nested cross-validation
 and kept by the gate) with their fitted values. Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
-that act on the other metric alone apply), A no point of the third measures the first-token floor.
+that act on the other metric alone apply), A no point of the third measures the first-token floor; "not placed"
+a third none of whose points servesim can set up (the reason, as `validate` lists it).
 
 Every run is `nice`d and single-threaded (--threads 1); a group of 5 fitted points takes minutes.
 """
@@ -89,9 +91,9 @@ def groups_of(path, engine, mode):
         rows = list(rd)
     groups = {}
     for r in rows:
-        if r["backend"] != engine or r["mode"] != mode:
+        if r["backend"] not in engine.split(",") or r["mode"] != mode:
             continue
-        g = groups.setdefault((r["model_path"], r["system"], r["backend_version"] or "-"), {})
+        g = groups.setdefault((r["backend"], r["model_path"], r["system"], r["backend_version"] or "-"), {})
         g.setdefault(point_key(header, r), []).append(r)   # dicts keep first-row order, as validate
     return header, {k: list(v.values()) for k, v in groups.items()}
 
@@ -161,7 +163,7 @@ def main():
     ap.add_argument("--csv", default=DEFAULT_CSV, help="silicon-sample CSV (default: the calibration split)")
     ap.add_argument("--servesim", default="build/servesim", help="the servesim binary")
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (each draws its own third)")
-    ap.add_argument("--engine", default="vllm", help="engine of the rows (backend column)")
+    ap.add_argument("--engine", default="vllm", help="engines of the rows (backend column), comma-separated: vllm,sglang,trtllm")
     ap.add_argument("--min-points", type=int, default=12, help="smallest group scored (distinct points)")
     ap.add_argument("--group", default="", help="only groups whose 'model gpu release' contains one of these (comma-separated, "
                                                  "case-insensitive)")
@@ -177,7 +179,7 @@ def main():
     print("group | points | " + " | ".join(f"seed {s}: TTFT / TPOT %" for s in seeds))
     for key in sorted(groups):
         pts = groups[key]
-        name = f"{key[0].split('/')[-1]} {key[1].split('_')[0].upper()} {key[2]}"
+        name = f"{key[0]} {key[1].split('/')[-1]} {key[2].split('_')[0].upper()} {key[3]}"
         if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points) or not any(g.strip().lower() in name.lower() for g in a.group.split(",")):
             continue
         cells = []
@@ -187,7 +189,8 @@ def main():
                     r = one(a.servesim, header, pts, s, tmp, extra)
                 except RuntimeError as e:
                     print(f"{name}: seed {s}: {e}", file=sys.stderr)
-                    cells.append("failed")
+                    # a third none of whose points servesim can place is no calibration: say why
+                    cells.append("not placed: " + str(e).split("cannot place this run: ")[-1][:80] if "cannot place" in str(e) else "failed")
                     continue
             r["group"], r["points"] = name, len(pts)
             results.append(r)

@@ -642,8 +642,40 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // leaving the spread out changed which other parameters the choice kept: Kimi-K2.5 H200 vLLM 0.16
   // seed 3, 16.7 -> 20.3 %).
   static const Param kSmallSpread{"spread_factor", 0, 0.30, 0.10, true, "gpu+engine"};
-  auto param = [&](const Param& p) {
-    return std::string_view(p.name) == "spread_factor" && double(plain.points.size()) < kFullPriorPoints ? &kSmallSpread : &p;
+  // Where the engine runs a prefill step with no decode in it (SGLang: no mixed batches), every running
+  // request waits each prefill out, so the prefill's duration and where the prompts land (a lockstep
+  // cohort prefills in one step) act on TPOT too: prefill_scale and spread_factor act on both there,
+  // and the gate keeps them only where TPOT falls as well. vLLM's chunks run beside the decodes under
+  // the token budget (above). On the split, SGLang Qwen3.5-397B-A17B B200 0.5.9 (46 points, seed 1) with
+  // prefill_scale 1.31 and spread_factor 0.3 applied as TTFT-side (with the first-token floor) went
+  // 11.5 -> 13.3 % TPOT held out, either alone 12.9 %, where the folds had shown TPOT not worse; over
+  // the 18 SGLang groups at seeds 1-3 the cells made worse by more than a point went 2 / 2 / 0 -> 1 / 0 / 0
+  // (docs/calibration.md). TensorRT-LLM, whose unchunked prompts share their step with the decodes, keeps
+  // them TTFT-side: there prefill_scale applied that way moved held-out TPOT the right way
+  // (gpt-oss-120b B200, unlabelled build, seed 1: 0.82, TPOT 7.9 -> 6.1 %); acting on both, 7 of its
+  // 56 cells at seeds 1-3 lost a gain and 2 gained one, and 1 of its 2 cells worse by more than a point
+  // stayed worse.
+  const bool prefill_steps_alone = [&] {
+    const auto& sc = plain.points.front().scenario;
+    try {
+      return sim::engine_profile(sc.is_object() && sc.contains("engine_profile") ? sc["engine_profile"].get<std::string>()
+                                                                                 : *engines.begin())
+                 .kind == sim::EngineKind::sglang;
+    } catch (const Error&) {
+      return false;
+    }
+  }();
+  std::vector<Param> both_ways;   // prefill_scale and spread_factor where they act on both metrics
+  both_ways.reserve(2);
+  auto param = [&](const Param& p) -> const Param* {
+    const Param* q = std::string_view(p.name) == "spread_factor" && double(plain.points.size()) < kFullPriorPoints ? &kSmallSpread : &p;
+    const std::string_view n = q->name;
+    if (prefill_steps_alone && q->acts == Acts::ttft && (n == "prefill_scale" || n == "spread_factor")) {
+      both_ways.push_back(*q);
+      both_ways.back().acts = Acts::both;
+      return &both_ways.back();
+    }
+    return q;
   };
   std::vector<const Param*> ps;
   for (const auto& p : kParams) {
@@ -1086,9 +1118,16 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     if (dropped[j]) dropped_names.push_back(ps[j]->name), dropped_txt += (dropped_txt.empty() ? "" : ", ") + std::string(ps[j]->name);
   E2eResult out;
   out.profile = prof;
+  // Which metric each parameter acts on, as the gate judged it ("ttft": the first token's path alone).
+  auto acts_on = [&](const std::string& name) {
+    for (const Param* q : ps)
+      if (name == q->name) return std::string(q->acts == Acts::ttft ? "ttft" : q->acts == Acts::tpot ? "tpot" : "both");
+    return std::string("both");
+  };
   nlohmann::json params = nlohmann::json::array();
   for (const auto& c : prof.parameters)
-    params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope}});
+    params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope},
+                      {"acts_on", acts_on(c.name)}});
   std::vector<double> fit_t, fit_i;
   for (std::size_t i = 0; i < points.size() && i < best.report.points.size(); ++i)   // not the floor anchor
     fit_t.push_back(best.report.points[i].ttft_err), fit_i.push_back(best.report.points[i].itl_err);
@@ -1112,10 +1151,11 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                 {"first_token_floor_anchored", all.anchored()},
                 {"first_token_floor_anchored_folds", anchored_folds},
                 {"dropped_by_cross_validation", dropped_names}};
-  Table t({"parameter", "prior", "fitted", "+/- sd", "applies to"});
+  Table t({"parameter", "prior", "fitted", "+/- sd", "acts on", "applies to"});
   for (const auto& c : prof.parameters) {
     auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
-    t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), "this GPU and engine build"});
+    const std::string a = acts_on(c.name);
+    t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), a == "both" ? "TTFT, TPOT" : a == "ttft" ? "TTFT" : "TPOT", "this GPU and engine build"});
   }
   std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
                     " measured points; " + std::to_string(ps.size()) + " parameters fitted with priors (TTFT weighed at 20 %, TPOT at 8 %, soft L1)\n" +

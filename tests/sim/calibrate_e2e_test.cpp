@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <iomanip>
 #include <vector>
 
@@ -422,4 +423,43 @@ TEST(CalibrateE2e, FindsAClosedLoopSpreadTenTimesTheProfiles) {
   EXPECT_LT(r.profile.cross_validation["ttft_median_abs_pct"]["after"].get<double>(),
             r.profile.cross_validation["ttft_median_abs_pct"]["before"].get<double>() / 2)
       << r.text;
+}
+
+// Which metric prefill_scale and the closed-loop spread act on depends on where the engine puts a
+// prompt's prefill. vLLM runs it in chunks under the token budget beside the decodes, TensorRT-LLM
+// (chunking off) a whole prompt in the decodes' step: both move the first token's path (TTFT) alone
+// there. SGLang runs a prefill step with no decode in it, so every running request waits it out and
+// both act on TPOT too (the gate then keeps them only where TPOT falls as well).
+TEST(CalibrateE2e, APrefillStepWithoutDecodesActsOnTpotToo) {
+  v::Options o;
+  o.threads = 2;
+  auto acts = [&](const std::string& backend, const std::string& version) {
+    std::vector<v::MeasuredPoint> pts;
+    for (int c : {2, 4, 8, 16})   // 12 points: below that the spread is a nudge that acts on both anyway
+      for (int isl : {1024, 2048, 4096}) pts.push_back(llama_point(int(pts.size()), c, isl, 128, version));
+    for (auto& p : pts) p.backend = backend;
+    const v::Report r = v::run(pts, o);
+    for (std::size_t i = 0; i < pts.size(); ++i) {   // "measured": 20 % above the prediction
+      EXPECT_TRUE(r.points[i].unmodellable.empty()) << r.points[i].unmodellable;
+      pts[i].ttft_ms = 1.2 * r.points[i].ttft_ms;
+      pts[i].tpot_ms = 1.2 * r.points[i].itl_ms;
+    }
+    v::E2eOptions e;
+    e.only = {"prefill_scale", "first_token_floor_ms", "spread_factor"};
+    e.folds = 1;
+    e.iterations = 1;
+    const v::E2eResult f = v::calibrate_e2e(pts, o, e);
+    std::map<std::string, std::string> m;
+    for (const auto& p : f.report["parameters"]) m[p["name"].get<std::string>()] = p["acts_on"].get<std::string>();
+    EXPECT_NE(f.text.find("acts on"), std::string::npos) << f.text;
+    return m;
+  };
+  const auto vllm = acts("vllm", "0.19.0"), sglang = acts("sglang", "0.5.9"), trtllm = acts("trtllm", "1.2.0rc6");
+  EXPECT_EQ(vllm.at("prefill_scale"), "ttft");
+  EXPECT_EQ(sglang.at("prefill_scale"), "both");
+  EXPECT_EQ(trtllm.at("prefill_scale"), "ttft");
+  EXPECT_EQ(vllm.at("spread_factor"), "ttft");
+  EXPECT_EQ(sglang.at("spread_factor"), "both");
+  EXPECT_EQ(trtllm.at("spread_factor"), "ttft");
+  for (const auto* m : {&vllm, &sglang, &trtllm}) EXPECT_EQ(m->at("first_token_floor_ms"), "ttft");
 }
