@@ -1158,7 +1158,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), a == "both" ? "TTFT, TPOT" : a == "ttft" ? "TTFT" : "TPOT", "this GPU and engine build"});
   }
   std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
-                    " measured points; " + std::to_string(ps.size()) + " parameters fitted with priors (TTFT weighed at 20 %, TPOT at 8 %, soft L1)\n" +
+                    (n == 1 ? " measured point; " : " measured points; ") + std::to_string(ps.size()) +
+                    (ps.size() == 1 ? " parameter" : " parameters") + " fitted with priors (TTFT weighed at 20 %, TPOT at 8 %, soft L1)\n" +
                     t.render();
   if (!dropped_txt.empty())
     txt += "Held at their priors: " + dropped_txt + " (cross-validated, their fitted values did not lower the left-out points' error, or the gate held them)\n";
