@@ -468,6 +468,11 @@ BenchSetup setup_for(const std::string& path, BenchSetup s) {
     if (s.gpu.empty()) s.gpu = r.string_or("gpu", "");
     if (s.precision.empty()) s.precision = r.string_or("precision", "");
     if (s.engine.empty()) s.engine = r.string_or("engine_profile", "");
+    if (j.contains("engine")) {
+      if (!j["engine"].is_object()) throw Error(side.string(), "engine", "expected an object of engine knobs, as a scenario file's");
+      s.engine_knobs = j["engine"];
+    }
+    if (s.kv_cache_dtype.empty()) s.kv_cache_dtype = r.string_or("kv_cache_dtype", "");
     if (s.tp < 1) {
       const char* key = r.has("tensor_parallel_size") ? "tensor_parallel_size" : "tp";
       s.tp = static_cast<int>(r.integer_or(key, 0));
@@ -490,6 +495,9 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   p.system = s.gpu;
   p.precision = s.precision;
   p.mode = "agg";
+  p.bench_result = true;
+  p.engine_knobs = s.engine_knobs;
+  p.kv_cache_dtype = s.kv_cache_dtype;
   p.tp = s.tp;
   p.pp = std::max(1, s.pp);
   // The engine and release: a profile name ("vllm-0.19", "sglang-0.5"), else vLLM's newest.

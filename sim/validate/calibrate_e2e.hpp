@@ -24,6 +24,10 @@ namespace servesim::sim::validate {
 struct BenchSetup {
   std::string model, gpu, precision, engine;   // engine: a profile name (vllm-0.19, sglang-0.5, ...)
   int tp = 0, pp = 1;
+  // From a servesim_run.json beside the file: its "engine" knobs (max_num_seqs, num_speculative_tokens,
+  // ...) and kv_cache_dtype, as a scenario file names them; the run is simulated with them.
+  nlohmann::json engine_knobs;
+  std::string kv_cache_dtype;
 };
 
 // Measured runs one calibration takes: the fit simulates every run about 40 times (Gauss-Newton steps

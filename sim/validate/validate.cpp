@@ -235,6 +235,9 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   for (const char* k : {"engine", "router", "kv_cache_dtype", "frontend", "seed", "calibration"})
     if (o.base.is_object() && o.base.contains(k)) s[k] = o.base[k];
   if (!s.contains("seed")) s["seed"] = o.seed;
+  if (p.engine_knobs.is_object())   // the run's own recorded knobs over the options' base
+    for (const auto& [k, v] : p.engine_knobs.items()) s["engine"][k] = v;
+  if (!p.kv_cache_dtype.empty()) s["kv_cache_dtype"] = p.kv_cache_dtype;
   const std::string mode = text::lower(p.mode);
   int ep = 1;
   if (mode == "disagg") {
@@ -297,7 +300,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   // server: that many replicas (gpus already counts them).
   if (s.contains("data_parallel_size") && m->count(models::LayerKind::moe) == 0) s.erase("data_parallel_size");
   const std::int64_t c = p.concurrency;
-  if (o.harness == "aic" && mode != "disagg") {
+  if (o.harness == "aic" && mode != "disagg" && !p.bench_result) {
     // The engine flags AIConfigurator's benchmark harness gives an aggregated vLLM worker
     // (its vllm.rule / benchmark rule): --max-num-batched-tokens = max_batch_size + ISL + 1500,
     // --max-model-len = ISL + OSL + 1500, CUDA graphs captured at every size 1...max_batch_size
@@ -343,7 +346,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   // The H100 runs queue as a BF16 cache does (TP4 EP4, 64 clients of 8192 + 1024: 30.6 s measured,
   // 34.0 s with BF16, 3.5 s with FP8; 6 of its 8 such points fit BF16), so Hopper keeps "auto".
   // FP8 and NVFP4 ModelOpt checkpoints have an FP8 cache either way.
-  if (o.harness == "aic" && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block") &&
+  if (o.harness == "aic" && !p.bench_result && !s.contains("kv_cache_dtype") && (precision == "fp8" || precision == "fp8_block") &&
       hw::Catalog::global().gpu(gpu).arch.starts_with("blackwell"))
     s["kv_cache_dtype"] = "fp8";
   for (const auto& [knob, factor] : o.engine_scale) {
@@ -535,7 +538,8 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
   if (o.harness == "aic" && o.infer_resent_prompts && !base_sets_reuse) {
     auto eligible = [&](std::size_t i) {
       const PointResult& r = rep.points[i];
-      return jobs[i] && r.engine == "vllm" && r.mode == "agg" && r.measured.scenario.is_null() && r.measured.concurrency > 0;
+      return jobs[i] && r.engine == "vllm" && r.mode == "agg" && r.measured.scenario.is_null() && !r.measured.bench_result &&
+             r.measured.concurrency > 0;
     };
     std::map<std::string, int> evidence;   // run set -> points that prove re-sent prompts
     for (std::size_t i = 0; i < jobs.size(); ++i)

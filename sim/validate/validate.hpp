@@ -63,6 +63,13 @@ struct MeasuredPoint {
   LayoutRewrite layout_rewrite = LayoutRewrite::none;
   // aiperf folders: the run as servesim runs it (scenario file layout), set by the reader.
   nlohmann::json scenario;
+  // A benchmark client's result (vllm bench serve JSON, SGLang bench_serving JSONL): the user's own
+  // server, run with its engine's defaults and the engine knobs a servesim_run.json beside it records
+  // (`engine_knobs`, its "engine" object; `kv_cache_dtype`), never a harness's generated flags
+  // (--harness describes silicon-sample rows).
+  bool bench_result = false;
+  nlohmann::json engine_knobs;
+  std::string kv_cache_dtype;
 };
 
 // The concurrency recorded in a silicon-sample row: `silicon_concurrency=N` in the

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <iomanip>
@@ -462,4 +463,40 @@ TEST(CalibrateE2e, APrefillStepWithoutDecodesActsOnTpotToo) {
   EXPECT_EQ(sglang.at("spread_factor"), "both");
   EXPECT_EQ(trtllm.at("spread_factor"), "ttft");
   for (const auto* m : {&vllm, &sglang, &trtllm}) EXPECT_EQ(m->at("first_token_floor_ms"), "ttft");
+}
+
+// A bench result (vllm bench serve JSON) is the user's own server: it runs with its engine's defaults,
+// not the flags AIConfigurator's harness generates for silicon-sample rows (--harness aic: a token
+// budget of batch + ISL + 1,500, graphs at every batch size), and with the engine knobs a
+// servesim_run.json beside it records. 8 clients of 1,000 + 100 tokens on one H200: with the sidecar's
+// max_num_seqs 4, half the clients wait for a seat, a whole request (100 decode steps) at a time, so
+// the first token comes far later than with vLLM's 1,024 seats.
+TEST(CalibrateE2e, ABenchResultRunsTheEngineKnobsItsSidecarRecords) {
+  const std::string dir = ::testing::TempDir() + "bench_knobs/";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "servesim_run.json");   // a sidecar an earlier run left
+  const nlohmann::json rec = {{"max_concurrency", 8}, {"completed", 80}, {"total_input_tokens", 80000}, {"total_output_tokens", 8000},
+                              {"mean_ttft_ms", 90.5}, {"mean_tpot_ms", 7.5}, {"output_throughput", 900.0}};
+  std::ofstream(dir + "bench.json") << rec.dump();
+  v::BenchSetup s;
+  s.model = "llama-3.1-8b";
+  s.gpu = "h200";
+  s.tp = 1;
+  s.engine = "vllm-0.19";
+  v::Options o;
+  o.threads = 1;
+  o.harness = "aic";
+  const auto plain = v::read_bench_results(dir + "bench.json", s);
+  ASSERT_EQ(plain.size(), 1u);
+  const nlohmann::json sc = v::point_scenario(plain[0], o, nullptr);
+  EXPECT_FALSE(sc.contains("engine") && sc["engine"].contains("max_num_batched_tokens")) << sc.dump();
+  EXPECT_FALSE(sc.contains("engine") && sc["engine"].contains("cudagraph_capture_sizes")) << sc.dump();
+  std::ofstream(dir + "servesim_run.json") << nlohmann::json{{"engine", {{"max_num_seqs", 4}}}}.dump();
+  const auto knobs = v::read_bench_results(dir + "bench.json", s);
+  EXPECT_EQ(v::point_scenario(knobs[0], o, nullptr)["engine"]["max_num_seqs"], 4);
+  const v::Report a = v::run(plain, o), b = v::run(knobs, o);
+  ASSERT_TRUE(a.points[0].unmodellable.empty() && b.points[0].unmodellable.empty()) << b.points[0].unmodellable;
+  EXPECT_GT(b.points[0].ttft_ms, 5 * a.points[0].ttft_ms) << a.points[0].ttft_ms << " " << b.points[0].ttft_ms;
+  std::ofstream(dir + "servesim_run.json") << nlohmann::json{{"engine", 3}}.dump();
+  EXPECT_THROW(v::read_bench_results(dir + "bench.json", s), servesim::Error);
 }
