@@ -141,6 +141,10 @@ TopologySpec parse_topology(const JsonReader& t) {
 
 }  // namespace
 
+void check_engine_knobs(const nlohmann::json& engine, const std::string& file) {
+  parse_engine(JsonReader(nlohmann::json{{"engine", engine}}, file).object("engine"));
+}
+
 const std::vector<std::string>& topology_keys() {
   static const std::vector<std::string> k{"kind", "instance", "nodes", "replicas", "prefill_workers", "decode_workers",
                                           "encode_workers", "prefill_tp", "decode_tp", "encode_tp", "prefill_dp", "decode_dp",

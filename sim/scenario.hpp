@@ -72,6 +72,9 @@ struct Scenario {
 models::Parallelism role_parallelism(const Scenario& s, int tp, int dp, int ep);
 
 Scenario parse_scenario(std::string_view json_text, const std::string& file);
+// An "engine" object of knobs as a scenario file names them (fields, ranges), checked alone: Error
+// naming `file` and the field (a bench result's servesim_run.json).
+void check_engine_knobs(const nlohmann::json& engine, const std::string& file);
 Scenario load_scenario(const std::string& path);
 // The JSON of a file; every parse failure (syntax, numbers out of range) as servesim::Error.
 nlohmann::json read_scenario_file(const std::string& path);

@@ -21,6 +21,7 @@
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
 #include "sim/engine/engine_profile.hpp"
+#include "sim/scenario.hpp"
 
 namespace servesim::sim::validate {
 namespace {
@@ -470,6 +471,7 @@ BenchSetup setup_for(const std::string& path, BenchSetup s) {
     if (s.engine.empty()) s.engine = r.string_or("engine_profile", "");
     if (j.contains("engine")) {
       if (!j["engine"].is_object()) throw Error(side.string(), "engine", "expected an object of engine knobs, as a scenario file's");
+      check_engine_knobs(j["engine"], side.string());
       s.engine_knobs = j["engine"];
     }
     if (s.kv_cache_dtype.empty()) s.kv_cache_dtype = r.string_or("kv_cache_dtype", "");

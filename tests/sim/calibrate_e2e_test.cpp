@@ -497,6 +497,14 @@ TEST(CalibrateE2e, ABenchResultRunsTheEngineKnobsItsSidecarRecords) {
   const v::Report a = v::run(plain, o), b = v::run(knobs, o);
   ASSERT_TRUE(a.points[0].unmodellable.empty() && b.points[0].unmodellable.empty()) << b.points[0].unmodellable;
   EXPECT_GT(b.points[0].ttft_ms, 5 * a.points[0].ttft_ms) << a.points[0].ttft_ms << " " << b.points[0].ttft_ms;
-  std::ofstream(dir + "servesim_run.json") << nlohmann::json{{"engine", 3}}.dump();
-  EXPECT_THROW(v::read_bench_results(dir + "bench.json", s), servesim::Error);
+  for (const nlohmann::json& bad : {nlohmann::json(3), nlohmann::json{{"max_num_seqz", 4}}, nlohmann::json{{"max_num_seqs", -1}}}) {
+    std::ofstream(dir + "servesim_run.json") << nlohmann::json{{"engine", bad}}.dump();
+    try {   // the sidecar and its field named, not the bench file
+      v::read_bench_results(dir + "bench.json", s);
+      ADD_FAILURE() << bad.dump();
+    } catch (const servesim::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("servesim_run.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("engine"), std::string::npos) << e.what();
+    }
+  }
 }
