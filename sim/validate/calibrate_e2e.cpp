@@ -665,27 +665,13 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // (gpt-oss-120b B200, unlabelled build, seed 1: 0.82, TPOT 7.9 -> 6.1 %); acting on both, 7 of its
   // 56 cells at seeds 1-3 lost a gain and 2 gained one, and 1 of its 2 cells worse by more than a point
   // stayed worse.
-  const bool prefill_steps_alone = [&] {
-    const auto& sc = plain.points.front().scenario;
-    try {
-      return sim::engine_profile(sc.is_object() && sc.contains("engine_profile") ? sc["engine_profile"].get<std::string>()
-                                                                                 : *engines.begin())
-                 .kind == sim::EngineKind::sglang;
-    } catch (const Error&) {
-      return false;
-    }
-  }();
-  std::vector<Param> both_ways;   // prefill_scale and spread_factor where they act on both metrics
-  both_ways.reserve(2);
-  auto param = [&](const Param& p) -> const Param* {
-    const Param* q = std::string_view(p.name) == "spread_factor" && double(plain.points.size()) < kFullPriorPoints ? &kSmallSpread : &p;
-    const std::string_view n = q->name;
-    if (prefill_steps_alone && q->acts == Acts::ttft && (n == "prefill_scale" || n == "spread_factor")) {
-      both_ways.push_back(*q);
-      both_ways.back().acts = Acts::both;
-      return &both_ways.back();
-    }
-    return q;
+  const bool prefill_steps_alone = *engines.begin() == "sglang";
+  auto acts = [&](const Param& q) {
+    const std::string_view n = q.name;
+    return prefill_steps_alone && (n == "prefill_scale" || n == "spread_factor") ? Acts::both : q.acts;
+  };
+  auto param = [&](const Param& p) {
+    return std::string_view(p.name) == "spread_factor" && double(plain.points.size()) < kFullPriorPoints ? &kSmallSpread : &p;
   };
   std::vector<const Param*> ps;
   for (const auto& p : kParams) {
@@ -942,7 +928,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   if (!shrink && k > 1 && (!chosen_gate.ttft_falls || !chosen_gate.tpot_falls)) {   // without folds (--folds 1) nothing to gate on
     const bool keep_ttft = chosen_gate.ttft_falls, keep_tpot = chosen_gate.tpot_falls;
     for (std::size_t j = 0; j < ps.size(); ++j)   // a parameter stays when it acts on the kept metric alone
-      held_back[j] = !((keep_ttft && ps[j]->acts == Acts::ttft) || (keep_tpot && ps[j]->acts == Acts::tpot));
+      held_back[j] = !((keep_ttft && acts(*ps[j]) == Acts::ttft) || (keep_tpot && acts(*ps[j]) == Acts::tpot));
     bool any = false;
     for (std::size_t j = 0; j < ps.size(); ++j) any = any || (!held_back[j] && !dropped[j]);
     if (any) {
@@ -1131,7 +1117,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Which metric each parameter acts on, as the gate judged it ("ttft": the first token's path alone).
   auto acts_on = [&](const std::string& name) {
     for (const Param* q : ps)
-      if (name == q->name) return std::string(q->acts == Acts::ttft ? "ttft" : q->acts == Acts::tpot ? "tpot" : "both");
+      if (name == q->name) return std::string(acts(*q) == Acts::ttft ? "ttft" : acts(*q) == Acts::tpot ? "tpot" : "both");
     return std::string("both");
   };
   nlohmann::json params = nlohmann::json::array();
