@@ -38,6 +38,9 @@ struct Prepared {
   // With a "topology" object: the deployment every run uses (then plan/cost/replicas are unused).
   std::shared_ptr<const Deployment> deployment;
 };
+// Why tensor parallelism `tp` cannot split `m` (its attention, KV or Mamba heads), or "" where it can.
+std::string tp_split_error(const models::ModelSpec& m, int tp);
+
 // Looks the model and GPU up, checks the parallel shape against the model (heads divisible by
 // TP, experts by EP) and plans memory; throws Error naming the scenario field at fault.
 Prepared prepare(const Scenario& s);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/error.hpp"
@@ -475,6 +476,51 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
     if (r.model.empty()) r.model = "(blank)";
     rep.points.push_back(std::move(r));
     jobs.push_back(std::move(job));
+  }
+
+  // A tp_size column that is not a TP. In a run set (one dump's rows of one engine release, model and
+  // GPU) at least half of whose rows give a tp_size that cannot split the model's heads (DeepSeek-R1's 128 by 12,
+  // 20, 24, 28, 36, ...), the column records something else (a deployment's GPU count), so the rows
+  // whose figure happens to divide the heads (32, 64) are no more one replica's TP than the others:
+  // they are not modelled either. A set with one stray figure among layouts that split keeps them.
+  {
+    struct SetTp {
+      std::vector<std::size_t> takeable;
+      std::map<int, std::string> untakeable;   // tp_size -> why it cannot split the model
+      int n_untakeable = 0;
+    };
+    std::map<std::string, SetTp> sets;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const PointResult& r = rep.points[i];
+      if (!jobs[i] || !r.measured.scenario.is_null() || r.measured.bench_result || r.mode != "agg") continue;
+      const Scenario& s = jobs[i]->scenario;
+      std::string why;
+      try {
+        why = tp_split_error(s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file), s.par.tp);
+      } catch (const Error&) {   // prepare() names a model it cannot load
+        continue;
+      }
+      SetTp& set = sets[run_set_of(r.measured)];
+      if (why.empty()) {
+        set.takeable.push_back(i);
+      } else {
+        set.untakeable.emplace(s.par.tp, why), ++set.n_untakeable;
+      }
+    }
+    for (const auto& [name, set] : sets) {
+      if (set.n_untakeable == 0 || set.n_untakeable < int(set.takeable.size())) continue;
+      std::string figures;
+      for (const auto& [t, why] : set.untakeable) figures += (figures.empty() ? "" : ", ") + std::to_string(t);
+      for (const std::size_t i : set.takeable) {
+        PointResult& r = rep.points[i];
+        r.unmodellable = "tp_size " + std::to_string(r.measured.tp) + " is not this run's TP: " + std::to_string(set.n_untakeable) +
+                         " of its run set's " + std::to_string(set.n_untakeable + int(set.takeable.size())) +
+                         " points give a tp_size no layout of the model takes (" + figures + "; " + set.untakeable.begin()->second +
+                         "), so the column records something else there (a deployment's GPU count)";
+        r.scenario = nullptr;
+        jobs[i].reset();
+      }
+    }
   }
 
   // Shapes: prepare each once (in parallel), then run every point (in parallel).

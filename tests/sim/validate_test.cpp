@@ -981,6 +981,37 @@ TEST(Validate, BatchThatSplitsTheClientsOtherwiseIsNotModelled) {
   }
 }
 
+// gpt-oss-120b has 64 attention heads and 8 KV heads: TP 12, 20 and 24 cannot split them, TP 16 can.
+// A run set whose rows give 12, 20, 24 and 16 records something other than a TP in that column (as a
+// dump's GB200 DeepSeek-R1 rows give 12-72), so its TP 16 row is not modelled either, with the reason;
+// a run set of TP 2 and 4 with one stray 6 runs its TP 2 and 4 rows.
+TEST(Validate, RunSetWhoseTpColumnMostlyCannotSplitTheModelIsNotATp) {
+  auto row = [](const std::string& set, const std::string& tp) {
+    return set + "_tp" + tp + "_c8_," + set + "; silicon_concurrency=8,trtllm,1.3.0rc1,openai/gpt-oss-120b,h100_sxm,fp4,agg,1024,128,,,8," +
+           tp + ",1,1,,,,,,,,,,,,,,,,,100,10\n";
+  };
+  const auto path = std::filesystem::temp_directory_path() / "servesim_tp_not_tp.csv";
+  {
+    std::ofstream f(path);
+    f << kSiliconHeader << row("gb", "12") << row("gb", "20") << row("gb", "24") << row("gb", "16") << row("h", "2")
+      << row("h", "4") << row("h", "6");
+  }
+  const auto points = v::read_silicon_csv(path.string());
+  std::filesystem::remove(path);
+  v::Options o;
+  o.threads = 1;
+  const v::Report r = v::run(points, o);
+  const std::string tp16 = result(r, "gb_tp16_c8_").unmodellable;
+  EXPECT_NE(tp16.find("tp_size 16 is not this run's TP: 3 of its run set's 4 points"), std::string::npos) << tp16;
+  EXPECT_NE(tp16.find("(12, 20, 24; 12 does not divide the 64 attention heads of gpt-oss-120b)"), std::string::npos) << tp16;
+  EXPECT_NE(result(r, "gb_tp20_c8_").unmodellable.find("20 does not divide the 64 attention heads"), std::string::npos);
+  for (const char* id : {"h_tp2_c8_", "h_tp4_c8_"}) {
+    EXPECT_EQ(result(r, id).unmodellable, "") << id;
+    EXPECT_TRUE(std::isfinite(result(r, id).ttft_ms)) << id;
+  }
+  EXPECT_NE(result(r, "h_tp6_c8_").unmodellable.find("6 does not divide the 64 attention heads"), std::string::npos);
+}
+
 // SGLang prefills whenever a waiting prompt can be admitted, so in a closed loop whose KV pool holds
 // every client's request a prompt waits at most for the prompts queued ahead of it: the train (all
 // 8 prompts released together) is the slowest orbit. Made-up SGLang 0.5.6 Llama-3.1-8B FP8 points on
