@@ -15,7 +15,7 @@ namespace servesim::sim {
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale", "decode_scale",
                               "decode_attention_scale", "custom_allreduce_scale", "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms",
-                              "request_latency_ms", "first_token_floor_ms", "spread_factor"};
+                              "request_latency_ms", "first_token_floor_ms", "spread_factor", "handoff_scale"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
     if (n == k) return true;
@@ -105,6 +105,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   p.request_latency_ms = val("request_latency_ms", 0);
   p.first_token_floor_ms = val("first_token_floor_ms", 0);
   p.spread_factor = val("spread_factor", 1);
+  p.handoff_scale = val("handoff_scale", 1);
   if (j.contains("cross_validation")) p.cross_validation = j["cross_validation"];
   if (j.contains("bands") && !j["bands"].is_null()) p.bands = validate::parse_bands(j["bands"], file + ": bands");
   return p;
@@ -159,6 +160,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "request_latency_ms") a.request_latency_ms = c.value;
     else if (c.name == "first_token_floor_ms") a.first_token_floor_ms = c.value;
     else if (c.name == "spread_factor") a.spread_factor = c.value;
+    else if (c.name == "handoff_scale") a.handoff_scale = c.value;
   }
   a.bands = same_gpu && same_engine && !p.bands.cells.empty();
   std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " + p.gpu +

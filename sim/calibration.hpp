@@ -40,6 +40,7 @@ struct CalibrationProfile {
   double request_latency_ms = 0;               // latency per request the client sees and the engine does not (no queue)
   double first_token_floor_ms = 0;             // the shortest first token the client sees: TTFT = max(simulated, floor)
   double spread_factor = 1;                    // on the profile's closed-loop answer-length spread
+  double handoff_scale = 1;                    // on the profile's disaggregated handoff (framework path and KV pull per token)
   nlohmann::json cross_validation;             // k-fold error before / after per metric
   validate::BandTable bands;                   // from the cross-validated residuals
   const CalibratedParameter* parameter(const std::string& name) const;
@@ -60,7 +61,7 @@ struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
   double step_cpu_factor = 1, step_overhead_factor = 1, step_gpu_ms = 0, request_overhead_ms = 0, request_latency_ms = 0,
-         first_token_floor_ms = 0, spread_factor = 1;
+         first_token_floor_ms = 0, spread_factor = 1, handoff_scale = 1;
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header

@@ -180,6 +180,8 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
     f.api.request.mean_s += a.request_overhead_ms * 1e-3;
     f.client.request_latency_s += a.request_latency_ms * 1e-3;
     f.client.first_token_floor_s = std::max(f.client.first_token_floor_s, a.first_token_floor_ms * 1e-3);
+    f.disagg.handoff.mean_s *= a.handoff_scale;
+    f.disagg.pull_s_per_token *= a.handoff_scale;
   }
   return f;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The calibrate-to-my-cluster acceptance check on a silicon-sample CSV (docs/calibration.md).
 
-For each (engine, model, GPU, engine release) group of aggregated rows (--engine: vLLM's by default) with at least
+For each (engine, model, GPU, engine release) group of aggregated rows (--engine: vLLM's by default; --mode disagg
+the disaggregated rows) with at least
 --min-points distinct points, it draws a seeded random third of the group's points, runs
 `servesim calibrate e2e` on that third (--folds 4 --seed N), then `servesim validate` on the other
 two thirds with and without `--calibration` the profile, and prints each group's held-out median
@@ -16,6 +17,7 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --servesim build/servesim --seeds 1,2,3
     tools/calibration_acceptance.py --engine sglang,trtllm --seeds 1,2,3
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
+    tools/calibration_acceptance.py --engine vllm,sglang,trtllm --mode disagg --seeds 1,2,3
 
 Under each group, per seed, the parameters the profile applies (chosen by the nested cross-validation
 and kept by the gate) with their fitted values. Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
@@ -119,14 +121,14 @@ def medians(report):
     return (statistics.median(t) if t else float("nan"), statistics.median(i) if i else float("nan"))
 
 
-def one(servesim, header, pts, seed, tmp, extra):
+def one(servesim, header, pts, seed, tmp, extra, mode="agg"):
     train, test = train_indices(len(pts), seed, 0.33)
     third, rest, prof = (os.path.join(tmp, n) for n in ("third.csv", "rest.csv", "profile.json"))
     write_rows(third, header, [pts[i] for i in train])
     write_rows(rest, header, [pts[i] for i in test])
     cal = run_json([servesim, "calibrate", "e2e", third, "--output", prof, "--folds", "4", "--seed", str(seed),
                     "--threads", "1", "--format", "json"] + extra)
-    common = [servesim, "validate", rest, "--mode", "agg", "--seed", str(seed), "--threads", "1", "--format", "json"]
+    common = [servesim, "validate", rest, "--mode", mode, "--seed", str(seed), "--threads", "1", "--format", "json"]
     before = medians(run_json(common))
     after = medians(run_json(common + ["--calibration", prof]))
     cv = cal["cross_validation"]
@@ -164,6 +166,7 @@ def main():
     ap.add_argument("--servesim", default="build/servesim", help="the servesim binary")
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (each draws its own third)")
     ap.add_argument("--engine", default="vllm", help="engines of the rows (backend column), comma-separated: vllm,sglang,trtllm")
+    ap.add_argument("--mode", default="agg", choices=["agg", "disagg"], help="aggregated or disaggregated rows")
     ap.add_argument("--min-points", type=int, default=12, help="smallest group scored (distinct points)")
     ap.add_argument("--group", default="", help="only groups whose 'model gpu release' contains one of these (comma-separated, "
                                                  "case-insensitive)")
@@ -173,7 +176,7 @@ def main():
     ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
     a = ap.parse_args()
     extra = (["--parameters", a.parameters] if a.parameters else []) + (["--no-shrink"] if a.no_shrink else [])
-    header, groups = groups_of(a.csv, a.engine, "agg")
+    header, groups = groups_of(a.csv, a.engine, a.mode)
     seeds = [int(s) for s in a.seeds.split(",") if s]
     results = []
     print("group | points | " + " | ".join(f"seed {s}: TTFT / TPOT %" for s in seeds))
@@ -186,7 +189,7 @@ def main():
         for s in seeds:
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    r = one(a.servesim, header, pts, s, tmp, extra)
+                    r = one(a.servesim, header, pts, s, tmp, extra, a.mode)
                 except RuntimeError as e:
                     print(f"{name}: seed {s}: {e}", file=sys.stderr)
                     # a third none of whose points servesim can place is no calibration: say why

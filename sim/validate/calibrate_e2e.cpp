@@ -126,6 +126,16 @@ const Param kParams[] = {
     // the profile's: gpt-oss-120b B200 0.15.1 held out at 28.1 % TTFT with the profile's spread, 13.7 % at
     // 3x, 10.5 % at 10x. One sd is a factor of e (2.7).
     {"spread_factor", 0, 1.0, 0.10, true, "gpu+engine", true, Acts::ttft, true},
+    // A factor on the engine profile's disaggregated handoff: what a request pays between its prefill
+    // worker's last step and its decode worker's first (the serving framework's path, fixed per request,
+    // and the KV pull's cost per prompt token on top of the link's bytes / bandwidth). The profiles
+    // that have one carry 200 ms + 12 us a token (vLLM 0.11-0.12 none: 0 stays 0); the split's deployments want 100-250+ ms (docs/validation.md,
+    // what the handoff physically is: at 200 ms TensorRT-LLM's GB200 rows sit +42 %, its H200 rows -52 %),
+    // so one sd is a factor of e^0.5 (1.65). It acts on TTFT (the decode worker's steps do not see it).
+    // Fitted only on disaggregated points, and only when named in --parameters: on the split's
+    // disaggregated thirds, whose TTFT is dominated by prefill queues predicted 2-10x off, queue-bound
+    // points pulled it to 3.8x (SGLang DeepSeek-V3 B200 0.5.8.post1, seed 1: held-out TTFT 44.8 -> 188 %).
+    {"handoff_scale", 0, 0.5, 0.05, true, "gpu+engine", false, Acts::ttft},
 };
 
 // Within what a profile may hold (sim::kMinFactor ...), so that a fit that runs off one end prices the end.
@@ -614,13 +624,17 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Every point must run, on one GPU and one engine.
   const Report plain = run(points, o);
   std::set<std::string> gpus, engines, models;
-  bool moe = false, tp = false, closed = false, tp_low = false, tp_high = false;
+  bool moe = false, tp = false, closed = false, tp_low = false, tp_high = false, disagg = false;
   for (const auto& p : plain.points) {
     if (!p.unmodellable.empty()) throw Error(p.measured.source, "", "cannot place this run: " + p.unmodellable);
     if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
       throw Error(p.measured.source, "", "no TTFT or TPOT measured");
     gpus.insert(p.gpu), engines.insert(p.engine), models.insert(p.model);
     const auto& sc = p.scenario;
+    if (sc.is_object() && sc.contains("topology") && sc["topology"].is_object()) {
+      const std::string kind = text::lower(sc["topology"].value("kind", std::string("agg")));
+      disagg = disagg || kind == "disagg" || kind == "disaggregated";
+    }
     const auto& m = sc.is_object() && sc.contains("model_file") ? models::load_model_file(sc["model_file"].get<std::string>())
                                                                : models::model(p.model);
     moe = moe || m.count(models::LayerKind::moe) > 0;
@@ -681,7 +695,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       continue;
     }
     if ((n == "moe_scale" && !moe) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
-        (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)))
+        (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)) || (n == "handoff_scale" && !disagg))
       continue;
     if (!p.by_default) continue;
     ps.push_back(param(p));
@@ -1044,7 +1058,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   if (kept_priors) {
     for (std::size_t i = 0; i < ps.size(); ++i) prof.parameters[i].value = prof.parameters[i].prior;
     prof.kernels = {};
-    prof.step_cpu_factor = prof.step_overhead_factor = prof.spread_factor = 1;
+    prof.step_cpu_factor = prof.step_overhead_factor = prof.spread_factor = prof.handoff_scale = 1;
     prof.request_overhead_ms = prof.request_latency_ms = prof.step_gpu_ms = prof.first_token_floor_ms = 0;
   }
   auto pct_num = [](double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); };
