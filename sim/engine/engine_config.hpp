@@ -138,8 +138,16 @@ struct EngineConfig {
 // the graph of the busiest rank's share, the others padded with dummy requests, reference B3/B4),
 // while one request's prefill chunk stays within a rank's budget. The step cost charges the busiest rank's share (models::StepCostModel).
 // The KV pool is dp times one rank's (the caller scales the block count).
+// SGLang gives each rank's scheduler chunked_prefill_size / dp (ServerArgs._handle_data_parallelism:
+// chunked_prefill_size //= dp_size with enable_dp_attention) and its own max_prefill_tokens
+// (reference sglang-trtllm-engines.md A1, A6): the union's chunk budget stays chunked_prefill_size,
+// a prompt's chunk is a rank's share of it, and the union admits dp ranks' worth of prompt tokens.
 inline EngineConfig lockstep_engine(EngineConfig e, int dp) {
   if (dp <= 1) return e;
+  if (e.kind == EngineKind::sglang) {
+    e.max_num_batched_tokens = std::max<std::int64_t>(e.block_size, e.max_num_batched_tokens / dp);
+    e.sglang.max_prefill_tokens *= dp;
+  }
   const std::int64_t rank_budget = e.max_num_batched_tokens;
   e.long_prefill_token_threshold =
       e.long_prefill_token_threshold > 0 ? std::min(e.long_prefill_token_threshold, rank_budget) : rank_budget;

@@ -42,13 +42,20 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
   double rem_total = double(pool_.allocatable()) * double(bs);
   for (const Running& h : running_) rem_total -= double(std::min(h.left, sp.clip_max_new_tokens)) * new_token_ratio_;
 
-  // The chunked request (at most one, mid-prompt) continues first.
-  bool chunked = false;
+  // With attention DP the scheduler is the union of `lanes` ranks, each of which schedules on its own
+  // (reference A6): up to one chunked request per rank, a prompt's chunk at most a rank's share of the
+  // chunk budget (lockstep_engine).
+  const int lanes = std::max(1, cfg_.lockstep_dp);
+  const std::int64_t lane_chunk =
+      lanes > 1 && cfg_.long_prefill_token_threshold > 0 ? cfg_.long_prefill_token_threshold : cfg_.max_num_batched_tokens;
+  // The chunked requests (at most one a rank, mid-prompt) continue first.
+  int chunked = 0;
   for (Running& h : running_) {
+    if (chunked == lanes) break;
     const bool decode = h.computed >= h.input && h.tokens - h.computed == 1;
     if (decode) continue;
     const std::int64_t rest = h.tokens - h.computed;
-    std::int64_t n = std::min(rest, rem_chunk);
+    std::int64_t n = std::min({rest, rem_chunk, lane_chunk});
     if (n < rest) n = n / bs * bs;   // a truncated chunk ends on a page
     if (n <= 0) break;
     if (!grow_to(h, h.computed + n)) break;
@@ -57,12 +64,12 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
     rem_chunk -= n;
     rem_input -= n;
     rem_total -= double(n);
-    chunked = h.computed + n < h.tokens;
-    break;
+    chunked += h.computed + n < h.tokens ? 1 : 0;
+    if (lanes == 1) break;
   }
 
   // New requests, FCFS, while the chunk, input and total-token budgets and the seats last.
-  while (!chunked && !waiting_.empty() && rem_chunk > 0 && rem_input > 0 && seats_taken() < cfg_.max_num_seqs) {
+  while (chunked < lanes && !waiting_.empty() && rem_chunk > 0 && rem_input > 0 && seats_taken() < cfg_.max_num_seqs) {
     const std::int32_t slot = waiting_.front();
     const Request& r = request(slot);
     if (r.arrival_s > cutoff_s) break;   // not yet at the scheduler when this batch was formed
@@ -73,17 +80,17 @@ void VllmScheduler::schedule_sglang(double now_s, double cutoff_s) {
     const std::int64_t total = extend + std::min(r.output_tokens - r.generated, sp.clip_max_new_tokens);
     if (double(total) >= rem_total) break;   // AddReqResult.NO_TOKEN
     std::int64_t n = extend;
-    if (n > rem_chunk) {
-      n = rem_chunk / bs * bs;
+    if (n > std::min(rem_chunk, lane_chunk)) {
+      n = std::min(rem_chunk, lane_chunk) / bs * bs;
       if (n <= 0) break;
-      chunked = true;
+      ++chunked;
     }
     if (blocks_for(computed, computed + n) - hit > pool_.allocatable() - free_hits) break;
     admit(slot, hit, n, computed + n, now_s);
     waiting_.pop_front();
     rem_chunk -= n;
     rem_input -= n;
-    rem_total -= double(chunked ? n : total);
+    rem_total -= double(n < extend ? n : total);
   }
   if (scheduled_ > 0) return;   // a prefill step: the running requests' decodes wait
 

@@ -171,6 +171,38 @@ TEST(Engines, SglangChunksOnePromptAtATime) {
   EXPECT_NEAR(r[0].first_token_s, 0.150, 1e-9);
 }
 
+// With attention DP each SGLang rank schedules on its own, with chunked_prefill_size / dp of the chunk
+// budget (ServerArgs._handle_data_parallelism) and its own max_prefill_tokens. Four ranks of a 1,000-token
+// budget: 250 tokens a rank. Four prompts of 1,000 tokens at 0, 1, 2 and 3 ms: the first step (at 0)
+// holds the first prompt alone and still prefills only its rank's 250 tokens; from the second step on
+// the four prefill side by side, 250 tokens each, so the first prompt's first token comes after 4 steps
+// of 50 ms (0.20 s) and the others' one step later (0.25 s), in 5 prefill steps. On one rank with the
+// same budget each prompt prefills whole, one a step: first tokens at 0.05, 0.10, 0.15 and 0.20 s.
+TEST(Engines, SglangAttentionDpRanksChunkTheirOwnPrompts) {
+  EngineConfig one = plain(EngineKind::sglang);
+  one.max_num_batched_tokens = 1000;
+  one.block_size = 1;
+  const EngineConfig dp = lockstep_engine(one, 4);
+  EXPECT_EQ(dp.max_num_batched_tokens, 1000);
+  EXPECT_EQ(dp.long_prefill_token_threshold, 250);
+  EXPECT_EQ(dp.sglang.max_prefill_tokens, 4 * one.sglang.max_prefill_tokens);
+  auto firsts = [](const std::vector<Request>& r) {
+    std::vector<double> f;
+    for (const auto& q : r) f.push_back(q.first_token_s);
+    std::sort(f.begin(), f.end());
+    return f;
+  };
+  PrefillDecodeCost cost;
+  const auto d = firsts(run(dp, cost, {0.0, 1.0, 2.0, 3.0}, 1000, 2, 100000));
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_NEAR(d[0], 0.200, 1e-9);
+  for (int i = 1; i < 4; ++i) EXPECT_NEAR(d[std::size_t(i)], 0.250, 1e-9);
+  EXPECT_EQ(cost.prefill, 5);
+  PrefillDecodeCost cost1;
+  const auto s = firsts(run(one, cost1, {0.0, 1.0, 2.0, 3.0}, 1000, 2, 100000));
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(s[std::size_t(i)], 0.050 * (i + 1), 1e-9);
+}
+
 // GUARANTEED_NO_EVICT: each request of 100 + 200 tokens reserves ceil(300 / 32) = 10 blocks when it
 // is admitted, so a pool of 35 blocks runs 3 at once (30 blocks) and never evicts; the other 5 of 8
 // wait for a finished request's blocks. vLLM's incremental allocation admits all 8 at first
