@@ -178,10 +178,9 @@ TransferReport leave_one_out(const std::vector<MeasuredPoint>& points, const Opt
     const auto& all = by_engine[engine];
     // What the profiles' engine parameters were fitted on: the engine's aggregated points (each
     // profile's closed_loop.source), so the refit is on those too; every left-out point, aggregated
-    // or disaggregated, is predicted with it. Refitted on every mode, an engine's disaggregated
-    // points, whose TTFT turns on prefill queues and handoffs these parameters do not hold, moved
-    // SGLang's refit without Llama-3.1-8B to a spread of 0.5x, and that model's out-of-fit TTFT
-    // from 21.0 to 44.5 %.
+    // or disaggregated, is predicted with it. An engine's disaggregated points, whose TTFT turns on
+    // prefill queues and handoffs these parameters do not hold, would move the refit (on the split,
+    // TensorRT-LLM's without DeepSeek-V3 from 0.5 x 2 to 2 x 2).
     const bool any_agg = std::any_of(all.begin(), all.end(), [&](std::size_t i) { return first.points[i].mode == "agg"; });
     auto fitted_on = [&](std::size_t i) { return !any_agg || first.points[i].mode == "agg"; };
     in_fit[engine] = best_candidate(runs, all, fitted_on);
