@@ -668,11 +668,14 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
            (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
            fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
     const workloads::FrontendConfig f = sim::resolved_frontend(s);
+    double scale = 1;   // a user calibration's factor on the profile's path
+    if (s.calibration) scale = sim::applicable(*s.calibration, sim::validate::run_kind(s, r).gpu, r.engine.engine_profile, s.model).handoff_scale;
     if (f.enabled && (f.disagg.handoff.mean_s > 0 || f.disagg.pull_s_per_token > 0))
       out += "prefill -> decode path: " + fixed(1e3 * f.disagg.handoff.mean_s, 1) + " ms (cv " + compact(f.disagg.handoff.cv) +
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
              " us per prompt token on the KV pull (in the handoffs above): fitted to measured disaggregated runs "
-             "(frontend.disaggregation; README, Validation)\n";
+             "(frontend.disaggregation; README, Validation)" +
+             (scale != 1 ? ", x" + compact(scale) + " by the calibration's handoff_scale" : std::string()) + "\n";
     out += sim::ttft_parts_text(t.ttft);
   }
   if (s.calibration) {
