@@ -172,6 +172,10 @@ const std::vector<std::string>& engine_keys() {
   return k;
 }
 
+const models::ModelSpec& scenario_model(const Scenario& s) {
+  return s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file);
+}
+
 Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   Scenario s;
   s.source = file;
@@ -200,7 +204,7 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   const std::string precision = j.string_or("precision", "auto");
   s.precision = text::iequals(precision, "auto") ? hw::Precision::bf16 : hw::parse_precision(precision, file + ": precision");
   try {
-    const auto& spec = s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file);
+    const auto& spec = scenario_model(s);
     s.precision = models::resolve_weight_precision(spec, precision, file + ": precision");
   } catch (const Error&) {
   }

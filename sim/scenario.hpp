@@ -72,6 +72,8 @@ struct Scenario {
 models::Parallelism role_parallelism(const Scenario& s, int tp, int dp, int ep);
 
 Scenario parse_scenario(std::string_view json_text, const std::string& file);
+// The scenario's model: its model file's, else the catalogue's by name (throws Error when unknown).
+const models::ModelSpec& scenario_model(const Scenario& s);
 // An "engine" object of knobs as a scenario file names them (fields, ranges), checked alone: Error
 // naming `file` and the field (a bench result's servesim_run.json).
 void check_engine_knobs(const nlohmann::json& engine, const std::string& file);

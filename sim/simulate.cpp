@@ -186,8 +186,11 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
   return f;
 }
 
+namespace {
+bool divides(int parts, int n) { return n == 0 || n % parts == 0; }
+}  // namespace
+
 std::string tp_split_error(const models::ModelSpec& m, int tp) {
-  auto divides = [](int parts, int n) { return n == 0 || n % parts == 0; };
   if (!divides(tp, m.heads)) return std::to_string(tp) + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name;
   if (m.kv_heads > 0 && !divides(tp, m.kv_heads) && tp % m.kv_heads != 0)
     return std::to_string(tp) + " and the " + std::to_string(m.kv_heads) + " KV heads of " + m.name + " do not divide one another";
@@ -199,7 +202,7 @@ Prepared prepare(const Scenario& s) {
   Prepared p;
   const std::string& f = s.source;
   try {
-    p.model = s.model_file.empty() ? &models::model(s.model) : &models::load_model_file(s.model_file);
+    p.model = &scenario_model(s);
   } catch (const Error& e) {
     throw Error(f, "model", e.reason());
   }
@@ -209,7 +212,6 @@ Prepared prepare(const Scenario& s) {
     throw Error(f, "gpu", e.reason());
   }
   const models::ModelSpec& m = *p.model;
-  auto divides = [](int parts, int n) { return n == 0 || n % parts == 0; };
   if (const std::string why = tp_split_error(m, s.par.tp); !why.empty()) throw Error(f, "tensor_parallel_size", why);
   if (s.par.dp > 1 && m.count(models::LayerKind::moe) == 0)
     throw Error(f, "data_parallel_size", "attention data parallelism shares MoE layers across ranks, and " + m.name +

@@ -662,14 +662,16 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
   else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)
     out += "(the embedded default scenario, flags applied; --model picks the rest for your model)\n";
+  // What of a user calibration applies to this run (its header line; the disaggregated path's factor).
+  std::optional<sim::AppliedCalibration> applied;
+  if (s.calibration) applied = sim::applicable(*s.calibration, sim::validate::run_kind(s, r).gpu, r.engine.engine_profile, s.model);
   if (r.disaggregated) {
     const auto& t = r.transfers;
     out += "KV + state handoffs: " + std::to_string(t.handoffs) + ", " + human_bytes(t.bytes) + " in all, " +
            (t.handoffs > 0 ? fixed(1e3 * t.seconds / double(t.handoffs), 3) : std::string("-")) + " ms mean, " +
            fixed(1e3 * t.max_seconds, 3) + " ms max, " + std::to_string(t.max_in_flight) + " in flight at most\n";
     const workloads::FrontendConfig f = sim::resolved_frontend(s);
-    double scale = 1;   // a user calibration's factor on the profile's path
-    if (s.calibration) scale = sim::applicable(*s.calibration, sim::validate::run_kind(s, r).gpu, r.engine.engine_profile, s.model).handoff_scale;
+    const double scale = applied ? applied->handoff_scale : 1;   // a user calibration's factor on the profile's path
     if (f.enabled && (f.disagg.handoff.mean_s > 0 || f.disagg.pull_s_per_token > 0))
       out += "prefill -> decode path: " + fixed(1e3 * f.disagg.handoff.mean_s, 1) + " ms (cv " + compact(f.disagg.handoff.cv) +
              ") per request from the prefill's end to its decode worker, and " + compact(1e6 * f.disagg.pull_s_per_token) +
@@ -678,10 +680,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
              (scale != 1 ? ", x" + compact(scale) + " by the calibration's handoff_scale" : std::string()) + "\n";
     out += sim::ttft_parts_text(t.ttft);
   }
-  if (s.calibration) {
-    const auto k = sim::validate::run_kind(s, r);
-    out += sim::applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).summary + "\n";
-  }
+  if (applied) out += applied->summary + "\n";
   const nlohmann::json ran = sim::what_ran_json(s, r);
   out += sim::what_ran_text(ran);
   {

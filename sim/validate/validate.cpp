@@ -496,7 +496,7 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       const Scenario& s = jobs[i]->scenario;
       std::string why;
       try {
-        why = tp_split_error(s.model_file.empty() ? models::model(s.model) : models::load_model_file(s.model_file), s.par.tp);
+        why = tp_split_error(scenario_model(s), s.par.tp);
       } catch (const Error&) {   // prepare() names a model it cannot load
         continue;
       }
