@@ -56,8 +56,12 @@ v::MeasuredPoint llama_point(int k, int c, int isl, int osl, const std::string& 
 // `parameter` has that value): servesim's own prediction with it, written as silicon-sample rows.
 std::string synthetic_csv(double factor, const std::string& version = "0.19.0", const std::string& parameter = "gemm_scale",
                           const std::vector<int>& isls = {512, 4096}, int osl = 128) {
-  const std::string csv = ::testing::TempDir() + "cal_e2e_" + parameter + "_" + version + "_" + std::to_string(factor) + "_" +
-                          std::to_string(isls.back()) + "_" + std::to_string(osl) + ".csv";
+  // Named by every input (each ISL too): ctest runs the cases in parallel, and two that wrote one
+  // file (1.3x GEMM points at {512, 4096} and at {512, 1024, 4096} tokens) read each other's points.
+  std::string isl_text;
+  for (const int isl : isls) isl_text += "_" + std::to_string(isl);
+  const std::string csv = ::testing::TempDir() + "cal_e2e_" + parameter + "_" + version + "_" + std::to_string(factor) + isl_text +
+                          "_" + std::to_string(osl) + ".csv";
   v::Options o;
   o.threads = 2;
   o.base = {{"calibration", profile_json("h200", parameter, factor)}};
