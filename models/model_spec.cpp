@@ -30,6 +30,15 @@ std::string_view to_string(LayerKind k) {
   return "?";
 }
 
+std::string_view to_string(DpPrefillMoe p) {
+  switch (p) {
+    case DpPrefillMoe::padded: return "padded";
+    case DpPrefillMoe::gathered: return "gathered";
+    case DpPrefillMoe::summed: return "summed";
+  }
+  return "?";
+}
+
 const std::vector<LayerKind>& all_layer_kinds() {
   static const std::vector<LayerKind> k{LayerKind::mamba, LayerKind::attention, LayerKind::mlp, LayerKind::moe,
                                         LayerKind::mla, LayerKind::sliding_attention, LayerKind::linear_attention};

@@ -197,6 +197,17 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file);
 // its own requests through attention and the dense layers, with its own KV cache; the MoE layers
 // span all tp x dp GPUs); ep: 1 = routed experts tensor-sharded over tp x dp, ep == tp x dp =
 // whole experts per GPU (--enable-expert-parallel). The replica has tp x pp x dp GPUs.
+// What an MoE layer under attention DP runs in a step that carries prefill work, whose ranks hold
+// unequal token counts (a decode-only step's ranks are balanced, and every engine pads them to the
+// busiest rank's share for its CUDA graphs):
+enum class DpPrefillMoe {
+  padded,     // every rank padded to the busiest rank's tokens (vLLM: the model runner's DP padding)
+  gathered,   // the ranks' own tokens, all-gathered with per-rank sizes and reduce-scattered back (TensorRT-LLM)
+  summed,     // the ranks' own tokens in one buffer of their sum, gathered and reduced by two all-reduces
+              // (SGLang's SUM_LEN padding mode, which extend batches take)
+};
+std::string_view to_string(DpPrefillMoe p);
+
 struct Parallelism {
   int tp = 1;
   int pp = 1;
@@ -208,6 +219,7 @@ struct Parallelism {
   // its tokens only to the ranks of their top-k experts and gets the outputs back, two all-to-alls
   // (vLLM's deepep_* / pplx all2all backends, SGLang's deepep, TensorRT-LLM's WIDEEP).
   bool moe_all_to_all = false;
+  DpPrefillMoe dp_prefill_moe = DpPrefillMoe::padded;
   int gpus() const { return tp * pp * dp; }
   int moe_group() const { return tp * dp; }  // GPUs an MoE layer spans
   // "TP4", "TP2 PP2", "TP2 DP4 EP8": as servesim prints a layout.

@@ -332,6 +332,8 @@ class Model final : public StepCostModel {
         return t;
       });
       if (par.dp > 1) moe_a2a_.fill([&](std::int64_t M) { return moe_exchange(double(M)).seconds; });
+      if (par.dp > 1 && par.dp_prefill_moe == DpPrefillMoe::summed && !par.moe_all_to_all)
+        moe_summed_.fill([&](std::int64_t S) { return moe_summed_exchange(double(S)).seconds; });
       // EP without attention DP (EP = TP) has no exchange of its own: every TP rank already holds
       // all tokens after the attention all-reduce, runs the experts it owns on the tokens routed to
       // them (vLLM's expert_map), and the block's TP all-reduce sums the partial outputs (vLLM uses
@@ -417,18 +419,39 @@ class Model final : public StepCostModel {
                 km_.collective(hw::Collective::reduce_scatter, bytes, dp_group_));
   }
 
+  // One MoE layer's exchange of S tokens in all (every rank's own) by SGLang's SUM_LEN mode: each
+  // rank writes its tokens into a zeroed buffer of S and all-reduces it (the gather), and the expert
+  // outputs are all-reduced back before each rank takes its slice.
+  OpTime moe_summed_exchange(double S) const {
+    const double bytes = S * double(m_.moe_width()) * 2;
+    const OpTime one = km_.collective(hw::Collective::all_reduce, bytes, dp_group_);
+    OpTime t = sum({one, one});
+    t.seconds = 2 * one.seconds;
+    return t;
+  }
+
   // The whole step; when `parts` is given, also one line per op group with what bounds it; when
   // `split` is, the terms around the decode attention's (decode_split()).
   double eval(const StepBatch& replica_batch, std::vector<StepPart>* parts, DecodeSplit* split = nullptr) const {
     // With attention data parallelism every layer but the routed experts runs on the busiest
-    // rank's share; the routed experts see all ranks' tokens, padded to that share.
+    // rank's share; the routed experts see all ranks' tokens, padded to that share (or not, or only
+    // the rank's own under all-to-all: below).
     const StepBatch b = rank_share(replica_batch, par_.dp);
     const double dec_tokens = double(b.decode_seqs) * b.tokens_per_decode_seq;
     const double M = dec_tokens + double(b.prefill_tokens);
     // The routed experts: every rank's tokens, CUDA-graph padding counted as one token (identical
     // dummy tokens all take the same top-k experts).
     const double pad = double(std::min(b.graph_padding_seqs, b.decode_seqs)) * b.tokens_per_decode_seq;
-    const double M_moe = double(par_.dp) * (M - pad + (pad > 0 ? b.tokens_per_decode_seq : 0));
+    double M_moe = double(par_.dp) * (M - pad + (pad > 0 ? b.tokens_per_decode_seq : 0));
+    // A step with prefill work on an engine that does not pad its ranks (Parallelism::dp_prefill_moe):
+    // the MoE layers run, and exchange, the ranks' own tokens, their sum S.
+    const bool unpadded = par_.dp > 1 && par_.dp_prefill_moe != DpPrefillMoe::padded && b.prefill_tokens > 0;
+    const double S = double(replica_batch.decode_seqs) * replica_batch.tokens_per_decode_seq + double(replica_batch.prefill_tokens);
+    if (unpadded) M_moe = S;
+    // All-to-all dispatch (Parallelism::moe_all_to_all): a rank's fused-MoE kernel routes, permutes and
+    // computes the slots dispatched to it, M x top_k on average under balanced routing (what its own M
+    // tokens send out), not the group's gathered tokens: the table is read at the rank's own tokens.
+    if (par_.moe_all_to_all) M_moe = M - pad + (pad > 0 ? b.tokens_per_decode_seq : 0);
     if (M <= 0 && b.vision_tiles == 0) return 0;
     const double logits = dec_tokens + b.prefill_seqs;
     double total = 0;
@@ -622,10 +645,19 @@ class Model final : public StepCostModel {
             if (m_.moe_latent > 0) t = sum({t, km_.gemm(Mi, m_.moe_latent, H, dp_), km_.gemm(Mi, H, m_.moe_latent, dp_)});
             return t;
           });
-      if (par_.dp > 1)
-        add("collectives",
-            par_.moe_all_to_all ? "MoE all-to-all dispatch + combine across DP ranks" : "MoE all-gather + reduce-scatter across DP ranks",
-            n_moe_ * moe_a2a_(M), n_moe_, [&] { return moe_exchange(M); });
+      if (par_.dp > 1) {
+        if (par_.moe_all_to_all)   // each rank sends its own tokens: unpadded either way
+          add("collectives", "MoE all-to-all dispatch + combine across DP ranks", n_moe_ * moe_a2a_(M), n_moe_,
+              [&] { return moe_exchange(M); });
+        else if (unpadded && par_.dp_prefill_moe == DpPrefillMoe::summed)
+          add("collectives", "MoE gather + reduce across DP ranks (two all-reduces of every rank's tokens)",
+              n_moe_ * moe_summed_(S), n_moe_, [&] { return moe_summed_exchange(S); });
+        else {
+          const double Mx = unpadded ? S / par_.dp : M;   // per-rank sizes: the gathered buffer holds S tokens
+          add("collectives", "MoE all-gather + reduce-scatter across DP ranks", n_moe_ * moe_a2a_(Mx), n_moe_,
+              [&] { return moe_exchange(Mx); });
+        }
+      }
     }
     const int blocks = int(m_.layers.size());
     add("embed/norm", "RMSNorm + residual", blocks * norms_(M), blocks, [&] { return km_.memory_bound(M * H * 6); });
@@ -777,7 +809,7 @@ class Model final : public StepCostModel {
   int n_mamba_hp_ = 0, n_attn_hp_ = 0;  // layers of that kind whose projections stay BF16 (kept_high_precision)
   Curve mamba_lin_hp_, attn_lin_hp_;
   Curve mamba_lin_, mamba_step_, mamba_scan_, attn_lin_, attn_dec_per_seq_, attn_pre_, attn_pre_swa_, mlp_, moe_routed_, moe_dense_,
-      moe_a2a_, lm_head_, sampler_, norms_, allreduce_, p2p_, vision_;
+      moe_a2a_, moe_summed_, lm_head_, sampler_, norms_, allreduce_, p2p_, vision_;
   hw::SamplingMode sampling_ = hw::SamplingMode::random;  // the model's generation_config defaults
 };
 

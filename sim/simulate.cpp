@@ -272,7 +272,8 @@ Prepared prepare(const Scenario& s) {
     p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
   }
   models::Parallelism par = s.par;
-  par.moe_all_to_all = p.engine.moe_all_to_all;
+  par.moe_all_to_all = moe_all_to_all_for(p.engine, m, par, *p.gpu);
+  par.dp_prefill_moe = p.engine.dp_prefill_moe;
   auto cost = models::make_step_cost(m, *p.gpu, s.precision, par, kv_dtype, p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);
@@ -527,7 +528,17 @@ nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, c
                            (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
                            (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "")
                      : deployment;
-  w.engine = &engine;
+  // The MoE exchange the run's layouts take (an engine's wide-EP all-to-all is not a knob it was given).
+  EngineConfig shown = engine;
+  {
+    const models::ModelSpec& m = scenario_model(s);
+    const hw::GpuSpec& g = hw::Catalog::global().gpu(s.gpu);
+    shown.moe_all_to_all = s.topology.present && s.topology.disaggregated
+                               ? moe_all_to_all_for(engine, m, prefill_parallelism(s), g) ||
+                                     moe_all_to_all_for(engine, m, decode_parallelism(s), g)
+                               : moe_all_to_all_for(engine, m, s.par, g);
+  }
+  w.engine = &shown;
   w.plan = &plan;
   // A request that carries the media holds its vision tokens in the cache too (as search and recommend
   // size memory): the plan's sequences are counted at that longest context.

@@ -288,7 +288,15 @@ nlohmann::json step(const StepArgs& a) {
   if (a.moe_all_to_all && (a.dp <= 1 || m.experts == 0))
     throw Error("--moe-all-to-all", "", "needs an MoE model under attention data parallelism (--dp > 1): the exchange it "
                                         "prices is between DP ranks");
-  const models::Parallelism par{r.tp, r.pp, a.ep, a.dp, a.moe_all_to_all};
+  models::Parallelism par{r.tp, r.pp, a.ep, a.dp, a.moe_all_to_all};
+  if (!a.engine.empty()) {   // the engine's attention-DP rules (EngineConfig::moe_all_to_all_for)
+    const auto& prof = sim::engine_profile(a.engine, "--engine");
+    par.dp_prefill_moe = prof.dp_prefill_moe;
+    sim::EngineConfig cfg;
+    cfg.moe_all_to_all = par.moe_all_to_all;
+    cfg.wide_ep_all_to_all = prof.wide_ep_all_to_all;
+    par.moe_all_to_all = sim::moe_all_to_all_for(cfg, m, par, gpu);
+  }
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;
   mc.kv_cache_dtype = kv;

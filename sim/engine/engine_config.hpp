@@ -8,6 +8,7 @@
 #include "hwmodels/kernel_model.hpp"
 #include "hwmodels/scaled_kernel_model.hpp"
 #include "models/memory.hpp"
+#include "models/model_spec.hpp"
 
 namespace servesim::sim {
 
@@ -59,6 +60,8 @@ struct EngineConfig {
   std::int64_t max_model_len = 0;                 // 0: the model's maximum
   bool enforce_eager = false;                     // CUDA graphs off
   bool moe_all_to_all = false;                    // MoE under attention DP: all-to-all dispatch / combine (Parallelism)
+  models::DpPrefillMoe dp_prefill_moe = models::DpPrefillMoe::padded;  // the engine profile's (Parallelism::dp_prefill_moe)
+  bool wide_ep_all_to_all = false;                // the engine profile's attention_dp.wide_ep_all_to_all (moe_all_to_all_for)
   std::int64_t max_cudagraph_capture_size = kDefaultMaxCudagraphCaptureSize;  // steps above run eagerly
   double step_overhead_s = kDefaultStepOverheadS;        // engine-core CPU per step (fixed part)
   double step_overhead_per_seq_s = 0;                    // ... plus this per scheduled request
@@ -129,6 +132,20 @@ struct EngineConfig {
     return mc;
   }
 };
+
+// GPUs of one node of `gpu` (its first catalogue instance; 8 where the catalogue has none).
+int node_gpus(const hw::GpuSpec& gpu);
+
+// Whether an MoE layer of `m` laid out as `par` on `gpu` exchanges its tokens by all-to-all
+// (models::Parallelism::moe_all_to_all): asked for (engine.moe_all_to_all, --moe-all-to-all), or the
+// engine's wide expert-parallel path (EngineProfile::wide_ep_all_to_all) once an expert-parallel
+// group spans more than one node, where all-gathering every rank's batch is what the engines' wide-EP
+// dispatch (SGLang's DeepEP, TensorRT-LLM's MNNVL / DeepEP all-to-all) exists to avoid.
+inline bool moe_all_to_all_for(const EngineConfig& e, const models::ModelSpec& m, const models::Parallelism& par,
+                               const hw::GpuSpec& gpu) {
+  if (m.experts == 0 || par.dp <= 1) return false;
+  return e.moe_all_to_all || (e.wide_ep_all_to_all && par.ep > 1 && par.moe_group() > node_gpus(gpu));
+}
 
 // An attention data-parallel group of `dp` engine cores (vLLM --data-parallel-size with MoE) runs
 // in lockstep: every rank waits for the busiest one at the MoE layers' collectives, and the DP

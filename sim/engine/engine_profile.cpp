@@ -190,6 +190,15 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
   p.graphs.large_from = g.integer("large_from");
   p.graphs.large_step = g.integer("large_step");
   if (p.graphs.step < 0 || p.graphs.large_step < 0) g.fail("step", "capture-size steps must be >= 0 (0: no such range)");
+  {
+    const JsonReader adp = j.object("attention_dp");
+    const std::string v = adp.string_or("prefill_moe_tokens", "padded");
+    if (v == "padded") p.dp_prefill_moe = models::DpPrefillMoe::padded;
+    else if (v == "gathered") p.dp_prefill_moe = models::DpPrefillMoe::gathered;
+    else if (v == "summed") p.dp_prefill_moe = models::DpPrefillMoe::summed;
+    else adp.fail("prefill_moe_tokens", "unknown '" + v + "'; known: padded, gathered, summed");
+    p.wide_ep_all_to_all = adp.boolean_or("wide_ep_all_to_all", false);
+  }
   const JsonReader a = j.object("all_reduce");
   p.all_reduce.custom_world_sizes.clear();
   for (double x : a.numbers("custom_world_sizes")) p.all_reduce.custom_world_sizes.push_back(static_cast<int>(x));
@@ -325,6 +334,12 @@ std::int64_t GpuClassDefaults::graph_max_bs(int tp) const {
   for (const auto& [min_tp, bs] : cuda_graph_max_bs)
     if (tp >= min_tp) out = bs;
   return out;
+}
+
+int node_gpus(const hw::GpuSpec& gpu) {
+  for (const auto& inst : hw::Catalog::global().instances())
+    if (text::iequals(inst.gpu, gpu.name)) return inst.gpus;
+  return 8;
 }
 
 int EngineProfile::block_size_for(const hw::GpuSpec& gpu) const {
@@ -468,6 +483,8 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   cfg.kind = p.kind;
   cfg.sglang = p.sglang;
   cfg.cudagraph_padding = p.graphs.padding;
+  cfg.dp_prefill_moe = p.dp_prefill_moe;
+  cfg.wide_ep_all_to_all = p.wide_ep_all_to_all;
   cfg.engine_profile = p.name;
   cfg.kernel_tables = p.kernel_tables;
   if (unset("max_num_batched_tokens")) cfg.max_num_batched_tokens = g.max_num_batched_tokens;

@@ -110,6 +110,12 @@ struct EngineProfile {
   double closed_loop_osl_spread_load_exponent = 0, closed_loop_osl_spread_length_exponent = 0;
   CudaGraphPolicy graphs;
   AllReducePolicy all_reduce;
+  // "attention_dp": {"prefill_moe_tokens": "padded" | "gathered" | "summed"}: what an MoE layer under
+  // attention DP runs in a step with prefill work (models::DpPrefillMoe; default padded).
+  models::DpPrefillMoe dp_prefill_moe = models::DpPrefillMoe::padded;
+  // "attention_dp": {"wide_ep_all_to_all": true}: an MoE layer whose EP group is wider than its top_k
+  // exchanges tokens by all-to-all (EngineConfig::moe_all_to_all_for).
+  bool wide_ep_all_to_all = false;
   HostCosts host;
   nlohmann::json api_server;                   // API-server priors (workloads::ApiServerConfig)
   std::vector<std::string> sources, unverified;

@@ -169,7 +169,12 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
     gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
   const double launch_s = launch_seconds_given(full_graph, tokens, uniform);
-  const double cpu_s = overhead_s_ + overhead_per_seq_s_ * sched_.num_scheduled();
+  // The host's time for this batch. With attention DP every rank is a scheduler process of its own
+  // (vLLM's DP engine cores, SGLang's DP schedulers, TensorRT-LLM's per-rank PyExecutor), preparing
+  // its share of the batch side by side with the others: the busiest rank's share is what the
+  // lockstep waits for, not the union's requests one after another.
+  const int scheduled = sched_.num_scheduled();
+  const double cpu_s = overhead_s_ + overhead_per_seq_s_ * double((scheduled + dp_ - 1) / dp_);
   const double ready_s = sched_s + cpu_s;                 // inputs prepared, first kernel can be issued
   const double gpu_start_s = std::max(now_s, ready_s);
   const double end_s = std::max(gpu_start_s + gpu_s, ready_s + launch_s);

@@ -6,7 +6,7 @@ std::shared_ptr<const models::StepCostModel> StepCostCache::get(const models::Mo
                                                                 hw::Precision weights, const models::Parallelism& par,
                                                                 hw::Precision kv_cache_dtype, const hw::KernelTables& tables,
                                                                 const hw::KernelScales& scales) {
-  const Key key{&m, &gpu, weights, kv_cache_dtype, par.tp, par.pp, par.ep, par.dp, par.moe_all_to_all, tables, scales};
+  const Key key{&m, &gpu, weights, kv_cache_dtype, par.tp, par.pp, par.ep, par.dp, par.moe_all_to_all, par.dp_prefill_moe, tables, scales};
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [k, v] : entries_)

@@ -32,6 +32,7 @@ class StepCostCache {
     hw::Precision weights, kv;
     int tp, pp, ep, dp;
     bool moe_all_to_all;
+    models::DpPrefillMoe dp_prefill_moe;
     hw::KernelTables tables;
     hw::KernelScales scales;
     bool operator==(const Key&) const = default;

@@ -98,3 +98,58 @@ TEST(DataParallel, RefusesWhatVllmCannotRun) {
   EXPECT_NE(msg("mixtral-8x7b", {2, 1, 2, 2}).find("1 or tp x dp (4)"), std::string::npos);
   EXPECT_NE(msg("mixtral-8x7b", {1, 2, 1, 2}).find("pipeline"), std::string::npos);
 }
+
+// A prefill step under attention DP leaves the ranks unequal: one rank prefills a 4,096-token prompt
+// while the other seven idle. vLLM pads every rank to the busiest (8 x 4,096 tokens through the
+// routed experts and the exchange); TensorRT-LLM gathers each rank's own tokens (4,096 in all, what
+// eight ranks of 512 decodes each run); SGLang sums them into one buffer and all-reduces it twice.
+TEST(DataParallel, AnUnpaddedPrefillStepRunsTheRanksOwnTokens) {
+  const ModelSpec& m = model("mixtral-8x7b");
+  auto cost = [&](DpPrefillMoe p) {
+    Parallelism par{1, 1, 8, 8};
+    par.dp_prefill_moe = p;
+    return make_step_cost(m, h200(), hw::Precision::bf16, par);
+  };
+  const auto padded = cost(DpPrefillMoe::padded), gathered = cost(DpPrefillMoe::gathered), summed = cost(DpPrefillMoe::summed);
+  const StepTime one_prompt_padded = padded->breakdown(test_util::prefill(1, 4096));
+  const StepTime one_prompt = gathered->breakdown(test_util::prefill(1, 4096));
+  const StepTime balanced = gathered->breakdown(decode(8 * 512, 1000));   // 512 decodes a rank: 4,096 tokens gathered
+  const char* experts = "routed experts (fused MoE)";
+  const char* gather = "MoE all-gather + reduce-scatter across DP ranks";
+  EXPECT_DOUBLE_EQ(part(one_prompt, experts), part(balanced, experts));
+  EXPECT_DOUBLE_EQ(part(one_prompt, gather), part(balanced, gather));
+  EXPECT_DOUBLE_EQ(part(padded->breakdown(decode(8 * 512, 1000)), experts), part(balanced, experts));   // decode: the same
+  // Padded: the experts and the exchange see 8 x 4,096 tokens (what 8 ranks of 4,096 decodes run).
+  const StepTime padded_balanced = padded->breakdown(decode(8 * 4096, 1000));
+  EXPECT_DOUBLE_EQ(part(one_prompt_padded, experts), part(padded_balanced, experts));
+  EXPECT_DOUBLE_EQ(part(one_prompt_padded, gather), part(padded_balanced, gather));
+  EXPECT_GT(part(one_prompt_padded, experts), 2 * part(one_prompt, experts));
+  // Attention and the dense layers run on the busy rank either way.
+  EXPECT_DOUBLE_EQ(part(one_prompt, "QKV + O GEMM"), part(one_prompt_padded, "QKV + O GEMM"));
+  // Summed: two all-reduces of 4,096 tokens x hidden x 2 bytes over the 8 GPUs of the node.
+  const StepTime one_prompt_summed = summed->breakdown(test_util::prefill(1, 4096));
+  const auto& km = hw::kernel_model(h200());
+  const hw::CommGroup node{8, 1, nullptr};
+  const double want = m.count(LayerKind::moe) * 2 * km.collective(hw::Collective::all_reduce, 4096.0 * m.moe_width() * 2, node).seconds;
+  EXPECT_NEAR(part(one_prompt_summed, "MoE gather + reduce across DP ranks (two all-reduces of every rank's tokens)"), want, 0.02 * want);
+  EXPECT_DOUBLE_EQ(part(one_prompt_summed, experts), part(one_prompt, experts));
+  // A decode step is balanced: every engine pads it.
+  EXPECT_DOUBLE_EQ(summed->seconds(decode(64, 1000)), padded->seconds(decode(64, 1000)));
+}
+
+// All-to-all dispatch: a rank's routed experts work on the slots its own tokens send out, so 64
+// sequences over 8 ranks (8 a rank) price the experts as the all-gather path prices 8 sequences
+// (one a rank, 8 gathered), and 8 prompts of 512 tokens (one a rank) as one prompt of 512 tokens
+// gathered without padding.
+TEST(DataParallel, AllToAllRanksRunTheExpertsOnTheirOwnTokens) {
+  const ModelSpec& m = model("mixtral-8x7b");
+  Parallelism par{1, 1, 8, 8};
+  par.dp_prefill_moe = DpPrefillMoe::gathered;
+  const auto gathered = make_step_cost(m, h200(), hw::Precision::bf16, par);
+  par.moe_all_to_all = true;
+  const auto a2a = make_step_cost(m, h200(), hw::Precision::bf16, par);
+  const char* experts = "routed experts (fused MoE)";
+  EXPECT_DOUBLE_EQ(part(a2a->breakdown(decode(64, 1000)), experts), part(gathered->breakdown(decode(8, 1000)), experts));
+  EXPECT_DOUBLE_EQ(part(a2a->breakdown(test_util::prefill(8, 512)), experts),
+                   part(gathered->breakdown(test_util::prefill(1, 512)), experts));
+}

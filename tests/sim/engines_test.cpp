@@ -203,6 +203,46 @@ TEST(Engines, SglangAttentionDpRanksChunkTheirOwnPrompts) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(s[std::size_t(i)], 0.050 * (i + 1), 1e-9);
 }
 
+// Each attention-DP rank is a scheduler process of its own: the host's time per scheduled request is
+// paid for the busiest rank's share, side by side. 8 requests of 10 + 200 tokens on 4 ranks, 10 ms
+// decode steps and 1 ms of host time a scheduled request, synchronous loop: a decode step of all 8
+// takes 10 + 2 x 1 ms (2 a rank), not 10 + 8 (within the 50 ms prefill steps that the first prompt's
+// start apart from the others adds over 199 tokens).
+TEST(Engines, AttentionDpRanksPrepareTheirShareOfTheBatchSideBySide) {
+  for (int dp : {1, 4}) {
+    EngineConfig c = plain(EngineKind::vllm);
+    c.step_overhead_per_seq_s = 1e-3;
+    const EngineConfig e = lockstep_engine(c, dp);
+    PrefillDecodeCost cost;
+    const auto r = run(e, cost, std::vector<double>(8, 0.0), 10, 200, 100000);
+    ASSERT_EQ(r.size(), 8u);
+    for (const auto& q : r) EXPECT_NEAR((q.finish_s - q.first_token_s) / 199, dp == 1 ? 0.018 : 0.012, 0.0005) << dp;
+  }
+}
+
+// The wide expert-parallel path: SGLang and TensorRT-LLM exchange an MoE layer's tokens by
+// all-to-all once its EP group spans more than one node (a GB200 node holds 4 GPUs, an H200 node 8);
+// vLLM keeps its all-gather default, and EP 1 has nothing to dispatch.
+TEST(Engines, WideExpertParallelGroupsExchangeAllToAll) {
+  const auto& m = models::model("deepseek-r1");
+  auto a2a = [&](const char* profile, const char* gpu, int dp, int ep) {
+    const auto& g = hw::Catalog::global().gpu(gpu);
+    EngineConfig e;
+    apply_profile(engine_profile(profile), m, g, nlohmann::json::object(), e, 1);
+    return moe_all_to_all_for(e, m, models::Parallelism{1, 1, ep, dp}, g);
+  };
+  EXPECT_TRUE(a2a("sglang-0.5.6", "gb200", 8, 8));
+  EXPECT_TRUE(a2a("trtllm-1.3", "gb200", 32, 32));
+  EXPECT_FALSE(a2a("sglang-0.5.6", "gb200", 4, 4));
+  EXPECT_FALSE(a2a("sglang-0.5.6", "h200", 8, 8));
+  EXPECT_FALSE(a2a("trtllm-1.3", "b200", 8, 8));
+  EXPECT_FALSE(a2a("vllm-0.19", "gb200", 32, 32));
+  EXPECT_FALSE(a2a("sglang-0.5.6", "gb200", 8, 1));
+  EXPECT_EQ(engine_profile("sglang-0.5.6").dp_prefill_moe, models::DpPrefillMoe::summed);
+  EXPECT_EQ(engine_profile("trtllm-1.1").dp_prefill_moe, models::DpPrefillMoe::gathered);
+  EXPECT_EQ(engine_profile("vllm-0.14").dp_prefill_moe, models::DpPrefillMoe::padded);
+}
+
 // GUARANTEED_NO_EVICT: each request of 100 + 200 tokens reserves ceil(300 / 32) = 10 blocks when it
 // is admitted, so a pool of 35 blocks runs 3 at once (30 blocks) and never evicts; the other 5 of 8
 // wait for a finished request's blocks. vLLM's incremental allocation admits all 8 at first
