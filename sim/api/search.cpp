@@ -91,6 +91,14 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     if (std::find(sp.precisions.begin(), sp.precisions.end(), x) == sp.precisions.end()) sp.precisions.push_back(x);
   }
   sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
+  if (a.tp == SearchArgs{}.tp) {   // the default list: the sizes one instance of some GPU given holds
+    std::vector<int> held;
+    for (int t : sp.tp)
+      if (std::any_of(sp.instances.begin(), sp.instances.end(),
+                      [&](const hw::InstanceSpec* i) { return t <= i->gpus && t <= i->nvlink_domain_gpus; }))
+        held.push_back(t);
+    if (!held.empty()) sp.tp = held;
+  }
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
   sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
   sp.expert_parallel = a.expert_parallel;

@@ -593,7 +593,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--gpu", a.gpus, "GPU or instance types to search, comma-separated (e.g. h100,h200,b200,b300)");
   c.add_option("--precision", a.precisions, "Weight precisions to try (default: bf16, fp8, nvfp4 where the GPU computes in them, and the formats the model is published in, 4-bit weight-only ones through Marlin W4A16 on any GPU)");
   c.add_option("--topology", a.topology, "agg, disagg or both (default both)");
-  c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8)");
+  c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8, those one instance of a GPU given holds)");
   c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
   c.add_option("--dp", a.dp, "Attention data-parallel ranks to try, aggregated MoE replicas within a node (default 1,2,4,8)");
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");

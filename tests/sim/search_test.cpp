@@ -150,6 +150,17 @@ TEST(Search, BadInputIsOneClearError) {
   EXPECT_THROW(servesim::api::search(a), servesim::Error);
 }
 
+// The default TP list (1, 2, 4, 8) keeps the sizes one instance of a GPU given holds: on GB200
+// (4 GPUs a node) it searches TP 1-4; a TP the user names that no instance holds is one clear error.
+TEST(Search, DefaultTpSizesFitTheInstances) {
+  SearchArgs a = small();
+  a.gpus = "gb200";
+  const servesim::api::SearchSession s(a);
+  EXPECT_GT(s.configurations(), 0);
+  a.tp = "4,8";
+  EXPECT_THROW(servesim::api::SearchSession{a}, servesim::Error);
+}
+
 // The precisions tried by default are those a deployment could load: BF16 / FP8 / NVFP4 where the
 // GPU computes in them, and the formats the model is published in, as vLLM runs them (MXFP4 for
 // gpt-oss on Hopper and Blackwell, FP8 on MiniMax-M2.5's 128x128 block checkpoint as fp8_block,
