@@ -484,7 +484,8 @@ void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw:
   cfg.sglang = p.sglang;
   cfg.cudagraph_padding = p.graphs.padding;
   cfg.dp_prefill_moe = p.dp_prefill_moe;
-  cfg.wide_ep_all_to_all = p.wide_ep_all_to_all;
+  // A scenario that names engine.moe_all_to_all (true or false) decides the exchange itself.
+  cfg.wide_ep_all_to_all = unset("moe_all_to_all") && p.wide_ep_all_to_all;
   cfg.engine_profile = p.name;
   cfg.kernel_tables = p.kernel_tables;
   if (unset("max_num_batched_tokens")) cfg.max_num_batched_tokens = g.max_num_batched_tokens;

@@ -238,6 +238,11 @@ TEST(Engines, WideExpertParallelGroupsExchangeAllToAll) {
   EXPECT_FALSE(a2a("trtllm-1.3", "b200", 8, 8));
   EXPECT_FALSE(a2a("vllm-0.19", "gb200", 32, 32));
   EXPECT_FALSE(a2a("sglang-0.5.6", "gb200", 8, 1));
+  // A scenario that names the knob decides: false keeps SGLang's default all-gather.
+  const auto& gb200 = hw::Catalog::global().gpu("gb200");
+  EngineConfig off;
+  apply_profile(engine_profile("sglang-0.5.6"), m, gb200, nlohmann::json{{"moe_all_to_all", false}}, off, 1);
+  EXPECT_FALSE(moe_all_to_all_for(off, m, models::Parallelism{1, 1, 32, 32}, gb200));
   EXPECT_EQ(engine_profile("sglang-0.5.6").dp_prefill_moe, models::DpPrefillMoe::summed);
   EXPECT_EQ(engine_profile("trtllm-1.1").dp_prefill_moe, models::DpPrefillMoe::gathered);
   EXPECT_EQ(engine_profile("vllm-0.14").dp_prefill_moe, models::DpPrefillMoe::padded);
