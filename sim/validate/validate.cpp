@@ -360,9 +360,12 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     else throw Error("engine_scale", knob, "unknown knob; known: step_overhead_us_per_seq, closed_loop_osl_spread_tokens");
     e[knob] = v * factor;
   }
-  if (c > 0)
+  if (c > 0) {
+    std::int64_t requests = c * std::max(1, o.requests_per_client);
+    if (o.max_requests > 0 && requests > o.max_requests) requests = std::max<std::int64_t>(2 * c, o.max_requests);
     s["workload"] = {{"concurrency", c}, {"isl", p.isl}, {"osl", p.osl},
-                     {"requests", c * std::max(1, o.requests_per_client)}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+                     {"requests", requests}, {"warmup_requests", c * std::max(0, o.warmup_per_client)}};
+  }
   else   // an open-loop run: Poisson arrivals at its rate, a minute of them (at least 100 requests)
     s["workload"] = {{"request_rate", p.request_rate}, {"arrival", "poisson"}, {"isl", p.isl}, {"osl", p.osl},
                      {"requests", std::max<std::int64_t>(100, std::llround(p.request_rate * 60))},

@@ -132,6 +132,9 @@ struct Options {
   nlohmann::json base;           // scenario fields applied to every CSV point (engine knobs, router, seed)
   int requests_per_client = 10;  // measured requests = concurrency x this (CSV points)
   int warmup_per_client = 2;     // warm-up requests = concurrency x this (aiperf's C x 2)
+  // > 0: a closed-loop point measures at most this many requests (at least 2 a client): the
+  // evaluations of calibrate e2e's fits, where thousands of clients x 10 make one run seconds long.
+  std::int64_t max_requests = 0;
   std::string statistic = "avg"; // the simulated statistic compared: avg or p50
   int threads = 0;               // <= 0: all cores; results do not depend on it
   std::uint64_t seed = 1;

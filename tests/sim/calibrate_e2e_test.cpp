@@ -579,3 +579,22 @@ TEST(CalibrateE2e, ABenchResultRunsTheEngineKnobsItsSidecarRecords) {
     }
   }
 }
+
+namespace {
+// The requests a validated closed-loop point measures: C x 10, or under a cap at most the cap and
+// at least 2 a client (the cap calibrate e2e's fits run with).
+TEST(CalibrateE2e, AFitsEvaluationsCapTheRequestsOfAPointOfManyClients) {
+  auto requests = [](int c, std::int64_t cap) {
+    v::Options o;
+    o.max_requests = cap;
+    o.threads = 1;
+    const v::Report r = v::run({llama_point(1, c, 128, 8)}, o);
+    return r.points.at(0).scenario.at("workload").at("requests").get<std::int64_t>();
+  };
+  EXPECT_EQ(requests(64, 0), 640);
+  EXPECT_EQ(requests(64, 24000), 640);      // under the cap: untouched
+  EXPECT_EQ(requests(3000, 0), 30000);
+  EXPECT_EQ(requests(3000, 24000), 24000);
+  EXPECT_EQ(requests(3000, 1000), 6000);    // at least 2 a client
+}
+}  // namespace
