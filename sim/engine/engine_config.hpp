@@ -133,7 +133,8 @@ struct EngineConfig {
   }
 };
 
-// GPUs of one node of `gpu` (its first catalogue instance; 8 where the catalogue has none).
+// GPUs of one node of `gpu`: its first catalogue instance's; without one, 4 on a GPU of a wider NVLink
+// domain (an NVL72 rack's compute tray: GB300), else 8 (an HGX board).
 int node_gpus(const hw::GpuSpec& gpu);
 
 // Whether an MoE layer of `m` laid out as `par` on `gpu` exchanges its tokens by all-to-all

@@ -339,7 +339,8 @@ std::int64_t GpuClassDefaults::graph_max_bs(int tp) const {
 int node_gpus(const hw::GpuSpec& gpu) {
   for (const auto& inst : hw::Catalog::global().instances())
     if (text::iequals(inst.gpu, gpu.name)) return inst.gpus;
-  return 8;
+  // No instance in the catalogue: an NVL72 rack's compute tray holds 4 GPUs (GB300), an HGX board 8.
+  return gpu.nvlink_domain > 8 ? 4 : 8;
 }
 
 int EngineProfile::block_size_for(const hw::GpuSpec& gpu) const {

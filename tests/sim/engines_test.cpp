@@ -233,6 +233,7 @@ TEST(Engines, WideExpertParallelGroupsExchangeAllToAll) {
   };
   EXPECT_TRUE(a2a("sglang-0.5.6", "gb200", 8, 8));
   EXPECT_TRUE(a2a("trtllm-1.3", "gb200", 32, 32));
+  EXPECT_TRUE(a2a("trtllm-1.3", "gb300", 8, 8));   // no GB300 instance in the catalogue: a 4-GPU tray
   EXPECT_FALSE(a2a("sglang-0.5.6", "gb200", 4, 4));
   EXPECT_FALSE(a2a("sglang-0.5.6", "h200", 8, 8));
   EXPECT_FALSE(a2a("trtllm-1.3", "b200", 8, 8));
