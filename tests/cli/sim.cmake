@@ -102,6 +102,12 @@ set_tests_properties(cli_simulate_data_parallel_dense PROPERTIES PASS_REGULAR_EX
 # (OSL/1024)^0.25 tokens on vLLM 0.19,
 # none on the synchronous 0.12.
 add_test(NAME cli_list_engines_closed_loop COMMAND ${SS} list engines)
+# ... and what their MoE layers run under attention DP: vLLM pads a prefill step's ranks and keeps
+# the all-gather, SGLang sums the ranks' own tokens and TensorRT-LLM gathers them, both exchanging by
+# all-to-all once an EP group spans more than one node.
+add_test(NAME cli_list_engines_attention_dp COMMAND ${SS} list engines)
+set_tests_properties(cli_list_engines_attention_dp PROPERTIES PASS_REGULAR_EXPRESSION
+  "sglang-0.5.6 .* prefill summed; all-to-all past a node .*trtllm-1.3 .* prefill gathered; all-to-all past a node .*vllm-0.19 .* prefill padded; all-gather ")
 set_tests_properties(cli_list_engines_closed_loop PROPERTIES PASS_REGULAR_EXPRESSION
   "vllm-0.12 +off .* 0 +[^\n]*\n.*vllm-0.19 +on .* 6 x \\(C/16\\)\\^0\\.25 x \\(OSL/1024\\)\\^0\\.25 +")
 # An open loop above capacity says so. One request at a time (max_num_seqs 1) on Llama 3.1 8B FP8
