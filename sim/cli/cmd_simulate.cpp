@@ -135,8 +135,9 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_flag("--enforce-eager", o.eager, "vLLM enforce_eager (no CUDA graphs)");
   c.add_flag("--moe-all-to-all", o.moe_all_to_all,
              "MoE under attention DP (--dp) exchanges tokens by all-to-all dispatch / combine (DeepEP-style: vLLM "
-             "--all2all-backend deepep_*, SGLang --moe-a2a-backend deepep, TensorRT-LLM WIDEEP) instead of the engines' "
-             "default all-gather + reduce-scatter (engine.moe_all_to_all)");
+             "--all2all-backend deepep_*, SGLang --moe-a2a-backend deepep, TensorRT-LLM WIDEEP) instead of all-gather + "
+             "reduce-scatter, on every layout (engine.moe_all_to_all; default: the engine's rule, all-to-all on SGLang and "
+             "TensorRT-LLM once an EP group spans more than one node)");
   c.add_option("--step-overhead-ms", o.overhead_ms, "Engine-core CPU time per step (default: the engine profile's)");
   c.add_option("--closed-loop-osl-spread", o.closed_loop_spread,
                "Closed loops of a fixed OSL: sd in tokens of each answer's length at 16 clients and 1024-token answers, "

@@ -72,8 +72,9 @@ void add_step_command(CLI::App& app) {
   s->add_option("--ep", o.ep, "Expert parallel size");
   s->add_option("--dp", o.dp, "Attention data-parallel ranks (MoE models); --batch is the replica's, spread over them");
   s->add_flag("--moe-all-to-all", o.moe_all_to_all,
-              "MoE under --dp exchanges tokens by all-to-all dispatch / combine (DeepEP-style) instead of the engines' "
-              "default all-gather + reduce-scatter");
+              "MoE under --dp exchanges tokens by all-to-all dispatch / combine (DeepEP-style) instead of all-gather + "
+              "reduce-scatter (default: with --engine, its rule: all-to-all on SGLang and TensorRT-LLM once an EP group "
+              "spans more than one node)");
   s->add_option("--batch", o.batch, "Sequences in the step");
   s->add_option("--context", o.context, "Context per sequence (decode) / prompt length (prefill)");
   s->add_option("--chunk", o.chunk, "Prefill chunk per sequence (default: the whole prompt)");
