@@ -271,9 +271,7 @@ Prepared prepare(const Scenario& s) {
       if (!inst && text::iequals(i.gpu, p.gpu->name)) inst = &i;
     p.offload = resolve_offload(s.kv_offload_json, *p.gpu, inst, s.gpus_per_replica(), f);
   }
-  models::Parallelism par = s.par;
-  par.moe_all_to_all = moe_all_to_all_for(p.engine, m, par, *p.gpu);
-  par.dp_prefill_moe = p.engine.dp_prefill_moe;
+  const models::Parallelism par = with_engine_rules(s.par, p.engine, m, *p.gpu);
   auto cost = models::make_step_cost(m, *p.gpu, s.precision, par, kv_dtype, p.engine.kernel_tables,
                                      p.engine.kernel_scales);
   const MtpConfig mtp = mtp_of(s, m);

@@ -289,13 +289,12 @@ nlohmann::json step(const StepArgs& a) {
     throw Error("--moe-all-to-all", "", "needs an MoE model under attention data parallelism (--dp > 1): the exchange it "
                                         "prices is between DP ranks");
   models::Parallelism par{r.tp, r.pp, a.ep, a.dp, a.moe_all_to_all};
-  if (!a.engine.empty()) {   // the engine's attention-DP rules (EngineConfig::moe_all_to_all_for)
-    const auto& prof = sim::engine_profile(a.engine, "--engine");
-    par.dp_prefill_moe = prof.dp_prefill_moe;
+  if (!a.engine.empty()) {   // the engine's attention-DP rules, as a run resolves them (--moe-all-to-all forces it)
     sim::EngineConfig cfg;
-    cfg.moe_all_to_all = par.moe_all_to_all;
-    cfg.wide_ep_all_to_all = prof.wide_ep_all_to_all;
-    par.moe_all_to_all = sim::moe_all_to_all_for(cfg, m, par, gpu);
+    const nlohmann::json given = a.moe_all_to_all ? nlohmann::json{{"moe_all_to_all", true}} : nlohmann::json::object();
+    if (a.moe_all_to_all) cfg.moe_all_to_all = true;
+    sim::apply_profile(sim::engine_profile(a.engine, "--engine"), m, gpu, given, cfg, r.tp);
+    par = sim::with_engine_rules(par, cfg, m, gpu);
   }
   // Validates the shape and that it fits, with the engine's defaults and this KV dtype.
   models::EngineMemoryConfig mc;

@@ -148,6 +148,16 @@ inline bool moe_all_to_all_for(const EngineConfig& e, const models::ModelSpec& m
   return e.moe_all_to_all || (e.wide_ep_all_to_all && par.ep > 1 && par.moe_group() > node_gpus(gpu));
 }
 
+// `par` with the engine's attention-DP rules for its MoE layers: the exchange (moe_all_to_all_for)
+// and what a prefill step's ranks run (EngineConfig::dp_prefill_moe). What every step-cost model of
+// a run is built on (simulate, deployments, `servesim step --engine`).
+inline models::Parallelism with_engine_rules(models::Parallelism par, const EngineConfig& e, const models::ModelSpec& m,
+                                             const hw::GpuSpec& gpu) {
+  par.moe_all_to_all = moe_all_to_all_for(e, m, par, gpu);
+  par.dp_prefill_moe = e.dp_prefill_moe;
+  return par;
+}
+
 // An attention data-parallel group of `dp` engine cores (vLLM --data-parallel-size with MoE) runs
 // in lockstep: every rank waits for the busiest one at the MoE layers' collectives, and the DP
 // coordinator spreads requests over ranks by load. servesim runs the group as one engine whose

@@ -87,9 +87,7 @@ EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) con
 
 std::shared_ptr<const models::StepCostModel> Deployment::step_cost(const hw::GpuSpec& gpu, const models::Parallelism& role_par,
                                                                    const EngineConfig& e) const {
-  models::Parallelism par = role_par;
-  par.moe_all_to_all = moe_all_to_all_for(e, *spec_.model, par, gpu);
-  par.dp_prefill_moe = e.dp_prefill_moe;
+  const models::Parallelism par = with_engine_rules(role_par, e, *spec_.model, gpu);
   if (spec_.step_costs)
     return spec_.step_costs->get(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
   return models::make_step_cost(*spec_.model, gpu, spec_.weights, par, spec_.kv_dtype, e.kernel_tables, e.kernel_scales);
