@@ -176,6 +176,7 @@ Summary MetricsCollector::summary(double start_s, double end_s, const Slo* slo) 
   s.ttst_ms = compute_stats(ttst);
   s.itl_ms = compute_stats(itl);
   s.output_token_throughput_per_user = compute_stats(per_user);
+  s.token_gap_ms = token_gaps_.stats_ms();
   s.input_sequence_length = compute_stats(isl);
   s.output_sequence_length = compute_stats(osl);
   if (s.duration_s > 0) {

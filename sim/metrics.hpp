@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/stats.hpp"  // percentile_sorted
+#include "sim/token_gaps.hpp"
 
 namespace servesim::sim {
 
@@ -83,6 +84,8 @@ struct Summary {
   double steady_output_tps = 0;
   Stats ttft_ms, ttst_ms, itl_ms, request_latency_ms;   // ITL and TTST over requests with OSL > 1
   Stats output_token_throughput_per_user;               // tokens/s/user: (OSL-1)/(latency-TTFT)
+  // The gaps between streamed tokens from each request's second on (sim/token_gaps.hpp): ms.
+  Stats token_gap_ms;
   Stats input_sequence_length, output_sequence_length;  // tokens
   bool has_slo = false;
   Slo slo;
@@ -149,6 +152,9 @@ class MetricsCollector {
     a.max_kv = std::max(a.max_kv, kv_utilization);
   }
   void measure_workers_from(double t_s) { worker_from_s_ = t_s; }
+  // The workers' schedulers report the measured requests' token gaps here (VllmScheduler::set_token_gaps).
+  TokenGaps& token_gaps() { return token_gaps_; }
+  const TokenGaps& token_gaps() const { return token_gaps_; }
 
   // The configuration echoed under "input_config" in the aiperf JSON (the engine passes it).
   void set_input_config(const nlohmann::json& config);
@@ -188,6 +194,7 @@ class MetricsCollector {
   std::vector<ReplicaAcc> replicas_;
   void add_replicas_up_to(int replica);   // named "replica <k>"
   double worker_from_s_ = -INFINITY;
+  TokenGaps token_gaps_;
   std::string input_config_;   // serialised JSON ("" = none); keeps nlohmann out of this header
 };
 

@@ -79,6 +79,9 @@ nlohmann::json MetricsCollector::aiperf_json(double start_s, double end_s, const
   j["benchmark_start_s"] = num(s.start_s);
   j["benchmark_end_s"] = num(s.end_s);
   j["warmup_request_count"] = s.warmup_request_count;
+  // Not an aiperf record (aiperf's inter_token_latency is a per-request mean): the gaps between a
+  // request's streamed tokens from its second on, over every measured request (sim/token_gaps.hpp).
+  j["token_gap"] = stats_json("ms", s.token_gap_ms);
   if (s.has_slo)
     j["goodput_slo"] = {{"time_to_first_token", s.slo.ttft_ms}, {"inter_token_latency", s.slo.itl_ms},
                         {"request_latency", s.slo.latency_ms}, {"good_request_count", s.good_request_count}};

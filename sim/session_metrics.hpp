@@ -28,6 +28,7 @@ class SessionSink : public RequestSink {
   void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
     inner_->on_step(worker, start_s, step_s, seqs, kv_util);
   }
+  TokenGaps* token_gaps() override { return inner_->token_gaps(); }
   std::vector<TurnSummary> summary() const;
 
  private:

@@ -720,6 +720,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
     };
     col(std::string("time_to_first_token_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.ttft_ms); });
     col(std::string("inter_token_latency_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.itl_ms); });
+    col(std::string("token_gap_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.token_gap_ms); });
     col(std::string("request_latency_ms_") + stat, [&](const SimResult& r) { return pick(r.summary.request_latency_ms); });
   }
   auto mean_over = [](const SimResult& r, auto get) {

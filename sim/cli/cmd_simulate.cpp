@@ -712,6 +712,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
   row("time_to_first_token", "ms", m.ttft_ms);
   row("time_to_second_token", "ms", m.ttst_ms);
   row("inter_token_latency", "ms", m.itl_ms);
+  row("token_gap", "ms", m.token_gap_ms);
   row("request_latency", "ms", m.request_latency_ms);
   row("output_token_throughput_per_user", "tokens/sec/user", m.output_token_throughput_per_user);
   row("input_sequence_length", "tokens", m.input_sequence_length);
@@ -868,7 +869,10 @@ void run_simulate(const SimOpts& o) {
 // What the sweep table's less obvious columns hold (a user could not tell busy, batch and KV apart
 // from a mean, a peak or a whole-fleet figure).
 std::string sweep_columns_legend(bool disagg) {
-  return std::string("tok/s/user: mean over requests of 1 / ITL, (OSL - 1) / (latency - TTFT) (aiperf's); busy: share of the run a "
+  return std::string("tok/s/user: mean over requests of 1 / ITL, (OSL - 1) / (latency - TTFT) (aiperf's); gap p99: the 99th "
+                     "percentile of the gaps between a request's streamed tokens from its second on, over every request (ITL is "
+                     "each request's mean gap: a prompt's prefill stalls the decodes that share or wait out its step, which the "
+                     "mean hides); busy: share of the run a "
                      "replica was running steps; batch: sequences in a step, KV: share of the replica's KV cache in use, both "
                      "time-weighted over its running steps; busy, batch and KV are means over the replicas") +
          (disagg ? " (decode and prefill workers alike); xfer avg / max ms: a request's KV handoff from its prefill to its decode "
@@ -925,7 +929,7 @@ void run_sweep(const SimOpts& o) {
     // quote; a concurrency sweep aiperf's request_throughput (a closed loop has no offered rate).
     const bool rate = spec.axis == sim::SweepSpec::Axis::request_rate;
     std::vector<std::string> head{cols.names[0], rate ? "served req/s" : "req/s", "out tok/s", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TTFT p90 ms",
-                                  "TTFT p99 ms", "ITL p50 ms", "ITL p90 ms", "ITL p99 ms", "busy", "batch", "KV"};
+                                  "TTFT p99 ms", "ITL p50 ms", "ITL p90 ms", "ITL p99 ms", "gap p99 ms", "busy", "batch", "KV"};
     if (disagg) head.insert(head.end(), {"xfer avg ms", "xfer max ms", "TTFT avg parts ms"});
     Table t(head);
     for (std::size_t i = 0; i < cols.data[0].size(); ++i) {
@@ -941,7 +945,7 @@ void run_sweep(const SimOpts& o) {
                  ms(cols["output_token_throughput_per_user_avg"][i]), banded("time_to_first_token_ms_p50", 2),
                  ms(cols["time_to_first_token_ms_p90"][i]), ms(cols["time_to_first_token_ms_p99"][i]),
                  banded("inter_token_latency_ms_p50", 2), ms(cols["inter_token_latency_ms_p90"][i]),
-                 ms(cols["inter_token_latency_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
+                 ms(cols["inter_token_latency_ms_p99"][i]), ms(cols["token_gap_ms_p99"][i]), fixed(100 * cols["busy_fraction"][i], 0) + "%",
                  fixed(cols["mean_batch_size"][i], 1), fixed(100 * cols["mean_kv_utilization"][i], 1) + "%"};
       if (disagg) {
         std::string parts;

@@ -275,6 +275,7 @@ void AggregatedCluster::session_done(const Request& r) {
 double AggregatedCluster::run(workloads::Workload& workload, RequestSink& sink) {
   workload_ = &workload;
   sink_ = &sink;
+  for (Worker& w : workers_) w.scheduler().set_token_gaps(sink.token_gaps());
   sessions_ = dynamic_cast<workloads::SessionWorkload*>(&workload);
   warmup_ = workload.warmup_requests();
   double now_s = 0;

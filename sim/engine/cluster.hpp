@@ -30,6 +30,8 @@ class RequestSink {
   virtual void on_finished(const Request& r) = 0;   // the last token reached the client
   // A step began on `worker`: its duration, sequences and the KV pool's fill (0..1).
   virtual void on_step(int /*worker*/, double /*start_s*/, double /*step_s*/, int /*seqs*/, double /*kv_util*/) {}
+  // Where the workers count the gaps between streamed tokens (null: nowhere).
+  virtual TokenGaps* token_gaps() { return nullptr; }
 };
 
 class AggregatedCluster;

@@ -47,6 +47,7 @@ class MetricsSink : public RequestSink {
   void on_step(int worker, double start_s, double step_s, int seqs, double kv_util) override {
     m_->add_worker_sample(worker, start_s, step_s, seqs, kv_util);
   }
+  TokenGaps* token_gaps() override { return &m_->token_gaps(); }
 
  private:
   MetricsCollector* m_;

@@ -26,6 +26,7 @@ struct Request {
   double sent_s = 0;                    // the client sent it (router arrival)
   double scheduled_s = kNotYet;         // first scheduled
   double first_token_s = kNotYet, second_token_s = kNotYet, finish_s = kNotYet;
+  double last_token_s = kNotYet;        // its last visible token's step end while out of the running list (preempted)
   std::int64_t input_tokens = 0;        // prompt (text + vision tokens)
   std::int64_t output_tokens = 1;       // tokens to generate (the request's max_tokens, ignore_eos)
   std::int64_t generated = 0;           // output tokens sampled so far

@@ -141,7 +141,7 @@ double Worker::steady_cycle(double now_s, int cycle) {
   end_last_s_ = now_s;
   // ... then start_step(now_s), chained, forming the same batch one token further on.
   const double sched_s = async_ ? std::min(now_s, std::max(end_prev_s_, sched_s_ + host_s_)) : now_s;
-  sched_.steady_cycle(cycle);
+  sched_.steady_cycle(cycle, now_s);
   return run_batch(now_s, sched_s, sched_.batch());
 }
 

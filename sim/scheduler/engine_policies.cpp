@@ -138,6 +138,7 @@ int VllmScheduler::retract_for_decode() {
     }
     const Running v = running_[victim];
     request(v.slot).generated = v.tokens - v.input;   // the running list held it
+    request(v.slot).last_token_s = v.last_emit_s;
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim));
     preempt(v.slot);
     ++retracted;

@@ -153,7 +153,8 @@ void VllmScheduler::transfer_done(std::int32_t slot, double now_s) {
 }
 
 VllmScheduler::Running VllmScheduler::running_entry(const Request& r, std::int32_t slot) const {
-  return Running{r.computed, r.num_tokens(), r.token_slots - lookahead_, r.input_tokens, r.output_tokens - r.generated, slot, 0};
+  return Running{r.computed, r.num_tokens(), r.token_slots - lookahead_, r.input_tokens, r.output_tokens - r.generated, slot, 0,
+                 r.last_token_s, !r.warmup};
 }
 
 void VllmScheduler::release_handoff(std::int32_t slot) {
@@ -298,6 +299,7 @@ void VllmScheduler::schedule_vllm(double now_s, double cutoff_s) {
         const Running& back = running_.back();
         const std::int32_t victim = back.slot;
         request(victim).generated = back.tokens - back.input;  // the running list held it
+        request(victim).last_token_s = back.last_emit_s;
         const std::int64_t victim_computed = back.computed;
         running_.pop_back();
         preempt(victim, victim_computed);
@@ -419,7 +421,7 @@ double EmitTime::resolve() {
   return at_s;
 }
 
-void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
+void VllmScheduler::complete(double now_s, EmitTime& emit) {
   release_deferred();
   std::size_t kept = 0;
   const bool spec = cfg_.num_speculative_tokens > 0;
@@ -429,11 +431,35 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
   const std::int64_t preamble = cfg_.response_preamble_tokens;
   const std::int64_t timed_tokens = 3 + preamble;
   const bool time_visible = cfg_.role != WorkerRole::decode_only;
+  const double end_s = now_s;   // token gaps are timed at the step's end, the engine's output
+  // The step's gaps: a plain decode that took its last token at the previous step's end (most of
+  // them) is counted, the others as runs of equal gaps handed to gaps_ when the value changes.
+  const bool count_gaps = gaps_ != nullptr;
+  const double prev_end_s = prev_end_s_;
+  std::int64_t one_step = 0;
+  double run_gap = NAN;
+  std::int64_t run_n = 0;
+  auto gap = [&](const Running& h) {
+    if (!h.measured) return;
+    const double g = end_s - h.last_emit_s;
+    if (g == run_gap) {
+      ++run_n;
+      return;
+    }
+    if (run_n > 0) gaps_->add(run_gap, run_n);
+    run_gap = g;
+    run_n = 1;
+  };
+  // Entries are updated in place and moved down over the ones that left.
+  const auto keep = [&](std::size_t i) {
+    if (kept != i) running_[kept] = running_[i];
+    ++kept;
+  };
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    Running h = running_[i];
+    Running& h = running_[i];
     const std::int64_t n = h.step;
     if (n == 0) {
-      running_[kept++] = h;
+      keep(i);
       continue;
     }
     h.step = 0;
@@ -444,7 +470,14 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
       ++h.computed;
       ++h.tokens;
       --h.left;
-      running_[kept++] = h;
+      if (count_gaps) {
+        if (h.last_emit_s == prev_end_s)
+          one_step += h.measured;
+        else
+          gap(h);
+      }
+      h.last_emit_s = end_s;
+      keep(i);
       continue;
     }
     Request& r = request(h.slot);
@@ -456,7 +489,7 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
     }
     if (h.computed < before) {  // a partial prefill chunk: no token yet
       r.computed = h.computed;
-      running_[kept++] = h;
+      keep(i);
       continue;
     }
     // The step covered the last known token: the model samples the next one(s).
@@ -469,6 +502,10 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
     r.generated = h.tokens - h.input;
     r.computed = h.computed;
     const std::int64_t prev = r.generated - emitted;
+    if (r.generated - preamble >= 2) {   // from the second visible token on: one gap a step (a chunk)
+      if (count_gaps && !std::isnan(h.last_emit_s)) gap(h);
+      h.last_emit_s = end_s;
+    }
     if (prev == 0) {  // the first sampled token
       outputs_.push_back({Output::first_token, h.slot});
       if (prefill_only) {
@@ -498,9 +535,12 @@ void VllmScheduler::complete(double /*now_s*/, EmitTime& emit) {
       outputs_.push_back({Output::finished, h.slot});
       continue;
     }
-    running_[kept++] = h;
+    keep(i);
   }
   running_.resize(kept);
+  if (run_n > 0) gaps_->add(run_gap, run_n);
+  if (one_step > 0) gaps_->add(end_s - prev_end_s, one_step);
+  prev_end_s_ = end_s;
   if (cfg_.role == WorkerRole::decode_only) try_reserve();
 }
 
@@ -516,12 +556,15 @@ int VllmScheduler::steady_cycles(int limit) {
   // A batch with a prefill chunk is not one: a re-admitted request whose prefix-cache hit left one
   // token to recompute looks like a decode in the running list but ran that token as a prefill.
   steady_total_ = steady_base_ = 0;
+  steady_end_s_ = NAN;
   if (lookahead_ != 0 || !waiting_.empty() || !pending_.empty() || reserved_ != 0 || !landed_.empty() ||
       !demand_.windows.empty() || running_.empty() || limit <= 0 || batch_.prefill_seqs != 0)
     return 0;
   const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;
   std::int64_t cycles = limit;
+  steady_measured_ = 0;
   for (const Running& h : running_) {
+    steady_measured_ += h.measured;
     // Decoding in this batch, its next token not one the client times, and not its last.
     if (h.step != 1 || h.computed < h.input || h.tokens - h.computed != 1 || h.tokens - h.input < timed_tokens || h.left < 2)
       return 0;
@@ -551,7 +594,18 @@ int VllmScheduler::steady_cycles(int limit) {
   return steady_total_ = static_cast<int>(cycles);
 }
 
-void VllmScheduler::steady_cycle(int cycle) {
+void VllmScheduler::steady_cycle(int cycle, double end_s) {
+  // Every running request takes a token at end_s: after the stretch's first cycle all of them took
+  // their last one at the cycle before; at the first, each at its own last (a request that sat out
+  // a prefill-only step, SGLang's, waited that step too).
+  if (gaps_) {
+    if (!std::isnan(steady_end_s_))
+      gaps_->add(end_s - steady_end_s_, steady_measured_);
+    else
+      for (const Running& h : running_)
+        if (h.measured) gaps_->add(end_s - h.last_emit_s);
+  }
+  steady_end_s_ = end_s;
   release_deferred();
   batch_.decode_context_tokens += static_cast<std::int64_t>(running_.size());
   pool_.allocate(steady_blocks_[static_cast<std::size_t>(steady_base_ + cycle)]);
@@ -562,7 +616,9 @@ void VllmScheduler::steady_commit(int cycles) {
   if (cycles <= 0) return;
   steady_base_ += cycles;
   const std::int64_t bs = cfg_.block_size;
+  prev_end_s_ = steady_end_s_;
   for (Running& h : running_) {
+    h.last_emit_s = steady_end_s_;
     const std::int64_t first = h.cap - h.computed;   // the cycle of its first crossing
     h.computed += cycles;
     h.tokens += cycles;

@@ -16,6 +16,7 @@
 #include "models/step_cost.hpp"
 #include "sim/engine/engine_config.hpp"
 #include "sim/engine/request.hpp"
+#include "sim/token_gaps.hpp"
 #include "sim/scheduler/kv_offload.hpp"
 #include "sim/scheduler/kv_pool.hpp"
 #include "sim/scheduler/ring.hpp"
@@ -92,8 +93,9 @@ class VllmScheduler {
   int steady_cycles(int limit);
   // One such cycle, as complete() then schedule() would run it: a finished request's deferred
   // blocks released, the batch's context grown by one token per sequence, the blocks of the
-  // requests that cross one taken. Cycle numbers count from 1 after steady_cycles().
-  void steady_cycle(int cycle);
+  // requests that cross one taken; the step in flight ends at `end_s` and gives each running
+  // request a token. Cycle numbers count from 1 after steady_cycles().
+  void steady_cycle(int cycle, double end_s);
   // The running requests' counters after `cycles` cycles run by steady_cycle().
   void steady_commit(int cycles);
   // The cycles of the last steady_cycles() not yet committed: what steady_cycles() would return
@@ -101,6 +103,9 @@ class VllmScheduler {
   // since (a stretch another event cut short, resumed at its step's end). steady_cycle() numbers
   // continue from 1 after it.
   int steady_cycles_left() const { return steady_total_ - steady_base_; }
+  // Every gap between a measured request's visible tokens from its second on is counted in `gaps`
+  // (the run's MetricsCollector::token_gaps(); null: not counted).
+  void set_token_gaps(TokenGaps* gaps) { gaps_ = gaps; }
   const models::StepBatch& batch() const { return batch_; }   // the last schedule()'s summary
   // Async scheduling: a finished request keeps its blocks and seat until the next complete()
   // (vLLM frees them in update_from_output, after the next batch was scheduled).
@@ -219,6 +224,8 @@ class VllmScheduler {
     std::int64_t left;         // output tokens still to sample
     std::int32_t slot;
     std::int32_t step;         // tokens scheduled in the step in flight
+    double last_emit_s;        // its last visible token's step end from its second on (NaN: none yet)
+    bool measured;             // not a warm-up request: its token gaps are counted
   };
   Running running_entry(const Request& r, std::int32_t slot) const;
   // A running entry's chunk of n prompt tokens (or its decode) joins the step's batch summary.
@@ -227,6 +234,10 @@ class VllmScheduler {
   // give them, and nothing changes.
   bool grow_to(Running& h, std::int64_t end);
   std::vector<Running> running_;
+  TokenGaps* gaps_ = nullptr;
+  double steady_end_s_ = NAN;   // the last steady cycle's step end (NaN: the stretch's first is next)
+  double prev_end_s_ = NAN;     // the last step's end (complete() or a steady cycle)
+  std::int64_t steady_measured_ = 0;   // measured requests in the running list of the stretch
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
   // Decode-only: pulled requests (slot, when the pull landed) not yet in a batch, in landing order.

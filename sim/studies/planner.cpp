@@ -56,6 +56,7 @@ class IntervalSink : public RequestSink {   // aggregated replicas' finished req
     stats_->add(r.sent_s, r.first_token_s, r.finish_s, r.output_tokens - r.preamble_tokens);
   }
   void on_step(int w, double a, double b, int c, double d) override { inner_->on_step(w, a, b, c, d); }
+  TokenGaps* token_gaps() override { return inner_->token_gaps(); }
 
  private:
   RequestSink* inner_;

@@ -427,6 +427,7 @@ void DisaggregatedCluster::finish(std::int32_t h, double now_s) {
 double DisaggregatedCluster::run(workloads::Workload& workload, MetricsCollector& metrics, RequestSink* sink) {
   metrics_ = &metrics;
   sink_ = sink;
+  for (Worker& w : workers_) w.scheduler().set_token_gaps(&metrics.token_gaps());
   sessions_ = dynamic_cast<workloads::SessionWorkload*>(&workload);
   warmup_ = workload.warmup_requests();
   workload_ = &workload;

@@ -188,10 +188,12 @@ class ContextCost : public models::StepCostModel {
   std::string provenance() const override { return "context test cost"; }
 };
 
-// Every request as its client saw it, every step as the worker reported it.
+// Every request as its client saw it, every step as the worker reported it, every token gap.
 struct Trace : RequestSink {
   std::vector<Request> done;
   std::vector<double> steps;
+  TokenGaps gaps;
+  TokenGaps* token_gaps() override { return &gaps; }
   void on_finished(const Request& r) override { done.push_back(r); }
   void on_step(int w, double start_s, double step_s, int seqs, double kv) override {
     steps.insert(steps.end(), {double(w), start_s, step_s, double(seqs), kv});
@@ -257,6 +259,17 @@ void expect_same(const SteadyRun& a, const SteadyRun& b) {
     EXPECT_EQ(x.preemptions, y.preemptions);
   }
   EXPECT_EQ(a.trace.steps, b.trace.steps);
+  // The gaps between streamed tokens: a steady stretch counts its cycles' gaps in runs, the heap
+  // one request at a time; the same gaps, their sum in another order.
+  const Stats ga = a.trace.gaps.stats_ms(), gb = b.trace.gaps.stats_ms();
+  EXPECT_GT(ga.count, 0);
+  EXPECT_EQ(ga.count, gb.count);
+  EXPECT_NEAR(ga.avg, gb.avg, 1e-9 * ga.avg);
+  EXPECT_EQ(ga.min, gb.min);
+  EXPECT_EQ(ga.max, gb.max);
+  EXPECT_EQ(ga.p50, gb.p50);
+  EXPECT_EQ(ga.p90, gb.p90);
+  EXPECT_EQ(ga.p99, gb.p99);
   ASSERT_EQ(a.workers.size(), b.workers.size());
   for (std::size_t i = 0; i < a.workers.size(); ++i) {
     const WorkerStats &x = a.workers[i], &y = b.workers[i];
