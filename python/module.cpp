@@ -234,7 +234,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .opt("isl", a.isl).opt("osl", a.osl).csv("concurrency", a.concurrency).opt("requests", a.requests).opt("seed", a.seed)
       .opt("router", a.router).opt("max_num_seqs", a.max_num_seqs).opt("max_num_batched_tokens", a.max_num_batched_tokens)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("num_speculative_tokens", a.num_speculative_tokens)
-      .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms)
+      .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms)
       .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("arrival", a.arrival).opt("burstiness", a.burstiness).opt("threads", a.threads)
       .opt("calibration", a.calibration).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
@@ -250,7 +250,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .csv("prefix_caching", a.prefix_caching).opt("shared_prefix_tokens", a.shared_prefix_tokens)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
-      .opt("itl_ms", a.itl_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
+      .opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
       .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus)
       .opt("calibration", a.calibration).opt("image_fraction", a.image_fraction).opt("arrival", a.arrival)

@@ -133,6 +133,7 @@ struct PlanArgs {
   std::optional<std::int64_t> isl, osl, requests, max_num_batched_tokens;   // unset: required with a model
   std::optional<double> gpu_memory_utilization;
   std::optional<double> ttft_ms, itl_ms, target_tps;                         // unset: required with a model
+  double gap_ms = 0;                     // SLO on the gap between streamed tokens (0: none)
   // Open loop: --target-rps R with --arrival poisson|gamma|constant sizes each topology by the
   // fewest copies that meet both SLOs when R requests/s arrive (R / copies per copy).
   std::optional<double> target_rps, burstiness;
@@ -171,6 +172,7 @@ struct SearchArgs {
   std::optional<std::int64_t> requests;
   // gpu_memory_utilization NaN: not given, each engine's default (vLLM 0.9, SGLang its heuristic, TRT-LLM 0.9 of free memory)
   double ttft_ms = 0, itl_ms = 0, gpu_memory_utilization = std::numeric_limits<double>::quiet_NaN();
+  double gap_ms = 0;                               // SLO on the gap between streamed tokens (0: none)
   // The objective's load: NaN = not given (0 or a negative value given is refused, never taken for "not given").
   double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
          target_rps = std::numeric_limits<double>::quiet_NaN();

@@ -46,7 +46,7 @@ nlohmann::json plan_input_config(const PlanArgs& a) {
                       {"seed", a.seed}, {"isl", opt(a.isl)}, {"osl", opt(a.osl)}, {"requests", opt(a.requests)},
                       {"max_num_batched_tokens", opt(a.max_num_batched_tokens)},
                       {"gpu_memory_utilization", opt(a.gpu_memory_utilization)}, {"ttft_ms", opt(a.ttft_ms)},
-                      {"itl_ms", opt(a.itl_ms)}, {"target_tps", opt(a.target_tps)}, {"target_rps", opt(a.target_rps)},
+                      {"itl_ms", opt(a.itl_ms)}, {"gap_ms", a.gap_ms}, {"target_tps", opt(a.target_tps)}, {"target_rps", opt(a.target_rps)},
                       {"burstiness", opt(a.burstiness)}, {"arrival", str(a.arrival)}, {"calibration", str(a.calibration)},
                       {"images", str(a.images)}, {"image_fraction", opt(a.image_fraction)}};
   if (!a.model_file.empty()) j["model_file"] = a.model_file;
@@ -117,8 +117,12 @@ struct Study {
     if (*o.osl < 2) throw Error("--osl", "", "must be >= 2: inter-token latency, which the ITL SLO bounds, needs two output tokens");
     if (o.requests && *o.requests < 1) throw Error("--requests", "", "must be >= 1");
     if (o.seed < 0) throw Error("--seed", "", "must be >= 0");
-    slo = {*o.ttft_ms, *o.itl_ms, sim::parse_statistic(o.statistic),
-           o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps, o.target_rps.value_or(0)};
+    slo.ttft_ms = *o.ttft_ms;
+    slo.itl_ms = *o.itl_ms;
+    slo.gap_ms = o.gap_ms;
+    slo.statistic = sim::parse_statistic(o.statistic);
+    slo.target_tps = o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps;
+    slo.target_rps = o.target_rps.value_or(0);
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
@@ -247,7 +251,8 @@ struct Study {
   // Whether a swept point is under both SLO lines.
   bool passes(const sim::SweepRow& r) const {
     const int i = static_cast<int>(slo.statistic);
-    return r.ttft_ms[i] <= slo.ttft_ms && r.itl_ms[i] <= slo.itl_ms && !r.overloaded;   // a growing queue fails in time
+    // a growing queue fails in time
+    return r.ttft_ms[i] <= slo.ttft_ms && sim::itl_side_ok(r, i, slo.itl_ms, slo.gap_ms) && !r.overloaded;
   }
 
   sim::SweepRow run_at(std::size_t dep, int c) const {
@@ -292,15 +297,17 @@ struct Study {
     row.tps_per_replica = slo.target_tps / double(hi);
     sim::size_copies(row, u, double(hi), slo);
     if (lo >= 1) {   // what one copy fewer breaks
-      const bool t = at_lo.ttft_ms[st] > slo.ttft_ms || at_lo.overloaded, i = at_lo.itl_ms[st] > slo.itl_ms;
+      const bool t = at_lo.ttft_ms[st] > slo.ttft_ms || at_lo.overloaded, i = !sim::itl_side_ok(at_lo, st, slo.itl_ms, slo.gap_ms);
       row.limited_by = t && i ? sim::LimitedBy::both : t ? sim::LimitedBy::ttft : i ? sim::LimitedBy::itl : sim::LimitedBy::none;
+      row.gap_only = i && at_lo.itl_ms[st] <= slo.itl_ms;
     }
     detail = {{"name", d.name()}, {"feasible", true}, {"copies", hi}, {"rate_per_copy", rps / double(hi)},
-              {"ttft_ms", at_hi.ttft_ms[st]}, {"itl_ms", at_hi.itl_ms[st]}, {"output_tps_per_copy", slo.target_tps / double(hi)},
+              {"ttft_ms", at_hi.ttft_ms[st]}, {"itl_ms", at_hi.itl_ms[st]}, {"gap_ms", at_hi.gap_ms[st]},
+              {"output_tps_per_copy", slo.target_tps / double(hi)},
               {"output_tps_per_copy_aiperf", at_hi.output_tps}};
     if (lo >= 1)
       detail["one_copy_fewer"] = {{"copies", lo}, {"rate_per_copy", rps / double(lo)}, {"ttft_ms", at_lo.ttft_ms[st]},
-                                  {"itl_ms", at_lo.itl_ms[st]}, {"served_rps_per_copy", at_lo.served_rps},
+                                  {"itl_ms", at_lo.itl_ms[st]}, {"gap_ms", at_lo.gap_ms[st]}, {"served_rps_per_copy", at_lo.served_rps},
                                   {"in_flight_at_last_send", at_lo.in_flight_at_end}, {"overloaded", at_lo.overloaded}};
     detail["served_rps_per_copy"] = at_hi.served_rps;
     detail["overloaded"] = at_hi.overloaded;
@@ -371,7 +378,8 @@ struct Study {
     j["concurrency"] = mine.empty() ? nlohmann::json(conc) : simulated;
     j["predicted"] = sim::sweep_columns(mine);
     j["predicted_axis"] = "clients_per_copy";
-    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"gap_ms", slo.gap_ms},
+                {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["router"] = std::string(sim::to_string(spec.router));
     j["seed"] = spec.seed;
     if (arrival && row.feasible)
@@ -409,9 +417,11 @@ struct Study {
     j["osl"] = *o.osl;
     j["vision_tokens_per_request"] = workloads::vision_work(media).tokens;
     j["image_fraction"] = media.fraction;
-    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"statistic", std::string(sim::to_string(slo.statistic))}};
+    j["slo"] = {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"gap_ms", slo.gap_ms},
+                {"statistic", std::string(sim::to_string(slo.statistic))}};
     j["ttft_ms"] = slo.ttft_ms;   // flat copies for python/servesim/plot.py
     j["itl_ms"] = slo.itl_ms;
+    j["gap_ms"] = slo.gap_ms;
     j["statistic"] = std::string(sim::to_string(slo.statistic));
     j["target"] = {{"output_tps", slo.target_tps}};
     if (o.target_rps) j["target"]["requests_per_s"] = *o.target_rps;   // the rate it came from, open or closed loop

@@ -173,6 +173,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sim::SearchGoal g;
   g.ttft_ms = a.ttft_ms;
   g.itl_ms = a.itl_ms;
+  g.gap_ms = a.gap_ms;
   g.statistic = sim::parse_statistic(a.statistic);
   // Loads beyond what 10^9 copies of anything could serve are refused later, by the bounds; here
   // only what is no load at all.
@@ -275,7 +276,7 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                       {"prefix_caching", a.prefix_caching}, {"shared_prefix_tokens", a.shared_prefix_tokens},
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
                       {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
-                      {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms},
+                      {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms}, {"gap_ms", a.gap_ms},
                       {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
                       {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus},
@@ -351,6 +352,9 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["itl_ms"] = s["itl_ms"];
     r["ttft_headroom_pct"] = 100.0 * (1.0 - s["ttft_ms"].get<double>() / rep["ttft_ms"].get<double>());
     r["itl_headroom_pct"] = 100.0 * (1.0 - s["itl_ms"].get<double>() / rep["itl_ms"].get<double>());
+    r["gap_ms"] = s.value("gap_ms", 0.0);
+    r["gap_only"] = s.value("gap_only", false);
+    if (rep.value("gap_ms", 0.0) > 0) r["gap_headroom_pct"] = 100.0 * (1.0 - r["gap_ms"].get<double>() / rep["gap_ms"].get<double>());
     // Prediction bands, as simulate, sweep and plan give them: the point's kind is the GPU and the
     // load regime of clients per serving replica (aggregated: the copy is one replica) or per
     // decode worker. TTFT is the prefill GPU's, ITL and throughput the decode GPU's.

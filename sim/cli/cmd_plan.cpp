@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cmath>
 #include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -93,7 +94,8 @@ void run_plan(const PlanOpts& o) {
   for (const auto& t : j["topologies"]) out += sim::what_ran_text(t["what_ran"]);
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + "\n";
-  Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "output tok/s", "tok/s/GPU", "tok/s/user"});
+  Table sw({"topology", "concurrency", "TTFT " + stat + " ms", "ITL " + stat + " ms", "gap " + stat + " ms", "output tok/s",
+            "tok/s/GPU", "tok/s/user"});
   const auto& c = sweep["columns"];
   bool any_full = false;
   for (std::size_t i = 0; i < c["topology"].size(); ++i) {
@@ -110,7 +112,7 @@ void run_plan(const PlanOpts& o) {
     any_full |= full;
     sw.add_row({str(c["topology"][i]), num(c["concurrency"][i]),
                 banded("ttft_" + stat + "_ms", 1) + (train ? " TRAIN" : full ? " KV full" : ""),
-                banded("itl_" + stat + "_ms", 2), banded("output_tps", 0),
+                banded("itl_" + stat + "_ms", 2), val(c["gap_" + stat + "_ms"][i], 2), banded("output_tps", 0),
                 val(c["output_tps_per_gpu"][i], 1), val(c["output_tps_per_user"][i], 1)});
   }
   bool any_train = false;
@@ -122,7 +124,8 @@ void run_plan(const PlanOpts& o) {
                                                                                 : sim::validate::band_legend()) +
          "; none shown: no measured runs of this kind\n"
          "concurrency: clients of one copy of the topology, output tok/s that copy's; tok/s/user: mean over requests of "
-         "1 / ITL (aiperf's)\n" +
+         "1 / ITL (aiperf's); gap: the gaps between a request's streamed tokens from its second on, over every request "
+         "(ITL is each request's mean gap; --gap-ms sets an SLO on it)\n" +
          (any_train ? "TRAIN: the point ran in a PREFILL TRAIN (most prompts queued behind another's prefill), so its TTFT is that "
                       "queue's; a closed loop can hold it for hundreds of rounds (docs/capacity-planning.md)\n"
                     : std::string()) +
@@ -150,8 +153,9 @@ void run_plan(const PlanOpts& o) {
   const std::string target = (j["target"].contains("requests_per_s")
                                   ? compact(j["target"]["requests_per_s"].get<double>()) + " requests/s x OSL " + num(j["osl"]) + " = "
                                   : std::string()) + compact(j["target"]["output_tps"].get<double>()) + " output tok/s";
-  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms; target %s%s\n",
-                stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(), target.c_str(),
+  std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms%s; target %s%s\n",
+                stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
+                gap_slo_text(stat, j.value("gap_ms", 0.0)).c_str(), target.c_str(),
                 open ? (" (" + str(j["arrival"]) +
                         " arrivals; req/s per copy: the rate one copy of the topology is offered, with its TTFT / ITL)").c_str()
                      : " (clients per copy: the most clients one copy of the topology serves under both SLOs)");
@@ -173,6 +177,19 @@ void run_plan(const PlanOpts& o) {
 }
 
 }  // namespace
+
+std::string gap_ms_help() {
+  return "SLO on the gap between a request's streamed tokens, at --statistic over every gap from each request's second "
+         "token on (ms; default 0: none): a decode that shares or waits out a prompt's prefill step stalls for it, which "
+         "the per-request mean ITL hides";
+}
+
+std::string gap_slo_text(const std::string& statistic, double gap_ms) {
+  if (!(gap_ms > 0)) return "";
+  std::ostringstream s;
+  s << ", token gap " << statistic << " <= " << gap_ms << " ms";
+  return s.str();
+}
 
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOpts>();
@@ -214,6 +231,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--mtp-acceptance", o->args.mtp_acceptance, "MTP acceptance: one rate or one per draft position (default 0.7)");
   c->add_option("--ttft-ms", o->args.ttft_ms, "SLO on time to first token (ms)");
   c->add_option("--itl-ms", o->args.itl_ms, "SLO on inter-token latency (ms)");
+  c->add_option("--gap-ms", o->args.gap_ms, gap_ms_help());
   c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
   c->add_option("--target-rps", o->args.target_rps, "Requests/s the deployment must serve (target tok/s = rate x OSL)");

@@ -195,14 +195,14 @@ std::string search_table(const nlohmann::json& j) {
   const std::string stat = str(j["statistic"]);
   char line[512];
   std::snprintf(line, sizeof line,
-                "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms; objective: %s\n",
+                "Search: %s, ISL %lld / OSL %lld%s; SLO TTFT %s <= %g ms, ITL %s <= %g ms%s; objective: %s\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
                 j["vision_tokens_per_request"].get<std::int64_t>() > 0
                     ? (" + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens" +
                        (j.value("image_fraction", 1.0) < 1 ? " on " + fixed(100 * j["image_fraction"].get<double>(), 0) + " % of requests" : std::string()))
                           .c_str() : "",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
-                objective_text(j).c_str());
+                gap_slo_text(stat, j.value("gap_ms", 0.0)).c_str(), objective_text(j).c_str());
   out += line;
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
@@ -254,13 +254,23 @@ std::string search_table(const nlohmann::json& j) {
                : ")\n") +
          fr.render();
 
-  Table bt({"best under the SLO", open ? "req/s per copy" : "clients per copy", "TTFT ms", "ITL ms", open ? "served tok/s/GPU" : "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
+  // With a gap SLO (--gap-ms) the best row shows the gap it was read at.
+  const bool gap = j.value("gap_ms", 0.0) > 0;
+  std::vector<std::string> head{"best under the SLO", open ? "req/s per copy" : "clients per copy", "TTFT ms", "ITL ms"};
+  if (gap) head.push_back("gap ms");
+  head.insert(head.end(), {open ? "served tok/s/GPU" : "tok/s/GPU", "copies", "GPUs", "instances", "$/hour", "limited by"});
+  Table bt(head);
   auto add_best = [&](const nlohmann::json& b) {
     const auto& s = b["score"];
-    bt.add_row({str(b["label"]), open ? fixed(s.value("rate_per_copy", 0.0), 2) : num(s["slo_concurrency"]),
-                fixed(s["ttft_ms"].get<double>(), 1) + (s.value("prefill_train", false) ? " TRAIN" : ""), fixed(s["itl_ms"].get<double>(), 2),
-                fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
-                usd(s["usd_per_hour"]), str(s["limited_by"]) + (s.value("kv_full", false) ? " (KV full)" : "")});
+    std::vector<std::string> row{str(b["label"]), open ? fixed(s.value("rate_per_copy", 0.0), 2) : num(s["slo_concurrency"]),
+                                 fixed(s["ttft_ms"].get<double>(), 1) + (s.value("prefill_train", false) ? " TRAIN" : ""),
+                                 fixed(s["itl_ms"].get<double>(), 2)};
+    if (gap) row.push_back(fixed(s.value("gap_ms", 0.0), 2));
+    row.insert(row.end(), {fixed(s["tps_per_gpu"].get<double>(), 1), num(s["copies"]), num(s["total_gpus"]), num(s["instances"]),
+                           usd(s["usd_per_hour"]),
+                           str(s["limited_by"]) + (s.value("kv_full", false) ? " (KV full)" : "") +
+                               (s.value("gap_only", false) ? " (token gap)" : "")});
+    bt.add_row(row);
   };
   if (j["best"].is_null()) {
     out += why_no_answer(j);
@@ -414,9 +424,10 @@ std::string recommend_text(const nlohmann::json& j) {
   std::string out;
   char line[512];
   const std::string stat = str(j["statistic"]);
-  std::snprintf(line, sizeof line, "Pre-purchase: %s, ISL %lld / OSL %lld, %s under TTFT %s <= %g ms, ITL %s <= %g ms\n",
+  std::snprintf(line, sizeof line, "Pre-purchase: %s, ISL %lld / OSL %lld, %s under TTFT %s <= %g ms, ITL %s <= %g ms%s\n",
                 str(j["model"]).c_str(), (long long)j["isl"].get<std::int64_t>(), (long long)j["osl"].get<std::int64_t>(),
-                target_text(j).c_str(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>());
+                target_text(j).c_str(), stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
+                gap_slo_text(stat, j.value("gap_ms", 0.0)).c_str());
   out += line;
   if (j["vision_tokens_per_request"].get<std::int64_t>() > 0)
     out += "Images: + " + std::to_string(j["vision_tokens_per_request"].get<std::int64_t>()) + " vision tokens on " +
@@ -437,11 +448,13 @@ std::string recommend_text(const nlohmann::json& j) {
   std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M output tok",
                                    "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
                                    "TTFT " + stat + " ms", "ITL " + stat + " ms", open ? "served tok/s" : "capacity tok/s", "limited by"};
+  const bool gap = j.value("gap_ms", 0.0) > 0;   // a gap SLO (--gap-ms): the gap each row was read at
+  if (gap) cols.insert(cols.begin() + 12, "gap " + stat + " ms");
   if (shared > 0) cols.push_back("prefix hit");
   // One GPU type per row first; prefill on one type and decode on another in a table of their own
   // (the five cheapest; every row in --format json).
   Table t(cols), mixed(cols);
-  int trains = 0, fulls = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0;
+  int trains = 0, fulls = 0, unbounded = 0, mixed_rows = 0, mixed_shown = 0, overloaded = 0, gap_rows = 0;
   std::string prefix_notes;
   for (const auto& r : j["recommendations"]) {
     overloaded += r.value("one_copy_fewer_overloaded", false);
@@ -464,7 +477,9 @@ std::string recommend_text(const nlohmann::json& j) {
                   open ? fixed(r["rate_per_copy"].get<double>(), 2) : num(r["slo_concurrency"]),
                   banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""), banded("itl_ms", "itl_ms", 2),
                   banded("capacity_tps", "capacity_tps", 0),
-                  lim == "none" && !open ? "none (upper bound)" : lim + (r.value("kv_full", false) ? " (KV full)" : "")};
+                  lim == "none" && !open ? "none (upper bound)"
+                                         : lim + (r.value("kv_full", false) ? " (KV full)" : "") + (r.value("gap_only", false) ? " (token gap)" : "")};
+    if (gap) row.insert(row.begin() + 12, fixed(r.value("gap_ms", 0.0), 2));
     if (shared > 0)
       row.push_back(prefix_cell(r["prefix_caching"].get<bool>(), r["prefix_block_tokens"].get<std::int64_t>(),
                                 r["prefix_cache_hit_rate"].get<double>(), shared));
@@ -475,6 +490,7 @@ std::string recommend_text(const nlohmann::json& j) {
                                       j["isl"].get<std::int64_t>(), str(r["prefix_caching_setting"]) != "default");
     trains += r.value("prefill_train", false);
     fulls += r.value("kv_full", false);
+    gap_rows += r.value("gap_only", false);
   }
   out += "\n" + t.render();
   if (mixed_rows > 0)
@@ -488,7 +504,11 @@ std::string recommend_text(const nlohmann::json& j) {
          "itl: add decode capacity" +
          std::string(fulls > 0 ? "; (KV full): a worker's KV cache was full there and prompts waited for room, so add KV "
                                  "memory per worker (more GPUs per worker, an FP8 KV cache where it is 16-bit) rather than prefill"
-                               : "") + "\n";
+                               : "") +
+         std::string(gap_rows > 0 ? "; (token gap): the mean ITL held and the gap between streamed tokens broke: prompts' "
+                                    "prefill steps stall the decodes, so disaggregate prefill or chunk prompts smaller "
+                                    "(--max-num-batched-tokens)"
+                                  : "") + "\n";
   if (overloaded > 0) out += sim::overload_note(overloaded);
   out += prefix_notes;
   if (trains > 0)
@@ -623,6 +643,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--router", a.router, "round_robin, least_outstanding or least_kv_load");
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
+  c.add_option("--gap-ms", a.gap_ms, gap_ms_help());
   c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   // NaN stands for "not given" in SearchArgs: a NaN given on the command line is refused here.
   static const CLI::Validator finite(

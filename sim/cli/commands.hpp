@@ -60,6 +60,11 @@ struct ScenarioFlags;
 std::shared_ptr<ScenarioFlags> add_scenario_flags(CLI::App& cmd);
 sim::Scenario scenario_from_flags(const ScenarioFlags& flags);
 
+// --gap-ms of plan, search and recommend: its help, and what it adds to their SLO line
+// (", token gap p90 <= 200 ms"; "" without one). cmd_plan.cpp.
+std::string gap_ms_help();
+std::string gap_slo_text(const std::string& statistic, double gap_ms);
+
 // Shared by search and recommend (cmd_search.cpp).
 void add_search_options(CLI::App& cmd, api::SearchArgs& args);
 std::string search_table(const nlohmann::json& search_result);

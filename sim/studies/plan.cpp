@@ -46,6 +46,7 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
   for (int i = 0; i < 3; ++i) {
     col(std::string("ttft_") + stats[i] + "_ms", [i](const SweepRow& r) { return r.ttft_ms[i]; });
     col(std::string("itl_") + stats[i] + "_ms", [i](const SweepRow& r) { return r.itl_ms[i]; });
+    col(std::string("gap_") + stats[i] + "_ms", [i](const SweepRow& r) { return r.gap_ms[i]; });
   }
   col("output_tps", [](const SweepRow& r) { return r.output_tps; });
   col("output_tps_per_gpu", [](const SweepRow& r) { return r.output_tps_per_gpu; });
@@ -59,6 +60,7 @@ nlohmann::json sweep_columns(const std::vector<SweepRow>& rows) {
 nlohmann::json to_json(const SweepRow& r) {
   return {{"topology", r.topology}, {"concurrency", r.concurrency},
           {"ttft_ms", {r.ttft_ms[0], r.ttft_ms[1], r.ttft_ms[2]}}, {"itl_ms", {r.itl_ms[0], r.itl_ms[1], r.itl_ms[2]}},
+          {"gap_ms", {r.gap_ms[0], r.gap_ms[1], r.gap_ms[2]}},
           {"output_tps", r.output_tps}, {"output_tps_per_gpu", r.output_tps_per_gpu},
           {"output_tps_per_user", r.output_tps_per_user}, {"prefill_train", r.prefill_train},
           {"served_rps", r.served_rps}, {"in_flight_at_end", r.in_flight_at_end}, {"overloaded", r.overloaded},
@@ -73,6 +75,7 @@ SweepRow sweep_row_from_json(const nlohmann::json& j, const char* where) {
     for (std::size_t i = 0; i < 3; ++i) {
       r.ttft_ms[i] = j.at("ttft_ms").at(i).get<double>();
       r.itl_ms[i] = j.at("itl_ms").at(i).get<double>();
+      r.gap_ms[i] = j.at("gap_ms").at(i).get<double>();
     }
     r.output_tps = j.at("output_tps").get<double>();
     r.output_tps_per_gpu = j.at("output_tps_per_gpu").get<double>();
@@ -123,6 +126,7 @@ void PlanSlo::validate() const {
   if (!(target_tps > 0) || !std::isfinite(target_tps)) throw Error("--target-tps", "", "must be a finite number > 0");
   if (!std::isfinite(ttft_ms)) throw Error("--ttft-ms", "", "must be finite");
   if (!std::isfinite(itl_ms)) throw Error("--itl-ms", "", "must be finite");
+  if (!(gap_ms >= 0) || !std::isfinite(gap_ms)) throw Error("--gap-ms", "", "must be a finite number >= 0 (0: no limit)");
 }
 
 std::string_view to_string(LimitedBy l) {
@@ -135,7 +139,12 @@ std::string_view to_string(LimitedBy l) {
   return "none";
 }
 
-std::string_view advice(LimitedBy l, bool kv_full) {
+std::string_view advice(LimitedBy l, bool kv_full, bool gap_only) {
+  if (gap_only && l == LimitedBy::itl)
+    return "the token gap limits it: prompts' prefill steps stall the decodes: disaggregate prefill, or chunk prompts "
+           "smaller (--max-num-batched-tokens)";
+  if (gap_only && l == LimitedBy::both)
+    return "TTFT and the token gap both limit it: add prefill capacity on workers of its own (disaggregated)";
   if (kv_full && l == LimitedBy::ttft)
     return "TTFT limits it: a KV cache is full and prompts wait for room: add KV memory per worker (more GPUs per worker, "
            "an FP8 KV cache where it is 16-bit)";
@@ -164,7 +173,8 @@ nlohmann::json PlanRow::to_json() const {
   j["limited_by"] = std::string(to_string(limited_by));
   j["prefill_train"] = prefill_train;
   j["kv_full"] = kv_full;
-  j["advice"] = std::string(advice(limited_by, kv_full));
+  j["gap_only"] = gap_only;
+  j["advice"] = std::string(advice(limited_by, kv_full, gap_only));
   return j;
 }
 
@@ -262,7 +272,7 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
     std::stable_sort(pts.begin(), pts.end(),
                      [](const SweepRow* a, const SweepRow* b) { return a->concurrency < b->concurrency; });
     auto ttft_ok = [&](const SweepRow* r) { return r->ttft_ms[s] <= slo.ttft_ms; };
-    auto itl_ok = [&](const SweepRow* r) { return r->itl_ms[s] <= slo.itl_ms; };
+    auto itl_ok = [&](const SweepRow* r) { return itl_side_ok(*r, s, slo.itl_ms, slo.gap_ms); };
     PlanRow row;
     row.name = u.name;
     int best = -1;   // rightmost point under both lines
@@ -274,6 +284,7 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
       const bool t = !ttft_ok(pts[probe]), i = !itl_ok(pts[probe]);
       row.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
       row.kv_full = t && pts[probe]->kv_full;
+      row.gap_only = i && pts[probe]->itl_ms[s] <= slo.itl_ms;
     }
     row.prefill_train = pts[best >= 0 ? best : 0]->prefill_train ||
                         (probe < static_cast<int>(pts.size()) && pts[probe]->prefill_train);

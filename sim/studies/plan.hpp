@@ -28,6 +28,7 @@ struct SweepRow {
   int concurrency = 0;
   double ttft_ms[3] = {0, 0, 0};   // p50, p90, p99
   double itl_ms[3] = {0, 0, 0};
+  double gap_ms[3] = {0, 0, 0};    // the gaps between streamed tokens (Summary::token_gap_ms)
   double output_tps = 0;           // whole topology, output tokens/s
   double output_tps_per_gpu = 0;
   double output_tps_per_user = 0;
@@ -47,6 +48,13 @@ struct SweepRow {
   bool kv_full = false;
 };
 inline constexpr double kKvFull = 0.99;
+
+// The ITL side of an SLO at statistic index `s` (p50, p90, p99): a request's mean inter-token
+// latency, and, with a limit on it (gap_ms > 0), the gap between streamed tokens: a decode stalled
+// by the prefill steps it shares or waits out breaks the second where the mean hides it.
+inline bool itl_side_ok(const SweepRow& r, int s, double itl_ms, double gap_ms) {
+  return r.itl_ms[s] <= itl_ms && (gap_ms <= 0 || r.gap_ms[s] <= gap_ms);
+}
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
 // `clients` whose first requests ask for spread shares of their answers (client k of N:
@@ -81,6 +89,7 @@ struct PlanSlo {
   Statistic statistic = Statistic::p90;
   double target_tps = 0;           // output tokens/s the whole deployment must serve
   double target_rps = 0;           // > 0 when the target was given as requests/s (errors name --target-rps)
+  double gap_ms = 0;               // on the gap between streamed tokens (--gap-ms), at `statistic`; 0: none
   void validate() const;           // throws Error naming the flag
 };
 
@@ -97,7 +106,9 @@ enum class LimitedBy { none, ttft, itl, both };
 std::string_view to_string(LimitedBy l);
 // What to do about it: "add prefill capacity" for TTFT, "add decode capacity" for ITL, ...; a TTFT
 // broken where a KV cache was full (SweepRow::kv_full) asks for KV memory per worker instead.
-std::string_view advice(LimitedBy l, bool kv_full = false);
+// An ITL side broken by the gap between streamed tokens alone (gap_only: the requests' mean ITL held)
+// asks for prompts off the decode's steps: disaggregated prefill or smaller chunks.
+std::string_view advice(LimitedBy l, bool kv_full = false, bool gap_only = false);
 
 struct PlanRow {
   std::string name;
@@ -109,6 +120,7 @@ struct PlanRow {
   LimitedBy limited_by = LimitedBy::none;   // the SLO broken at the next swept concurrency
   bool prefill_train = false;      // the point read (or, when none passes, the first) ran in a PREFILL TRAIN
   bool kv_full = false;            // the point whose TTFT broke the SLO had a full KV cache (SweepRow::kv_full)
+  bool gap_only = false;           // its ITL side broke on the token gap alone (--gap-ms; the mean ITL held)
   nlohmann::json to_json() const;
 };
 

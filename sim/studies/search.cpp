@@ -101,6 +101,8 @@ std::string_view to_string(Pruned p) {
 void SearchGoal::validate() const {
   if (!(ttft_ms > 0)) throw Error("--ttft-ms", "", "must be > 0 (the SLO on time to first token, e.g. 600)");
   if (!(itl_ms > 0)) throw Error("--itl-ms", "", "must be > 0 (the SLO on inter-token latency, e.g. 100)");
+  if (!(gap_ms >= 0) || !std::isfinite(gap_ms))
+    throw Error("--gap-ms", "", "must be a finite number >= 0 (the SLO on the gap between streamed tokens, e.g. 200; 0: none)");
   if (objective == SearchObjective::total_gpus && !(total_gpus >= 1))
     throw Error("--total-gpus", "", "must be >= 1");
   if (objective == SearchObjective::target_tps && !(target_tps > 0))
@@ -170,6 +172,7 @@ nlohmann::json SearchScore::to_json() const {
   j["tps_per_user"] = tps_per_user;
   j["ttft_ms"] = ttft_ms;
   j["itl_ms"] = itl_ms;
+  j["gap_ms"] = gap_ms;
   j["copies"] = copies;
   j["total_gpus"] = gpus;
   j["instances"] = instances;
@@ -179,9 +182,10 @@ nlohmann::json SearchScore::to_json() const {
   for (const auto& [k, v] : nodes_by_instance) nb[k] = v;
   j["nodes_by_instance"] = nb;
   j["limited_by"] = std::string(to_string(limited_by));
-  j["advice"] = std::string(advice(limited_by, kv_full));
+  j["advice"] = std::string(advice(limited_by, kv_full, gap_only));
   j["prefill_train"] = prefill_train;
   j["kv_full"] = kv_full;
+  j["gap_only"] = gap_only;
   j["prefix_cache_hit_rate"] = prefix_hit;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
   if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
@@ -715,7 +719,7 @@ bool Search::cannot_beat(const SearchConfig& c, const SearchBound& b, const Sear
 SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>& rows) const {
   const int st = static_cast<int>(goal_.statistic);
   auto ttft_ok = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms; };
-  auto itl_ok = [&](const SweepRow& r) { return r.itl_ms[st] <= goal_.itl_ms; };
+  auto itl_ok = [&](const SweepRow& r) { return itl_side_ok(r, st, goal_.itl_ms, goal_.gap_ms); };
   if (traffic_.open_loop()) {
     // The fewest passing copy count, and what the largest failing one below it breaks.
     const SweepRow *best = nullptr, *fewer = nullptr;
@@ -736,6 +740,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.tps_per_user = best->output_tps_per_user;
       s.ttft_ms = best->ttft_ms[st];
       s.itl_ms = best->itl_ms[st];
+      s.gap_ms = best->gap_ms[st];
       s.prefill_train = best->prefill_train;
       s.prefix_hit = best->prefix_hit;
     }
@@ -744,6 +749,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.fewer_overloaded = fewer->overloaded;
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
       s.kv_full = t && fewer->kv_full;
+      s.gap_only = i && fewer->itl_ms[st] <= goal_.itl_ms;
     }
     return s;
   }
@@ -751,10 +757,12 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
   for (int i = 0; i < int(rows.size()); ++i)
     if (ttft_ok(rows[std::size_t(i)]) && itl_ok(rows[std::size_t(i)])) best = i;
   LimitedBy lim = LimitedBy::none;
+  bool gap_only = false;
   if (best + 1 < int(rows.size())) {
     const auto& r = rows[std::size_t(best + 1)];
     const bool t = !ttft_ok(r), i = !itl_ok(r);
     lim = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
+    gap_only = i && r.itl_ms[st] <= goal_.itl_ms;
   }
   SearchScore s;
   if (best >= 0 && rows[std::size_t(best)].output_tps > 0) {
@@ -764,9 +772,11 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     s.tps_per_user = r.output_tps_per_user;
     s.ttft_ms = r.ttft_ms[st];
     s.itl_ms = r.itl_ms[st];
+    s.gap_ms = r.gap_ms[st];
     s.prefix_hit = r.prefix_hit;
   }
   s.limited_by = lim;
+  s.gap_only = gap_only;
   s.kv_full = lim != LimitedBy::none && lim != LimitedBy::itl && rows[std::size_t(best + 1)].kv_full;
   s.prefill_train = (best >= 0 && rows[std::size_t(best)].prefill_train) ||
                     (best + 1 < int(rows.size()) && rows[std::size_t(best + 1)].prefill_train);
@@ -872,7 +882,9 @@ std::vector<SweepRow> Search::run(int index) const {
       const PointResult pr = dep.run(wc);
       return sweep_row(c.label, int(std::min<std::int64_t>(k, 1 << 30)), pr, dep.gpus(), true);
     };
-    auto passes = [&](const SweepRow& r) { return r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms && !r.overloaded; };
+    auto passes = [&](const SweepRow& r) {
+      return r.ttft_ms[st] <= goal_.ttft_ms && itl_side_ok(r, st, goal_.itl_ms, goal_.gap_ms) && !r.overloaded;
+    };
     // A copy that fails with under one request in flight (rate x latency, Little's law) fails
     // alone: more copies cannot help.
     auto hopeless = [&](std::int64_t k, const SweepRow& r) {
@@ -987,7 +999,8 @@ nlohmann::json Search::deployment(int index) const {
     d["predicted"] = sweep_columns(s.rows);
     d["predicted_axis"] = "clients_per_copy";
   }
-  d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  d["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"gap_ms", goal_.gap_ms},
+              {"statistic", std::string(to_string(goal_.statistic))}};
   // The profile the prediction ran with, so that the emitted scenario re-runs the same prediction.
   if (space_.calibration) d["calibration"] = std::filesystem::absolute(space_.calibration->file).string();
   return d;
@@ -1007,9 +1020,11 @@ nlohmann::json Search::report() const {
   j["image_fraction"] = traffic_.multimodal.fraction;   // the share of requests carrying them
   j["shared_prefix_tokens"] = traffic_.shared_prefix_tokens;
   j["concurrency"] = traffic_.concurrency;
-  j["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"statistic", std::string(to_string(goal_.statistic))}};
+  j["slo"] = {{"ttft_ms", goal_.ttft_ms}, {"itl_ms", goal_.itl_ms}, {"gap_ms", goal_.gap_ms},
+              {"statistic", std::string(to_string(goal_.statistic))}};
   j["ttft_ms"] = goal_.ttft_ms;
   j["itl_ms"] = goal_.itl_ms;
+  j["gap_ms"] = goal_.gap_ms;
   j["statistic"] = std::string(to_string(goal_.statistic));
   j["method"] = traffic_.open_loop() ? open_loop_rule(traffic_.requests) : capacity_rule(traffic_.requests);
   if (traffic_.open_loop()) {
@@ -1138,7 +1153,7 @@ nlohmann::json Search::report() const {
       const State& s = state_[std::size_t(c.index)];
       if (!s.simulated) continue;
       for (const auto& r : s.rows) {
-        const bool meets = r.ttft_ms[st] <= goal_.ttft_ms && r.itl_ms[st] <= goal_.itl_ms;
+        const bool meets = r.ttft_ms[st] <= goal_.ttft_ms && itl_side_ok(r, st, goal_.itl_ms, goal_.gap_ms);
         pts.push_back({r.output_tps_per_user, r.output_tps_per_gpu, c.index, r.concurrency, meets});
         all.push_back(r);
         fam_col.push_back(f);

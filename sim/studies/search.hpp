@@ -83,6 +83,7 @@ enum class SearchObjective {
 
 struct SearchGoal {
   double ttft_ms = 0, itl_ms = 0;
+  double gap_ms = 0;   // on the gap between streamed tokens (--gap-ms); 0: none
   Statistic statistic = Statistic::p50;
   SearchObjective objective = SearchObjective::tps_per_gpu;
   double total_gpus = 0, target_tps = 0;
@@ -140,6 +141,7 @@ struct SearchScore {
   double in_flight = 0;                  // open loop: requests in flight per copy, rate x latency (Little's law)
   double tps_per_copy = 0, tps_per_gpu = 0, tps_per_user = 0;
   double ttft_ms = 0, itl_ms = 0;        // at that point, at the SLO statistic
+  double gap_ms = 0;                     // the gap between streamed tokens there, at the SLO statistic
   std::int64_t copies = 0, gpus = 0, instances = 0;   // at most 10^9 copies (kMaxCopies): no overflow
   std::optional<double> usd_per_hour;
   std::vector<std::pair<std::string, std::int64_t>> nodes_by_instance;   // instance type -> nodes of the deployment
@@ -147,6 +149,7 @@ struct SearchScore {
   LimitedBy limited_by = LimitedBy::none;
   bool prefill_train = false;            // the point read (or the next) ran in a PREFILL TRAIN
   bool kv_full = false;                  // the point whose TTFT broke the SLO had a full KV cache (SweepRow::kv_full)
+  bool gap_only = false;                 // its ITL side broke on the token gap alone (--gap-ms; the mean ITL held)
   bool fewer_overloaded = false;         // open loop: one copy fewer could not keep up (its queue grew)
   double prefix_hit = 0;                 // share of prompt tokens the prefix cache served at the point read
   nlohmann::json to_json() const;

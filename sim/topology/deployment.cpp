@@ -352,6 +352,9 @@ SweepRow sweep_row(const std::string& topology, int concurrency, const Summary& 
   r.itl_ms[0] = s.itl_ms.p50;
   r.itl_ms[1] = s.itl_ms.p90;
   r.itl_ms[2] = s.itl_ms.p99;
+  r.gap_ms[0] = s.token_gap_ms.p50;
+  r.gap_ms[1] = s.token_gap_ms.p90;
+  r.gap_ms[2] = s.token_gap_ms.p99;
   // A closed loop's capacity is its steady rate, not the measured window's (which holds the
   // start and the drain: Summary::steady_output_tps).
   r.output_tps = !open_loop && s.steady_output_tps > 0 ? s.steady_output_tps : s.output_token_throughput_per_s;

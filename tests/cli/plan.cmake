@@ -30,3 +30,12 @@ set_tests_properties(cli_plan_mixed_instances PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_plan_reference_takes_a_rate COMMAND ${SS} plan --target-rps 20 --isl 2000 --concurrency 1,4 --requests 200)
 set_tests_properties(cli_plan_reference_takes_a_rate PROPERTIES PASS_REGULAR_EXPRESSION
   "Ran the reference study: nemotron-3.5-super-vl on 2 x p5en.48xlarge, bf16, .*ISL 2000 / OSL 500.*target 20 requests/s")
+# An SLO on the gap between streamed tokens (--gap-ms): 4,096-token prompts on an aggregated TP1
+# replica stall its decodes for a prefill step (~85 ms), so the aggregated copy stops where its p99
+# gap crosses 50 ms and the advice names the stall; a bad value is one line.
+add_test(NAME cli_plan_gap_slo COMMAND ${SS} plan --model llama-3.1-8b --instance p5.48xlarge --nodes 2 --isl 4096 --osl 256
+         --ttft-ms 2000 --itl-ms 50 --gap-ms 50 --statistic p99 --target-tps 20000 --tp 1 --prefill-tp 1 --decode-tp 1)
+set_tests_properties(cli_plan_gap_slo PROPERTIES PASS_REGULAR_EXPRESSION
+  "gap p99 ms.*Plan: SLO TTFT p99 <= 2000 ms, ITL p99 <= 50 ms, token gap p99 <= 50 ms.*aggregated .*the token gap limits it: prompts' prefill steps stall the decodes")
+add_test(NAME cli_plan_bad_gap_ms COMMAND ${SS} plan --gap-ms -5)
+set_tests_properties(cli_plan_bad_gap_ms PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gap-ms: must be a finite number >= 0")

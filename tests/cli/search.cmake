@@ -29,3 +29,13 @@ set_tests_properties(cli_search_dask_bad_address PROPERTIES PASS_REGULAR_EXPRESS
 if(SERVESIM_PY_SAN_ENV)  # servesim starts Python here: the sanitizer runtime must come first in it
   set_tests_properties(cli_search_dask_bad_address PROPERTIES ENVIRONMENT "${SERVESIM_PY_SAN_ENV}")
 endif()
+# Under a token-gap SLO the search keeps the aggregated replica whose prompts prefill in 1,024-token
+# chunks (gap p99 ~36 ms) and drops the 8,192-token one (~85 ms prefill steps among its decodes).
+add_test(NAME cli_search_gap_slo COMMAND ${SS} search --model llama-3.1-8b --gpu h100 --isl 4096 --osl 256 --tp 1 --precision bf16
+         --topology agg --concurrency 8,16,32,64 --max-num-batched-tokens 1024,8192 --ttft-ms 3000 --itl-ms 50 --gap-ms 50
+         --statistic p99 --target-tps 20000 -q)
+set_tests_properties(cli_search_gap_slo PROPERTIES PASS_REGULAR_EXPRESSION
+  "token gap p99 <= 50 ms.*best under the SLO .*gap ms.*agg TP1 H100 bf16 seqs 1024 tokens 1024 ")
+add_test(NAME cli_search_bad_gap_ms COMMAND ${SS} search --model llama-3.1-8b --gpu h100 --isl 1000 --osl 100 --ttft-ms 500
+         --itl-ms 50 --gap-ms nan --target-tps 1000)
+set_tests_properties(cli_search_bad_gap_ms PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gap-ms: must be a finite number >= 0")

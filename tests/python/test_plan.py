@@ -37,6 +37,25 @@ def test_plan_replicas_by_hand(plan):
         assert t["usd_per_hour"] == pytest.approx(t["instances"] * inst["usd_per_hour"])
 
 
+def test_a_gap_slo_reads_the_gap_columns(plan):
+    # --gap-ms (gap_ms=): the ITL side also holds the gap between streamed tokens; the planned point
+    # is the rightmost under all three lines, read off the sweep's gap columns.
+    g = servesim.plan(**ARGS, gap_ms=5)
+    assert g["slo"]["gap_ms"] == 5 and g["gap_ms"] == 5
+    cols = g["sweep"]["columns"]
+    for t in g["topologies"]:
+        ok = [c for n, c, tt, it, gp in zip(cols["topology"], cols["concurrency"], cols["ttft_p90_ms"], cols["itl_p90_ms"],
+                                            cols["gap_p90_ms"]) if n == t["name"] and tt <= 300 and it <= 20 and gp <= 5]
+        assert t["feasible"] == bool(ok)
+        if ok:
+            assert t["max_concurrency"] == max(ok)
+    assert plan["slo"]["gap_ms"] == 0   # none given
+    # 5 ms binds: the aggregated copy's p90 gap passes it at 16 clients, not at 64, which met the
+    # other two lines.
+    agg = [t for t in g["topologies"] if t["name"] == "aggregated"][0]
+    assert agg["max_concurrency"] < [t for t in plan["topologies"] if t["name"] == "aggregated"][0]["max_concurrency"]
+
+
 def test_plan_equals_the_cli(plan, cli):
     c = cli("plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", 1, "--precision", "bf16",
             "--isl", 1000, "--osl", 100, "--ttft-ms", 300, "--itl-ms", 20, "--target-tps", 20000,

@@ -133,3 +133,21 @@ def test_closed_loop_itl_has_no_jump_between_neighbouring_client_counts():
     for c, a, b in zip(clients, itl, itl[1:]):
         assert b >= 0.98 * a, (c, a, b)
         assert b <= (1.08 if bucket(c) == bucket(c + 1) else 1.25) * a, (c, a, b)
+
+
+def test_token_gaps_add_up_to_each_answer_after_its_second_token():
+    # Without the frontend a token reaches the client at its step's end, where the gaps are timed,
+    # so with fixed answers of 200 tokens each request's 198 gaps after its second token sum to its
+    # latency - TTFT - TTST: the mean gap is their mean over 198, and there are 300 x 198 of them.
+    sc = servesim.scenario(concurrency=16, warmup_requests=16, closed_loop_osl_spread_tokens=0, **SMALL)
+    sc["frontend"] = {"enabled": False}
+    r = servesim.simulate(sc)
+    g, rec = r["token_gap"], r["records"]
+    assert g["unit"] == "ms"
+    assert g["count"] == 300 * 198
+    lat, ttft, ttst = (rec[k]["avg"] for k in ("request_latency", "time_to_first_token", "time_to_second_token"))
+    assert g["avg"] == pytest.approx((lat - ttft - ttst) / 198, rel=1e-9)
+    # A 2,000-token prompt's prefill step stalls the decodes beside it: the longest gap is many
+    # decode steps, where the p50 gap is one.
+    assert g["max"] > 5 * g["p50"]
+    assert g["min"] <= g["p50"] <= g["p99"] <= g["max"]

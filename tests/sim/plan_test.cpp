@@ -84,6 +84,42 @@ TEST(Plan, ATtftBrokenAtAFullKvCacheAsksForMemory) {
   EXPECT_TRUE(sweep_row_from_json(to_json(rows_in[2]), "test").kv_full);
 }
 
+// With --gap-ms the ITL side also reads the gap between streamed tokens: an aggregated copy whose
+// gap at the SLO statistic is a prompt's prefill step (120 ms at 32 clients, mean ITL 60 ms) stops at
+// 16 clients; disaggregated, whose gaps are decode steps, keeps 64. The advice names the stall.
+TEST(Plan, AGapSloStopsTheCopyWhosePrefillStallsItsDecodes) {
+  auto rows_in = sweep();
+  for (auto& r : rows_in)
+    for (int k = 0; k < 3; ++k) r.gap_ms[k] = r.itl_ms[k] * 1.1;   // gaps of decode steps
+  rows_in[1].gap_ms[0] = 120;   // aggregated at 32: prefill steps among its gaps
+  PlanSlo slo{600, 100, Statistic::p50, 10000};
+  slo.gap_ms = 100;
+  const auto rows = plan_capacity(rows_in, units(), slo);
+  EXPECT_EQ(rows[0].max_concurrency, 16);
+  EXPECT_EQ(rows[0].replicas, 34);   // ceil(10000 / 300)
+  EXPECT_EQ(rows[0].limited_by, LimitedBy::itl);
+  EXPECT_TRUE(rows[0].gap_only);
+  EXPECT_EQ(rows[0].to_json()["advice"],
+            "the token gap limits it: prompts' prefill steps stall the decodes: disaggregate prefill, or chunk prompts "
+            "smaller (--max-num-batched-tokens)");
+  EXPECT_EQ(rows[1].max_concurrency, 64);   // 99 ms of gap at 64 clients (90 x 1.1) passes; 143 at 128 does not
+  EXPECT_EQ(rows[1].limited_by, LimitedBy::itl);
+  EXPECT_FALSE(rows[1].gap_only);           // its mean ITL broke too (130 ms)
+  // Without a limit the gap is not read.
+  slo.gap_ms = 0;
+  EXPECT_EQ(plan_capacity(rows_in, units(), slo)[0].max_concurrency, 32);
+  // A sweep row carries the run's gap percentiles; they survive the JSON a remote point returns.
+  Summary s;
+  s.token_gap_ms.p50 = 11;
+  s.token_gap_ms.p90 = 12;
+  s.token_gap_ms.p99 = 95;
+  const SweepRow r = sweep_row_from_json(to_json(sweep_row("aggregated", 8, s, 8)), "test");
+  EXPECT_EQ(r.gap_ms[0], 11);
+  EXPECT_EQ(r.gap_ms[2], 95);
+  slo.gap_ms = -1;
+  EXPECT_THROW(slo.validate(), Error);
+}
+
 TEST(Plan, StatisticMovesTheLines) {
   // At p99 (2x TTFT, 1.4x ITL): aggregated 16 -> 600 ms passes, 32 -> 1000 fails on TTFT.
   // disaggregated 32 -> ITL 70 passes, 64 -> ITL 126 fails.
