@@ -124,8 +124,10 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
     """Two panels: TTFT vs concurrency (or offered rate) and ITL, SLO lines, planned points. With
     no statistic given (and no plan naming one) p50 is drawn solid and p90 dashed; a rate sweep's
     points that were OVERLOADED (the queue grew: ``overloaded`` column) are marked with a red x.
-    SLO lines come from the plan or from ttft_ms / itl_ms. The legend sits below the panels, never
-    on an SLO line; the title names model, hardware, precision and ISL/OSL when a plan is given."""
+    SLO lines come from the plan or from ttft_ms / itl_ms. A plan with a token-gap SLO (--gap-ms)
+    also draws the gap between streamed tokens on the ITL panel, dotted, with its own SLO line
+    (dash-dot). The legend sits below the panels, never on an SLO line; the title names model,
+    hardware, precision and ISL/OSL when a plan is given."""
     import matplotlib
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -138,10 +140,18 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
     groups = _by_topology(cols)
     planned = {t["name"]: t for t in (plan or {}).get("topologies", [])}
     handles, any_star, any_over = [], False, False
+    off_scale = {ax_t: 0, ax_i: 0}   # labels written at each panel's top edge, stacked so they do not overlap
     stars = []   # (axis, clients, value, colour) of each planned point
     slos = {ax_t: (plan or {}).get("ttft_ms", ttft_ms), ax_i: (plan or {}).get("itl_ms", itl_ms)}
     keys = {ax_t: f"ttft_{stat}_ms", ax_i: f"itl_{stat}_ms"}
     tops = {ax: _robust_top([v for s in stats for v in cols[keys[ax].replace(stat, s)]], slos[ax]) for ax in (ax_t, ax_i)}
+    gap_slo = (plan or {}).get("gap_ms") or 0
+    gap_key = f"gap_{stat}_ms"
+    show_gap = gap_slo > 0 and gap_key in cols
+    if show_gap:   # the ITL panel's range holds the gaps and both lines: the stalls are what it shows
+        vals = [v for s in stats for v in cols[keys[ax_i].replace(stat, s)]] + list(cols[gap_key])
+        line = max(slos[ax_i] or 0, gap_slo)
+        tops[ax_i] = None if max(vals) <= 3 * line else _robust_top(vals, line)
     over = cols.get("overloaded") or [None] * len(cols["_x"])
     for k, (name, idx) in enumerate(groups.items()):
         c = COLORS[k % len(COLORS)]
@@ -158,6 +168,9 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
             line, = ax.plot(x, [min(v, top) if top else v for v in y], "s--" if len(stats) > 1 else "o-", color=c,
                             label=_gpu_label(cols, name, idx), ms=4)
             _shade_band(ax, cols, key, idx, x, c)
+            if show_gap and ax is ax_i:
+                g = [cols[gap_key][i] for i in idx]
+                ax.plot(x, [min(v, top) if top else v for v in g], ":", marker="v", color=c, ms=4, lw=1.4)
             bad = [(xi, min(yi, top) if top else yi) for xi, yi, i in zip(x, y, idx) if over[i]]
             if bad:
                 ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color="#d62728", ms=10, mew=2, zorder=7)
@@ -171,9 +184,10 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
                         # Beside the marker, away from the OVERLOADED x drawn on the same point: to its
                         # left, or to its right at the first swept value (the axis edge).
                         first = xi <= min(cols["_x"])
-                        ax.annotate(f"{yi:.0f} ms (off scale)", (xi, top), xytext=(14 if first else -14, -4),
+                        ax.annotate(f"{yi:.0f} ms (off scale)", (xi, top), xytext=(14 if first else -14, -4 - 11 * off_scale[ax]),
                                     textcoords="offset points", ha="left" if first else "right", va="top",
                                     fontsize=8, color=c)
+                        off_scale[ax] += 1
             p = planned.get(name)
             if p and p.get("max_concurrency"):
                 j = [i for i in idx if cols["_x"][i] == p["max_concurrency"]]
@@ -187,9 +201,14 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
         if slos[ax]:
             h = ax.axhline(slos[ax], color="gray", ls="--", lw=1.2, label=f"SLO {what} {slos[ax]:g} ms")
             handles.append(h)
+    if show_gap:
+        handles.append(ax_i.axhline(gap_slo, color="gray", ls="-.", lw=1.2, label=f"SLO token gap {gap_slo:g} ms"))
+        handles.append(Line2D([], [], ls=":", marker="v", ms=4, color="gray",
+                              label=f"token gap {stat} (dotted): the gaps between streamed tokens"))
     if any_star:
         handles.append(Line2D([], [], ls="", marker="*", ms=14, color="white", markeredgecolor="black",
-                              label="planned point (most clients under both SLOs)"))
+                              label="planned point (most clients under every SLO line)" if show_gap
+                              else "planned point (most clients under both SLOs)"))
     if len(stats) > 1:
         handles.append(Line2D([], [], ls="--", marker="s", ms=4, color="gray", label=f"{stat} (dashed)"))
         handles.append(Line2D([], [], ls="-", marker="o", ms=3, color="gray", alpha=0.55,
@@ -201,7 +220,7 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
     target = (plan or {}).get("target") or {}
     open_note = (f"closed loop; the plan is read open loop at {target['requests_per_s']:g} req/s"
                  if (plan or {}).get("open_loop") and not rate and target.get("requests_per_s") else "")
-    for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL")):
+    for ax, what in ((ax_t, "TTFT"), (ax_i, "ITL / token gap" if show_gap else "ITL")):
         swept = sorted(set(cols["_x"]))
         if rate:   # offered rates: a linear axis, every swept rate labelled
             ax.set_xticks(swept, [f"{v:g}" for v in swept])

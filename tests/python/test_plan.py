@@ -56,6 +56,24 @@ def test_a_gap_slo_reads_the_gap_columns(plan):
     assert agg["max_concurrency"] < [t for t in plan["topologies"] if t["name"] == "aggregated"][0]["max_concurrency"]
 
 
+def test_a_gap_slo_is_drawn_on_the_itl_panel():
+    # The chart of a plan with --gap-ms draws the gap (dotted) and its SLO line beside ITL's.
+    import matplotlib
+    matplotlib.use("Agg")
+    from servesim import plot
+    g = servesim.plan(**ARGS, gap_ms=5)
+    fig = plot.latency_figure(g["sweep"], g)
+    ax_i = fig.axes[1]
+    assert ax_i.get_title().startswith("ITL / token gap p90")
+    dotted = [l for l in ax_i.get_lines() if l.get_linestyle() == ":"]
+    assert len(dotted) == len(g["topologies"])
+    assert list(dotted[0].get_ydata()) == [y for n, y in zip(g["sweep"]["columns"]["topology"],
+                                                            g["sweep"]["columns"]["gap_p90_ms"]) if n == "aggregated"]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "SLO token gap 5 ms" in labels
+    assert "SLO token gap" not in " ".join(t.get_text() for t in plot.latency_figure(g["sweep"], None).legends[0].get_texts())
+
+
 def test_plan_equals_the_cli(plan, cli):
     c = cli("plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", 1, "--precision", "bf16",
             "--isl", 1000, "--osl", 100, "--ttft-ms", 300, "--itl-ms", 20, "--target-tps", 20000,
