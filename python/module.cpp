@@ -151,7 +151,9 @@ class Args {
   // A list of strings or numbers for CSV flags (precisions, gpus, concurrency).
   // One whole number stands for a list of one (search(tp=1) as search(tp=[1])).
   void read_csv(const char* k, const json& v, std::string& out) const {
-    if (v.is_number_integer()) {   // its exact digits (a huge one is refused by the flag's range, never wrapped)
+    // MTP acceptance rates are fractions: a number there is its shortest round-trip digits.
+    const bool fractions = std::string_view(k) == "mtp_acceptance";
+    if (v.is_number_integer() || (fractions && v.is_number_float())) {   // its exact digits (a huge one is refused by the flag's range, never wrapped)
       out = v.dump();
       return;
     }
@@ -165,8 +167,9 @@ class Args {
     std::vector<std::string> parts;
     for (const auto& x : v) {
       if (x.is_string()) parts.push_back(x.get<std::string>());
-      else if (x.is_number_integer()) parts.push_back(x.dump());
-      else throw servesim::Error(fn_, k, "expected strings or whole numbers, got " + servesim::brief(x));
+      else if (x.is_number_integer() || (fractions && x.is_number_float())) parts.push_back(x.dump());
+      else throw servesim::Error(fn_, k, std::string(fractions ? "expected numbers" : "expected strings or whole numbers") + ", got " +
+                                             servesim::brief(x));
     }
     out = servesim::text::join(parts, ",");
   }
@@ -249,6 +252,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .csv("prefix_caching", a.prefix_caching).opt("shared_prefix_tokens", a.shared_prefix_tokens)
+      .csv("num_speculative_tokens", a.num_speculative_tokens).csv("mtp_acceptance", a.mtp_acceptance)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)

@@ -424,7 +424,9 @@ nlohmann::json what_ran_json(const WhatRan& w) {
                    {"max_cudagraph_capture_size", e.enforce_eager ? 0 : e.max_cudagraph_capture_size},
                    {"cudagraph_capture_sizes", e.enforce_eager ? std::vector<std::int64_t>{} : e.cudagraph_capture_sizes},
                    {"enable_prefix_caching", e.enable_prefix_caching},
-                   {"moe_all_to_all", e.moe_all_to_all}};
+                   {"moe_all_to_all", e.moe_all_to_all},
+                   {"num_speculative_tokens", e.num_speculative_tokens}};
+    if (e.num_speculative_tokens > 0) j["engine"]["mtp_acceptance"] = e.acceptance_per_position;
   }
   if (w.plan) {
     const models::Concurrency c = w.plan->concurrency(w.context_tokens);
@@ -470,6 +472,19 @@ std::string hybrid_block_note(int requested_block_size, int block_size) {
          " so one attention page holds a Mamba state page; servesim memory explains)";
 }
 
+// ", MTP 3 drafts a step (acceptance 0.7, 0.7, 0.7)" for an engine line that drafts; "" otherwise.
+static std::string mtp_text(const nlohmann::json& e) {
+  const int k = e.value("num_speculative_tokens", 0);
+  if (k <= 0) return "";
+  std::string acc;
+  for (const auto& a : e.value("mtp_acceptance", nlohmann::json::array())) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%s%.3g", acc.empty() ? "" : ", ", a.get<double>());
+    acc += b;
+  }
+  return ", MTP " + std::to_string(k) + (k == 1 ? " draft" : " drafts") + " a step" + (acc.empty() ? "" : " (acceptance " + acc + ")");
+}
+
 std::string what_ran_text(const nlohmann::json& j) {
   auto str = [&](const nlohmann::json& o, const char* k) { return o.contains(k) ? o[k].get<std::string>() : std::string("-"); };
   std::string out = "ran: " + str(j, "model");
@@ -489,7 +504,7 @@ std::string what_ran_text(const nlohmann::json& j) {
            ", max_model_len " + std::to_string(e["max_model_len"].get<std::int64_t>()) + ", CUDA graphs " + graphs +
            ", prefix caching " + (e["enable_prefix_caching"].get<bool>() ? "on" : "off") +
            (e["async_scheduling"].get<bool>() ? ", async scheduling" : ", synchronous scheduling") +
-           (e.value("moe_all_to_all", false) ? ", MoE all-to-all exchange" : "") + "\n";
+           (e.value("moe_all_to_all", false) ? ", MoE all-to-all exchange" : "") + mtp_text(e) + "\n";
   }
   if (j.contains("memory")) {
     const auto& m = j["memory"];

@@ -164,6 +164,8 @@ struct SearchArgs {
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try
   std::string prefix_caching;                      // CSV of on, off: prefix caching to try ("" = the engine's default)
+  std::string num_speculative_tokens;              // CSV of MTP draft counts to try ("" = 0: off)
+  std::string mtp_acceptance;                      // CSV: one acceptance or one per draft position ("" = 0.7)
   std::int64_t shared_prefix_tokens = 0;           // every prompt starts with the same tokens (a system prompt)
   std::string statistic = "p90", router, images;   // images: "WIDTHxHEIGHT[:COUNT],..." per request
                                                    // max_num_seqs, max_num_batched_tokens: CSV; "" = the engine default

@@ -110,6 +110,13 @@ std::string comment(std::string s) {
 
 const char* kNixl = R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})";
 
+// MTP drafts a decode step of the deployment's decode-carrying workers (0: none; prefill workers
+// never draft, as simulated).
+int mtp_drafts(const nlohmann::json& d, const nlohmann::json& w) {
+  const std::string role = w["role"];
+  return role == "aggregated" || role == "decode" ? d.value("num_speculative_tokens", 0) : 0;
+}
+
 // Engine arguments of one worker role (vLLM's flag names).
 std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::json& w) {
   std::vector<std::string> a = {"--served-model-name", d["model"].get<std::string>(),
@@ -126,6 +133,9 @@ std::vector<std::string> engine_args(const nlohmann::json& d, const nlohmann::js
   // Prefix caching as simulated (vLLM's default differs between model kinds, so it is said).
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
     a.push_back(d["enable_prefix_caching"].get<bool>() ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
+  // MTP: the model's own MTP layer drafting K tokens (vLLM's speculative method "mtp").
+  if (const int k = mtp_drafts(d, w); k > 0)
+    a.insert(a.end(), {"--speculative-config", R"({"method":"mtp","num_speculative_tokens":)" + std::to_string(k) + "}"});
   a.push_back("--trust-remote-code");
   return a;
 }
@@ -203,6 +213,10 @@ std::vector<std::string> sglang_args(const nlohmann::json& d, const nlohmann::js
   if (role == "prefill" || role == "decode")
     a.insert(a.end(), {"--disaggregation-mode", role, "--disaggregation-transfer-backend", "mooncake",
                        "--disaggregation-bootstrap-port", "8998"});
+  // MTP: SGLang runs the NextN / MTP layer as EAGLE with one draft a step and no tree (topk 1).
+  if (const int k = mtp_drafts(d, w); k > 0)
+    a.insert(a.end(), {"--speculative-algorithm", "EAGLE", "--speculative-num-steps", std::to_string(k), "--speculative-eagle-topk",
+                       "1", "--speculative-num-draft-tokens", std::to_string(k + 1)});
   a.push_back("--trust-remote-code");
   return a;
 }
@@ -242,6 +256,8 @@ std::string trtllm_options(const nlohmann::json& d, const nlohmann::json& w) {
   if (d.value("cuda_graph_max_bs", 0) > 0) o["cuda_graph_config"] = {{"max_batch_size", d["cuda_graph_max_bs"]}, {"enable_padding", false}};
   const std::string role = w["role"];
   if (role == "prefill" || role == "decode") o["cache_transceiver_config"] = {{"backend", "DEFAULT"}};
+  // MTP: one-model MTP with K next-token heads (the model's MTP layer reused).
+  if (const int k = mtp_drafts(d, w); k > 0) o["speculative_config"] = {{"decoding_type", "MTP"}, {"num_nextn_predict_layers", k}};
   std::ostringstream s;
   s << "# TensorRT-LLM LLM API options of the " << role << " workers (" << d["describe"].get<std::string>() << ")\n";
   yaml(s, o, 0);
@@ -830,6 +846,13 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
     r.fail("checkpoint", "applies to an fp8 deployment (vLLM's --quantization fp8 on a BF16 checkpoint)");
   if (r.has("enable_prefix_caching") && !d["enable_prefix_caching"].is_boolean())
     r.fail("enable_prefix_caching", "expected true or false, got " + brief(d["enable_prefix_caching"]));
+  if (r.has("num_speculative_tokens")) {
+    whole(r, "num_speculative_tokens", 0, 16);
+    if (r.has("mtp_acceptance"))
+      for (const auto& v : d["mtp_acceptance"].is_array() ? d["mtp_acceptance"] : nlohmann::json::array({d["mtp_acceptance"]}))
+        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
+          r.fail("mtp_acceptance", "expected acceptance rates in [0, 1], got " + brief(v));
+  }
   if (!swept) return;   // the planner's deployment: no predicted concurrency sweep
   // Open loop (predicted_axis "copies"): the predicted rows are copy counts sharing the target rate
   // (rate_per_copy); closed loop: client counts per copy, with the swept list in `concurrency`.
@@ -908,6 +931,10 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
   if (d.contains("max_model_len")) s["engine"]["max_model_len"] = d["max_model_len"];   // the prediction's context (else: the model's maximum)
   if (d.contains("enable_prefix_caching") && d["enable_prefix_caching"].is_boolean())
     s["engine"]["enable_prefix_caching"] = d["enable_prefix_caching"];
+  if (d.value("num_speculative_tokens", 0) > 0) {   // MTP as predicted
+    s["engine"]["num_speculative_tokens"] = d["num_speculative_tokens"];
+    if (d.contains("mtp_acceptance")) s["engine"]["acceptance_rate"] = d["mtp_acceptance"];
+  }
   if (d.contains("router")) s["router"] = d["router"];
   if (d.contains("calibration")) s["calibration"] = d["calibration"];   // the profile the prediction ran with
   nlohmann::json t = {{"kind", agg ? "agg" : "disagg"}, {"instance", main["instance"]}};

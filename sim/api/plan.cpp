@@ -329,6 +329,10 @@ struct Study {
     j["max_num_seqs"] = spec.engine.max_num_seqs;
     j["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens;
     j["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization;
+    if (spec.mtp.enabled()) {   // MTP on the decode-carrying workers, at the acceptance the plan assumed
+      j["num_speculative_tokens"] = spec.mtp.draft_tokens;
+      j["mtp_acceptance"] = spec.mtp.acceptance;
+    }
     j["kind"] = d.disaggregated() ? "disaggregated" : "aggregated";
     j["copies"] = copies;
     j["describe"] = d.describe() + ", " + std::to_string(copies) + (copies == 1 ? " copy" : " copies");

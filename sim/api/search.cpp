@@ -148,6 +148,19 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     }
     if (sp.prefix_caching.empty()) throw Error("--prefix-caching", "", "is empty; give on, off or on,off");
   }
+  if (!a.num_speculative_tokens.empty())
+    sp.speculative_tokens = int_list<int>(a.num_speculative_tokens, "--num-speculative-tokens", 0, 16);
+  if (!a.mtp_acceptance.empty()) {
+    if (a.num_speculative_tokens.empty())
+      throw Error("--mtp-acceptance", "", "needs --num-speculative-tokens: the MTP draft counts to try (e.g. 0,1,3)");
+    sp.mtp_acceptance.clear();
+    for (const auto& s : option_list(a.mtp_acceptance, "--mtp-acceptance")) {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (!end || *end || s.empty()) throw Error("--mtp-acceptance", "", "'" + s + "' is not a number");
+      sp.mtp_acceptance.push_back(v);
+    }
+  }
   if (!std::isnan(a.gpu_memory_utilization) && !(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]; leave it out for each engine's default");
   sp.gpu_memory_utilization = std::isnan(a.gpu_memory_utilization) ? -1 : a.gpu_memory_utilization;   // -1: the engine's
@@ -274,6 +287,7 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                       {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
                       {"prefix_caching", a.prefix_caching}, {"shared_prefix_tokens", a.shared_prefix_tokens},
+                      {"num_speculative_tokens", a.num_speculative_tokens}, {"mtp_acceptance", a.mtp_acceptance},
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
                       {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms}, {"gap_ms", a.gap_ms},

@@ -644,6 +644,10 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--ttft-ms", a.ttft_ms, "SLO on time to first token (ms)");
   c.add_option("--itl-ms", a.itl_ms, "SLO on inter-token latency (ms)");
   c.add_option("--gap-ms", a.gap_ms, gap_ms_help());
+  c.add_option("--num-speculative-tokens", a.num_speculative_tokens,
+               "MTP draft tokens a decode step to try, comma-separated (default 0: off; models with MTP layers), e.g. 0,1,3");
+  c.add_option("--mtp-acceptance", a.mtp_acceptance,
+               "MTP acceptance: one rate or one per draft position (default 0.7), for the candidates that draft");
   c.add_option("--statistic", a.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   // NaN stands for "not given" in SearchArgs: a NaN given on the command line is refused here.
   static const CLI::Validator finite(

@@ -121,6 +121,7 @@ nlohmann::json SearchConfig::to_json() const {
   j["max_num_seqs"] = max_num_seqs;
   j["max_num_batched_tokens"] = max_num_batched_tokens;
   j["prefix_caching"] = prefix_caching < 0 ? nlohmann::json("default") : nlohmann::json(prefix_caching ? "on" : "off");
+  j["num_speculative_tokens"] = speculative_tokens;
   j["gpus"] = gpus;
   j["instance"] = instance->name;
   j["gpu"] = instance->gpu;
@@ -225,6 +226,18 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
       space_.model->count(models::LayerKind::sliding_attention) > 0)
     throw Error("--prefix-caching", "", space_.model->name + " has sliding-window layers, whose prefix caching servesim does not "
                                         "model (one full-attention group only); leave --prefix-caching out or give off");
+  if (space_.speculative_tokens.empty()) throw Error("--num-speculative-tokens", "", "is empty; give 0 (off) or draft counts, e.g. 0,1,3");
+  for (int k : space_.speculative_tokens) {
+    if (k < 0 || k > 16) throw Error("--num-speculative-tokens", "", std::to_string(k) + " is not a draft count in 0..16");
+    if (k > 0 && space_.model->mtp_layers == 0)
+      throw Error("--num-speculative-tokens", "", space_.model->name + " has no MTP layers to draft with; give 0 or leave it out");
+  }
+  if (std::count_if(space_.speculative_tokens.begin(), space_.speculative_tokens.end(), [](int k) { return k > 0; }) > 0) {
+    MtpConfig probe;
+    probe.draft_tokens = *std::max_element(space_.speculative_tokens.begin(), space_.speculative_tokens.end());
+    probe.acceptance = space_.mtp_acceptance;
+    probe.validate("--mtp-acceptance");
+  }
   if (traffic_.shared_prefix_tokens < 0 || traffic_.shared_prefix_tokens > traffic_.isl)
     throw Error("--shared-prefix-tokens", "", "must be 0.." + std::to_string(traffic_.isl) + " (at most --isl), got " +
                                                   std::to_string(traffic_.shared_prefix_tokens));
@@ -338,10 +351,12 @@ void Search::enumerate() {
       for (hw::Precision kv : kvs)
         for (int s0 : space_.max_num_seqs)
           for (auto b0 : space_.max_num_batched_tokens)
-          for (int pc : space_.prefix_caching) {
+          for (int pc : space_.prefix_caching)
+          for (int k : space_.speculative_tokens) {
             SearchConfig c = base;
             c.engine = engine;
             c.prefix_caching = pc;
+            c.speculative_tokens = k;
             c.kv_dtype = kv;
             c.max_num_batched_tokens = b0 > 0 ? b0 : gc.max_num_batched_tokens;
             c.max_num_seqs = s0 > 0 ? s0 : int(std::min<std::int64_t>(gc.max_num_seqs, c.max_num_batched_tokens));
@@ -350,7 +365,8 @@ void Search::enumerate() {
                       (kv != own ? " kv " + text::lower(std::string(hw::to_string(kv))) : std::string()) + " seqs " +
                       std::to_string(c.max_num_seqs) + " tokens " + std::to_string(c.max_num_batched_tokens) +
                       (several || engine != engine_profile("vllm").name ? " " + engine : std::string()) +
-                      (pc < 0 ? std::string() : pc ? " prefix cache on" : " prefix cache off");
+                      (pc < 0 ? std::string() : pc ? " prefix cache on" : " prefix cache off") +
+                      (k > 0 ? " MTP " + std::to_string(k) : std::string());
             add(std::move(c));
           }
     }
@@ -433,7 +449,7 @@ void Search::enumerate() {
 
 // ---- bounds ----------------------------------------------------------------------------------------
 
-EngineConfig Search::engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp) const {
+EngineConfig Search::engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp, bool decodes) const {
   EngineConfig e;
   e.max_num_seqs = c.max_num_seqs;
   e.max_num_batched_tokens = c.max_num_batched_tokens;
@@ -441,6 +457,7 @@ EngineConfig Search::engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, in
   nlohmann::json given = {{"max_num_seqs", e.max_num_seqs}, {"max_num_batched_tokens", e.max_num_batched_tokens}};
   if (space_.gpu_memory_utilization >= 0) given["gpu_memory_utilization"] = e.gpu_memory_utilization = space_.gpu_memory_utilization;
   if (c.prefix_caching >= 0) given["enable_prefix_caching"] = e.enable_prefix_caching = c.prefix_caching == 1;
+  if (decodes && c.speculative_tokens > 0) given["num_speculative_tokens"] = e.num_speculative_tokens = c.speculative_tokens;
   apply_profile(engine_profile(c.engine), *space_.model, gpu, given, e, tp);
   return e;
 }
@@ -474,7 +491,8 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const bool all_media = traffic_.multimodal.fraction >= 1;
   // With prefix caching on, a prompt whose shared prefix is cached prefills only what follows it
   // (more cheaply than from scratch, which is what the bound takes): the prefix comes off.
-  const EngineConfig prefill_engine = engine_of(c, cat.gpu(c.instance->gpu), (c.disaggregated() ? c.topo.prefill : c.topo.agg).tp);
+  const EngineConfig prefill_engine =
+      engine_of(c, cat.gpu(c.instance->gpu), (c.disaggregated() ? c.topo.prefill : c.topo.agg).tp, !c.disaggregated());
   b.prefix_caching = prefill_engine.enable_prefix_caching;
   const std::int64_t whole_prompt = all_media ? prompt_tokens() : traffic_.isl;
   const std::int64_t prompt =
@@ -487,9 +505,10 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const double K = kBoundMargin;
 
   // Memory: every role's plan must fit and hold at least one whole request.
-  auto plan_of = [&](const hw::GpuSpec& g, const models::Parallelism& par, const char* role) -> std::optional<models::MemoryPlan> {
+  auto plan_of = [&](const hw::GpuSpec& g, const models::Parallelism& par, const char* role,
+                     bool decodes) -> std::optional<models::MemoryPlan> {
     try {
-      models::MemoryPlan p = models::plan_memory(m, g, c.precision, par, engine_of(c, g, par.tp).memory_config(kv));
+      models::MemoryPlan p = models::plan_memory(m, g, c.precision, par, engine_of(c, g, par.tp, decodes).memory_config(kv));
       if (p.max_concurrent_seqs(seq_tokens) < 1) {
         b.reason = std::string(role) + " " + shape(par) + " on " + g.name + ": the KV cache holds no request of " +
                    std::to_string(seq_tokens) + " tokens";
@@ -503,11 +522,11 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   };
   const models::Parallelism& dpar = c.disaggregated() ? c.topo.decode : c.topo.agg;
   const models::Parallelism& ppar = c.disaggregated() ? c.topo.prefill : c.topo.agg;
-  const auto dplan = plan_of(dg, dpar, c.disaggregated() ? "decode" : "replica");
+  const auto dplan = plan_of(dg, dpar, c.disaggregated() ? "decode" : "replica", true);
   if (!dplan) return b;
   b.block_tokens = dplan->block_size;
   if (c.disaggregated()) {
-    const auto pplan = plan_of(pg, ppar, "prefill");
+    const auto pplan = plan_of(pg, ppar, "prefill", false);
     if (!pplan) return b;
     b.block_tokens = pplan->block_size;
   }
@@ -516,7 +535,10 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   const hw::KernelTables& tables = engine_profile(c.engine).kernel_tables;
   const models::StepCostModel& dcm = cost(dg, c.precision, kv, dpar, tables, c.engine);
   const models::StepCostModel& pcm = cost(pg, c.precision, kv, ppar, tables, c.engine);
-  auto t_dec = [&](int seqs) { return K * dcm.seconds(decode_batch(seqs, prompt)) + ovh; };
+  // A decode step with K MTP drafts costs at least a plain one (its verify pass holds one) and gives
+  // a sequence at most 1 + K tokens: per token, at least t_dec / (1 + K).
+  const double per_step = 1.0 + c.speculative_tokens;
+  auto t_dec = [&](int seqs) { return (K * dcm.seconds(decode_batch(seqs, prompt)) + ovh) / per_step; };
   const PrefillAlone pa = prefill_alone(pcm, prompt, c.max_num_batched_tokens, tiles);
   const double prefill_s = K * pa.gpu_s + pa.steps * ovh;
   const double ttft_lb = c.disaggregated() ? prefill_s + t_dec(1) : prefill_s;
@@ -612,7 +634,9 @@ SearchBound Search::bound_of(const SearchConfig& c) {
   if (!ttft_ok)
     b.reason = "TTFT cannot go below " + std::to_string(int(std::lround(b.ttft_lb_ms))) + " ms (prefill of one prompt alone)";
   else if (!itl_ok)
-    b.reason = "ITL cannot go below " + std::to_string(int(std::lround(b.itl_lb_ms))) + " ms (a decode step of one sequence)";
+    b.reason = "ITL cannot go below " + std::to_string(int(std::lround(b.itl_lb_ms))) + " ms (a decode step of one sequence" +
+               (c.speculative_tokens > 0 ? " over the " + std::to_string(1 + c.speculative_tokens) + " tokens its MTP drafts give at most)"
+                                         : ")");
   else if (b.tps_ub_slo <= 0)
     b.reason = "no swept concurrency can meet the ITL SLO";
   return b;
@@ -852,6 +876,12 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.seed = traffic_.seed;
   d.calibration = space_.calibration;
   d.step_costs = costs_;
+  if (c.speculative_tokens > 0) {   // MTP on the decode-carrying workers, as plan and simulate run it
+    d.mtp.draft_tokens = c.speculative_tokens;
+    d.mtp.acceptance = space_.mtp_acceptance;
+    d.mtp.draft_cost_fraction = draft_cost_fraction(*space_.model);
+    d.mtp.seed = traffic_.seed;
+  }
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
@@ -950,6 +980,10 @@ nlohmann::json Search::deployment(int index) const {
   d["cuda_graph_max_bs"] = e.cudagraph_capture_sizes.empty() ? 0 : e.max_cudagraph_capture_size / (1 + e.num_speculative_tokens);
   d["enable_chunked_prefill"] = e.enable_chunked_prefill;
   d["enable_prefix_caching"] = e.enable_prefix_caching;
+  if (c.speculative_tokens > 0) {   // MTP on the decode-carrying workers, at the acceptance the prediction assumed
+    d["num_speculative_tokens"] = c.speculative_tokens;
+    d["mtp_acceptance"] = space_.mtp_acceptance;
+  }
   if (traffic_.shared_prefix_tokens > 0) d["shared_prefix_tokens"] = traffic_.shared_prefix_tokens;
   d["kind"] = c.disaggregated() ? "disaggregated" : "aggregated";
   d["copies"] = copies;

@@ -53,6 +53,11 @@ struct SearchSpace {
   // Prefix caching (--prefix-caching on,off): -1 the engine's default for the model (vLLM: on,
   // off for hybrid Mamba models), 0 off, 1 on; each value a candidate of its own.
   std::vector<int> prefix_caching = {-1};
+  // MTP speculative decoding on the decode-carrying workers (--num-speculative-tokens 0,1,3): each
+  // draft count a candidate of its own (0: off), at the acceptance per draft position given
+  // (--mtp-acceptance; one value for every position, default 0.7, as simulate and plan take it).
+  std::vector<int> speculative_tokens = {0};
+  std::vector<double> mtp_acceptance = {0.7};
   double gpu_memory_utilization = 0.9;   // < 0: the engine's (SGLang: its mem_fraction_static heuristic)
   RouterPolicy router = RouterPolicy::least_outstanding;
   // A user's calibration: each candidate's roles take the parts that transfer to their GPU and
@@ -105,6 +110,7 @@ struct SearchConfig {
   int max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 8192;
   int prefix_caching = -1;                           // as SearchSpace::prefix_caching (-1: the engine's default)
+  int speculative_tokens = 0;                        // MTP drafts a decode step (0: off)
   int gpus = 0;                                      // one copy
   int nodes = 0, decode_nodes = 0;                   // nodes of each type one copy occupies when placed alone
   std::optional<double> usd_per_hour;                // one copy placed alone
@@ -207,7 +213,9 @@ class Search {
   DeploymentSpec deployment_spec(const SearchConfig& c) const;
   // The engine of a candidate's workers on `gpu` at tensor parallel `tp`: its profile under the
   // configuration's knobs.
-  EngineConfig engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp) const;
+  // The engine of one role of `c` on `gpu` at TP `tp`; `decodes`: a decode-carrying role, which
+  // runs the candidate's MTP drafts (their weights and KV lookahead in its memory plan).
+  EngineConfig engine_of(const SearchConfig& c, const hw::GpuSpec& gpu, int tp, bool decodes = true) const;
   EngineConfig engine_of(const SearchConfig& c) const;
   std::int64_t prompt_tokens() const;
   int vision_tiles() const;

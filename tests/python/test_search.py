@@ -222,6 +222,26 @@ def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
     assert files
 
 
+def test_mtp_is_searched_and_emitted_on_each_engine(tmp_path):
+    # --num-speculative-tokens 2 (num_speculative_tokens=[2]): every candidate drafts; the winner's
+    # files ask each engine for its MTP drafts on the decode-carrying workers, and its scenario
+    # re-runs them.
+    for engine, script, expect in (("vllm", "vllm-serve.sh", '--speculative-config \'{"method":"mtp","num_speculative_tokens":2}\''),
+                                   ("sglang", "sglang-launch.sh", "--speculative-algorithm EAGLE --speculative-num-steps 2 "
+                                                                  "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3"),
+                                   ("trtllm", "trtllm-aggregated.yaml", "num_nextn_predict_layers: 2")):
+        r = servesim.search(model="nemotron-3-super", gpu="h200", isl=1000, osl=200, ttft_ms=3000, itl_ms=200, precision="fp8",
+                            tp=[8], topology="agg", concurrency=[8], requests=32, engine=[engine], num_speculative_tokens=[2],
+                            mtp_acceptance=[0.8])
+        assert {c["num_speculative_tokens"] for c in r["configurations"]} == {2}
+        assert all(c["label"].endswith(" MTP 2") for c in r["configurations"])
+        d = tmp_path / engine
+        servesim.emit(r["best"], str(d))
+        assert expect in (d / script).read_text(), engine
+        sc = json.loads((d / "scenario.json").read_text())
+        assert sc["engine"]["num_speculative_tokens"] == 2 and sc["engine"]["acceptance_rate"] == [0.8]
+
+
 def test_frontier_chart_draws_slo_failures_open():
     """A frontier point that fails an SLO is drawn open (white face), one that meets both filled."""
     import matplotlib

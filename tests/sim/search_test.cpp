@@ -100,8 +100,29 @@ TEST(Search, PruningKeepsTheWinner) {
   }
 }
 
-// The analytic bounds hold against every simulated point: TTFT and ITL never below their lower
-// bounds, output tok/s never above the upper bound at that concurrency.
+// Every simulated point of `r` whose configuration `keep` takes against that configuration's
+// bounds: TTFT and ITL never below their lower bounds, output tok/s never above the upper bound at
+// that concurrency. Returns how many points were checked.
+template <class Keep>
+int expect_within_bounds(const nlohmann::json& r, Keep keep) {
+  const auto& cols = r["sweep"]["columns"];
+  int checked = 0;
+  std::map<int, std::size_t> seen;   // rows of one configuration come in swept order
+  for (std::size_t i = 0; i < cols["index"].size(); ++i) {
+    const auto& c = config(r, cols["index"][i].get<int>());
+    const auto& b = c["bound"];
+    const std::size_t k = seen[cols["index"][i].get<int>()]++;
+    if (!keep(c)) continue;
+    for (const char* s : {"ttft_p50_ms", "ttft_p90_ms"})
+      EXPECT_GE(cols[s][i].get<double>(), b["ttft_lb_ms"].get<double>()) << c["label"];
+    EXPECT_GE(cols["itl_p50_ms"][i].get<double>(), b["itl_lb_ms"].get<double>()) << c["label"];
+    EXPECT_LE(cols["output_tps"][i].get<double>(), b["tps_ub"][k].get<double>()) << c["label"] << " at " << cols["concurrency"][i];
+    ++checked;
+  }
+  return checked;
+}
+
+// The analytic bounds hold against every simulated point.
 TEST(Search, BoundsHoldAgainstTheSimulation) {
   SearchArgs a = small();
   a.model = "nemotron-3-nano";
@@ -110,20 +131,57 @@ TEST(Search, BoundsHoldAgainstTheSimulation) {
   a.max_num_batched_tokens = "256,8192";
   a.prune = false;
   const auto r = servesim::api::search(a);
-  const auto& cols = r["sweep"]["columns"];
-  int checked = 0;
-  std::map<int, std::size_t> seen;   // rows of one configuration come in swept order
-  for (std::size_t i = 0; i < cols["index"].size(); ++i) {
-    const auto& c = config(r, cols["index"][i].get<int>());
-    const auto& b = c["bound"];
-    const std::size_t k = seen[cols["index"][i].get<int>()]++;
-    for (const char* s : {"ttft_p50_ms", "ttft_p90_ms"})
-      EXPECT_GE(cols[s][i].get<double>(), b["ttft_lb_ms"].get<double>()) << c["label"];
-    EXPECT_GE(cols["itl_p50_ms"][i].get<double>(), b["itl_lb_ms"].get<double>()) << c["label"];
-    EXPECT_LE(cols["output_tps"][i].get<double>(), b["tps_ub"][k].get<double>()) << c["label"] << " at " << cols["concurrency"][i];
-    ++checked;
+  EXPECT_GT(expect_within_bounds(r, [](const nlohmann::json&) { return true; }), 40);
+}
+
+// MTP draft counts (--num-speculative-tokens 0,2) are candidates of their own: each layout twice,
+// the drafting one labelled and deployed with its drafts; its bounds (a decode step over at most
+// 1 + K tokens) still hold against its simulation, and its ITL lower bound is the plain one / 3.
+// A model without MTP layers is one clear error.
+TEST(Search, MtpDraftCountsAreCandidatesWhoseBoundsHold) {
+  SearchArgs a = small();
+  a.model = "nemotron-3-super";
+  a.precisions = "fp8";
+  a.tp = "4,8";
+  a.topology = "agg";
+  a.concurrency = "1,8,32";
+  a.num_speculative_tokens = "0,2";
+  a.prune = false;
+  const auto r = servesim::api::search(a);
+  const auto& cfgs = r["configurations"];
+  std::map<std::string, const nlohmann::json*> plain, drafting;
+  for (const auto& c : cfgs) {
+    const std::string label = c["label"];
+    if (c["num_speculative_tokens"] == 2) {
+      ASSERT_NE(label.find(" MTP 2"), std::string::npos) << label;
+      drafting[label.substr(0, label.find(" MTP 2"))] = &c;
+    } else {
+      EXPECT_EQ(c["num_speculative_tokens"], 0);
+      plain[label] = &c;
+    }
   }
-  EXPECT_GT(checked, 40);
+  ASSERT_EQ(plain.size(), drafting.size());
+  ASSERT_GT(plain.size(), 0u);
+  for (const auto& [label, c] : plain) {
+    ASSERT_TRUE(drafting.count(label)) << label;
+    const auto& b0 = (*c)["bound"];
+    const auto& b2 = (*drafting[label])["bound"];
+    if (!b0["fits"].get<bool>() || !b2["fits"].get<bool>()) continue;
+    EXPECT_NEAR(b2["itl_lb_ms"].get<double>(), b0["itl_lb_ms"].get<double>() / 3, 1e-9 * b0["itl_lb_ms"].get<double>()) << label;
+  }
+  EXPECT_GT(expect_within_bounds(r, [](const nlohmann::json& c) { return c["num_speculative_tokens"] == 2; }), 0);
+  // The best's deployment drafts when the best does.
+  ASSERT_FALSE(r["best"].is_null());
+  const int best_k = r["best"]["num_speculative_tokens"];
+  EXPECT_EQ(r["best"]["deployment"].value("num_speculative_tokens", 0), best_k);
+  a.model = "nemotron-h-8b";
+  a.precisions = "";
+  try {
+    servesim::api::search(a);
+    ADD_FAILURE() << "no error";
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--num-speculative-tokens: nemotron-h-8b has no MTP layers"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Search, SameAnswerAtAnyThreadCount) {
