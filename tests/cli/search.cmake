@@ -39,3 +39,12 @@ set_tests_properties(cli_search_gap_slo PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_search_bad_gap_ms COMMAND ${SS} search --model llama-3.1-8b --gpu h100 --isl 1000 --osl 100 --ttft-ms 500
          --itl-ms 50 --gap-ms nan --target-tps 1000)
 set_tests_properties(cli_search_bad_gap_ms PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gap-ms: must be a finite number >= 0")
+# MTP draft counts are searched only on a model with MTP layers; a bad count is one line.
+add_test(NAME cli_search_mtp_needs_mtp_layers COMMAND ${SS} recommend --model llama-3.1-8b --gpu h200 --isl 1000 --osl 100
+         --ttft-ms 500 --itl-ms 50 --target-tps 1000 --num-speculative-tokens 0,1)
+set_tests_properties(cli_search_mtp_needs_mtp_layers PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --num-speculative-tokens: llama-3.1-8b has no MTP layers to draft with")
+add_test(NAME cli_search_bad_mtp_count COMMAND ${SS} search --model nemotron-3-super --gpu h200 --isl 1000 --osl 100
+         --ttft-ms 500 --itl-ms 50 --target-tps 1000 --num-speculative-tokens 17)
+set_tests_properties(cli_search_bad_mtp_count PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --num-speculative-tokens: '17' is not a whole number in 0..16")
