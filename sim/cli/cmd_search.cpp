@@ -63,10 +63,10 @@ std::string configurations_csv(const nlohmann::json& j) {
   };
   const char* cfg_cols[] = {"index", "label", "family", "kind", "gpu", "decode_gpu", "instance", "decode_instance", "precision", "kv_cache_dtype",
                             "tp", "pp", "ep", "dp", "prefill_workers", "prefill_tp", "prefill_ep", "decode_workers", "decode_tp",
-                            "decode_ep", "max_num_seqs", "max_num_batched_tokens", "gpus", "status"};
+                            "decode_ep", "max_num_seqs", "max_num_batched_tokens", "num_speculative_tokens", "gpus", "status"};
   const char* bound_cols[] = {"ttft_lb_ms", "itl_lb_ms", "tps_ub_slo", "reason"};
   const char* score_cols[] = {"feasible", "slo_concurrency", "tps_per_copy", "tps_per_gpu", "tps_per_user", "ttft_ms",
-                              "itl_ms", "copies", "total_gpus", "instances", "usd_per_hour", "limited_by"};
+                              "itl_ms", "gap_ms", "copies", "total_gpus", "instances", "usd_per_hour", "limited_by"};
   std::string out;
   for (const char* c : cfg_cols) out += std::string(c) + ",";
   for (const char* c : bound_cols) out += std::string("bound_") + c + ",";
@@ -536,7 +536,7 @@ void run_recommend(SearchOpts& o) {
   if (!o.output.empty()) {
     if (ends_csv(o.output)) {
       std::string csv = "gpu,instance,configuration,kind,precision,copies,gpus,nodes,usd_per_hour,usd_per_million_output_tokens,"
-                        "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,"
+                        "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,gap_ms,"
                         "ttft_headroom_pct,itl_headroom_pct,load_regime,ttft_band_lo,ttft_band_hi,itl_band_lo,itl_band_hi,"
                         "capacity_tps_band_lo,capacity_tps_band_hi\n";
       for (const auto& r : j["recommendations"]) {
@@ -552,7 +552,8 @@ void run_recommend(SearchOpts& o) {
                usd(r["usd_per_hour"]) + "," + usd(r["usd_per_million_output_tokens"]) + "," +
                fixed(r["power_watts"].get<double>(), 0) + "," + fixed(r["joules_per_output_token"].get<double>(), 4) + "," +
                fixed(r["capacity_tps"].get<double>(), 1) + "," + fixed(r["ttft_ms"].get<double>(), 2) + "," +
-               fixed(r["itl_ms"].get<double>(), 3) + "," + fixed(r["ttft_headroom_pct"].get<double>(), 1) + "," +
+               fixed(r["itl_ms"].get<double>(), 3) + "," + fixed(r.value("gap_ms", 0.0), 3) + "," +
+               fixed(r["ttft_headroom_pct"].get<double>(), 1) + "," +
                fixed(r["itl_headroom_pct"].get<double>(), 1) + "," + bands + "\n";
       }
       out_text = csv;
