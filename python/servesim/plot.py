@@ -23,6 +23,7 @@ _ALIASES = {"output_token_throughput_per_gpu": "output_tps_per_gpu",
 for _s in ("p50", "p90", "p99"):
     _ALIASES[f"time_to_first_token_ms_{_s}"] = f"ttft_{_s}_ms"
     _ALIASES[f"inter_token_latency_ms_{_s}"] = f"itl_{_s}_ms"
+    _ALIASES[f"token_gap_ms_{_s}"] = f"gap_{_s}_ms"
     for _e in ("lo", "hi"):
         _ALIASES[f"time_to_first_token_ms_{_s}_band_{_e}"] = f"ttft_{_s}_ms_band_{_e}"
         _ALIASES[f"inter_token_latency_ms_{_s}_band_{_e}"] = f"itl_{_s}_ms_band_{_e}"
@@ -120,13 +121,13 @@ def _robust_top(values, slo=None):
     return None if v[-1] <= top else top
 
 
-def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, itl_ms=None):
+def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, itl_ms=None, gap_ms=None):
     """Two panels: TTFT vs concurrency (or offered rate) and ITL, SLO lines, planned points. With
     no statistic given (and no plan naming one) p50 is drawn solid and p90 dashed; a rate sweep's
     points that were OVERLOADED (the queue grew: ``overloaded`` column) are marked with a red x.
-    SLO lines come from the plan or from ttft_ms / itl_ms. A plan with a token-gap SLO (--gap-ms)
-    also draws the gap between streamed tokens on the ITL panel, dotted, with its own SLO line
-    (dash-dot). The legend sits below the panels, never on an SLO line; the title names model,
+    SLO lines come from the plan or from ttft_ms / itl_ms. A plan with a token-gap SLO (--gap-ms),
+    or gap_ms given, also draws the gap between streamed tokens on the ITL panel, dotted, with its
+    own SLO line (dash-dot). The legend sits below the panels, never on an SLO line; the title names model,
     hardware, precision and ISL/OSL when a plan is given."""
     import matplotlib
     import matplotlib.pyplot as plt
@@ -145,7 +146,7 @@ def latency_figure(sweep, plan=None, statistic=None, title=None, ttft_ms=None, i
     slos = {ax_t: (plan or {}).get("ttft_ms", ttft_ms), ax_i: (plan or {}).get("itl_ms", itl_ms)}
     keys = {ax_t: f"ttft_{stat}_ms", ax_i: f"itl_{stat}_ms"}
     tops = {ax: _robust_top([v for s in stats for v in cols[keys[ax].replace(stat, s)]], slos[ax]) for ax in (ax_t, ax_i)}
-    gap_slo = (plan or {}).get("gap_ms") or 0
+    gap_slo = (plan or {}).get("gap_ms") or gap_ms or 0
     gap_key = f"gap_{stat}_ms"
     show_gap = gap_slo > 0 and gap_key in cols
     if show_gap:   # the ITL panel's range holds the gaps and both lines: the stalls are what it shows
@@ -601,7 +602,7 @@ def chart_paths(path):
     return base + ".png", base + "-throughput.png"
 
 
-def save_charts(sweep, path, plan=None, title=None, statistic=None, ttft_ms=None, itl_ms=None):
+def save_charts(sweep, path, plan=None, title=None, statistic=None, ttft_ms=None, itl_ms=None, gap_ms=None):
     """Writes the latency chart to `path` (.png added when missing) and the throughput chart beside
     it (`*-throughput.png`), both or neither: each is rendered to a temporary file, and they are
     renamed into place only when both are written. Returns both paths."""
@@ -614,7 +615,7 @@ def save_charts(sweep, path, plan=None, title=None, statistic=None, ttft_ms=None
     lpath, tpath = chart_paths(path)
     tmps = []
     try:
-        fig = latency_figure(sweep, plan=plan, title=title, statistic=statistic, ttft_ms=ttft_ms, itl_ms=itl_ms)
+        fig = latency_figure(sweep, plan=plan, title=title, statistic=statistic, ttft_ms=ttft_ms, itl_ms=itl_ms, gap_ms=gap_ms)
         try:
             tmps.append(_save_atomic(fig, lpath))
         finally:
@@ -713,6 +714,8 @@ def main(argv=None):
                     help="draw this percentile only (default: p50 solid and p90 dashed; a plan's own statistic)")
     ap.add_argument("--ttft-ms", type=float, help="TTFT SLO line (ms) when no plan gives one")
     ap.add_argument("--itl-ms", type=float, help="ITL SLO line (ms) when no plan gives one")
+    ap.add_argument("--gap-ms", type=float, help="token-gap SLO line (ms): also draw the gap between streamed tokens "
+                                                 "(sweep columns token_gap_ms_*) on the ITL panel")
     ap.add_argument("--cost", help="--search of a recommend result: also write its $/hour chart (cost_figure) here")
     ap.add_argument("--per", choices=("gpu", "dollar", "both"),
                     help="--search: frontier per GPU, per dollar ($/M output tokens) or both (default: both when priced)")
@@ -764,7 +767,7 @@ def main(argv=None):
         return 2
     try:
         paths = save_charts(sweep, a.output, plan=plan, title=a.title, statistic=a.statistic, ttft_ms=a.ttft_ms,
-                            itl_ms=a.itl_ms)
+                            itl_ms=a.itl_ms, gap_ms=a.gap_ms)
     except OSError as e:
         print(f"servesim.plot: error: {_one_line(e)}", file=sys.stderr)
         return 2

@@ -72,6 +72,13 @@ def test_a_gap_slo_is_drawn_on_the_itl_panel():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "SLO token gap 5 ms" in labels
     assert "SLO token gap" not in " ".join(t.get_text() for t in plot.latency_figure(g["sweep"], None).legends[0].get_texts())
+    # A plain sweep (servesim sweep's token_gap_ms_* columns) with gap_ms= (python -m servesim.plot --gap-ms).
+    sw = servesim.sweep(servesim.scenario(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, requests=100),
+                        concurrency=[1, 8])
+    fig = plot.latency_figure(sw, gap_ms=5, itl_ms=20)
+    (dotted,) = [l for l in fig.axes[1].get_lines() if l.get_linestyle() == ":"]
+    cols = sw["columns"] if "columns" in sw else sw
+    assert list(dotted.get_ydata()) == list(cols["token_gap_ms_p90"])   # drawn at p90, the dashed statistic
 
 
 def test_plan_equals_the_cli(plan, cli):
