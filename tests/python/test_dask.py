@@ -54,8 +54,12 @@ def _cli(*args):
 
 
 CLI_SEARCH = ["--model", "nemotron-3-nano", "--gpu", "h100,h200", "--isl", "1000", "--osl", "100", "--ttft-ms", "400",
-              "--itl-ms", "25", "--concurrency", "1,8,32", "--requests", "40", "--tp", "1,2", "--pd-ratios", "1:1",
-              "--target-tps", "20000"]
+              "--itl-ms", "25", "--gap-ms", "40", "--concurrency", "1,8,32", "--requests", "40", "--tp", "1,2",
+              "--pd-ratios", "1:1", "--target-tps", "20000"]
+# MTP draft counts and their acceptance travel to the workers too.
+CLI_MTP = ["--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", "8", "--topology", "agg", "--isl",
+           "1000", "--osl", "100", "--ttft-ms", "2000", "--itl-ms", "50", "--concurrency", "8", "--requests", "32",
+           "--num-speculative-tokens", "0,2", "--mtp-acceptance", "0.8,0.6", "--target-tps", "5000"]
 
 
 @pytest.mark.skipif("SERVESIM_BIN" not in os.environ, reason="needs the servesim binary (ctest sets SERVESIM_BIN)")
@@ -69,6 +73,10 @@ def test_cli_search_and_recommend_on_dask_equal_local(client, tmp_path):
         assert local.returncode == 0, local.stderr
         assert remote.returncode == 0, remote.stderr
         assert remote.stdout == local.stdout
+    local = _cli("search", *CLI_MTP, "--format", "json")
+    remote = _cli("search", *CLI_MTP, "--format", "json", "--dask", address)
+    assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
+    assert remote.stdout == local.stdout and '"num_speculative_tokens": 2' in local.stdout
     csv_local, csv_remote = tmp_path / "local.csv", tmp_path / "remote.csv"
     assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_local)).returncode == 0
     assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_remote), "--dask", address).returncode == 0
