@@ -332,7 +332,8 @@ void Search::enumerate() {
       throw Error("--gpu", "",
                   "the search space holds more than " + std::to_string(kMaxConfigurations) +
                       " configurations (the product of --gpu, --precision, --tp, --pp, --dp, --pd-ratios, --max-num-seqs, "
-                      "--max-num-batched-tokens, --kv-cache-dtype and --prefix-caching); give shorter lists or search in parts");
+                      "--max-num-batched-tokens, --kv-cache-dtype, --prefix-caching and --num-speculative-tokens); give shorter lists or "
+                      "search in parts");
     c.index = static_cast<int>(configs_.size());
     configs_.push_back(std::move(c));
   };
