@@ -133,3 +133,9 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/missing_calibration_scenario.json [=[
 add_test(NAME cli_scenario_missing_calibration COMMAND ${SS} simulate --scenario ${CMAKE_CURRENT_BINARY_DIR}/missing_calibration_scenario.json)
 set_tests_properties(cli_scenario_missing_calibration PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: [^\n]*/missing_calibration_scenario\\.json: calibration: cannot read '[^\n]*/no-such-profile\\.json': cannot open file: No such file or directory; give a profile file")
+# The gaps between streamed tokens beside aiperf's ITL: 4,096-token prompts on one H100 stall the
+# decodes beside them, and simulate says so in a line of its own.
+add_test(NAME cli_simulate_token_gap_stall_line COMMAND ${SS} simulate --model llama-3.1-8b --gpu h100 --isl 4096 --osl 256
+         --concurrency 32 --requests 500)
+set_tests_properties(cli_simulate_token_gap_stall_line PROPERTIES PASS_REGULAR_EXPRESSION
+  "inter_token_latency +ms.*token_gap +ms.*token_gap p99 [0-9.]+ ms is [0-9.]+x ITL p99: prompts' prefill steps stall the decodes")
