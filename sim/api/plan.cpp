@@ -248,7 +248,7 @@ struct Study {
     return run_at(static_cast<std::size_t>(k) / conc.size(), conc[static_cast<std::size_t>(k) % conc.size()]);
   }
 
-  // Whether a swept point is under both SLO lines.
+  // Whether a swept point is under the SLO lines (TTFT; ITL, and the token gap with --gap-ms).
   bool passes(const sim::SweepRow& r) const {
     const int i = static_cast<int>(slo.statistic);
     // a growing queue fails in time
