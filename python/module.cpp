@@ -150,9 +150,9 @@ class Args {
   }
   // A list of strings or numbers for CSV flags (precisions, gpus, concurrency).
   // One whole number stands for a list of one (search(tp=1) as search(tp=[1])).
-  void read_csv(const char* k, const json& v, std::string& out) const {
-    // MTP acceptance rates are fractions: a number there is its shortest round-trip digits.
-    const bool fractions = std::string_view(k) == "mtp_acceptance";
+  // `fractions`: a list of rates (numbers, as their shortest round-trip digits), where other lists
+  // take whole numbers only.
+  void read_csv(const char* k, const json& v, std::string& out, bool fractions = false) const {
     if (v.is_number_integer() || (fractions && v.is_number_float())) {   // its exact digits (a huge one is refused by the flag's range, never wrapped)
       out = v.dump();
       return;
@@ -186,6 +186,11 @@ class Args {
   Args& csv(const char* key, std::string& out) {
     known_.push_back(key);
     if (j_.contains(key) && !j_[key].is_null()) read_csv(key, j_[key], out);
+    return *this;
+  }
+  Args& rates(const char* key, std::string& out) {   // a comma-separated list of fractions (mtp_acceptance)
+    known_.push_back(key);
+    if (j_.contains(key) && !j_[key].is_null()) read_csv(key, j_[key], out, true);
     return *this;
   }
 
@@ -237,7 +242,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .opt("isl", a.isl).opt("osl", a.osl).csv("concurrency", a.concurrency).opt("requests", a.requests).opt("seed", a.seed)
       .opt("router", a.router).opt("max_num_seqs", a.max_num_seqs).opt("max_num_batched_tokens", a.max_num_batched_tokens)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("num_speculative_tokens", a.num_speculative_tokens)
-      .csv("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms)
+      .rates("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms)
       .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("arrival", a.arrival).opt("burstiness", a.burstiness).opt("threads", a.threads)
       .opt("calibration", a.calibration).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
@@ -252,7 +257,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .csv("prefix_caching", a.prefix_caching).opt("shared_prefix_tokens", a.shared_prefix_tokens)
-      .csv("num_speculative_tokens", a.num_speculative_tokens).csv("mtp_acceptance", a.mtp_acceptance)
+      .csv("num_speculative_tokens", a.num_speculative_tokens).rates("mtp_acceptance", a.mtp_acceptance)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)

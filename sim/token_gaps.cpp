@@ -49,11 +49,6 @@ void TokenGaps::flush() const {
   run_count_ = 0;
 }
 
-std::int64_t TokenGaps::count() const {
-  flush();
-  return total_;
-}
-
 Stats TokenGaps::stats_ms() const {
   flush();
   Stats s;

@@ -39,7 +39,6 @@ class TokenGaps {
   }
   // Exact count, mean, min, max; percentiles as above (ms). count 0: every field NaN but count.
   Stats stats_ms() const;
-  std::int64_t count() const;
 
   static constexpr double kMinS = 0x1p-20, kMaxS = 0x1p14;
   static int bin_of(double gap_s);

@@ -25,6 +25,9 @@ namespace servesim::api {
 
 // text::option_list (common/text.hpp): an option's comma-separated items, an empty one refused.
 std::vector<std::string> option_list(std::string_view value, std::string_view option);
+// --mtp-acceptance: one rate, or one per draft position (plan, search, recommend); "" is 0.7. Each
+// item a number (its range is MtpConfig::validate's to check).
+std::vector<double> mtp_acceptance_list(const std::string& value);
 // --images WxH[:N],... (workloads' parser, which refuses empty items through text::option_list).
 workloads::MultimodalConfig images_option(const std::string& value);
 

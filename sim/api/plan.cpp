@@ -180,18 +180,9 @@ struct Study {
     sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
     spec.frontend = sim::profile_frontend(profile);
     spec.frontend->client.warmup_barrier = false;   // the steady-state rule (sim/studies/plan.hpp)
-    if (o.num_speculative_tokens && *o.num_speculative_tokens > 0) {
-      spec.mtp.draft_tokens = *o.num_speculative_tokens;
-      for (const auto& s : option_list(o.mtp_acceptance.empty() ? "0.7" : o.mtp_acceptance, "--mtp-acceptance")) {
-        char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        if (!end || *end || s.empty()) throw Error("--mtp-acceptance", "", "'" + s + "' is not a number");
-        spec.mtp.acceptance.push_back(v);
-      }
-      spec.mtp.draft_cost_fraction = sim::draft_cost_fraction(*spec.model);
-      spec.mtp.seed = spec.seed;
-      spec.mtp.validate("--mtp-acceptance");
-    }
+    if (o.num_speculative_tokens && *o.num_speculative_tokens > 0)
+      spec.mtp = sim::make_mtp(*spec.model, *o.num_speculative_tokens, mtp_acceptance_list(o.mtp_acceptance), spec.seed,
+                               "--mtp-acceptance");
 
     // Default worker shape: the smallest that serves the model on this GPU (models/min_gpus).
     models::Parallelism base;
@@ -299,7 +290,7 @@ struct Study {
     if (lo >= 1) {   // what one copy fewer breaks
       const bool t = at_lo.ttft_ms[st] > slo.ttft_ms || at_lo.overloaded, i = !sim::itl_side_ok(at_lo, st, slo.itl_ms, slo.gap_ms);
       row.limited_by = t && i ? sim::LimitedBy::both : t ? sim::LimitedBy::ttft : i ? sim::LimitedBy::itl : sim::LimitedBy::none;
-      row.gap_only = i && at_lo.itl_ms[st] <= slo.itl_ms;
+      row.gap_only = sim::gap_alone_breaks(at_lo, st, slo.itl_ms, slo.gap_ms);
     }
     detail = {{"name", d.name()}, {"feasible", true}, {"copies", hi}, {"rate_per_copy", rps / double(hi)},
               {"ttft_ms", at_hi.ttft_ms[st]}, {"itl_ms", at_hi.itl_ms[st]}, {"gap_ms", at_hi.gap_ms[st]},

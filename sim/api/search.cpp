@@ -153,13 +153,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   if (!a.mtp_acceptance.empty()) {
     if (a.num_speculative_tokens.empty())
       throw Error("--mtp-acceptance", "", "needs --num-speculative-tokens: the MTP draft counts to try (e.g. 0,1,3)");
-    sp.mtp_acceptance.clear();
-    for (const auto& s : option_list(a.mtp_acceptance, "--mtp-acceptance")) {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (!end || *end || s.empty()) throw Error("--mtp-acceptance", "", "'" + s + "' is not a number");
-      sp.mtp_acceptance.push_back(v);
-    }
+    sp.mtp_acceptance = mtp_acceptance_list(a.mtp_acceptance);
   }
   if (!std::isnan(a.gpu_memory_utilization) && !(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]; leave it out for each engine's default");

@@ -76,4 +76,15 @@ double step_seconds_with_mtp(const models::StepCostModel& cost, models::StepBatc
   return cost.seconds(b) + draft_s;
 }
 
+MtpConfig make_mtp(const models::ModelSpec& m, int drafts, std::vector<double> acceptance, std::uint64_t seed,
+                   const std::string& where) {
+  MtpConfig c;
+  c.draft_tokens = drafts;
+  c.acceptance = std::move(acceptance);
+  c.draft_cost_fraction = draft_cost_fraction(m);
+  c.seed = seed;
+  c.validate(where);
+  return c;
+}
+
 }  // namespace servesim::sim

@@ -30,6 +30,11 @@ struct MtpConfig {
 // memory-bound, so time follows bytes. 0 when the model has no MTP layers.
 double draft_cost_fraction(const models::ModelSpec& m);
 
+// The MTP configuration of `drafts` draft tokens on `m` at `acceptance` (one rate or one per
+// position), its draft cost from the model's MTP layers; validated, errors naming `where`.
+MtpConfig make_mtp(const models::ModelSpec& m, int drafts, std::vector<double> acceptance, std::uint64_t seed,
+                   const std::string& where);
+
 // Expected tokens a client receives per step: 1 + sum_i prod_{j<=i} acceptance_j.
 double expected_tokens_per_step(const MtpConfig& c);
 

@@ -562,9 +562,7 @@ int VllmScheduler::steady_cycles(int limit) {
     return 0;
   const std::int64_t timed_tokens = 3 + cfg_.response_preamble_tokens;
   std::int64_t cycles = limit;
-  steady_measured_ = 0;
   for (const Running& h : running_) {
-    steady_measured_ += h.measured;
     // Decoding in this batch, its next token not one the client times, and not its last.
     if (h.step != 1 || h.computed < h.input || h.tokens - h.computed != 1 || h.tokens - h.input < timed_tokens || h.left < 2)
       return 0;
@@ -599,11 +597,16 @@ void VllmScheduler::steady_cycle(int cycle, double end_s) {
   // their last one at the cycle before; at the first, each at its own last (a request that sat out
   // a prefill-only step, SGLang's, waited that step too).
   if (gaps_) {
-    if (!std::isnan(steady_end_s_))
+    if (!std::isnan(steady_end_s_)) {
       gaps_->add(end_s - steady_end_s_, steady_measured_);
-    else
+    } else {   // the stretch's first cycle: each its own gap; the measured ones counted for the next cycles
+      steady_measured_ = 0;
       for (const Running& h : running_)
-        if (h.measured) gaps_->add(end_s - h.last_emit_s);
+        if (h.measured) {
+          gaps_->add(end_s - h.last_emit_s);
+          ++steady_measured_;
+        }
+    }
   }
   steady_end_s_ = end_s;
   release_deferred();

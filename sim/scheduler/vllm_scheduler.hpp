@@ -237,7 +237,7 @@ class VllmScheduler {
   TokenGaps* gaps_ = nullptr;
   double steady_end_s_ = NAN;   // the last steady cycle's step end (NaN: the stretch's first is next)
   double prev_end_s_ = NAN;     // the last step's end (complete() or a steady cycle)
-  std::int64_t steady_measured_ = 0;   // measured requests in the running list of the stretch
+  std::int64_t steady_measured_ = 0;   // measured requests in the running list of the stretch (counted at its first cycle)
   Ring<std::int32_t> waiting_;          // FCFS; preempted requests go back to the front
   Ring<std::int32_t> pending_;          // decode-only: waiting for a KV reservation
   // Decode-only: pulled requests (slot, when the pull landed) not yet in a batch, in landing order.

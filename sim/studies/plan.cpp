@@ -284,7 +284,7 @@ std::vector<PlanRow> plan_capacity(const std::vector<SweepRow>& sweep, const std
       const bool t = !ttft_ok(pts[probe]), i = !itl_ok(pts[probe]);
       row.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
       row.kv_full = t && pts[probe]->kv_full;
-      row.gap_only = i && pts[probe]->itl_ms[s] <= slo.itl_ms;
+      row.gap_only = gap_alone_breaks(*pts[probe], s, slo.itl_ms, slo.gap_ms);
     }
     row.prefill_train = pts[best >= 0 ? best : 0]->prefill_train ||
                         (probe < static_cast<int>(pts.size()) && pts[probe]->prefill_train);

@@ -55,6 +55,10 @@ inline constexpr double kKvFull = 0.99;
 inline bool itl_side_ok(const SweepRow& r, int s, double itl_ms, double gap_ms) {
   return r.itl_ms[s] <= itl_ms && (gap_ms <= 0 || r.gap_ms[s] <= gap_ms);
 }
+// The ITL side broken by the token gap alone: the mean ITL held (PlanRow / SearchScore::gap_only).
+inline bool gap_alone_breaks(const SweepRow& r, int s, double itl_ms, double gap_ms) {
+  return !itl_side_ok(r, s, itl_ms, gap_ms) && r.itl_ms[s] <= itl_ms;
+}
 
 // The steady-state rule of every capacity point (plan, search, recommend): a closed loop of
 // `clients` whose first requests ask for spread shares of their answers (client k of N:

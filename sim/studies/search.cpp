@@ -232,12 +232,8 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
     if (k > 0 && space_.model->mtp_layers == 0)
       throw Error("--num-speculative-tokens", "", space_.model->name + " has no MTP layers to draft with; give 0 or leave it out");
   }
-  if (std::count_if(space_.speculative_tokens.begin(), space_.speculative_tokens.end(), [](int k) { return k > 0; }) > 0) {
-    MtpConfig probe;
-    probe.draft_tokens = *std::max_element(space_.speculative_tokens.begin(), space_.speculative_tokens.end());
-    probe.acceptance = space_.mtp_acceptance;
-    probe.validate("--mtp-acceptance");
-  }
+  if (const int most = *std::max_element(space_.speculative_tokens.begin(), space_.speculative_tokens.end()); most > 0)
+    make_mtp(*space_.model, most, space_.mtp_acceptance, 0, "--mtp-acceptance");   // the acceptance list checked once
   if (traffic_.shared_prefix_tokens < 0 || traffic_.shared_prefix_tokens > traffic_.isl)
     throw Error("--shared-prefix-tokens", "", "must be 0.." + std::to_string(traffic_.isl) + " (at most --isl), got " +
                                                   std::to_string(traffic_.shared_prefix_tokens));
@@ -774,7 +770,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
       s.fewer_overloaded = fewer->overloaded;
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
       s.kv_full = t && fewer->kv_full;
-      s.gap_only = i && fewer->itl_ms[st] <= goal_.itl_ms;
+      s.gap_only = gap_alone_breaks(*fewer, st, goal_.itl_ms, goal_.gap_ms);
     }
     return s;
   }
@@ -787,7 +783,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     const auto& r = rows[std::size_t(best + 1)];
     const bool t = !ttft_ok(r), i = !itl_ok(r);
     lim = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
-    gap_only = i && r.itl_ms[st] <= goal_.itl_ms;
+    gap_only = gap_alone_breaks(r, st, goal_.itl_ms, goal_.gap_ms);
   }
   SearchScore s;
   if (best >= 0 && rows[std::size_t(best)].output_tps > 0) {
@@ -877,12 +873,8 @@ DeploymentSpec Search::deployment_spec(const SearchConfig& c) const {
   d.seed = traffic_.seed;
   d.calibration = space_.calibration;
   d.step_costs = costs_;
-  if (c.speculative_tokens > 0) {   // MTP on the decode-carrying workers, as plan and simulate run it
-    d.mtp.draft_tokens = c.speculative_tokens;
-    d.mtp.acceptance = space_.mtp_acceptance;
-    d.mtp.draft_cost_fraction = draft_cost_fraction(*space_.model);
-    d.mtp.seed = traffic_.seed;
-  }
+  if (c.speculative_tokens > 0)   // MTP on the decode-carrying workers, as plan and simulate run it
+    d.mtp = make_mtp(*space_.model, c.speculative_tokens, space_.mtp_acceptance, traffic_.seed, "--mtp-acceptance");
   if (c.disaggregated() && c.instance != c.decode_instance) {
     d.prefill_instance = c.instance;
     d.decode_instance = c.decode_instance;
