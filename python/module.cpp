@@ -243,7 +243,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .opt("router", a.router).opt("max_num_seqs", a.max_num_seqs).opt("max_num_batched_tokens", a.max_num_batched_tokens)
       .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("num_speculative_tokens", a.num_speculative_tokens)
       .rates("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms)
-      .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
+      .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps).opt("headroom", a.headroom)
       .opt("arrival", a.arrival).opt("burstiness", a.burstiness).opt("threads", a.threads)
       .opt("calibration", a.calibration).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
   return a;
@@ -260,7 +260,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
       .csv("num_speculative_tokens", a.num_speculative_tokens).rates("mtp_acceptance", a.mtp_acceptance)
       .opt("isl", a.isl).opt("osl", a.osl).opt("seed", a.seed).opt("requests", a.requests).opt("ttft_ms", a.ttft_ms)
       .opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms).opt("total_gpus", a.total_gpus).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps)
-      .opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
+      .opt("headroom", a.headroom).opt("gpu_memory_utilization", a.gpu_memory_utilization).opt("threads", a.threads).csv("engine", a.engines)
       .flag("prune", a.prune).flag("expert_parallel", a.expert_parallel).flag("mixed_gpus", a.mixed_gpus)
       .opt("calibration", a.calibration).opt("image_fraction", a.image_fraction).opt("arrival", a.arrival)
       .opt("burstiness", a.burstiness).finish();

@@ -327,7 +327,7 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     concurrency under both SLO lines, output tok/s per replica, replicas, GPUs, instances, $/hour
     and the limiting side (``topologies``), with the sweep behind it (``sweep['columns']``).
     No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
-    prefill_workers, decode_workers, requests, seed, statistic, ...). ``client``: a Dask client
+    prefill_workers, decode_workers, requests, seed, statistic, headroom (0.2: copies for the target x 1.2), ...). ``client``: a Dask client
     to run the sweep points on."""
     for k in ("model_file", "calibration"):   # calibration: a profile file from calibrate_e2e
         if k in kw:
@@ -492,7 +492,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
     flags with underscores — precision, topology, tp, pp, dp, pd_ratios, max_num_seqs,
     max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), prefix_caching (``["on", "off"]``), shared_prefix_tokens (a system prompt every request starts with), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
-    total_gpus | target_tps | target_rps, prune, expert_parallel, mixed_gpus, threads, calibration (a profile
+    total_gpus | target_tps | target_rps, headroom (0.2: size for the target x 1.2), prune, expert_parallel, mixed_gpus, threads, calibration (a profile
     file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).
     ``client``: a Dask client to simulate the candidates on (same result as the local run).
     :func:`frame` turns the result into a DataFrame of configurations; :func:`frontier_frame`
@@ -507,7 +507,8 @@ def recommend(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=Non
     """The pre-purchase table (``servesim recommend --format json``): the search with one winner per
     GPU/instance type for the load target; ``recommendations`` lists, cheapest first, GPUs, nodes,
     $/hour, $ per million output tokens, power (datasheet TDP: an upper bound) and joules per output
-    token, and the headroom to each SLO. ``frame(result)`` gives it as a DataFrame."""
+    token, and the headroom to each SLO. ``headroom=0.2`` sizes every deployment for the target x 1.2
+    (spare capacity; $ per million output tokens stays at the target). ``frame(result)`` gives it as a DataFrame."""
     args = _search_args(dict(model=model, model_file=_path(model_file), gpus=gpu, isl=isl, osl=osl, ttft_ms=ttft_ms,
                              itl_ms=itl_ms, target_tps=target_tps, target_rps=target_rps, **kw))
     return _run_search(args, True, client, kw.get("threads"))

@@ -137,6 +137,7 @@ struct PlanArgs {
   std::optional<double> gpu_memory_utilization;
   std::optional<double> ttft_ms, itl_ms, target_tps;                         // unset: required with a model
   double gap_ms = 0;                     // SLO on the gap between streamed tokens (0: none)
+  double headroom = 0;                   // spare capacity: size for the target x (1 + headroom)
   // Open loop: --target-rps R with --arrival poisson|gamma|constant sizes each topology by the
   // fewest copies that meet both SLOs when R requests/s arrive (R / copies per copy).
   std::optional<double> target_rps, burstiness;
@@ -181,6 +182,7 @@ struct SearchArgs {
   // The objective's load: NaN = not given (0 or a negative value given is refused, never taken for "not given").
   double total_gpus = std::numeric_limits<double>::quiet_NaN(), target_tps = std::numeric_limits<double>::quiet_NaN(),
          target_rps = std::numeric_limits<double>::quiet_NaN();
+  double headroom = 0;                             // spare capacity: size for the target x (1 + headroom)
   int threads = 0;
   std::string calibration;                         // a calibration profile file ("" = none), as PlanArgs::calibration
   std::optional<double> image_fraction;            // share of requests carrying `images` (unset: every request)

@@ -47,6 +47,7 @@ nlohmann::json plan_input_config(const PlanArgs& a) {
                       {"max_num_batched_tokens", opt(a.max_num_batched_tokens)},
                       {"gpu_memory_utilization", opt(a.gpu_memory_utilization)}, {"ttft_ms", opt(a.ttft_ms)},
                       {"itl_ms", opt(a.itl_ms)}, {"gap_ms", a.gap_ms}, {"target_tps", opt(a.target_tps)}, {"target_rps", opt(a.target_rps)},
+                      {"headroom", a.headroom},
                       {"burstiness", opt(a.burstiness)}, {"arrival", str(a.arrival)}, {"calibration", str(a.calibration)},
                       {"images", str(a.images)}, {"image_fraction", opt(a.image_fraction)}};
   if (!a.model_file.empty()) j["model_file"] = a.model_file;
@@ -97,8 +98,9 @@ struct Study {
     required("--osl", o.osl.has_value(), "output tokens per request");
     required("--ttft-ms", o.ttft_ms.has_value(), "the SLO on time to first token, e.g. 600");
     required("--itl-ms", o.itl_ms.has_value(), "the SLO on inter-token latency, e.g. 100");
+    sim::check_headroom(o.headroom);
     if (o.target_rps) {
-      sim::check_target_rps(*o.target_rps, !o.arrival.empty(), o.requests);
+      sim::check_target_rps(*o.target_rps * (1 + o.headroom), !o.arrival.empty(), o.requests);
       if (o.target_tps) throw Error("--target-rps", "", "give --target-tps or --target-rps, not both");
     }
     required("--target-tps", o.target_tps.has_value() || o.target_rps.has_value(),
@@ -121,8 +123,10 @@ struct Study {
     slo.itl_ms = *o.itl_ms;
     slo.gap_ms = o.gap_ms;
     slo.statistic = sim::parse_statistic(o.statistic);
-    slo.target_tps = o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps;
-    slo.target_rps = o.target_rps.value_or(0);
+    // Sized for the target x (1 + headroom): what every copy count below is read against.
+    slo.headroom = o.headroom;
+    slo.target_tps = (o.target_rps ? *o.target_rps * double(*o.osl) : *o.target_tps) * (1 + o.headroom);
+    slo.target_rps = o.target_rps.value_or(0) * (1 + o.headroom);
     slo.validate();
 
     const auto& cat = hw::Catalog::global();
@@ -260,7 +264,7 @@ struct Study {
   sim::PlanRow open_loop_row(std::size_t dep, nlohmann::json& detail) const {
     const sim::Deployment& d = *deps[dep];
     const sim::TopologyUnit u = d.unit();
-    const double rps = *o.target_rps;
+    const double rps = slo.target_rps;   // the rate the copies are sized for
     auto point = [&](std::int64_t k) {
       const double rate = rps / double(k);
       workloads::WorkloadConfig wc =
@@ -378,7 +382,7 @@ struct Study {
     j["router"] = std::string(sim::to_string(spec.router));
     j["seed"] = spec.seed;
     if (arrival && row.feasible)
-      j["rate_per_copy"] = *o.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
+      j["rate_per_copy"] = slo.target_rps / double(copies), j["arrival"] = workloads::arrival_name(*arrival);
     if (spec.calibration) j["calibration"] = std::filesystem::absolute(spec.calibration->file).string();   // re-run as predicted
     return j;
   }
@@ -418,8 +422,13 @@ struct Study {
     j["itl_ms"] = slo.itl_ms;
     j["gap_ms"] = slo.gap_ms;
     j["statistic"] = std::string(sim::to_string(slo.statistic));
-    j["target"] = {{"output_tps", slo.target_tps}};
+    j["target"] = {{"output_tps", slo.target_tps / (1 + slo.headroom)}};
     if (o.target_rps) j["target"]["requests_per_s"] = *o.target_rps;   // the rate it came from, open or closed loop
+    if (slo.headroom > 0) {   // the copies are sized for the target x (1 + headroom)
+      j["target"]["headroom"] = slo.headroom;
+      j["target"]["sized_output_tps"] = slo.target_tps;
+      if (o.target_rps) j["target"]["sized_requests_per_s"] = slo.target_rps;
+    }
     j["method"] = arrival ? sim::open_loop_rule(o.requests) : sim::capacity_rule(o.requests);
     j["input_config"] = plan_input_config(o);
     if (arrival) {

@@ -194,7 +194,8 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_tps;
   } else if (given(a.target_rps)) {
-    sim::check_target_rps(a.target_rps, !a.arrival.empty(), a.requests);
+    sim::check_headroom(a.headroom);   // before the rate it sizes is checked
+    sim::check_target_rps(a.target_rps * (1 + a.headroom), !a.arrival.empty(), a.requests);
     if (!std::isfinite(a.target_rps * double(a.osl))) throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);
@@ -205,13 +206,14 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     if (!given(a.target_rps))
       throw Error("--arrival", "", "needs --target-rps R: the open-loop search offers R requests/s to each candidate's copies");
     tr.arrival = workloads::parse_arrival(a.arrival, "--arrival");
-    tr.rate = a.target_rps;
+    tr.rate = a.target_rps * (1 + a.headroom);   // offered to each candidate: the rate it is sized for
   }
   if (a.burstiness) {
     if (!tr.arrival || *tr.arrival != workloads::Arrival::gamma) throw Error("--burstiness", "", "shapes gamma arrivals only: give --arrival gamma");
     if (!(*a.burstiness > 0) || !std::isfinite(*a.burstiness)) throw Error("--burstiness", "", "must be a finite number > 0");
     tr.burstiness = *a.burstiness;
   }
+  g.headroom = a.headroom;
   g.per_instance = per_instance;
   return std::make_unique<sim::Search>(std::move(sp), std::move(tr), g, a.prune);
 }
@@ -285,7 +287,7 @@ nlohmann::json search_args_json(const SearchArgs& a) {
                       {"statistic", a.statistic}, {"router", a.router}, {"images", a.images}, {"image_fraction", a.image_fraction ? nlohmann::json(*a.image_fraction) : nlohmann::json(nullptr)},
                       {"arrival", a.arrival}, {"burstiness", a.burstiness ? nlohmann::json(*a.burstiness) : nlohmann::json(nullptr)}, {"isl", a.isl},
                       {"osl", a.osl}, {"seed", a.seed}, {"ttft_ms", a.ttft_ms}, {"itl_ms", a.itl_ms}, {"gap_ms", a.gap_ms},
-                      {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps},
+                      {"total_gpus", a.total_gpus}, {"target_tps", a.target_tps}, {"target_rps", a.target_rps}, {"headroom", a.headroom},
                       {"gpu_memory_utilization", a.gpu_memory_utilization}, {"threads", a.threads},
                       {"prune", a.prune}, {"expert_parallel", a.expert_parallel}, {"mixed_gpus", a.mixed_gpus},
                       {"engine", a.engines}, {"calibration", a.calibration.empty() ? std::string()

@@ -14,6 +14,7 @@
 #include "common/text.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/studies/plan.hpp"
 #include "sim/validate/bands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/simulate.hpp"
@@ -152,7 +153,9 @@ void run_plan(const PlanOpts& o) {
   // The load as given: the rate (--target-rps, open or closed loop) with the tok/s it makes, else the tok/s.
   const std::string target = (j["target"].contains("requests_per_s")
                                   ? compact(j["target"]["requests_per_s"].get<double>()) + " requests/s x OSL " + num(j["osl"]) + " = "
-                                  : std::string()) + compact(j["target"]["output_tps"].get<double>()) + " output tok/s";
+                                  : std::string()) + compact(j["target"]["output_tps"].get<double>()) + " output tok/s" +
+                           sized_text(j["target"].value("headroom", 0.0), j["target"].value("sized_output_tps", 0.0),
+                                      j["target"].value("sized_requests_per_s", 0.0));
   std::snprintf(slo_line, sizeof slo_line, "\nPlan: SLO TTFT %s <= %g ms, ITL %s <= %g ms%s; target %s%s\n",
                 stat.c_str(), j["ttft_ms"].get<double>(), stat.c_str(), j["itl_ms"].get<double>(),
                 gap_slo_text(stat, j.value("gap_ms", 0.0)).c_str(), target.c_str(),
@@ -182,6 +185,17 @@ std::string gap_ms_help() {
   return "SLO on the gap between a request's streamed tokens, at --statistic over every gap from each request's second "
          "token on (ms; default 0: none): a decode that shares or waits out a prompt's prefill step stalls for it, which "
          "the per-request mean ITL hides";
+}
+
+std::string headroom_help() {
+  return "Spare capacity as a fraction of the load target: every deployment is sized to meet both SLOs at the target x "
+         "(1 + FRACTION), e.g. 0.2 (default 0); $ per million output tokens and joules per token stay at the target";
+}
+
+std::string sized_text(double headroom, double sized_tps, double sized_rps) {
+  if (!(headroom > 0)) return "";
+  return " (sized for " + (sized_rps > 0 ? compact(sized_rps) + " requests/s, " : std::string()) + compact(sized_tps) +
+         " output tok/s: " + sim::headroom_text(headroom) + ")";
 }
 
 std::string gap_slo_text(const std::string& statistic, double gap_ms) {
@@ -232,6 +246,7 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--ttft-ms", o->args.ttft_ms, "SLO on time to first token (ms)");
   c->add_option("--itl-ms", o->args.itl_ms, "SLO on inter-token latency (ms)");
   c->add_option("--gap-ms", o->args.gap_ms, gap_ms_help());
+  c->add_option("--headroom", o->args.headroom, headroom_help());
   c->add_option("--statistic", o->args.statistic, "Statistic the SLO applies to: p50, p90 (default) or p99");
   c->add_option("--target-tps", o->args.target_tps, "Output tokens/s the deployment must serve");
   c->add_option("--target-rps", o->args.target_rps, "Requests/s the deployment must serve (target tok/s = rate x OSL)");

@@ -24,6 +24,7 @@
 #include "sim/api/api.hpp"
 #include "sim/metrics.hpp"
 #include "sim/simulate.hpp"
+#include "sim/studies/plan.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/validate/bands.hpp"
 #include "sim/cli/plot_runner.hpp"
@@ -171,8 +172,9 @@ std::string as_run(const nlohmann::json& copies, const nlohmann::json& gpus) {
 std::string target_text(const nlohmann::json& j) {
   const auto& o = j["objective"];
   const std::string tps = compact(o["target_tps"].get<double>()) + " output tok/s";
-  if (!o.contains("target_rps")) return tps;
-  return compact(o["target_rps"].get<double>()) + " requests/s x OSL " + std::to_string(j["osl"].get<std::int64_t>()) + " = " + tps;
+  const std::string sized = sized_text(o.value("headroom", 0.0), o.value("sized_tps", 0.0), o.value("sized_rps", 0.0));
+  if (!o.contains("target_rps")) return tps + sized;
+  return compact(o["target_rps"].get<double>()) + " requests/s x OSL " + std::to_string(j["osl"].get<std::int64_t>()) + " = " + tps + sized;
 }
 
 // The objective in words, naming every load the user gave (it printed "objective target_tps" to a
@@ -434,8 +436,9 @@ std::string recommend_text(const nlohmann::json& j) {
            fixed(100 * j.value("image_fraction", 1.0), 0) + " % of requests\n";
   const bool open = j.contains("arrival");
   if (open)
-    out += "Offered load: " + compact(j["target_rps"].get<double>()) + " requests/s, " + str(j["arrival"]) +
-           " arrivals (open loop), split evenly over each configuration's copies\n";
+    out += "Offered load: " + compact(j["target_rps"].get<double>()) + " requests/s" +
+           (j["objective"].value("headroom", 0.0) > 0 ? " (the target + " + sim::headroom_text(j["objective"]["headroom"].get<double>()) + ")" : "") +
+           ", " + str(j["arrival"]) + " arrivals (open loop), split evenly over each configuration's copies\n";
   out += "Capacity read: " + str(j["method"]) + "; SLO statistic " + stat + " (--statistic)\n";
   if (j.contains("calibration")) out += "Calibration: " + str(j["calibration"]["summary"]) + "\n";
   const auto& n = j["counts"];
@@ -661,6 +664,7 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--total-gpus", a.total_gpus, "Objective: the most output tok/s from at most N GPUs")->check(finite);
   c.add_option("--target-tps", a.target_tps, "Objective: the cheapest deployment serving X output tok/s")->check(finite);
   c.add_option("--target-rps", a.target_rps, "Objective: the cheapest deployment serving R requests/s (x OSL tok/s)")->check(finite);
+  c.add_option("--headroom", a.headroom, headroom_help());
   c.add_option("--calibration", a.calibration,
                "A calibration profile (servesim calibrate e2e --output): applied to the candidates on the GPU and engine build it "
                "was fitted on (without --engine the search runs that build), with bands from its cross-validated residuals; "

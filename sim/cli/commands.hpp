@@ -64,6 +64,10 @@ sim::Scenario scenario_from_flags(const ScenarioFlags& flags);
 // (", token gap p90 <= 200 ms"; "" without one). cmd_plan.cpp.
 std::string gap_ms_help();
 std::string gap_slo_text(const std::string& statistic, double gap_ms);
+// --headroom of plan, search and recommend: its help, and what it adds to their target in words
+// (" (sized for 48 requests/s, 28800 output tok/s: 20 % headroom)"; "" without one). cmd_plan.cpp.
+std::string headroom_help();
+std::string sized_text(double headroom, double sized_tps, double sized_rps);
 
 // Shared by search and recommend (cmd_search.cpp).
 void add_search_options(CLI::App& cmd, api::SearchArgs& args);

@@ -193,6 +193,15 @@ void size_copies(PlanRow& row, const TopologyUnit& u, double copies, const PlanS
   if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
 }
 
+void check_headroom(double headroom) {
+  if (!(headroom >= 0 && headroom <= 10))
+    throw Error("--headroom", "", "must be a fraction of the load target from 0 to 10, e.g. 0.2 to size for 1.2 x the target, got " + g(headroom));
+}
+
+std::string headroom_text(double headroom) {
+  return g(100 * headroom) + " % headroom";
+}
+
 void check_target_rps(double rps, bool open_loop, std::optional<std::int64_t> requests) {
   if (!(rps >= 1e-6 && rps <= 1e7))
     throw Error("--target-rps", "", "must be a finite number > 0: a request rate from 1e-06 to 10^7 requests/s, got " + g(rps));
@@ -222,7 +231,7 @@ workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arr
 }
 
 std::string open_loop_rule(std::optional<std::int64_t> requests) {
-  return "open loop, each copy offered the target rate / copies after a warm-up of max(100, 10 s x rate) requests, then " +
+  return "open loop, each copy offered the rate sized for (the target, plus any --headroom) / copies after a warm-up of max(100, 10 s x rate) requests, then " +
          (requests ? std::to_string(*requests) : std::string("max(1000, 60 s x rate)")) +
          " measured requests; copies: the fewest that meet both SLOs (doubling, then bisection)";
 }

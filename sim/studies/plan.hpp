@@ -94,8 +94,15 @@ struct PlanSlo {
   double target_tps = 0;           // output tokens/s the whole deployment must serve
   double target_rps = 0;           // > 0 when the target was given as requests/s (errors name --target-rps)
   double gap_ms = 0;               // on the gap between streamed tokens (--gap-ms), at `statistic`; 0: none
+  double headroom = 0;             // spare capacity (--headroom): target_tps above is the target x (1 + headroom)
   void validate() const;           // throws Error naming the flag
 };
+
+// --headroom: spare capacity as a fraction of the load target, 0..10 (0.2: size for 1.2 x the
+// target). Throws Error naming --headroom.
+void check_headroom(double headroom);
+// "48 requests/s (40 + 20 % headroom)" style: the target and what it is sized for, in words.
+std::string headroom_text(double headroom);
 
 // What one copy of a topology costs.
 struct TopologyUnit {

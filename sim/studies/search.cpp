@@ -107,6 +107,9 @@ void SearchGoal::validate() const {
     throw Error("--total-gpus", "", "must be >= 1");
   if (objective == SearchObjective::target_tps && !(target_tps > 0))
     throw Error("--target-tps", "", "must be > 0");
+  check_headroom(headroom);
+  if (headroom > 0 && objective != SearchObjective::target_tps)
+    throw Error("--headroom", "", "sizes a load target: give --target-tps or --target-rps");
 }
 
 nlohmann::json SearchConfig::to_json() const {
@@ -656,9 +659,9 @@ void Search::compute_bounds() {
     if (s.bound.fits) best_ub = std::max(best_ub, s.bound.tps_ub_slo);
   }
   // A target no configuration could serve with 10^9 copies, even at its throughput bound.
-  if (goal_.objective == SearchObjective::target_tps && best_ub > 0 && goal_.target_tps / best_ub > double(kMaxCopies)) {
+  if (goal_.objective == SearchObjective::target_tps && best_ub > 0 && goal_.sized_tps() / best_ub > double(kMaxCopies)) {
     char b[64];
-    std::snprintf(b, sizeof b, "%.4g", std::ceil(goal_.target_tps / best_ub));
+    std::snprintf(b, sizeof b, "%.4g", std::ceil(goal_.sized_tps() / best_ub));
     throw Error(goal_.target_flag, "", std::string("needs ") + b + " copies of the best configuration, more than 10^9; give a smaller target");
   }
   // Best bound first, so the rounds find a strong incumbent early.
@@ -685,13 +688,13 @@ SearchScore Search::score_bound(const SearchConfig& c, double tps) const {
   switch (goal_.objective) {
     case SearchObjective::tps_per_gpu: copies = 1; break;
     case SearchObjective::total_gpus: copies = std::floor(goal_.total_gpus / c.gpus); break;
-    case SearchObjective::target_tps: copies = std::max(1.0, std::ceil(goal_.target_tps / tps - 1e-9)); break;   // any load takes a copy
+    case SearchObjective::target_tps: copies = std::max(1.0, std::ceil(goal_.sized_tps() / tps - 1e-9)); break;   // any load takes a copy
   }
   if (!(copies >= 1) || copies > double(kMaxCopies)) return s;   // over the budget, or beyond 10^9 copies
   s.copies = static_cast<std::int64_t>(copies);
   s.feasible = true;
   s.gpus = s.copies * c.gpus;
-  s.served_tps = goal_.objective == SearchObjective::target_tps ? goal_.target_tps : double(s.copies) * tps;
+  s.served_tps = goal_.objective == SearchObjective::target_tps ? goal_.sized_tps() : double(s.copies) * tps;
   if (!c.disaggregated()) {
     s.instances = nodes_for({{s.copies, c.gpus}}, c.instance->gpus);
     if (c.instance->usd_per_hour) s.usd_per_hour = double(s.instances) * *c.instance->usd_per_hour;
@@ -755,7 +758,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     SearchScore s;
     if (best) {
       const double k = double(best->concurrency);
-      s = score_bound(c, goal_.target_tps / k);   // k copies, each serving the target / k
+      s = score_bound(c, goal_.sized_tps() / k);   // k copies, each serving the (sized) target / k
       s.rate_per_copy = traffic_.rate / k;
       s.in_flight = s.rate_per_copy * (best->ttft_ms[st] + double(traffic_.osl - 1) * best->itl_ms[st]) * 1e-3;
       s.tps_per_user = best->output_tps_per_user;
@@ -1063,6 +1066,11 @@ nlohmann::json Search::report() const {
                     : goal_.objective == SearchObjective::total_gpus ? "total_gpus" : "tps_per_gpu";
   j["objective"] = {{"kind", obj}, {"target_tps", goal_.target_tps}, {"total_gpus", goal_.total_gpus}};
   if (goal_.target_rps > 0) j["objective"]["target_rps"] = goal_.target_rps;   // the rate the target came from
+  if (goal_.headroom > 0) {   // candidates sized for the target x (1 + headroom); $/M output tok stays at the target
+    j["objective"]["headroom"] = goal_.headroom;
+    j["objective"]["sized_tps"] = goal_.sized_tps();
+    if (goal_.target_rps > 0) j["objective"]["sized_rps"] = goal_.target_rps * (1 + goal_.headroom);
+  }
   j["pruning"] = prune_;
   if (space_.calibration) {   // which candidates the profile applied to
     const CalibrationProfile& cp = *space_.calibration;

@@ -93,7 +93,9 @@ struct SearchGoal {
   SearchObjective objective = SearchObjective::tps_per_gpu;
   double total_gpus = 0, target_tps = 0;
   double target_rps = 0;   // --target-rps R (target_tps = R x OSL), open loop or read closed loop; 0: not given
+  double headroom = 0;     // --headroom: spare capacity; candidates are sized for sized_tps()
   std::string target_flag = "--target-tps";   // the option the target came from (errors name it)
+  double sized_tps() const { return target_tps * (1 + headroom); }   // the load each candidate is sized for
   bool per_instance = false;   // one winner per instance type (set), as `recommend` reports
   void validate() const;
 };

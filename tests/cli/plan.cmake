@@ -39,3 +39,11 @@ set_tests_properties(cli_plan_gap_slo PROPERTIES PASS_REGULAR_EXPRESSION
   "gap p99 ms.*Plan: SLO TTFT p99 <= 2000 ms, ITL p99 <= 50 ms, token gap p99 <= 50 ms.*aggregated .*the token gap limits it: prompts' prefill steps stall the decodes")
 add_test(NAME cli_plan_bad_gap_ms COMMAND ${SS} plan --gap-ms -5)
 set_tests_properties(cli_plan_bad_gap_ms PROPERTIES PASS_REGULAR_EXPRESSION "servesim: error: --gap-ms: must be a finite number >= 0")
+# --headroom: the plan names the target and what its copies are sized for.
+add_test(NAME cli_plan_headroom COMMAND ${SS} plan --model nemotron-3-nano --instance p5en.48xlarge --nodes 1 --isl 1000 --osl 100
+         --ttft-ms 300 --itl-ms 20 --target-tps 20000 --concurrency 1,4,16 --requests 100 --headroom 0.25)
+set_tests_properties(cli_plan_headroom PROPERTIES PASS_REGULAR_EXPRESSION
+  "target 20000 output tok/s \\(sized for 25000 output tok/s: 25 % headroom\\)")
+add_test(NAME cli_plan_bad_headroom COMMAND ${SS} plan --headroom nan)
+set_tests_properties(cli_plan_bad_headroom PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --headroom: must be a fraction of the load target from 0 to 10")

@@ -48,3 +48,17 @@ add_test(NAME cli_search_bad_mtp_count COMMAND ${SS} search --model nemotron-3-s
          --ttft-ms 500 --itl-ms 50 --target-tps 1000 --num-speculative-tokens 17)
 set_tests_properties(cli_search_bad_mtp_count PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: --num-speculative-tokens: '17' is not a whole number in 0..16")
+# --headroom: the candidates are sized (and, open loop, offered) the target x (1 + headroom); the
+# header names both; a bad value, or one without a load target to size, is one line.
+add_test(NAME cli_recommend_headroom COMMAND ${SS} recommend --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --ttft-ms 400
+         --itl-ms 25 --tp 1 --topology agg --precision fp8 --target-rps 10 --arrival poisson --headroom 0.2 -q)
+set_tests_properties(cli_recommend_headroom PROPERTIES PASS_REGULAR_EXPRESSION
+  "10 requests/s x OSL 100 = 1000 output tok/s \\(sized for 12 requests/s, 1200 output tok/s: 20 % headroom\\).*Offered load: 12 requests/s \\(the target \\+ 20 % headroom\\)")
+add_test(NAME cli_search_bad_headroom COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100 --ttft-ms 400
+         --itl-ms 25 --target-tps 1000 --headroom 11)
+set_tests_properties(cli_search_bad_headroom PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --headroom: must be a fraction of the load target from 0 to 10, e.g. 0.2 to size for 1.2 x the target, got 11")
+add_test(NAME cli_search_headroom_needs_a_target COMMAND ${SS} search --model nemotron-3-nano --gpu h200 --isl 1000 --osl 100
+         --ttft-ms 400 --itl-ms 25 --total-gpus 8 --headroom 0.2)
+set_tests_properties(cli_search_headroom_needs_a_target PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --headroom: sizes a load target: give --target-tps or --target-rps")

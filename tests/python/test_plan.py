@@ -37,6 +37,21 @@ def test_plan_replicas_by_hand(plan):
         assert t["usd_per_hour"] == pytest.approx(t["instances"] * inst["usd_per_hour"])
 
 
+def test_headroom_sizes_the_copies_for_the_target_plus_its_share(plan):
+    # headroom=0.6 (--headroom): every topology is sized for 20000 x 1.6 = 32000 tok/s, as a plan for
+    # that target is, from the same sweep; the result still names the 20000 asked for.
+    h = servesim.plan(**ARGS, headroom=0.6)
+    big = servesim.plan(**{**ARGS, "target_tps": 32000})
+    assert h["target"] == {"output_tps": 20000, "headroom": 0.6, "sized_output_tps": pytest.approx(32000)}
+    assert h["sweep"] == plan["sweep"]
+    for t, b, p in zip(h["topologies"], big["topologies"], plan["topologies"]):
+        assert (t["replicas"], t["gpus"], t["usd_per_hour"]) == (b["replicas"], b["gpus"], b["usd_per_hour"])
+        if t["feasible"]:
+            assert t["replicas"] == math.ceil(32000 / t["tps_per_replica"]) >= p["replicas"]
+    with pytest.raises(servesim.Error, match="headroom: must be a fraction of the load target from 0 to 10"):
+        servesim.plan(**ARGS, headroom=-0.1)
+
+
 def test_a_gap_slo_reads_the_gap_columns(plan):
     # --gap-ms (gap_ms=): the ITL side also holds the gap between streamed tokens; the planned point
     # is the rightmost under all three lines, read off the sweep's gap columns.

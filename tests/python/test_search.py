@@ -62,6 +62,26 @@ def test_recommend_figures_by_hand():
     assert len(df) == len(rows)
 
 
+def test_recommend_headroom_sizes_for_more_and_prices_the_target():
+    # headroom=0.5: each GPU type's winner is the one a target of 1.5 x 20000 picks (same copies,
+    # GPUs, $/hour), while $ per million output tokens and joules per token stay those of the
+    # 20000 tok/s actually asked for: the spare half is paid for, not served.
+    target = 20000
+    kw = {**SMALL, "gpu": ["h100", "h200"], "mixed_gpus": False}
+    h = servesim.recommend(**kw, target_tps=target, headroom=0.5)
+    big = servesim.recommend(**kw, target_tps=1.5 * target)
+    assert h["objective"]["target_tps"] == target and h["objective"]["headroom"] == 0.5
+    assert h["objective"]["sized_tps"] == pytest.approx(1.5 * target)
+    assert [(x["label"], x["copies"], x["gpus"], x["usd_per_hour"]) for x in h["recommendations"]] == \
+        [(x["label"], x["copies"], x["gpus"], x["usd_per_hour"]) for x in big["recommendations"]]
+    for x in h["recommendations"]:
+        assert x["capacity_tps"] >= 1.5 * target
+        assert x["usd_per_million_output_tokens"] == pytest.approx(x["usd_per_hour"] / (target * 3600) * 1e6)
+        assert x["joules_per_output_token"] == pytest.approx(x["power_watts"] / target)
+    with pytest.raises(servesim.Error, match="headroom: sizes a load target"):
+        servesim.search(**SMALL, total_gpus=8, headroom=0.2)
+
+
 def _band_cells():
     with open(os.path.join(os.environ["SERVESIM_SOURCE_DIR"], "sim", "data", "prediction_bands.json")) as f:
         t = json.load(f)

@@ -50,7 +50,9 @@ TEST(OpenLoopSearch, FewestCopiesMeetTheSloAndOneFewerDoesNot) {
     if (k == copies - 1) at_fewer = !meets;
     // Flow conservation: a copy that keeps up serves what it is offered, 60/k requests/s x 200
     // tokens (Poisson noise of >= 1000 requests: within 8 %).
-    if (meets) EXPECT_NEAR(c["output_tps"][i].get<double>(), 60.0 / double(k) * 200, 0.08 * 60.0 / double(k) * 200);
+    if (meets) {
+      EXPECT_NEAR(c["output_tps"][i].get<double>(), 60.0 / double(k) * 200, 0.08 * 60.0 / double(k) * 200);
+    }
   }
   EXPECT_TRUE(at_k);
   EXPECT_TRUE(at_fewer);
