@@ -188,8 +188,8 @@ std::string gap_ms_help() {
 }
 
 std::string headroom_help() {
-  return "Spare capacity as a fraction of the load target: every deployment is sized to meet both SLOs at the target x "
-         "(1 + FRACTION), e.g. 0.2 (default 0); $ per million output tokens and joules per token stay at the target";
+  return "Spare capacity, a fraction of the load target: every deployment is sized to meet both SLOs at the target x "
+         "(1 + this), e.g. 0.2 for 20 % spare (default 0); $ per million output tokens and joules per token stay at the target";
 }
 
 std::string sized_text(double headroom, double sized_tps, double sized_rps) {

@@ -31,7 +31,7 @@ def test_sweep_on_dask_equals_local(client):
 
 def test_plan_on_dask_equals_local(client):
     args = dict(model="nemotron-3-nano", instance="p5en.48xlarge", nodes=1, precision="bf16", isl=1000, osl=100,
-                ttft_ms=300, itl_ms=20, target_tps=20000, concurrency=[1, 16], requests=60)
+                ttft_ms=300, itl_ms=20, target_tps=20000, concurrency=[1, 16], requests=60, headroom=0.25)
     assert servesim.plan(**args, client=client) == servesim.plan(**args)
 
 
@@ -55,7 +55,7 @@ def _cli(*args):
 
 CLI_SEARCH = ["--model", "nemotron-3-nano", "--gpu", "h100,h200", "--isl", "1000", "--osl", "100", "--ttft-ms", "400",
               "--itl-ms", "25", "--gap-ms", "40", "--concurrency", "1,8,32", "--requests", "40", "--tp", "1,2",
-              "--pd-ratios", "1:1", "--target-tps", "20000"]
+              "--pd-ratios", "1:1", "--target-tps", "20000", "--headroom", "0.3"]
 # MTP draft counts and their acceptance travel to the workers too.
 CLI_MTP = ["--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", "8", "--topology", "agg", "--isl",
            "1000", "--osl", "100", "--ttft-ms", "2000", "--itl-ms", "50", "--concurrency", "8", "--requests", "32",
@@ -72,7 +72,7 @@ def test_cli_search_and_recommend_on_dask_equal_local(client, tmp_path):
         remote = _cli(cmd, *CLI_SEARCH, "--format", "json", "--dask", address)
         assert local.returncode == 0, local.stderr
         assert remote.returncode == 0, remote.stderr
-        assert remote.stdout == local.stdout
+        assert remote.stdout == local.stdout and '"headroom": 0.3' in local.stdout
     local = _cli("search", *CLI_MTP, "--format", "json")
     remote = _cli("search", *CLI_MTP, "--format", "json", "--dask", address)
     assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
