@@ -552,8 +552,13 @@ def frame(result):
         if "points" in result and "groups" in result:   # validate(): one row per point
             rows = [{k: v for k, v in p.items() if k != "scenario"} for p in result["points"]]
             return pd.json_normalize(rows, sep="_")
-        if "recommendations" in result:
-            return pd.DataFrame([{k: v for k, v in r.items() if k != "deployment"} for r in result["recommendations"]])
+        if "recommendations" in result:   # spare capacity as two columns: spare_pct_lo, spare_pct_hi (None: unbounded)
+            rows = []
+            for r in result["recommendations"]:
+                row = {k: v for k, v in r.items() if k not in ("deployment", "spare_pct")}
+                row.update({f"spare_pct_{e}": r["spare_pct"][e] for e in ("lo", "hi")})
+                rows.append(row)
+            return pd.DataFrame(rows)
         if "configurations" in result and "frontiers" in result:
             rows = []
             for c in result["configurations"]:

@@ -191,6 +191,13 @@ std::string objective_text(const nlohmann::json& j) {
   return s;
 }
 
+// Spare capacity over the target, % (recommend_table's spare_pct): "0-17" between two copy counts,
+// ">= 5" where only the lower end is known.
+std::string spare_cell(const nlohmann::json& p) {
+  const std::string lo = fixed(std::max(0.0, p["lo"].get<double>()), 0);
+  return p["hi"].is_null() ? ">= " + lo : lo + "-" + fixed(p["hi"].get<double>(), 0);
+}
+
 std::string search_table(const nlohmann::json& j) {
   std::string out;
   const auto& n = j["counts"];
@@ -450,7 +457,7 @@ std::string recommend_text(const nlohmann::json& j) {
   if (shared > 0) out += "Shared prefix: every prompt starts with the same " + std::to_string(shared) + " tokens (--shared-prefix-tokens)\n";
   std::vector<std::string> cols = {"GPU", "instance", "cheapest configuration", "GPUs", "nodes", "$/hour", "$/M output tok",
                                    "kW (TDP max)", "J/tok (max)", open ? "req/s per copy" : "clients per copy",
-                                   "TTFT " + stat + " ms", "ITL " + stat + " ms", open ? "served tok/s" : "capacity tok/s", "limited by"};
+                                   "TTFT " + stat + " ms", "ITL " + stat + " ms", open ? "served tok/s" : "capacity tok/s", "spare %", "limited by"};
   const bool gap = j.value("gap_ms", 0.0) > 0;   // a gap SLO (--gap-ms): the gap each row was read at
   if (gap) cols.insert(cols.begin() + 12, "gap " + stat + " ms");
   if (shared > 0) cols.push_back("prefix hit");
@@ -479,7 +486,7 @@ std::string recommend_text(const nlohmann::json& j) {
                   fixed(r["power_watts"].get<double>() / 1e3, 1), fixed(r["joules_per_output_token"].get<double>(), 2),
                   open ? fixed(r["rate_per_copy"].get<double>(), 2) : num(r["slo_concurrency"]),
                   banded("ttft_ms", "ttft_ms", 1) + (r.value("prefill_train", false) ? " TRAIN" : ""), banded("itl_ms", "itl_ms", 2),
-                  banded("capacity_tps", "capacity_tps", 0),
+                  banded("capacity_tps", "capacity_tps", 0), spare_cell(r["spare_pct"]),
                   lim == "none" && !open ? "none (upper bound)"
                                          : lim + (r.value("kv_full", false) ? " (KV full)" : "") + (r.value("gap_only", false) ? " (token gap)" : "")};
     if (gap) row.insert(row.begin() + 12, fixed(r.value("gap_ms", 0.0), 2));
@@ -503,6 +510,10 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "none (upper bound): " + std::to_string(unbounded) + " row(s) still meet both SLOs at the highest swept concurrency, so "
            "one copy could serve more and their GPUs and $ are an upper bound: extend --concurrency (e.g. 1,2,4,...,512) or "
            "size open loop (--arrival poisson)\n";
+  out += open ? "spare %: capacity under both SLOs over the target, as the copy search brackets it: at least the rate the copies "
+                "were sized for, less than the copies x the rate one copy fewer failed at per copy (--headroom sizes for more)\n"
+              : "spare %: capacity under both SLOs over the target, at least (the copies x one copy's throughput at its highest "
+                "concurrency under the SLO; --headroom sizes for more)\n";
   out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
          "itl: add decode capacity" +
          std::string(fulls > 0 ? "; (KV full): a worker's KV cache was full there and prompts waited for room, so add KV "
@@ -540,8 +551,8 @@ void run_recommend(SearchOpts& o) {
     if (ends_csv(o.output)) {
       std::string csv = "gpu,instance,configuration,kind,precision,copies,gpus,nodes,usd_per_hour,usd_per_million_output_tokens,"
                         "power_watts_tdp_upper_bound,joules_per_output_token_upper_bound,capacity_tps,ttft_ms,itl_ms,gap_ms,"
-                        "ttft_headroom_pct,itl_headroom_pct,load_regime,ttft_band_lo,ttft_band_hi,itl_band_lo,itl_band_hi,"
-                        "capacity_tps_band_lo,capacity_tps_band_hi\n";
+                        "ttft_headroom_pct,itl_headroom_pct,spare_pct_lo,spare_pct_hi,load_regime,ttft_band_lo,ttft_band_hi,"
+                        "itl_band_lo,itl_band_hi,capacity_tps_band_lo,capacity_tps_band_hi\n";
       for (const auto& r : j["recommendations"]) {
         // Band bounds (empty: no measured runs of the point's kind).
         std::string bands = q(str(r["band"]["load_regime"]));
@@ -557,7 +568,8 @@ void run_recommend(SearchOpts& o) {
                fixed(r["capacity_tps"].get<double>(), 1) + "," + fixed(r["ttft_ms"].get<double>(), 2) + "," +
                fixed(r["itl_ms"].get<double>(), 3) + "," + fixed(r.value("gap_ms", 0.0), 3) + "," +
                fixed(r["ttft_headroom_pct"].get<double>(), 1) + "," +
-               fixed(r["itl_headroom_pct"].get<double>(), 1) + "," + bands + "\n";
+               fixed(r["itl_headroom_pct"].get<double>(), 1) + "," + fixed(r["spare_pct"]["lo"].get<double>(), 1) + "," +
+               (r["spare_pct"]["hi"].is_null() ? std::string() : fixed(r["spare_pct"]["hi"].get<double>(), 1)) + "," + bands + "\n";
       }
       out_text = csv;
     } else {

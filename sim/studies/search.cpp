@@ -193,6 +193,7 @@ nlohmann::json SearchScore::to_json() const {
   j["prefix_cache_hit_rate"] = prefix_hit;
   if (rate_per_copy > 0) j["rate_per_copy"] = rate_per_copy, j["in_flight_per_copy"] = in_flight;
   if (rate_per_copy > 0 || fewer_overloaded) j["one_copy_fewer_overloaded"] = fewer_overloaded;
+  if (rate_per_copy > 0) j["fewer_copies"] = fewer_copies;
   return j;
 }
 
@@ -771,6 +772,7 @@ SearchScore Search::score_of(const SearchConfig& c, const std::vector<SweepRow>&
     if (fewer) {
       const bool t = !ttft_ok(*fewer) || fewer->overloaded, i = !itl_ok(*fewer);
       s.fewer_overloaded = fewer->overloaded;
+      s.fewer_copies = fewer->concurrency;   // open-loop rows carry the copy count in `concurrency`
       s.limited_by = t && i ? LimitedBy::both : t ? LimitedBy::ttft : i ? LimitedBy::itl : LimitedBy::none;
       s.kv_full = t && fewer->kv_full;
       s.gap_only = gap_alone_breaks(*fewer, st, goal_.itl_ms, goal_.gap_ms);

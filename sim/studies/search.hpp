@@ -159,6 +159,7 @@ struct SearchScore {
   bool kv_full = false;                  // the point whose TTFT broke the SLO had a full KV cache (SweepRow::kv_full)
   bool gap_only = false;                 // its ITL side broke on the token gap alone (--gap-ms; the mean ITL held)
   bool fewer_overloaded = false;         // open loop: one copy fewer could not keep up (its queue grew)
+  std::int64_t fewer_copies = 0;         // open loop: the most copies tried below `copies` that failed the SLO (0: none)
   double prefix_hit = 0;                 // share of prompt tokens the prefix cache served at the point read
   nlohmann::json to_json() const;
 };

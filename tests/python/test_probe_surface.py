@@ -401,7 +401,7 @@ def test_calibrate_fit_range_checks_times_and_shapes(exe, tmp_path):
 def test_recommend_csv_is_quoted_and_whole(exe, tmp_path):
     ok(run(exe, "recommend", *M8, *L8, "--output", "r.csv", cwd=tmp_path))
     rows = list(csv.reader(open(tmp_path / "r.csv")))
-    assert len(rows) >= 2 and all(len(r) == len(rows[0]) == 25 for r in rows)   # 24 + gap_ms
+    assert len(rows) >= 2 and all(len(r) == len(rows[0]) == 27 for r in rows)   # 24 + gap_ms + spare_pct_lo, _hi
     assert rows[1][2].startswith("agg TP1 H200")
 
 

@@ -82,6 +82,30 @@ def test_recommend_headroom_sizes_for_more_and_prices_the_target():
         servesim.search(**SMALL, total_gpus=8, headroom=0.2)
 
 
+def test_recommend_spare_capacity_is_bracketed_by_the_copy_search():
+    # Open loop, 100 requests/s + 20 % headroom: k copies met both SLOs at 120 requests/s (120 / k
+    # each) and f fewer failed (120 / f each), so the k copies serve between 120 and 120 k / f
+    # requests/s: spare over the 100 asked for between 20 % and 100 (1.2 k / f - 1) %.
+    r = servesim.recommend(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=400, itl_ms=25, tp=[1, 2],
+                           topology="agg", precision="fp8", target_rps=100, arrival="poisson", headroom=0.2)
+    cols = r["sweep"]["columns"]
+    for x in r["recommendations"]:
+        k, score = x["copies"], r["configurations"][x["index"]]["score"]
+        f = score["fewer_copies"]
+        assert x["spare_pct"]["lo"] == pytest.approx(20)
+        assert 1 <= f < k and x["spare_pct"]["hi"] == pytest.approx(100 * (1.2 * k / f - 1))
+        meets = {c: m for i, c, m in zip(cols["index"], cols["concurrency"], cols["meets_slo"]) if i == x["index"]}
+        assert meets[k] and not meets[f]   # open-loop rows carry the copy count as their concurrency
+    # Closed loop: at least the copies x one copy's throughput at its SLO point, over the target.
+    c = servesim.recommend(**SMALL, target_tps=20000)
+    for x in c["recommendations"]:
+        assert x["spare_pct"]["lo"] == pytest.approx(100 * (x["capacity_tps"] / 20000 - 1))
+        assert x["spare_pct"]["hi"] is None and x["spare_pct"]["lo"] >= 0
+    df = servesim.frame(r)
+    assert list(df["spare_pct_lo"]) == [x["spare_pct"]["lo"] for x in r["recommendations"]]
+    assert list(df["spare_pct_hi"]) == [x["spare_pct"]["hi"] for x in r["recommendations"]]
+
+
 def _band_cells():
     with open(os.path.join(os.environ["SERVESIM_SOURCE_DIR"], "sim", "data", "prediction_bands.json")) as f:
         t = json.load(f)
