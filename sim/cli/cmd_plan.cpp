@@ -136,7 +136,7 @@ void run_plan(const PlanOpts& o) {
   // A plan "replica" is one copy of the topology as swept (all its engine replicas or workers):
   // the same word recommend uses.
   Table pt({"topology", open ? "req/s per copy" : "clients per copy", "tok/s per copy", "copies", "GPUs", "instances",
-            "$/hour", "limited by"});
+            "$/hour", "spare %", "limited by"});
   for (std::size_t k = 0; k < j["topologies"].size(); ++k) {
     const auto& r = j["topologies"][k];
     std::string at = "-";
@@ -147,6 +147,7 @@ void run_plan(const PlanOpts& o) {
     pt.add_row({str(r["name"]), at,
                 fixed(r["tps_per_replica"].get<double>(), 0), num(r["replicas"]), num(r["gpus"]), num(r["instances"]),
                 r["usd_per_hour"].is_null() ? "-" : fixed(r["usd_per_hour"].get<double>(), 2),
+                r.contains("spare_pct") ? spare_cell(r["spare_pct"]) : "-",
                 str(r["advice"]) + (r.value("prefill_train", false) ? "; read in a PREFILL TRAIN: TTFT is the start-up queue of prompts, check open loop" : "")});
   }
   char slo_line[512];
@@ -162,7 +163,7 @@ void run_plan(const PlanOpts& o) {
                 open ? (" (" + str(j["arrival"]) +
                         " arrivals; req/s per copy: the rate one copy of the topology is offered, with its TTFT / ITL)").c_str()
                      : " (clients per copy: the most clients one copy of the topology serves under both SLOs)");
-  out += slo_line + pt.render();
+  out += slo_line + pt.render() + spare_legend(open);
   if (open) {
     int overloaded = 0;
     for (const auto& d : j["open_loop"])
@@ -196,6 +197,19 @@ std::string sized_text(double headroom, double sized_tps, double sized_rps) {
   if (!(headroom > 0)) return "";
   return " (sized for " + (sized_rps > 0 ? compact(sized_rps) + " requests/s, " : std::string()) + compact(sized_tps) +
          " output tok/s: " + sim::headroom_text(headroom) + ")";
+}
+
+std::string spare_cell(const nlohmann::json& p) {
+  const std::string lo = fixed(std::max(0.0, p["lo"].get<double>()), 0);
+  return p["hi"].is_null() ? ">= " + lo : lo + "-" + fixed(p["hi"].get<double>(), 0);
+}
+
+std::string spare_legend(bool open_loop) {
+  return open_loop ? "spare %: capacity under both SLOs over the target, as the copy search brackets it: at least the rate the "
+                     "copies were sized for, less than the copies x the rate one copy fewer failed at per copy (--headroom sizes "
+                     "for more)\n"
+                   : "spare %: capacity under both SLOs over the target, at least (the copies x one copy's throughput at its "
+                     "highest concurrency under the SLO; --headroom sizes for more)\n";
 }
 
 std::string gap_slo_text(const std::string& statistic, double gap_ms) {

@@ -191,13 +191,6 @@ std::string objective_text(const nlohmann::json& j) {
   return s;
 }
 
-// Spare capacity over the target, % (recommend_table's spare_pct): "0-17" between two copy counts,
-// ">= 5" where only the lower end is known.
-std::string spare_cell(const nlohmann::json& p) {
-  const std::string lo = fixed(std::max(0.0, p["lo"].get<double>()), 0);
-  return p["hi"].is_null() ? ">= " + lo : lo + "-" + fixed(p["hi"].get<double>(), 0);
-}
-
 std::string search_table(const nlohmann::json& j) {
   std::string out;
   const auto& n = j["counts"];
@@ -510,10 +503,7 @@ std::string recommend_text(const nlohmann::json& j) {
     out += "none (upper bound): " + std::to_string(unbounded) + " row(s) still meet both SLOs at the highest swept concurrency, so "
            "one copy could serve more and their GPUs and $ are an upper bound: extend --concurrency (e.g. 1,2,4,...,512) or "
            "size open loop (--arrival poisson)\n";
-  out += open ? "spare %: capacity under both SLOs over the target, as the copy search brackets it: at least the rate the copies "
-                "were sized for, less than the copies x the rate one copy fewer failed at per copy (--headroom sizes for more)\n"
-              : "spare %: capacity under both SLOs over the target, at least (the copies x one copy's throughput at its highest "
-                "concurrency under the SLO; --headroom sizes for more)\n";
+  out += spare_legend(open);
   out += "limited by: the SLO the next swept concurrency (open loop: one copy fewer) breaks; ttft: add prefill capacity, "
          "itl: add decode capacity" +
          std::string(fulls > 0 ? "; (KV full): a worker's KV cache was full there and prompts waited for room, so add KV "

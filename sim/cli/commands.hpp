@@ -68,6 +68,10 @@ std::string gap_slo_text(const std::string& statistic, double gap_ms);
 // (" (sized for 48 requests/s, 28800 output tok/s: 20 % headroom)"; "" without one). cmd_plan.cpp.
 std::string headroom_help();
 std::string sized_text(double headroom, double sized_tps, double sized_rps);
+// A result's spare_pct ({"lo", "hi"}, % over the target) as a cell ("0-17", ">= 5") and the legend
+// line under a table of them. cmd_plan.cpp.
+std::string spare_cell(const nlohmann::json& spare_pct);
+std::string spare_legend(bool open_loop);
 
 // Shared by search and recommend (cmd_search.cpp).
 void add_search_options(CLI::App& cmd, api::SearchArgs& args);

@@ -48,6 +48,10 @@ def test_headroom_sizes_the_copies_for_the_target_plus_its_share(plan):
         assert (t["replicas"], t["gpus"], t["usd_per_hour"]) == (b["replicas"], b["gpus"], b["usd_per_hour"])
         if t["feasible"]:
             assert t["replicas"] == math.ceil(32000 / t["tps_per_replica"]) >= p["replicas"]
+        # spare capacity over the 20000 asked for: at least the copies x what one serves at its SLO point
+        if t["feasible"]:
+            assert t["spare_pct"] == {"lo": pytest.approx(100 * (t["replicas"] * t["tps_per_replica"] / 20000 - 1)), "hi": None}
+            assert t["spare_pct"]["lo"] >= 60 - 1e-9
     with pytest.raises(servesim.Error, match="headroom: must be a fraction of the load target from 0 to 10"):
         servesim.plan(**ARGS, headroom=-0.1)
 
@@ -206,3 +210,18 @@ def test_calibration_on_plan_and_recommend():
     b = [c["score"] for c in rb["configurations"] if c["gpu"] == "B200"]
     c = [c["score"] for c in rc["configurations"] if c["gpu"] == "B200"]
     assert b == c
+
+
+def test_open_loop_plan_brackets_its_spare_capacity():
+    # Open loop at 200 requests/s: k copies met both SLOs at 200 / k each and f fewer failed at 200 / f,
+    # so the k copies serve between 200 and 200 k / f requests/s: spare 0 to 100 (k / f - 1) %.
+    p = servesim.plan(**{**ARGS, "target_tps": None}, target_rps=200, arrival="poisson")
+    for t, d in zip(p["topologies"], p["open_loop"]):
+        if not t["feasible"]:
+            continue
+        assert t["spare_pct"]["lo"] == pytest.approx(0, abs=1e-9)
+        if "one_copy_fewer" in d:
+            k, f = d["copies"], d["one_copy_fewer"]["copies"]
+            assert f < k and t["spare_pct"]["hi"] == pytest.approx(100 * (k / f - 1))
+        else:
+            assert t["spare_pct"]["hi"] is None
