@@ -100,7 +100,7 @@ struct Study {
     required("--itl-ms", o.itl_ms.has_value(), "the SLO on inter-token latency, e.g. 100");
     sim::check_headroom(o.headroom);
     if (o.target_rps) {
-      sim::check_target_rps(*o.target_rps * (1 + o.headroom), !o.arrival.empty(), o.requests);
+      sim::check_sized_rps(*o.target_rps, o.headroom, !o.arrival.empty(), o.requests);
       if (o.target_tps) throw Error("--target-rps", "", "give --target-tps or --target-rps, not both");
     }
     required("--target-tps", o.target_tps.has_value() || o.target_rps.has_value(),

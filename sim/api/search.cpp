@@ -194,8 +194,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_tps;
   } else if (given(a.target_rps)) {
-    sim::check_headroom(a.headroom);   // before the rate it sizes is checked
-    sim::check_target_rps(a.target_rps * (1 + a.headroom), !a.arrival.empty(), a.requests);
+    sim::check_sized_rps(a.target_rps, a.headroom, !a.arrival.empty(), a.requests);
     if (!std::isfinite(a.target_rps * double(a.osl))) throw Error("--target-rps", "", "must be a finite number > 0 (requests/s)");
     g.objective = sim::SearchObjective::target_tps;
     g.target_tps = a.target_rps * double(a.osl);

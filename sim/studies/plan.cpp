@@ -215,6 +215,17 @@ void check_target_rps(double rps, bool open_loop, std::optional<std::int64_t> re
                                         " requests/s, or drop --arrival for the closed-loop reading");
 }
 
+void check_sized_rps(double rps, double headroom, bool open_loop, std::optional<std::int64_t> requests) {
+  check_headroom(headroom);
+  check_target_rps(rps, open_loop, requests);   // the rate as given
+  try {
+    check_target_rps(rps * (1 + headroom), open_loop, requests);
+  } catch (const Error& e) {
+    throw Error("--headroom", "", "sizes for " + g(rps * (1 + headroom)) + " requests/s (--target-rps " + g(rps) + " x " +
+                                      g(1 + headroom) + "), past what --target-rps takes: " + e.reason());
+  }
+}
+
 workloads::WorkloadConfig open_loop_workload(double rate, workloads::Arrival arrival, double burstiness,
                                              std::optional<std::int64_t> requests, std::uint64_t seed, std::int64_t isl,
                                              std::int64_t osl) {

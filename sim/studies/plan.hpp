@@ -144,6 +144,9 @@ void size_copies(PlanRow& row, const TopologyUnit& u, double copies, const PlanS
 // --requests or max(1000, 60 s x rate) measured requests) can hold in 10^7 requests. Throws Error
 // naming --target-rps.
 void check_target_rps(double rps, bool open_loop, std::optional<std::int64_t> requests);
+// The same for the rate the copies are sized for, rps x (1 + headroom): an error only --headroom
+// makes names --headroom and both rates.
+void check_sized_rps(double rps, double headroom, bool open_loop, std::optional<std::int64_t> requests);
 
 // Open-loop steady-state rule (plan --arrival): a copy offered `rate` requests/s runs a warm-up of
 // max(100, 10 s x rate) requests, then max(1000, 60 s x rate) measured requests (unless given).

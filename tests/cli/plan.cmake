@@ -47,3 +47,7 @@ set_tests_properties(cli_plan_headroom PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_plan_bad_headroom COMMAND ${SS} plan --headroom nan)
 set_tests_properties(cli_plan_bad_headroom PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: --headroom: must be a fraction of the load target from 0 to 10")
+add_test(NAME cli_plan_headroom_past_the_rate_limit COMMAND ${SS} plan --model llama-3.1-8b --instance p5.48xlarge --nodes 1
+         --isl 100 --osl 10 --ttft-ms 100 --itl-ms 10 --target-rps 9e6 --headroom 0.5)
+set_tests_properties(cli_plan_headroom_past_the_rate_limit PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --headroom: sizes for 1.35e\\+07 requests/s \\(--target-rps 9e\\+06 x 1.5\\), past what --target-rps takes")
