@@ -18,6 +18,8 @@ std::vector<std::string> split_cells(std::string_view s);
 // (`vllm,,sglang`, a comma first or last) is an Error naming the option, the item and the list;
 // a value with no characters but blanks is no items (the caller's default or its own refusal).
 std::vector<std::string> option_list(std::string_view value, std::string_view option);
+// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+std::string csv_field(std::string_view s);
 // The offset of the first byte that breaks UTF-8 in `s` (overlong forms and surrogates aside),
 // or npos when it is valid.
 std::size_t invalid_utf8_at(std::string_view s);

@@ -41,13 +41,7 @@ std::string fixed_g(double v) {
   return b;
 }
 
-// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
-std::string q(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return o + "\"";
-}
+std::string q(const std::string& s) { return text::csv_field(s); }
 
 // One CSV row per configuration: what it is, its bounds, and its score when simulated.
 std::string configurations_csv(const nlohmann::json& j) {

@@ -26,6 +26,7 @@
 #include "common/table.hpp"
 #include "common/text.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plot_runner.hpp"
 #include "sim/studies/plan.hpp"
 #include "sim/parallel.hpp"
 #include "sim/api/api.hpp"
@@ -65,6 +66,8 @@ struct SimOpts {
   Format format = Format::table;
   // sweep
   std::string output, sweep_format;  // format "" = by --output extension (.csv, .json), else table
+  std::vector<std::string> vs;       // --vs "FLAGS": variants of the swept scenario (the what-if)
+  std::string plot;                  // --plot FILE: the sweep's charts
   int threads = 0;
   bool quiet = false;
   // multi-turn sessions and the KV router
@@ -889,7 +892,79 @@ std::string sweep_columns_legend(bool disagg) {
                  : "\n");
 }
 
-void run_sweep(const SimOpts& o) {
+// The flags given to `app` as tokens ("--isl", "4000", "--no-frontend", ...), in declaration order,
+// leaving out the options in `skip`.
+std::vector<std::string> given_tokens(const CLI::App& app, const std::vector<const CLI::Option*>& skip) {
+  std::vector<std::string> out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || std::find(skip.begin(), skip.end(), opt) != skip.end()) continue;
+    const std::string name = !opt->get_lnames().empty() ? "--" + opt->get_lnames().front() : "-" + opt->get_snames().front();
+    if (opt->get_expected_min() == 0) {
+      for (std::size_t i = 0; i < opt->count(); ++i) out.push_back(name);
+    } else {
+      for (const auto& v : opt->results()) out.insert(out.end(), {name, v});
+    }
+  }
+  return out;
+}
+
+// A --vs value as tokens: blanks split them, double quotes hold a value with blanks.
+std::vector<std::string> vs_tokens(const std::string& flags) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false, any = false;
+  for (char ch : flags) {
+    if (ch == '"') quoted = !quoted, any = true;
+    else if (!quoted && std::isspace(static_cast<unsigned char>(ch))) {
+      if (any) out.push_back(cur);
+      cur.clear(), any = false;
+    } else {
+      cur += ch, any = true;
+    }
+  }
+  if (quoted) throw Error("--vs", "", "'" + flags + "': a double quote is not closed");
+  if (any) out.push_back(cur);
+  if (out.empty()) throw Error("--vs", "", "is empty; give the flags the variant changes, e.g. --vs \"--precision nvfp4 --gpus 4\"");
+  return out;
+}
+
+// The variant a --vs gives: the sweep's own flags (`app`), those the variant names replaced by its
+// values, parsed as a sweep is and built into a scenario. The swept list and the sweep's output
+// options stay the base's.
+sim::Scenario variant_scenario(const CLI::App& app, const std::string& flags) {
+  const std::vector<std::string> mine = vs_tokens(flags);
+  std::vector<const CLI::Option*> replaced;
+  for (const auto& t0 : mine) {
+    if (t0.size() < 2 || t0[0] != '-' || std::isdigit(static_cast<unsigned char>(t0[1])) || t0[1] == '.') continue;   // a value
+    const std::string t = t0.substr(0, t0.find('='));
+    const CLI::Option* opt = app.get_option_no_throw(t);
+    if (!opt) throw Error("--vs", "", "'" + flags + "': " + t + " is not a flag of servesim sweep (servesim sweep --help)");
+    for (const char* own : {"--vs", "--plot", "--output", "--format", "--threads", "--quiet", "--concurrency", "--request-rate"})
+      if (opt == app.get_option_no_throw(own))
+        throw Error("--vs", "", "'" + flags + "': " + t + " is the sweep's own, shared by every scenario; give it outside --vs");
+    replaced.push_back(opt);
+  }
+  for (const char* own : {"--vs", "--plot", "--output", "--format", "--threads", "--quiet", "--help"})
+    if (const CLI::Option* opt = app.get_option_no_throw(own)) replaced.push_back(opt);
+  std::vector<std::string> tokens = given_tokens(app, replaced);
+  tokens.insert(tokens.end(), mine.begin(), mine.end());
+  CLI::App va("variant");
+  SimOpts vo;
+  add_scenario_options(va, vo, true);
+  std::vector<std::string> reversed(tokens.rbegin(), tokens.rend());   // CLI11 takes the arguments last first
+  try {
+    va.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw Error("--vs", "", "'" + flags + "': " + std::string(e.what()));
+  }
+  try {
+    return build_scenario(vo, true);
+  } catch (const Error& e) {
+    throw Error("--vs", "", "'" + flags + "': " + e.where() + (e.field().empty() ? "" : "." + e.field()) + ": " + e.reason());
+  }
+}
+
+void run_sweep(const SimOpts& o, const CLI::App& app) {
   const sim::Scenario s = build_scenario(o, true);
   sim::SweepSpec spec;
   const std::string& list = !o.request_rate.empty() ? o.request_rate : o.concurrency;
@@ -913,6 +988,20 @@ void run_sweep(const SimOpts& o) {
     fmt = ends(".csv") ? "csv" : ends(".json") ? "json" : "table";
   }
   if (fmt != "table" && fmt != "csv" && fmt != "json") throw Error("--format", "", "unknown format '" + fmt + "'; known: table, csv, json");
+  if (!o.vs.empty()) {   // the what-if: every variant built (and refused) before anything runs
+    std::vector<WhatIf> runs{{"base", "", s}};
+    for (std::size_t k = 0; k < o.vs.size(); ++k)   // labelled A, B, ..., Z, then v27, ...
+      runs.push_back({k < 26 ? std::string(1, char('A' + k)) : "v" + std::to_string(k + 1), o.vs[k], variant_scenario(app, o.vs[k])});
+    run_what_if(runs, spec, fmt, o.output, o.plot, o.threads, o.quiet);
+    return;
+  }
+  std::string chart, chart_base;
+  if (!o.plot.empty()) {   // before the run, so a bad path does not waste it
+    const bool png = o.plot.size() > 4 && text::lower(o.plot.substr(o.plot.size() - 4)) == ".png";
+    chart_base = png ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
+    chart = chart_base + ".png";
+    for (const auto& f : {chart, chart_base + "-throughput.png", chart_base + "-sweep.json"}) check_writable_target(f, "--plot");
+  }
   const auto bar = progress_bar(o.quiet, "points");
   std::function<void(int, int)> progress;
   if (bar) progress = [bar](int done, int total) { bar(done, total); };
@@ -974,6 +1063,14 @@ void run_sweep(const SimOpts& o) {
         if (const std::string l = sim::overload_line(results[i].summary, spec.values[i]); !l.empty()) table += l + "\n";
     if (fmt == "table") text = table;
   }
+  if (!o.plot.empty()) {
+    const std::string data = chart_base + "-sweep.json";
+    write_file_atomic(data, nlohmann::json{{"columns", sim::to_json(cols)}}.dump());
+    run_plotter({data, "-o", chart});
+    const std::string line = "Charts: " + chart + " (TTFT and ITL), " + chart_base + "-throughput.png; data: " + data + "\n";
+    table += line;
+    if (fmt == "table") text += line;
+  }
   if (o.output.empty()) {
     std::cout << text;
   } else {
@@ -1010,9 +1107,14 @@ void add_simulate_commands(CLI::App& app) {
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the results to FILE (.csv or .json: every column; the extension or --format picks the format); the terminal still gets the table");
+  sw->add_option("--vs", wo->vs,
+                 "What if: a variant of the scenario, the flags it changes in one string (e.g. --vs \"--precision nvfp4 --gpus 4\"; "
+                 "repeatable): each runs over the same list, and the table gives its change against the base at every point");
+  sw->add_option("--plot", wo->plot, "Write the charts to FILE.png (TTFT and ITL, one curve per scenario) and FILE-throughput.png")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("give a file name") : ""; }, "PATH"));
   add_threads_option(*sw, wo->threads);
   add_quiet_flag(*sw, wo->quiet);
-  sw->callback([wo] { run_sweep(*wo); });
+  sw->callback([wo, sw] { run_sweep(*wo, *sw); });
 }
 
 }  // namespace servesim::cli

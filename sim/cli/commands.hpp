@@ -12,6 +12,10 @@
 #include "sim/api/api.hpp"
 #include "sim/scenario.hpp"
 
+namespace servesim::sim {
+struct SweepSpec;
+}
+
 namespace servesim::cli {
 
 enum class Format { table, json };
@@ -72,6 +76,16 @@ std::string sized_text(double headroom, double sized_tps, double sized_rps);
 // line under a table of them. cmd_plan.cpp.
 std::string spare_cell(const nlohmann::json& spare_pct);
 std::string spare_legend(bool open_loop);
+
+// sweep --vs (cmd_whatif.cpp): the base scenario first, then each variant, labelled ("base", "A",
+// "B", ...) with its --vs flags, swept over the same spec; fmt table, csv or json to stdout or
+// `output`; `plot` the chart with a curve per scenario ("" none).
+struct WhatIf {
+  std::string label, flags;
+  sim::Scenario scenario;
+};
+void run_what_if(const std::vector<WhatIf>& runs, const sim::SweepSpec& spec, const std::string& fmt,
+                 const std::string& output, const std::string& plot, int threads, bool quiet);
 
 // Shared by search and recommend (cmd_search.cpp).
 void add_search_options(CLI::App& cmd, api::SearchArgs& args);
