@@ -18,7 +18,7 @@ from . import _servesim as _c
 from ._servesim import Error, __version__  # noqa: F401
 
 __all__ = ["Error", "gpus", "instances", "models", "model", "memory", "min_gpus", "op_time", "op_kinds", "step",
-           "default_scenario", "scenario", "simulate", "sweep", "plan", "validate", "search", "recommend", "nccl", "emit",
+           "default_scenario", "scenario", "simulate", "sweep", "what_if", "plan", "validate", "search", "recommend", "nccl", "emit",
            "frame", "frontier_frame"]
 
 op_kinds = list(_c.op_kinds)
@@ -316,6 +316,53 @@ def sweep(scenario=None, concurrency=None, request_rate=None, threads=None, clie
     return _join_columns(client.gather(futures))
 
 
+def what_if(scenario=None, variants=(), concurrency=None, request_rate=None, threads=None, client=None, **flags):
+    """The what-if (``servesim sweep --vs``): the base scenario (``scenario`` with ``flags`` applied, as
+    :func:`sweep` builds it) and each variant, a dict of :func:`scenario` flags applied on top of the
+    base (``{"precision": "nvfp4", "gpus": 4, "tp": 4}``), swept over the same list. ``variants`` is a
+    list (labelled A, B, ...) or a dict {label: flags}. Returns ``{"labels", "variants", "axis",
+    "values", "columns"}``: every scenario's sweep columns one after the other under a ``scenario``
+    column (and ``topology``, the label with its flags, so :func:`plot.save_charts` draws a curve
+    each), and on every row its change against the base at the same point, in %:
+    ``change_ttft_p50_pct``, ``change_itl_p50_pct``, ``change_tok_s_per_gpu_pct`` (None on the base's
+    rows). :func:`frame` gives it as a DataFrame."""
+    base = _build_scenario(scenario, **flags) if flags or scenario is None else _as_dict(scenario)
+    items = list(variants.items()) if isinstance(variants, dict) else \
+        [(chr(ord("A") + k) if k < 26 else f"v{k + 1}", v) for k, v in enumerate(variants)]
+    if not items:
+        raise Error("what_if(): variants: give at least one dict of scenario flags, e.g. [{'precision': 'nvfp4'}]")
+    runs = [("base", {}, base)]
+    for label, v in items:
+        if not isinstance(v, dict):
+            raise Error(f"what_if(): variants: {label}: expected a dict of scenario flags, got {type(v).__name__}")
+        runs.append((str(label), v, _build_scenario(base, **v)))   # every variant built before any runs
+    axis, values = _axis(concurrency, request_rate)
+    sweeps = [sweep(s, concurrency=concurrency, request_rate=request_rate, threads=threads, client=client)
+              for _, _, s in runs]
+    names = []
+    for c in sweeps:
+        names += [n for n in c if n not in names]
+    out = {n: [] for n in ["scenario", "topology"] + names + ["change_ttft_p50_pct", "change_itl_p50_pct",
+                                                                "change_tok_s_per_gpu_pct"]}
+
+    def change(c, k, i):
+        v, b = c.get(k, [None] * (i + 1))[i], sweeps[0].get(k, [None] * (i + 1))[i]
+        return None if v is None or not b else 100 * (v / b - 1)
+
+    for (label, v, _), c in zip(runs, sweeps):
+        for i in range(len(c[axis])):
+            out["scenario"].append(label)
+            out["topology"].append(label if not v else f"{label}: " + ", ".join(f"{k}={x}" for k, x in v.items()))
+            for n in names:
+                out[n].append(c[n][i] if n in c else None)
+            first = label == "base"
+            out["change_ttft_p50_pct"].append(None if first else change(c, "time_to_first_token_ms_p50", i))
+            out["change_itl_p50_pct"].append(None if first else change(c, "inter_token_latency_ms_p50", i))
+            out["change_tok_s_per_gpu_pct"].append(None if first else change(c, "output_token_throughput_per_gpu", i))
+    return {"labels": [r[0] for r in runs], "variants": {r[0]: r[1] for r in runs[1:]}, "axis": axis,
+            "values": list(values), "columns": out}
+
+
 def _plan_point(args, index):
     from . import _servesim
     return _servesim.plan_point(args, index)
@@ -552,6 +599,8 @@ def frame(result):
         if "points" in result and "groups" in result:   # validate(): one row per point
             rows = [{k: v for k, v in p.items() if k != "scenario"} for p in result["points"]]
             return pd.json_normalize(rows, sep="_")
+        if "labels" in result and "columns" in result:   # what_if(): one row per scenario and point
+            return pd.DataFrame(result["columns"])
         if "recommendations" in result:   # spare capacity as two columns: spare_pct_lo, spare_pct_hi (None: unbounded)
             rows = []
             for r in result["recommendations"]:

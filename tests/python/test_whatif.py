@@ -73,3 +73,28 @@ def test_plot_draws_a_curve_per_scenario(tmp_path):
     data = json.loads((tmp_path / "w-sweep.json").read_text())["columns"]
     assert data["topology"] == ["base", "base", "A: --isl 2000", "A: --isl 2000"]
     assert data["concurrency"] == [1, 8, 1, 8]
+
+
+def test_python_what_if_is_the_sweep_of_each_variant():
+    import servesim
+    from servesim import plot
+    base = dict(model="nemotron-3-nano", gpu="h200", gpus=1, tp=1, isl=1000, osl=100, requests=100)
+    r = servesim.what_if(variants=[{"isl": 2000}, {"gpu": "h100"}], concurrency=[1, 8], **base)
+    assert r["labels"] == ["base", "A", "B"] and r["variants"] == {"A": {"isl": 2000}, "B": {"gpu": "h100"}}
+    c = r["columns"]
+    assert c["scenario"] == ["base", "base", "A", "A", "B", "B"] and c["concurrency"] == [1, 8] * 3
+    b0 = servesim.sweep(servesim.scenario(**base), concurrency=[1, 8])
+    for k, extra in ((0, {}), (1, {"isl": 2000}), (2, {"gpu": "h100"})):
+        direct = servesim.sweep(servesim.scenario(**{**base, **extra}), concurrency=[1, 8])
+        for n, v in direct.items():
+            assert c[n][2 * k:2 * k + 2] == v
+        for i in range(2):   # the change against the base at the same point, by hand
+            want = None if k == 0 else 100 * (direct["output_token_throughput_per_gpu"][i] /
+                                              b0["output_token_throughput_per_gpu"][i] - 1)
+            assert c["change_tok_s_per_gpu_pct"][2 * k + i] == (None if want is None else pytest.approx(want))
+    assert list(servesim.frame(r)["scenario"]) == c["scenario"]
+    fig = plot.latency_figure(r)   # a curve per scenario, labelled with its flags
+    assert [h.get_label() for h in fig.axes[0].get_lines() if h.get_label().startswith(("base", "A:", "B:"))][:3] == \
+        ["base", "A: isl=2000", "B: gpu=h100"]
+    with pytest.raises(servesim.Error, match="what_if\\(\\): variants: give at least one"):
+        servesim.what_if(concurrency=[1], **base)
