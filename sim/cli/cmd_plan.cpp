@@ -29,16 +29,6 @@ struct PlanOpts {
   bool quiet = false;
 };
 
-// "x.png" and "x" both name the chart x.png; the throughput chart and the data files sit beside it.
-struct PlotPaths {
-  std::string chart, base;
-};
-PlotPaths plot_paths(const std::string& plot) {
-  const bool png = plot.size() > 4 && text::lower(plot.substr(plot.size() - 4)) == ".png";
-  const std::string base = png ? plot.substr(0, plot.size() - 4) : plot;
-  return {png ? plot : plot + ".png", base};
-}
-
 std::string str(const nlohmann::json& v) { return v.get<std::string>(); }
 std::string num(const nlohmann::json& v) { return std::to_string(v.get<std::int64_t>()); }
 // A figure, or "-" where it is undefined (NaN / null), as `simulate` prints it.

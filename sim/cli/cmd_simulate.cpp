@@ -928,6 +928,11 @@ std::vector<std::string> vs_tokens(const std::string& flags) {
   return out;
 }
 
+// The sweep's own options, not a scenario's: its output (left out of a variant's flags) and the
+// swept list (kept: every scenario runs over the base's). A --vs may name none of them.
+constexpr const char* kSweepOutput[] = {"--vs", "--plot", "--output", "--format", "--threads", "--quiet", "--help"};
+constexpr const char* kSweepList[] = {"--concurrency", "--request-rate"};
+
 // The variant a --vs gives: the sweep's own flags (`app`), those the variant names replaced by its
 // values, parsed as a sweep is and built into a scenario. The swept list and the sweep's output
 // options stay the base's.
@@ -939,12 +944,12 @@ sim::Scenario variant_scenario(const CLI::App& app, const std::string& flags) {
     const std::string t = t0.substr(0, t0.find('='));
     const CLI::Option* opt = app.get_option_no_throw(t);
     if (!opt) throw Error("--vs", "", "'" + flags + "': " + t + " is not a flag of servesim sweep (servesim sweep --help)");
-    for (const char* own : {"--vs", "--plot", "--output", "--format", "--threads", "--quiet", "--concurrency", "--request-rate"})
-      if (opt == app.get_option_no_throw(own))
-        throw Error("--vs", "", "'" + flags + "': " + t + " is the sweep's own, shared by every scenario; give it outside --vs");
+    const auto own = [&](const char* name) { return opt == app.get_option_no_throw(name); };
+    if (std::any_of(std::begin(kSweepOutput), std::end(kSweepOutput), own) || std::any_of(std::begin(kSweepList), std::end(kSweepList), own))
+      throw Error("--vs", "", "'" + flags + "': " + t + " is the sweep's own, shared by every scenario; give it outside --vs");
     replaced.push_back(opt);
   }
-  for (const char* own : {"--vs", "--plot", "--output", "--format", "--threads", "--quiet", "--help"})
+  for (const char* own : kSweepOutput)
     if (const CLI::Option* opt = app.get_option_no_throw(own)) replaced.push_back(opt);
   std::vector<std::string> tokens = given_tokens(app, replaced);
   tokens.insert(tokens.end(), mine.begin(), mine.end());
@@ -995,13 +1000,9 @@ void run_sweep(const SimOpts& o, const CLI::App& app) {
     run_what_if(runs, spec, fmt, o.output, o.plot, o.threads, o.quiet);
     return;
   }
-  std::string chart, chart_base;
-  if (!o.plot.empty()) {   // before the run, so a bad path does not waste it
-    const bool png = o.plot.size() > 4 && text::lower(o.plot.substr(o.plot.size() - 4)) == ".png";
-    chart_base = png ? o.plot.substr(0, o.plot.size() - 4) : o.plot;
-    chart = chart_base + ".png";
-    for (const auto& f : {chart, chart_base + "-throughput.png", chart_base + "-sweep.json"}) check_writable_target(f, "--plot");
-  }
+  const PlotPaths charts = plot_paths(o.plot);
+  if (!o.plot.empty())   // before the run, so a bad path does not waste it
+    for (const auto& f : {charts.chart, charts.base + "-throughput.png", charts.base + "-sweep.json"}) check_writable_target(f, "--plot");
   const auto bar = progress_bar(o.quiet, "points");
   std::function<void(int, int)> progress;
   if (bar) progress = [bar](int done, int total) { bar(done, total); };
@@ -1064,10 +1065,10 @@ void run_sweep(const SimOpts& o, const CLI::App& app) {
     if (fmt == "table") text = table;
   }
   if (!o.plot.empty()) {
-    const std::string data = chart_base + "-sweep.json";
+    const std::string data = charts.base + "-sweep.json";
     write_file_atomic(data, nlohmann::json{{"columns", sim::to_json(cols)}}.dump());
-    run_plotter({data, "-o", chart});
-    const std::string line = "Charts: " + chart + " (TTFT and ITL), " + chart_base + "-throughput.png; data: " + data + "\n";
+    run_plotter({data, "-o", charts.chart});
+    const std::string line = "Charts: " + charts.chart + " (TTFT and ITL), " + charts.base + "-throughput.png; data: " + data + "\n";
     table += line;
     if (fmt == "table") text += line;
   }

@@ -50,13 +50,10 @@ double cell(const sim::Columns& c, const std::string& name, std::size_t i) {
 void run_what_if(const std::vector<WhatIf>& runs, const sim::SweepSpec& spec, const std::string& fmt,
                  const std::string& output, const std::string& plot, int threads, bool quiet) {
   const bool rate = spec.axis == sim::SweepSpec::Axis::request_rate;
-  std::string chart, base_path;
-  if (!plot.empty()) {   // before the runs, so a bad path does not waste them
-    const bool png = plot.size() > 4 && text::lower(plot.substr(plot.size() - 4)) == ".png";
-    base_path = png ? plot.substr(0, plot.size() - 4) : plot;
-    chart = base_path + ".png";
+  const PlotPaths charts = plot_paths(plot);
+  const std::string &chart = charts.chart, &base_path = charts.base;
+  if (!plot.empty())   // before the runs, so a bad path does not waste them
     for (const auto& f : {chart, base_path + "-throughput.png", base_path + "-sweep.json"}) check_writable_target(f, "--plot");
-  }
   std::vector<sim::Columns> cols;
   std::vector<nlohmann::json> ran;
   const std::int64_t points = std::int64_t(runs.size() * spec.values.size());

@@ -1,5 +1,7 @@
 #include "sim/cli/plot_runner.hpp"
 
+#include "common/text.hpp"
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -37,6 +39,12 @@ struct DieWithParent : boost::process::extend::handler {
 };
 
 }  // namespace
+
+PlotPaths plot_paths(const std::string& plot) {
+  const bool png = plot.size() > 4 && text::lower(plot.substr(plot.size() - 4)) == ".png";
+  const std::string base = png ? plot.substr(0, plot.size() - 4) : plot;
+  return {png ? plot : plot + ".png", base};
+}
 
 void draw_charts(const std::string& sweep_json, const std::string& plan_json, const std::string& chart) {
   run_plotter({sweep_json, "--plan", plan_json, "-o", chart});

@@ -8,6 +8,13 @@
 
 namespace servesim::cli {
 
+// --plot's paths: "x.png" and "x" both name the chart x.png; the throughput chart
+// (x-throughput.png) and the data files (x-sweep.json, ...) sit beside it, named from `base`.
+struct PlotPaths {
+  std::string chart, base;
+};
+PlotPaths plot_paths(const std::string& plot);
+
 // Writes `chart` (a .png) and its "-throughput.png" sibling from the sweep and plan JSON files.
 // A failure is one servesim::Error line ("--plot: <the plotter's one-line reason>").
 void draw_charts(const std::string& sweep_json, const std::string& plan_json, const std::string& chart);
