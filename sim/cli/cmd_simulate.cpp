@@ -1104,7 +1104,7 @@ void add_simulate_commands(CLI::App& app) {
   sim->callback([so] { run_simulate(*so); });
 
   auto wo = std::make_shared<SimOpts>();
-  CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel");
+  CLI::App* sw = app.add_subcommand("sweep", "Run a scenario over a list of concurrencies or request rates in parallel (--vs \"FLAGS\": what if, against variants of it)");
   add_scenario_options(*sw, *wo, true);
   sw->add_option("--format", wo->sweep_format, "Output format: table, csv or json (default: from --output's extension, else table)");
   sw->add_option("--output", wo->output, "Write the results to FILE (.csv or .json: every column; the extension or --format picks the format); the terminal still gets the table");
