@@ -143,6 +143,27 @@ if ok:
     print(f"\\nCheapest way to {plan_['target']['output_tps']:.0f} output tok/s under the SLO: {best['name']} "
           f"({best['gpus']} GPUs, {best['instances']} x {plan_['instance']}).")
 """),
+    md("""
+### What if?
+
+One aggregated replica (TP8 on one p5en) against two variants of it, over the same concurrencies
+(`servesim.what_if`, the CLI's `sweep --vs`): FP8 weights on half the GPUs (vLLM quantizes the BF16
+checkpoint as it loads; no FP8 checkpoint is published), and prompts twice as long. Each row gives
+its change against the base at the same concurrency.
+"""),
+    code("""
+wi = servesim.what_if(model='nemotron-3.5-super-vl', gpu='h200', gpus=8, tp=8, precision='bf16', isl=4000, osl=500,
+                      variants={'FP8 on 4 GPUs': {'precision': 'fp8', 'gpus': 4, 'tp': 4}, '8k prompts': {'isl': 8000}},
+                      concurrency=[8, 32, 128])
+servesim.frame(wi)[['scenario', 'concurrency', 'time_to_first_token_ms_p50', 'inter_token_latency_ms_p50',
+                    'output_token_throughput_per_gpu', 'change_ttft_p50_pct', 'change_itl_p50_pct',
+                    'change_tok_s_per_gpu_pct']].round(1)
+"""),
+    code("""
+fig = plot.latency_figure(wi, title='What if: one TP8 replica of Nemotron 3.5 Super VL on H200, against two variants')
+fig.savefig(os.path.join(PLOT_DIR, 'reference_what_if.png'), dpi=110, bbox_inches='tight')
+plt.show()
+"""),
 ]
 
 pre_purchase = [
