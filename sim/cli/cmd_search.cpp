@@ -708,7 +708,7 @@ void add_search_command(CLI::App& app) {
 void add_recommend_command(CLI::App& app) {
   auto o = std::make_shared<SearchOpts>();
   auto* c = app.add_subcommand("recommend", "Pre-purchase table: for a load target and SLOs, the cheapest deployment per GPU "
-                                            "type and instance ($/hour, $ per million output tokens, power, headroom)");
+                                            "type and instance ($/hour, $ per million output tokens, power, latency headroom, spare capacity)");
   add_run_options(*c, *o, "Write the table: FILE.csv or FILE.json (the whole result)",
                   "Write the Pareto chart (SLO marked) to FILE.png and the $/hour of the cheapest deployment per GPU type to "
                   "FILE-cost.png (the chart for a manager)",
