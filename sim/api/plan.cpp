@@ -440,12 +440,10 @@ struct Study {
       auto r = plan[i].to_json();
       if (arrival && plan[i].feasible && plan[i].replicas == 1 && plan[i].limited_by == sim::LimitedBy::none)
         r["advice"] = "one copy meets both SLOs at the whole rate";
-      if (plan[i].feasible) {   // spare capacity over the target, % (recommend's spare_pct)
-        const double target = slo.target_tps / (1 + slo.headroom), cap = double(plan[i].replicas) * plan[i].tps_per_replica;
-        r["spare_pct"] = {{"lo", 100.0 * (cap / target - 1)}, {"hi", nullptr}};
-        const auto& fewer = arrival ? open[i].value("one_copy_fewer", nlohmann::json()) : nlohmann::json();
-        if (fewer.is_object() && fewer["copies"].get<double>() >= 1)
-          r["spare_pct"]["hi"] = 100.0 * (cap * double(plan[i].replicas) / fewer["copies"].get<double>() / target - 1);
+      if (plan[i].feasible) {   // spare capacity over the target, as recommend's
+        const nlohmann::json fewer = arrival ? open[i].value("one_copy_fewer", nlohmann::json()) : nlohmann::json();
+        r["spare_pct"] = sim::spare_pct(double(plan[i].replicas) * plan[i].tps_per_replica, slo.target_tps / (1 + slo.headroom),
+                                        double(plan[i].replicas), fewer.is_object() ? fewer["copies"].get<double>() : 0.0);
       }
       r["gpus_per_replica"] = units[i].gpus;
       r["instances_per_replica"] = units[i].instances;

@@ -304,22 +304,6 @@ nlohmann::json search_input_config(const SearchArgs& a) {
   return j;
 }
 
-// Spare capacity over the target, % ({"lo", "hi"}; "hi" null where no failing point bounds it).
-// Open loop: k copies met both SLOs at the sized rate R (each R / k) and f fewer failed (each R / f),
-// so one copy serves between R / k and R / f and the k copies between R and R k / f. Closed loop:
-// the copies serve at least copies x what one served at the highest concurrency under the SLO (the
-// next swept concurrency failed, so that is a lower bound).
-namespace {
-nlohmann::json spare_capacity(const nlohmann::json& rep, const nlohmann::json& s) {
-  const double target = rep["objective"]["target_tps"].get<double>();
-  const double lo = s["copies"].get<double>() * s["tps_per_copy"].get<double>();   // what the sizing guarantees
-  nlohmann::json j = {{"lo", 100.0 * (lo / target - 1)}, {"hi", nullptr}};
-  const std::int64_t f = s.value("fewer_copies", std::int64_t{0});
-  if (s.contains("rate_per_copy") && f >= 1) j["hi"] = 100.0 * (lo * s["copies"].get<double>() / double(f) / target - 1);
-  return j;
-}
-}  // namespace
-
 // The pre-purchase table from a per-instance search report: for each instance type (set), the
 // cheapest deployment that serves the target under the SLO, what it costs and draws.
 nlohmann::json recommend_table(const nlohmann::json& rep) {
@@ -369,7 +353,8 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
     r["power_basis"] = "upper bound: every GPU at its datasheet TDP (no measured power curve given; host power not included)";
     r["power_source"] = source;
     r["capacity_tps"] = s["copies"].get<double>() * s["tps_per_copy"].get<double>();
-    r["spare_pct"] = spare_capacity(rep, s);
+    r["spare_pct"] = sim::spare_pct(r["capacity_tps"].get<double>(), target, s["copies"].get<double>(),
+                                    s.contains("rate_per_copy") ? double(s.value("fewer_copies", std::int64_t{0})) : 0.0);
     r["slo_concurrency"] = s["slo_concurrency"];
     if (s.contains("rate_per_copy")) r["rate_per_copy"] = s["rate_per_copy"], r["in_flight_per_copy"] = s["in_flight_per_copy"];
     r["limited_by"] = s["limited_by"];

@@ -193,6 +193,12 @@ void size_copies(PlanRow& row, const TopologyUnit& u, double copies, const PlanS
   if (u.usd_per_instance_hour) row.usd_per_hour = static_cast<double>(row.instances) * *u.usd_per_instance_hour;
 }
 
+nlohmann::json spare_pct(double capacity, double target, double copies, double fewer) {
+  nlohmann::json j = {{"lo", 100.0 * (capacity / target - 1)}, {"hi", nullptr}};
+  if (fewer >= 1) j["hi"] = 100.0 * (capacity * copies / fewer / target - 1);
+  return j;
+}
+
 void check_headroom(double headroom) {
   if (!(headroom >= 0 && headroom <= 10))
     throw Error("--headroom", "", "must be a fraction of the load target from 0 to 10, e.g. 0.2 to size for 1.2 x the target, got " + g(headroom));

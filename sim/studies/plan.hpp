@@ -98,6 +98,14 @@ struct PlanSlo {
   void validate() const;           // throws Error naming the flag
 };
 
+// Spare capacity over the target, % ({"lo", "hi"}; "hi" null where no failing point bounds it):
+// `capacity` is what `copies` copies were sized to serve under both SLOs. Open loop, they met the SLO
+// at the sized rate R (R / copies each) and `fewer` copies failed (R / fewer each), so one copy
+// serves between R / copies and R / fewer and the copies between capacity and capacity x copies /
+// fewer; fewer 0 (closed loop, or none failed): the lower end only (the next swept concurrency
+// failed, so copies x one copy's throughput at its SLO point is a lower bound).
+nlohmann::json spare_pct(double capacity, double target, double copies, double fewer);
+
 // --headroom: spare capacity as a fraction of the load target, 0..10 (0.2: size for 1.2 x the
 // target). Throws Error naming --headroom.
 void check_headroom(double headroom);
