@@ -25,10 +25,10 @@ double kv_heads_per_gpu(const ModelSpec& m, int tp) {
   return std::max(1.0, double(m.kv_heads) / tp);  // replicated when kv_heads < tp
 }
 
-// Routed-expert weights of one MoE block on one GPU (experts split over EP, or sharded over TP).
+// Routed-expert weights of one MoE block on one GPU: experts / ep of them, each inter / moe_tp
+// wide, which is the whole over tp x dp whatever the split (TP, EP or both).
 double routed_expert_params(const ModelSpec& m, const Parallelism& par) {
-  const double split = par.ep > 1 ? par.ep : par.moe_group();
-  return double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
+  return double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / par.moe_group();
 }
 
 // One block's weights on one GPU: (quantisable linear params, params kept in BF16).
@@ -64,11 +64,13 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
     }
     case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_intermediate) / tp, H};
     case LayerKind::moe: {
-      // Experts split over tp x dp (sharded) or ep (whole experts per rank); latent projections and
-      // the router are replicated; the shared expert is TP-sharded within the attention rank.
-      const double split = par.ep > 1 ? par.ep : par.moe_group();
-      const double routed = double(m.experts) * (m.moe_gated ? 3 : 2) * double(m.moe_width()) * double(m.moe_intermediate) / split;
-      const double biases = m.moe_bias ? double(m.experts) * ((m.moe_gated ? 2 : 1) * double(m.moe_intermediate) / split + double(m.moe_width())) : 0;
+      // Experts split over tp x dp: experts / ep per rank, each sharded moe_tp ways (EP 1: all of
+      // them sharded; EP tp x dp: whole ones); latent projections and the router are replicated;
+      // the shared expert is TP-sharded within the attention rank. A local expert's biases: its
+      // up-projection shard's and the whole down-projection output's.
+      const double routed = routed_expert_params(m, par);
+      const double local = double(m.experts) / par.expert_groups();
+      const double biases = m.moe_bias ? local * ((m.moe_gated ? 2 : 1) * double(m.moe_intermediate) / par.moe_tp() + double(m.moe_width())) : 0;
       const double shared = m.shared_experts > 0 ? (m.moe_gated ? 3 : 2) * H * double(m.shared_intermediate * m.shared_experts) / tp : 0;
       const double latent = m.moe_latent > 0 ? 2 * H * double(m.moe_latent) : 0;
       return {routed + shared + latent, H * m.experts + m.experts + H + (m.shared_expert_gate ? H : 0) + biases};
@@ -314,9 +316,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
                                 " has none): serve a dense model as " + std::to_string(par.dp) + " replicas instead");
   if (par.dp > 1 && par.pp > 1)
     throw Error("--dp", "", "attention data parallelism with pipeline stages is not modelled; use --pp 1");
-  if (par.dp > 1 && par.ep > 1 && par.ep != par.moe_group())
-    throw Error("--ep", "", "with attention data parallelism the expert parallel size must be 1 or tp x dp (" +
-                                std::to_string(par.moe_group()) + "), got " + std::to_string(par.ep));
+  if (par.ep > 1 && par.moe_group() % par.ep != 0)
+    throw Error("--ep", "", "expert parallel size " + std::to_string(par.ep) + " does not divide the " +
+                                std::to_string(par.moe_group()) + " GPUs (tp x dp) an MoE layer spans");
   const bool auto_fraction = cfg.planner == MemoryPlanner::sglang && cfg.gpu_memory_utilization == 0;
   if (!auto_fraction && !(cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization <= 1))
     throw Error("--gpu-memory-utilization", "", "must be in (0, 1]");
@@ -387,8 +389,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
   if (m.count(LayerKind::moe)) {
     // fused_moe: intermediate caches of tokens·top_k rows (up-projection output + activation).
     // With attention data parallelism the MoE sees every rank's tokens (all-gathered).
-    const double split = par.ep > 1 ? 1.0 : par.moe_group();
-    widest = std::max(widest, par.dp * m.top_k * (2.0 * double(m.moe_intermediate) / split + double(m.moe_width())));
+    widest = std::max(widest, par.dp * m.top_k * (2.0 * double(m.moe_intermediate) / par.moe_tp() + double(m.moe_width())));
   }
   const double residual = 3.0 * T * H * 2;  // residual, normed input, block output (bf16)
   const double sampler = 2.0 * double(cfg.max_num_seqs) * V * 4;

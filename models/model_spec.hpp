@@ -196,7 +196,10 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file);
 // attention data-parallel rank; pp: pipeline stages; dp: attention data-parallel ranks (each runs
 // its own requests through attention and the dense layers, with its own KV cache; the MoE layers
 // span all tp x dp GPUs); ep: 1 = routed experts tensor-sharded over tp x dp, ep == tp x dp =
-// whole experts per GPU (--enable-expert-parallel). The replica has tp x pp x dp GPUs.
+// whole experts per GPU (vLLM's --enable-expert-parallel), 1 < ep < tp x dp = ep groups of
+// experts, each group's experts tensor-sharded over its tp x dp / ep GPUs (MoE TP x EP:
+// TensorRT-LLM's moe_tensor_parallel_size x moe_expert_parallel_size, SGLang's --ep-size below its
+// --tp-size; vLLM has no such layout). The replica has tp x pp x dp GPUs.
 // What an MoE layer under attention DP runs in a step that carries prefill work, whose ranks hold
 // unequal token counts (a decode-only step's ranks are balanced, and every engine pads them to the
 // busiest rank's share for its CUDA graphs):
@@ -222,12 +225,17 @@ struct Parallelism {
   DpPrefillMoe dp_prefill_moe = DpPrefillMoe::padded;
   int gpus() const { return tp * pp * dp; }
   int moe_group() const { return tp * dp; }  // GPUs an MoE layer spans
-  // "TP4", "TP2 PP2", "TP2 DP4 EP8": as servesim prints a layout.
+  int expert_groups() const { return ep > 1 ? ep : 1; }  // ways the routed experts are split by expert
+  int moe_tp() const { return moe_group() / expert_groups(); }  // ways each routed expert is tensor-sharded
+  // MoE TP x EP: the experts split by expert and each one sharded too (1 < ep < tp x dp).
+  bool hybrid_ep() const { return ep > 1 && ep < moe_group(); }
+  // "TP4", "TP2 PP2", "TP2 DP4 EP8", "TP8 EP4 (MoE TP2)": as servesim prints a layout.
   std::string label() const {
     std::string s = "TP" + std::to_string(tp);
     if (pp > 1) s += " PP" + std::to_string(pp);
     if (dp > 1) s += " DP" + std::to_string(dp);
     if (ep > 1) s += " EP" + std::to_string(ep);
+    if (hybrid_ep()) s += " (MoE TP" + std::to_string(moe_tp()) + ")";
     return s;
   }
 };

@@ -322,7 +322,7 @@ class Model final : public StepCostModel {
       mlp_.fill([&](std::int64_t M) { return gemm(M, (m.mlp_gated ? 2 : 1) * I, H) + gemm(M, H, I); });
     }
     if (n_moe_) {
-      local_experts_ = m.experts / (par.ep > 1 ? par.ep : 1);
+      local_experts_ = m.experts / par.expert_groups();
       moe_routed_.fill([&](std::int64_t tokens) { return km_.moe(moe_shape(double(tokens)), wp_).seconds; });
       const std::int64_t Is = m.shared_intermediate * m.shared_experts / tp;
       moe_dense_.fill([&](std::int64_t M) {
@@ -677,8 +677,9 @@ class Model final : public StepCostModel {
     return total;
   }
 
-  // The routed experts of one MoE layer on one GPU for `tokens` tokens entering it: experts sharded
-  // by TP x DP (inter / (tp x dp)) or by EP (experts / ep); balanced routing.
+  // The routed experts of one MoE layer on one GPU for `tokens` tokens entering it: experts / ep
+  // of them, each inter / moe_tp wide (EP 1: inter / (tp x dp); EP tp x dp: whole experts; MoE TP
+  // x EP in between); balanced routing.
   hw::MoeShape moe_shape(double tokens) const {
     hw::MoeShape s;
     s.tokens = std::max(1.0, tokens);
@@ -686,8 +687,8 @@ class Model final : public StepCostModel {
     s.inter = double(m_.moe_intermediate);
     s.topk = m_.top_k;
     s.experts = m_.experts;
-    s.tp = par_.ep > 1 ? 1 : par_.moe_group();
-    s.ep = par_.ep > 1 ? par_.ep : 1;
+    s.tp = par_.moe_tp();
+    s.ep = par_.expert_groups();
     s.gated = m_.moe_gated;
     return s;
   }

@@ -279,10 +279,11 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   if (!s.topology.present && (s.gpus % per_replica != 0 || s.gpus < per_replica))
     j.fail("gpus", std::to_string(s.gpus) + " GPUs do not split into replicas of tensor_parallel_size x pipeline_parallel_size" +
                        (s.par.dp > 1 ? " x data_parallel_size" : "") + " = " + std::to_string(per_replica));
-  if (s.par.ep != 1 && s.par.ep != s.par.moe_group())
-    j.fail("expert_parallel_size", "must be 1 (experts sharded by TP) or equal tensor_parallel_size" +
+  if (s.par.ep != 1 && s.par.moe_group() % s.par.ep != 0)
+    j.fail("expert_parallel_size", "must be 1 (experts sharded by TP), tensor_parallel_size" +
                                        std::string(s.par.dp > 1 ? " x data_parallel_size (" : " (") +
-                                       std::to_string(s.par.moe_group()) + ") within a replica");
+                                       std::to_string(s.par.moe_group()) + ") or, on TensorRT-LLM and SGLang, a divisor of it");
+  check_layout(engine_profile(s.engine_profile, file, "engine_profile"), s.par, file);
   if (s.par.dp > 1 && s.par.pp > 1) j.fail("data_parallel_size", "attention data parallelism with pipeline stages is not modelled; use pipeline_parallel_size 1");
   if (s.topology.disaggregated) {
     const JsonReader t = j.object("topology");
@@ -293,10 +294,12 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
     for (const Role& r : {Role{"prefill", s.topology.prefill_tp, s.topology.prefill_dp, s.topology.prefill_ep},
                           Role{"decode", s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep}}) {
       const models::Parallelism p = role_parallelism(s, r.tp, r.dp, r.ep);
-      if (p.ep != 1 && p.ep != p.moe_group())
-        t.fail(std::string(r.name) + "_ep", std::string("must be 1 (experts sharded by TP) or the ") + r.name + " worker's TP x DP (" +
+      if (p.ep != 1 && p.moe_group() % p.ep != 0)
+        t.fail(std::string(r.name) + "_ep", std::string("must be 1 (experts sharded by TP), the ") + r.name + " worker's TP x DP (" +
                                                 std::to_string(p.tp) + " x " + std::to_string(p.dp) + " = " +
-                                                std::to_string(p.moe_group()) + ")");
+                                                std::to_string(p.moe_group()) + ") or, on TensorRT-LLM and SGLang, a divisor of it");
+      check_layout(engine_profile(s.engine_profile, file, "engine_profile"), p, file, std::string("topology.") + r.name + "_ep",
+                   std::string("topology.") + r.name + "_dp");
       if (p.dp > 1 && p.pp > 1)
         t.fail(std::string(r.name) + "_dp", "attention data parallelism with pipeline stages is not modelled; use pipeline_parallel_size 1");
     }

@@ -536,10 +536,7 @@ nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, c
   WhatRan w;
   w.model = s.model;
   w.deployment = deployment.empty()
-                     ? std::to_string(s.gpus) + " x " + s.gpu + " as " + std::to_string(s.replicas()) + " replica(s) of TP" +
-                           std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
-                           (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
-                           (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "")
+                     ? std::to_string(s.gpus) + " x " + s.gpu + " as " + std::to_string(s.replicas()) + " replica(s) of " + s.par.label()
                      : deployment;
   // The MoE exchange the run's layouts take (an engine's wide-EP all-to-all is not a knob it was given).
   EngineConfig shown = engine;

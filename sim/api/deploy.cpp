@@ -196,9 +196,14 @@ std::string vllm_serve_script(const nlohmann::json& d) {
 
 std::string engine_kind(const nlohmann::json& d) { return d.value("engine_kind", std::string("vllm")); }
 
-// `python -m sglang.launch_server` flags of one worker role.
+// GPUs a worker's MoE layers span, tp x dp: what SGLang's --tp-size and TensorRT-LLM's tp_size count
+// under attention DP (each splits them into dp ranks; vLLM takes the per-rank TP and --data-parallel-size).
+int moe_gpus(const nlohmann::json& w) { return w["tp"].get<int>() * w.value("dp", 1); }
+
+// `python -m sglang.launch_server` flags of one worker role: --tp-size the worker's tp x dp GPUs,
+// --dp-size its attention-DP ranks, --ep-size its expert groups (below --tp-size: MoE TP x EP).
 std::vector<std::string> sglang_args(const nlohmann::json& d, const nlohmann::json& w) {
-  std::vector<std::string> a = {"--served-model-name", d["model"].get<std::string>(), "--tp-size", std::to_string(w["tp"].get<int>())};
+  std::vector<std::string> a = {"--served-model-name", d["model"].get<std::string>(), "--tp-size", std::to_string(moe_gpus(w))};
   if (w.value("pp", 1) > 1) a.insert(a.end(), {"--pp-size", std::to_string(w["pp"].get<int>())});
   if (w.value("dp", 1) > 1) a.insert(a.end(), {"--dp-size", std::to_string(w["dp"].get<int>()), "--enable-dp-attention"});
   if (w.value("ep", 1) > 1) a.insert(a.end(), {"--ep-size", std::to_string(w["ep"].get<int>())});
@@ -221,14 +226,16 @@ std::vector<std::string> sglang_args(const nlohmann::json& d, const nlohmann::js
   return a;
 }
 
-// dynamo.trtllm / trtllm-serve flags of one worker role (the dynamo worker spells them with dashes).
+// dynamo.trtllm / trtllm-serve flags of one worker role (the dynamo worker spells them with dashes):
+// tp_size the worker's tp x dp GPUs (with enable_attention_dp in its options, one attention rank
+// each), ep_size its expert groups (the MoE TP is tp_size / ep_size).
 std::vector<std::string> trtllm_args(const nlohmann::json& d, const nlohmann::json& w, bool dynamo) {
   auto flag = [&](std::string s) {
     if (dynamo) std::replace(s.begin(), s.end(), '_', '-');
     return s;
   };
-  std::vector<std::string> a = {flag("--tp_size"), std::to_string(w["tp"].get<int>())};
-  if (dynamo) a = {"--served-model-name", d["model"].get<std::string>(), "--tensor-parallel-size", std::to_string(w["tp"].get<int>())};
+  std::vector<std::string> a = {flag("--tp_size"), std::to_string(moe_gpus(w))};
+  if (dynamo) a = {"--served-model-name", d["model"].get<std::string>(), "--tensor-parallel-size", std::to_string(moe_gpus(w))};
   if (w.value("pp", 1) > 1) a.insert(a.end(), {dynamo ? "--pipeline-parallel-size" : "--pp_size", std::to_string(w["pp"].get<int>())});
   if (w.value("ep", 1) > 1) a.insert(a.end(), {dynamo ? "--expert-parallel-size" : "--ep_size", std::to_string(w["ep"].get<int>())});
   a.insert(a.end(), {flag("--max_batch_size"), std::to_string(d["max_num_seqs"].get<int>()),
@@ -892,10 +899,8 @@ void check_deployment(const nlohmann::json& d, bool swept = true) {
 }
 
 // One copy of the deployment as a scenario `simulate --scenario` re-runs: the topology with each
-// role's TP (and EP, which a scenario gives per role as its TP when expert_parallel_size > 1), the
-// engine knobs, and the traffic at one copy's operating point (open loop: its share of the rate;
-// closed loop: its highest swept client count). Null when the roles' EP cannot be written so
-// (one role with EP, another with TP-sharded experts of TP > 1).
+// role's TP, attention DP and EP, the engine knobs, and the traffic at one copy's operating point
+// (open loop: its share of the rate; closed loop: its highest swept client count).
 // whole: every copy at the whole rate (an open-loop plan's deployment as it is deployed, behind
 // one router); else one copy at its share.
 nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
@@ -908,15 +913,6 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
     (role == "aggregated" ? agg : role == "prefill" ? pre : role == "decode" ? dec : enc) = &w;
   }
   const nlohmann::json& main = agg ? *agg : *dec;
-  bool ep = false, sharded = false;   // a role with EP = its TP, a role of TP > 1 without EP
-  for (const auto* w : {agg, pre, dec, enc}) {
-    if (!w) continue;
-    const int e = (*w)["ep"].get<int>(), t = (*w)["tp"].get<int>() * (*w)["dp"].get<int>();
-    if (e > 1 && e != t) return nullptr;
-    ep |= e > 1;
-    sharded |= e <= 1 && t > 1;
-  }
-  if (ep && sharded) return nullptr;
   nlohmann::json s;
   s["model"] = d["model"];
   s["gpu"] = main["gpu"];
@@ -946,6 +942,10 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
     t["prefill_tp"] = (*pre)["tp"];
     t["decode_workers"] = (*dec)["count"].get<std::int64_t>() / copies;
     t["decode_tp"] = (*dec)["tp"];
+    for (const auto& [role, w] : {std::pair<const char*, const nlohmann::json*>{"prefill", pre}, {"decode", dec}}) {
+      if ((*w)["dp"].get<int>() > 1) t[std::string(role) + "_dp"] = (*w)["dp"];
+      t[std::string(role) + "_ep"] = (*w)["ep"];   // each role's own, never the other's
+    }
     if ((*dec)["instance"] != (*pre)["instance"]) t["decode_instance"] = (*dec)["instance"];
     if (enc) t["encode_workers"] = (*enc)["count"].get<std::int64_t>() / copies, t["encode_tp"] = (*enc)["tp"];
   }

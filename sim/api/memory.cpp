@@ -100,7 +100,10 @@ nlohmann::json memory(const MemoryArgs& a) {
     cfg = e.memory_config(auto_kv ? prof.auto_kv_cache_dtype(m, gpu, wp) : kv_dtype);
   }
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
-  const auto p = models::plan_memory(m, gpu, wp, {r.tp, r.pp, a.ep, a.dp}, cfg);
+  const models::Parallelism par{r.tp, r.pp, a.ep, a.dp};
+  if (par.ep >= 1 && par.dp >= 1)   // plan_memory says what is wrong with sizes below 1
+    sim::check_layout(sim::engine_profile(a.engine.empty() ? sim::kNewestEngine : a.engine, "--engine"), par, "command line", "--ep", "--dp");
+  const auto p = models::plan_memory(m, gpu, wp, par, cfg);
   std::int64_t vision = 0;
   if (!a.images.empty()) {
     if (!m.has_vision) throw Error("--images", "", m.name + " has no vision encoder; leave --images out");

@@ -20,9 +20,10 @@ std::string link_name(const std::string& source) { return source.substr(0, sourc
 void run_memory(const api::MemoryArgs& a, Format format) {
   const auto j = api::memory(a);
   Table t({"item (per GPU)", "value"});
-  const std::int64_t dp = j.value("dp", 1);
+  const std::int64_t dp = j.value("dp", 1), ep = j.value("ep", 1);
   t.add_row({"model / GPU", str(j["model"]) + " on " + num(j["gpus"]) + "x " + str(j["gpu"]) + " (tp " + num(j["tp"]) +
-                                ", pp " + num(j["pp"]) + (dp > 1 ? ", dp " + std::to_string(dp) + ", ep " + num(j["ep"]) : "") + ")"});
+                                ", pp " + num(j["pp"]) + (dp > 1 ? ", dp " + std::to_string(dp) : "") +
+                                (dp > 1 || ep > 1 ? ", ep " + std::to_string(ep) : "") + ")"});
   t.add_row({"weights", bytes(j["weight_bytes"]) + " (" + str(j["weight_note"]) + ")"});
   t.add_row({"  quantized linears", bytes(j["weights_quantized_bytes"])});
   t.add_row({"  kept in BF16", bytes(j["weights_high_precision_bytes"])});
@@ -94,8 +95,8 @@ void run_memory(const api::MemoryArgs& a, Format format) {
                                                               " per GPU: " + fixed(1e3 * x["onboard_s"].get<double>(), 3) + " ms"});
     }
   }
-  std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", TP" + num(j["tp"]) +
-                     (j["pp"].get<int>() > 1 ? " x PP" + num(j["pp"]) : std::string()) + ", " + str(j["precision"]) +
+  const models::Parallelism par{j["tp"].get<int>(), j["pp"].get<int>(), j["ep"].get<int>(), j["dp"].get<int>()};
+  std::string text = "servesim memory: " + str(j["model"]) + " on " + str(j["gpu"]) + ", " + par.label() + ", " + str(j["precision"]) +
                      " weights, KV " + str(j["kv_cache_dtype"]) +
                      (planner == "vllm" && str(j["engine"]) == "vllm serve defaults" ? std::string() : ", " + str(j["engine"])) +
                      "\n" + defaults_line(j["defaults"]) + t.render();
@@ -158,7 +159,7 @@ void add_memory_commands(CLI::App& app) {
   mem->add_option("--tp", mo.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
       ->check(CLI::Range(1, 1 << 20));
   mem->add_option("--pp", mo.pp, "Pipeline parallel size");
-  mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded)");
+  mem->add_option("--ep", mo.ep, "Expert parallel size (1: experts TP-sharded; tp x dp: whole experts; on --engine trtllm / sglang a divisor of it: MoE TP x EP)");
   mem->add_option("--dp", mo.dp, "Attention data-parallel ranks (MoE models): each holds its own KV cache");
   mem->add_option("--context", mo.context, "Context length for the concurrency figure (default max_model_len)");
   mem->add_option("--images", mo.images, "WxH[:N],...: a request's images (vision models); their vision tokens add to --context, as simulate, plan and recommend count them");

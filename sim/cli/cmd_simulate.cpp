@@ -87,7 +87,7 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--gpus", o.gpus, "GPUs in total; replicas = gpus / (tp x pp)");
   c.add_option("--tp,--tensor-parallel-size", o.tp, "Tensor parallel size");
   c.add_option("--pp,--pipeline-parallel-size", o.pp, "Pipeline parallel size");
-  c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1, or tp x dp)");
+  c.add_option("--ep,--expert-parallel-size", o.ep, "Expert parallel size (1, or tp x dp; on --engine trtllm / sglang a divisor of it: MoE TP x EP)");
   c.add_option("--dp,--data-parallel-size", o.dp,
                "Attention data-parallel ranks per replica (MoE models; replica GPUs = tp x pp x dp)");
   c.add_option("--precision", o.precision, "Weight precision: bf16, fp8, nvfp4, int8");
@@ -659,9 +659,7 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
           ", router " + std::string(sim::to_string(s.router)) + "\n";
   else
     out = "servesim simulate: " + s.model + " on " + std::to_string(s.gpus) + " x " + s.gpu + " (" +
-          std::to_string(s.replicas()) + " replica(s) of TP" + std::to_string(s.par.tp) +
-          (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") + (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
-          (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") +
+          std::to_string(s.replicas()) + " replica(s) of " + s.par.label() +
           ", " + std::string(hw::to_string(s.precision)) + "), router " + std::string(sim::to_string(s.router)) + "\n";
   if (!defaults_note.empty()) out += "(" + defaults_note + ")\n";
   else if (s.source == "command line" && s.json.value("description", std::string()).rfind("Default servesim", 0) == 0)

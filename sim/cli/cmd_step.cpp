@@ -69,7 +69,7 @@ void add_step_command(CLI::App& app) {
   s->add_option("--tp", o.tp, "Tensor parallel size (default: the smallest TP x PP that serves the model, as min-gpus)")
       ->check(CLI::Range(1, 1 << 20));
   s->add_option("--pp", o.pp, "Pipeline parallel size");
-  s->add_option("--ep", o.ep, "Expert parallel size");
+  s->add_option("--ep", o.ep, "Expert parallel size (1, or tp x dp; on --engine trtllm / sglang a divisor of it: MoE TP x EP)");
   s->add_option("--dp", o.dp, "Attention data-parallel ranks (MoE models); --batch is the replica's, spread over them");
   s->add_flag("--moe-all-to-all", o.moe_all_to_all,
               "MoE under --dp exchanges tokens by all-to-all dispatch / combine (DeepEP-style) instead of all-gather + "

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "hwmodels/scaled_kernel_model.hpp"
 #include "models/memory.hpp"
@@ -142,10 +143,18 @@ int node_gpus(const hw::GpuSpec& gpu);
 // engine's wide expert-parallel path (EngineProfile::wide_ep_all_to_all) once an expert-parallel
 // group spans more than one node, where all-gathering every rank's batch is what the engines' wide-EP
 // dispatch (SGLang's DeepEP, TensorRT-LLM's MNNVL / DeepEP all-to-all) exists to avoid.
+// The all-to-all sends a token to the ranks holding whole experts: MoE TP x EP layouts keep the
+// all-gather (the engines' wide-EP paths run moe TP 1), and asking for it there is an Error.
 inline bool moe_all_to_all_for(const EngineConfig& e, const models::ModelSpec& m, const models::Parallelism& par,
                                const hw::GpuSpec& gpu) {
   if (m.experts == 0 || par.dp <= 1) return false;
-  return e.moe_all_to_all || (e.wide_ep_all_to_all && par.ep > 1 && par.moe_group() > node_gpus(gpu));
+  if (e.moe_all_to_all && par.hybrid_ep())
+    throw Error("engine.moe_all_to_all", "",
+                "all-to-all dispatch sends tokens to ranks of whole experts; expert parallel size " + std::to_string(par.ep) +
+                    " of tp x dp = " + std::to_string(par.moe_group()) + " shards each expert " + std::to_string(par.moe_tp()) +
+                    " ways (MoE TP x EP), which exchanges by all-gather + reduce-scatter: set expert parallel size " +
+                    std::to_string(par.moe_group()) + " or drop the all-to-all");
+  return e.moe_all_to_all || (e.wide_ep_all_to_all && par.ep > 1 && !par.hybrid_ep() && par.moe_group() > node_gpus(gpu));
 }
 
 // `par` with the engine's attention-DP rules for its MoE layers: the exchange (moe_all_to_all_for)

@@ -199,6 +199,11 @@ EngineProfile parse_profile(std::string_view text, const std::string& file) {
     else adp.fail("prefill_moe_tokens", "unknown '" + v + "'; known: padded, gathered, summed");
     p.wide_ep_all_to_all = adp.boolean_or("wide_ep_all_to_all", false);
   }
+  if (j.has("layouts")) {
+    const JsonReader l = j.object("layouts");
+    p.moe_tp_x_ep = l.boolean_or("moe_tp_x_ep", false);
+    p.attention_dp_with_tp = l.boolean_or("attention_dp_with_tp", true);
+  }
   const JsonReader a = j.object("all_reduce");
   p.all_reduce.custom_world_sizes.clear();
   for (double x : a.numbers("custom_world_sizes")) p.all_reduce.custom_world_sizes.push_back(static_cast<int>(x));
@@ -262,6 +267,25 @@ const char* to_string(AllReduceImpl a) {
     case AllReduceImpl::nccl: return "NCCL";
   }
   return "?";
+}
+
+bool launches_layout(const EngineProfile& p, const models::Parallelism& par) {
+  return !(par.hybrid_ep() && !p.moe_tp_x_ep) && !(par.dp > 1 && par.tp > 1 && !p.attention_dp_with_tp);
+}
+
+void check_layout(const EngineProfile& p, const models::Parallelism& par, const std::string& where,
+                  const std::string& ep_field, const std::string& dp_field) {
+  const std::string engine = p.kind == EngineKind::trtllm ? "TensorRT-LLM" : p.kind == EngineKind::sglang ? "SGLang" : "vLLM";
+  if (par.hybrid_ep() && !p.moe_tp_x_ep)
+    throw Error(where, ep_field,
+                std::to_string(par.ep) + " with tp x dp = " + std::to_string(par.moe_group()) + ": " + engine +
+                    "'s expert parallelism spans the whole group (1 or " + std::to_string(par.moe_group()) +
+                    "); MoE TP x EP (" + std::to_string(par.ep) + " expert groups, each expert sharded " +
+                    std::to_string(par.moe_tp()) + " ways) is a TensorRT-LLM / SGLang layout (--engine trtllm, sglang)");
+  if (par.dp > 1 && par.tp > 1 && !p.attention_dp_with_tp)
+    throw Error(where, dp_field,
+                std::to_string(par.dp) + " with tensor parallel size " + std::to_string(par.tp) + ": " + engine +
+                    "'s attention DP runs each rank's attention on one GPU; give tp 1 and dp " + std::to_string(par.moe_group()));
 }
 
 std::vector<std::string> engine_profile_names() {

@@ -116,6 +116,12 @@ struct EngineProfile {
   // "attention_dp": {"wide_ep_all_to_all": true}: an MoE layer whose EP group is wider than its top_k
   // exchanges tokens by all-to-all (EngineConfig::moe_all_to_all_for).
   bool wide_ep_all_to_all = false;
+  // "layouts": the parallel layouts the engine launches (check_layout). moe_tp_x_ep: an expert-
+  // parallel size between 1 and tp x dp, each expert group's experts tensor-sharded over the rest
+  // (TensorRT-LLM's moe_tensor_parallel_size x moe_expert_parallel_size, SGLang's --ep-size below
+  // --tp-size; vLLM's expert parallelism spans the whole group). attention_dp_with_tp: attention TP
+  // inside an attention-DP rank (TensorRT-LLM's attention DP runs each rank's attention on one GPU).
+  bool moe_tp_x_ep = false, attention_dp_with_tp = true;
   HostCosts host;
   nlohmann::json api_server;                   // API-server priors (workloads::ApiServerConfig)
   std::vector<std::string> sources, unverified;
@@ -133,6 +139,13 @@ struct EngineProfile {
   // Payload sizes at which the choice changes, as (upper bound exclusive, impl) from 0 upward.
   std::vector<std::pair<double, AllReduceImpl>> all_reduce_switch_points(const hw::GpuSpec& gpu, int tp) const;
 };
+
+// Whether the engine of profile `p` launches layout `par` (EngineProfile::moe_tp_x_ep,
+// attention_dp_with_tp); check_layout: an Error(where, ep_field or dp_field) saying why not and what
+// it runs instead.
+bool launches_layout(const EngineProfile& p, const models::Parallelism& par);
+void check_layout(const EngineProfile& p, const models::Parallelism& par, const std::string& where,
+                  const std::string& ep_field = "expert_parallel_size", const std::string& dp_field = "data_parallel_size");
 
 // Profile names ("vllm-0.11", ...), oldest first.
 std::vector<std::string> engine_profile_names();

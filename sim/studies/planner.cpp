@@ -504,10 +504,7 @@ PlannerResult run_planner(const Scenario& s0, const PlannerSpec& spec) {
   }
   const Prepared p = prepare(s);
   out.what_ran = disagg ? what_ran_json(s, p)
-                        : what_ran_json(s, "replicas of " + std::to_string(s.gpus_per_replica()) + " x " + s.gpu + " (TP" +
-                                               std::to_string(s.par.tp) + (s.par.pp > 1 ? " PP" + std::to_string(s.par.pp) : "") +
-                                               (s.par.dp > 1 ? " DP" + std::to_string(s.par.dp) : "") +
-                                               (s.par.ep > 1 ? " EP" + std::to_string(s.par.ep) : "") + ") scaled by the planner",
+                        : what_ran_json(s, "replicas of " + std::to_string(s.gpus_per_replica()) + " x " + s.gpu + " (" + s.par.label() + ") scaled by the planner",
                                         p.engine, p.plan, p.cost->provenance());
   std::vector<RoleState> states;
   int first = 0;

@@ -348,7 +348,13 @@ void Search::enumerate() {
     const hw::Precision own = models::checkpoint_kv_dtype(base.precision);
     const bool several = space_.engines.size() > 1;
     for (const auto& engine : space_.engines) {
-      const GpuClassDefaults& gc = engine_profile(engine).gpu_class(cat.gpu(base.decode_instance->gpu));
+      const EngineProfile& prof = engine_profile(engine);
+      // Layouts the engine does not launch (TensorRT-LLM's attention DP with attention TP > 1).
+      const bool agg = base.topo.kind == TopologyChoice::Kind::aggregated;
+      if (agg ? !launches_layout(prof, base.topo.agg)
+              : !launches_layout(prof, base.topo.prefill) || !launches_layout(prof, base.topo.decode))
+        continue;
+      const GpuClassDefaults& gc = prof.gpu_class(cat.gpu(base.decode_instance->gpu));
       for (hw::Precision kv : kvs)
         for (int s0 : space_.max_num_seqs)
           for (auto b0 : space_.max_num_batched_tokens)

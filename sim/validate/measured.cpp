@@ -174,14 +174,24 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
     // other of DeepSeek-R1 / V3), and no twin has another layout; Qwen3.5-397B-A17B's twinless
     // TP4 MoE TP2 x EP2 B300 rows predict TPOT within -6 % median as TP2 EP2. Such a row merges
     // with its twin (the key takes the layout it runs).
+    // The same with attention DP: TP 1, DP e x e, MoE TP e x EP e (TensorRT-LLM; DeepSeek-R1 and
+    // gpt-oss-120b on B200 and H200, 47 rows) is DP e EP e on e GPUs, its batch_size the clients
+    // over e x e: the 18 with a DP e EP e row at the same clients measure its TTFT and TPOT to the
+    // last digit (DeepSeek-R1 B200 FP4 at 64 clients of 1,024 + 1,024 tokens: 1,085.46 ms and
+    // 12.289 ms, as DP8 EP8 at batch 8; their ids name TP e EP e), and 2 another run of it. A
+    // batch_size of a rank's share (clients / (e x e)) becomes the twin's (clients / e).
     const int grid_e = num("moe_ep_size");
-    const bool moe_grid = get("mode") == "agg" && grid_e > 1 && num("moe_tp_size") == grid_e &&
-                          num("tp_size") == grid_e * grid_e && num("attention_dp_size") <= 1;
+    const bool grid_moe = get("mode") == "agg" && grid_e > 1 && num("moe_tp_size") == grid_e;
+    const bool moe_grid = grid_moe && num("tp_size") == grid_e * grid_e && num("attention_dp_size") <= 1;
+    const bool dp_grid = grid_moe && num("tp_size") <= 1 && num("attention_dp_size") == grid_e * grid_e;
     std::string key;
     for (std::size_t i = 0; i < f.size(); ++i) {
       if (i == c_id || i == c_src || i == c_ttft || i == c_tpot) continue;
       if (moe_grid && header[i] == "tp_size") key += std::to_string(grid_e);
-      else if (moe_grid && header[i] == "moe_tp_size") key += "1";
+      else if ((moe_grid || dp_grid) && header[i] == "moe_tp_size") key += "1";
+      else if (dp_grid && header[i] == "attention_dp_size") key += std::to_string(grid_e);
+      else if (dp_grid && header[i] == "batch_size" && std::int64_t(num("batch_size")) * grid_e * grid_e == conc)
+        key += std::to_string(num("batch_size") * grid_e);   // a rank's share of the clients, as its twin's
       else key += f[i];
       key += '\x1f';
     }
@@ -267,6 +277,15 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
                       std::to_string(grid_e) + " x EP" + std::to_string(grid_e) + ", TP" + std::to_string(grid_e) + " EP" +
                       std::to_string(grid_e) + " is run";
       p.tp = grid_e;
+      p.moe_tp = 1;
+      p.layout_rewrite = LayoutRewrite::from_moe_grid;
+    }
+    if (dp_grid) {
+      p.layout_note = columns + " MoE TP" + std::to_string(grid_e) + ": attention_dp_size is the MoE grid's TP" +
+                      std::to_string(grid_e) + " x EP" + std::to_string(grid_e) + ", DP" + std::to_string(grid_e) + " EP" +
+                      std::to_string(grid_e) + " is run";
+      p.attention_dp = p.columns_dp = grid_e;
+      if (std::int64_t(p.batch_size) * grid_e * grid_e == conc) p.batch_size *= grid_e;
       p.moe_tp = 1;
       p.layout_rewrite = LayoutRewrite::from_moe_grid;
     }

@@ -139,13 +139,14 @@ std::string checkpoint_format(const std::string& label, const models::ModelSpec&
   return label;
 }
 
-// Expert parallelism of a worker: 1 (experts sharded by TP x DP) or TP x DP (servesim's two options).
+// Expert parallelism of a worker: 1 (experts sharded by TP x DP), TP x DP (whole experts per GPU)
+// or a divisor of it (MoE TP x EP, which the scenario refuses on an engine that does not run it).
 int ep_of(int moe_ep, int tp, const std::string& role, int dp = 1) {
   if (moe_ep <= 1) return 1;
-  if (moe_ep == tp * dp) return moe_ep;
+  if ((tp * dp) % moe_ep == 0) return moe_ep;
   cannot(role + "MoE expert parallel size " + std::to_string(moe_ep) + " with TP " + std::to_string(tp) +
          (dp > 1 ? " x DP " + std::to_string(dp) : std::string()) +
-         " not modelled (servesim runs EP 1 or EP = TP x DP within a worker)");
+         " not modelled (it does not divide the worker's TP x DP GPUs)");
 }
 
 double pick(const Stats& s, const std::string& stat) { return stat == "p50" ? s.p50 : s.avg; }
@@ -1077,8 +1078,8 @@ std::string to_text(const Report& r, const Options& o) {
            "too: their measurements are TP t EP t's, not those of t times the GPUs (field layout_note)\n";
   if (r.csv.layout_from_moe_grid > 0)
     out += std::to_string(r.csv.layout_from_moe_grid) +
-           " points whose columns give TP e x e with MoE TP e x EP e run TP e EP e (rows of that pattern with a twin "
-           "measure exactly a TP e EP e row's TTFT and TPOT, and merge with it; field layout_note)\n";
+           " points whose columns give TP e x e (or attention DP e x e) with MoE TP e x EP e run TP e EP e (DP e EP e): rows "
+           "of that pattern with a twin measure exactly that layout's TTFT and TPOT, and merge with it; field layout_note\n";
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "\n";

@@ -87,7 +87,7 @@ struct CsvReadStats {
   int merged_rows = 0;         // rows folded into another row's point
   int layout_from_id = 0;      // points whose id's TP x EP layout replaced the columns' attention-DP one
   int layout_from_pattern = 0; // points without an id layout whose columns have that pattern, run the same way
-  int layout_from_moe_grid = 0; // points whose columns give TP e x e, MoE TP e x EP e: run TP e EP e
+  int layout_from_moe_grid = 0; // points whose columns give TP e x e (or DP e x e), MoE TP e x EP e: run TP e EP e (DP e EP e)
 };
 // Reads a silicon-sample CSV and merges repeated points: rows equal in every column except id,
 // silicon_data_source and the two metrics, and with the same concurrency, become one point whose

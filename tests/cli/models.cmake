@@ -68,3 +68,11 @@ set_tests_properties(cli_model_file_recommend PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_model_file_validate COMMAND $<TARGET_FILE:servesim> validate ${PROJECT_SOURCE_DIR}/tests/sim/data/validate_sample.csv
          --model-file ${MD}/tiny-qwen3.json --gpu h200 --mode agg)
 set_tests_properties(cli_model_file_validate PROPERTIES PASS_REGULAR_EXPRESSION "points: [0-9]+ simulated")
+# MoE TP x EP: vLLM's expert parallelism spans the whole group (one line naming the engines that
+# run it); TensorRT-LLM runs TP8 EP4 (32 experts a GPU, each half) at EP8's per-GPU weights (27.65 GiB).
+add_test(NAME cli_memory_moe_tp_ep_is_not_vllms COMMAND $<TARGET_FILE:servesim> memory --model qwen3-235b-a22b --gpu h200 --tp 8 --ep 4 --precision fp8)
+set_tests_properties(cli_memory_moe_tp_ep_is_not_vllms PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: command line: --ep: 4 with tp x dp = 8: vLLM's expert parallelism spans the whole group \\(1 or 8\\); MoE TP x EP \\(4 expert groups, each expert sharded 2 ways\\) is a TensorRT-LLM / SGLang layout")
+add_test(NAME cli_memory_moe_tp_ep_trtllm COMMAND $<TARGET_FILE:servesim> memory --model qwen3-235b-a22b --gpu h200 --tp 8 --ep 4 --precision fp8 --engine trtllm)
+set_tests_properties(cli_memory_moe_tp_ep_trtllm PROPERTIES PASS_REGULAR_EXPRESSION
+  "TP8 EP4 \\(MoE TP2\\), fp8 weights.*\\(tp 8, pp 1, ep 4\\)[^\n]*\nweights +27.65 GiB")

@@ -139,3 +139,11 @@ add_test(NAME cli_simulate_token_gap_stall_line COMMAND ${SS} simulate --model l
          --concurrency 32 --requests 500)
 set_tests_properties(cli_simulate_token_gap_stall_line PROPERTIES PASS_REGULAR_EXPRESSION
   "inter_token_latency +ms.*token_gap +ms.*token_gap p99 [0-9.]+ ms is [0-9.]+x its median: prompts' prefill steps stall the decodes")
+# MoE TP x EP runs on TensorRT-LLM (the header names the MoE TP) and is one line on vLLM.
+add_test(NAME cli_simulate_moe_tp_ep_trtllm COMMAND $<TARGET_FILE:servesim> simulate --model qwen3-235b-a22b --gpu h200 --tp 8 --ep 4
+         --gpus 8 --precision fp8 --engine trtllm --isl 500 --osl 50 --concurrency 4 --requests 8 -q)
+set_tests_properties(cli_simulate_moe_tp_ep_trtllm PROPERTIES PASS_REGULAR_EXPRESSION "1 replica\\(s\\) of TP8 EP4 \\(MoE TP2\\)")
+add_test(NAME cli_simulate_moe_tp_ep_vllm COMMAND $<TARGET_FILE:servesim> simulate --model qwen3-235b-a22b --gpu h200 --tp 8 --ep 4
+         --gpus 8 --precision fp8 --isl 500 --osl 50 --concurrency 4 --requests 8)
+set_tests_properties(cli_simulate_moe_tp_ep_vllm PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: command line: expert_parallel_size: 4 with tp x dp = 8: vLLM's expert parallelism spans the whole group")

@@ -251,6 +251,34 @@ def test_data_parallel_attention_is_searched_and_emitted(tmp_path):
     assert not [c for c in d["configurations"] if "DP" in c["label"]]
 
 
+def test_attention_dp_is_emitted_as_each_engine_counts_its_gpus(tmp_path):
+    # TP1 x DP2 of an MoE model: SGLang's --tp-size and TensorRT-LLM's tp_size count both GPUs (each
+    # splits them into attention-DP ranks), vLLM's --tensor-parallel-size is one rank's; the emitted
+    # scenario re-runs the layout.
+    for engine, script, expect in (("sglang", "sglang-launch.sh", "--tp-size 2 --dp-size 2 --enable-dp-attention"),
+                                   ("trtllm", "trtllm-serve.sh", "--tp_size 2 "),
+                                   ("vllm", "vllm-serve.sh", "--tensor-parallel-size 1 --data-parallel-size 2")):
+        r = servesim.search(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200, engine=[engine],
+                            concurrency=[8], requests=16, tp=[1], dp=[2], topology="agg", precision="fp8")
+        d = tmp_path / engine
+        servesim.emit(r["best"], str(d))
+        assert expect in (d / script).read_text(), engine
+        with open(d / "dynamo-deployment.yaml") as f:
+            m = yaml.safe_load(f)
+        (worker,) = [s for s in m["spec"]["services"].values() if s.get("componentType") == "worker"]
+        args = worker["extraPodSpec"]["mainContainer"]["args"]
+        assert worker["resources"]["limits"]["gpu"] == "2", engine
+        if engine == "trtllm":
+            assert args[args.index("--tensor-parallel-size") + 1] == "2"
+            assert "enable_attention_dp: true" in (d / "trtllm-aggregated.yaml").read_text()
+        sc = json.loads((d / "scenario.json").read_text())
+        assert (sc["tensor_parallel_size"], sc["data_parallel_size"]) == (1, 2), engine
+    # TensorRT-LLM runs attention DP with one GPU an attention rank: TP2 x DP2 is not among its candidates.
+    t = servesim.search(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200, engine=["trtllm"],
+                        concurrency=[8], requests=16, tp=[1, 2], dp=[2], topology="agg", precision="fp8")
+    assert t["configurations"] and not [c for c in t["configurations"] if c["label"].startswith("agg TP2 DP2")]
+
+
 def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
     # Llama-3.1-8B BF16 on one H200: "auto" is its BF16 cache, "fp8" adds a candidate whose label,
     # configuration and emitted vllm serve line carry the FP8 cache.

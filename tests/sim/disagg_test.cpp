@@ -442,17 +442,25 @@ TEST(Disagg, ScenarioDpAndEpCarryIntoEveryRole) {
   EXPECT_EQ(role_parallelism(s, s.topology.decode_tp, s.topology.decode_dp, s.topology.decode_ep).ep, 1);
 }
 
+// A role's EP must divide its TP x DP GPUs, and a divisor below it (MoE TP x EP) is TensorRT-LLM's
+// and SGLang's, not vLLM's: one line each, naming the role's field.
 TEST(Disagg, RoleExpertParallelismOtherThanItsGpusIsOneClearError) {
-  try {
-    parse_scenario(R"({"model": "deepseek-v3", "gpu": "b200", "tp": 1,
-        "topology": {"kind": "disagg", "decode_dp": 8, "decode_ep": 4},
-        "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})",
-                   "f.json");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.field(), "topology.decode_ep");
-    EXPECT_NE(e.reason().find("1 x 8 = 8"), std::string::npos) << e.reason();
-  }
+  auto error = [](int ep, const std::string& engine) {
+    try {
+      parse_scenario(R"({"model": "deepseek-v3", "gpu": "b200", "tp": 1, "engine_profile": ")" + engine + R"(",
+          "topology": {"kind": "disagg", "decode_dp": 8, "decode_ep": )" + std::to_string(ep) + R"(},
+          "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})",
+                     "f.json");
+    } catch (const Error& e) {
+      return e.field() + ": " + e.reason();
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(3, "vllm").find("topology.decode_ep: must be 1 (experts sharded by TP), the decode worker's TP x DP (1 x 8 = 8)"),
+            std::string::npos) << error(3, "vllm");
+  EXPECT_NE(error(4, "vllm").find("topology.decode_ep: 4 with tp x dp = 8: vLLM's expert parallelism spans the whole group"),
+            std::string::npos) << error(4, "vllm");
+  EXPECT_EQ(error(4, "sglang"), "");
   EXPECT_THROW(parse_scenario(R"({"model": "deepseek-v3", "topology": {"kind": "agg", "decode_dp": 8},
       "workload": {"concurrency": 4, "isl": 128, "osl": 8, "requests": 8}})", "f.json"), Error);
 }

@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "hwmodels/catalog.hpp"
+#include "hwmodels/kernel_model.hpp"
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_cost.hpp"
@@ -761,15 +762,18 @@ TEST(Engines, ValidatePointsRunOnTheirOwnEngine) {
 }
 
 // search --engine vllm,sglang,trtllm: every candidate once per engine, each knob at its engine's default.
-TEST(Engines, SearchRanksAcrossEngines) {
+// The aggregated candidates of one model on p5en.48xlarge (H200) at TP x DP sizes over engines, at
+// 4 clients of 1,000 + 100 tokens (the search's configurations; nothing run).
+Search aggregated_search(const std::string& model, hw::Precision p, std::vector<int> tp, std::vector<int> dp,
+                         std::vector<std::string> engines) {
   SearchSpace sp;
-  sp.model = &models::model("llama-3.1-8b");
+  sp.model = &models::model(model);
   sp.instances = {&hw::Catalog::global().instance("p5en.48xlarge")};
-  sp.precisions = {hw::Precision::bf16};
-  sp.tp = {1};
-  sp.dp = {1};
+  sp.precisions = {p};
+  sp.tp = std::move(tp);
+  sp.dp = std::move(dp);
   sp.disaggregated = false;
-  sp.engines = {"vllm", "sglang", "trtllm"};
+  sp.engines = std::move(engines);
   sp.max_num_seqs = {0};
   sp.max_num_batched_tokens = {0};
   SearchTraffic t;
@@ -779,7 +783,11 @@ TEST(Engines, SearchRanksAcrossEngines) {
   SearchGoal g;
   g.ttft_ms = 5000;
   g.itl_ms = 100;
-  Search s(sp, t, g);
+  return Search(sp, t, g);
+}
+
+TEST(Engines, SearchRanksAcrossEngines) {
+  const Search s = aggregated_search("llama-3.1-8b", hw::Precision::bf16, {1}, {1}, {"vllm", "sglang", "trtllm"});
   ASSERT_EQ(s.configs().size(), 3u);
   EXPECT_EQ(s.configs()[0].engine, "vllm-0.19");
   EXPECT_EQ(s.configs()[1].engine, "sglang-0.5.6");
@@ -787,6 +795,39 @@ TEST(Engines, SearchRanksAcrossEngines) {
   EXPECT_EQ(s.configs()[0].max_num_seqs, 1024);
   EXPECT_EQ(s.configs()[2].max_num_seqs, 2048);
   EXPECT_EQ(s.configs()[1].max_num_batched_tokens, 8192);
+}
+
+// Which engines launch which layouts (EngineProfile "layouts"): MoE TP x EP on TensorRT-LLM and
+// SGLang, not vLLM (its EP spans tp x dp); attention DP with attention TP on SGLang and vLLM, not
+// TensorRT-LLM (one GPU an attention rank). A scenario says so in one line; search leaves out what
+// an engine does not run.
+TEST(Engines, EachEngineLaunchesItsOwnLayouts) {
+  auto err = [](const std::string& engine, int tp, int dp, int ep) {
+    nlohmann::json j = {{"model", "qwen3-235b-a22b"}, {"gpu", "h200"}, {"precision", "fp8"}, {"engine_profile", engine},
+                        {"tensor_parallel_size", tp}, {"data_parallel_size", dp}, {"expert_parallel_size", ep},
+                        {"gpus", tp * dp}, {"workload", {{"concurrency", 4}, {"isl", 100}, {"osl", 10}, {"requests", 4}}}};
+    try {
+      parse_scenario(j.dump(), "s.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("vllm", 8, 1, 4).find("vLLM's expert parallelism spans the whole group (1 or 8)"), std::string::npos);
+  EXPECT_EQ(err("trtllm", 8, 1, 4), "");
+  EXPECT_EQ(err("sglang", 8, 1, 4), "");
+  EXPECT_EQ(err("vllm", 2, 4, 8), "");
+  EXPECT_EQ(err("sglang", 2, 4, 2), "");
+  EXPECT_NE(err("trtllm", 2, 4, 8).find("attention DP runs each rank's attention on one GPU; give tp 1 and dp 8"),
+            std::string::npos);
+  EXPECT_EQ(err("trtllm", 1, 8, 4), "");
+  EXPECT_NE(err("trtllm", 8, 1, 3).find("a divisor of it"), std::string::npos);
+
+  const Search s = aggregated_search("qwen3-235b-a22b", hw::Precision::fp8, {1, 2}, {4}, {"vllm", "trtllm"});
+  std::vector<std::string> runs;
+  for (const auto& c : s.configs()) runs.push_back(c.engine + " " + c.topo.agg.label());
+  EXPECT_EQ(runs, (std::vector<std::string>{"vllm-0.19 TP1 DP4", "trtllm-1.3 TP1 DP4", "vllm-0.19 TP1 DP4 EP4",
+                                             "trtllm-1.3 TP1 DP4 EP4", "vllm-0.19 TP2 DP4", "vllm-0.19 TP2 DP4 EP8"}));
 }
 
 }  // namespace
@@ -857,6 +898,30 @@ TEST(EngineProfile, OnlyTensorRtLlmTimesMoeTpOnItsEpRows) {
     EXPECT_TRUE(engine_profile(name).kernel_tables.moe_tp_on_ep_rows) << name;
   for (const char* name : {"vllm", "vllm-0.14", "sglang-0.5", "sglang-0.5.6"})
     EXPECT_FALSE(engine_profile(name).kernel_tables.moe_tp_on_ep_rows) << name;
+}
+
+// MoE TP x EP layers, which the shipped TensorRT-LLM table keeps no rows of, priced from its TP and
+// EP rows against AIConfigurator's TensorRT-LLM 1.3.0rc20 H200 rows of those layouts (FP8 per-tensor,
+// CUTLASS, Qwen3-235B-A22B's shape: hidden 4,096, 1,536 per expert, top-8 of 128, balanced; ms a
+// layer, held out of the reduced table): (MoE TP, EP) = (2, 4) 0.1485 / 0.9224 ms at 1,024 / 16,384
+// tokens, (4, 2) 0.1722 / 1.3543, (2, 2) 0.2521 / 1.7273. Token counts that touch every expert
+// (64 and 1,024 slots an expert), where balanced and random routing agree; within 20 %.
+TEST(EngineProfile, TensorRtLlmPricesMoeTpTimesEpFromItsTpAndEpRows) {
+  const auto& km = hw::kernel_model(hw::Catalog::global().gpu("h200"), engine_profile("trtllm-1.3").kernel_tables);
+  struct Row { int tp, ep; double tokens, ms; };
+  for (const Row& r : {Row{2, 4, 1024, 0.1485}, Row{2, 4, 16384, 0.9224}, Row{4, 2, 1024, 0.1722},
+                       Row{4, 2, 16384, 1.3543}, Row{2, 2, 1024, 0.2521}, Row{2, 2, 16384, 1.7273}}) {
+    hw::MoeShape s;
+    s.tokens = r.tokens;
+    s.hidden = 4096;
+    s.inter = 1536;
+    s.topk = 8;
+    s.experts = 128;
+    s.tp = r.tp;
+    s.ep = r.ep;
+    const double ms = km.moe(s, hw::Precision::fp8).seconds * 1e3;
+    EXPECT_NEAR(ms / r.ms, 1.0, 0.20) << "MoE TP" << r.tp << " EP" << r.ep << " at " << r.tokens << " tokens: " << ms;
+  }
 }
 
 // TensorRT-LLM's profiles price a MoE shape their release table never timed from SGLang 0.5.14's

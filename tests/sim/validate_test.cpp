@@ -191,6 +191,41 @@ TEST(Validate, CsvMoeGridColumnsRunTpEp) {
   EXPECT_TRUE(d.layout_note.empty());
 }
 
+// The same grid under attention DP (TensorRT-LLM): TP 1, DP e x e, MoE TP e x EP e is DP e EP e,
+// its batch_size a rank's share of e x e ranks. A twin pair (DP64 grid at batch 1, DP8 EP8 at batch
+// 8, 64 clients, the same figures) merges into one DP8 EP8 point; a lone DP16 MoE TP4 x EP4 row at
+// batch = clients runs DP4 EP4 and keeps its batch; DP4 with MoE TP2 x EP4 is no grid (TP x EP).
+TEST(Validate, CsvMoeGridUnderAttentionDpRunsDpEp) {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_dp_grid";
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "grid.csv").string();
+  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,batch_size,tp_size,attention_dp_size,"
+                      "moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                      "a_c64_tp8_ep8_937,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,1,1,64,8,8,1085.456,12.2894\n"
+                      "b_c64_tp1_8_ep8_1619,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,8,1,8,1,8,1085.456,12.2894\n"
+                      "c_c32_cfg5,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,32,1,16,4,4,300,9\n"
+                      "d_c32_cfg6,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,8,1,4,2,4,300,9\n";
+  v::CsvReadStats st;
+  const auto ps = v::read_silicon_csv(f, &st);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(st.layout_from_moe_grid, 2);
+  const auto& a = by_id(ps, "a_c64_tp8_ep8_937");
+  EXPECT_EQ(a.merged, 2);
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(a.attention_dp, 8);
+  EXPECT_EQ(a.batch_size, 8);
+  EXPECT_EQ(a.moe_tp, 1);
+  EXPECT_EQ(a.moe_ep, 8);
+  const auto& c = by_id(ps, "c_c32_cfg5");
+  EXPECT_EQ(c.attention_dp, 4);
+  EXPECT_EQ(c.batch_size, 32);
+  EXPECT_NE(c.layout_note.find("DP4 EP4 is run"), std::string::npos) << c.layout_note;
+  const auto& d = by_id(ps, "d_c32_cfg6");
+  EXPECT_EQ(d.attention_dp, 4);
+  EXPECT_EQ(d.moe_tp, 2);
+  EXPECT_TRUE(d.layout_note.empty());
+}
+
 TEST(Validate, CsvErrorsNameTheLine) {
   const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_bad";
   std::filesystem::create_directories(dir);
@@ -239,7 +274,7 @@ TEST(Validate, EveryUnmodellablePointSaysWhy) {
       {"llama8b_a100_vllm_agg_1024x1024_c8_tp1", "GPU 'a100_sxm' not in the catalogue"},
       {"llama8b_h200_vllm_agg_1024x1024_c8_tp3", "does not divide the 32 attention heads"},
       {"llama8b_h200_vllm_agg_1024x1024_c8_mixed", "mixed quantization"},
-      {"llama8b_h200_vllm_agg_1024x1024_c8_ep2tp4", "MoE expert parallel size 2 with TP 4"},
+      {"llama8b_h200_vllm_agg_1024x1024_c8_ep3tp4", "MoE expert parallel size 3 with TP 4 not modelled (it does not divide"},
       {"llama8b_h200_vllm_mixed_1024x1024_c8", "mode 'epd' unknown"}};
   int ran = 0;
   for (const auto& p : r.points) {
@@ -915,7 +950,7 @@ TEST(Validate, DisaggregatedRolesRunTheirOwnAttentionDpAndExperts) {
   {
     std::ofstream f(path);
     f << kSiliconHeader << row("dp_c64_", "1,1,1,4,1,4", "1,1,1,8,1,8") << row("ep1_c64_", "2,4,1,1,4,1", "1,1,1,8,1,8")
-      << row("bad_c64_", "1,1,1,4,1,4", "1,1,1,8,1,2");
+      << row("bad_c64_", "1,1,1,4,1,4", "1,1,1,8,1,3");
   }
   const auto points = v::read_silicon_csv(path.string());
   std::filesystem::remove(path);
@@ -935,7 +970,8 @@ TEST(Validate, DisaggregatedRolesRunTheirOwnAttentionDpAndExperts) {
     v::point_scenario(by_id(points, "bad_c64_"), o, nullptr);
     FAIL() << "expected: not modellable";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("decode MoE expert parallel size 2 with TP 1 x DP 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("decode MoE expert parallel size 3 with TP 1 x DP 8 not modelled (it does not divide"),
+              std::string::npos) << e.what();
   }
 }
 
