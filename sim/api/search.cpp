@@ -102,6 +102,11 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
   sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
   sp.expert_parallel = a.expert_parallel;
+  if (!a.ep.empty()) {
+    if (!a.expert_parallel)
+      throw Error("--ep", "", "give --ep (the expert-parallel sizes to try) or --no-expert-parallel (EP 1 only), not both");
+    sp.ep = int_list<int>(a.ep, "--ep", 1, 1024);
+  }
   const std::string t = text::lower(a.topology);
   if (t != "agg" && t != "disagg" && t != "both" && t != "aggregated" && t != "disaggregated")
     throw Error("--topology", "", "unknown topology '" + a.topology + "'; known: agg, disagg, both");
@@ -279,7 +284,7 @@ nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->
 
 nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
-                      {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
+                      {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"ep", a.ep}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
                       {"prefix_caching", a.prefix_caching}, {"shared_prefix_tokens", a.shared_prefix_tokens},
                       {"num_speculative_tokens", a.num_speculative_tokens}, {"mtp_acceptance", a.mtp_acceptance},

@@ -31,9 +31,13 @@ constexpr std::int64_t kChatTemplateMargin = 1500;
 std::string shape(const models::Parallelism& p) { return p.label(); }
 
 // `moe_gpus`: the GPUs an MoE layer spans (tp x dp).
-std::vector<int> ep_options(const models::ModelSpec& m, int moe_gpus, bool expert_parallel) {
-  if (m.experts > 0 && expert_parallel && moe_gpus > 1) return {1, moe_gpus};
-  return {1};
+std::vector<int> ep_options(const models::ModelSpec& m, int moe_gpus, bool expert_parallel, const std::vector<int>& eps) {
+  if (m.experts == 0 || moe_gpus <= 1) return {1};
+  if (eps.empty()) return expert_parallel ? std::vector<int>{1, moe_gpus} : std::vector<int>{1};
+  std::vector<int> out;
+  for (int e : eps)
+    if (moe_gpus % e == 0 && m.experts % e == 0 && std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  return out;
 }
 
 // Attention data-parallel ranks of an aggregated replica: MoE models only, without PP, with the
@@ -272,8 +276,16 @@ Search::Search(SearchSpace space, SearchTraffic traffic, SearchGoal goal, bool p
       throw Error("--requests", "", std::to_string(*traffic_.requests) + " requests per point is more than " + std::to_string(kMaxRequestsPerPoint) +
                                         " (about 2 us and 90 bytes each to simulate); give fewer");
   enumerate();
-  if (configs_.empty())
+  if (configs_.empty() && precision_pairs_ == 0)
     throw Error("--precision", "", "no configuration to search: none of the precisions runs on the GPUs given");
+  if (configs_.empty() && layouts_no_engine_runs_ > 0)
+    throw Error("--engine", "", "no configuration to search: the engines given launch none of the layouts (vLLM's expert "
+                                "parallelism is 1 or TP x DP, TensorRT-LLM's attention DP runs TP 1); widen --tp, --dp or --ep, "
+                                "or add --engine trtllm / sglang");
+  if (configs_.empty())
+    throw Error(space_.ep.empty() ? "--tp" : "--ep", "", "no configuration to search: no layout of the sizes given serves " +
+                                                           space_.model->name + (space_.ep.empty() ? "" : " (each --ep must divide a layout's "
+                                                                                                "TP x DP GPUs and the model's experts)"));
   // The simulated requests if nothing were pruned: a search that could run for hours is refused
   // up front, naming what multiplies into it.
   double per_config = 0;
@@ -352,8 +364,10 @@ void Search::enumerate() {
       // Layouts the engine does not launch (TensorRT-LLM's attention DP with attention TP > 1).
       const bool agg = base.topo.kind == TopologyChoice::Kind::aggregated;
       if (agg ? !launches_layout(prof, base.topo.agg)
-              : !launches_layout(prof, base.topo.prefill) || !launches_layout(prof, base.topo.decode))
+              : !launches_layout(prof, base.topo.prefill) || !launches_layout(prof, base.topo.decode)) {
+        ++layouts_no_engine_runs_;
         continue;
+      }
       const GpuClassDefaults& gc = prof.gpu_class(cat.gpu(base.decode_instance->gpu));
       for (hw::Precision kv : kvs)
         for (int s0 : space_.max_num_seqs)
@@ -384,10 +398,10 @@ void Search::enumerate() {
     for (auto [x, y] : space_.pd_ratios)
       for (int ptp : space_.tp) {
         if (ptp > pi->gpus) continue;
-        for (int pep : ep_options(m, ptp, space_.expert_parallel))
+        for (int pep : ep_options(m, ptp, space_.expert_parallel, space_.ep))
           for (int dtp : space_.tp) {
             if (dtp > di->gpus) continue;
-            for (int dep : ep_options(m, dtp, space_.expert_parallel)) {
+            for (int dep : ep_options(m, dtp, space_.expert_parallel, space_.ep)) {
               SearchConfig c;
               c.topo.kind = TopologyChoice::Kind::disaggregated;
               c.topo.prefill = {ptp, 1, pep};
@@ -422,12 +436,13 @@ void Search::enumerate() {
   for (const hw::InstanceSpec* inst : space_.instances) {
     const hw::GpuSpec& g = cat.gpu(inst->gpu);
     for (hw::Precision prec : precisions_of(g, g)) {
+      ++precision_pairs_;
       if (space_.aggregated)
         for (int tp : space_.tp) {
           if (tp > inst->gpus || tp > inst->nvlink_domain_gpus) continue;
           for (int pp : space_.pp)
             for (int dp : dp_options(m, space_.dp, tp, pp, inst->gpus))
-            for (int ep : ep_options(m, tp * dp, space_.expert_parallel)) {
+            for (int ep : ep_options(m, tp * dp, space_.expert_parallel, space_.ep)) {
               SearchConfig c;
               c.topo.kind = TopologyChoice::Kind::aggregated;
               c.topo.replicas = 1;

@@ -37,6 +37,10 @@ struct SearchSpace {
   std::vector<hw::Precision> precisions;             // empty: bf16, fp8, nvfp4 + the model's published checkpoint formats
   std::vector<int> tp = {1, 2, 4, 8}, pp = {1};      // TP within a node; PP stages across nodes (aggregated only)
   bool expert_parallel = true;                       // MoE models: also EP = TP x DP (experts sharded whole)
+  // MoE models: the expert-parallel sizes to try, each where it divides a layout's TP x DP and the
+  // experts (between 1 and TP x DP: MoE TP x EP, which TensorRT-LLM and SGLang launch); empty: 1
+  // and TP x DP (expert_parallel).
+  std::vector<int> ep;
   std::vector<int> dp = {1, 2, 4, 8};                // MoE models: attention data-parallel ranks of an aggregated
                                                      // replica (without PP, tp x dp within a node)
   bool aggregated = true, disaggregated = true;
@@ -232,6 +236,7 @@ class Search {
   SearchGoal goal_;
   bool prune_ = true;
   std::vector<SearchConfig> configs_;
+  int precision_pairs_ = 0, layouts_no_engine_runs_ = 0;   // enumerate(): what an empty space lacked
   std::vector<State> state_;
   std::vector<int> order_;     // candidates by bound, best first
   bool bounded_ = false;

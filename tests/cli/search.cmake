@@ -62,3 +62,17 @@ add_test(NAME cli_search_headroom_needs_a_target COMMAND ${SS} search --model ne
          --ttft-ms 400 --itl-ms 25 --total-gpus 8 --headroom 0.2)
 set_tests_properties(cli_search_headroom_needs_a_target PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: --headroom: sizes a load target: give --target-tps or --target-rps")
+# --ep: MoE TP x EP sizes are TensorRT-LLM's and SGLang's; on vLLM alone nothing is left (one line
+# naming the engines), a size dividing no layout is named, and --ep with --no-expert-parallel is refused.
+add_test(NAME cli_search_ep_vllm_launches_none COMMAND ${SS} search --model qwen3-235b-a22b --gpu h200 --precision fp8 --tp 8 --ep 4
+         --topology agg --isl 1000 --osl 200 --ttft-ms 2000 --itl-ms 60)
+set_tests_properties(cli_search_ep_vllm_launches_none PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --engine: no configuration to search: the engines given launch none of the layouts")
+add_test(NAME cli_search_ep_divides_no_layout COMMAND ${SS} search --model qwen3-235b-a22b --gpu h200 --precision fp8 --tp 8 --ep 3
+         --engine trtllm --topology agg --isl 1000 --osl 200 --ttft-ms 2000 --itl-ms 60)
+set_tests_properties(cli_search_ep_divides_no_layout PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --ep: no configuration to search: no layout of the sizes given serves qwen3-235b-a22b \\(each --ep must divide")
+add_test(NAME cli_search_ep_and_no_ep COMMAND ${SS} search --model qwen3-235b-a22b --gpu h200 --ep 4 --no-expert-parallel
+         --isl 1000 --osl 200 --ttft-ms 2000 --itl-ms 60)
+set_tests_properties(cli_search_ep_and_no_ep PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --ep: give --ep \\(the expert-parallel sizes to try\\) or --no-expert-parallel \\(EP 1 only\\), not both")

@@ -279,6 +279,23 @@ def test_attention_dp_is_emitted_as_each_engine_counts_its_gpus(tmp_path):
     assert t["configurations"] and not [c for c in t["configurations"] if c["label"].startswith("agg TP2 DP2")]
 
 
+def test_moe_tp_times_ep_is_searched_on_the_engines_that_launch_it(tmp_path):
+    # ep=[1, 2, 4, 8] on TP8: TensorRT-LLM runs all four (2 and 4 as MoE TP x EP), vLLM 1 and 8; the
+    # winner's files give TensorRT-LLM its ep_size, and its scenario re-runs the layout.
+    r = servesim.search(model="qwen3-235b-a22b", gpu="h200", isl=1000, osl=100, ttft_ms=3000, itl_ms=200, precision="fp8",
+                        tp=[8], dp=[1], ep=[1, 2, 4, 8], topology="agg", concurrency=[8], requests=16, engine=["trtllm", "vllm"])
+    labels = sorted(c["label"].split(" H200")[0] + " " + c["label"].split()[-1] for c in r["configurations"])
+    assert labels == ["agg TP8 EP2 (MoE TP4) trtllm-1.3", "agg TP8 EP4 (MoE TP2) trtllm-1.3", "agg TP8 EP8 trtllm-1.3",
+                      "agg TP8 EP8 vllm-0.19", "agg TP8 trtllm-1.3", "agg TP8 vllm-0.19"]
+    h = servesim.search(model="qwen3-235b-a22b", gpu="h200", isl=1000, osl=100, ttft_ms=3000, itl_ms=200, precision="fp8",
+                        tp=[8], dp=[1], ep=[4], topology="agg", concurrency=[8], requests=16, engine=["trtllm"])
+    assert "EP4 (MoE TP2)" in h["best"]["label"]
+    servesim.emit(h["best"], str(tmp_path))
+    assert "--tp_size 8 --ep_size 4 " in (tmp_path / "trtllm-serve.sh").read_text()
+    sc = json.loads((tmp_path / "scenario.json").read_text())
+    assert (sc["tensor_parallel_size"], sc["expert_parallel_size"], sc["engine_profile"]) == (8, 4, "trtllm-1.3")
+
+
 def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
     # Llama-3.1-8B BF16 on one H200: "auto" is its BF16 cache, "fp8" adds a candidate whose label,
     # configuration and emitted vllm serve line carry the FP8 cache.
