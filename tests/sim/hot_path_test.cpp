@@ -292,9 +292,9 @@ TEST(SteadyStretch, SameResultsAsEveryStepThroughTheHeap) {
         const SteadyRun off = run_loop(false, 8, blocks, async, replicas, 5);
         EXPECT_EQ(off.steady, 0);
         EXPECT_GT(on.steady, 0);
-        if (replicas == 1 && blocks > 200) EXPECT_GT(on.steady, on.workers[0].steps / 2);   // most steps are steady decode
+        if (replicas == 1 && blocks > 200) { EXPECT_GT(on.steady, on.workers[0].steps / 2); }   // most steps are steady decode
         expect_same(on, off);
-        if (blocks == 200 && replicas == 1) EXPECT_GT(on.workers[0].preemptions, 0);
+        if (blocks == 200 && replicas == 1) { EXPECT_GT(on.workers[0].preemptions, 0); }
       }
 }
 
@@ -310,10 +310,10 @@ TEST(SteadyStretch, SglangAndTrtllmPoliciesGiveTheResultsOfEveryStepThroughTheHe
         const SteadyRun off = run_loop(false, 8, blocks, async, 1, 5, kind);
         EXPECT_EQ(off.steady, 0);
         EXPECT_GT(on.steady, 0);
-        if (blocks > 200) EXPECT_GT(on.steady, on.workers[0].steps / 2);   // most steps are steady decode
+        if (blocks > 200) { EXPECT_GT(on.steady, on.workers[0].steps / 2); }   // most steps are steady decode
         expect_same(on, off);
-        if (blocks == 200 && kind == EngineKind::sglang) EXPECT_GT(on.workers[0].preemptions, 0);   // retractions
-        if (kind == EngineKind::trtllm) EXPECT_EQ(on.workers[0].preemptions, 0);   // GUARANTEED_NO_EVICT
+        if (blocks == 200 && kind == EngineKind::sglang) { EXPECT_GT(on.workers[0].preemptions, 0); }   // retractions
+        if (kind == EngineKind::trtllm) { EXPECT_EQ(on.workers[0].preemptions, 0); }   // GUARANTEED_NO_EVICT
       }
 }
 
