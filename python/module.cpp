@@ -245,7 +245,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .rates("mtp_acceptance", a.mtp_acceptance).opt("ttft_ms", a.ttft_ms).opt("itl_ms", a.itl_ms).opt("gap_ms", a.gap_ms)
       .opt("statistic", a.statistic).opt("target_tps", a.target_tps).opt("target_rps", a.target_rps).opt("headroom", a.headroom)
       .opt("arrival", a.arrival).opt("burstiness", a.burstiness).opt("threads", a.threads)
-      .opt("calibration", a.calibration).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
+      .opt("calibration", a.calibration).opt("engine", a.engine).csv("images", a.images).opt("image_fraction", a.image_fraction).finish();
   return a;
 }
 

@@ -145,6 +145,9 @@ struct PlanArgs {
   // A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build
   // it was fitted on, as simulate --calibration applies it; without --engine the plan runs its build.
   std::string calibration;
+  // The engine profile the topologies run on (vllm, sglang, trtllm or a release; "" = the newest
+  // vLLM, or the calibration's build): its defaults, scheduler, kernels and emitted launch files.
+  std::string engine;
   // Images on a share of the requests (vision models): "WIDTHxHEIGHT[:COUNT],..." and that share.
   std::string images;
   std::optional<double> image_fraction;

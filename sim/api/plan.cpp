@@ -48,7 +48,7 @@ nlohmann::json plan_input_config(const PlanArgs& a) {
                       {"gpu_memory_utilization", opt(a.gpu_memory_utilization)}, {"ttft_ms", opt(a.ttft_ms)},
                       {"itl_ms", opt(a.itl_ms)}, {"gap_ms", a.gap_ms}, {"target_tps", opt(a.target_tps)}, {"target_rps", opt(a.target_rps)},
                       {"headroom", a.headroom},
-                      {"burstiness", opt(a.burstiness)}, {"arrival", str(a.arrival)}, {"calibration", str(a.calibration)},
+                      {"burstiness", opt(a.burstiness)}, {"arrival", str(a.arrival)}, {"calibration", str(a.calibration)}, {"engine", str(a.engine)},
                       {"images", str(a.images)}, {"image_fraction", opt(a.image_fraction)}};
   if (!a.model_file.empty()) j["model_file"] = a.model_file;
   return j;
@@ -180,6 +180,7 @@ struct Study {
         }
       }
     }
+    if (!o.engine.empty()) engine_name = sim::engine_profile(o.engine, "--engine").name;   // over the calibration's build
     const sim::EngineProfile& profile = sim::engine_profile(engine_name);
     sim::apply_profile(profile, *spec.model, *spec.gpu, given, spec.engine);
     spec.frontend = sim::profile_frontend(profile);
@@ -224,6 +225,10 @@ struct Study {
       d.encode_workers = o.encode_workers;
       topos.push_back(d);
     }
+    for (const auto& tc : topos)   // layouts the engine launches (vLLM: EP 1 or TP x DP)
+      for (const models::Parallelism* p : {&tc.agg, &tc.prefill, &tc.decode})
+        if (tc.kind == sim::TopologyChoice::Kind::aggregated ? p == &tc.agg : p != &tc.agg)
+          sim::check_layout(profile, *p, "command line", "--ep", "--dp");
     for (const auto& tc : topos) deps.push_back(std::make_unique<sim::Deployment>(tc, spec));
 
     auto_concurrency = o.concurrency.empty();
@@ -320,10 +325,10 @@ struct Study {
     j["model"] = spec.model->name;
     j["precision"] = text::lower(std::string(hw::to_string(spec.weights)));
     j["kv_cache_dtype"] = text::lower(std::string(hw::to_string(spec.kv_dtype)));
+    if (const std::string from = models::quantized_on_load_from(*spec.model, spec.weights); !from.empty() && spec.engine.kind == sim::EngineKind::vllm)
+      j["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
+    j.update(sim::launch_knobs(spec.engine));   // the engine the plan ran: its launch files, Dynamo workers and scenario
     j["max_model_len"] = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : spec.model->max_context;
-    j["max_num_seqs"] = spec.engine.max_num_seqs;
-    j["max_num_batched_tokens"] = spec.engine.max_num_batched_tokens;
-    j["gpu_memory_utilization"] = spec.engine.gpu_memory_utilization;
     if (spec.mtp.enabled()) {   // MTP on the decode-carrying workers, at the acceptance the plan assumed
       j["num_speculative_tokens"] = spec.mtp.draft_tokens;
       j["mtp_acceptance"] = spec.mtp.acceptance;

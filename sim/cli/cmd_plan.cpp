@@ -262,6 +262,9 @@ void add_plan_command(CLI::App& app) {
                 "A calibration profile (servesim calibrate e2e --output): applied on the GPU and engine build it was fitted on "
                 "(the plan then runs that build), its bands from the profile's cross-validated residuals")
       ->check(profile_file());
+  c->add_option("--engine", o->args.engine,
+                "Engine profile the topologies run on: vllm, sglang, trtllm or a release (servesim list engines; default the newest "
+                "vLLM, or the --calibration profile's build); --emit writes that engine's launch files and Dynamo workers");
   c->add_option("--plot", o->plot, "Write the charts FILE.png and FILE-throughput.png, and their data FILE-sweep.json and FILE-plan.json");
   c->add_option("--emit", o->emit_dir, "Write each feasible topology's deployment files (vllm serve, Dynamo manifest, aiperf sweep, NCCL check) to DIR/<topology>/");
   add_threads_option(*c, o->args.threads);

@@ -501,6 +501,14 @@ std::vector<std::pair<double, AllReduceImpl>> EngineProfile::all_reduce_switch_p
 }
 
 
+nlohmann::json launch_knobs(const EngineConfig& e) {
+  return {{"engine", e.engine_profile}, {"engine_kind", std::string(to_string(e.kind))}, {"max_model_len", e.max_model_len},
+          {"max_num_seqs", e.max_num_seqs}, {"max_num_batched_tokens", e.max_num_batched_tokens},
+          {"gpu_memory_utilization", e.gpu_memory_utilization},
+          {"cuda_graph_max_bs", e.cudagraph_capture_sizes.empty() ? 0 : e.max_cudagraph_capture_size / (1 + e.num_speculative_tokens)},
+          {"enable_chunked_prefill", e.enable_chunked_prefill}, {"enable_prefix_caching", e.enable_prefix_caching}};
+}
+
 void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu, const nlohmann::json& given,
                    EngineConfig& cfg, int tp) {
   auto unset = [&](const char* key) { return !given.is_object() || !given.contains(key); };

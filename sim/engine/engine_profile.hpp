@@ -166,6 +166,11 @@ std::string compute_capability(const hw::GpuSpec& gpu);
 // `tp`: the replica's tensor parallel size (SGLang's cuda_graph_max_bs depends on it).
 void apply_profile(const EngineProfile& p, const models::ModelSpec& m, const hw::GpuSpec& gpu,
                    const nlohmann::json& given, EngineConfig& cfg, int tp = 1);
+// What a deployment's emitted launch files take from the engine a prediction ran (api::emit_deployment):
+// {"engine" (the profile), "engine_kind", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+// "gpu_memory_utilization", "cuda_graph_max_bs", "enable_chunked_prefill", "enable_prefix_caching"}.
+nlohmann::json launch_knobs(const EngineConfig& e);
+
 // Engine names ("vllm", "sglang", "trtllm") of the profiles, in that order where present.
 std::vector<std::string> engine_names();
 

@@ -990,15 +990,8 @@ nlohmann::json Search::deployment(int index) const {
   if (const std::string from = models::quantized_on_load_from(*space_.model, c.precision); !from.empty() && e.kind == EngineKind::vllm)
     d["checkpoint"] = from;   // no such checkpoint is published: vLLM quantizes this one as it loads
   d["kv_cache_dtype"] = text::lower(std::string(hw::to_string(c.kv_dtype)));
-  d["max_model_len"] = e.max_model_len;
-  d["max_num_seqs"] = e.max_num_seqs;
-  d["max_num_batched_tokens"] = e.max_num_batched_tokens;
-  d["gpu_memory_utilization"] = e.gpu_memory_utilization;
+  d.update(launch_knobs(e));
   d["engine"] = c.engine;
-  d["engine_kind"] = std::string(to_string(e.kind));
-  d["cuda_graph_max_bs"] = e.cudagraph_capture_sizes.empty() ? 0 : e.max_cudagraph_capture_size / (1 + e.num_speculative_tokens);
-  d["enable_chunked_prefill"] = e.enable_chunked_prefill;
-  d["enable_prefix_caching"] = e.enable_prefix_caching;
   if (c.speculative_tokens > 0) {   // MTP on the decode-carrying workers, at the acceptance the prediction assumed
     d["num_speculative_tokens"] = c.speculative_tokens;
     d["mtp_acceptance"] = space_.mtp_acceptance;

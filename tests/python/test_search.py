@@ -221,6 +221,29 @@ def test_plan_emit_matches_the_plan(tmp_path):
     assert checked == 2
 
 
+def test_plan_runs_and_emits_the_engine_it_is_given(tmp_path):
+    # plan --engine trtllm: the topologies run TensorRT-LLM's profile (here MoE TP2 x EP4 on 8 H200),
+    # and --emit writes trtllm-serve lines, the Dynamo TRT-LLM workers and a scenario that re-runs it;
+    # vLLM refuses the layout in one line.
+    exe = os.environ.get("SERVESIM_BIN", "build/servesim")
+    args = [exe, "plan", "--model", "qwen3-235b-a22b", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision", "fp8",
+            "--tp", "8", "--ep", "4", "--isl", "1000", "--osl", "100", "--ttft-ms", "2000", "--itl-ms", "100",
+            "--target-tps", "1000", "--concurrency", "1,8", "--requests", "16", "--topology", "agg"]
+    out = subprocess.run(args + ["--engine", "trtllm", "--emit", str(tmp_path), "--format", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    (t,) = json.loads(out)["topologies"]
+    d = tmp_path / t["name"]
+    assert "--tp_size 8 --ep_size 4 " in (d / "trtllm-serve.sh").read_text()
+    assert not (d / "vllm-serve.sh").exists()
+    with open(d / "dynamo-deployment.yaml") as f:
+        m = yaml.safe_load(f)
+    assert "TrtllmWorker" in m["spec"]["services"]
+    sc = json.loads((d / "scenario.json").read_text())
+    assert (sc["engine_profile"], sc["expert_parallel_size"]) == ("trtllm-1.3", 4)
+    r = subprocess.run(args, capture_output=True, text=True)
+    assert r.returncode != 0 and "vLLM's expert parallelism spans the whole group" in r.stderr
+
+
 def test_nccl_busbw_definition():
     j = servesim.nccl("p5en.48xlarge", 2)
     assert j["gpus"] == 16 and "-np 16 -N 8" in j["command"] and "all_reduce_perf" in j["command"]
