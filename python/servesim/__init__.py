@@ -374,7 +374,8 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
     concurrency under both SLO lines, output tok/s per replica, replicas, GPUs, instances, $/hour
     and the limiting side (``topologies``), with the sweep behind it (``sweep['columns']``).
     No model: the reference study. ``kw``: the other ``servesim plan`` flags (topology, tp,
-    prefill_workers, decode_workers, requests, seed, statistic, headroom (0.2: copies for the target x 1.2), ...). ``client``: a Dask client
+    prefill_workers, decode_workers, requests, seed, statistic, headroom (0.2: copies for the target x 1.2), engine
+    (vllm, sglang, trtllm or a release: the engine the topologies run and emit), ...). ``client``: a Dask client
     to run the sweep points on."""
     for k in ("model_file", "calibration"):   # calibration: a profile file from calibrate_e2e
         if k in kw:
