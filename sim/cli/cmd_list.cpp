@@ -110,7 +110,7 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
   const hw::GpuSpec* gpu = gpu_name.empty() ? nullptr : &hw::Catalog::global().gpu(gpu_name);
   nlohmann::json j = nlohmann::json::array();
   Table t({"engine", "async", "graphs", "capture", "KV memory", "block", "closed-loop OSL sd (tokens)", "scheduler",
-           "MoE under attention DP", "defaults by GPU class (tokens/seqs)", "aliases"});
+           "MoE under attention DP", "expert parallel", "defaults by GPU class (tokens/seqs)", "aliases"});
   const auto names = sim::engine_profile_names();
   for (const auto& n : names) {
     const auto& p = sim::engine_profile(n);
@@ -127,11 +127,15 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
                         {"scheduler", sim::scheduler_summary(p.kind)}, {"cudagraph_padding", p.graphs.padding},
                         {"memory_planner", std::string(sim::to_string(p.kind))},
                         {"dp_prefill_moe", std::string(models::to_string(p.dp_prefill_moe))},
-                        {"wide_ep_all_to_all", p.wide_ep_all_to_all}};
+                        {"wide_ep_all_to_all", p.wide_ep_all_to_all}, {"moe_tp_x_ep", p.moe_tp_x_ep},
+                        {"attention_dp_with_tp", p.attention_dp_with_tp}};
     // What an MoE layer under attention DP runs (docs/engines.md): prefill steps' tokens, and the
     // exchange of an EP group wider than a node.
     const std::string dp_moe = "prefill " + std::string(models::to_string(p.dp_prefill_moe)) +
                                (p.wide_ep_all_to_all ? "; all-to-all past a node" : "; all-gather");
+    // The layouts it launches (sim::check_layout): EP sizes, and attention DP's TP.
+    const std::string layouts = std::string(p.moe_tp_x_ep ? "1, TP x DP or between (MoE TP x EP)" : "1 or TP x DP") +
+                                (p.attention_dp_with_tp ? "" : "; attention DP at TP 1");
     std::string classes;
     for (const auto& c : p.gpu_classes) {
       e["gpu_classes"].push_back({{"label", c.label}, {"max_num_seqs", c.max_num_seqs}, {"max_num_batched_tokens", c.max_num_batched_tokens}});
@@ -181,7 +185,7 @@ void list_engines(Format f, const std::string& gpu_name, int tp) {
                    ? sim::closed_loop_osl_sd_formula(p.closed_loop_osl_spread_tokens, p.closed_loop_osl_spread_load_exponent,
                                                      p.closed_loop_osl_spread_length_exponent, "C", "OSL")
                    : "0",
-               sim::scheduler_summary(p.kind), dp_moe, classes, newest ? p.engine : "-"});
+               sim::scheduler_summary(p.kind), dp_moe, layouts, classes, newest ? p.engine : "-"});
     j.push_back(e);
   }
   std::string text = t.render();

@@ -147,3 +147,8 @@ add_test(NAME cli_simulate_moe_tp_ep_vllm COMMAND $<TARGET_FILE:servesim> simula
          --gpus 8 --precision fp8 --isl 500 --osl 50 --concurrency 4 --requests 8)
 set_tests_properties(cli_simulate_moe_tp_ep_vllm PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: command line: expert_parallel_size: 4 with tp x dp = 8: vLLM's expert parallelism spans the whole group")
+# ... and which expert-parallel layouts each launches (MoE TP x EP on SGLang and TensorRT-LLM; the
+# latter's attention DP only at TP 1).
+add_test(NAME cli_list_engines_layouts COMMAND ${SS} list engines)
+set_tests_properties(cli_list_engines_layouts PROPERTIES PASS_REGULAR_EXPRESSION
+  "sglang-0.5.6 .* 1, TP x DP or between \\(MoE TP x EP\\)  .*trtllm-1.3 .* 1, TP x DP or between \\(MoE TP x EP\\); attention DP at TP 1 .*vllm-0.19 .* all-gather +1 or TP x DP ")
