@@ -1,6 +1,7 @@
 // `servesim step`: one decode step and one prefill step of a replica, per layer kind, with what
 // bounds each op and where its time comes from (data from sim/api, rendered here).
 #include "common/table.hpp"
+#include "models/model_spec.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
 
@@ -41,8 +42,8 @@ void run(const api::StepArgs& a, Format format) {
   add_rows(t, "decode", j["decode"]);
   add_rows(t, "prefill", j["prefill"]);
   const std::string b = std::to_string(a.batch);
-  std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", TP" +
-                     std::to_string(j["tp"].get<int>()) + (j["pp"].get<int>() > 1 ? " x PP" + std::to_string(j["pp"].get<int>()) : std::string()) +
+  const models::Parallelism par{j["tp"].get<int>(), j["pp"].get<int>(), j["ep"].get<int>(), j["dp"].get<int>()};
+  std::string text = "servesim step: " + j["model"].get<std::string>() + " on " + j["gpu"].get<std::string>() + ", " + par.label() +
                      ", " + j["precision"].get<std::string>() + " weights" +
                      (j["quantized_experts_only"].get<bool>() ? std::string(" on the routed experts, the rest BF16") : std::string()) +
                      " (checkpoint: " + j["checkpoint_format"].get<std::string>() +
