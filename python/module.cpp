@@ -253,7 +253,7 @@ servesim::api::SearchArgs search_args(const json& j, const char* fn) {
   servesim::api::SearchArgs a;
   Args r(fn, j);
   r.opt("model", a.model).opt("model_file", a.model_file).csv("gpus", a.gpus).csv("precision", a.precisions).opt("topology", a.topology).csv("tp", a.tp)
-      .csv("pp", a.pp).csv("dp", a.dp).csv("ep", a.ep).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
+      .csv("pp", a.pp).csv("dp", a.dp).csv("decode_dp", a.decode_dp).csv("ep", a.ep).csv("pd_ratios", a.pd_ratios).csv("max_num_seqs", a.max_num_seqs)
       .csv("max_num_batched_tokens", a.max_num_batched_tokens).csv("concurrency", a.concurrency)
       .csv("kv_cache_dtype", a.kv_cache_dtypes).opt("statistic", a.statistic).opt("router", a.router).csv("images", a.images)
       .csv("prefix_caching", a.prefix_caching).opt("shared_prefix_tokens", a.shared_prefix_tokens)

@@ -486,7 +486,7 @@ def _search_args(kw):
     for k in ("gpu", "gpus"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = [str(x) for x in args[k]]
-    for k in ("tp", "pp", "dp", "ep", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions",
+    for k in ("tp", "pp", "dp", "decode_dp", "ep", "concurrency", "max_num_seqs", "max_num_batched_tokens", "precision", "precisions",
               "kv_cache_dtype", "engine"):
         if isinstance(args.get(k), (list, tuple)):
             args[k] = list(args[k])
@@ -538,7 +538,7 @@ def search(model=None, gpu=None, isl=None, osl=None, ttft_ms=None, itl_ms=None, 
     (``configurations``), the Pareto frontier per topology family (``frontiers``), the best
     configuration (``best``, with its ``deployment`` for :func:`emit`) and every simulated point
     (``sweep['columns']``). ``gpu``: a name or a list (GPU or instance types). ``kw``: the other
-    flags with underscores — precision, topology, tp, pp, dp, ep, pd_ratios, max_num_seqs,
+    flags with underscores — precision, topology, tp, pp, dp, decode_dp, ep, pd_ratios, max_num_seqs,
     max_num_batched_tokens, kv_cache_dtype (``["auto", "fp8"]``), prefix_caching (``["on", "off"]``), shared_prefix_tokens (a system prompt every request starts with), engine (``["vllm", "sglang", "trtllm"]``: rank across engine profiles), images (``"1024x768:2"``), concurrency, requests, seed, statistic,
     total_gpus | target_tps | target_rps, headroom (0.2: size for the target x 1.2), prune, expert_parallel, mixed_gpus, threads, calibration (a profile
     file from :func:`calibrate_e2e`: applied to the candidates on the GPU and engine build it was fitted on).

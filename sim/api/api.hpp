@@ -168,6 +168,7 @@ struct SearchArgs {
                                                    // gpus: CSV of GPU or instance names; precisions "" = all native
   std::string topology = "both", tp = "1,2,4,8", pp = "1", dp = "1,2,4,8", pd_ratios = "1:1,1:2,2:1,1:3,3:1";
   std::string ep;                                  // CSV of expert-parallel sizes ("" = 1 and each layout's TP x DP)
+  std::string decode_dp = "1";                     // CSV: attention-DP ranks of disaggregated decode workers
   std::string engines = "vllm";                    // CSV of engine profiles to rank across (vllm, sglang, trtllm, or releases)
   std::string max_num_seqs, max_num_batched_tokens, concurrency = "1,2,4,8,16,32,64,128";
   std::string kv_cache_dtypes = "auto";            // CSV of auto, bf16, fp8: the KV-cache dtypes to try

@@ -943,8 +943,8 @@ nlohmann::json copy_scenario(const nlohmann::json& d, bool whole = false) {
     t["decode_workers"] = (*dec)["count"].get<std::int64_t>() / copies;
     t["decode_tp"] = (*dec)["tp"];
     for (const auto& [role, w] : {std::pair<const char*, const nlohmann::json*>{"prefill", pre}, {"decode", dec}}) {
-      if ((*w)["dp"].get<int>() > 1) t[std::string(role) + "_dp"] = (*w)["dp"];
-      t[std::string(role) + "_ep"] = (*w)["ep"];   // each role's own, never the other's
+      t[std::string(role) + "_dp"] = (*w)["dp"];   // each role's own, never the other's (the scenario's are decode's)
+      t[std::string(role) + "_ep"] = (*w)["ep"];
     }
     if ((*dec)["instance"] != (*pre)["instance"]) t["decode_instance"] = (*dec)["instance"];
     if (enc) t["encode_workers"] = (*enc)["count"].get<std::int64_t>() / copies, t["encode_tp"] = (*enc)["tp"];

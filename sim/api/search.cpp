@@ -101,6 +101,7 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
   }
   sp.pp = int_list<int>(a.pp, "--pp", 1, 64);
   sp.dp = int_list<int>(a.dp, "--dp", 1, 64);
+  sp.decode_dp = int_list<int>(a.decode_dp, "--decode-dp", 1, 64);
   sp.expert_parallel = a.expert_parallel;
   if (!a.ep.empty()) {
     if (!a.expert_parallel)
@@ -284,7 +285,7 @@ nlohmann::json SearchSession::run(int index) const { return rows_json(impl_->s->
 
 nlohmann::json search_args_json(const SearchArgs& a) {
   nlohmann::json j = {{"model", a.model}, {"gpus", a.gpus}, {"precision", a.precisions}, {"topology", a.topology},
-                      {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"ep", a.ep}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
+                      {"tp", a.tp}, {"pp", a.pp}, {"dp", a.dp}, {"decode_dp", a.decode_dp}, {"ep", a.ep}, {"pd_ratios", a.pd_ratios}, {"max_num_seqs", a.max_num_seqs},
                       {"max_num_batched_tokens", a.max_num_batched_tokens}, {"kv_cache_dtype", a.kv_cache_dtypes}, {"concurrency", a.concurrency},
                       {"prefix_caching", a.prefix_caching}, {"shared_prefix_tokens", a.shared_prefix_tokens},
                       {"num_speculative_tokens", a.num_speculative_tokens}, {"mtp_acceptance", a.mtp_acceptance},
@@ -347,7 +348,8 @@ nlohmann::json recommend_table(const nlohmann::json& rep) {
                                    ? s["total_gpus"].get<double>()
                                    : (inst == b["instance"].get<std::string>()
                                           ? b["prefill_workers"].get<double>() * b["prefill_tp"].get<double>() * s["copies"].get<double>()
-                                          : b["decode_workers"].get<double>() * b["decode_tp"].get<double>() * s["copies"].get<double>());
+                                          : b["decode_workers"].get<double>() * b["decode_tp"].get<double>() *
+                                                b.value("decode_dp", 1.0) * s["copies"].get<double>());
       watts += gpus_here * g.tdp_watts;
       const auto it = g.sources.find("tdp_watts");
       source += (source.empty() ? "" : "; ") + g.name + " " + std::to_string(int(g.tdp_watts)) + " W" +

@@ -616,6 +616,8 @@ void add_search_options(CLI::App& c, api::SearchArgs& a) {
   c.add_option("--tp", a.tp, "Tensor-parallel sizes to try (default 1,2,4,8, those one instance of a GPU given holds)");
   c.add_option("--pp", a.pp, "Pipeline-parallel sizes to try, aggregated (default 1)");
   c.add_option("--dp", a.dp, "Attention data-parallel ranks to try, aggregated MoE replicas within a node (default 1,2,4,8)");
+  c.add_option("--decode-dp", a.decode_dp, "Attention data-parallel ranks to try for disaggregated decode workers of MoE models, "
+                                           "within a node, e.g. 1,2,4,8 (default 1: none; each value multiplies the disaggregated candidates)");
   c.add_option("--ep", a.ep, "MoE models: expert-parallel sizes to try where they divide a layout's TP x DP, e.g. 1,2,4,8 (default: 1 and "
                              "TP x DP; sizes between run MoE TP x EP, which TensorRT-LLM and SGLang launch and vLLM does not)");
   c.add_option("--pd-ratios", a.pd_ratios, "Disaggregated prefill:decode worker counts (default 1:1,1:2,2:1,1:3,3:1)");

@@ -140,6 +140,7 @@ nlohmann::json SearchConfig::to_json() const {
     j["prefill_tp"] = topo.prefill.tp;
     j["prefill_ep"] = topo.prefill.ep;
     j["decode_tp"] = topo.decode.tp;
+    j["decode_dp"] = topo.decode.dp;
     j["decode_ep"] = topo.decode.ep;
     j["tp"] = nullptr;
     j["pp"] = 1;
@@ -153,6 +154,7 @@ nlohmann::json SearchConfig::to_json() const {
     j["prefill_tp"] = nullptr;
     j["prefill_ep"] = nullptr;
     j["decode_tp"] = nullptr;
+    j["decode_dp"] = nullptr;
     j["decode_ep"] = nullptr;
     j["tp"] = topo.agg.tp;
     j["pp"] = topo.agg.pp;
@@ -401,27 +403,29 @@ void Search::enumerate() {
         for (int pep : ep_options(m, ptp, space_.expert_parallel, space_.ep))
           for (int dtp : space_.tp) {
             if (dtp > di->gpus) continue;
-            for (int dep : ep_options(m, dtp, space_.expert_parallel, space_.ep)) {
+            // Decode workers of attention-DP ranks (MoE models, within a node), as aggregated replicas.
+            for (int ddp : dp_options(m, space_.decode_dp, dtp, 1, di->gpus))
+            for (int dep : ep_options(m, dtp * ddp, space_.expert_parallel, space_.ep)) {
               SearchConfig c;
               c.topo.kind = TopologyChoice::Kind::disaggregated;
               c.topo.prefill = {ptp, 1, pep};
-              c.topo.decode = {dtp, 1, dep};
+              c.topo.decode = {dtp, 1, dep, ddp};
               c.topo.encode = c.topo.prefill;
               c.topo.prefill_workers = x;
               c.topo.decode_workers = y;
               c.instance = pi;
               c.decode_instance = di;
               c.precision = prec;
-              c.gpus = x * ptp + y * dtp;
+              c.gpus = x * ptp + y * dtp * ddp;
               if (mixed) {
                 c.nodes = int(nodes_for({{x, ptp}}, pi->gpus));
-                c.decode_nodes = int(nodes_for({{y, dtp}}, di->gpus));
+                c.decode_nodes = int(nodes_for({{y, dtp * ddp}}, di->gpus));
                 if (pi->usd_per_hour && di->usd_per_hour)
                   c.usd_per_hour = c.nodes * *pi->usd_per_hour + c.decode_nodes * *di->usd_per_hour;
                 c.family = "disaggregated " + pg + "+" + dg;
                 c.group = pi->name + "+" + di->name;
               } else {
-                c.nodes = int(nodes_for({{x, ptp}, {y, dtp}}, pi->gpus));
+                c.nodes = int(nodes_for({{x, ptp}, {y, dtp * ddp}}, pi->gpus));
                 if (pi->usd_per_hour) c.usd_per_hour = c.nodes * *pi->usd_per_hour;
                 c.family = "disaggregated " + pg;
                 c.group = pi->name;
@@ -722,13 +726,13 @@ SearchScore Search::score_bound(const SearchConfig& c, double tps) const {
     if (c.instance->usd_per_hour) s.usd_per_hour = double(s.instances) * *c.instance->usd_per_hour;
     s.nodes_by_instance = {{c.instance->name, s.instances}};
   } else if (c.instance == c.decode_instance) {
-    s.instances = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.tp}, {s.copies * c.topo.decode_workers, c.topo.decode.tp}},
+    s.instances = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.gpus()}, {s.copies * c.topo.decode_workers, c.topo.decode.gpus()}},
                             c.instance->gpus);
     if (c.instance->usd_per_hour) s.usd_per_hour = double(s.instances) * *c.instance->usd_per_hour;
     s.nodes_by_instance = {{c.instance->name, s.instances}};
   } else {
-    const std::int64_t pn = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.tp}}, c.instance->gpus);
-    const std::int64_t dn = nodes_for({{s.copies * c.topo.decode_workers, c.topo.decode.tp}}, c.decode_instance->gpus);
+    const std::int64_t pn = nodes_for({{s.copies * c.topo.prefill_workers, c.topo.prefill.gpus()}}, c.instance->gpus);
+    const std::int64_t dn = nodes_for({{s.copies * c.topo.decode_workers, c.topo.decode.gpus()}}, c.decode_instance->gpus);
     s.instances = pn + dn;
     if (c.instance->usd_per_hour && c.decode_instance->usd_per_hour)
       s.usd_per_hour = double(pn) * *c.instance->usd_per_hour + double(dn) * *c.decode_instance->usd_per_hour;

@@ -43,6 +43,8 @@ struct SearchSpace {
   std::vector<int> ep;
   std::vector<int> dp = {1, 2, 4, 8};                // MoE models: attention data-parallel ranks of an aggregated
                                                      // replica (without PP, tp x dp within a node)
+  std::vector<int> decode_dp = {1};                  // ... of a disaggregated decode worker (1: none; opt-in, each
+                                                     // value multiplies the disaggregated candidates)
   bool aggregated = true, disaggregated = true;
   bool mixed_gpus = true;                            // disaggregated: prefill on one GPU type, decode on another
   std::vector<std::pair<int, int>> pd_ratios = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}};   // x prefill : y decode

@@ -319,6 +319,23 @@ def test_moe_tp_times_ep_is_searched_on_the_engines_that_launch_it(tmp_path):
     assert (sc["tensor_parallel_size"], sc["expert_parallel_size"], sc["engine_profile"]) == (8, 4, "trtllm-1.3")
 
 
+def test_disaggregated_decode_workers_of_attention_dp_ranks_are_searched_and_emitted(tmp_path):
+    # decode_dp=[2]: every disaggregated candidate's decode workers are TP1 DP2 (prefill TP1, no DP);
+    # the winner's scenario gives each role its own DP, so the re-run lays out the same GPUs.
+    r = servesim.search(model="nemotron-3-nano", gpu="h200", isl=1000, osl=100, ttft_ms=2000, itl_ms=200, tp=[1], decode_dp=[2],
+                        topology="disagg", concurrency=[8], requests=16, precision="fp8", pd_ratios=["1:1", "1:2"])
+    labels = [c["label"] for c in r["configurations"]]
+    assert labels and all(" TP1 DP2" in x.split(" + ")[1] and "DP" not in x.split(" + ")[0] for x in labels), labels
+    best = r["best"]
+    servesim.emit(best, str(tmp_path))
+    sc = json.loads((tmp_path / "scenario.json").read_text())
+    t = sc["topology"]
+    assert (t["prefill_tp"], t["prefill_dp"], t["decode_tp"], t["decode_dp"]) == (1, 1, 1, 2)
+    gpus = t["prefill_workers"] * 1 + t["decode_workers"] * 2
+    ran = servesim.simulate(scenario=sc)["what_ran"]["deployment"]
+    assert f"({gpus} GPUs;" in ran and "prefill TP1," in ran and "decode TP1 DP2 " in ran, ran
+
+
 def test_kv_cache_dtype_is_searched_and_emitted(tmp_path):
     # Llama-3.1-8B BF16 on one H200: "auto" is its BF16 cache, "fp8" adds a candidate whose label,
     # configuration and emitted vllm serve line carry the FP8 cache.
