@@ -237,6 +237,7 @@ servesim::api::PlanArgs plan_args(const json& j) {
       .opt("kv_cache_dtype", a.kv_cache_dtype).opt("topology", a.topology).opt("tp", a.tp).opt("pp", a.pp).opt("ep", a.ep)
       .opt("replicas", a.replicas).opt("prefill_workers", a.prefill_workers).opt("decode_workers", a.decode_workers)
       .opt("encode_workers", a.encode_workers).opt("prefill_tp", a.prefill_tp).opt("decode_tp", a.decode_tp)
+      .opt("dp", a.dp).opt("prefill_dp", a.prefill_dp).opt("decode_dp", a.decode_dp)
       .opt("prefill_instance", a.prefill_instance).opt("decode_instance", a.decode_instance)
       .opt("prefill_nodes", a.prefill_nodes).opt("decode_nodes", a.decode_nodes)
       .opt("isl", a.isl).opt("osl", a.osl).csv("concurrency", a.concurrency).opt("requests", a.requests).opt("seed", a.seed)

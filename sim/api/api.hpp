@@ -132,6 +132,7 @@ struct PlanArgs {
   int prefill_nodes = 0, decode_nodes = 0;        // nodes of each role's instance type (0 = the fewest that hold it)
   int nodes = 0, prefill_workers = 1, decode_workers = 1, encode_workers = 0, threads = 0;
   std::optional<int> tp, pp, ep, prefill_tp, decode_tp, replicas, max_num_seqs, num_speculative_tokens;
+  std::optional<int> dp, prefill_dp, decode_dp;   // attention-DP ranks of every worker / of one role (MoE models)
   std::int64_t seed = 0;
   std::optional<std::int64_t> isl, osl, requests, max_num_batched_tokens;   // unset: required with a model
   std::optional<double> gpu_memory_utilization;

@@ -41,7 +41,8 @@ nlohmann::json plan_input_config(const PlanArgs& a) {
                       {"prefill_nodes", a.prefill_nodes}, {"decode_nodes", a.decode_nodes},
                       {"prefill_workers", a.prefill_workers}, {"decode_workers", a.decode_workers},
                       {"encode_workers", a.encode_workers}, {"tp", opt(a.tp)}, {"pp", opt(a.pp)}, {"ep", opt(a.ep)},
-                      {"prefill_tp", opt(a.prefill_tp)}, {"decode_tp", opt(a.decode_tp)}, {"replicas", opt(a.replicas)},
+                      {"prefill_tp", opt(a.prefill_tp)}, {"decode_tp", opt(a.decode_tp)},
+                      {"dp", opt(a.dp)}, {"prefill_dp", opt(a.prefill_dp)}, {"decode_dp", opt(a.decode_dp)}, {"replicas", opt(a.replicas)},
                       {"max_num_seqs", opt(a.max_num_seqs)}, {"num_speculative_tokens", opt(a.num_speculative_tokens)},
                       {"seed", a.seed}, {"isl", opt(a.isl)}, {"osl", opt(a.osl)}, {"requests", opt(a.requests)},
                       {"max_num_batched_tokens", opt(a.max_num_batched_tokens)},
@@ -198,11 +199,16 @@ struct Study {
                                        std::string(hw::to_string(spec.weights)) + ": " + mg.note);
       base = mg.par;
     }
-    auto shaped = [&](std::optional<int> tp) {
+    auto shaped = [&](std::optional<int> tp, std::optional<int> dp) {
       models::Parallelism p = base;
       if (tp) p.tp = *tp;
       if (o.pp) p.pp = *o.pp;
       if (o.ep) p.ep = *o.ep;
+      if (dp) {
+        if (*dp < 1 || *dp > 64) throw Error("--dp", "", "attention data-parallel ranks must be between 1 and 64, got " + std::to_string(*dp));
+        p.dp = *dp;
+        if (*dp > 1 && !o.pp) p.pp = 1;   // attention DP runs without pipeline stages (the smallest shape's PP dropped)
+      }
       return p;
     };
     const std::string t = text::lower(o.topology);
@@ -210,16 +216,16 @@ struct Study {
       throw Error("--topology", "", "unknown topology '" + o.topology + "'; known: agg, disagg, both");
     if (t == "agg" || t == "aggregated" || t == "both") {
       sim::TopologyChoice a;
-      a.agg = shaped(o.tp);
+      a.agg = shaped(o.tp, o.dp);
       if (o.replicas) a.replicas = *o.replicas;
       topos.push_back(a);
     }
     if (t == "disagg" || t == "disaggregated" || t == "both") {
       sim::TopologyChoice d;
       d.kind = sim::TopologyChoice::Kind::disaggregated;
-      d.prefill = shaped(o.prefill_tp ? o.prefill_tp : o.tp);
-      d.decode = shaped(o.decode_tp ? o.decode_tp : o.tp);
-      d.encode = shaped(o.tp);
+      d.prefill = shaped(o.prefill_tp ? o.prefill_tp : o.tp, o.prefill_dp ? o.prefill_dp : o.dp);
+      d.decode = shaped(o.decode_tp ? o.decode_tp : o.tp, o.decode_dp ? o.decode_dp : o.dp);
+      d.encode = shaped(o.tp, std::nullopt);
       d.prefill_workers = o.prefill_workers;
       d.decode_workers = o.decode_workers;
       d.encode_workers = o.encode_workers;

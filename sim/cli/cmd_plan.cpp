@@ -223,12 +223,15 @@ void add_plan_command(CLI::App& app) {
   c->add_option("--tp,--tensor-parallel-size", o->args.tp, "TP of every worker (default: the minimum that fits)");
   c->add_option("--pp,--pipeline-parallel-size", o->args.pp, "PP of every worker");
   c->add_option("--ep,--expert-parallel-size", o->args.ep, "EP of every worker");
+  c->add_option("--dp,--data-parallel-size", o->args.dp, "Attention data-parallel ranks of every worker (MoE models; a worker's GPUs = tp x pp x dp)");
   c->add_option("--replicas", o->args.replicas, "Aggregated replicas (default: as many as the nodes hold)");
   c->add_option("--prefill-workers", o->args.prefill_workers, "Disaggregated prefill workers");
   c->add_option("--decode-workers", o->args.decode_workers, "Disaggregated decode workers");
   c->add_option("--encode-workers", o->args.encode_workers, "Vision encode workers (0: prefill runs the encoder)");
   c->add_option("--prefill-tp", o->args.prefill_tp, "TP of prefill workers");
   c->add_option("--decode-tp", o->args.decode_tp, "TP of decode workers");
+  c->add_option("--prefill-dp", o->args.prefill_dp, "Attention data-parallel ranks of prefill workers (default --dp)");
+  c->add_option("--decode-dp", o->args.decode_dp, "Attention data-parallel ranks of decode workers (default --dp)");
   c->add_option("--prefill-instance", o->args.prefill_instance, "Disaggregated: instance type of prefill workers (default --instance)");
   c->add_option("--decode-instance", o->args.decode_instance, "Disaggregated: instance type of decode workers (default --instance)");
   c->add_option("--prefill-nodes", o->args.prefill_nodes, "Nodes of the prefill instance type (default: the fewest that hold them)");

@@ -51,3 +51,12 @@ add_test(NAME cli_plan_headroom_past_the_rate_limit COMMAND ${SS} plan --model l
          --isl 100 --osl 10 --ttft-ms 100 --itl-ms 10 --target-rps 9e6 --headroom 0.5)
 set_tests_properties(cli_plan_headroom_past_the_rate_limit PROPERTIES PASS_REGULAR_EXPRESSION
   "servesim: error: --headroom: sizes for 1.35e\\+07 requests/s \\(--target-rps 9e\\+06 x 1.5\\), past what --target-rps takes")
+# plan --dp: attention-DP workers (MoE models); a dense model is one line, as TensorRT-LLM's DP with TP > 1.
+add_test(NAME cli_plan_dp_needs_moe COMMAND ${SS} plan --model llama-3.1-8b --instance p5en.48xlarge --nodes 1 --tp 1 --dp 2
+         --isl 1000 --osl 200 --ttft-ms 2000 --itl-ms 100 --target-tps 2000)
+set_tests_properties(cli_plan_dp_needs_moe PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: --dp: attention data parallelism needs MoE layers to share \\(llama-3.1-8b has none\\)")
+add_test(NAME cli_plan_dp_trtllm_tp1 COMMAND ${SS} plan --model deepseek-r1 --instance p6-b200.48xlarge --nodes 2 --precision nvfp4
+         --tp 2 --dp 4 --ep 8 --engine trtllm --isl 1000 --osl 200 --ttft-ms 2000 --itl-ms 100 --target-tps 20000)
+set_tests_properties(cli_plan_dp_trtllm_tp1 PROPERTIES PASS_REGULAR_EXPRESSION
+  "servesim: error: command line: --dp: 4 with tensor parallel size 2: TensorRT-LLM's attention DP runs each rank's attention on one GPU")

@@ -244,6 +244,27 @@ def test_plan_runs_and_emits_the_engine_it_is_given(tmp_path):
     assert r.returncode != 0 and "vLLM's expert parallelism spans the whole group" in r.stderr
 
 
+def test_plan_dp_lays_out_attention_dp_workers(tmp_path):
+    # plan --dp 2 --ep 2 on an MoE model: every worker is TP1 DP2 EP2 (2 GPUs); the emitted vllm serve
+    # lines ask for --data-parallel-size 2, and each role of the disaggregated scenario keeps its DP.
+    exe = os.environ.get("SERVESIM_BIN", "build/servesim")
+    out = subprocess.run([exe, "plan", "--model", "nemotron-3-nano", "--instance", "p5en.48xlarge", "--nodes", "1", "--precision", "fp8",
+                          "--tp", "1", "--dp", "2", "--ep", "2", "--isl", "1000", "--osl", "100", "--ttft-ms", "2000", "--itl-ms", "200",
+                          "--target-tps", "1000", "--concurrency", "1,8", "--requests", "16", "--emit", str(tmp_path), "--format", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    emitted = [t for t in json.loads(out)["topologies"] if (tmp_path / t["name"]).exists()]
+    assert emitted
+    for t in emitted:
+        d = tmp_path / t["name"]
+        assert "--tensor-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel" in (d / "vllm-serve.sh").read_text()
+        sc = json.loads((d / "scenario.json").read_text())
+        if t["name"] == "aggregated":
+            assert (sc["tensor_parallel_size"], sc["data_parallel_size"], sc["expert_parallel_size"]) == (1, 2, 2)
+        else:
+            top = sc["topology"]
+            assert (top["prefill_dp"], top["decode_dp"], top["prefill_ep"], top["decode_ep"]) == (2, 2, 2, 2)
+
+
 def test_nccl_busbw_definition():
     j = servesim.nccl("p5en.48xlarge", 2)
     assert j["gpus"] == 16 and "-np 16 -N 8" in j["command"] and "all_reduce_perf" in j["command"]
