@@ -60,6 +60,10 @@ CLI_SEARCH = ["--model", "nemotron-3-nano", "--gpu", "h100,h200", "--isl", "1000
 CLI_MTP = ["--model", "nemotron-3-super", "--gpu", "h200", "--precision", "fp8", "--tp", "8", "--topology", "agg", "--isl",
            "1000", "--osl", "100", "--ttft-ms", "2000", "--itl-ms", "50", "--concurrency", "8", "--requests", "32",
            "--num-speculative-tokens", "0,2", "--mtp-acceptance", "0.8,0.6", "--target-tps", "5000"]
+# Expert-parallel sizes, decode workers' attention DP and engines travel too.
+CLI_LAYOUTS = ["--model", "nemotron-3-nano", "--gpu", "h200", "--precision", "fp8", "--tp", "1,2", "--ep", "1,2",
+               "--decode-dp", "1,2", "--engine", "vllm,trtllm", "--pd-ratios", "1:1", "--isl", "1000", "--osl", "100",
+               "--ttft-ms", "2000", "--itl-ms", "50", "--concurrency", "8", "--requests", "32", "--target-tps", "5000"]
 
 
 @pytest.mark.skipif("SERVESIM_BIN" not in os.environ, reason="needs the servesim binary (ctest sets SERVESIM_BIN)")
@@ -77,6 +81,10 @@ def test_cli_search_and_recommend_on_dask_equal_local(client, tmp_path):
     remote = _cli("search", *CLI_MTP, "--format", "json", "--dask", address)
     assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
     assert remote.stdout == local.stdout and '"num_speculative_tokens": 2' in local.stdout
+    local = _cli("search", *CLI_LAYOUTS, "--format", "json")
+    remote = _cli("search", *CLI_LAYOUTS, "--format", "json", "--dask", address)
+    assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
+    assert remote.stdout == local.stdout and "EP2 (MoE TP2)" in local.stdout and "1D TP1 DP2" in local.stdout
     csv_local, csv_remote = tmp_path / "local.csv", tmp_path / "remote.csv"
     assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_local)).returncode == 0
     assert _cli("recommend", *CLI_SEARCH, "--output", str(csv_remote), "--dask", address).returncode == 0
