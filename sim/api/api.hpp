@@ -17,7 +17,7 @@
 
 #include "sim/resolve.hpp"
 
-namespace servesim::models { struct MemoryPlan; struct ModelSpec; }
+namespace servesim::models { struct MemoryPlan; struct ModelSpec; struct Parallelism; }
 namespace servesim::hw { enum class Precision; }
 namespace servesim::workloads { struct MultimodalConfig; }
 
@@ -46,6 +46,8 @@ const models::ModelSpec& resolve_model(const std::string& model, const std::stri
 // One replica's GPU, precision and TP x PP for `memory` and `step` (sim/resolve's rule; tp 0 = the
 // smallest shape that serves the model).
 sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp);
+// The command line's layout against what --engine (default the newest vLLM) launches (sim::check_layout).
+void check_command_line_layout(const std::string& engine, const models::Parallelism& par);
 
 // `servesim memory`: the per-GPU memory plan of one replica.
 struct MemoryArgs {

@@ -64,6 +64,11 @@ sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu
   return sim::resolve(m, in);
 }
 
+void check_command_line_layout(const std::string& engine, const models::Parallelism& par) {
+  if (par.ep >= 1 && par.dp >= 1)   // plan_memory says what is wrong with sizes below 1
+    sim::check_layout(sim::engine_profile(engine.empty() ? sim::kNewestEngine : engine, "--engine"), par, "command line", "--ep", "--dp");
+}
+
 nlohmann::json memory(const MemoryArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
   const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
@@ -101,8 +106,7 @@ nlohmann::json memory(const MemoryArgs& a) {
   }
   if (a.context < 0) throw Error("--context", "", "must be >= 0 (0: max_model_len)");
   const models::Parallelism par{r.tp, r.pp, a.ep, a.dp};
-  if (par.ep >= 1 && par.dp >= 1)   // plan_memory says what is wrong with sizes below 1
-    sim::check_layout(sim::engine_profile(a.engine.empty() ? sim::kNewestEngine : a.engine, "--engine"), par, "command line", "--ep", "--dp");
+  check_command_line_layout(a.engine, par);
   const auto p = models::plan_memory(m, gpu, wp, par, cfg);
   std::int64_t vision = 0;
   if (!a.images.empty()) {

@@ -231,10 +231,15 @@ struct Study {
       d.encode_workers = o.encode_workers;
       topos.push_back(d);
     }
-    for (const auto& tc : topos)   // layouts the engine launches (vLLM: EP 1 or TP x DP)
-      for (const models::Parallelism* p : {&tc.agg, &tc.prefill, &tc.decode})
-        if (tc.kind == sim::TopologyChoice::Kind::aggregated ? p == &tc.agg : p != &tc.agg)
-          sim::check_layout(profile, *p, "command line", "--ep", "--dp");
+    for (const auto& tc : topos) {   // layouts the engine launches (vLLM: EP 1 or TP x DP)
+      auto check = [&](const models::Parallelism& p) { sim::check_layout(profile, p, "command line", "--ep", "--dp"); };
+      if (tc.kind == sim::TopologyChoice::Kind::aggregated) {
+        check(tc.agg);
+      } else {
+        check(tc.prefill);
+        check(tc.decode);
+      }
+    }
     for (const auto& tc : topos) deps.push_back(std::make_unique<sim::Deployment>(tc, spec));
 
     auto_concurrency = o.concurrency.empty();

@@ -289,8 +289,7 @@ nlohmann::json step(const StepArgs& a) {
     throw Error("--moe-all-to-all", "", "needs an MoE model under attention data parallelism (--dp > 1): the exchange it "
                                         "prices is between DP ranks");
   models::Parallelism par{r.tp, r.pp, a.ep, a.dp, a.moe_all_to_all};
-  if (par.ep >= 1 && par.dp >= 1)   // plan_memory says what is wrong with sizes below 1
-    sim::check_layout(sim::engine_profile(a.engine.empty() ? sim::kNewestEngine : a.engine, "--engine"), par, "command line", "--ep", "--dp");
+  check_command_line_layout(a.engine, par);
   if (!a.engine.empty()) {   // the engine's attention-DP rules, as a run resolves them (--moe-all-to-all forces it)
     sim::EngineConfig cfg;
     const nlohmann::json given = a.moe_all_to_all ? nlohmann::json{{"moe_all_to_all", true}} : nlohmann::json::object();

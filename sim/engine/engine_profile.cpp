@@ -269,20 +269,27 @@ const char* to_string(AllReduceImpl a) {
   return "?";
 }
 
+namespace {
+bool refuses_moe_tp_x_ep(const EngineProfile& p, const models::Parallelism& par) { return par.hybrid_ep() && !p.moe_tp_x_ep; }
+bool refuses_dp_with_tp(const EngineProfile& p, const models::Parallelism& par) {
+  return par.dp > 1 && par.tp > 1 && !p.attention_dp_with_tp;
+}
+}  // namespace
+
 bool launches_layout(const EngineProfile& p, const models::Parallelism& par) {
-  return !(par.hybrid_ep() && !p.moe_tp_x_ep) && !(par.dp > 1 && par.tp > 1 && !p.attention_dp_with_tp);
+  return !refuses_moe_tp_x_ep(p, par) && !refuses_dp_with_tp(p, par);
 }
 
 void check_layout(const EngineProfile& p, const models::Parallelism& par, const std::string& where,
                   const std::string& ep_field, const std::string& dp_field) {
   const std::string engine = p.kind == EngineKind::trtllm ? "TensorRT-LLM" : p.kind == EngineKind::sglang ? "SGLang" : "vLLM";
-  if (par.hybrid_ep() && !p.moe_tp_x_ep)
+  if (refuses_moe_tp_x_ep(p, par))
     throw Error(where, ep_field,
                 std::to_string(par.ep) + " with tp x dp = " + std::to_string(par.moe_group()) + ": " + engine +
                     "'s expert parallelism spans the whole group (1 or " + std::to_string(par.moe_group()) +
                     "); MoE TP x EP (" + std::to_string(par.ep) + " expert groups, each expert sharded " +
                     std::to_string(par.moe_tp()) + " ways) is a TensorRT-LLM / SGLang layout (--engine trtllm, sglang)");
-  if (par.dp > 1 && par.tp > 1 && !p.attention_dp_with_tp)
+  if (refuses_dp_with_tp(p, par))
     throw Error(where, dp_field,
                 std::to_string(par.dp) + " with tensor parallel size " + std::to_string(par.tp) + ": " + engine +
                     "'s attention DP runs each rank's attention on one GPU; give tp 1 and dp " + std::to_string(par.moe_group()));

@@ -37,6 +37,15 @@ const v::MeasuredPoint& by_id(const std::vector<v::MeasuredPoint>& ps, const std
   throw std::runtime_error("no point " + id);
 }
 
+// The points of a silicon-sample CSV written from `text` into a scratch file named `name`.
+std::vector<v::MeasuredPoint> read_csv_text(const std::string& name, const std::string& text, v::CsvReadStats* st) {
+  const auto dir = std::filesystem::temp_directory_path() / ("servesim_validate_" + name);
+  std::filesystem::create_directories(dir);
+  const auto f = (dir / "points.csv").string();
+  std::ofstream(f) << text;
+  return v::read_silicon_csv(f, st);
+}
+
 // The sample CSV's aggregated H200 points, run on two threads.
 v::Options h200_agg() {
   v::Options o;
@@ -162,17 +171,14 @@ TEST(Validate, CsvIdLayoutOverridesAttentionDpColumns) {
 // with a TP e EP e row of another dump. A twin pair merges into one TP4 EP4 point (merged 2, one
 // run); a lone TP64 MoE TP8 x EP8 row runs TP8 EP8; MoE TP 2 x EP 4 under TP 8 is no such grid.
 TEST(Validate, CsvMoeGridColumnsRunTpEp) {
-  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_moe_grid";
-  std::filesystem::create_directories(dir);
-  const auto f = (dir / "grid.csv").string();
-  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_tp_size,"
-                      "moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
-                      "a_c64_tp4_ep4_1011,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,16,1,4,4,1584.01,31.042\n"
-                      "b_c64_tp4_0_ep4_0_267,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,4,1,1,4,1584.01,31.042\n"
-                      "c_c8_cfg201,silicon_concurrency=8,sglang,m,b200_sxm,agg,1024,1024,64,1,8,8,203.7,9.2\n"
-                      "d_c8_cfg7,silicon_concurrency=8,trtllm,m,b200_sxm,agg,1024,1024,8,1,2,4,210,9.5\n";
   v::CsvReadStats st;
-  const auto ps = v::read_silicon_csv(f, &st);
+  const auto ps = read_csv_text("moe_grid",
+                                "id,silicon_data_source,backend,model_path,system,mode,isl,osl,tp_size,attention_dp_size,moe_tp_size,"
+                                "moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                                "a_c64_tp4_ep4_1011,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,16,1,4,4,1584.01,31.042\n"
+                                "b_c64_tp4_0_ep4_0_267,silicon_concurrency=64,sglang,m,b200_sxm,agg,8192,1024,4,1,1,4,1584.01,31.042\n"
+                                "c_c8_cfg201,silicon_concurrency=8,sglang,m,b200_sxm,agg,1024,1024,64,1,8,8,203.7,9.2\n"
+                                "d_c8_cfg7,silicon_concurrency=8,trtllm,m,b200_sxm,agg,1024,1024,8,1,2,4,210,9.5\n", &st);
   ASSERT_EQ(ps.size(), 3u);
   EXPECT_EQ(st.layout_from_moe_grid, 2);
   const auto& a = by_id(ps, "a_c64_tp4_ep4_1011");
@@ -196,17 +202,14 @@ TEST(Validate, CsvMoeGridColumnsRunTpEp) {
 // 8, 64 clients, the same figures) merges into one DP8 EP8 point; a lone DP16 MoE TP4 x EP4 row at
 // batch = clients runs DP4 EP4 and keeps its batch; DP4 with MoE TP2 x EP4 is no grid (TP x EP).
 TEST(Validate, CsvMoeGridUnderAttentionDpRunsDpEp) {
-  const auto dir = std::filesystem::temp_directory_path() / "servesim_validate_dp_grid";
-  std::filesystem::create_directories(dir);
-  const auto f = (dir / "grid.csv").string();
-  std::ofstream(f) << "id,silicon_data_source,backend,model_path,system,mode,isl,osl,batch_size,tp_size,attention_dp_size,"
-                      "moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
-                      "a_c64_tp8_ep8_937,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,1,1,64,8,8,1085.456,12.2894\n"
-                      "b_c64_tp1_8_ep8_1619,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,8,1,8,1,8,1085.456,12.2894\n"
-                      "c_c32_cfg5,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,32,1,16,4,4,300,9\n"
-                      "d_c32_cfg6,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,8,1,4,2,4,300,9\n";
   v::CsvReadStats st;
-  const auto ps = v::read_silicon_csv(f, &st);
+  const auto ps = read_csv_text("dp_grid",
+                                "id,silicon_data_source,backend,model_path,system,mode,isl,osl,batch_size,tp_size,attention_dp_size,"
+                                "moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                                "a_c64_tp8_ep8_937,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,1,1,64,8,8,1085.456,12.2894\n"
+                                "b_c64_tp1_8_ep8_1619,silicon_concurrency=64,trtllm,m,b200_sxm,agg,1024,1024,8,1,8,1,8,1085.456,12.2894\n"
+                                "c_c32_cfg5,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,32,1,16,4,4,300,9\n"
+                                "d_c32_cfg6,silicon_concurrency=32,trtllm,m,b200_sxm,agg,1024,1024,8,1,4,2,4,300,9\n", &st);
   ASSERT_EQ(ps.size(), 3u);
   EXPECT_EQ(st.layout_from_moe_grid, 2);
   const auto& a = by_id(ps, "a_c64_tp8_ep8_937");
