@@ -113,6 +113,39 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json(read_input_file(path, kMaxJsonFileBytes), path);
 }
 
+std::string quote_python_literals(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool quoted = false;
+    for (const std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
+      if (text.compare(i, word.size(), word) == 0) {
+        out += '"';
+        out += word;
+        out += '"';
+        i += word.size() - 1;
+        quoted = true;
+        break;
+      }
+    }
+    if (!quoted) out += c;
+  }
+  return out;
+}
+
 std::string brief(const nlohmann::json& v) {
   if (v.is_array()) return "an array";
   if (v.is_object()) return "an object";

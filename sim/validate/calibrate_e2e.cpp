@@ -14,6 +14,7 @@
 #include <Eigen/Dense>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/json_reader.hpp"
 #include "common/splitmix.hpp"
 #include "common/table.hpp"
@@ -525,25 +526,42 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   if (dash != std::string::npos) p.backend_version = e.substr(dash + 1);
   // A field that is present must be what it names (NaN: absent); never a negative, huge or
   // fractional count that would place or weigh the run silently wrong.
+  // Python's json writes a missing figure as NaN (read as absent here) and an unbounded one as
+  // Infinity; vLLM writes its default request rate as the string "inf".
+  auto unbounded = [&](const char* key) {
+    if (!r.has(key) || !j[key].is_string()) return false;
+    const std::string v = text::lower(j[key].get<std::string>());
+    return v == "inf" || v == "infinity";
+  };
   auto field = [&](const char* key, double lo, double hi, bool whole, const char* valid) -> double {
-    if (!r.has(key) || j[key].is_null()) return NAN;
+    if (!r.has(key) || j[key].is_null() || (j[key].is_string() && j[key].get<std::string>() == "NaN")) return NAN;
+    if (unbounded(key)) throw Error(where, key, std::string("infinite is not ") + valid);
     const double v = r.number(key);
     if (!(v >= lo && v <= hi) || (whole && v != std::floor(v)))
       throw Error(where, key, (std::isfinite(v) ? compact(v) : std::string("a non-finite value")) + " is not " + valid);
     return v;
   };
   const double conc = field("max_concurrency", 1, 1e6, true, "a client count (a whole number in 1..1000000)");
-  const double rate = field("request_rate", 1e-9, 1e6, false, "a request rate (requests/s above 0, at most 10^6)");
+  // An unbounded rate with a client cap is a closed loop of that many clients (the benchmark's
+  // default); without a cap every prompt was sent at once, a burst and not a steady load.
+  const bool all_at_once = unbounded("request_rate");
+  const double rate = all_at_once ? NAN : field("request_rate", 1e-9, 1e6, false, "a request rate (requests/s above 0, at most 10^6)");
   if (std::isfinite(conc)) p.concurrency = static_cast<int>(conc);
   else if (std::isfinite(rate)) p.request_rate = rate;
+  else if (all_at_once)
+    throw Error(where, "request_rate", "an unbounded rate with no max_concurrency sends every prompt at once, a burst rather than a steady load: "
+                                       "cannot place the run (measure with --max-concurrency N or a finite --request-rate)");
   else throw Error(where, "max_concurrency", "no concurrency or request rate recorded (max_concurrency, request_rate): cannot place the run");
   const double done = field("completed", 1, 1e12, true, "a count of completed requests (a whole number >= 1)");
   const double in = field("total_input_tokens", 1, 1e18, true, "a token count (a whole number >= 1)");
   const double out = field("total_output_tokens", 1, 1e18, true, "a token count (a whole number >= 1)");
-  double isl = field("random_input_len", 1, 1e8, true, "a prompt length in tokens (1..10^8)");
-  double osl = field("random_output_len", 1, 1e8, true, "an answer length in tokens (1..10^8)");
-  if (!(isl >= 1) && done >= 1 && in >= 1) isl = in / done;
-  if (!(osl >= 1) && done >= 1 && out >= 1) osl = out / done;
+  // The lengths the completed requests had (their totals over the count), else the dataset's
+  // setting: SGLang's random dataset draws lengths up to random_input_len (--random-range-ratio
+  // below 1), and answers that stop early are shorter than random_output_len.
+  const double set_isl = field("random_input_len", 1, 1e8, true, "a prompt length in tokens (1..10^8)");
+  const double set_osl = field("random_output_len", 1, 1e8, true, "an answer length in tokens (1..10^8)");
+  const double isl = done >= 1 && in >= 1 ? in / done : set_isl;
+  const double osl = done >= 1 && out >= 1 ? out / done : set_osl;
   if (!(isl >= 1 && isl < 1e8) || !(osl >= 1 && osl < 1e8))
     throw Error(where, "total_input_tokens", "the run's input / output lengths are unknown (total_input_tokens, total_output_tokens, completed)");
   p.isl = std::llround(isl);
@@ -568,7 +586,7 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
   std::vector<MeasuredPoint> out;
   const bool jsonl = text::lower(fs::path(path).extension().string()) == ".jsonl";
   if (!jsonl) {
-    out.push_back(bench_point(read_json_file(path), path, s));
+    out.push_back(bench_point(parse_json(quote_python_literals(read_input_file(path, kMaxJsonFileBytes)), path), path, s));
     return out;
   }
   std::ifstream f(path);
@@ -579,7 +597,7 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
     const std::string where = path + ": line " + std::to_string(n);
     nlohmann::json rec;
     try {
-      rec = parse_json(line, path);
+      rec = parse_json(quote_python_literals(line), path);
     } catch (const Error& e) {   // the file's line, not the record's own "line 1, column C"
       const auto col = e.field().find("column");
       throw Error(path, "line " + std::to_string(n) + (col == std::string::npos ? "" : ", " + e.field().substr(col)), e.reason());

@@ -114,9 +114,9 @@ std::string precision_of(const MeasuredPoint& p) {
   if (label.empty()) label = !moe.empty() ? moe : gemm;
   // The quantisation modes refine an FP8 label's scaling: AIC's fp8_block is the 128x128 block format.
   if (label == "fp8" && (gemm == "fp8_block" || moe == "fp8_block")) label = "fp8_block";
-  if (label.empty()) {   // nothing recorded: the checkpoint named by model_path
+  if (label.empty()) {   // nothing recorded: the checkpoint model_path names, else the model's own ("")
     const std::string m = text::lower(p.model_path);
-    label = ends_with(m, "-fp8") ? "fp8" : (ends_with(m, "-nvfp4") || ends_with(m, "-fp4")) ? "nvfp4" : "bf16";
+    label = ends_with(m, "-fp8") ? "fp8" : (ends_with(m, "-nvfp4") || ends_with(m, "-fp4")) ? "nvfp4" : "";
   }
   return label;
 }
@@ -284,7 +284,7 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   const models::ModelSpec* m = resolve_model(p.model_path, o.model_files, &model_file);
   if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
   if (resolved_model) *resolved_model = m->name;
-  precision = checkpoint_format(precision, *m, p.model_path);
+  precision = precision.empty() ? m->checkpoint_precision : checkpoint_format(precision, *m, p.model_path);
   const std::string gpu = gpu_of(p.system);
   try {
     hw::Catalog::global().gpu(gpu);

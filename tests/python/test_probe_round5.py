@@ -62,6 +62,19 @@ def test_sglang_jsonl_names_the_files_line_and_column(exe, tmp_path):  # V3
     assert calibrate(exe, tmp_path, p).returncode == 0
 
 
+def test_bench_results_as_the_benchmarks_write_them(exe, tmp_path):
+    # SGLang's bench_serving writes Python's json: its default rate is the bare word Infinity and a
+    # missing figure NaN; vLLM's --save-result writes that rate as the string "inf". With
+    # max_concurrency both are closed loops; with no client cap every prompt went at once: refused.
+    p = tmp_path / "sg.jsonl"
+    p.write_text(json.dumps(dict(OK, request_rate=float("inf"), std_ttft_ms=float("nan"))) + "\n")
+    assert "Infinity" in p.read_text() and "NaN" in p.read_text()
+    assert calibrate(exe, tmp_path, p).returncode == 0
+    assert calibrate(exe, tmp_path, bench(tmp_path, "vllm.json", request_rate="inf", burstiness=1.0)).returncode == 0
+    line = one_line_error(calibrate(exe, tmp_path, bench(tmp_path, "burst.json", request_rate="inf", max_concurrency="drop")))
+    assert "burst.json: request_rate: an unbounded rate with no max_concurrency sends every prompt at once" in line, line
+
+
 def test_a_sidecar_names_its_own_bad_fields(exe, tmp_path):  # V4
     (tmp_path / "run").mkdir()
     b = bench(tmp_path / "run", "bench.json")

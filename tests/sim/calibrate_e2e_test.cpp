@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "hwmodels/catalog.hpp"
 #include "hwmodels/kernel_model.hpp"
 #include "hwmodels/scaled_kernel_model.hpp"
@@ -396,6 +397,86 @@ TEST(CalibrateE2e, RefusesRunsItCannotPlace) {
   v::Options o;
   o.threads = 1;
   EXPECT_THROW(v::calibrate_e2e(v::read_bench_results(write("bench_unknown.json", ok), unknown), o, {}), servesim::Error);
+}
+
+// The files as the benchmarks write them. vLLM's `bench serve --save-result` records its default
+// rate as the string "inf" beside max_concurrency; SGLang's bench_serving writes Python's json,
+// where that rate is the bare word Infinity and a missing figure NaN. With a client cap the run is
+// a closed loop of that many clients; without one every prompt went at once, which is refused. A
+// run that names no precision runs the model's checkpoint (gpt-oss-120b's MXFP4), not BF16.
+TEST(CalibrateE2e, ReadsTheRatesAndFiguresTheBenchmarksWrite) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name) << text;
+    return dir + name;
+  };
+  v::BenchSetup s;
+  s.model = "gpt-oss-120b";
+  s.gpu = "h200";
+  s.tp = 2;
+  const std::string figures = R"("completed": 160, "total_input_tokens": 163840, "total_output_tokens": 163840, )"
+                              R"("mean_ttft_ms": 76.0, "mean_tpot_ms": 5.2, "mean_itl_ms": 5.2, "output_throughput": 3200.0)";
+  auto vllm = v::read_bench_results(
+      write("vllm_inf.json", R"({"backend": "vllm", "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 16, )" + figures + "}"), s);
+  ASSERT_EQ(vllm.size(), 1u);
+  EXPECT_EQ(vllm[0].concurrency, 16);
+  EXPECT_EQ(vllm[0].isl, 1024);
+  EXPECT_EQ(vllm[0].osl, 1024);
+  auto sglang = v::read_bench_results(
+      write("sglang.jsonl", R"({"backend": "sglang", "request_rate": Infinity, "max_concurrency": 8, "std_ttft_ms": NaN, )" + figures +
+                                "}\n" + R"({"backend": "sglang", "request_rate": 2.5, "max_concurrency": null, "label": "NaN Infinity", "random_input_len": 2048, )"
+                                R"("random_output_len": 2048, )" +
+                                figures + "}\n"),
+      s);
+  ASSERT_EQ(sglang.size(), 2u);
+  EXPECT_EQ(sglang[0].concurrency, 8);
+  EXPECT_EQ(sglang[1].concurrency, 0);
+  EXPECT_DOUBLE_EQ(sglang[1].request_rate, 2.5);
+  // The completed requests' lengths, not the dataset's upper bound (--random-range-ratio below 1);
+  // the setting where no totals are recorded.
+  EXPECT_EQ(sglang[1].isl, 1024);
+  EXPECT_EQ(sglang[1].osl, 1024);
+  auto setting = v::read_bench_results(
+      write("setting.jsonl", R"({"request_rate": Infinity, "max_concurrency": 4, "random_input_len": 3000, "random_output_len": 300, )"
+                             R"("mean_ttft_ms": 90.0, "mean_tpot_ms": 6.0})" "\n"),
+      s);
+  EXPECT_EQ(setting[0].isl, 3000);
+  EXPECT_EQ(setting[0].osl, 300);
+  // A missing figure (NaN) is absent: the other one places the run.
+  auto nan_ttft = v::read_bench_results(
+      write("nan_ttft.json", R"({"request_rate": "inf", "max_concurrency": 4, "completed": 40, "total_input_tokens": 40960, )"
+                             R"("total_output_tokens": 4000, "mean_ttft_ms": NaN, "mean_tpot_ms": 5.0})"),
+      s);
+  EXPECT_TRUE(std::isnan(nan_ttft[0].ttft_ms));
+  EXPECT_DOUBLE_EQ(nan_ttft[0].tpot_ms, 5.0);
+  for (const std::string burst : {R"("request_rate": "inf")", R"("request_rate": Infinity, "max_concurrency": null)"}) {
+    try {
+      v::read_bench_results(write("burst.json", "{" + burst + ", " + figures + "}"), s);
+      FAIL() << burst;
+    } catch (const servesim::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("request_rate: an unbounded rate with no max_concurrency sends every prompt at once"),
+                std::string::npos) << e.what();
+    }
+  }
+  try {
+    v::read_bench_results(write("conc_inf.json", R"({"max_concurrency": "inf", )" + figures + "}"), s);
+    FAIL();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_concurrency: infinite is not a client count"), std::string::npos) << e.what();
+  }
+  // No precision given: the scenario runs gpt-oss-120b's checkpoint format.
+  v::Options o;
+  std::string model;
+  const nlohmann::json sc = v::point_scenario(vllm[0], o, &model);
+  EXPECT_EQ(model, "gpt-oss-120b");
+  EXPECT_EQ(sc.at("precision"), "mxfp4");
+  EXPECT_EQ(sc.at("workload").at("concurrency"), 16);
+}
+
+// Python's bare words become strings outside strings only (an escaped quote does not end one).
+TEST(CalibrateE2e, QuotesPythonsNonFiniteWordsOutsideStrings) {
+  EXPECT_EQ(servesim::quote_python_literals(R"({"a": NaN, "b": -Infinity, "c": "NaN \"Infinity\" -Infinity", "d": [Infinity, 1.5]})"),
+            R"({"a": "NaN", "b": "-Infinity", "c": "NaN \"Infinity\" -Infinity", "d": ["Infinity", 1.5]})");
 }
 
 // spread_factor is a factor on the engine profile's closed-loop answer-length spread; the synchronous
