@@ -113,7 +113,8 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json(read_input_file(path, kMaxJsonFileBytes), path);
 }
 
-std::string quote_python_literals(std::string_view text) {
+std::string python_json_words(std::string_view text, PythonWords as) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   std::string out;
   out.reserve(text.size() + 16);
   bool in_string = false;
@@ -130,18 +131,21 @@ std::string quote_python_literals(std::string_view text) {
       out += c;
       continue;
     }
-    bool quoted = false;
-    for (const std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
-      if (text.compare(i, word.size(), word) == 0) {
-        out += '"';
-        out += word;
-        out += '"';
-        i += word.size() - 1;
-        quoted = true;
-        break;
+    bool replaced = false;
+    if (i == 0 || space(text[i - 1]) || text[i - 1] == '[' || text[i - 1] == ',' || text[i - 1] == ':') {
+      for (const std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
+        const std::size_t e = i + word.size();
+        if (text.substr(i, word.size()) == word &&
+            (e == text.size() || space(text[e]) || text[e] == ',' || text[e] == ']' || text[e] == '}')) {
+          if (as == PythonWords::null) out += "null";
+          else out.append("\"").append(word).append("\"");
+          i = e - 1;
+          replaced = true;
+          break;
+        }
       }
     }
-    if (!quoted) out += c;
+    if (!replaced) out += c;
   }
   return out;
 }

@@ -21,10 +21,13 @@ nlohmann::json parse_json(std::string_view text, const std::string& file);
 // Reads and parses a file from disk: a regular file of at most kMaxJsonFileBytes (common/files.hpp).
 nlohmann::json read_json_file(const std::string& path);
 // JSON as Python's json module writes it by default: NaN, Infinity and -Infinity appear as bare
-// words (SGLang's bench_serving writes its default request rate, inf, as Infinity). Returns the
-// text with each such word outside a string quoted ("NaN", "Infinity", "-Infinity"), so that
-// parse_json reads it and the reader of a field decides what the value means there.
-std::string quote_python_literals(std::string_view text);
+// words (a Hugging Face config.json's unset limits; SGLang's bench_serving writes its default
+// request rate, inf, as Infinity). Returns the text with each such word outside a string, standing
+// as a value, written as `null` (PythonWords::null) or as the word quoted ("NaN", "Infinity",
+// "-Infinity": PythonWords::quoted, so that the reader of a field decides what it means there).
+// One linear pass (a regex backtracks on long inputs and recurses per character).
+enum class PythonWords { null, quoted };
+std::string python_json_words(std::string_view text, PythonWords as);
 // A JSON value for an error message: scalars as JSON (cut at 60 characters), containers as
 // "an array" / "an object" (never a recursive dump of user input).
 std::string brief(const nlohmann::json& v);

@@ -191,44 +191,6 @@ bool mark_mla_projection(ModelSpec::MlaBf16Projections& p, const std::string& na
   return false;
 }
 
-// Python's json module writes Infinity/NaN, which strict JSON parsers reject.
-// One linear pass outside strings (a regex backtracks on long inputs and recurses per character).
-std::string sanitize(std::string_view text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  std::string out;
-  out.reserve(text.size());
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) out += text[++i];
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out += c;
-      continue;
-    }
-    const bool starts = i == 0 || space(text[i - 1]) || text[i - 1] == '[' || text[i - 1] == ',' || text[i - 1] == ':';
-    if (starts) {
-      for (std::string_view word : {"-Infinity", "Infinity", "NaN"}) {
-        const std::size_t e = i + word.size();
-        if (text.substr(i, word.size()) == word &&
-            (e == text.size() || space(text[e]) || text[e] == ',' || text[e] == ']' || text[e] == '}')) {
-          out += "null";
-          i = e - 1;
-          goto next;
-        }
-      }
-    }
-    out += c;
-  next:;
-  }
-  return out;
-}
-
 std::vector<LayerKind> parse_pattern(const JsonReader& j, const std::string& key) {
   std::vector<LayerKind> out;
   const std::string pat = j.string(key);
@@ -714,7 +676,7 @@ std::string text_type(const JsonReader& outer, const JsonReader& tc) {
 
 ModelSpec import_hf_config(std::string_view json_text, const std::string& file, const std::string& name,
                            std::string_view hf_quant_json) {
-  const auto doc = parse_json(sanitize(json_text), file);
+  const auto doc = parse_json(python_json_words(json_text, PythonWords::null), file);
   if (!doc.is_object()) throw Error(file, "", "expected a JSON object (a Hugging Face config.json)");
   JsonReader top(doc, file);
   ModelSpec m;
@@ -914,7 +876,7 @@ ModelSpec read_model_file(const std::string& path) {
 
 ModelSpec read_model_file_unchecked(const std::string& path) {
   const std::string text = read_text(path);
-  const auto doc = parse_json(sanitize(text), path);
+  const auto doc = parse_json(python_json_words(text, PythonWords::null), path);
   if (doc.is_object() && doc.contains("hf_config")) return parse_model_json(text, path);
   // A ModelOpt quantization file given in place of the model's config: say which file to give.
   if (doc.is_object() && doc.contains("quantization") && doc.contains("producer") && !doc.contains("model_type"))

@@ -586,7 +586,7 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
   std::vector<MeasuredPoint> out;
   const bool jsonl = text::lower(fs::path(path).extension().string()) == ".jsonl";
   if (!jsonl) {
-    out.push_back(bench_point(parse_json(quote_python_literals(read_input_file(path, kMaxJsonFileBytes)), path), path, s));
+    out.push_back(bench_point(parse_json(python_json_words(read_input_file(path, kMaxJsonFileBytes), PythonWords::quoted), path), path, s));
     return out;
   }
   std::ifstream f(path);
@@ -597,7 +597,7 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
     const std::string where = path + ": line " + std::to_string(n);
     nlohmann::json rec;
     try {
-      rec = parse_json(quote_python_literals(line), path);
+      rec = parse_json(python_json_words(line, PythonWords::quoted), path);
     } catch (const Error& e) {   // the file's line, not the record's own "line 1, column C"
       const auto col = e.field().find("column");
       throw Error(path, "line " + std::to_string(n) + (col == std::string::npos ? "" : ", " + e.field().substr(col)), e.reason());

@@ -473,10 +473,14 @@ TEST(CalibrateE2e, ReadsTheRatesAndFiguresTheBenchmarksWrite) {
   EXPECT_EQ(sc.at("workload").at("concurrency"), 16);
 }
 
-// Python's bare words become strings outside strings only (an escaped quote does not end one).
+// Python's bare words, standing as values outside strings (an escaped quote does not end one), become
+// strings or null.
 TEST(CalibrateE2e, QuotesPythonsNonFiniteWordsOutsideStrings) {
-  EXPECT_EQ(servesim::quote_python_literals(R"({"a": NaN, "b": -Infinity, "c": "NaN \"Infinity\" -Infinity", "d": [Infinity, 1.5]})"),
-            R"({"a": "NaN", "b": "-Infinity", "c": "NaN \"Infinity\" -Infinity", "d": ["Infinity", 1.5]})");
+  const std::string text = R"({"a": NaN, "b": -Infinity, "c": "NaN \"Infinity\" -Infinity", "d": [Infinity, 1.5], "NaNa": 1})";
+  EXPECT_EQ(servesim::python_json_words(text, servesim::PythonWords::quoted),
+            R"({"a": "NaN", "b": "-Infinity", "c": "NaN \"Infinity\" -Infinity", "d": ["Infinity", 1.5], "NaNa": 1})");
+  EXPECT_EQ(servesim::python_json_words(text, servesim::PythonWords::null),
+            R"({"a": null, "b": null, "c": "NaN \"Infinity\" -Infinity", "d": [null, 1.5], "NaNa": 1})");
 }
 
 // spread_factor is a factor on the engine profile's closed-loop answer-length spread; the synchronous
