@@ -507,10 +507,12 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   MeasuredPoint p;
   p.source = where;
   p.id = where;
-  if (s.model.empty()) throw Error(where, "model", "unknown model: give --model (or \"model\" in a servesim_run.json beside it)");
+  // The model: the flags' or the sidecar's, else the one vLLM's --save-result names (model_id).
+  const std::string model = !s.model.empty() ? s.model : j.contains("model_id") && j["model_id"].is_string() ? j["model_id"].get<std::string>() : "";
+  if (model.empty()) throw Error(where, "model", "unknown model: give --model (or \"model\" in a servesim_run.json beside it)");
   if (s.gpu.empty()) throw Error(where, "gpu", "unknown GPU: give --gpu (or \"gpu\" in a servesim_run.json beside it)");
   if (s.tp < 1) throw Error(where, "tensor_parallel_size", "unknown TP: give --tp (or \"tp\" in a servesim_run.json beside it)");
-  p.model_path = s.model;
+  p.model_path = model;
   p.system = s.gpu;
   p.precision = s.precision;
   p.mode = "agg";

@@ -464,6 +464,12 @@ TEST(CalibrateE2e, ReadsTheRatesAndFiguresTheBenchmarksWrite) {
   } catch (const servesim::Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_concurrency: infinite is not a client count"), std::string::npos) << e.what();
   }
+  // No --model: the model vLLM's result names.
+  v::BenchSetup no_model = s;
+  no_model.model.clear();
+  const auto by_id = v::read_bench_results(
+      write("vllm_id.json", R"({"model_id": "openai/gpt-oss-120b", "request_rate": "inf", "max_concurrency": 4, )" + figures + "}"), no_model);
+  EXPECT_EQ(by_id[0].model_path, "openai/gpt-oss-120b");
   // No precision given: the scenario runs gpt-oss-120b's checkpoint format.
   v::Options o;
   std::string model;
