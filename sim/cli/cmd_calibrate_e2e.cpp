@@ -39,7 +39,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--gpu", o->setup.gpu, "GPU of bench results (servesim list gpus)");
   c->add_option("--tp", o->setup.tp, "Tensor parallel size of bench results");
   c->add_option("--precision", o->setup.precision, "Weight precision of bench results (bf16, fp8, fp8_block, nvfp4, ...)");
-  c->add_option("--engine", o->setup.engine, "Engine profile of bench results (vllm-0.19, ...; default vllm)");
+  c->add_option("--engine", o->setup.engine, "Engine profile of bench results (vllm-0.19, sglang-0.5, ...; default: the server an SGLang bench_serving record names in backend, else vllm)");
   c->add_option("--parameters", o->parameters,
                 "Fit only these (comma-separated): " + sim::calibration_parameter_names() +
                     " (default: every one the points inform but request_overhead_ms, request_latency_ms, decode_attention_scale and handoff_scale (custom_allreduce_scale only on vLLM Hopper points spanning TP <= 2 and >= 4); spread_factor chosen from a grid from 12 points on)")

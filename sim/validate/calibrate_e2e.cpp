@@ -521,8 +521,16 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   p.kv_cache_dtype = s.kv_cache_dtype;
   p.tp = s.tp;
   p.pp = std::max(1, s.pp);
-  // The engine and release: a profile name ("vllm-0.19", "sglang-0.5"), else vLLM's newest.
-  const std::string e = s.engine.empty() ? std::string("vllm") : text::lower(s.engine);
+  // The engine and release: a profile name ("vllm-0.19", "sglang-0.5"), else the server SGLang's
+  // bench_serving names in "backend" (sglang, sglang-oai, ...; trt: TensorRT-LLM), else vLLM's
+  // newest (vLLM's own results name an endpoint there: vllm, openai, openai-chat).
+  auto served_by = [&]() -> std::string {
+    const std::string b = j.contains("backend") && j["backend"].is_string() ? text::lower(j["backend"].get<std::string>()) : "";
+    if (b.starts_with("sglang")) return "sglang";
+    if (b == "trt" || b.starts_with("tensorrt") || b.starts_with("trtllm")) return "trtllm";
+    return "vllm";
+  };
+  const std::string e = s.engine.empty() ? served_by() : text::lower(s.engine);
   const auto dash = e.find('-');
   p.backend = e.substr(0, dash);
   if (dash != std::string::npos) p.backend_version = e.substr(dash + 1);

@@ -429,6 +429,8 @@ TEST(CalibrateE2e, ReadsTheRatesAndFiguresTheBenchmarksWrite) {
                                 figures + "}\n"),
       s);
   ASSERT_EQ(sglang.size(), 2u);
+  EXPECT_EQ(sglang[0].backend, "sglang");   // no --engine: the server its "backend" names
+  EXPECT_EQ(vllm[0].backend, "vllm");
   EXPECT_EQ(sglang[0].concurrency, 8);
   EXPECT_EQ(sglang[1].concurrency, 0);
   EXPECT_DOUBLE_EQ(sglang[1].request_rate, 2.5);
