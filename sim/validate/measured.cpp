@@ -480,6 +480,29 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
                 "missing: the folder needs the run's setup (a servesim_run.json with model, gpu, tp, precision, engine "
                 "flags, isl, osl, concurrency) unless profile_export_aiperf.json's input_config is a servesim scenario");
   }
+  // What the run served, never the default scenario's: a sidecar of {"gpu": "h200", "tp": 2} had
+  // run Nemotron 3 Super in FP8 as four TP2 replicas of the default eight GPUs.
+  if (!s.contains("model") && !s.contains("model_file")) {
+    const nlohmann::json ic = doc.value("input_config", nlohmann::json::object());
+    const nlohmann::json* names = ic.is_object() && ic.contains("endpoint") && ic["endpoint"].is_object() && ic["endpoint"].contains("model_names")
+                                      ? &ic["endpoint"]["model_names"] : nullptr;
+    if (!names || !names->is_array() || names->empty() || !(*names)[0].is_string())
+      throw Error(where, "model", "missing: the model the run served (servesim list models) or a model_file; aiperf's "
+                                  "input_config.endpoint.model_names names none");
+    const std::string served = (*names)[0].get<std::string>();   // the served name: a catalogue name or a Hugging Face id
+    const models::ModelSpec* m = models::model_by_hf_id(served);
+    s["model"] = m ? m->name : served;
+  }
+  if (!s.contains("gpu")) throw Error(where, "gpu", "missing: the GPU the run served on (servesim list gpus)");
+  if (!s.contains("gpus") && !s.contains("topology")) {   // one server: its own GPUs
+    auto size = [&](const char* a, const char* b) {
+      for (const char* k : {a, b})
+        if (s.contains(k) && s[k].is_number_integer() && s[k].get<std::int64_t>() >= 1 && s[k].get<std::int64_t>() <= 1024)
+          return s[k].get<std::int64_t>();
+      return std::int64_t{1};
+    };
+    s["gpus"] = size("tensor_parallel_size", "tp") * size("pipeline_parallel_size", "pp") * size("data_parallel_size", "dp");
+  }
   if (s.contains("model_file")) {
     if (!s["model_file"].is_string()) throw Error(where, "model_file", "expected a file name");
     // A file of the artefact folder only (the folder may come from anywhere: it never makes
@@ -603,9 +626,16 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
     if (!s[k].is_string()) throw Error(where, k, "expected a name, got " + brief(s[k]));
     return s[k].get<std::string>();
   };
-  if (p.model_path.empty()) p.model_path = text_or("model", "nemotron-3-super");
-  p.system = text_or("gpu", "h200");
-  p.precision = text_or("precision", "bf16");
+  if (p.model_path.empty()) p.model_path = text_or("model", "");
+  p.system = text_or("gpu", "");
+  p.precision = text_or("precision", "");
+  if (p.precision.empty() || text::iequals(p.precision, "auto")) {   // the scenario's default: the checkpoint's
+    p.precision = "auto";
+    try {
+      p.precision = models::model(p.model_path).checkpoint_precision;
+    } catch (const Error&) {   // a model the scenario check names
+    }
+  }
   const bool disagg = s.contains("topology") && s["topology"].is_object() &&
                       text::lower(s["topology"].value("kind", std::string("agg"))).rfind("disagg", 0) == 0;
   p.mode = disagg ? "disagg" : "agg";

@@ -514,6 +514,39 @@ def test_the_emitted_sweep_leaves_each_run_s_setup_for_validate(exe, tmp_path):
     assert all(v in ("0.0%", "+0.0%", "-0.0%") for r in rows for v in r[r.index("agg") + 4:]), out
 
 
+def test_an_aiperf_run_of_ones_own_needs_only_the_gpu_and_layout_beside_it(exe, tmp_path):
+    # A user's own aiperf run (not the emitted sweep) with a hand-written servesim_run.json of
+    # {"gpu", "tp"}: its model came from the default scenario (Nemotron 3 Super, FP8) and its GPU
+    # count too (8: four TP2 replicas of one client each). The model is now aiperf's served name
+    # (input_config.endpoint.model_names, a Hugging Face id), the GPUs one server's, the precision
+    # the checkpoint's; without a GPU or a model the setup is refused in one line. aiperf is stood in
+    # for by servesim simulating that server (the sidecar gives its seed and the answers' 256 tokens,
+    # of which aiperf's export counts the 254 after gpt-oss's format tokens): validate must find 0.0 %.
+    d = tmp_path / "run1"
+    run(exe, "simulate", "--model", "gpt-oss-120b", "--gpu", "h200", "--tp", 2, "--isl", 1024, "--osl", 256,
+        "--concurrency", 4, "--requests", 40, "--warmup-requests", 8, "--export", d, "-q")
+    p = d / "profile_export_aiperf.json"
+    doc = json.loads(p.read_text())
+    doc["input_config"] = {"endpoint": {"model_names": ["openai/gpt-oss-120b"], "type": "chat", "streaming": True},
+                           "loadgen": {"concurrency": 4}}
+    p.write_text(json.dumps(doc))
+    side = d / "servesim_run.json"
+    side.write_text(json.dumps({"gpu": "h200", "tp": 2, "seed": 1, "osl": 256}))
+    rep = json.loads(run(exe, "validate", d, "--format", "json", "--threads", 1))
+    (pt,) = rep["points"]
+    assert pt["model"] == "gpt-oss-120b" and pt["precision"] == "mxfp4" and pt["concurrency"] == 4 and pt["runs_at_once"] == 4, pt
+    assert abs(pt["error_pct"]["ttft"]) < 0.05 and abs(pt["error_pct"]["itl"]) < 0.05, pt
+    assert pt["scenario"]["gpus"] == 2 and "precision" not in pt["scenario"], pt["scenario"]
+    for setup, field in (({"tp": 2}, "gpu"), ({"gpu": "h200", "tp": 2, "model_names_dropped": True}, "model")):
+        if setup.pop("model_names_dropped", False):
+            doc["input_config"] = {"loadgen": {"concurrency": 4}}
+            p.write_text(json.dumps(doc))
+        side.write_text(json.dumps(setup))
+        out = subprocess.run([exe, "validate", d], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert f"servesim_run.json: {field}: missing" in out.stderr, out.stderr
+
+
 def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_path):
     # A plan's aggregated and disaggregated sets, each checked with its aiperf-sweep.sh from one
     # working folder: both wrote artifacts/c1 and artifacts/c2, so the second overwrote the first's
