@@ -32,7 +32,8 @@ double routed_expert_params(const ModelSpec& m, const Parallelism& par) {
 }
 
 // One block's weights on one GPU: (quantisable linear params, params kept in BF16).
-std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const Parallelism& par) {
+std::pair<double, double> block_weights(const ModelSpec& m, std::size_t layer, const Parallelism& par) {
+  const LayerKind k = m.layers[layer];
   const double H = double(m.hidden), tp = par.tp;
   switch (k) {
     case LayerKind::mamba: {
@@ -62,7 +63,7 @@ std::pair<double, double> block_weights(const ModelSpec& m, LayerKind k, const P
       return {H * (2 * kd + 2 * vd) + H * 2 * nv + vd * H,
               (2 * kd + vd) * m.lin_conv_kernel + 2 * nv + m.lin_value_head_dim + H};
     }
-    case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_intermediate) / tp, H};
+    case LayerKind::mlp: return {(m.mlp_gated ? 3 : 2) * H * double(m.mlp_width(layer)) / tp, H};
     case LayerKind::moe: {
       // Experts split over tp x dp: experts / ep per rank, each sharded moe_tp ways (EP 1: all of
       // them sharded; EP tp x dp: whole ones); latent projections and the router are replicated;
@@ -349,7 +350,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const hw::GpuSpec& gpu, hw::Precision
     WeightBreakdown w;
     auto [b, e] = stage_range(int(m.layers.size()), par.pp, s);
     for (int i = b; i < e; ++i) {
-      auto [lin, small] = block_weights(m, m.layers[i], par);
+      auto [lin, small] = block_weights(m, std::size_t(i), par);
       if (kept_high_precision(m, std::size_t(i), wp)) {
         w.high_precision += (lin + small) * 2;
       } else if (quantizes_experts_only(m, wp) && m.layers[i] == LayerKind::moe) {

@@ -148,8 +148,21 @@ double embedding_params(const ModelSpec& m) {
 
 double total_params(const ModelSpec& m) {
   double p = embedding_params(m);
-  for (auto k : m.layers) p += layer_params(m, k);
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    p += m.layers[i] == LayerKind::mlp ? mlp_params(m.hidden, m.mlp_width(i), m.mlp_gated) + double(m.hidden) : layer_params(m, m.layers[i]);
   return p;
+}
+
+std::vector<std::pair<std::int64_t, int>> ModelSpec::mlp_width_counts() const {
+  std::vector<std::pair<std::int64_t, int>> out;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] != LayerKind::mlp) continue;
+    const std::int64_t w = mlp_width(i);
+    auto it = std::find_if(out.begin(), out.end(), [w](const auto& e) { return e.first == w; });
+    if (it == out.end()) out.emplace_back(w, 1);
+    else ++it->second;
+  }
+  return out;
 }
 
 double active_params(const ModelSpec& m) {
@@ -461,6 +474,57 @@ bool read_vision(ModelSpec& m, const JsonReader& v) {
   return true;
 }
 
+// Llama-Nemotron's neural-architecture-searched stack (vLLM nemotron_nas.py, DeciLM): each
+// layer's block_configs entry gives its attention (no_op: none; else GQA of n_heads_in_group query
+// heads per KV head) and its FFN (no_op: none; else a SwiGLU MLP of
+// _ffn_mult_to_intermediate_size(ffn_mult, hidden) = int(2 x ffn_mult x hidden / 3) rounded up to
+// a multiple of 256). Linear replacements, sparsified blocks and attention windows are refused.
+void import_nemotron_nas(ModelSpec& m, const JsonReader& j) {
+  m.heads = positive(j, "num_attention_heads");
+  m.head_dim = j.has("head_dim") ? positive(j, "head_dim") : int(m.hidden / m.heads);
+  m.attention_bias = j.boolean_or("attention_bias", false);
+  m.mlp_gated = true;
+  const int n = positive(j, "num_hidden_layers");
+  const std::vector<JsonReader> blocks = j.array("block_configs");
+  if (int(blocks.size()) != n)
+    j.fail("block_configs", "has " + std::to_string(blocks.size()) + " entries but num_hidden_layers is " + std::to_string(n));
+  std::vector<std::int64_t> widths;
+  for (const JsonReader& b : blocks) {
+    for (const char* part : {"attention", "ffn"}) {
+      const JsonReader c = b.object(part);
+      if (c.boolean_or("no_op", false)) continue;
+      if (c.boolean_or("replace_with_linear", false))
+        unsupported(c, "replace_with_linear", std::string(part) + " replaced by one linear layer (nemotron-nas)");
+      if (c.has("sparsify")) unsupported(c, "sparsify", "sparsified blocks (nemotron-nas)");
+      if (std::string(part) == "attention") {
+        if (c.has("window_length")) unsupported(c, "window_length", "attention windows of a nemotron-nas layer");
+        const int g = positive(c, "n_heads_in_group");
+        if (m.heads % g != 0) c.fail("n_heads_in_group", "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
+        if (m.kv_heads != 0 && m.kv_heads != m.heads / g)
+          unsupported(c, "n_heads_in_group", "attention layers of different KV head counts (" + std::to_string(m.kv_heads) + " and " +
+                                                 std::to_string(m.heads / g) + ")");
+        m.kv_heads = m.heads / g;
+        m.layers.push_back(LayerKind::attention);
+        widths.push_back(0);
+      } else {
+        const double mult = c.number("ffn_mult");
+        if (!(mult > 0 && mult <= 1024)) c.fail("ffn_mult", "must be a positive multiple of the hidden size (at most 1024)");
+        std::int64_t w = std::int64_t(2 * mult * double(m.hidden) / 3);
+        if (w % 256 != 0) w += 256 - w % 256;
+        m.layers.push_back(LayerKind::mlp);
+        widths.push_back(w);
+        m.mlp_intermediate = std::max(m.mlp_intermediate, w);
+      }
+    }
+  }
+  if (m.kv_heads == 0) j.fail("block_configs", "no layer has attention (every attention block is no_op)");
+  // One width everywhere: the plain stack.
+  bool uniform = true;
+  for (std::size_t i = 0; i < widths.size(); ++i)
+    if (m.layers[i] == LayerKind::mlp && widths[i] != m.mlp_intermediate) uniform = false;
+  if (!uniform) m.layer_mlp_widths = std::move(widths);
+}
+
 // The language model of one config object (the top level, or a VLM's text_config).
 void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, const JsonReader* outer) {
   m.hidden = positive64(j, "hidden_size");
@@ -509,14 +573,20 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
       else if (j.has("mtp_layers_block_type")) m.mtp_pattern = parse_block_types(j, "mtp_layers_block_type");
       else m.mtp_pattern = {LayerKind::attention, LayerKind::moe};
     }
-  } else if (type == "llama" || type == "qwen3" || type == "qwen3_vl_text") {
+  } else if (type == "llama" || type == "qwen3" || type == "qwen3_vl_text" || type == "mimo") {
     read_attention(m, j);
     m.mlp_intermediate = positive64(j, "intermediate_size");
     m.mlp_gated = true;
     const int n = layers_n();
     auto mixers = all_full(n);
+    if (type == "mimo") {
+      // Xiaomi MiMo (vLLM mimo.py): Qwen2's decoder (biases on q, k, v) and multi-token-prediction
+      // layers of one such decoder layer each (mimo_mtp.py).
+      m.attention_bias = j.boolean_or("attention_bias", true);
+      mtp_from("num_nextn_predict_layers", {LayerKind::attention, LayerKind::mlp});
+    }
     if (type != "llama") {
-      m.qk_norm = true;  // Qwen3: RMSNorm over each q and k head
+      if (type != "mimo") m.qk_norm = true;  // Qwen3: RMSNorm over each q and k head
       // Qwen3 with use_sliding_window: layers from max_window_layers on use the window (HF qwen3).
       if (j.boolean_or("use_sliding_window", false) && j.has("sliding_window")) {
         m.sliding_window = positive64(j, "sliding_window");
@@ -652,15 +722,15 @@ void import_text(ModelSpec& m, const JsonReader& j, const std::string& type, con
   } else if (type == "kimi_linear") {
     unsupported(j, "linear_attn_config", "Kimi Delta Attention (kimi_linear) mixers");
   } else if (type == "nemotron-nas") {
-    unsupported(j, "block_configs", "per-layer block configurations (nemotron-nas)");
+    import_nemotron_nas(m, j);
   } else if (type == "minimax_m3") {
     unsupported(j, "model_type", "model_type \"minimax_m3\" (its attention layout is not published in vLLM)");
-  } else if (type == "mimo" || type == "mimo_v2_flash" || type == "step3p7") {
+  } else if (type == "mimo_v2_flash" || type == "step3p7") {
     unsupported(j, "model_type", "model_type \"" + type + "\" (no block mapping for this family)");
   } else {
     j.fail("model_type", "unsupported model_type \"" + type +
-                             "\" (supported: nemotron_h, llama, mixtral, qwen3, qwen3_moe, gpt_oss, minimax_m2, deepseek_v3, "
-                             "deepseek_v32, kimi_k2, glm_moe_dsa, qwen3_next, qwen3_5, qwen3_5_moe, llama4, and VLMs with a text_config)");
+                             "\" (supported: nemotron_h, nemotron-nas, llama, mimo, mixtral, qwen3, qwen3_moe, gpt_oss, minimax_m2, "
+                             "deepseek_v3, deepseek_v32, kimi_k2, glm_moe_dsa, qwen3_next, qwen3_5, qwen3_5_moe, llama4, and VLMs with a text_config)");
   }
 }
 

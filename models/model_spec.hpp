@@ -74,6 +74,10 @@ struct ModelSpec {
   // Dense MLP (gated: gate+up+down, e.g. SwiGLU; non-gated: up+down, e.g. ReLU²).
   std::int64_t mlp_intermediate = 0;
   bool mlp_gated = false;
+  // MLP widths per block where they differ (nemotron-nas: each layer's block_configs ffn_mult): one
+  // entry per entry of `layers`, 0 where the block is not an MLP; mlp_intermediate is then the
+  // widest. Empty: every MLP block is mlp_intermediate wide.
+  std::vector<std::int64_t> layer_mlp_widths;
   // MoE: routed experts (each an MLP of moe_intermediate, gated like the dense MLP flag says),
   // shared experts in the full hidden width, optional latent projection (LatentMoE).
   int experts = 0, top_k = 0, shared_experts = 0;
@@ -153,6 +157,10 @@ struct ModelSpec {
   std::int64_t lin_value_dim() const { return std::int64_t(lin_value_heads) * lin_value_head_dim; }
   std::int64_t lin_conv_dim() const { return 2 * lin_key_dim() + lin_value_dim(); }
   int kv_layers() const;            // layers that keep a KV cache (attention, sliding, mla)
+  // The width of the MLP block at `layer` (an index into layers).
+  std::int64_t mlp_width(std::size_t layer) const { return layer_mlp_widths.empty() ? mlp_intermediate : layer_mlp_widths[layer]; }
+  // The MLP blocks' distinct widths and how many blocks have each (one entry when uniform).
+  std::vector<std::pair<std::int64_t, int>> mlp_width_counts() const;
 };
 
 // Parameter counts of the language model (embeddings + LM head included, MTP excluded).

@@ -317,9 +317,13 @@ class Model final : public StepCostModel {
                km_.conv1d(T, gconv_, m.lin_conv_kernel, false).seconds;
       });
     }
-    if (n_mlp_) {
-      const std::int64_t I = m.mlp_intermediate / tp;
-      mlp_.fill([&](std::int64_t M) { return gemm(M, (m.mlp_gated ? 2 : 1) * I, H) + gemm(M, H, I); });
+    if (n_mlp_) {   // one block's time: the mean over the blocks where their widths differ (nemotron-nas)
+      const auto widths = m.mlp_width_counts();
+      mlp_.fill([&](std::int64_t M) {
+        double t = 0;   // a share of exactly 1 where the widths are one
+        for (const auto& [w, n] : widths) t += (gemm(M, (m.mlp_gated ? 2 : 1) * (w / tp), H) + gemm(M, H, w / tp)) * (double(n) / n_mlp_);
+        return t;
+      });
     }
     if (n_moe_) {
       local_experts_ = m.experts / par.expert_groups();
@@ -630,9 +634,18 @@ class Model final : public StepCostModel {
     }
     if (n_mlp_)
       add("mlp", "up + down GEMM", n_mlp_ * mlp_(M), n_mlp_,
-          [&] {
-            const std::int64_t I = m_.mlp_intermediate / par_.tp;
-            return sum({km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, dp_), km_.gemm(Mi, H, I, dp_)});
+          [&] {   // the mean block where their widths differ: its seconds, FLOPs and bytes
+            OpTime t;
+            bool first = true;
+            for (const auto& [w, n] : m_.mlp_width_counts()) {
+              const std::int64_t I = w / par_.tp;
+              const OpTime g = km_.gemm(Mi, (m_.mlp_gated ? 2 : 1) * I, H, dp_), d = km_.gemm(Mi, H, I, dp_);
+              const double share = double(n) / n_mlp_;
+              if (first) t = g, t.seconds = t.flops = t.bytes = t.cold_weights_s = 0, first = false;
+              t.seconds += (g.seconds + d.seconds) * share, t.flops += (g.flops + d.flops) * share;
+              t.bytes += (g.bytes + d.bytes) * share, t.cold_weights_s += (g.cold_weights_s + d.cold_weights_s) * share;
+            }
+            return t;
           });
     if (n_moe_) {
       add("moe", "routed experts (fused MoE)", n_moe_ * moe_routed_(M_moe), n_moe_,

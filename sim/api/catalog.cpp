@@ -59,6 +59,9 @@ nlohmann::json model(const models::ModelSpec& m) {
   for (auto k : m.layers) pattern += models::pattern_char(k);
   nlohmann::json counts;
   for (auto k : models::all_layer_kinds()) counts[std::string(models::to_string(k))] = m.count(k);
+  nlohmann::json widths = nlohmann::json::array();   // [[intermediate, blocks], ...]: one entry when uniform
+  for (const auto& [w, n] : m.mlp_width_counts()) widths.push_back({w, n});
+  j["mlp_widths"] = widths;
   j.update({{"hf_model_type", m.hf_model_type}, {"layer_pattern", pattern}, {"layer_counts", counts},
             {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
             {"mamba_heads", m.mamba_heads}, {"mamba_head_dim", m.mamba_head_dim}, {"d_state", m.d_state},

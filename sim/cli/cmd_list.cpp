@@ -94,6 +94,11 @@ void show_model(const std::string& name, const std::string& file, Format f) {
                                         (m.sliding_window > 0 ? " + window " + std::to_string(m.sliding_window) + " tokens on " +
                                                                     std::to_string(m.count(models::LayerKind::sliding_attention)) + " layers"
                                                               : "")});
+  if (!m.layer_mlp_widths.empty()) {   // nemotron-nas: each MLP block at its own width
+    std::string w;
+    for (const auto& [width, n] : m.mlp_width_counts()) w += (w.empty() ? "" : ", ") + std::to_string(n) + " x " + std::to_string(width);
+    t.add_row({"MLP widths", w + " (blocks x intermediate)"});
+  }
   const double state = models::conv_state_bytes_per_seq(m) + models::ssm_state_bytes_per_seq(m);
   if (state > 0) t.add_row({"state per sequence", human_bytes(state)});
   if (m.mtp_layers > 0) t.add_row({"MTP", std::to_string(m.mtp_layers) + " layer(s), " + B(models::mtp_params(m))});

@@ -457,3 +457,76 @@ TEST(Families, DsaSparsePrefillOnHopperPadsHeadsToSixtyFour) {
   EXPECT_EQ(step_part(*cv, b, "prefill attention (sparse MLA"), 0);
   EXPECT_GT(step_part(*cv, b, "prefill attention (un-absorbed"), 0);
 }
+
+// Llama-Nemotron's searched stack (nemotron-nas): each layer's block_configs entry keeps or drops
+// its attention and gives its FFN a width of its own, int(2 x ffn_mult x hidden / 3) rounded up to
+// 256. Tiny fixture, hidden 768, 12 heads of 64, n_heads_in_group 4 (3 KV heads):
+// L0 attention + FFN 1.0 (512), L1 FFN 0.5 (256) alone, L2 attention alone, L3 attention + FFN
+// 1.3125 (672 -> 768).
+TEST(Families, NemotronNasLayersOfTheirOwnWidths) {
+  const auto m = load("tiny-nemotron-nas.json");
+  using K = LayerKind;
+  ASSERT_EQ(m.layers, (std::vector<K>{K::attention, K::mlp, K::mlp, K::attention, K::attention, K::mlp}));
+  EXPECT_EQ(m.kv_heads, 3);
+  EXPECT_EQ(m.mlp_intermediate, 768);
+  EXPECT_EQ(m.layer_mlp_widths, (std::vector<std::int64_t>{0, 512, 256, 0, 0, 768}));
+  EXPECT_EQ(m.mlp_width_counts(), (std::vector<std::pair<std::int64_t, int>>{{512, 1}, {256, 1}, {768, 1}}));
+  const double H = 768, q = 768, kv = 3 * 64;
+  const double attn = H * q + 2 * H * kv + q * H + H;
+  const double mlps = (mlp3(H, 512) + H) + (mlp3(H, 256) + H) + (mlp3(H, 768) + H);
+  EXPECT_DOUBLE_EQ(total_params(m), 2 * 1000 * H + H + 3 * attn + mlps);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, hw::Precision::bf16), 3 * 2 * kv * 2.0);
+  // Weights: against the same stack at 768 everywhere, 3 x 768 x (256 + 512) BF16 weights fewer.
+  auto wide = m;
+  wide.layer_mlp_widths.clear();
+  const auto& gpu = hw::Catalog::global().gpu("h100");
+  const double w = plan_memory(m, gpu, hw::Precision::bf16, {1, 1, 1}, {}).weights.total();
+  const double ww = plan_memory(wide, gpu, hw::Precision::bf16, {1, 1, 1}, {}).weights.total();
+  EXPECT_DOUBLE_EQ(ww - w, 3 * H * (256 + 512) * 2.0);
+  // A step's MLP row: each block at its own width, the sum of the three uniform stacks' rows / 3.
+  StepBatch b;
+  b.decode_seqs = 8;
+  b.decode_context_tokens = 8 * 1024;
+  auto mlp_row = [&](const ModelSpec& s) { return step_part(*make_step_cost(s, gpu, hw::Precision::bf16, {1, 1, 1}), b, "up + down GEMM"); };
+  double uniform = 0;
+  for (std::int64_t width : {512, 256, 768}) {
+    auto u = wide;
+    u.mlp_intermediate = width;
+    uniform += mlp_row(u) / 3;
+  }
+  EXPECT_NEAR(mlp_row(m), uniform, 1e-12);
+}
+
+TEST(Families, NemotronNasRefusesWhatItDoesNotModel) {
+  const std::string text = fixture("tiny-nemotron-nas.json");
+  auto refused = [&](const std::string& from, const std::string& to, const std::string& words) {
+    std::string t = text;
+    const auto at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    try {
+      import_hf_config(t, "nas.json", "nas");
+      FAIL() << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused("\"replace_with_linear\": false", "\"replace_with_linear\": true",
+          "block_configs[0].attention.replace_with_linear: unsupported: attention replaced by one linear layer");
+  refused("\"n_heads_in_group\": 4", "\"n_heads_in_group\": 6", "attention layers of different KV head counts (2 and 3)");
+  refused("\"n_heads_in_group\": 4", "\"n_heads_in_group\": 5", "n_heads_in_group: must divide num_attention_heads (12)");
+}
+
+// Xiaomi MiMo: Qwen2's decoder with q / k / v biases and one multi-token-prediction layer of it.
+TEST(Families, MimoIsQwen2WithMtpLayers) {
+  const auto m = load("tiny-mimo.json");
+  EXPECT_EQ(m.count(LayerKind::attention), 2);
+  EXPECT_EQ(m.count(LayerKind::mlp), 2);
+  EXPECT_FALSE(m.qk_norm);
+  EXPECT_TRUE(m.attention_bias);
+  const double H = 256, q = 4 * 64, kv = 2 * 64;
+  const double attn = H * q + 2 * H * kv + q * H + H + (q + 2 * kv + H);
+  EXPECT_DOUBLE_EQ(total_params(m), 2 * 1000 * H + H + 2 * (attn + mlp3(H, 512) + H));
+  EXPECT_EQ(m.mtp_layers, 1);
+  EXPECT_DOUBLE_EQ(mtp_params(m), 2 * H * H + 3 * H + attn + mlp3(H, 512) + H);
+}
