@@ -1,12 +1,15 @@
-// Test helpers for step-cost breakdowns: decode-only and prefill-only batches, the seconds of named rows.
+// Test helpers for step-cost breakdowns: the H200, decode-only and prefill-only batches, the seconds of named rows.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "hwmodels/catalog.hpp"
 #include "models/step_cost.hpp"
 
 namespace servesim::models::test_util {
+
+inline const hw::GpuSpec& h200() { return hw::Catalog::global().gpu("h200"); }
 
 // `seqs` decoding sequences of `context` tokens each.
 inline StepBatch decode(int seqs, std::int64_t context) {

@@ -16,12 +16,8 @@
 using namespace servesim;
 using namespace servesim::models;
 using servesim::models::test_util::decode;
+using servesim::models::test_util::h200;
 using servesim::models::test_util::part;
-
-namespace {
-const hw::GpuSpec& h200() { return hw::Catalog::global().gpu("h200"); }
-
-}  // namespace
 
 TEST(DataParallel, AttentionRunsOnOneRanksShareAndExpertsOnAllTokens) {
   const ModelSpec& m = model("mixtral-8x7b");

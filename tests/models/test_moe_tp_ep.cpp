@@ -15,11 +15,8 @@
 using namespace servesim;
 using namespace servesim::models;
 using servesim::models::test_util::decode;
+using servesim::models::test_util::h200;
 using servesim::models::test_util::part;
-
-namespace {
-const hw::GpuSpec& h200() { return hw::Catalog::global().gpu("h200"); }
-}  // namespace
 
 TEST(MoeTpEp, TheLayoutNamesItsGroups) {
   const Parallelism p{8, 1, 4, 1};
