@@ -76,7 +76,9 @@ std::string LengthDist::describe() const {
     case Kind::normal: o << "normal(" << mean << ", " << stddev << ")"; break;
     case Kind::uniform: o << "uniform(" << min << ", " << max << ")"; break;
     case Kind::lognormal: o << "lognormal(" << mean << ", " << stddev << ")"; break;
-    case Kind::empirical: o << "empirical(" << source << ", " << values->size() << " values)"; break;
+    case Kind::empirical:
+      o << "empirical(" << (source.empty() ? std::string() : source + ", ") << values->size() << " values)";
+      break;
   }
   return o.str();
 }
@@ -116,9 +118,26 @@ LengthDist parse_length_dist(const JsonReader& j, std::string_view key, const st
     d.mean = 0.5 * static_cast<double>(d.min + d.max);
   } else if (kind == "empirical") {
     d.kind = LengthDist::Kind::empirical;
-    d.source = resolve_path(base_dir, o.string("file"));
-    d.values = std::make_shared<const std::vector<std::int64_t>>(
-        read_lengths_file(d.source, o.string_or("column", "")));
+    // The lengths from a file, or listed inline (what a measured run's requests had).
+    if (o.has("values") == o.has("file")) o.fail("kind", "empirical lengths take either \"file\" or \"values\" (a list of token counts)");
+    if (o.has("file")) {
+      d.source = resolve_path(base_dir, o.string("file"));
+      d.values = std::make_shared<const std::vector<std::int64_t>>(read_lengths_file(d.source, o.string_or("column", "")));
+    } else {
+      const auto& list = o.json().at("values");
+      if (!list.is_array() || list.empty() || list.size() > kMaxInlineLengths)
+        o.fail("values", "expected a list of 1 to " + std::to_string(kMaxInlineLengths) + " token counts");
+      std::vector<std::int64_t> v;
+      v.reserve(list.size());
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const auto& x = list[i];
+        if (!(x.is_number_integer() || (x.is_number_float() && x.get<double>() == std::floor(x.get<double>()))) ||
+            !(x.get<double>() >= 1 && x.get<double>() <= double(std::int64_t{1} << 30)))
+          o.fail("values", "entry " + std::to_string(i) + " is not a token count (a whole number in 1..2^30)");
+        v.push_back(static_cast<std::int64_t>(x.get<double>()));
+      }
+      d.values = std::make_shared<const std::vector<std::int64_t>>(std::move(v));
+    }
     d.mean = d.expected_mean();
   } else {
     o.fail("kind", "unknown length distribution '" + kind +

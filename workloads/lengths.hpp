@@ -28,8 +28,12 @@ struct LengthDist {
   std::string describe() const;          // "normal(2000, 100)"
 };
 
+// At most this many lengths listed inline in an empirical distribution ({"kind": "empirical",
+// "values": [...]}).
+constexpr std::size_t kMaxInlineLengths = 65536;
+
 // A number (fixed) or an object {"kind": "fixed|normal|uniform|lognormal|empirical", ...};
-// empirical files resolve relative to `base_dir`.
+// empirical lengths come from a file (resolved relative to `base_dir`) or a "values" list.
 LengthDist parse_length_dist(const JsonReader& j, std::string_view key, const std::string& base_dir);
 
 }  // namespace servesim::workloads

@@ -11,6 +11,7 @@
 #include "sim/api/api.hpp"
 #include "sim/calibration.hpp"
 #include "sim/validate/transfer.hpp"
+#include "sim/validate/calibrate_e2e.hpp"
 #include "sim/validate/validate.hpp"
 
 namespace servesim::api {
@@ -88,7 +89,7 @@ nlohmann::json validate(const nlohmann::json& args) {
   v::check_base_scenario(o, "scenario");
   const std::string path = r.string("path");
   v::CsvReadStats csv;
-  auto points = v::read_points(path, o.statistic, &csv);
+  auto points = v::read_measured(path, v::BenchSetup{}, o.statistic, &csv);   // bench results too, as calibrate e2e reads them
   const auto seeds = r.integer_or("seeds", 1);
   if (seeds < 1 || seeds > 100) r.fail("seeds", "must be 1..100 runs");
   if (loo && (seeds > 1 || o.lock_fraction)) r.fail("leave_one_out", "not combined with seeds or lock_fraction");

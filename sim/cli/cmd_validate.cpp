@@ -25,6 +25,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plot_runner.hpp"
 #include "sim/calibration.hpp"
+#include "sim/validate/calibrate_e2e.hpp"
 #include "sim/validate/transfer.hpp"
 #include "sim/validate/validate.hpp"
 
@@ -138,7 +139,9 @@ void run_validate(const ValidateOpts& o) {
     throw Error(o.leave_one_model_out ? "--leave-one-model-out" : "--leave-one-release-out", "",
                 "runs every point once per fitted-parameter combination; not combined with --seeds or --lock-fraction");
   v::CsvReadStats csv;
-  std::vector<v::MeasuredPoint> points = v::read_points(o.path, opt.statistic, &csv);
+  // A benchmark client's results (vllm bench serve JSON, SGLang bench_serving JSONL) as calibrate e2e
+  // reads them, their setup from a servesim_run.json beside them.
+  std::vector<v::MeasuredPoint> points = v::read_measured(o.path, v::BenchSetup{}, opt.statistic, &csv);
   std::optional<v::TransferReport> tr;
   if (transfer) tr = v::leave_one_out(points, opt, o.leave_one_model_out ? v::GroupBy::model : v::GroupBy::release);
   v::Report rep = tr ? tr->out_of_fit : v::run(o.seeds > 1 ? points : std::move(points), opt);

@@ -23,6 +23,7 @@
 #include "models/model_spec.hpp"
 #include "sim/engine/engine_profile.hpp"
 #include "sim/scenario.hpp"
+#include "workloads/lengths.hpp"
 
 namespace servesim::sim::validate {
 namespace {
@@ -492,6 +493,13 @@ BenchSetup setup_for(const std::string& path, BenchSetup s) {
       s.engine_knobs = j["engine"];
     }
     if (s.kv_cache_dtype.empty()) s.kv_cache_dtype = r.string_or("kv_cache_dtype", "");
+    for (auto [key, out] : {std::pair{"isl", &s.isl_lengths}, std::pair{"osl", &s.osl_lengths}}) {
+      if (!j.contains(key)) continue;
+      workloads::parse_length_dist(r, key, side.parent_path().string());   // one clear line for a bad one
+      *out = j[key];
+      if (out->is_object() && out->contains("file") && (*out)["file"].is_string())   // from the sidecar's folder, wherever the run goes
+        (*out)["file"] = fs::absolute(side.parent_path() / (*out)["file"].get<std::string>()).string();
+    }
     if (s.tp < 1) {
       const char* key = r.has("tensor_parallel_size") ? "tensor_parallel_size" : "tp";
       s.tp = static_cast<int>(r.integer_or(key, 0));
@@ -499,6 +507,51 @@ BenchSetup setup_for(const std::string& path, BenchSetup s) {
     }
   }
   return s;
+}
+
+// The lengths a bench result's requests had, where they were not all its means (MeasuredPoint::
+// isl_lengths): the sidecar's "isl" / "osl"; else each completed request's (input_lens and output_lens,
+// what SGLang's --output-details and vLLM's --save-detailed write; a failed request's output is 0);
+// else, for SGLang's random dataset, its draw: sample_random_requests takes prompts uniform over
+// [max(int(L x r), 1), L] and answers over [int(L' x r), L'] (L random_input_len, L' random_output_len, r
+// random_range_ratio, 0 by default: lengths from 1 to L), used where its mean is within 10 % of the
+// completed requests' (answers that stopped early drew from something else, and keep the mean).
+void run_lengths(const nlohmann::json& j, const JsonReader& r, const std::string& where, MeasuredPoint& p, const BenchSetup& s, bool sglang) {
+  p.isl_lengths = s.isl_lengths, p.osl_lengths = s.osl_lengths;
+  if (!p.isl_lengths.is_null() || !p.osl_lengths.is_null()) return;
+  if (r.has("input_lens") && r.has("output_lens")) {
+    const auto &in = j["input_lens"], &out = j["output_lens"];
+    if (!in.is_array() || !out.is_array() || in.size() != out.size())
+      throw Error(where, "input_lens", "expected two lists of one length each per request (input_lens, output_lens)");
+    auto tokens = [&](const nlohmann::json& x, const char* key, std::size_t i) {
+      if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() <= 1e8) || x.get<double>() != std::floor(x.get<double>()))
+        throw Error(where, key, "entry " + std::to_string(i) + " is not a token count (a whole number in 0..10^8)");
+      return static_cast<std::int64_t>(x.get<double>());
+    };
+    std::vector<std::int64_t> ins, outs;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::int64_t a = tokens(in[i], "input_lens", i), b = tokens(out[i], "output_lens", i);
+      if (a >= 1 && b >= 1) ins.push_back(a), outs.push_back(b);   // completed
+    }
+    p.isl_lengths = measured_lengths(ins), p.osl_lengths = measured_lengths(outs);
+    if (p.isl_lengths.is_number()) p.isl_lengths = nullptr;   // one length: the mean says it
+    if (p.osl_lengths.is_number()) p.osl_lengths = nullptr;
+    return;
+  }
+  for (const char* k : {"random_range_ratio", "random_input_len", "random_output_len"})
+    if (!sglang || !r.has(k) || !j[k].is_number()) return;
+  if (r.has("dataset_name") && j["dataset_name"].is_string() && !text::lower(j["dataset_name"].get<std::string>()).starts_with("random")) return;
+  const double ratio = r.number("random_range_ratio");
+  if (!(ratio >= 0 && ratio <= 1)) throw Error(where, "random_range_ratio", compact(ratio) + " is not a share of the length (0..1)");
+  auto drawn = [&](const char* key, std::int64_t mean, std::int64_t floor_at) -> nlohmann::json {
+    const double len = r.number(key);
+    if (!(len >= 1 && len <= 1e8)) return nullptr;
+    const std::int64_t hi = std::int64_t(len), lo = std::max<std::int64_t>(floor_at, std::int64_t(len * ratio));
+    if (lo >= hi || std::fabs(0.5 * double(lo + hi) - double(mean)) > 0.1 * double(mean)) return nullptr;
+    return {{"kind", "uniform"}, {"min", lo}, {"max", hi}};
+  };
+  p.isl_lengths = drawn("random_input_len", p.isl, 1);
+  p.osl_lengths = drawn("random_output_len", p.osl, 1);   // an answer of 0 tokens is not one servesim runs
 }
 
 MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, const BenchSetup& s) {
@@ -509,9 +562,9 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
   p.id = where;
   // The model: the flags' or the sidecar's, else the one vLLM's --save-result names (model_id).
   const std::string model = !s.model.empty() ? s.model : j.contains("model_id") && j["model_id"].is_string() ? j["model_id"].get<std::string>() : "";
-  if (model.empty()) throw Error(where, "model", "unknown model: give --model (or \"model\" in a servesim_run.json beside it)");
-  if (s.gpu.empty()) throw Error(where, "gpu", "unknown GPU: give --gpu (or \"gpu\" in a servesim_run.json beside it)");
-  if (s.tp < 1) throw Error(where, "tensor_parallel_size", "unknown TP: give --tp (or \"tp\" in a servesim_run.json beside it)");
+  if (model.empty()) throw Error(where, "model", "unknown model: give \"model\" in a servesim_run.json beside it (calibrate e2e also takes --model)");
+  if (s.gpu.empty()) throw Error(where, "gpu", "unknown GPU: give \"gpu\" in a servesim_run.json beside it (calibrate e2e also takes --gpu)");
+  if (s.tp < 1) throw Error(where, "tensor_parallel_size", "unknown TP: give \"tp\" in a servesim_run.json beside it (calibrate e2e also takes --tp)");
   p.model_path = model;
   p.system = s.gpu;
   p.precision = s.precision;
@@ -576,6 +629,7 @@ MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, con
     throw Error(where, "total_input_tokens", "the run's input / output lengths are unknown (total_input_tokens, total_output_tokens, completed)");
   p.isl = std::llround(isl);
   p.osl = std::llround(osl);
+  run_lengths(j, r, where, p, s, p.backend == "sglang");
   const char* ms = "a time in milliseconds from 0.001 (1 us) to 86400000 (1 day)";
   p.ttft_ms = field("mean_ttft_ms", 1e-3, 86.4e6, false, ms);
   p.tpot_ms = r.has("mean_tpot_ms") ? field("mean_tpot_ms", 1e-3, 86.4e6, false, ms) : field("mean_itl_ms", 1e-3, 86.4e6, false, ms);
@@ -619,10 +673,10 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
   return out;
 }
 
-std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags) {
+std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags, const std::string& statistic, CsvReadStats* csv) {
   const std::string ext = text::lower(fs::path(path).extension().string());
   if (fs::is_regular_file(path) && (ext == ".json" || ext == ".jsonl")) return read_bench_results(path, flags);
-  return read_points(path);
+  return read_points(path, statistic, csv);
 }
 
 E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& o, const E2eOptions& e) {
@@ -682,7 +736,10 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       spread = sc["engine"]["closed_loop_osl_spread_tokens"].get<double>();
     else if (sc.is_object() && sc.contains("engine_profile"))
       spread = sim::engine_profile(sc["engine_profile"].get<std::string>()).closed_loop_osl_spread_tokens;
-    closed = closed || (p.measured.concurrency > 1 && spread > 0);
+    // Nor where the answers had lengths of their own: the spread stands in for fixed ones (spreads_closed_loop).
+    const bool fixed_answers = sc.is_object() && sc.contains("workload") && sc["workload"].is_object() &&
+                               sc["workload"].contains("osl") && sc["workload"]["osl"].is_number();
+    closed = closed || (p.measured.concurrency > 1 && spread > 0 && fixed_answers);
   }
   if (plain.points.empty()) throw Error("calibrate e2e", "", "every point was left out by the filters");
   auto list = [](const std::set<std::string>& s) {

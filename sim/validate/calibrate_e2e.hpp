@@ -28,6 +28,9 @@ struct BenchSetup {
   // ...) and kv_cache_dtype, as a scenario file names them; the run is simulated with them.
   nlohmann::json engine_knobs;
   std::string kv_cache_dtype;
+  // Its "isl" / "osl" when the lengths the run's dataset drew are not in the result (vLLM's random
+  // dataset with --random-range-ratio records none): a number or a scenario's length distribution.
+  nlohmann::json isl_lengths, osl_lengths;
 };
 
 // Measured runs one calibration takes: the fit simulates every run about 40 times (Gauss-Newton steps
@@ -43,7 +46,8 @@ std::vector<MeasuredPoint> read_bench_results(const std::string& path, const Ben
 
 // Any input calibrate e2e takes: a silicon-sample CSV, an aiperf artefact folder (or a folder of
 // them), a vllm bench JSON or an SGLang JSONL.
-std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags);
+std::vector<MeasuredPoint> read_measured(const std::string& path, const BenchSetup& flags, const std::string& statistic = "avg",
+                                         CsvReadStats* csv = nullptr);
 
 struct E2eOptions {
   int folds = 5;                         // k-fold cross-validation (at most one fold per point)

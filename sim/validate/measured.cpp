@@ -362,6 +362,16 @@ double number_at(const nlohmann::json& j, std::initializer_list<const char*> key
 
 }  // namespace
 
+nlohmann::json measured_lengths(std::vector<std::int64_t> v) {
+  if (v.empty()) return nullptr;
+  std::sort(v.begin(), v.end());
+  if (v.front() == v.back()) return v.front();
+  nlohmann::json values = nlohmann::json::array();
+  const std::size_t n = std::min(v.size(), kMeasuredLengthValues);
+  for (std::size_t i = 0; i < n; ++i) values.push_back(v[std::min(v.size() - 1, (2 * i + 1) * v.size() / (2 * n))]);
+  return {{"kind", "empirical"}, {"values", std::move(values)}};
+}
+
 namespace {
 
 // The per-request figures of an aiperf folder's measured (non-warm-up) records, for combining two
@@ -416,8 +426,10 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
       throw Error(agg.string(), std::string(tag) + "." + (std::string(tag) == "output_token_throughput" ? "avg" : stat), b);
     }
 
-  // Measured and warm-up requests from the per-request records.
+  // Measured and warm-up requests from the per-request records, and the measured ones' lengths.
   std::int64_t profiling = 0, warmup = 0;
+  std::vector<std::int64_t> request_isl, request_osl;
+  bool lengths_complete = true;
   const fs::path jl = base / "profile_export.jsonl";
   if (fs::exists(jl)) {
     std::istringstream in(read_input_file(jl.string(), kMaxTraceFileBytes));
@@ -450,6 +462,12 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
         is_warmup = ph.get<std::string>() == "warmup";
       }
       (is_warmup ? warmup : profiling) += 1;
+      if (!is_warmup) {   // the measured requests' lengths (aiperf's per-request metrics)
+        const double a = number_at(r, {"metrics", "input_sequence_length", "value"}), b = number_at(r, {"metrics", "output_sequence_length", "value"});
+        auto whole = [](double x) { return x >= 1 && x <= 1e8 && x == std::floor(x); };
+        if (whole(a) && whole(b)) request_isl.push_back(std::int64_t(a)), request_osl.push_back(std::int64_t(b));
+        else lengths_complete = false;
+      }
       if (records && !is_warmup) {
         const double t = number_at(r, {"metrics", "time_to_first_token", "value"}),
                      i = number_at(r, {"metrics", "inter_token_latency", "value"});
@@ -599,9 +617,23 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
       throw Error(agg.string(), "input_config.loadgen.concurrency", brief(ic["loadgen"]["concurrency"]) + " is not a client count in 1..1000000");
     w["concurrency"] = static_cast<std::int64_t>(c);
   }
-  // Range-checked before any conversion (llround of 1e300 is undefined).
+  // Range-checked before any conversion (llround of 1e300 is undefined). Requests of lengths of their
+  // own (aiperf's --synthetic-input-tokens-stddev, --output-tokens-stddev, a dataset file) run those
+  // lengths, every measured request's as recorded (MeasuredPoint::isl_lengths), at their mean.
   auto length = [&](const char* key, const char* tag) {
     if (w.contains(key)) return;
+    const auto& each = std::string_view(key) == "isl" ? request_isl : request_osl;
+    // Not where the workload makes lengths its own way: a trace's or sessions' lengths, or vision
+    // tokens that input_sequence_length counts and the run's images add again.
+    const bool own = w.contains("trace") || w.contains("sessions") || w.contains("multimodal");
+    if (!own && lengths_complete && !each.empty() && std::int64_t(each.size()) == profiling) {
+      nlohmann::json d = measured_lengths(each);
+      if (d.is_object()) {
+        (std::string_view(key) == "isl" ? p.isl_lengths : p.osl_lengths) = d;
+        w[key] = std::move(d);
+        return;
+      }
+    }
     const double v = stat_of(metric(doc, tag), "avg");
     if (std::isnan(v)) throw Error(where, key, std::string("missing (and the export records no ") + tag + ")");
     if (!(v >= 1 && v <= 1e8)) {
@@ -647,8 +679,15 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   p.tp = int_of(s, "tensor_parallel_size", "tp", 1);
   p.pp = int_of(s, "pipeline_parallel_size", "pp", 1);
   p.moe_ep = int_of(s, "expert_parallel_size", "ep", 1);
-  p.isl = w["isl"].is_number_integer() ? w["isl"].get<std::int64_t>() : 0;
-  p.osl = w["osl"].is_number_integer() ? w["osl"].get<std::int64_t>() : 0;
+  auto mean_of = [&](const char* key, const std::vector<std::int64_t>& each) -> std::int64_t {
+    if (w[key].is_number_integer()) return w[key].get<std::int64_t>();
+    if (each.empty() || !(std::string_view(key) == "isl" ? p.isl_lengths : p.osl_lengths).is_object()) return 0;
+    double sum = 0;
+    for (auto x : each) sum += double(x);
+    return std::llround(sum / double(each.size()));
+  };
+  p.isl = mean_of("isl", request_isl);
+  p.osl = mean_of("osl", request_osl);
   // A client count as the run gave it (shown with the point); the scenario check names a bad one.
   p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() &&
                           w["concurrency"].get<std::int64_t>() >= 0 && w["concurrency"].get<std::int64_t>() <= INT32_MAX

@@ -374,7 +374,11 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   // The client's dataset (aiperf --num-dataset-entries) is the harness's, as its engine flags are.
   if (o.base.is_object() && o.base.contains("workload") && o.base["workload"].is_object() && o.base["workload"].contains("dataset"))
     s["workload"]["dataset"] = o.base["workload"]["dataset"];
-  if (o.osl_spread_pct > 0)
+  // A run whose requests had lengths of their own (a bench result's per-request lengths or its dataset's
+  // draw) runs them; --osl-spread-pct spreads only fixed answers.
+  if (!p.isl_lengths.is_null()) s["workload"]["isl"] = p.isl_lengths;
+  if (!p.osl_lengths.is_null()) s["workload"]["osl"] = p.osl_lengths;
+  else if (o.osl_spread_pct > 0)
     s["workload"]["osl"] = {{"kind", "normal"}, {"mean", p.osl}, {"stddev", o.osl_spread_pct / 100 * double(p.osl)}};
   return s;
 }
@@ -1098,9 +1102,19 @@ std::string to_text(const Report& r, const Options& o) {
              ") measured cycles shorter than prefilling its prompts can take (field harness_note; --no-resent-prompts keeps the "
              "generated flags)\n";
   }
-  const std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
-                                                   : std::string("fixed ISL/OSL (OSL with the closed-loop spread of the "
-                                                                 "point's engine profile, if any: sim/README.md)");
+  std::string lengths = o.osl_spread_pct > 0 ? "fixed ISL, OSL with a normal spread of " + fixed(o.osl_spread_pct, 2) + " %"
+                                             : std::string("fixed ISL/OSL (OSL with the closed-loop spread of the "
+                                                           "point's engine profile, if any: sim/README.md)");
+  // Runs whose requests had lengths of their own run them (MeasuredPoint::isl_lengths).
+  int drawn = 0;
+  for (const auto& p : r.points) {
+    const nlohmann::json& w = p.scenario.is_object() && p.scenario.contains("workload") ? p.scenario["workload"] : nlohmann::json();
+    drawn += w.is_object() && ((w.contains("isl") && w["isl"].is_object()) || (w.contains("osl") && w["osl"].is_object()));
+  }
+  if (drawn > 0)
+    lengths = (drawn == int(r.points.size()) ? std::string("ISL/OSL") : "ISL/OSL of " + std::to_string(drawn) + " points") +
+              " as the run's requests had them (their lengths or its dataset's draw)" +
+              (drawn == int(r.points.size()) ? std::string() : ", the others' " + lengths);
   // CSV points run C x --requests-per-client after C x --warmup-per-client; an aiperf folder its
   // own recorded counts.
   bool csv_points = false, folder_points = false;
@@ -1121,8 +1135,9 @@ std::string to_text(const Report& r, const Options& o) {
                                          : "closed loop at its concurrency C";
   out += "Each point: " + load + ", " + lengths + ", " + counts + "; compared: simulated " +
          o.statistic + " TTFT, ITL (aiperf's inter_token_latency: TPOT without the first token) and output tok/s.\n" +
-         (csv_points ? "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
-                     : "") +
+         (std::any_of(r.points.begin(), r.points.end(), [](const PointResult& p) { return p.measured.output_tps_derived; })
+              ? "Output tok/s of CSV rows (no throughput recorded): Little's law on both sides, C x OSL / (TTFT + (OSL-1) x TPOT).\n"
+              : "") +
          "Errors: signed % = (predicted - measured) / measured; med = median, |med| = median of |%|, p90 = 90th percentile of |%|.\n\n";
   for (const auto& p : r.points)
     if (!p.measured.stream_note.empty()) out += p.measured.id + ": " + p.measured.stream_note + " (field stream_note)\n";

@@ -36,6 +36,10 @@ struct MeasuredPoint {
   double ttft_rerun_spread = NAN, tpot_rerun_spread = NAN;
   std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
   std::int64_t isl = 0, osl = 0;
+  // The lengths the run's requests had where they were not all isl / osl (a scenario workload's
+  // "isl" / "osl": a number, or a distribution such as {"kind": "uniform", ...} or an empirical list);
+  // null: every request isl + osl. isl and osl stay the run's means.
+  nlohmann::json isl_lengths, osl_lengths;
   int concurrency = 0;         // 0: not recorded
   double request_rate = 0;     // open-loop runs (Poisson arrivals, requests / s) when concurrency is 0
   // aiperf folders: the measured and warm-up requests the run recorded (0 / -1: not recorded).
@@ -113,6 +117,13 @@ std::vector<MeasuredPoint> read_silicon_csv(const std::string& path, CsvReadStat
 // the JSON's input_config. `statistic` (avg or p50) picks the TTFT/ITL statistic read.
 // Throws Error naming the file and field on bad input.
 MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statistic = "avg");
+// A measured run's request lengths as a scenario workload names them: the number when every request
+// had one length, else {"kind": "empirical", "values": [...]} of them, as at most
+// kMeasuredLengthValues quantiles (sorted; the i-th of n the value at rank (i + 1/2) x size / n), so
+// a run of 100,000 requests keeps its shape in a small scenario. Null for an empty list.
+inline constexpr std::size_t kMeasuredLengthValues = 1024;
+nlohmann::json measured_lengths(std::vector<std::int64_t> lengths);
+
 // Distinct points one validate run takes (a CSV with more is refused while it is read).
 inline constexpr std::size_t kMaxPoints = 100000;
 

@@ -1,6 +1,7 @@
 """Probe round 5 (docs/safety.md, cases V1-V10): calibrate e2e inputs, calibration profiles,
 search / recommend list flags, the planner's and calibrate's Python arguments. Each case ends in a
 correct result or one line naming the file or argument, the field and what would be valid."""
+import csv
 import json
 import signal
 import subprocess
@@ -73,6 +74,25 @@ def test_bench_results_as_the_benchmarks_write_them(exe, tmp_path):
     assert calibrate(exe, tmp_path, bench(tmp_path, "vllm.json", request_rate="inf", burstiness=1.0)).returncode == 0
     line = one_line_error(calibrate(exe, tmp_path, bench(tmp_path, "burst.json", request_rate="inf", max_concurrency="drop")))
     assert "burst.json: request_rate: an unbounded rate with no max_concurrency sends every prompt at once" in line, line
+
+
+def test_validate_reads_the_bench_results_calibrate_takes(exe, tmp_path):
+    # The runs a user calibrates on, validated point by point (with or without the profile): the setup
+    # from the servesim_run.json beside them, an SGLang random dataset run with the lengths it drew.
+    (tmp_path / "run").mkdir()
+    p = tmp_path / "run" / "sg.jsonl"
+    p.write_text(json.dumps(dict(OK, backend="sglang", dataset_name="random", random_input_len=2000, random_output_len=200,
+                                 random_range_ratio=0.0, total_input_tokens=80 * 1000, total_output_tokens=80 * 100)) + "\n")
+    line = one_line_error(subprocess.run([exe, "validate", str(p)], capture_output=True, text=True, timeout=300))
+    assert "sg.jsonl: line 1: model: unknown model: give \"model\" in a servesim_run.json beside it" in line, line
+    (tmp_path / "run" / "servesim_run.json").write_text(json.dumps({"model": "llama-3.1-8b", "gpu": "h200", "tp": 1}))
+    out = subprocess.run([exe, "validate", str(p), "--output", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "ISL/OSL as the run's requests had them" in out.stdout, out.stdout
+    row = next(csv.DictReader(open(tmp_path / "v.csv")))
+    assert (row["backend"], row["isl"], row["osl"], row["concurrency"]) == ("sglang", "1000", "100", "8")
+    r = servesim.validate(str(p))   # Python reads them too
+    assert abs(r["points"][0]["predicted"]["ttft_ms"] - float(row["predicted_ttft_ms"])) < 1e-3, r["points"][0]
 
 
 def test_a_sidecar_names_its_own_bad_fields(exe, tmp_path):  # V4

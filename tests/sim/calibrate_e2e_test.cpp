@@ -673,6 +673,85 @@ TEST(CalibrateE2e, ABenchResultRunsTheEngineKnobsItsSidecarRecords) {
   }
 }
 
+// The lengths a bench result's requests had: each completed request's (input_lens / output_lens), else
+// SGLang's random dataset draw (uniform over [L x r, L]), else the sidecar's; fixed at the means otherwise.
+TEST(CalibrateE2e, ABenchResultRunsTheLengthsItsRequestsHad) {
+  const std::string dir = ::testing::TempDir() + "bench_lengths/";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "servesim_run.json");
+  v::BenchSetup s;
+  s.model = "llama-3.1-8b", s.gpu = "h100", s.tp = 1;
+  auto point = [&](const nlohmann::json& rec) {
+    std::ofstream(dir + "b.json") << rec.dump();
+    const auto ps = v::read_bench_results(dir + "b.json", s);
+    return ps.at(0);
+  };
+  const nlohmann::json sglang = {{"backend", "sglang"}, {"dataset_name", "random"}, {"max_concurrency", 8}, {"completed", 80},
+                                 {"random_input_len", 2000}, {"random_output_len", 200}, {"random_range_ratio", 0.5},
+                                 {"total_input_tokens", 80 * 1500}, {"total_output_tokens", 80 * 150}, {"mean_ttft_ms", 90.0}, {"mean_tpot_ms", 8.0}};
+  v::MeasuredPoint p = point(sglang);
+  EXPECT_EQ(p.isl, 1500);
+  EXPECT_EQ(p.isl_lengths, nlohmann::json({{"kind", "uniform"}, {"min", 1000}, {"max", 2000}}));
+  EXPECT_EQ(p.osl_lengths, nlohmann::json({{"kind", "uniform"}, {"min", 100}, {"max", 200}}));
+  v::Options o;
+  o.threads = 1;
+  EXPECT_EQ(v::point_scenario(p, o, nullptr)["workload"]["isl"], p.isl_lengths);
+  nlohmann::json early = sglang;   // answers that stopped early (a mean of 90, not 150): not that draw
+  early["total_output_tokens"] = 80 * 90;
+  p = point(early);
+  EXPECT_TRUE(p.osl_lengths.is_null());
+  EXPECT_EQ(p.osl, 90);
+  nlohmann::json whole = sglang;   // r = 1: every request the set lengths
+  whole["random_range_ratio"] = 1.0, whole["total_input_tokens"] = 80 * 2000, whole["total_output_tokens"] = 80 * 200;
+  EXPECT_TRUE(point(whole).isl_lengths.is_null());
+  // vLLM --save-detailed: each request's lengths, a failed one (output 0) left out.
+  nlohmann::json vllm = {{"max_concurrency", 1}, {"completed", 3}, {"total_input_tokens", 6000}, {"total_output_tokens", 600},
+                         {"mean_ttft_ms", 90.0}, {"mean_tpot_ms", 8.0}, {"input_lens", {3000, 1000, 2000, 999}}, {"output_lens", {300, 100, 200, 0}}};
+  p = point(vllm);
+  EXPECT_EQ(p.isl_lengths["values"], nlohmann::json({1000, 2000, 3000}));
+  EXPECT_EQ(p.osl_lengths["values"], nlohmann::json({100, 200, 300}));
+  // The mean TTFT of one client over prompts of 1,000 and 3,000 tokens is the mean of the two
+  // fixed-length runs' (no queue at one client; sampling with replacement: 400 requests, 5 %).
+  o.requests_per_client = 400;
+  vllm["input_lens"] = {1000, 3000}, vllm["output_lens"] = {20, 20}, vllm["completed"] = 2, vllm["total_input_tokens"] = 4000,
+  vllm["total_output_tokens"] = 40;
+  const v::Report mixed = v::run({point(vllm)}, o);
+  std::vector<double> at;
+  for (int n : {1000, 3000}) {
+    vllm["input_lens"] = {n, n}, vllm["total_input_tokens"] = 2 * n;
+    const v::MeasuredPoint f = point(vllm);
+    EXPECT_TRUE(f.isl_lengths.is_null());   // one length: the run's mean says it
+    at.push_back(v::run({f}, o).points.at(0).ttft_ms);
+  }
+  ASSERT_GT(at[1], 1.5 * at[0]);
+  EXPECT_NEAR(mixed.points.at(0).ttft_ms, 0.5 * (at[0] + at[1]), 0.05 * 0.5 * (at[0] + at[1]));
+  // Refused in one line naming the field.
+  for (auto [key, bad] : {std::pair{"input_lens", nlohmann::json({1, 2})}, std::pair{"output_lens", nlohmann::json({5, -1, 3, 4})}}) {
+    nlohmann::json r = vllm;
+    r["input_lens"] = {1, 2, 3, 4}, r["output_lens"] = {1, 2, 3, 4};
+    r[key] = bad;
+    try {
+      point(r);
+      ADD_FAILURE() << r.dump();
+    } catch (const servesim::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("input_lens") == std::string::npos ? std::string(e.what()).find("output_lens") : 0, std::string::npos)
+          << e.what();
+    }
+  }
+  // A sidecar's lengths (vLLM's random dataset records no --random-range-ratio) win.
+  std::ofstream(dir + "servesim_run.json") << R"({"isl": {"kind": "uniform", "min": 10, "max": 20}})";
+  EXPECT_EQ(point(sglang).isl_lengths["max"], 20);
+  std::ofstream(dir + "servesim_run.json") << R"({"isl": {"kind": "uniform", "min": 30, "max": 20}})";
+  try {
+    point(sglang);
+    ADD_FAILURE();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("servesim_run.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("isl.max"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir + "servesim_run.json");
+}
+
 namespace {
 // The requests a validated closed-loop point measures: C x 10, or under a cap at most the cap and
 // at least 2 a client (the cap calibrate e2e's fits run with).

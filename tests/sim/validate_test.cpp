@@ -385,6 +385,52 @@ TEST(Validate, AiperfFolderRoundTripIsExact) {
   }
 }
 
+// An aiperf run whose requests drew their lengths (--synthetic-input-tokens-stddev, a dataset) is
+// validated with the lengths its measured requests had, not their means.
+TEST(Validate, AiperfFolderOfVaryingLengthsRunsThem) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "servesim_validate_lengths";
+  fs::remove_all(dir);
+  const Scenario s = servesim::sim::parse_scenario(R"({"model": "llama-3.1-8b", "gpu": "h100", "gpus": 1, "tp": 1, "seed": 4,
+    "workload": {"concurrency": 4, "requests": 200, "warmup_requests": 8, "isl": {"kind": "uniform", "min": 500, "max": 3500},
+                 "osl": {"kind": "uniform", "min": 20, "max": 180}}})", "lengths");
+  const auto run = servesim::sim::simulate(s, true);
+  run.metrics.export_dir(dir.string());
+  std::ofstream((dir / "servesim_run.json").string()) << R"({"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "seed": 4, "concurrency": 4})";
+  const v::MeasuredPoint m = v::read_aiperf_dir(dir.string());
+  const auto& isl = m.scenario["workload"]["isl"];
+  ASSERT_EQ(isl["kind"], "empirical") << isl.dump();
+  ASSERT_EQ(isl["values"].size(), 200u);   // every measured request's, sorted
+  double sum = 0;
+  for (const auto& x : isl["values"]) sum += x.get<double>();
+  EXPECT_DOUBLE_EQ(sum / 200, run.summary.input_sequence_length.avg);
+  EXPECT_EQ(m.isl, std::llround(run.summary.input_sequence_length.avg));
+  EXPECT_GE(isl["values"].front().get<int>(), 500);
+  EXPECT_LE(isl["values"].back().get<int>(), 3500);
+  EXPECT_EQ(m.scenario["workload"]["osl"]["kind"], "empirical");
+  // Re-drawn from the measured lengths, the run comes back within a few % (a new draw of 200).
+  const v::Report r = v::run({m}, v::Options{});
+  ASSERT_EQ(r.points[0].unmodellable, "");
+  EXPECT_LT(std::abs(r.points[0].ttft_err), 0.08) << r.points[0].ttft_ms << " vs " << m.ttft_ms;
+  EXPECT_LT(std::abs(r.points[0].itl_err), 0.05) << r.points[0].itl_ms << " vs " << m.tpot_ms;
+  // The sidecar's lengths win (a run whose records do not say them).
+  std::ofstream((dir / "servesim_run.json").string()) << R"({"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "concurrency": 4, "isl": 2000, "osl": 100})";
+  EXPECT_EQ(v::read_aiperf_dir(dir.string()).scenario["workload"]["isl"], 2000);
+}
+
+// A run's lengths as a workload names them: one number when all are one, else at most 1,024 quantiles.
+TEST(Validate, MeasuredLengthsKeepTheirQuantiles) {
+  EXPECT_EQ(v::measured_lengths({7, 7, 7}), 7);
+  EXPECT_TRUE(v::measured_lengths({}).is_null());
+  EXPECT_EQ(v::measured_lengths({30, 10, 20})["values"], nlohmann::json({10, 20, 30}));
+  std::vector<std::int64_t> many(4096);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = std::int64_t(i) + 1;   // 1..4096
+  const auto q = v::measured_lengths(many)["values"];
+  ASSERT_EQ(q.size(), 1024u);
+  EXPECT_EQ(q[0], 3);   // rank (0 + 1/2) x 4096 / 1024 = 2: the third value
+  EXPECT_EQ(q[1023], 4095);
+}
+
 TEST(ValidateBands, BandIsThePredictionTimesTheRatioPercentiles) {
   // Residuals measured / predicted on one GPU: 10 medium-load aggregated ITL points with ratios
   // 0.5..1.4, and 8 disaggregated ones measured at 3x the prediction.

@@ -167,6 +167,27 @@ TEST(Workload, EmpiricalSampledWithReplacement) {
   for (auto [v, n] : hits) EXPECT_NEAR(n, 1000, 150) << v;
 }
 
+// Inline lengths (a measured run's requests): the same sampling as a file's, and one clear line for a
+// list that is not token counts or names both a file and values.
+TEST(Workload, EmpiricalLengthsListedInline) {
+  const auto c = parse(R"({"concurrency": 2, "requests": 4000, "seed": 5,
+      "isl": {"kind": "empirical", "values": [100, 300]}, "osl": 7})");
+  EXPECT_DOUBLE_EQ(c.isl.expected_mean(), 200);
+  EXPECT_EQ(c.isl.describe(), "empirical(2 values)");
+  std::map<std::int64_t, int> hits;
+  for (const auto& r : materialize(c)) ++hits[r.input_tokens];
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_NEAR(hits[100], 2000, 150);
+  EXPECT_NE(error_of(R"({"concurrency": 4, "isl": {"kind": "empirical", "values": [5, 0]}, "osl": 1})")
+                .find("workload.isl.values: entry 1 is not a token count"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"concurrency": 4, "isl": {"kind": "empirical", "values": []}, "osl": 1})").find("expected a list of 1 to 65536"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"concurrency": 4, "isl": {"kind": "empirical", "values": [5], "file": "x.csv"}, "osl": 1})")
+                .find("either \"file\" or \"values\""),
+            std::string::npos);
+}
+
 TEST(Workload, ScheduleFileWithSyntheticLengths) {
   const auto c = parse(R"({"schedule_file": ")" + data("schedule.txt") + R"(", "isl": 10, "osl": 2})");
   const auto rs = materialize(c);
