@@ -1,5 +1,6 @@
 #include "sim/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -8,6 +9,7 @@
 #include "common/json_reader.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
 #include "sim/engine/engine_profile.hpp"
 
 namespace servesim::sim {
@@ -64,6 +66,21 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   p.engine_profile = label(on, "engine_profile", on.string_or("engine_profile", ""));
   p.model = text::lower(label(on, "model", on.string_or("model", "")));
   p.points = static_cast<int>(on.integer_or("points", 0));
+  if (on.has("precisions")) {
+    const auto& list = on.json().at("precisions");
+    if (!list.is_array()) on.fail("precisions", "expected a list of weight precisions (bf16, fp8, nvfp4, ...)");
+    for (const auto& x : list) {
+      if (!x.is_string()) on.fail("precisions", "expected a list of weight precisions (bf16, fp8, nvfp4, ...)");
+      const std::string v = x.get<std::string>();
+      try {
+        p.precisions.push_back(std::string(hw::to_string(hw::parse_precision(v, file))));
+      } catch (const Error& e) {
+        on.fail("precisions", e.reason());
+      }
+    }
+    std::sort(p.precisions.begin(), p.precisions.end());
+    p.precisions.erase(std::unique(p.precisions.begin(), p.precisions.end()), p.precisions.end());
+  }
   if (p.points < 0) on.fail("points", "must be the count of measured points the profile was fitted on (0 or more)");
   for (const auto& x : r.array("parameters")) {
     CalibratedParameter c;
@@ -117,7 +134,8 @@ nlohmann::json to_json(const CalibrationProfile& p) {
     params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope}});
   nlohmann::json j = {{"servesim_calibration", 1},
                       {"fitted_on",
-                       {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model}, {"points", p.points}}},
+                       {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model},
+                        {"precisions", p.precisions}, {"points", p.points}}},
                       {"parameters", params},
                       {"cross_validation", p.cross_validation}};
   j["bands"] = p.bands.cells.empty() ? nlohmann::json(nullptr) : validate::to_json(p.bands);
@@ -126,8 +144,12 @@ nlohmann::json to_json(const CalibrationProfile& p) {
 
 CalibrationProfile load_calibration(const std::string& path) { return parse_calibration(read_json_file(path), path); }
 
+bool precision_bound(const std::string& n) {
+  return n == "gemm_scale" || n == "moe_scale" || n == "prefill_scale" || n == "decode_scale";
+}
+
 AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
-                              const std::string& model) {
+                              const std::string& model, const std::string& precision) {
   AppliedCalibration a;
   std::string engine = text::lower(engine_profile), build = engine;
   try {
@@ -140,9 +162,19 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
   // Every parameter belongs to the cluster it was measured on: its GPU (and that node's host CPUs)
   // and its engine build. Another model on them takes them all (they are per kernel family and per
   // request, not per model); another GPU or engine takes none.
+  // A weight precision it was not fitted on keeps the host and per-request parts, the attention and
+  // communication factors, and leaves out the factors of the kernels that precision picks.
+  std::string run_precision;
+  try {
+    if (!precision.empty()) run_precision = std::string(hw::to_string(hw::parse_precision(precision)));
+  } catch (const Error&) {   // a name without a precision: not checked
+  }
+  const bool other_precision = !run_precision.empty() && !p.precisions.empty() &&
+                               std::find(p.precisions.begin(), p.precisions.end(), run_precision) == p.precisions.end();
+  std::vector<std::string> by_precision;
   for (const auto& c : p.parameters) {
-    const bool ok = same_gpu && same_engine;
-    (ok ? a.applied : a.dropped).push_back(c.name);
+    const bool ok = same_gpu && same_engine && !(other_precision && precision_bound(c.name));
+    (ok ? a.applied : same_gpu && same_engine ? by_precision : a.dropped).push_back(c.name);
     if (!ok) continue;
     a.any = true;
     if (c.name == "gemm_scale") a.kernels.gemm = c.value;
@@ -162,9 +194,10 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "spread_factor") a.spread_factor = c.value;
     else if (c.name == "handoff_scale") a.handoff_scale = c.value;
   }
-  a.bands = same_gpu && same_engine && !p.bands.cells.empty();
-  std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " + p.gpu +
-                  ", " + (p.engine_profile.empty() ? p.engine : p.engine_profile) + ", " + std::to_string(p.points) + " points): ";
+  a.bands = same_gpu && same_engine && !other_precision && !p.bands.cells.empty();
+  std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " +
+                  (p.precisions.empty() ? std::string() : text::join(p.precisions, "/") + ", ") + p.gpu + ", " +
+                  (p.engine_profile.empty() ? p.engine : p.engine_profile) + ", " + std::to_string(p.points) + " points): ";
   if (a.applied.empty()) s += "nothing applies";
   else {   // each with its value: a floor of 300 ms or a factor of 20 shows in the run that carries it
     const auto three = [](double v) {
@@ -185,7 +218,14 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     s += !same_gpu ? " (fitted on another GPU; this run is on " + text::lower(gpu) + ")"
                    : " (fitted on " + (p.engine_profile.empty() ? p.engine : p.engine_profile) + "; this run is on " + build + ")";
   }
+  if (!by_precision.empty()) {
+    s += "; left out";
+    for (std::size_t i = 0; i < by_precision.size(); ++i) s += (i ? ", " : " ") + by_precision[i];
+    s += " (fitted on " + text::join(p.precisions, "/") + " weights; this run is " + run_precision + ")";
+    a.dropped.insert(a.dropped.end(), by_precision.begin(), by_precision.end());
+  }
   if (!model.empty() && text::lower(model) != p.model && a.any) s += "; fitted on another model, bands of this kind are the shipped ones";
+  else if (other_precision && a.any) s += "; bands of this kind are the shipped ones";
   if (a.bands && !model.empty() && text::lower(model) != p.model) a.bands = false;
   a.summary = s;
   return a;
@@ -193,7 +233,8 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
 
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p) {
   return {{"file", p.file},
-          {"fitted_on", {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model}, {"points", p.points}}},
+          {"fitted_on", {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model},
+                         {"precisions", p.precisions}, {"points", p.points}}},
           {"applied", a.applied},
           {"left_out", a.dropped},
           {"bands_from_profile", a.bands},

@@ -30,6 +30,9 @@ struct CalibratedParameter {
 struct CalibrationProfile {
   std::string file;                            // where it was read ("" inline)
   std::string gpu, engine, engine_profile, model;   // what it was fitted on (catalogue names, lower case)
+  // The weight precisions of the points it was fitted on (bf16, fp8, fp8_block, nvfp4, ...; sorted);
+  // empty in a profile written before it was recorded (then no precision check is made).
+  std::vector<std::string> precisions;
   int points = 0;                              // measured points it was fitted on
   std::vector<CalibratedParameter> parameters;
   hw::KernelScales kernels;                    // from the *_scale parameters
@@ -53,10 +56,13 @@ std::string calibration_parameter_names();
 nlohmann::json to_json(const CalibrationProfile& p);
 CalibrationProfile load_calibration(const std::string& path);
 
-// What of a profile applies to a run of `model` on `gpu` under the engine profile `engine_profile`
-// (vllm-0.19, sglang-0.5, ...): every parameter on the GPU and engine build it was fitted on (any
-// model), none elsewhere; `summary` says what applied, what was left out and why. A scenario that
-// names a calibration and no engine profile runs the calibration's.
+// What of a profile applies to a run of `model` in `precision` on `gpu` under the engine profile
+// `engine_profile` (vllm-0.19, sglang-0.5, ...): every parameter on the GPU and engine build it was
+// fitted on (any model), none elsewhere; in a weight precision it was not fitted on, not the factors
+// of the GEMM and MoE kernels that precision picks (gemm_scale, moe_scale, prefill_scale,
+// decode_scale: a build's FP8 GEMMs against the FP8 tables say nothing of its BF16 or NVFP4 ones);
+// `summary` says what applied, what was left out and why. "" (precision or model): not checked. A
+// scenario that names a calibration and no engine profile runs the calibration's.
 struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
@@ -67,7 +73,9 @@ struct AppliedCalibration {
   std::string summary;                         // one line for a report's header
 };
 AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
-                              const std::string& model);
+                              const std::string& model, const std::string& precision);
+// Whether a parameter is a factor on the kernels a weight precision picks (left out in another precision).
+bool precision_bound(const std::string& parameter);
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p);
 
 }  // namespace servesim::sim

@@ -151,7 +151,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
     if (m.experts == 0 || dp <= 1) e.moe_all_to_all = false;
   }
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
-    const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name);
+    const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name, std::string(hw::to_string(s.precision)));
     e.kernel_scales = a.kernels;
     e.step_overhead_s *= a.step_cpu_factor;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
@@ -176,7 +176,7 @@ workloads::FrontendConfig resolved_frontend(const Scenario& s) {
       gpu = hw::Catalog::global().gpu(s.gpu).name;
     } catch (const Error&) {   // prepare() names the bad GPU
     }
-    const AppliedCalibration a = applicable(*s.calibration, gpu, prof.name, "");
+    const AppliedCalibration a = applicable(*s.calibration, gpu, prof.name, "", "");
     f.api.request.mean_s += a.request_overhead_ms * 1e-3;
     f.client.request_latency_s += a.request_latency_ms * 1e-3;
     f.client.first_token_floor_s = std::max(f.client.first_token_floor_s, a.first_token_floor_ms * 1e-3);
@@ -558,7 +558,7 @@ nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, c
   if (s.calibration) {   // a user's profile on top of the tables (--calibration)
     const validate::RunKind k = validate::run_kind(s, SimResult{});   // its GPU and engine build: the scenario's
     const CalibrationProfile& c = *s.calibration;   // named by what it was fitted on, not by its file
-    const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model);
+    const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model, std::string(hw::to_string(s.precision)));
     w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " + c.engine + ": " +
                      (a.applied.empty() ? std::string("nothing applies to this run") : "applies " + text::join(a.applied));
   }
@@ -573,7 +573,7 @@ nlohmann::json aiperf_json(const Scenario& s, const SimResult& r) {
     j["load"] = load_json(r.summary, s.workload.rate_per_s);   // offered vs served, the queue at the end
   if (s.calibration) {
     const validate::RunKind k = validate::run_kind(s, r);
-    j["calibration"] = to_json(applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model), *s.calibration);
+    j["calibration"] = to_json(applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model, std::string(hw::to_string(s.precision))), *s.calibration);
   }
   j["engine"] = {{"profile", r.engine.engine_profile},
                  {"async_scheduling", r.engine.async_scheduling},

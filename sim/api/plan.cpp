@@ -477,7 +477,8 @@ struct Study {
     }
     if (spec.calibration) {
       const sim::Deployment& d = *deps.front();
-      j["calibration"] = sim::to_json(sim::applicable(*spec.calibration, spec.gpu->name, spec.engine.engine_profile, spec.model->name),
+      j["calibration"] = sim::to_json(sim::applicable(*spec.calibration, spec.gpu->name, spec.engine.engine_profile, spec.model->name,
+                                                        std::string(hw::to_string(spec.weights))),
                                       *spec.calibration);
       j["calibration"]["summary"] = d.user_calibration();
     }

@@ -666,7 +666,8 @@ std::string summary_text(const sim::Scenario& s, const sim::SimResult& r) {
     out += "(the embedded default scenario, flags applied; --model picks the rest for your model)\n";
   // What of a user calibration applies to this run (its header line; the disaggregated path's factor).
   std::optional<sim::AppliedCalibration> applied;
-  if (s.calibration) applied = sim::applicable(*s.calibration, sim::validate::run_kind(s, r).gpu, r.engine.engine_profile, s.model);
+  if (s.calibration) applied = sim::applicable(*s.calibration, sim::validate::run_kind(s, r).gpu, r.engine.engine_profile, s.model,
+                                                  std::string(hw::to_string(s.precision)));
   if (r.disaggregated) {
     const auto& t = r.transfers;
     out += "KV + state handoffs: " + std::to_string(t.handoffs) + ", " + human_bytes(t.bytes) + " in all, " +

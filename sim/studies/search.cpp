@@ -499,7 +499,7 @@ const models::StepCostModel& Search::cost(const hw::GpuSpec& gpu, hw::Precision 
   // The bounds use the kernel factors of a calibration that applies on this GPU and engine build,
   // as the simulation does: otherwise a calibration making kernels faster would make them no bounds.
   const hw::KernelScales scales = space_.calibration
-                                      ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name).kernels
+                                      ? applicable(*space_.calibration, gpu.name, engine_profile(engine).name, space_.model->name, std::string(hw::to_string(p))).kernels
                                       : hw::KernelScales{};
   // The kernel tables of the profile the candidate simulates on (the bounds must not come from others).
   return *costs_->get(*space_.model, gpu, p, par, kv, tables, scales);
@@ -840,8 +840,9 @@ bool Search::calibrated(const SearchConfig& c) const {
   if (!space_.calibration) return false;
   const auto& cat = hw::Catalog::global();
   const std::string build = engine_profile(c.engine).name;
-  return applicable(*space_.calibration, cat.gpu(c.instance->gpu).name, build, space_.model->name).any ||
-         applicable(*space_.calibration, cat.gpu(c.decode_instance->gpu).name, build, space_.model->name).any;
+  const std::string precision(hw::to_string(c.precision));
+  return applicable(*space_.calibration, cat.gpu(c.instance->gpu).name, build, space_.model->name, precision).any ||
+         applicable(*space_.calibration, cat.gpu(c.decode_instance->gpu).name, build, space_.model->name, precision).any;
 }
 
 std::string Search::group_of(int index) const { return goal_.per_instance ? configs_[std::size_t(index)].group : ""; }
@@ -1098,7 +1099,7 @@ nlohmann::json Search::report() const {
     for (const auto* i : space_.instances) {
       const std::string g = cat.gpu(i->gpu).name;
       bool any = false;
-      for (const auto& c : configs_) any = any || applicable(cp, g, engine_profile(c.engine).name, space_.model->name).any;
+      for (const auto& c : configs_) any = any || applicable(cp, g, engine_profile(c.engine).name, space_.model->name, std::string(hw::to_string(c.precision))).any;
       auto& v = any ? on : off;
       if (std::find(v.begin(), v.end(), g) == v.end()) v.push_back(g);
     }

@@ -64,7 +64,7 @@ EngineConfig Deployment::engine_for(WorkerRole role) const {
 EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) const {
   EngineConfig e = spec_.engine;
   if (spec_.calibration) {   // the parts of a user's calibration that transfer to this role's GPU and engine build
-    const AppliedCalibration a = applicable(*spec_.calibration, gpu.name, e.engine_profile, spec_.model->name);
+    const AppliedCalibration a = applicable(*spec_.calibration, gpu.name, e.engine_profile, spec_.model->name, std::string(hw::to_string(spec_.weights)));
     e.kernel_scales = a.kernels;
     e.step_overhead_s *= a.step_cpu_factor;
     e.step_overhead_per_seq_s *= a.step_overhead_factor;
@@ -173,7 +173,7 @@ Deployment::Deployment(const TopologyChoice& topo, const DeploymentSpec& spec) :
   frontend_ = spec_.frontend;
   if (frontend_ && spec_.calibration) {   // per request before the engine: the first GPU a request meets
     const AppliedCalibration a =
-        applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "");
+        applicable(*spec_.calibration, (prefill_gpu_ ? prefill_gpu_ : spec_.gpu)->name, spec_.engine.engine_profile, "", "");
     frontend_->api.request.mean_s += a.request_overhead_ms * 1e-3;
     frontend_->client.request_latency_s += a.request_latency_ms * 1e-3;
     frontend_->client.first_token_floor_s = std::max(frontend_->client.first_token_floor_s, a.first_token_floor_ms * 1e-3);
@@ -192,14 +192,14 @@ std::string Deployment::user_calibration() const {
   if (decode_gpu_ && decode_gpu_ != gpus[0]) gpus.push_back(decode_gpu_);
   std::string out;
   for (const hw::GpuSpec* g : gpus) {
-    const AppliedCalibration a = applicable(*spec_.calibration, g->name, spec_.engine.engine_profile, spec_.model->name);
+    const AppliedCalibration a = applicable(*spec_.calibration, g->name, spec_.engine.engine_profile, spec_.model->name, std::string(hw::to_string(spec_.weights)));
     out += (out.empty() ? "" : "; ") + std::string(gpus.size() > 1 ? g->name + " workers: " : "") + a.summary;
   }
   return out;
 }
 
 bool Deployment::calibrated_on(const std::string& gpu) const {
-  return spec_.calibration && applicable(*spec_.calibration, gpu, spec_.engine.engine_profile, spec_.model->name).bands;
+  return spec_.calibration && applicable(*spec_.calibration, gpu, spec_.engine.engine_profile, spec_.model->name, std::string(hw::to_string(spec_.weights))).bands;
 }
 
 TopologyUnit Deployment::unit() const {

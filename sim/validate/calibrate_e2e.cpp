@@ -799,6 +799,19 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   base.engine = *engines.begin();
   base.model = models.size() == 1 ? *models.begin() : list(models);
   base.points = static_cast<int>(plain.points.size());
+  // The weight precisions the points ran: the kernel factors of one precision's GEMMs and MoE say
+  // nothing of another's (sim::applicable leaves them out there).
+  for (const auto& p : plain.points) {
+    std::string named = p.scenario.is_object() && p.scenario.contains("precision") && p.scenario["precision"].is_string()
+                            ? p.scenario["precision"].get<std::string>() : "auto";
+    try {
+      if (text::iequals(named, "auto")) named = models::model(p.model).checkpoint_precision;   // the scenario's default
+      base.precisions.push_back(std::string(hw::to_string(hw::parse_precision(named))));
+    } catch (const Error&) {   // a model file's own or a name without a precision: not recorded
+    }
+  }
+  std::sort(base.precisions.begin(), base.precisions.end());
+  base.precisions.erase(std::unique(base.precisions.begin(), base.precisions.end()), base.precisions.end());
   {
     const auto sc = plain.points.front().scenario;
     // The build's own profile name (a point of a nightly build names only its engine, "vllm", which

@@ -58,7 +58,7 @@ nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const Summary& m = r.summary;
   // A calibrated run on the GPU, engine and model its profile was fitted on takes the profile's
   // cross-validated bands; any other run the validated ones.
-  const bool own = s.calibration && applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model).bands;
+  const bool own = s.calibration && applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model, std::string(hw::to_string(s.precision))).bands;
   const BandTable& table = own ? s.calibration->bands : embedded_bands();
   auto band_for = [&](const std::string& gpu, const std::string& engine, const std::string& mode, const char* metric,
                       const std::string& regime, double v) { return validate::band_for(table, gpu, engine, mode, metric, regime, v); };

@@ -253,10 +253,53 @@ TEST(CalibrateE2e, DoesNotChangeAnUnrelatedGpu) {
   EXPECT_EQ(run("b200", true).ttft_ms.avg, run("b200", false).ttft_ms.avg);
   EXPECT_GT(run("h200", true).itl_ms.avg, run("h200", false).itl_ms.avg * 1.05);
   const auto a = servesim::sim::applicable(servesim::sim::parse_calibration(profile_json("h200", "gemm_scale", 1.3), "p.json"), "b200",
-                                           "vllm-0.19", "llama-3.1-8b");
+                                           "vllm-0.19", "llama-3.1-8b", "");
   EXPECT_FALSE(a.any);
   ASSERT_EQ(a.dropped.size(), 1u);
   EXPECT_NE(a.summary.find("another GPU"), std::string::npos) << a.summary;
+}
+
+// A profile records the weight precisions it was fitted on; in another precision the factors of the
+// GEMM and MoE kernels that precision picks are left out (said so), the rest applies, and the run takes
+// the shipped bands.
+TEST(CalibrateE2e, AnotherWeightPrecisionLeavesOutItsKernelFactors) {
+  const v::E2eResult r = fit_one(synthetic_csv(1.3), "gemm_scale", 1);
+  EXPECT_EQ(r.profile.precisions, std::vector<std::string>{"bf16"});
+  EXPECT_EQ(servesim::sim::to_json(r.profile)["fitted_on"]["precisions"], nlohmann::json({"bf16"}));
+  nlohmann::json j = profile_json("h200", "gemm_scale", 1.3);
+  j["fitted_on"]["precisions"] = {"BF16"};
+  j["parameters"].push_back({{"name", "step_gpu_ms"}, {"prior", 0}, {"value", 2}, {"sd", 0}});
+  j["parameters"].push_back({{"name", "prefill_scale"}, {"prior", 1}, {"value", 1.2}, {"sd", 0}});
+  const CalibrationProfile p = servesim::sim::parse_calibration(j, "p.json");
+  EXPECT_EQ(p.precisions, std::vector<std::string>{"bf16"});
+  const auto same = servesim::sim::applicable(p, "h200", "vllm-0.19", "llama-3.1-8b", "bf16");
+  EXPECT_EQ(same.applied.size(), 3u);
+  EXPECT_DOUBLE_EQ(same.kernels.gemm, 1.3);
+  const auto fp8 = servesim::sim::applicable(p, "h200", "vllm-0.19", "llama-3.1-8b", "fp8");
+  EXPECT_EQ(fp8.applied, std::vector<std::string>{"step_gpu_ms"});
+  EXPECT_EQ(fp8.dropped, (std::vector<std::string>{"gemm_scale", "prefill_scale"}));
+  EXPECT_DOUBLE_EQ(fp8.kernels.gemm, 1.0);
+  EXPECT_DOUBLE_EQ(fp8.step_gpu_ms, 2.0);
+  EXPECT_NE(fp8.summary.find("left out gemm_scale, prefill_scale (fitted on bf16 weights; this run is fp8)"), std::string::npos) << fp8.summary;
+  // A profile that records no precision (written before it was recorded) is not checked.
+  j["fitted_on"].erase("precisions");
+  EXPECT_EQ(servesim::sim::applicable(servesim::sim::parse_calibration(j, "p.json"), "h200", "vllm-0.19", "llama-3.1-8b", "fp8").applied.size(), 3u);
+  // The FP8 run is the uncalibrated FP8 run but for its step time (2 ms a step, by hand).
+  auto run = [&](const std::string& precision, bool calibrated) {
+    nlohmann::json s = scenario_json("h200");
+    s["precision"] = precision;
+    if (calibrated) s["calibration"] = servesim::sim::to_json(p);
+    return servesim::sim::simulate(servesim::sim::parse_scenario(s.dump(), "t.json")).summary;
+  };
+  EXPECT_NEAR(run("fp8", true).itl_ms.avg - run("fp8", false).itl_ms.avg, 2.0, 0.05);
+  EXPECT_GT(run("bf16", true).itl_ms.avg, run("bf16", false).itl_ms.avg + 2.5);   // and the GEMMs 1.3x
+  j["fitted_on"]["precisions"] = {"fp9"};
+  try {
+    servesim::sim::parse_calibration(j, "p.json");
+    ADD_FAILURE();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fitted_on.precisions"), std::string::npos) << e.what();
+  }
 }
 
 // A profile written and read back gives byte-identical predictions.
@@ -310,7 +353,7 @@ TEST(CalibrateE2e, CustomAllReduceFactorScalesThatKernelAlone) {
   EXPECT_DOUBLE_EQ(scaled->tp_all_reduce(65536, 4).seconds, 1.5 * small.seconds);
   EXPECT_EQ(scaled->tp_all_reduce(16.0 * 1024 * 1024, 4).seconds, big.seconds);
   const auto a = servesim::sim::applicable(servesim::sim::parse_calibration(profile_json("h200", "custom_allreduce_scale", 1.5), "p.json"),
-                                           "h200", "vllm-0.19", "llama-3.1-8b");
+                                           "h200", "vllm-0.19", "llama-3.1-8b", "");
   EXPECT_EQ(a.kernels.custom_allreduce, 1.5);
 }
 
