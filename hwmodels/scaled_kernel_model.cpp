@@ -41,7 +41,7 @@ class Scaled final : public KernelModel {
   OpTime moe(const MoeShape& shape, Precision p) const override { return scaled(b_.moe(shape, p), compute(s_.moe, shape.tokens)); }
   ColdWeights cold_weights(std::string_view family) const override { return b_.cold_weights(family); }
   OpTime gdn(bool decode, int batch, std::int64_t seq, int k_heads, int v_heads, int head_k_dim, int head_v_dim) const override {
-    return b_.gdn(decode, batch, seq, k_heads, v_heads, head_k_dim, head_v_dim);
+    return scaled(b_.gdn(decode, batch, seq, k_heads, v_heads, head_k_dim, head_v_dim), s_.mixer);
   }
   OpTime tp_all_reduce(double bytes, int gpus) const override {
     OpTime t = b_.tp_all_reduce(bytes, gpus);
@@ -49,13 +49,13 @@ class Scaled final : public KernelModel {
     return scaled(std::move(t), s_.communication * (custom ? s_.custom_allreduce : 1));
   }
   OpTime mamba_scan(int batch, std::int64_t seqlen, int heads, int head_dim, int d_state, int groups) const override {
-    return b_.mamba_scan(batch, seqlen, heads, head_dim, d_state, groups);
+    return scaled(b_.mamba_scan(batch, seqlen, heads, head_dim, d_state, groups), s_.mixer);
   }
   OpTime mamba_step(int batch, int heads, int head_dim, int d_state, int groups) const override {
-    return b_.mamba_step(batch, heads, head_dim, d_state, groups);
+    return scaled(b_.mamba_step(batch, heads, head_dim, d_state, groups), s_.mixer);
   }
   OpTime conv1d(std::int64_t tokens, std::int64_t channels, int kernel, bool decode) const override {
-    return b_.conv1d(tokens, channels, kernel, decode);
+    return scaled(b_.conv1d(tokens, channels, kernel, decode), s_.mixer);
   }
   OpTime memory_bound(double bytes) const override { return b_.memory_bound(bytes); }
   OpTime collective(Collective op, double bytes, const CommGroup& group) const override {
@@ -73,6 +73,10 @@ class Scaled final : public KernelModel {
     std::string s = b_.provenance() + buf;
     if (s_.custom_allreduce != 1) {   // named only when it applies: profiles without it print as before
       std::snprintf(buf, sizeof buf, ", vLLM custom all-reduce x%.3g", s_.custom_allreduce);
+      s += buf;
+    }
+    if (s_.mixer != 1) {
+      std::snprintf(buf, sizeof buf, ", Mamba / linear-attention mixers x%.3g", s_.mixer);
       s += buf;
     }
     return s;

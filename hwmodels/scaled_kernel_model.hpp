@@ -22,12 +22,15 @@ namespace servesim::hw {
 // prefill (the two together are a prefill and a decode time scale). custom_allreduce: a further
 // factor on the TP all-reduces timed as vLLM's custom all-reduce (the kernel vLLM picks below its size
 // limit: a decode step's messages, and on Hopper TP 2-4 prefill chunks up to 8 MiB), on top of
-// communication.
+// communication. mixer: the linear-time token mixers of hybrid models, their own kernel family (Mamba-2's
+// chunked scan and recurrent step, their causal conv1d, Gated DeltaNet's prefill and decode): a build's
+// SSM or linear-attention kernels, which none of the factors above reach.
 struct KernelScales {
-  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1, decode = 1, custom_allreduce = 1;
+  double gemm = 1, moe = 1, attention = 1, communication = 1, prefill = 1, decode_attention = 1, decode = 1, custom_allreduce = 1,
+         mixer = 1;
   bool identity() const {
     return gemm == 1 && moe == 1 && attention == 1 && communication == 1 && prefill == 1 && decode_attention == 1 && decode == 1 &&
-           custom_allreduce == 1;
+           custom_allreduce == 1 && mixer == 1;
   }
   bool operator==(const KernelScales&) const = default;
 };

@@ -16,7 +16,7 @@ namespace servesim::sim {
 
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale", "decode_scale",
-                              "decode_attention_scale", "custom_allreduce_scale", "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms",
+                              "decode_attention_scale", "custom_allreduce_scale", "mixer_scale", "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms",
                               "request_latency_ms", "first_token_floor_ms", "spread_factor", "handoff_scale"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
@@ -114,7 +114,8 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     return c ? c->value : d;
   };
   p.kernels = {val("gemm_scale", 1), val("moe_scale", 1), val("attention_scale", 1), val("communication_scale", 1),
-               val("prefill_scale", 1), val("decode_attention_scale", 1), val("decode_scale", 1), val("custom_allreduce_scale", 1)};
+               val("prefill_scale", 1), val("decode_attention_scale", 1), val("decode_scale", 1), val("custom_allreduce_scale", 1),
+               val("mixer_scale", 1)};
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.step_gpu_ms = val("step_gpu_ms", 0);
@@ -185,6 +186,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "decode_attention_scale") a.kernels.decode_attention = c.value;
     else if (c.name == "decode_scale") a.kernels.decode = c.value;
     else if (c.name == "custom_allreduce_scale") a.kernels.custom_allreduce = c.value;
+    else if (c.name == "mixer_scale") a.kernels.mixer = c.value;
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "step_gpu_ms") a.step_gpu_ms = c.value;

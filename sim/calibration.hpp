@@ -20,7 +20,7 @@ constexpr double kMinFactor = 0.05, kMaxFactor = 20, kMaxMs = 10000;
 
 struct CalibratedParameter {
   std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, prefill_scale,
-                            // decode_scale, decode_attention_scale, custom_allreduce_scale, step_cpu_factor, step_gpu_ms,
+                            // decode_scale, decode_attention_scale, custom_allreduce_scale, mixer_scale, step_cpu_factor, step_gpu_ms,
                             // step_overhead_factor, request_overhead_ms, request_latency_ms, first_token_floor_ms, spread_factor
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"

@@ -99,6 +99,11 @@ const Param kParams[] = {
     // and 1.5x on this kernel alone took TP 4 / 8 to -0.6 to -2.3 %; Qwen3-32B H100 vLLM 0.12's TP 4 / 8
     // sit +0.8 / +2.4 %, the other way. The width, 0.4 (a factor of 1.5 at one sd), is that spread.
     {"custom_allreduce_scale", 0, 0.40, 0.05, true, "gpu+engine"},
+    // The linear-time token mixers of hybrid models (Mamba-2 scan, step and conv1d; Gated DeltaNet),
+    // a kernel family no other factor reaches: fitted where the model has such layers. The width, as
+    // the other kernel families': their tables are one build's kernels (the Mamba-2 ones measured here
+    // on H200, calibration/README), and a build's SSM kernels move as its GEMMs do.
+    {"mixer_scale", 0, 0.20, 0.05, true, "gpu+engine"},
     {"step_cpu_factor", 0, 0.70, 0.10, true, "gpu+engine"},   {"step_overhead_factor", 0, 0.30, 0.10, true, "gpu+engine"},
     // GPU time per step beyond the kernels the tables sum (launch gaps, an op outside the graphs, a
     // synchronisation, the sampler's host round trip): it adds to every step, where the engine core's
@@ -712,7 +717,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Every point must run, on one GPU and one engine.
   const Report plain = run(points, o);
   std::set<std::string> gpus, engines, models;
-  bool moe = false, tp = false, closed = false, tp_low = false, tp_high = false, disagg = false;
+  bool moe = false, mixers = false, tp = false, closed = false, tp_low = false, tp_high = false, disagg = false;
   for (const auto& p : plain.points) {
     if (!p.unmodellable.empty()) throw Error(p.measured.source, "", "cannot place this run: " + p.unmodellable);
     if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
@@ -726,6 +731,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     const auto& m = sc.is_object() && sc.contains("model_file") ? models::load_model_file(sc["model_file"].get<std::string>())
                                                                : models::model(p.model);
     moe = moe || m.count(models::LayerKind::moe) > 0;
+    mixers = mixers || m.count(models::LayerKind::mamba) > 0 || m.count(models::LayerKind::linear_attention) > 0;
     tp = tp || p.measured.tp > 1 || p.measured.decode_tp > 1;
     const int dtp = p.measured.decode_tp > 0 ? p.measured.decode_tp : p.measured.tp;   // the decode's TP (what the kernel serves)
     tp_low = tp_low || dtp <= 2, tp_high = tp_high || dtp >= 4;
@@ -785,7 +791,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       if (std::find(e.only.begin(), e.only.end(), n) != e.only.end()) ps.push_back(param(p));
       continue;
     }
-    if ((n == "moe_scale" && !moe) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
+    if ((n == "moe_scale" && !moe) || (n == "mixer_scale" && !mixers) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
         (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)) || (n == "handoff_scale" && !disagg))
       continue;
     if (!p.by_default) continue;
