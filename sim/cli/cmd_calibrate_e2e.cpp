@@ -42,7 +42,7 @@ void add_calibrate_e2e_command(CLI::App& calibrate) {
   c->add_option("--engine", o->setup.engine, "Engine profile of bench results (vllm-0.19, sglang-0.5, ...; default: the server an SGLang bench_serving record names in backend, else vllm)");
   c->add_option("--parameters", o->parameters,
                 "Fit only these (comma-separated): " + sim::calibration_parameter_names() +
-                    " (default: every one the points inform (moe_scale on MoE models, mixer_scale on Mamba / linear-attention hybrids, communication_scale with TP > 1) but request_overhead_ms, request_latency_ms, decode_attention_scale and handoff_scale (custom_allreduce_scale only on vLLM Hopper points spanning TP <= 2 and >= 4); spread_factor chosen from a grid from 12 points on)")
+                    " (default: every one the points inform (moe_scale on MoE models, mixer_scale on Mamba / linear-attention hybrids whose mixers this GPU's tables do not time, communication_scale with TP > 1) but request_overhead_ms, request_latency_ms, decode_attention_scale and handoff_scale (custom_allreduce_scale only on vLLM Hopper points spanning TP <= 2 and >= 4); spread_factor chosen from a grid from 12 points on)")
       // An empty list would read as "not given", i.e. silently as the default set.
       ->check(CLI::Validator([](std::string& v) { return v.find_first_not_of(" \t,") == std::string::npos ? "give at least one parameter name" : ""; }, "NAMES"));
   c->add_option("--folds", o->folds, "Cross-validation folds (default 5; at most one per point)")->check(CLI::Range(1, 50));
