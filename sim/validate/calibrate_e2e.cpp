@@ -1298,6 +1298,12 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                     (n == 1 ? " measured point; " : " measured points; ") + std::to_string(ps.size()) +
                     (ps.size() == 1 ? " parameter" : " parameters") + " fitted with priors (TTFT weighed at 20 %, TPOT at 8 %, soft L1)\n" +
                     t.render();
+  // Which runs drew their lengths (MeasuredPoint::isl_lengths): a reader checks that their dataset was read.
+  int drawn = 0;
+  for (const auto& p : plain.points) drawn += runs_drawn_lengths(p.scenario);
+  if (drawn > 0)
+    txt += std::to_string(drawn) + " of " + std::to_string(n) + " points ran the lengths their requests had (each request's, or the dataset's draw), " +
+           (drawn == int(n) ? std::string("not their means\n") : "the others fixed at their means\n");
   if (!dropped_txt.empty())
     txt += "Held at their priors: " + dropped_txt + " (cross-validated, their fitted values did not lower the left-out points' error, or the gate held them)\n";
   for (std::size_t j = 0; j < ps.size(); ++j)

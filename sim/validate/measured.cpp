@@ -372,6 +372,12 @@ nlohmann::json measured_lengths(std::vector<std::int64_t> v) {
   return {{"kind", "empirical"}, {"values", std::move(values)}};
 }
 
+bool runs_drawn_lengths(const nlohmann::json& s) {
+  if (!s.is_object() || !s.contains("workload") || !s["workload"].is_object()) return false;
+  const auto& w = s["workload"];
+  return (w.contains("isl") && w["isl"].is_object()) || (w.contains("osl") && w["osl"].is_object());
+}
+
 namespace {
 
 // The per-request figures of an aiperf folder's measured (non-warm-up) records, for combining two

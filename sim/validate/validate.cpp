@@ -1107,10 +1107,7 @@ std::string to_text(const Report& r, const Options& o) {
                                                            "point's engine profile, if any: sim/README.md)");
   // Runs whose requests had lengths of their own run them (MeasuredPoint::isl_lengths).
   int drawn = 0;
-  for (const auto& p : r.points) {
-    const nlohmann::json& w = p.scenario.is_object() && p.scenario.contains("workload") ? p.scenario["workload"] : nlohmann::json();
-    drawn += w.is_object() && ((w.contains("isl") && w["isl"].is_object()) || (w.contains("osl") && w["osl"].is_object()));
-  }
+  for (const auto& p : r.points) drawn += runs_drawn_lengths(p.scenario);
   if (drawn > 0)
     lengths = (drawn == int(r.points.size()) ? std::string("ISL/OSL") : "ISL/OSL of " + std::to_string(drawn) + " points") +
               " as the run's requests had them (their lengths or its dataset's draw)" +

@@ -123,6 +123,9 @@ MeasuredPoint read_aiperf_dir(const std::string& dir, const std::string& statist
 // a run of 100,000 requests keeps its shape in a small scenario. Null for an empty list.
 inline constexpr std::size_t kMeasuredLengthValues = 1024;
 nlohmann::json measured_lengths(std::vector<std::int64_t> lengths);
+// Whether a point's scenario runs lengths of their own (a distribution, not a number): the run's
+// requests' or its dataset's draw.
+bool runs_drawn_lengths(const nlohmann::json& scenario);
 
 // Distinct points one validate run takes (a CSV with more is refused while it is read).
 inline constexpr std::size_t kMaxPoints = 100000;

@@ -92,6 +92,8 @@ def test_validate_reads_the_bench_results_calibrate_takes(exe, tmp_path):
     row = next(csv.DictReader(open(tmp_path / "v.csv")))
     assert (row["backend"], row["isl"], row["osl"], row["concurrency"]) == ("sglang", "1000", "100", "8")
     r = servesim.validate(str(p))   # Python reads them too
+    out = calibrate(exe, tmp_path, p, setup=["--parameters", "gemm_scale", "--folds", "1"])
+    assert out.returncode == 0 and "1 of 1 points ran the lengths their requests had" in out.stdout, out.stdout + out.stderr
     assert abs(r["points"][0]["predicted"]["ttft_ms"] - float(row["predicted_ttft_ms"])) < 1e-3, r["points"][0]
 
 
