@@ -396,7 +396,9 @@ def plan(model=None, instance=None, nodes=None, precision=None, isl=None, osl=No
 
 def validate(path, backend=None, mode=None, gpu=None, model=None, **kw):
     """servesim against measured serving runs (``servesim validate --format json``): ``path`` is a
-    CSV in the silicon-sample layout or an aiperf artefact folder; ``backend``, ``mode``, ``gpu``,
+    CSV in the silicon-sample layout, an aiperf artefact folder, or a ``vllm bench serve`` JSON /
+    SGLang ``bench_serving`` JSONL with a servesim_run.json beside it (as :func:`calibrate_e2e`
+    reads them); ``backend``, ``mode``, ``gpu``,
     ``model`` filter (a string or a list). ``kw``: engine_any, scenario (a dict whose engine,
     router, kv_cache_dtype and seed apply to every CSV point), requests_per_client,
     warmup_per_client, statistic ("avg" or "p50"), threads, seed, model_file, harness ("aic": the
