@@ -88,6 +88,12 @@ std::string synthetic_csv(double factor, const std::string& version = "0.19.0", 
   return csv;
 }
 
+// H200's kernel model (vLLM 0.24's tables) and the same scaled by a calibration's kernel factors.
+const servesim::hw::KernelModel& h200_kernels() { return servesim::hw::kernel_model(servesim::hw::Catalog::global().gpu("H200")); }
+std::unique_ptr<servesim::hw::KernelModel> h200_scaled(const servesim::hw::KernelScales& s) {
+  return servesim::hw::scaled_kernel_model(h200_kernels(), s);
+}
+
 // A fit of `parameter` alone (and `also`), on 2 threads and `folds` folds, from the points of `csv`.
 v::E2eResult fit_one(const std::string& csv, const std::string& parameter, int folds = 2, const std::string& also = "") {
   v::Options o;
@@ -344,11 +350,8 @@ TEST(CalibrateE2e, ProfileRoundTripGivesIdenticalPredictions) {
 // Hopper limit and takes exactly 1.5x as long; a 16 MiB one (a prefill chunk's) runs torch symm-mem and
 // does not move. A profile's factor reaches the run on its GPU.
 TEST(CalibrateE2e, CustomAllReduceFactorScalesThatKernelAlone) {
-  namespace hw = servesim::hw;
-  const auto& base = hw::kernel_model(hw::Catalog::global().gpu("H200"));
-  hw::KernelScales s;
-  s.custom_allreduce = 1.5;
-  const auto scaled = hw::scaled_kernel_model(base, s);
+  const auto& base = h200_kernels();
+  const auto scaled = h200_scaled({.custom_allreduce = 1.5});
   const auto small = base.tp_all_reduce(65536, 4), big = base.tp_all_reduce(16.0 * 1024 * 1024, 4);
   EXPECT_TRUE(small.kernel.starts_with("vLLM custom all-reduce")) << small.kernel;
   EXPECT_FALSE(big.kernel.starts_with("vLLM custom all-reduce")) << big.kernel;
@@ -367,10 +370,8 @@ TEST(CalibrateE2e, CustomAllReduceFactorScalesThatKernelAlone) {
 // points) leave it about a tenth wide.
 TEST(CalibrateE2e, RecoversAMambaMixerFactor) {
   namespace hw = servesim::hw;
-  const auto& base = hw::kernel_model(hw::Catalog::global().gpu("H200"));
-  hw::KernelScales s;
-  s.mixer = 1.3;
-  const auto scaled = hw::scaled_kernel_model(base, s);
+  const auto& base = h200_kernels();
+  const auto scaled = h200_scaled({.mixer = 1.3});
   EXPECT_DOUBLE_EQ(scaled->mamba_scan(2, 4096, 128, 64, 128, 8).seconds, 1.3 * base.mamba_scan(2, 4096, 128, 64, 128, 8).seconds);
   EXPECT_DOUBLE_EQ(scaled->mamba_step(32, 128, 64, 128, 8).seconds, 1.3 * base.mamba_step(32, 128, 64, 128, 8).seconds);
   EXPECT_DOUBLE_EQ(scaled->conv1d(8192, 10240, 4, false).seconds, 1.3 * base.conv1d(8192, 10240, 4, false).seconds);
