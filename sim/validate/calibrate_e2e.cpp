@@ -446,6 +446,21 @@ class Fitter {
   CalibrationProfile base_;
 };
 
+// Runs that measure a parameter (the regime where it moves TTFT or TPOT most), for a calibration whose
+// points barely do.
+std::string measured_by(const std::string& name) {
+  if (name == "first_token_floor_ms") return "a short prompt, <= 2,048 tokens, at <= 8 clients";
+  if (name == "spread_factor") return "closed loops of 16 clients or more";
+  if (name == "communication_scale" || name == "custom_allreduce_scale") return "runs at two TP sizes or more";
+  if (name == "prefill_scale") return "long prompts, 4,096 tokens or more";
+  if (name == "handoff_scale") return "disaggregated runs at light load";
+  if (name == "request_latency_ms" || name == "request_overhead_ms") return "short prompts at low and at high load";
+  if (name == "gemm_scale" || name == "moe_scale" || name == "attention_scale") return "long prompts and long answers";
+  if (name == "step_cpu_factor" || name == "step_overhead_factor")
+    return "steps shorter than the engine core's host time (a small model's decode at many clients)";
+  return "long answers at several client counts";   // decode-side: decode_scale, step_*, mixer_scale, decode_attention_scale
+}
+
 std::string pct(double x) {
   if (!std::isfinite(x)) return "-";
   char b[32];
@@ -1261,10 +1276,25 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       if (name == q->name) return std::string(acts(*q) == Acts::ttft ? "ttft" : acts(*q) == Acts::tpot ? "tpot" : "both");
     return std::string("both");
   };
+  // How much of each parameter the points measure: the share of its precision (the fit's curvature in
+  // it, points' plus prior's) that comes from the points, h / (h + p), at the whole fit's last
+  // derivatives; for a fit of one parameter 1 - p x sd^2 (sd in the fit's coordinates). Near 0 the
+  // value is the prior's whatever the cluster; a grid choice (the spread) has none (NaN), nor has the
+  // first-token floor where a point measures it (a maximum: below every point's TTFT no difference
+  // sees it, however well the short prompts at low load place it).
+  std::vector<double> from_points(ps.size(), NAN);
+  for (std::size_t j = 0; j < ps.size(); ++j)
+    if (!ps[j]->grid && Eigen::Index(j) < all_curv.size() && !(floor_measured && std::string_view(ps[j]->name) == "first_token_floor_ms")) {
+      const double h = std::max(0.0, all_curv[Eigen::Index(j)]), pc = all.prior_curv(j);
+      from_points[j] = h + pc > 0 ? h / (h + pc) : 0;
+    }
   nlohmann::json params = nlohmann::json::array();
-  for (const auto& c : prof.parameters)
+  for (std::size_t j = 0; j < prof.parameters.size(); ++j) {
+    const auto& c = prof.parameters[j];
     params.push_back({{"name", c.name}, {"prior", c.prior}, {"value", c.value}, {"sd", c.sd}, {"unit", c.unit}, {"scope", c.scope},
-                      {"acts_on", acts_on(c.name)}});
+                      {"acts_on", acts_on(c.name)},
+                      {"from_points", std::isfinite(from_points[j]) ? nlohmann::json(from_points[j]) : nlohmann::json(nullptr)}});
+  }
   std::vector<double> fit_t, fit_i;
   for (std::size_t i = 0; i < points.size() && i < best.report.points.size(); ++i)   // not the floor anchor
     fit_t.push_back(best.report.points[i].ttft_err), fit_i.push_back(best.report.points[i].itl_err);
@@ -1288,11 +1318,16 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                 {"first_token_floor_anchored", all.anchored()},
                 {"first_token_floor_anchored_folds", anchored_folds},
                 {"dropped_by_cross_validation", dropped_names}};
-  Table t({"parameter", "prior", "fitted", "+/- sd", "acts on", "applies to"});
-  for (const auto& c : prof.parameters) {
+  Table t({"parameter", "prior", "fitted", "+/- sd", "from points", "acts on", "applies to"});
+  std::string barely;   // parameters the points barely measure, and what would
+  for (std::size_t j = 0; j < prof.parameters.size(); ++j) {
+    const auto& c = prof.parameters[j];
     auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
     const std::string a = acts_on(c.name);
-    t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), a == "both" ? "TTFT, TPOT" : a == "ttft" ? "TTFT" : "TPOT", "this GPU and engine build"});
+    const double s = from_points[j];
+    t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), std::isfinite(s) ? fixed(100 * s, 0) + " %" : ps[j]->grid ? "grid" : "-",
+               a == "both" ? "TTFT, TPOT" : a == "ttft" ? "TTFT" : "TPOT", "this GPU and engine build"});
+    if (std::isfinite(s) && s < 0.25) barely += (barely.empty() ? "" : "; ") + c.name + " (" + measured_by(c.name) + ")";
   }
   std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
                     (n == 1 ? " measured point; " : " measured points; ") + std::to_string(ps.size()) +
@@ -1309,6 +1344,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   for (std::size_t j = 0; j < ps.size(); ++j)
     if (ps[j]->grid && !dropped[j])
       txt += std::string(ps[j]->name) + ": chosen from 0.1, 0.3, 1, 3 and 10 (a closed loop answers it in steps), its sd the prior's\n";
+  if (!barely.empty())
+    txt += "from points: the share of a parameter's precision its points give (the rest is its prior's). Under 25 %, the value is "
+           "about the prior's whatever the cluster; runs that would measure it: " + barely + "\n";
   if (k > 1) {
     Table cv({"metric", "median |error| before", "after (" + std::to_string(k) + "-fold cross-validated)"});
     cv.add_row({"TTFT", pct(median_abs(before_t)), pct(median_abs(after_t))});

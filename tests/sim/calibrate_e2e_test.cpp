@@ -115,6 +115,13 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
   ASSERT_NE(g, nullptr);
   EXPECT_NEAR(g->value, 1.3, 0.026) << r.text;
   EXPECT_GT(g->sd, 0);
+  // The share of its precision the points give, h / (h + p): one parameter, so 1 - p x sd^2 in the fit's
+  // coordinates (ln of the factor: sd / value), p = (1 / 0.2)^2 x 12 / 8 (its prior width, weighed more
+  // below 12 points). The GEMMs are most of every step: the points give nearly all of it.
+  const double share = r.report["parameters"][0]["from_points"].get<double>();
+  EXPECT_NEAR(share, 1 - 25.0 * 12 / 8 * std::pow(g->sd / g->value, 2), 1e-6) << r.text;
+  EXPECT_GT(share, 0.9);
+  EXPECT_NE(r.text.find("from points"), std::string::npos);
   // Cross-validation keeps it: predicted with the factor back at 1, the left-out points' TPOT is 30 % off.
   EXPECT_EQ(r.report["dropped_by_cross_validation"], nlohmann::json::array()) << r.text;
   EXPECT_EQ(r.profile.gpu, "h200");
