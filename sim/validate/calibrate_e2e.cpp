@@ -457,7 +457,7 @@ std::string measured_by(const std::string& name) {
   if (name == "request_latency_ms" || name == "request_overhead_ms") return "short prompts at low and at high load";
   if (name == "gemm_scale" || name == "moe_scale" || name == "attention_scale") return "long prompts and long answers";
   if (name == "step_cpu_factor" || name == "step_overhead_factor")
-    return "steps shorter than the engine core's host time (a small model's decode at many clients)";
+    return "steps shorter than the engine core's host time, a small model's decode at many clients";
   return "long answers at several client counts";   // decode-side: decode_scale, step_*, mixer_scale, decode_attention_scale
 }
 
@@ -1319,7 +1319,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                 {"first_token_floor_anchored_folds", anchored_folds},
                 {"dropped_by_cross_validation", dropped_names}};
   Table t({"parameter", "prior", "fitted", "+/- sd", "from points", "acts on", "applies to"});
-  std::string barely;   // parameters the points barely measure, and what would
+  std::vector<std::pair<std::string, std::string>> barely;   // what would measure them -> the parameters the points barely measure
   for (std::size_t j = 0; j < prof.parameters.size(); ++j) {
     const auto& c = prof.parameters[j];
     auto f = [&](double v) { return c.unit == "ms" ? fixed(v, 2) + " ms" : fixed(v, 3) + "x"; };
@@ -1327,7 +1327,12 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     const double s = from_points[j];
     t.add_row({c.name, f(c.prior), f(c.value), f(c.sd), std::isfinite(s) ? fixed(100 * s, 0) + " %" : ps[j]->grid ? "grid" : "-",
                a == "both" ? "TTFT, TPOT" : a == "ttft" ? "TTFT" : "TPOT", "this GPU and engine build"});
-    if (std::isfinite(s) && s < 0.25) barely += (barely.empty() ? "" : "; ") + c.name + " (" + measured_by(c.name) + ")";
+    if (std::isfinite(s) && s < 0.25) {
+      const std::string by = measured_by(c.name);
+      auto at = std::find_if(barely.begin(), barely.end(), [&](const auto& b) { return b.first == by; });
+      if (at == barely.end()) barely.push_back({by, c.name});
+      else at->second += ", " + c.name;
+    }
   }
   std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
                     (n == 1 ? " measured point; " : " measured points; ") + std::to_string(ps.size()) +
@@ -1344,9 +1349,11 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   for (std::size_t j = 0; j < ps.size(); ++j)
     if (ps[j]->grid && !dropped[j])
       txt += std::string(ps[j]->name) + ": chosen from 0.1, 0.3, 1, 3 and 10 (a closed loop answers it in steps), its sd the prior's\n";
-  if (!barely.empty())
+  if (!barely.empty()) {
     txt += "from points: the share of a parameter's precision its points give (the rest is its prior's). Under 25 %, the value is "
-           "about the prior's whatever the cluster; runs that would measure it: " + barely + "\n";
+           "about the prior's whatever the cluster; runs that would measure them:\n";
+    for (const auto& [by, names] : barely) txt += "  " + by + ": " + names + "\n";
+  }
   if (k > 1) {
     Table cv({"metric", "median |error| before", "after (" + std::to_string(k) + "-fold cross-validated)"});
     cv.add_row({"TTFT", pct(median_abs(before_t)), pct(median_abs(after_t))});
