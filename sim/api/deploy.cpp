@@ -511,9 +511,9 @@ std::string dynamo_manifest(const nlohmann::json& d, const nlohmann::json& plann
 
 // aiperf's request options shared by the closed- and the open-loop check: fixed lengths, no early
 // end of answers, the images of the traffic.
-std::string aiperf_request_options(const nlohmann::json& d, bool images = true) {
+std::string aiperf_request_options(const nlohmann::json& d, bool images = true, std::int64_t isl = 0) {
   std::string s = " --url \"$URL\" --endpoint-type chat --streaming \\\n"
-                  "    --isl " + std::to_string(d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
+                  "    --isl " + std::to_string(isl > 0 ? isl : d["isl"].get<std::int64_t>()) + " --isl-stddev 0 --osl " +
                   std::to_string(d["osl"].get<std::int64_t>()) + " --osl-stddev 0 \\\n"
                   "    --extra-inputs ignore_eos:true --extra-inputs '{\"nvext\":{\"ignore_eos\":true}}' \\\n";
   if (images && d.contains("images") && !d["images"].empty()) {
@@ -686,6 +686,23 @@ std::string aiperf_script(const nlohmann::json& d) {
   if (const double f = d.value("image_fraction", 1.0); !(d.contains("images") && !d["images"].empty() && f < 1))
     s += sidecar_shell("$OUT/c$C", "\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d", "\"$C\" $((C * 20)) $((C * 2))");
   s += "done\n";
+  // The first-token floor shows only on a short prompt at light load (<= 2,048 tokens, <= 8 clients), and
+  // `calibrate e2e` fits it only where a run measures it (else it holds short prompts at the shipped
+  // calibration's TTFT and says so): a sweep that has no such run gets one, 4 clients of a 1,024-token
+  // prompt (the plan's, if shorter), with its own setup. Not with images (their tokens make the prompt long).
+  std::int64_t fewest = INT64_MAX;
+  for (const auto& c : d["concurrency"]) fewest = std::min(fewest, c.get<std::int64_t>() * copies);
+  const std::int64_t isl = d["isl"].get<std::int64_t>();
+  if ((isl > 2048 || fewest > 8) && !(d.contains("images") && !d["images"].empty())) {
+    const std::int64_t short_isl = std::min<std::int64_t>(isl, 1024);
+    s += "# One short prompt at light load (" + std::to_string(short_isl) + " tokens, 4 clients): the first-token floor, which `servesim\n"
+         "# calibrate e2e` fits only where a run measures it. Not a row of predicted.csv; `servesim validate` predicts it too.\n"
+         "C=4\naiperf profile --model " + shell_quote(d["model"].get<std::string>()) + aiperf_request_options(d, false, short_isl) +
+         "    --concurrency \"$C\" --request-count $((C * 20)) --warmup-request-count $((C * 2)) --random-seed 100 \\\n"
+         "    --artifact-dir \"$OUT/floor-c$C\"\n";
+    s += sidecar_shell("$OUT/floor-c$C", "\"concurrency\": %d, \"requests\": %d, \"warmup_requests\": %d, \"isl\": " + std::to_string(short_isl),
+                       "\"$C\" $((C * 20)) $((C * 2))");
+  }
   if (d.contains("rate_per_copy")) {   // sized open loop (plan --target-rps --arrival): the planned rate, as long as the plan's run
     const double rate = d["rate_per_copy"].get<double>() * double(copies);
     s += "# Open loop at the planned rate, " + fmt(rate, 3) + " requests/s over the " + std::to_string(copies) +

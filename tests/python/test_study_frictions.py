@@ -481,9 +481,9 @@ def concurrency_stand_in(tmp_path, exe, scenario):
     (fake / "aiperf").write_text(
         "#!/usr/bin/env bash\n"
         "while [ $# -gt 0 ]; do case \"$1\" in --concurrency) C=$2; shift;; --request-count) N=$2; shift;;\n"
-        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; esac; shift; done\n"
+        "  --warmup-request-count) W=$2; shift;; --artifact-dir) D=$2; shift;; --isl) I=$2; shift;; esac; shift; done\n"
         f"'{exe}' simulate --scenario {scenario} --concurrency \"$C\" --requests \"$N\" --warmup-requests \"$W\" "
-        "--export \"$D\" > /dev/null\n"
+        "--isl \"$I\" --export \"$D\" > /dev/null\n"
         "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]+'/profile_export_aiperf.json'; d=json.load(open(p)); "
         "d['input_config']={'loadgen':{'concurrency':int(sys.argv[2])}}; json.dump(d,open(p,'w'))\" \"$D\" \"$C\"\n")
     (fake / "aiperf").chmod(0o755)
@@ -545,6 +545,37 @@ def test_an_aiperf_run_of_ones_own_needs_only_the_gpu_and_layout_beside_it(exe, 
         out = subprocess.run([exe, "validate", d], capture_output=True, text=True, timeout=120)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert f"servesim_run.json: {field}: missing" in out.stderr, out.stderr
+
+
+def test_a_sweep_without_a_short_prompt_at_light_load_measures_one_for_the_floor(exe, tmp_path):
+    # A plan of 3,000-token prompts at 16-32 clients emitted a sweep with no run of a short prompt at
+    # light load, the only regime that shows the first-token floor: calibrate e2e on its runs held the
+    # floor at the shipped calibration's and asked for one. The sweep now ends with one (4 clients of a
+    # 1,024-token prompt, its own setup beside it); validate reads it with the others (aiperf stood in
+    # for by servesim simulating the script's scenario: 0.0 %), and calibrate e2e sees the floor measured.
+    em = tmp_path / "em"
+    run(exe, "plan", "--model", "llama-3.1-8b", "--instance", "p5.48xlarge", "--nodes", 1, "--tp", 1, "--precision", "fp8",
+        "--isl", 3000, "--osl", 50, "--concurrency", "16,32", "--ttft-ms", 2000, "--itl-ms", 100, "--target-tps", 100,
+        "--topology", "agg", "--emit", em, "-q")
+    script = (em / "aggregated" / "aiperf-sweep.sh").read_text()
+    assert "--isl 1024" in script and '"$OUT/floor-c$C"' in script, script
+    env = concurrency_stand_in(tmp_path, exe, f"'{em / 'aggregated' / 'scenario.json'}'")
+    work = tmp_path / "run"
+    work.mkdir()
+    out = subprocess.run(["bash", em / "aggregated" / "aiperf-sweep.sh"], cwd=work, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    (art,) = (work / "artifacts").iterdir()
+    side = json.loads((art / "floor-c4" / "servesim_run.json").read_text())
+    assert (side["isl"], side["concurrency"], side["requests"]) == (1024, 4, 80), side
+    rep = json.loads(run(exe, "validate", art, "--format", "json", "--threads", 1))
+    assert sorted(p["id"] for p in rep["points"]) == ["c16", "c32", "floor-c4"], rep["points"]
+    (floor,) = [p for p in rep["points"] if p["id"] == "floor-c4"]
+    assert floor["isl"] == 1024 and floor["concurrency"] == 4, floor
+    assert all(abs(v) < 0.05 for p in rep["points"] for v in p["error_pct"].values()), rep["points"]
+    cal = json.loads(run(exe, "calibrate", "e2e", art, "--output", tmp_path / "prof.json", "--parameters", "gemm_scale",
+                         "--folds", 1, "--format", "json", "--threads", 1))
+    assert cal["short_prompt_low_load_measured"] is True, cal
 
 
 def test_two_deployments_checked_from_one_folder_keep_their_runs_apart(exe, tmp_path):
