@@ -562,9 +562,16 @@ void run_lengths(const nlohmann::json& j, const JsonReader& r, const std::string
     if (p.osl_lengths.is_number()) p.osl_lengths = nullptr;
     return;
   }
+  // A dataset of its own lengths (SGLang's default, ShareGPT conversations) that the record does not list.
+  const std::string dataset = sglang && r.has("dataset_name") && j["dataset_name"].is_string() ? text::lower(j["dataset_name"].get<std::string>()) : "";
+  if (!dataset.empty() && !dataset.starts_with("random")) {
+    p.lengths_note = "dataset " + dataset + ": its requests' lengths varied and the record lists neither them nor their draw; run at "
+                     "their means (" + std::to_string(p.isl) + " + " + std::to_string(p.osl) + " tokens), in step where they were not. "
+                     "Measure with --output-details (each request's lengths) or give isl / osl in a servesim_run.json";
+    return;
+  }
   for (const char* k : {"random_range_ratio", "random_input_len", "random_output_len"})
     if (!sglang || !r.has(k) || !j[k].is_number()) return;
-  if (r.has("dataset_name") && j["dataset_name"].is_string() && !text::lower(j["dataset_name"].get<std::string>()).starts_with("random")) return;
   const double ratio = r.number("random_range_ratio");
   if (!(ratio >= 0 && ratio <= 1)) throw Error(where, "random_range_ratio", compact(ratio) + " is not a share of the length (0..1)");
   auto drawn = [&](const char* key, std::int64_t mean, std::int64_t floor_at) -> nlohmann::json {
@@ -1341,6 +1348,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Which runs drew their lengths (MeasuredPoint::isl_lengths): a reader checks that their dataset was read.
   int drawn = 0;
   for (const auto& p : plain.points) drawn += runs_drawn_lengths(p.scenario);
+  for (const auto& p : plain.points)
+    if (!p.measured.lengths_note.empty()) txt += p.measured.id + ": " + p.measured.lengths_note + "\n";
   if (drawn > 0)
     txt += std::to_string(drawn) + " of " + std::to_string(n) + " points ran the lengths their requests had (each request's, or the dataset's draw), " +
            (drawn == int(n) ? std::string("not their means\n") : "the others fixed at their means\n");

@@ -840,6 +840,7 @@ nlohmann::json to_json(const Report& r, const Options& o) {
     if (m.requests > 0) x["requests"] = m.requests;
     if (m.warmup_requests >= 0 && !m.scenario.is_null()) x["warmup_requests"] = m.warmup_requests;
     if (!m.stream_note.empty()) x["stream_note"] = m.stream_note;
+    if (!m.lengths_note.empty()) x["lengths_note"] = m.lengths_note;
     if (!p.harness_note.empty()) x["harness_note"] = p.harness_note;
     if (m.runs > 1)
       x["reruns"] = {{"runs", m.runs}, {"ttft_spread_pct", pct(m.ttft_rerun_spread)}, {"tpot_spread_pct", pct(m.tpot_rerun_spread)}};
@@ -1138,6 +1139,8 @@ std::string to_text(const Report& r, const Options& o) {
          "Errors: signed % = (predicted - measured) / measured; med = median, |med| = median of |%|, p90 = 90th percentile of |%|.\n\n";
   for (const auto& p : r.points)
     if (!p.measured.stream_note.empty()) out += p.measured.id + ": " + p.measured.stream_note + " (field stream_note)\n";
+  for (const auto& p : r.points)
+    if (!p.measured.lengths_note.empty()) out += p.measured.id + ": " + p.measured.lengths_note + " (field lengths_note)\n";
   auto table = [&](const std::vector<Group>& groups, std::vector<std::string> head) {
     const std::size_t keys = head.size();
     for (const char* m : {"TTFT", "TPOT", "tok/s"})

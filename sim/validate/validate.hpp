@@ -40,6 +40,9 @@ struct MeasuredPoint {
   // "isl" / "osl": a number, or a distribution such as {"kind": "uniform", ...} or an empirical list);
   // null: every request isl + osl. isl and osl stay the run's means.
   nlohmann::json isl_lengths, osl_lengths;
+  // Set where the run's lengths varied and the record lists neither them nor their draw (an SGLang
+  // ShareGPT run without --output-details): run at their means, and why.
+  std::string lengths_note;
   int concurrency = 0;         // 0: not recorded
   double request_rate = 0;     // open-loop runs (Poisson arrivals, requests / s) when concurrency is 0
   // aiperf folders: the measured and warm-up requests the run recorded (0 / -1: not recorded).

@@ -796,6 +796,13 @@ TEST(CalibrateE2e, ABenchResultRunsTheLengthsItsRequestsHad) {
   p = point(early);
   EXPECT_TRUE(p.osl_lengths.is_null());
   EXPECT_EQ(p.osl, 90);
+  nlohmann::json sharegpt = sglang;   // SGLang's default dataset, lengths of its own the record does not list: said so
+  sharegpt["dataset_name"] = "sharegpt";
+  p = point(sharegpt);
+  EXPECT_TRUE(p.isl_lengths.is_null() && p.osl_lengths.is_null());
+  EXPECT_NE(p.lengths_note.find("dataset sharegpt: its requests' lengths varied"), std::string::npos) << p.lengths_note;
+  EXPECT_NE(v::to_text(v::run({p}, o), o).find("(field lengths_note)"), std::string::npos);
+  EXPECT_TRUE(point(sglang).lengths_note.empty());
   nlohmann::json whole = sglang;   // r = 1: every request the set lengths
   whole["random_range_ratio"] = 1.0, whole["total_input_tokens"] = 80 * 2000, whole["total_output_tokens"] = 80 * 200;
   EXPECT_TRUE(point(whole).isl_lengths.is_null());
