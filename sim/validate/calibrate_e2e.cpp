@@ -574,15 +574,16 @@ void run_lengths(const nlohmann::json& j, const JsonReader& r, const std::string
     if (!sglang || !r.has(k) || !j[k].is_number()) return;
   const double ratio = r.number("random_range_ratio");
   if (!(ratio >= 0 && ratio <= 1)) throw Error(where, "random_range_ratio", compact(ratio) + " is not a share of the length (0..1)");
-  auto drawn = [&](const char* key, std::int64_t mean, std::int64_t floor_at) -> nlohmann::json {
+  // (An answer of 0 tokens, which SGLang's draw allows, is not one servesim runs: at least 1.)
+  auto drawn = [&](const char* key, std::int64_t mean) -> nlohmann::json {
     const double len = r.number(key);
     if (!(len >= 1 && len <= 1e8)) return nullptr;
-    const std::int64_t hi = std::int64_t(len), lo = std::max<std::int64_t>(floor_at, std::int64_t(len * ratio));
+    const std::int64_t hi = std::int64_t(len), lo = std::max<std::int64_t>(1, std::int64_t(len * ratio));
     if (lo >= hi || std::fabs(0.5 * double(lo + hi) - double(mean)) > 0.1 * double(mean)) return nullptr;
     return {{"kind", "uniform"}, {"min", lo}, {"max", hi}};
   };
-  p.isl_lengths = drawn("random_input_len", p.isl, 1);
-  p.osl_lengths = drawn("random_output_len", p.osl, 1);   // an answer of 0 tokens is not one servesim runs
+  p.isl_lengths = drawn("random_input_len", p.isl);
+  p.osl_lengths = drawn("random_output_len", p.osl);
 }
 
 MeasuredPoint bench_point(const nlohmann::json& j, const std::string& where, const BenchSetup& s) {
@@ -743,7 +744,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // Every point must run, on one GPU and one engine.
   const Report plain = run(points, o);
   std::set<std::string> gpus, engines, models;
-  bool moe = false, mixers = false, tp = false, closed = false, tp_low = false, tp_high = false, disagg = false;
+  bool moe = false, mixers_extrapolated = false, tp = false, closed = false, tp_low = false, tp_high = false, disagg = false;
   for (const auto& p : plain.points) {
     if (!p.unmodellable.empty()) throw Error(p.measured.source, "", "cannot place this run: " + p.unmodellable);
     if (!std::isfinite(p.measured.ttft_ms) && !std::isfinite(p.measured.tpot_ms))
@@ -766,9 +767,9 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       const int t = std::max(1, p.measured.decode_tp > 0 ? p.measured.decode_tp : p.measured.tp);
       auto extrapolated = [](const hw::OpTime& op) { return op.source == hw::Source::transferred || op.source == hw::Source::roofline; };
       if (m.count(models::LayerKind::mamba) > 0)
-        mixers = mixers || extrapolated(km.mamba_step(32, std::max(1, m.mamba_heads / t), m.mamba_head_dim, m.d_state, std::max(1, m.groups / t)));
+        mixers_extrapolated = mixers_extrapolated || extrapolated(km.mamba_step(32, std::max(1, m.mamba_heads / t), m.mamba_head_dim, m.d_state, std::max(1, m.groups / t)));
       if (m.count(models::LayerKind::linear_attention) > 0)
-        mixers = mixers || extrapolated(km.gdn(true, 32, 1, std::max(1, m.lin_key_heads / t), std::max(1, m.lin_value_heads / t),
+        mixers_extrapolated = mixers_extrapolated || extrapolated(km.gdn(true, 32, 1, std::max(1, m.lin_key_heads / t), std::max(1, m.lin_value_heads / t),
                                                m.lin_key_head_dim, m.lin_value_head_dim));
     }
     tp = tp || p.measured.tp > 1 || p.measured.decode_tp > 1;
@@ -830,7 +831,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       if (std::find(e.only.begin(), e.only.end(), n) != e.only.end()) ps.push_back(param(p));
       continue;
     }
-    if ((n == "moe_scale" && !moe) || (n == "mixer_scale" && !mixers) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
+    if ((n == "moe_scale" && !moe) || (n == "mixer_scale" && !mixers_extrapolated) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
         (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)) || (n == "handoff_scale" && !disagg))
       continue;
     if (!p.by_default) continue;

@@ -625,7 +625,7 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   }
   // Range-checked before any conversion (llround of 1e300 is undefined). Requests of lengths of their
   // own (aiperf's --synthetic-input-tokens-stddev, --output-tokens-stddev, a dataset file) run those
-  // lengths, every measured request's as recorded (MeasuredPoint::isl_lengths), at their mean.
+  // lengths, every measured request's as recorded; the point shows their mean.
   auto length = [&](const char* key, const char* tag) {
     if (w.contains(key)) return;
     const auto& each = std::string_view(key) == "isl" ? request_isl : request_osl;
@@ -635,7 +635,9 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
     if (!own && lengths_complete && !each.empty() && std::int64_t(each.size()) == profiling) {
       nlohmann::json d = measured_lengths(each);
       if (d.is_object()) {
-        (std::string_view(key) == "isl" ? p.isl_lengths : p.osl_lengths) = d;
+        double sum = 0;
+        for (auto x : each) sum += double(x);
+        (std::string_view(key) == "isl" ? p.isl : p.osl) = std::llround(sum / double(each.size()));
         w[key] = std::move(d);
         return;
       }
@@ -685,15 +687,8 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   p.tp = int_of(s, "tensor_parallel_size", "tp", 1);
   p.pp = int_of(s, "pipeline_parallel_size", "pp", 1);
   p.moe_ep = int_of(s, "expert_parallel_size", "ep", 1);
-  auto mean_of = [&](const char* key, const std::vector<std::int64_t>& each) -> std::int64_t {
-    if (w[key].is_number_integer()) return w[key].get<std::int64_t>();
-    if (each.empty() || !(std::string_view(key) == "isl" ? p.isl_lengths : p.osl_lengths).is_object()) return 0;
-    double sum = 0;
-    for (auto x : each) sum += double(x);
-    return std::llround(sum / double(each.size()));
-  };
-  p.isl = mean_of("isl", request_isl);
-  p.osl = mean_of("osl", request_osl);
+  if (w["isl"].is_number_integer()) p.isl = w["isl"].get<std::int64_t>();   // else the drawn lengths' mean (above), or 0
+  if (w["osl"].is_number_integer()) p.osl = w["osl"].get<std::int64_t>();
   // A client count as the run gave it (shown with the point); the scenario check names a bad one.
   p.concurrency = w.contains("concurrency") && w["concurrency"].is_number_integer() &&
                           w["concurrency"].get<std::int64_t>() >= 0 && w["concurrency"].get<std::int64_t>() <= INT32_MAX

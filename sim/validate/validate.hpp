@@ -36,9 +36,10 @@ struct MeasuredPoint {
   double ttft_rerun_spread = NAN, tpot_rerun_spread = NAN;
   std::string backend, backend_version, model_path, system, precision, mode, gemm_quant, moe_quant;
   std::int64_t isl = 0, osl = 0;
-  // The lengths the run's requests had where they were not all isl / osl (a scenario workload's
+  // The lengths a bench result's requests had where they were not all isl / osl (a scenario workload's
   // "isl" / "osl": a number, or a distribution such as {"kind": "uniform", ...} or an empirical list);
-  // null: every request isl + osl. isl and osl stay the run's means.
+  // null: every request isl + osl. isl and osl stay the run's means. (An aiperf folder's are in its
+  // scenario.)
   nlohmann::json isl_lengths, osl_lengths;
   // Set where the run's lengths varied and the record lists neither them nor their draw (an SGLang
   // ShareGPT run without --output-details): run at their means, and why.
