@@ -870,15 +870,37 @@ ModelSpec parse_model_json(std::string_view json_text, const std::string& file) 
 namespace {
 // Entries are never erased or overwritten (running simulations hold references to them); the
 // lock lets add_model_file run while other threads look models up (the Python bindings release
-// the GIL around simulations).
+// the GIL around simulations). An embedded entry is parsed when first asked for (a run names one
+// model; parsing the 32 entries had been 5 % of a 64-request run's start-up), named until then by
+// its file's stem, which its "name" must equal.
+struct Entry {
+  std::string name;
+  std::string path;            // embedded: parsed from data::get(path) on first use
+  std::once_flag once;
+  std::unique_ptr<ModelSpec> spec;
+  const ModelSpec& get() {
+    std::call_once(once, [&] {
+      if (spec) return;
+      auto m = std::make_unique<ModelSpec>(parse_model_json(data::get(path), path));
+      if (m->name != name) throw Error(path, "name", "'" + m->name + "' differs from the file's stem '" + name + "'");
+      spec = std::move(m);
+    });
+    return *spec;
+  }
+};
 struct Registry {
-  std::vector<std::unique_ptr<ModelSpec>> models;
+  std::vector<std::unique_ptr<Entry>> models;
   std::size_t builtin = 0;   // the first `builtin` entries are the embedded catalogue
   std::shared_mutex mu;
   Registry() {
     for (auto path : data::list("models/data/")) {
       if (!path.ends_with(".json")) continue;
-      models.push_back(std::make_unique<ModelSpec>(parse_model_json(data::get(path), std::string(path))));
+      auto e = std::make_unique<Entry>();
+      e->path = std::string(path);
+      const auto slash = path.find_last_of('/');
+      e->name = std::string(path.substr(slash == std::string_view::npos ? 0 : slash + 1));
+      e->name.resize(e->name.size() - 5);
+      models.push_back(std::move(e));
     }
     builtin = models.size();
   }
@@ -892,17 +914,14 @@ Registry& registry() {
 std::vector<std::string> model_names() {
   std::vector<std::string> out;
   std::shared_lock lock(registry().mu);
-  for (const auto& m : registry().models) out.push_back(m->name);
+  for (const auto& e : registry().models) out.push_back(e->name);
   return out;
 }
 
 const ModelSpec& model(std::string_view name) {
-  {
-    std::shared_lock lock(registry().mu);
-    for (const auto& m : registry().models)
-      if (text::iequals(m->name, name)) return *m;
-  }
-  throw Error("--model", "", "unknown model \"" + std::string(name) + "\" (known: " + text::join(model_names()) + ")");
+  if (const ModelSpec* m = find_model(name)) return *m;
+  throw Error("--model", "", "unknown model \"" + std::string(name) + "\" (known: " + text::join(model_names()) +
+                                 ", or a Hugging Face id one of them lists: servesim list models NAME)");
 }
 
 namespace {
@@ -979,8 +998,11 @@ const ModelSpec& add_model_file(const std::string& path) {
                       (i < r.builtin ? std::string(" (built in)") : std::string(" (added earlier)")) +
                       "; a model file never replaces one: give it another name (its \"name\", or the file's stem for a "
                       "Hugging Face config)");
-  r.models.push_back(std::make_unique<ModelSpec>(std::move(m)));
-  return *r.models.back();
+  auto e = std::make_unique<Entry>();
+  e->name = m.name;
+  e->spec = std::make_unique<ModelSpec>(std::move(m));
+  r.models.push_back(std::move(e));
+  return *r.models.back()->spec;
 }
 
 const ModelSpec& load_model_file(const std::string& path) {
@@ -1005,10 +1027,67 @@ const ModelSpec* model_by_hf_id(std::string_view hf_id) {
     if (id.ends_with(suffix)) tries.push_back(id.substr(0, id.size() - std::string_view(suffix).size()));
   std::shared_lock lock(registry().mu);
   for (const auto& t : tries)
-    for (const auto& m : registry().models)
-      for (const auto& h : m->hf_ids)
-        if (text::lower(h) == t) return m.get();
+    for (const auto& e : registry().models) {
+      const ModelSpec& m = e->get();
+      for (const auto& h : m.hf_ids)
+        if (text::lower(h) == t) return &m;
+    }
   return nullptr;
+}
+
+std::vector<std::string> model_name_candidates(std::string_view id) {
+  std::vector<std::string> names{std::string(id)};
+  std::string base = text::lower(id.substr(id.find_last_of('/') == std::string_view::npos ? 0 : id.find_last_of('/') + 1));
+  auto add = [&] {
+    if (!base.empty() && std::find(names.begin(), names.end(), base) == names.end()) names.push_back(base);
+  };
+  add();
+  if (base.starts_with("meta-") && base.size() > 5) base.erase(0, 5), add();
+  auto date = [](std::string_view b) {   // "-2507": a four-digit release date
+    return b.size() > 5 && b[b.size() - 5] == '-' &&
+           std::all_of(b.end() - 4, b.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (bool again = true; again;) {
+    again = false;
+    if (date(base)) {
+      base.resize(base.size() - 5), add(), again = true;
+      continue;
+    }
+    for (const char* suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4", "-bf16", "-hf", "-dynamic", "-base", "-8k", "-thinking",
+                               "-chat", "-w8a8", "-w4a16", "-awq", "-int4"})
+      if (base.ends_with(suffix) && base.size() > std::string_view(suffix).size()) {
+        base.resize(base.size() - std::string_view(suffix).size()), add(), again = true;
+        break;
+      }
+  }
+  return names;
+}
+
+const ModelSpec* find_model(std::string_view name_or_id) {
+  auto by_name = [](std::string_view n) -> const ModelSpec* {
+    std::shared_lock lock(registry().mu);
+    for (const auto& e : registry().models)
+      if (text::iequals(e->name, n)) return &e->get();
+    return nullptr;
+  };
+  if (const ModelSpec* m = by_name(name_or_id)) return m;
+  if (const ModelSpec* m = model_by_hf_id(name_or_id)) return m;
+  for (const auto& n : model_name_candidates(name_or_id))
+    if (const ModelSpec* m = by_name(n)) return m;
+  return nullptr;
+}
+
+std::string id_checkpoint_precision(std::string_view id, const ModelSpec& m) {
+  const std::string l = text::lower(id.substr(id.find_last_of('/') == std::string_view::npos ? 0 : id.find_last_of('/') + 1));
+  auto names = [&](std::string_view tag) { return l.ends_with(tag) || l.find(std::string(tag) + "-") != std::string::npos; };
+  if (names("-nvfp4") || names("-fp4")) return "nvfp4";
+  if (names("-fp8")) {
+    const auto& pub = m.checkpoint_precisions;
+    const bool block = std::find(pub.begin(), pub.end(), "fp8_block") != pub.end();
+    const bool tensor = std::find(pub.begin(), pub.end(), "fp8") != pub.end();
+    return block && !tensor ? "fp8_block" : "fp8";
+  }
+  return "";
 }
 
 }  // namespace servesim::models

@@ -175,7 +175,8 @@ double layer_params(const ModelSpec& m, LayerKind k);
 // The catalogue: the embedded models/data/*.json plus what add_model_file() added. Lookup is
 // case-insensitive; an unknown name throws Error listing the known ones. Commands read model
 // files with load_model_file (not added); add_model_file is for callers that resolve names
-// afterwards (servesim validate --model-file).
+// afterwards (servesim validate --model-file). A Hugging Face id a catalogue entry lists, or one
+// whose name reduces to a catalogue name (find_model), names that entry too.
 const ModelSpec& model(std::string_view name);
 std::vector<std::string> model_names();
 // Reads a servesim model JSON or a Hugging Face config.json without adding it to the catalogue:
@@ -188,6 +189,19 @@ const ModelSpec& add_model_file(const std::string& path);
 // The catalogue entry whose hf_ids list `hf_id` (case-insensitive; a trailing "/" or a
 // "-FP8"/"-NVFP4"/"-FP4" quantised-repo suffix is also tried), or nullptr.
 const ModelSpec* model_by_hf_id(std::string_view hf_id);
+// The names a model id may stand for, most specific first: the id, its last path component
+// lower-cased, that without the "meta-" of Meta's older repository names, then without each
+// checkpoint or release suffix in turn (-Instruct, -FP8, -NVFP4, -FP4, -BF16, -HF, -Dynamic, -Base,
+// -8K, -Thinking, -Chat, -W8A8, -W4A16, -AWQ, -INT4, a four-digit release date such as -2507):
+// "meta-llama/Meta-Llama-3.1-70B-Instruct" -> ..., "llama-3.1-70b".
+std::vector<std::string> model_name_candidates(std::string_view id);
+// The catalogue entry a name or a Hugging Face id names: a catalogue name, an hf_ids entry
+// (model_by_hf_id), then model_name_candidates as catalogue names; nullptr when none does.
+const ModelSpec* find_model(std::string_view name_or_id);
+// The checkpoint format a quantised repository's id names, or "" when it names none: "-FP8"
+// (also "-FP8-Dynamic" and the like) the model's FP8 checkpoint (fp8_block where the model
+// publishes only that, else per-tensor fp8), "-NVFP4" / "-FP4" nvfp4.
+std::string id_checkpoint_precision(std::string_view id, const ModelSpec& m);
 
 // Hugging Face config.json import: nemotron_h (hybrid_override_pattern or layers_block_type),
 // llama, mixtral, qwen3, qwen3_moe, gpt_oss, minimax_m2, deepseek_v3 / kimi_k2 / glm_moe_dsa /

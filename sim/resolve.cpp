@@ -36,9 +36,13 @@ Resolved resolve(const models::ModelSpec& m, const ResolveInput& in) {
   if (in.gpu.empty() && in.instance.empty()) r.notes.push_back("GPU H200 (none named)");
   // The checkpoint's declared precision (an HF config's quantization_config, a model JSON's
   // checkpoint_precision; BF16 when none is declared) unless --precision names one.
-  r.precision = models::resolve_weight_precision(m, in.precision, "--precision");
-  if (in.precision.empty() || text::iequals(in.precision, "auto"))
-    r.notes.push_back("precision " + std::string(hw::to_string(r.precision)) + " (the checkpoint's)");
+  // A quantised repository's Hugging Face id names its checkpoint (models::id_checkpoint_precision).
+  const bool given = !in.precision.empty() && !text::iequals(in.precision, "auto");
+  const std::string named = given ? std::string() : models::id_checkpoint_precision(in.model, m);
+  r.precision = models::resolve_weight_precision(m, given ? in.precision : named, "--precision");
+  if (!given)
+    r.notes.push_back("precision " + std::string(hw::to_string(r.precision)) +
+                      (named.empty() ? " (the checkpoint's)" : " (the checkpoint " + in.model + " names)"));
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   if (in.tp) {   // a given TP keeps vLLM's PP default of 1
     r.tp = *in.tp;

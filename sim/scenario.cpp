@@ -188,6 +188,15 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   check_keys(j, scenario_keys());
   if (j.has("model") && j.has("model_file")) j.fail("model_file", "give model or model_file, not both");
   s.model = j.string_or("model", s.model);
+  // A Hugging Face id names its catalogue entry (models::find_model), and a quantised repository's
+  // id its checkpoint where "precision" is left to the checkpoint: Qwen/Qwen3-235B-A22B-FP8 runs
+  // qwen3-235b-a22b in fp8_block.
+  std::string id_precision;
+  if (!j.has("model_file"))
+    if (const models::ModelSpec* m = models::find_model(s.model)) {
+      id_precision = models::id_checkpoint_precision(s.model, *m);
+      s.model = m->name;
+    }
   if (j.has("model_file")) {
     s.model_file = workloads::resolve_path(workloads::folder_of(file), j.string("model_file"));
     s.model = models::load_model_file(s.model_file).name;
@@ -201,7 +210,8 @@ Scenario parse_scenario(std::string_view json_text, const std::string& file) {
   // No precision (or "auto"): the checkpoint's, as every other subcommand. "fp8" on a 128x128
   // block-FP8 checkpoint is that checkpoint (models::checkpoint_format); an unknown model is
   // reported where it is resolved.
-  const std::string precision = j.string_or("precision", "auto");
+  std::string precision = j.string_or("precision", "auto");
+  if (text::iequals(precision, "auto") && !id_precision.empty()) precision = id_precision;
   s.precision = text::iequals(precision, "auto") ? hw::Precision::bf16 : hw::parse_precision(precision, file + ": precision");
   try {
     const auto& spec = scenario_model(s);

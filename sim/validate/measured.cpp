@@ -513,9 +513,9 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
     if (!names || !names->is_array() || names->empty() || !(*names)[0].is_string())
       throw Error(where, "model", "missing: the model the run served (servesim list models) or a model_file; aiperf's "
                                   "input_config.endpoint.model_names names none");
-    const std::string served = (*names)[0].get<std::string>();   // the served name: a catalogue name or a Hugging Face id
-    const models::ModelSpec* m = models::model_by_hf_id(served);
-    s["model"] = m ? m->name : served;
+    // The served name, a catalogue name or a Hugging Face id: the scenario resolves it (a quantised
+    // repository's id runs its checkpoint where the sidecar names no precision).
+    s["model"] = (*names)[0].get<std::string>();
   }
   if (!s.contains("gpu")) throw Error(where, "gpu", "missing: the GPU the run served on (servesim list gpus)");
   if (!s.contains("gpus") && !s.contains("topology")) {   // one server: its own GPUs
@@ -672,7 +672,9 @@ MeasuredPoint read_aiperf_folder(const std::string& dir, const std::string& stat
   if (p.precision.empty() || text::iequals(p.precision, "auto")) {   // the scenario's default: the checkpoint's
     p.precision = "auto";
     try {
-      p.precision = models::model(p.model_path).checkpoint_precision;
+      const models::ModelSpec& m = models::model(p.model_path);
+      const std::string named = models::id_checkpoint_precision(p.model_path, m);   // as parse_scenario
+      p.precision = named.empty() ? m.checkpoint_precision : named;
     } catch (const Error&) {   // a model the scenario check names
     }
   }

@@ -38,9 +38,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A catalogue model for a Hugging Face id: the Hugging Face ids the catalogue entries name
-// (models::model_by_hf_id), then the id as a catalogue name, then its last path component
-// lower-cased, then that without checkpoint suffixes (-Instruct, -FP8, -NVFP4, ...).
+// A model for a Hugging Face id: a --model-file listing the id, else the catalogue's
+// (models::find_model: a catalogue name, the ids the entries list, the id's name without its
+// organisation, "Meta-" and checkpoint or release suffixes); a --model-file named so comes first.
 const models::ModelSpec* resolve_model(const std::string& path, const std::vector<std::string>& model_files,
                                        std::string* model_file) {
   std::vector<const models::ModelSpec*> own;
@@ -58,30 +58,10 @@ const models::ModelSpec* resolve_model(const std::string& path, const std::vecto
         return std::any_of(x.hf_ids.begin(), x.hf_ids.end(), [&](const std::string& h) { return text::lower(h) == id; });
       }))
     return m;
-  if (own.empty())
-    if (const auto* m = models::model_by_hf_id(path)) return m;
-  std::vector<std::string> names{path};
-  std::string base = text::lower(path.substr(path.find_last_of('/') + 1));
-  names.push_back(base);
-  for (bool again = true; again;) {
-    again = false;
-    for (const char* suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4", "-bf16", "-hf", "-dynamic"})
-      if (ends_with(base, suffix) && base.size() > std::string(suffix).size()) {
-        base.resize(base.size() - std::string(suffix).size());
-        names.push_back(base);
-        again = true;
-      }
-  }
-  for (const auto& n : names)
-    if (const auto* m = own_by([&](const models::ModelSpec& x) { return text::iequals(x.name, n); })) return m;
-  if (const auto* m = models::model_by_hf_id(path)) return m;
-  for (const auto& n : names) {
-    try {
-      return &models::model(n);
-    } catch (const Error&) {
-    }
-  }
-  return nullptr;
+  if (!own.empty())
+    for (const auto& n : models::model_name_candidates(path))
+      if (const auto* m = own_by([&](const models::ModelSpec& x) { return text::iequals(x.name, n); })) return m;
+  return models::find_model(path);
 }
 
 // The catalogue GPU of an AIC system name (h200_sxm -> H200, gb200 -> GB200).
@@ -130,12 +110,7 @@ std::string precision_of(const MeasuredPoint& p) {
 std::string checkpoint_format(const std::string& label, const models::ModelSpec& m, const std::string& model_path) {
   const hw::Precision want = hw::parse_precision(label), ckpt = hw::parse_precision(m.checkpoint_precision);
   if (hw::storage_family(want) == hw::storage_family(ckpt)) return m.checkpoint_precision;
-  if (label == "fp8" && ends_with(text::lower(model_path), "-fp8")) {
-    const auto& pub = m.checkpoint_precisions;
-    const bool block = std::find(pub.begin(), pub.end(), "fp8_block") != pub.end();
-    const bool tensor = std::find(pub.begin(), pub.end(), "fp8") != pub.end();
-    if (block && !tensor) return "fp8_block";
-  }
+  if (label == "fp8" && models::id_checkpoint_precision(model_path, m) == "fp8_block") return "fp8_block";
   return label;
 }
 
@@ -340,6 +315,18 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
     }
     if (!vllm) set("enable_prefix_caching", false);
   }
+  // A disaggregated run whose prompts are longer than its engine's default token budget, on an engine
+  // that runs a prompt whole (TensorRT-LLM: chunked prefill off, max_num_tokens 8,192): it served them,
+  // so its workers ran with a budget that holds one (the Dynamo recipe's flags are not recorded).
+  // The budget is raised to the prompt, no further.
+  if (o.harness == "aic" && mode == "disagg" && !p.bench_result && p.isl > 0) {
+    const EngineProfile& prof = engine_profile(profile.empty() ? std::string(kNewestEngine) : profile);
+    auto& e = s["engine"];
+    if (!e.is_object()) e = nlohmann::json::object();
+    const bool chunked = e.value("enable_chunked_prefill", prof.enable_chunked_prefill);
+    const std::int64_t budget = e.value("max_num_batched_tokens", prof.gpu_class(hw::Catalog::global().gpu(gpu)).max_num_batched_tokens);
+    if (!chunked && p.isl > budget) e["max_num_batched_tokens"] = p.isl;
+  }
   // The KV cache of an FP8 deployment on Blackwell under the measured harness: FP8. vLLM's "auto"
   // keeps BF16 for a block-FP8 checkpoint (MiniMax-M2.5's), which cannot hold what the measured
   // Blackwell FP8 runs served without queueing: on one B300 it holds 106k tokens, 16 clients of
@@ -451,6 +438,7 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       r.scenario = point_scenario(r.measured, opt, &resolved);
       if (!resolved.empty()) r.model = resolved;
       Job j{parse_scenario(r.scenario.dump(), r.measured.source), ""};
+      if (resolved.empty()) r.model = j.scenario.model;   // a run's own scenario: the model its name resolves to
       nlohmann::json shape = r.scenario;
       shape.erase("workload");
       shape.erase("seed");

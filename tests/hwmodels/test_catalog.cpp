@@ -72,12 +72,21 @@ TEST(Catalog, InstanceValues) {
   EXPECT_EQ(gb.gpus, 4);
   EXPECT_EQ(gb.nvlink_domain_gpus, 72);
   ASSERT_TRUE(gb.usd_per_hour.has_value());
+  // A GB300 NVL72 compute tray: 4 GPUs of a 72-GPU NVLink domain, one 800 Gb/s ConnectX-8 each; no
+  // source gives a price (plan and search leave its $/hour out unless --price sets one).
+  const auto& tray = c.instance("gb300-nvl72-tray");
+  EXPECT_EQ(tray.gpu, "GB300");
+  EXPECT_EQ(tray.gpus, 4);
+  EXPECT_EQ(tray.nvlink_domain_gpus, 72);
+  EXPECT_DOUBLE_EQ(tray.efa_per_gpu_bytes_per_s, 800e9 / 8);
+  EXPECT_DOUBLE_EQ(tray.efa_total_bytes_per_s, 4 * tray.efa_per_gpu_bytes_per_s);
+  EXPECT_FALSE(tray.usd_per_hour.has_value());
 }
 
 TEST(Catalog, EveryFigureHasASource) {
   const auto& c = Catalog::global();
   EXPECT_EQ(c.gpus().size(), 6u);
-  EXPECT_EQ(c.instances().size(), 5u);
+  EXPECT_EQ(c.instances().size(), 6u);   // five AWS instances and the GB300 NVL72 tray
   for (const auto& g : c.gpus()) {
     for (const char* f : {"arch", "hbm_nominal_bytes", "hbm_usable_bytes", "hbm_bw_bytes_per_s", "bf16_flops",
                           "fp8_flops", "nvfp4_flops", "int8_ops", "nvlink_bw_bytes_per_s", "nvlink_domain", "sms",

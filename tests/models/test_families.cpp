@@ -326,6 +326,31 @@ TEST(Families, HfIdAliases) {
   EXPECT_EQ(model_by_hf_id("nobody/nothing"), nullptr);
 }
 
+// A Hugging Face id as a run or a user writes it: Meta's older "Meta-Llama" repository names, a
+// re-release dated -2507, another organisation's quantised copy, a Nemotron checkpoint; the
+// checkpoint a quantised repository's id names, in the format the model publishes.
+TEST(Families, ModelsFoundByTheIdsRunsName) {
+  auto found = [](const char* id) { const ModelSpec* m = find_model(id); return m ? m->name : std::string("none"); };
+  EXPECT_EQ(found("llama-3.1-70b"), "llama-3.1-70b");
+  EXPECT_EQ(found("meta-llama/Meta-Llama-3.1-70B-Instruct"), "llama-3.1-70b");
+  EXPECT_EQ(found("RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic"), "llama-3.1-70b");
+  EXPECT_EQ(found("Qwen/Qwen3-235B-A22B-Thinking-2507"), "qwen3-235b-a22b");
+  EXPECT_EQ(found("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"), "nemotron-3-super");
+  EXPECT_EQ(found("Qwen/Qwen3-30B-A3B-FP8"), "qwen3-30b-a3b");
+  EXPECT_EQ(found("nobody/nothing"), "none");
+  EXPECT_EQ(model("meta-llama/Llama-3.3-70B-Instruct").name, "llama-3.3-70b");
+  EXPECT_THROW(model("nobody/nothing"), Error);
+
+  const auto& q = model("qwen3-235b-a22b");   // publishes bf16, fp8_block, nvfp4
+  EXPECT_EQ(id_checkpoint_precision("Qwen/Qwen3-235B-A22B-FP8", q), "fp8_block");
+  EXPECT_EQ(id_checkpoint_precision("nvidia/Qwen3-235B-A22B-NVFP4", q), "nvfp4");
+  EXPECT_EQ(id_checkpoint_precision("Qwen/Qwen3-235B-A22B", q), "");
+  const auto& l = model("llama-3.1-70b");     // publishes bf16 and per-tensor fp8
+  EXPECT_EQ(id_checkpoint_precision("nvidia/Llama-3.1-70B-Instruct-FP8", l), "fp8");
+  EXPECT_EQ(id_checkpoint_precision("RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic", l), "fp8");
+  EXPECT_EQ(id_checkpoint_precision("nvidia/Llama-3.1-70B-Instruct-FP4", l), "nvfp4");
+}
+
 TEST(Families, CheckpointPrecisionSizesWeights) {
   // An FP8 checkpoint is sized at one byte per quantised weight without asking.
   const auto& d = model("deepseek-v3");
@@ -382,6 +407,20 @@ TEST(Families, EveryCatalogueEntryWithinTwoPercentOfItsPublishedFigures) {
       {"qwen3-235b-a22b", 235e9, 22e9, all, 0, "Qwen3-235B-A22B model card: 235B total, 22B activated"},
       {"qwen3-32b", 32.8e9, 32.8e9, all, 0, "Qwen3-32B model card: 32.8B"},
       {"qwen3.5-397b-a17b", 397e9, 17e9, all, 0.5e9, "Qwen3.5-397B-A17B model card: 397B total, 17B activated (to the billion)"},
+      {"deepseek-v3.2", 671e9, 37e9, no_input_embedding, 0, "DeepSeek-V3 figures, 671B total, 37B activated (V3.2 adds the 0.85B indexer)"},
+      {"gpt-oss-20b", 20.91e9, 3.61e9, no_input_embedding, 0, "gpt-oss model card: 20.91B total, 3.61B active per token"},
+      {"kimi-k2", 1.04e12, 32e9, no_input_embedding, 0, "Kimi K2 model card: 1.04T total, 32B activated"},
+      {"llama-3.1-405b", 405e9, 405e9, all, 0, "Llama 3.1 model card: 405B"},
+      {"llama-3.3-70b", 70.6e9, 70.6e9, all, 0, "Llama 3.3 model card: 70.6B (the Llama 3.1 70B architecture)"},
+      {"llama-4-maverick", 400e9, 17e9, all, 0, "Llama 4 model card: Maverick 400B total, 17B active"},
+      {"llama-4-scout", 109e9, 17e9, all, 0, "Llama 4 model card: Scout 109B total, 17B active"},
+      {"mixtral-8x22b", 141e9, 39e9, all, 0, "Mistral's Mixtral 8x22B announcement: 141B total, 39B active"},
+      {"qwen3-30b-a3b", 30.5e9, 3.3e9, all, 0, "Qwen3-30B-A3B model card: 30.5B total, 3.3B activated"},
+      {"qwen3-8b", 8.2e9, 8.2e9, all, 0, "Qwen3-8B model card: 8.2B"},
+      {"qwen3-coder-480b-a35b", 480e9, 35e9, all, 0, "Qwen3-Coder-480B-A35B-Instruct model card: 480B total, 35B activated"},
+      {"qwen3.5-122b-a10b", 122e9, 10e9, all, 0.5e9, "Qwen3.5-122B-A10B model card: 122B total, 10B activated (to the billion)"},
+      {"qwen3.5-27b", 27e9, 27e9, all, 0.5e9, "Qwen3.5-27B model card: 27B (to the billion)"},
+      {"qwen3.5-35b-a3b", 35e9, 3e9, all, 0.5e9, "Qwen3.5-35B-A3B model card: 35B total, 3B activated (to the billion)"},
   };
   std::set<std::string> seen;
   for (const auto& r : rows) {

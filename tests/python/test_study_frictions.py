@@ -547,6 +547,27 @@ def test_an_aiperf_run_of_ones_own_needs_only_the_gpu_and_layout_beside_it(exe, 
         assert f"servesim_run.json: {field}: missing" in out.stderr, out.stderr
 
 
+def test_an_aiperf_run_of_a_quantised_repository_runs_its_checkpoint(exe, tmp_path):
+    # aiperf names the model the server served: a quantised repository's Hugging Face id names the
+    # checkpoint too. A run of Qwen/Qwen3-32B-FP8 whose servesim_run.json gives no precision had been
+    # simulated in BF16 (the catalogue's default checkpoint); it runs the id's 128x128 block FP8, as
+    # `simulate --model Qwen/Qwen3-32B-FP8` does (aiperf stood in for by that simulation: 0.0 %).
+    d = tmp_path / "fp8run"
+    out = run(exe, "simulate", "--model", "Qwen/Qwen3-32B-FP8", "--gpu", "h200", "--tp", 1, "--isl", 1024, "--osl", 64,
+              "--concurrency", 2, "--requests", 8, "--warmup-requests", 2, "--export", d)
+    assert "qwen3-32b" in out and "fp8_block" in out, out
+    p = d / "profile_export_aiperf.json"
+    doc = json.loads(p.read_text())
+    doc["input_config"] = {"endpoint": {"model_names": ["Qwen/Qwen3-32B-FP8"], "type": "chat", "streaming": True},
+                           "loadgen": {"concurrency": 2}}
+    p.write_text(json.dumps(doc))
+    (d / "servesim_run.json").write_text(json.dumps({"gpu": "h200", "tp": 1, "seed": 1, "osl": 64}))
+    rep = json.loads(run(exe, "validate", d, "--format", "json", "--threads", 1))
+    (pt,) = rep["points"]
+    assert pt["model"] == "qwen3-32b" and pt["precision"] == "fp8_block", pt
+    assert abs(pt["error_pct"]["ttft"]) < 0.05 and abs(pt["error_pct"]["itl"]) < 0.05, pt
+
+
 def test_a_sweep_without_a_short_prompt_at_light_load_measures_one_for_the_floor(exe, tmp_path):
     # A plan of 3,000-token prompts at 16-32 clients emitted a sweep with no run of a short prompt at
     # light load, the only regime that shows the first-token floor: calibrate e2e on its runs held the

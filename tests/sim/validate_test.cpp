@@ -1197,3 +1197,43 @@ TEST(Validate, SglangTtftAboveTheClosedLoopsCeilingIsNotModellable) {
       EXPECT_EQ(g["points"], 1);
     }
 }
+
+// Runs the project has not seen name their model by the Hugging Face id they served (Meta's older
+// "Meta-Llama" repository name here), run disaggregated on GB300 NVL72 trays, or prefill prompts longer
+// than TensorRT-LLM's default token budget, which runs a prompt whole: 15,000 tokens against 8,192. The
+// run served them, so its budget held one; the point runs with the budget raised to the prompt.
+TEST(Validate, RunsOfOtherIdsRacksAndLongPromptsAreSimulated) {
+  const auto ps = read_csv_text("other_runs",
+                                "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,tp_size,"
+                                "prefill_num_workers,prefill_tp_size,decode_num_workers,decode_tp_size,silicon_ttft_ms,silicon_tpot_ms\n"
+                                "meta_c2,silicon_concurrency=2,vllm,0.19.0,meta-llama/Meta-Llama-3.1-8B-Instruct,h200_sxm,bf16,agg,1024,64,1,,,,,40,5\n"
+                                "rack_c2,silicon_concurrency=2,vllm,0.19.0,Qwen/Qwen3-32B,gb300,bf16,disagg,1024,64,,1,1,1,1,300,8\n"
+                                "long_c2,silicon_concurrency=2,trtllm,1.3.0rc5,Qwen/Qwen3-32B,b200_sxm,bf16,disagg,15000,64,,1,1,1,1,900,8\n",
+                                nullptr);
+  v::Options o;
+  o.threads = 1;
+  o.requests_per_client = 3;
+  const v::Report r = v::run(ps, o);
+  ASSERT_EQ(r.points.size(), 3u);
+  for (const auto& p : r.points) EXPECT_EQ(p.unmodellable, "") << p.measured.id;
+  EXPECT_EQ(result(r, "meta_c2").model, "llama-3.1-8b");
+  EXPECT_EQ(result(r, "rack_c2").scenario["topology"].value("instance", std::string()), "");   // the GPU's first node kind
+  const auto& tray = servesim::hw::Catalog::global().instance("gb300-nvl72-tray");
+  EXPECT_EQ(tray.gpus, 4);
+  EXPECT_EQ(tray.nvlink_domain_gpus, 72);
+  EXPECT_EQ(result(r, "long_c2").scenario["engine"].value("max_num_batched_tokens", std::int64_t(0)), 15000);
+}
+
+// A scenario (and the command line's --model) may name the Hugging Face id a user serves: a quantised
+// repository's id runs its checkpoint unless "precision" names another.
+TEST(ScenarioModel, AHuggingFaceIdNamesTheModelAndItsCheckpoint) {
+  const Scenario fp8 = servesim::sim::parse_scenario(R"({"model": "Qwen/Qwen3-235B-A22B-FP8", "gpu": "h200", "workload": {"concurrency": 1, "isl": 128, "osl": 16}})", "id.json");
+  EXPECT_EQ(fp8.model, "qwen3-235b-a22b");
+  EXPECT_EQ(fp8.precision, servesim::hw::Precision::fp8_block);
+  const Scenario bf16 =
+      servesim::sim::parse_scenario(R"({"model": "Qwen/Qwen3-235B-A22B-FP8", "gpu": "h200", "precision": "bf16", "workload": {"concurrency": 1, "isl": 128, "osl": 16}})", "id.json");
+  EXPECT_EQ(bf16.precision, servesim::hw::Precision::bf16);
+  const Scenario plain = servesim::sim::parse_scenario(R"({"model": "meta-llama/Llama-3.3-70B-Instruct", "gpu": "h200", "workload": {"concurrency": 1, "isl": 128, "osl": 16}})", "id.json");
+  EXPECT_EQ(plain.model, "llama-3.3-70b");
+  EXPECT_EQ(plain.precision, servesim::hw::Precision::bf16);
+}
