@@ -973,17 +973,35 @@ ModelSpec read_model_file_unchecked(const std::string& path) {
                 "this is a quantization config (hf_quant_config.json), not a model config: give the model's "
                 "config.json (an hf_quant_config.json beside it, or <name>_hf_quant_config.json for "
                 "<name>_config.json, is read with it)");
-  // An HF config: named after its folder when it is "config.json", else after the file stem.
+  // An HF config: named after its folder when it is "config.json", else after the file stem; the
+  // Hugging Face id the path shows names it too (a run's model_path): ORG/NAME of a folder
+  // ".../ORG/NAME/config.json", of the hub cache's ".../models--ORG--NAME/snapshots/HASH/config.json"
+  // (named NAME, not after the hash) and of a file "ORG--NAME_config.json".
   const auto slash = path.find_last_of('/');
   std::string stem = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string hf_id;
+  auto parts_of = [](std::string p) {
+    std::vector<std::string> out;
+    for (std::size_t at; (at = p.find_last_of('/')) != std::string::npos; p.resize(at)) out.insert(out.begin(), p.substr(at + 1));
+    out.insert(out.begin(), p);
+    return out;
+  };
   if (stem == "config.json" && slash != std::string::npos && slash > 0) {
-    const std::string dir = path.substr(0, slash);
-    stem = dir.substr(dir.find_last_of('/') + 1);
+    const auto dirs = parts_of(path.substr(0, slash));
+    stem = dirs.back();
+    if (dirs.size() >= 2) hf_id = dirs[dirs.size() - 2] + "/" + stem;
+    if (dirs.size() >= 3 && dirs[dirs.size() - 2] == "snapshots" && dirs[dirs.size() - 3].starts_with("models--")) {
+      const std::string repo = dirs[dirs.size() - 3].substr(8);
+      if (const auto sep = repo.find("--"); sep != std::string::npos) stem = repo.substr(sep + 2), hf_id = repo.substr(0, sep) + "/" + stem;
+    }
   } else {
     if (stem.ends_with(".json")) stem.resize(stem.size() - 5);
     if (stem.ends_with("_config")) stem.resize(stem.size() - 7);
+    if (const auto sep = stem.find("--"); sep != std::string::npos && sep > 0) hf_id = stem.substr(0, sep) + "/" + stem.substr(sep + 2);
   }
-  return import_hf_config(text, path, stem, sibling_quant_config(path));
+  ModelSpec m = import_hf_config(text, path, stem, sibling_quant_config(path));
+  if (m.hf_ids.empty() && !hf_id.empty()) m.hf_ids.push_back(hf_id);
+  return m;
 }
 }  // namespace
 

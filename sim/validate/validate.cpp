@@ -257,7 +257,8 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   }
   std::string model_file;
   const models::ModelSpec* m = resolve_model(p.model_path, o.model_files, &model_file);
-  if (!m) cannot("model " + p.model_path + " not in the catalogue (servesim list models)");
+  if (!m)
+    cannot("model " + p.model_path + " not in the catalogue (servesim list models): give its Hugging Face config.json with --model-file");
   if (resolved_model) *resolved_model = m->name;
   precision = precision.empty() ? m->checkpoint_precision : checkpoint_format(precision, *m, p.model_path);
   const std::string gpu = gpu_of(p.system);

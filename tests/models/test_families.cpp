@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -329,6 +330,26 @@ TEST(Families, HfIdAliases) {
 // A Hugging Face id as a run or a user writes it: Meta's older "Meta-Llama" repository names, a
 // re-release dated -2507, another organisation's quantised copy, a Nemotron checkpoint; the
 // checkpoint a quantised repository's id names, in the format the model publishes.
+// A config.json where a user keeps it names the Hugging Face id its path shows, so that a run's
+// model_path finds it (validate / calibrate e2e --model-file): the hub cache's snapshot folder
+// (named after the repository, not the hash), a clone's ORG/NAME folder, a file ORG--NAME_config.json.
+TEST(Families, AConfigFileNamesTheIdItsPathShows) {
+  const auto root = std::filesystem::temp_directory_path() / "servesim_hf_paths";
+  const std::string text = fixture("tiny-qwen3.json");
+  struct Case { std::string file, name, id; };
+  for (const Case& c : {Case{"hub/models--acme--Tiny-Q3/snapshots/0123abcd/config.json", "Tiny-Q3", "acme/Tiny-Q3"},
+                        Case{"clone/acme/Tiny-Q3b/config.json", "Tiny-Q3b", "acme/Tiny-Q3b"},
+                        Case{"flat/acme--Tiny-Q3c_config.json", "acme--Tiny-Q3c", "acme/Tiny-Q3c"}}) {
+    const auto f = root / c.file;
+    std::filesystem::create_directories(f.parent_path());
+    std::ofstream(f) << text;
+    const ModelSpec& m = load_model_file(f.string());
+    EXPECT_EQ(m.name, c.name);
+    ASSERT_EQ(m.hf_ids.size(), 1u) << c.file;
+    EXPECT_EQ(m.hf_ids[0], c.id);
+  }
+}
+
 TEST(Families, ModelsFoundByTheIdsRunsName) {
   auto found = [](const char* id) { const ModelSpec* m = find_model(id); return m ? m->name : std::string("none"); };
   EXPECT_EQ(found("llama-3.1-70b"), "llama-3.1-70b");
