@@ -921,7 +921,7 @@ std::vector<std::string> model_names() {
 const ModelSpec& model(std::string_view name) {
   if (const ModelSpec* m = find_model(name)) return *m;
   throw Error("--model", "", "unknown model \"" + std::string(name) + "\" (known: " + text::join(model_names()) +
-                                 ", or a Hugging Face id one of them lists: servesim list models NAME)");
+                                 ", or a Hugging Face id one of them lists: servesim model NAME)");
 }
 
 namespace {

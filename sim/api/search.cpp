@@ -90,6 +90,11 @@ std::unique_ptr<sim::Search> make_search(const SearchArgs& a, bool per_instance)
     const hw::Precision x = hw::parse_precision(p, "--precision");
     if (std::find(sp.precisions.begin(), sp.precisions.end(), x) == sp.precisions.end()) sp.precisions.push_back(x);
   }
+  // A quantised repository's Hugging Face id (nvidia/Llama-3.3-70B-Instruct-FP8) is the checkpoint the
+  // user serves: searched alone unless --precision names others.
+  if (sp.precisions.empty() && a.model_file.empty())
+    if (const std::string named = models::id_checkpoint_precision(a.model, *sp.model); !named.empty())
+      sp.precisions.push_back(hw::parse_precision(named, "--model"));
   sp.tp = int_list<int>(a.tp, "--tp", 1, 72);
   if (a.tp == SearchArgs{}.tp) {   // the default list: the sizes one instance of some GPU given holds
     std::vector<int> held;

@@ -76,3 +76,13 @@ set_tests_properties(cli_memory_moe_tp_ep_is_not_vllms PROPERTIES PASS_REGULAR_E
 add_test(NAME cli_memory_moe_tp_ep_trtllm COMMAND $<TARGET_FILE:servesim> memory --model qwen3-235b-a22b --gpu h200 --tp 8 --ep 4 --precision fp8 --engine trtllm)
 set_tests_properties(cli_memory_moe_tp_ep_trtllm PROPERTIES PASS_REGULAR_EXPRESSION
   "TP8 EP4 \\(MoE TP2\\), fp8 weights.*\\(tp 8, pp 1, ep 4\\)[^\n]*\nweights +27.65 GiB")
+# A Hugging Face id names its catalogue entry, a quantised repository's id its checkpoint: simulate
+# runs it, search and recommend search that checkpoint alone (no --precision given).
+add_test(NAME cli_hf_id_simulate COMMAND $<TARGET_FILE:servesim> simulate --model Qwen/Qwen3-235B-A22B-FP8 --gpu h200 --tp 8
+         --isl 512 --osl 16 --concurrency 2 --requests 4 -q)
+set_tests_properties(cli_hf_id_simulate PROPERTIES PASS_REGULAR_EXPRESSION
+  "precision fp8_block \\(the checkpoint Qwen/Qwen3-235B-A22B-FP8 names\\).*ran: qwen3-235b-a22b, fp8_block weights")
+add_test(NAME cli_hf_id_recommend COMMAND $<TARGET_FILE:servesim> recommend --model nvidia/Llama-3.3-70B-Instruct-FP8 --gpu h200 --tp 1,2
+         --topology agg --isl 1024 --osl 128 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
+set_tests_properties(cli_hf_id_recommend PROPERTIES PASS_REGULAR_EXPRESSION "Pre-purchase: llama-3.3-70b.*agg TP[12] H200 fp8 "
+                     FAIL_REGULAR_EXPRESSION "H200 bf16|H200 nvfp4")
