@@ -70,6 +70,18 @@ TEST(ModelCatalog, KvAndStateBytesOfEveryNemotron) {
   EXPECT_DOUBLE_EQ(ssm_state_bytes_per_seq(model("nemotron-3-nano")), 46 * MiB);
 }
 
+// The KV bytes per token of catalogue entries of the layer kinds above, by hand from their configs:
+// full-attention layers x (K + V) x KV heads x head_dim x 2 bytes (BF16); MLA caches the latent and
+// the rope key once per layer, and DeepSeek-V3.2's indexer an FP8 key of 128 plus its FP32 scale.
+TEST(ModelCatalog, KvBytesOfEntriesByHand) {
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("qwen3-30b-a3b"), hw::Precision::bf16), 48 * 2.0 * 4 * 128 * 2);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("llama-3.1-405b"), hw::Precision::bf16), 126 * 2.0 * 8 * 128 * 2);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("llama-3.3-70b"), hw::Precision::bf16), 80 * 2.0 * 8 * 128 * 2);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("qwen3.5-27b"), hw::Precision::bf16), 16 * 2.0 * 4 * 256 * 2);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("kimi-k2"), hw::Precision::bf16), 61 * (512.0 + 64) * 2);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(model("deepseek-v3.2"), hw::Precision::bf16), 61 * ((512.0 + 64) * 2 + 128 + 4));
+}
+
 TEST(Importer, BlockTypeSpellingAndInfinity) {
   const auto m = import_hf_config(fixture("tiny-nemotron-h-blocktype.json"), "tiny.json", "tiny");
   ASSERT_EQ(m.layers.size(), 4u);
