@@ -59,3 +59,13 @@ set_tests_properties(cli_simulate_image_fraction PROPERTIES PASS_REGULAR_EXPRESS
 add_test(NAME cli_image_fraction_needs_images COMMAND ${SS} simulate --model nemotron-3.5-super-vl --gpu b200 --image-fraction 0.3)
 set_tests_properties(cli_image_fraction_needs_images PROPERTIES PASS_REGULAR_EXPRESSION "^servesim: error: --image-fraction: needs --images[^\n]*\n$")
 add_test(NAME cli_emit_scenario_resimulates COMMAND ${CMAKE_COMMAND} -DSS=${SS} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/scripts/emit_scenario.cmake)
+# GB300 is placed on a GB300 NVL72 compute tray that no source prices: the row's $/hour is "-" and a
+# footnote says how to give one; --price gb300-nvl72-tray=USD prices it (2 trays of 4 GPUs x 400).
+add_test(NAME cli_recommend_unpriced_tray COMMAND ${SS} recommend --model qwen3-8b --gpu gb300 --precision bf16 --topology agg --tp 1
+         --isl 1024 --osl 64 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
+set_tests_properties(cli_recommend_unpriced_tray PROPERTIES PASS_REGULAR_EXPRESSION
+  "GB300 +gb300-nvl72-tray .* - .*\\$/hour -: no source in the catalogue prices gb300-nvl72-tray")
+add_test(NAME cli_recommend_priced_tray COMMAND ${SS} recommend --price gb300-nvl72-tray=400 --model qwen3-8b --gpu gb300 --precision bf16
+         --topology agg --tp 1 --isl 1024 --osl 64 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
+set_tests_properties(cli_recommend_priced_tray PROPERTIES PASS_REGULAR_EXPRESSION "GB300 +gb300-nvl72-tray .* 400.00 "
+                     FAIL_REGULAR_EXPRESSION "no source in the catalogue prices")
