@@ -3,6 +3,7 @@
 // TTFT and ITL lines, the output tokens/s one copy of the topology serves there, copies for the
 // target, GPUs, instances, $/hour and the limiting side. --plot draws the charts through
 // python/servesim.
+#include <algorithm>
 #include <cstdio>
 #include <cmath>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "common/files.hpp"
 #include "common/table.hpp"
 #include "common/text.hpp"
+#include "hwmodels/catalog.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/studies/plan.hpp"
@@ -154,6 +156,9 @@ void run_plan(const PlanOpts& o) {
                         " arrivals; req/s per copy: the rate one copy of the topology is offered, with its TTFT / ITL)").c_str()
                      : " (clients per copy: the most clients one copy of the topology serves under both SLOs)");
   out += slo_line + pt.render() + spare_legend(open);
+  bool unpriced = false;
+  for (const auto& r : j["topologies"]) unpriced = unpriced || r["usd_per_hour"].is_null();
+  if (unpriced) out += unpriced_note({str(j["instance"])});
   if (open) {
     int overloaded = 0;
     for (const auto& d : j["open_loop"])
@@ -192,6 +197,25 @@ std::string sized_text(double headroom, double sized_tps, double sized_rps) {
 std::string spare_cell(const nlohmann::json& p) {
   const std::string lo = fixed(std::max(0.0, p["lo"].get<double>()), 0);
   return p["hi"].is_null() ? ">= " + lo : lo + "-" + fixed(p["hi"].get<double>(), 0);
+}
+
+std::string unpriced_note(const std::vector<std::string>& instances) {
+  std::vector<std::string> unpriced;
+  const auto& cat = hw::Catalog::global();
+  for (const auto& names : instances)
+    for (std::string rest = names; !rest.empty();) {   // "a" or "a + b" (prefill + decode)
+      const auto plus = rest.find('+');
+      std::string part = rest.substr(0, plus);
+      rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
+      part.erase(0, part.find_first_not_of(' '));
+      part.erase(part.find_last_not_of(' ') + 1);
+      const bool priced = std::any_of(cat.instances().begin(), cat.instances().end(),
+                                      [&](const hw::InstanceSpec& i) { return i.name == part && i.usd_per_hour; });
+      if (!part.empty() && !priced && std::find(unpriced.begin(), unpriced.end(), part) == unpriced.end()) unpriced.push_back(part);
+    }
+  if (unpriced.empty()) return "";
+  return "$/hour -: no source in the catalogue prices " + text::join(unpriced) + " (servesim list instances); --price " +
+         unpriced.front() + "=USD_PER_HOUR sets one\n";
 }
 
 std::string spare_legend(bool open_loop) {

@@ -522,21 +522,8 @@ std::string recommend_text(const nlohmann::json& j) {
          "(output tokens only, prompt tokens not counted; --target-rps R: R x OSL output tokens/s)\n";
   std::vector<std::string> unpriced;   // instances no source prices (the GB300 NVL72 tray)
   for (const auto& r : j["recommendations"])
-    if (r["usd_per_hour"].is_null())
-      for (std::string rest = str(r["instance"]); !rest.empty();) {   // "a" or "a + b" (prefill + decode)
-        const auto plus = rest.find('+');
-        std::string part = rest.substr(0, plus);
-        rest = plus == std::string::npos ? "" : rest.substr(plus + 1);
-        part.erase(0, part.find_first_not_of(' '));
-        part.erase(part.find_last_not_of(' ') + 1);
-        const auto& cat = hw::Catalog::global();
-        const bool priced = std::any_of(cat.instances().begin(), cat.instances().end(),
-                                        [&](const hw::InstanceSpec& i) { return i.name == part && i.usd_per_hour; });
-        if (!part.empty() && !priced && std::find(unpriced.begin(), unpriced.end(), part) == unpriced.end()) unpriced.push_back(part);
-      }
-  if (!unpriced.empty())
-    out += "$/hour -: no source in the catalogue prices " + text::join(unpriced) + " (servesim list instances); --price " +
-           unpriced.front() + "=USD_PER_HOUR sets one, and the rows rank by it\n";
+    if (r["usd_per_hour"].is_null()) unpriced.push_back(str(r["instance"]));
+  out += unpriced_note(unpriced);
   out += "Power: every GPU at its datasheet TDP, an upper bound (no measured power curve; host power excluded).\n"
          "(a-b): prediction band, " + sim::validate::band_legend() + ", applied to the " + stat +
          " figure; none shown: no measured runs of this kind\n";

@@ -76,6 +76,9 @@ std::string sized_text(double headroom, double sized_tps, double sized_rps);
 // line under a table of them. cmd_plan.cpp.
 std::string spare_cell(const nlohmann::json& spare_pct);
 std::string spare_legend(bool open_loop);
+// The footnote of a table whose $/hour is "-": which of `instances` ("a" or "a + b") no source
+// prices, and the --price that gives one; "" when every one is priced.
+std::string unpriced_note(const std::vector<std::string>& instances);
 
 // sweep --vs (cmd_whatif.cpp): the base scenario first, then each variant, labelled ("base", "A",
 // "B", ...) with its --vs flags, swept over the same spec; fmt table, csv or json to stdout or

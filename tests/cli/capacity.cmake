@@ -64,8 +64,11 @@ add_test(NAME cli_emit_scenario_resimulates COMMAND ${CMAKE_COMMAND} -DSS=${SS} 
 add_test(NAME cli_recommend_unpriced_tray COMMAND ${SS} recommend --model qwen3-8b --gpu gb300 --precision bf16 --topology agg --tp 1
          --isl 1024 --osl 64 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
 set_tests_properties(cli_recommend_unpriced_tray PROPERTIES PASS_REGULAR_EXPRESSION
-  "GB300 +gb300-nvl72-tray .* - .*\\$/hour -: no source in the catalogue prices gb300-nvl72-tray")
+  "GB300 +gb300-nvl72-tray .* - .*\\$/hour -: no source in the catalogue prices gb300-nvl72-tray .*--price gb300-nvl72-tray=USD_PER_HOUR sets one")
 add_test(NAME cli_recommend_priced_tray COMMAND ${SS} recommend --price gb300-nvl72-tray=400 --model qwen3-8b --gpu gb300 --precision bf16
          --topology agg --tp 1 --isl 1024 --osl 64 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
 set_tests_properties(cli_recommend_priced_tray PROPERTIES PASS_REGULAR_EXPRESSION "GB300 +gb300-nvl72-tray .* 400.00 "
                      FAIL_REGULAR_EXPRESSION "no source in the catalogue prices")
+add_test(NAME cli_plan_unpriced_tray COMMAND ${SS} plan --model qwen3-8b --instance gb300-nvl72-tray --nodes 1 --tp 1 --precision bf16
+         --topology agg --isl 1024 --osl 64 --concurrency 4 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
+set_tests_properties(cli_plan_unpriced_tray PROPERTIES PASS_REGULAR_EXPRESSION "aggregated .* - .*\\$/hour -: no source in the catalogue prices gb300-nvl72-tray")
