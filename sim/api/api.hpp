@@ -45,7 +45,9 @@ nlohmann::json model(const models::ModelSpec& m);
 const models::ModelSpec& resolve_model(const std::string& model, const std::string& model_file);
 // One replica's GPU, precision and TP x PP for `memory` and `step` (sim/resolve's rule; tp 0 = the
 // smallest shape that serves the model).
-sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp);
+// `name`: the model as named (a quantised repository's Hugging Face id names the checkpoint when no precision is given).
+sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& name, const std::string& gpu, const std::string& precision, int tp,
+                             int pp);
 // The command line's layout against what --engine (default the newest vLLM) launches (sim::check_layout).
 void check_command_line_layout(const std::string& engine, const models::Parallelism& par);
 
@@ -85,7 +87,7 @@ struct MinGpusArgs {
 nlohmann::json min_gpus(const MinGpusArgs& a);
 // The precisions min-gpus tabulates: `precisions` parsed, or when "" the checkpoint's (the rule of
 // sim/resolve.hpp) and nvfp4.
-std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions);
+std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions, const std::string& name = "");
 
 // `servesim op KIND`: predicted GPU time of one kernel or collective. `args` holds the CLI's
 // flags with underscores (gpu, dtype, m, n, k, experts, tokens, skew, batch, seq, context, heads,

@@ -53,9 +53,11 @@ const models::ModelSpec& resolve_model(const std::string& model, const std::stri
   return model_file.empty() ? models::model(model) : models::load_model_file(model_file);
 }
 
-sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& gpu, const std::string& precision, int tp, int pp) {
+sim::Resolved resolve_replica(const models::ModelSpec& m, const std::string& name, const std::string& gpu, const std::string& precision, int tp,
+                             int pp) {
   if (tp < 0) throw Error("--tp", "", "parallel sizes must be >= 1 (or leave --tp out for the smallest shape that serves the model)");
   sim::ResolveInput in;
+  in.model = name;
   in.gpu = gpu;
   in.precision = precision;
   if (tp > 0) in.tp = tp;
@@ -71,7 +73,7 @@ void check_command_line_layout(const std::string& engine, const models::Parallel
 
 nlohmann::json memory(const MemoryArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
+  const sim::Resolved r = resolve_replica(m, a.model_file.empty() ? a.model : "", a.gpu, a.precision, a.tp, a.pp);
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
   models::EngineMemoryConfig cfg;
@@ -144,11 +146,12 @@ nlohmann::json memory(const MemoryArgs& a) {
   return j;
 }
 
-std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions) {
+std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const std::string& precisions, const std::string& name) {
   std::vector<hw::Precision> precs;
   for (const auto& s : option_list(precisions, "--precisions")) precs.push_back(hw::parse_precision(s, "--precisions"));
-  if (precs.empty()) {
-    precs.push_back(models::checkpoint_weight_precision(m));
+  if (precs.empty()) {   // the checkpoint's (the one a quantised repository's id names), and nvfp4
+    const std::string named = models::id_checkpoint_precision(name, m);
+    precs.push_back(named.empty() ? models::checkpoint_weight_precision(m) : models::resolve_weight_precision(m, named, "--model"));
     if (precs[0] != hw::Precision::nvfp4) precs.push_back(hw::Precision::nvfp4);
   }
   return precs;
@@ -162,7 +165,7 @@ nlohmann::json min_gpus(const MinGpusArgs& a) {
   if (a.context < 0) throw Error("--context", "", "must be >= 0 tokens (0: the model's max_model_len), got " + std::to_string(a.context));
   pol.required_seqs = a.concurrency;
   pol.required_context = a.context;
-  const std::vector<hw::Precision> precs = min_gpus_precisions(m, a.precisions);
+  const std::vector<hw::Precision> precs = min_gpus_precisions(m, a.precisions, a.model_file.empty() ? a.model : "");
   std::vector<std::string> only = option_list(a.gpus, "--gpus");
   for (const auto& g : only) (void)hw::Catalog::global().gpu(g);  // unknown names list the known ones
   nlohmann::json j = nlohmann::json::array();

@@ -270,7 +270,7 @@ nlohmann::json launch_json(const StepArgs& a, const models::ModelSpec& m, const 
 
 nlohmann::json step(const StepArgs& a) {
   const auto& m = resolve_model(a.model, a.model_file);
-  const sim::Resolved r = resolve_replica(m, a.gpu, a.precision, a.tp, a.pp);
+  const sim::Resolved r = resolve_replica(m, a.model_file.empty() ? a.model : "", a.gpu, a.precision, a.tp, a.pp);
   const auto& gpu = hw::Catalog::global().gpu(r.gpu);
   const auto wp = r.precision;
   // "auto" on an engine: that engine's rule (SGLang keeps a DSA model's cache in BF16 on Hopper).

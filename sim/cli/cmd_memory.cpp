@@ -130,7 +130,7 @@ void run_min_gpus(const api::MinGpusArgs& a, Format format) {
   }
   const auto& m = api::resolve_model(a.model, a.model_file);
   std::string precs;
-  for (const auto p : api::min_gpus_precisions(m, a.precisions)) precs += (precs.empty() ? "" : ", ") + std::string(hw::to_string(p));
+  for (const auto p : api::min_gpus_precisions(m, a.precisions, a.model_file.empty() ? a.model : "")) precs += (precs.empty() ? "" : ", ") + std::string(hw::to_string(p));
   std::string text = "servesim min-gpus: " + m.name + ", precisions " + precs + ", policy " + a.policy + "\n" +
                      (a.precisions.empty() ? "(defaults: precisions " + precs + " (the checkpoint's, and nvfp4))\n"
                                            : std::string()) +

@@ -86,3 +86,8 @@ add_test(NAME cli_hf_id_recommend COMMAND $<TARGET_FILE:servesim> recommend --mo
          --topology agg --isl 1024 --osl 128 --concurrency 4,8 --ttft-ms 2000 --itl-ms 100 --target-tps 500)
 set_tests_properties(cli_hf_id_recommend PROPERTIES PASS_REGULAR_EXPRESSION "Pre-purchase: llama-3.3-70b.*agg TP[12] H200 fp8 "
                      FAIL_REGULAR_EXPRESSION "H200 bf16|H200 nvfp4")
+add_test(NAME cli_hf_id_memory COMMAND $<TARGET_FILE:servesim> memory --model Qwen/Qwen3-235B-A22B-FP8 --gpu h200 --tp 8)
+set_tests_properties(cli_hf_id_memory PROPERTIES PASS_REGULAR_EXPRESSION
+  "qwen3-235b-a22b on H200, TP8, fp8_block weights.*the checkpoint Qwen/Qwen3-235B-A22B-FP8 names")
+add_test(NAME cli_hf_id_min_gpus COMMAND $<TARGET_FILE:servesim> min-gpus --model nvidia/Llama-3.3-70B-Instruct-FP8 --gpus h200)
+set_tests_properties(cli_hf_id_min_gpus PROPERTIES PASS_REGULAR_EXPRESSION "llama-3.3-70b, precisions fp8, nvfp4")
