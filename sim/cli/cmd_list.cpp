@@ -237,7 +237,7 @@ void add_list_command(CLI::App& app) {
   struct ModelOpts { std::string name, file; Format f = Format::table; };
   static ModelOpts mo;
   auto* one = app.add_subcommand("model", "One model's blocks, parameters, checkpoint precision and cache per token / sequence");
-  one->add_option("name,--model", mo.name, "Model name (servesim list models)");
+  one->add_option("name,--model", mo.name, "Model name (servesim list models) or its Hugging Face id");
   one->add_option("--model-file", mo.file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   add_format_option(*one, mo.f);
   one->callback([] { show_model(mo.name, mo.file, mo.f); });

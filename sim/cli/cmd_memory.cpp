@@ -151,7 +151,7 @@ void add_memory_commands(CLI::App& app) {
   static Format mf = Format::table;
   auto* mem = app.add_subcommand("memory", "Per-GPU memory plan of one replica (vLLM's planner, or --engine sglang / trtllm's)");
   mem->add_option("--engine", mo.engine, "Engine profile whose defaults and memory planner apply (vllm, sglang, trtllm, or a release: servesim list engines; default vLLM serve's defaults)");
-  mem->add_option("--model", mo.model, "Model name (servesim list models)");
+  mem->add_option("--model", mo.model, "Model name (servesim list models) or its Hugging Face id");
   mem->add_option("--model-file", mo.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mem->add_option("--gpu", mo.gpu, "GPU name (default h200)");
   mem->add_option("--precision", mo.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's)");
@@ -176,7 +176,7 @@ void add_memory_commands(CLI::App& app) {
   static api::MinGpusArgs no;
   static Format nf = Format::table;
   auto* mg = app.add_subcommand("min-gpus", "Minimum GPUs per GPU type and precision under the default serving policy");
-  mg->add_option("--model", no.model, "Model name (servesim list models)");
+  mg->add_option("--model", no.model, "Model name (servesim list models) or its Hugging Face id");
   mg->add_option("--model-file", no.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   mg->add_option("--precisions", no.precisions, "Comma-separated precisions (default: the checkpoint's and nvfp4)");
   mg->add_option("--gpus", no.gpus, "Comma-separated GPU names (default all)");

@@ -237,7 +237,7 @@ void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOpts>();
   auto* c = app.add_subcommand("plan", "Sweep topologies over concurrency and plan replicas, GPUs and $/hour against TTFT/ITL SLOs "
                                        "(no model flags: the reference study)");
-  c->add_option("--model", o->args.model, "Model name (servesim list models)");
+  c->add_option("--model", o->args.model, "Model name (servesim list models) or its Hugging Face id");
   c->add_option("--model-file", o->args.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c->add_option("--instance", o->args.instance, "Instance type (servesim list instances)");
   c->add_option("--nodes", o->args.nodes, "Instances the topology is placed on");

@@ -612,7 +612,7 @@ void run_recommend(SearchOpts& o) {
 }  // namespace
 
 void add_search_options(CLI::App& c, api::SearchArgs& a) {
-  c.add_option("--model", a.model, "Model name (servesim list models)");
+  c.add_option("--model", a.model, "Model name (servesim list models) or its Hugging Face id");
   c.add_option("--model-file", a.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c.add_option("--gpu", a.gpus, "GPU or instance types to search, comma-separated (e.g. h100,h200,b200,b300)");
   c.add_option("--precision", a.precisions, "Weight precisions to try (default: bf16, fp8, nvfp4 where the GPU computes in them, and the formats the model is published in, 4-bit weight-only ones through Marlin W4A16 on any GPU)");

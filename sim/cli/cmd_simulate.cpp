@@ -81,7 +81,7 @@ struct SimOpts {
 
 void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
   c.add_option("--scenario", o.scenario, "Scenario JSON file (flags override its fields)")->check(CLI::ExistingFile);
-  c.add_option("--model", o.model, "Model name (servesim list models)");
+  c.add_option("--model", o.model, "Model name (servesim list models) or its Hugging Face id");
   c.add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   c.add_option("--gpu", o.gpu, "GPU name (servesim list gpus)");
   c.add_option("--gpus", o.gpus, "GPUs in total; replicas = gpus / (tp x pp)");

@@ -62,7 +62,7 @@ void add_step_command(CLI::App& app) {
   static api::StepArgs o;
   static Format f = Format::table;
   auto* s = app.add_subcommand("step", "Explain one decode step and one prefill step per layer kind");
-  s->add_option("--model", o.model, "Model name (servesim list models)");
+  s->add_option("--model", o.model, "Model name (servesim list models) or its Hugging Face id");
   s->add_option("--model-file", o.model_file, "A servesim model JSON or a Hugging Face config.json instead of --model");
   s->add_option("--gpu", o.gpu, "GPU name (default h200)");
   s->add_option("--precision", o.precision, "Weights: bf16 | fp8 | fp8_block | nvfp4 | mxfp4 | int4 | int8 (default: the checkpoint's; fp8 on a 128x128 block-FP8 checkpoint runs fp8_block)");
