@@ -902,6 +902,8 @@ struct Registry {
       e->name.resize(e->name.size() - 5);
       models.push_back(std::move(e));
     }
+    // By name: "deepseek-v3" before "deepseek-v3.2" (the files sort the other way, '.' before 'j').
+    std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     builtin = models.size();
   }
 };
