@@ -150,8 +150,7 @@ std::vector<hw::Precision> min_gpus_precisions(const models::ModelSpec& m, const
   std::vector<hw::Precision> precs;
   for (const auto& s : option_list(precisions, "--precisions")) precs.push_back(hw::parse_precision(s, "--precisions"));
   if (precs.empty()) {   // the checkpoint's (the one a quantised repository's id names), and nvfp4
-    const std::string named = models::id_checkpoint_precision(name, m);
-    precs.push_back(named.empty() ? models::checkpoint_weight_precision(m) : models::resolve_weight_precision(m, named, "--model"));
+    precs.push_back(models::resolve_weight_precision(m, models::id_checkpoint_precision(name, m), "--model"));
     if (precs[0] != hw::Precision::nvfp4) precs.push_back(hw::Precision::nvfp4);
   }
   return precs;

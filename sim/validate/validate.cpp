@@ -322,11 +322,10 @@ nlohmann::json point_scenario(const MeasuredPoint& p, const Options& o, std::str
   // The budget is raised to the prompt, no further.
   if (o.harness == "aic" && mode == "disagg" && !p.bench_result && p.isl > 0) {
     const EngineProfile& prof = engine_profile(profile.empty() ? std::string(kNewestEngine) : profile);
-    auto& e = s["engine"];
-    if (!e.is_object()) e = nlohmann::json::object();
+    const nlohmann::json e = s.contains("engine") && s["engine"].is_object() ? s["engine"] : nlohmann::json::object();
     const bool chunked = e.value("enable_chunked_prefill", prof.enable_chunked_prefill);
     const std::int64_t budget = e.value("max_num_batched_tokens", prof.gpu_class(hw::Catalog::global().gpu(gpu)).max_num_batched_tokens);
-    if (!chunked && p.isl > budget) e["max_num_batched_tokens"] = p.isl;
+    if (!chunked && p.isl > budget) s["engine"]["max_num_batched_tokens"] = p.isl;
   }
   // The KV cache of an FP8 deployment on Blackwell under the measured harness: FP8. vLLM's "auto"
   // keeps BF16 for a block-FP8 checkpoint (MiniMax-M2.5's), which cannot hold what the measured
