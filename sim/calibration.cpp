@@ -16,7 +16,7 @@ namespace servesim::sim {
 
 namespace {
 const char* const kNames[] = {"gemm_scale", "moe_scale", "attention_scale", "communication_scale", "prefill_scale", "decode_scale",
-                              "decode_attention_scale", "custom_allreduce_scale", "mixer_scale", "step_cpu_factor", "step_gpu_ms", "step_overhead_factor", "request_overhead_ms",
+                              "decode_attention_scale", "custom_allreduce_scale", "mixer_scale", "step_cpu_factor", "step_gpu_ms", "forward_floor_ms", "step_overhead_factor", "request_overhead_ms",
                               "request_latency_ms", "first_token_floor_ms", "spread_factor", "handoff_scale"};
 bool known(const std::string& n) {
   for (const char* k : kNames)
@@ -119,6 +119,7 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
   p.step_cpu_factor = val("step_cpu_factor", 1);
   p.step_overhead_factor = val("step_overhead_factor", 1);
   p.step_gpu_ms = val("step_gpu_ms", 0);
+  p.forward_floor_ms = val("forward_floor_ms", 0);
   p.request_overhead_ms = val("request_overhead_ms", 0);
   p.request_latency_ms = val("request_latency_ms", 0);
   p.first_token_floor_ms = val("first_token_floor_ms", 0);
@@ -190,6 +191,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "step_cpu_factor") a.step_cpu_factor = c.value;
     else if (c.name == "step_overhead_factor") a.step_overhead_factor = c.value;
     else if (c.name == "step_gpu_ms") a.step_gpu_ms = c.value;
+    else if (c.name == "forward_floor_ms") a.forward_floor_ms = c.value;
     else if (c.name == "request_overhead_ms") a.request_overhead_ms = c.value;
     else if (c.name == "request_latency_ms") a.request_latency_ms = c.value;
     else if (c.name == "first_token_floor_ms") a.first_token_floor_ms = c.value;
@@ -231,6 +233,15 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
   if (a.bands && !model.empty() && text::lower(model) != p.model) a.bands = false;
   a.summary = s;
   return a;
+}
+
+void apply_to_engine(const AppliedCalibration& a, EngineConfig& e) {
+  e.kernel_scales = a.kernels;
+  e.step_overhead_s *= a.step_cpu_factor;
+  e.step_overhead_per_seq_s *= a.step_overhead_factor;
+  e.step_gpu_s += a.step_gpu_ms * 1e-3;
+  e.forward_floor_s = std::max(e.forward_floor_s, a.forward_floor_ms * 1e-3);
+  e.closed_loop_osl_spread_tokens *= a.spread_factor;
 }
 
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p) {

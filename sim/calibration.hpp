@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hwmodels/scaled_kernel_model.hpp"
+#include "sim/engine/engine_config.hpp"
 #include "sim/validate/bands.hpp"
 
 namespace servesim::sim {
@@ -21,7 +22,8 @@ constexpr double kMinFactor = 0.05, kMaxFactor = 20, kMaxMs = 10000;
 struct CalibratedParameter {
   std::string name;         // gemm_scale, moe_scale, attention_scale, communication_scale, prefill_scale,
                             // decode_scale, decode_attention_scale, custom_allreduce_scale, mixer_scale, step_cpu_factor, step_gpu_ms,
-                            // step_overhead_factor, request_overhead_ms, request_latency_ms, first_token_floor_ms, spread_factor
+                            // forward_floor_ms, step_overhead_factor, request_overhead_ms, request_latency_ms,
+                            // first_token_floor_ms, spread_factor, handoff_scale
   double prior = 0, value = 0, sd = 0;   // sd: one standard deviation of the fitted value
   std::string unit;         // "x" (a factor) or "ms"
   std::string scope;        // what it transfers to: "gpu+engine" (this GPU, its node, this engine build)
@@ -39,6 +41,7 @@ struct CalibrationProfile {
   double step_cpu_factor = 1;                  // on the profile's engine-core time per step (fixed part)
   double step_overhead_factor = 1;             // on the profile's engine-core time per scheduled request
   double step_gpu_ms = 0;                      // GPU-side time added to every step's forward
+  double forward_floor_ms = 0;                 // the shortest a step's forward takes (kernels issued from the host)
   double request_overhead_ms = 0;              // added to the API server's time per request (serial: queues)
   double request_latency_ms = 0;               // latency per request the client sees and the engine does not (no queue)
   double first_token_floor_ms = 0;             // the shortest first token the client sees: TTFT = max(simulated, floor)
@@ -66,14 +69,18 @@ CalibrationProfile load_calibration(const std::string& path);
 struct AppliedCalibration {
   bool any = false;
   hw::KernelScales kernels;
-  double step_cpu_factor = 1, step_overhead_factor = 1, step_gpu_ms = 0, request_overhead_ms = 0, request_latency_ms = 0,
-         first_token_floor_ms = 0, spread_factor = 1, handoff_scale = 1;
+  double step_cpu_factor = 1, step_overhead_factor = 1, step_gpu_ms = 0, forward_floor_ms = 0, request_overhead_ms = 0,
+         request_latency_ms = 0, first_token_floor_ms = 0, spread_factor = 1, handoff_scale = 1;
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header
 };
 AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
                               const std::string& model, const std::string& precision);
+// The engine-side parts of an applied calibration on an engine configuration: the kernel factors,
+// the host's time per step and per request, the GPU's added time per step, the forward's floor and
+// the closed loop's spread.
+void apply_to_engine(const AppliedCalibration& a, EngineConfig& e);
 // Whether a parameter is a factor on the kernels a weight precision picks (left out in another precision).
 bool precision_bound(const std::string& parameter);
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p);

@@ -152,11 +152,7 @@ EngineConfig resolved_engine(const Scenario& s, const models::ModelSpec& m, cons
   }
   if (s.calibration) {   // the parts of a user's calibration that transfer to this GPU and engine
     const AppliedCalibration a = applicable(*s.calibration, gpu.name, prof.name, m.name, std::string(hw::to_string(s.precision)));
-    e.kernel_scales = a.kernels;
-    e.step_overhead_s *= a.step_cpu_factor;
-    e.step_overhead_per_seq_s *= a.step_overhead_factor;
-    e.step_gpu_s += a.step_gpu_ms * 1e-3;
-    e.closed_loop_osl_spread_tokens *= a.spread_factor;
+    apply_to_engine(a, e);
   }
   return e;
 }

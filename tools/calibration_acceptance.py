@@ -18,6 +18,13 @@ folds and the held-out figures are those of `--train-fraction`.
     tools/calibration_acceptance.py --engine sglang,trtllm --seeds 1,2,3
     tools/calibration_acceptance.py --group kimi-k2.5 --seeds 1 --json out.json
     tools/calibration_acceptance.py --engine vllm,sglang,trtllm --mode disagg --seeds 1,2,3
+    tools/calibration_acceptance.py --group "gpt-oss-120b h200" --cluster no-graphs.json
+
+--cluster SCENARIO.json makes each group's points a cluster known exactly: its measured TTFT and
+TPOT are replaced by servesim's own prediction of every layout under that scenario (`validate
+--scenario`: e.g. {"engine": {"cudagraph_mode": "NONE"}}, a build that issues its decode from the
+host), so what calibration recovers from a third of them, and what it misses, is measured against a
+truth the priors do not hold.
 
 Under each group, per seed, the parameters the profile applies (chosen by the nested cross-validation
 and kept by the gate) with their fitted values. Flags: K the profile kept the priors, Kt / Kp it kept them for TTFT / TPOT (only the parameters
@@ -100,6 +107,33 @@ def groups_of(path, engine, mode):
     return header, {k: list(v.values()) for k, v in groups.items()}
 
 
+def group_name(key):
+    """engine, model, GPU, release: what --group matches and the table prints."""
+    return f"{key[0]} {key[1].split('/')[-1]} {key[2].split('_')[0].upper()} {key[3]}"
+
+
+def as_cluster(servesim, header, groups, scenario, mode):
+    """Every group's points with servesim's prediction under `scenario` as their measured figures
+    (points it cannot place are dropped)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rows_csv, pred_csv = os.path.join(tmp, "rows.csv"), os.path.join(tmp, "pred.csv")
+        write_rows(rows_csv, header, [rows for pts in groups.values() for rows in pts])
+        subprocess.run(["nice", servesim, "validate", rows_csv, "--mode", mode, "--scenario", scenario, "--threads", "2",
+                        "--output", pred_csv], check=True, capture_output=True)
+        with open(pred_csv, newline="") as f:
+            pred = {r["id"]: r for r in csv.DictReader(f) if r["predicted_ttft_ms"] and r["predicted_itl_ms"]}
+    out = {}
+    for key, pts in groups.items():
+        kept = []
+        for rows in pts:
+            rows = [dict(r, silicon_ttft_ms=pred[r["id"]]["predicted_ttft_ms"], silicon_tpot_ms=pred[r["id"]]["predicted_itl_ms"])
+                    for r in rows if r["id"] in pred]
+            if rows:
+                kept.append(rows)
+        out[key] = kept
+    return out
+
+
 def write_rows(path, header, points):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header)
@@ -173,17 +207,22 @@ def main():
     ap.add_argument("--max-points", type=int, default=0, help="skip groups with more points (0: none skipped)")
     ap.add_argument("--parameters", default="", help="passed to calibrate e2e --parameters")
     ap.add_argument("--no-shrink", action="store_true", help="pass calibrate e2e --no-shrink (the gate alone, no shrinkage toward the priors)")
+    ap.add_argument("--cluster", default="", help="scenario JSON: score a cluster known exactly, each point's measured figures "
+                                                   "replaced by servesim's prediction under it (validate --scenario)")
     ap.add_argument("--json", default="", help="also write every result here (rewritten after each group)")
     a = ap.parse_args()
     extra = (["--parameters", a.parameters] if a.parameters else []) + (["--no-shrink"] if a.no_shrink else [])
     header, groups = groups_of(a.csv, a.engine, a.mode)
+    groups = {k: v for k, v in groups.items() if any(g.strip().lower() in group_name(k).lower() for g in a.group.split(","))}
+    if a.cluster:
+        groups = as_cluster(a.servesim, header, groups, a.cluster, a.mode)
     seeds = [int(s) for s in a.seeds.split(",") if s]
     results = []
     print("group | points | " + " | ".join(f"seed {s}: TTFT / TPOT %" for s in seeds))
     for key in sorted(groups):
         pts = groups[key]
-        name = f"{key[0]} {key[1].split('/')[-1]} {key[2].split('_')[0].upper()} {key[3]}"
-        if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points) or not any(g.strip().lower() in name.lower() for g in a.group.split(",")):
+        name = group_name(key)
+        if len(pts) < a.min_points or (a.max_points and len(pts) > a.max_points):
             continue
         cells = []
         for s in seeds:

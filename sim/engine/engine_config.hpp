@@ -69,6 +69,12 @@ struct EngineConfig {
   // GPU-side time added to every step's forward (a user calibration's step_gpu_ms: launch gaps, an
   // op outside the graphs, a synchronisation); unlike the engine core's time it never overlaps the GPU.
   double step_gpu_s = 0;
+  // The shortest a step's forward may take whatever its kernels (a user calibration's
+  // forward_floor_ms): a build that issues its forward, or part of it, from the host instead of
+  // replaying a CUDA graph cannot finish a step before it has launched its kernels. A floor, not an
+  // addition: the GPU's own time hides it once longer (TPOT flat at light load, the GPU's growth
+  // reaching it at more sequences). 0: the launches the profile models alone.
+  double forward_floor_s = 0;
   double eager_overhead_s = kDefaultEagerOverheadS;
   // The engine-core loop (vLLM EngineCoreProc): synchronous (schedule, run, update, repeat) or
   // async scheduling with a batch queue: batch N+1 is scheduled while batch N runs on the GPU.

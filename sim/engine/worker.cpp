@@ -38,6 +38,7 @@ Worker::Worker(const EngineConfig& cfg, const models::StepCostModel& cost, std::
       overhead_s_(cfg.overhead_per_step_s()),
       overhead_per_seq_s_(cfg.step_overhead_per_seq_s),
       step_gpu_s_(cfg.step_gpu_s),
+      forward_floor_s_(cfg.forward_floor_s),
       async_(cfg.async_scheduling),
       launches_on_scheduler_thread_(cfg.launches_on_scheduler_thread) {
   dp_ = std::max(1, cfg.lockstep_dp);
@@ -165,7 +166,7 @@ double Worker::run_batch(double now_s, double sched_s, const models::StepBatch& 
   } else {
     gpu_s = step_seconds(*batch);
   }
-  gpu_s += step_gpu_s_;
+  gpu_s = std::max(gpu_s + step_gpu_s_, forward_floor_s_);   // a calibrated cluster's forward floor
   if (const double onboard_s = sched_.step_onboard_seconds(); onboard_s > 0)   // KV offload tiers -> GPU
     gpu_s = sched_.offload()->overlap() ? std::max(gpu_s, onboard_s) : gpu_s + onboard_s;
   const double launch_s = launch_seconds_given(full_graph, tokens, uniform);

@@ -208,6 +208,7 @@ class Worker {
   const models::StepCostModel* cost_;
   double overhead_s_, overhead_per_seq_s_;
   double step_gpu_s_;            // fixed GPU time added to every step (a calibration's step_gpu_ms)
+  double forward_floor_s_;       // no step's forward is shorter (a calibration's forward_floor_ms)
   double launch_full_s_;         // one forward's kernels launched from the host
   double launch_piecewise_s_;    // the eager attention/Mamba ops between piecewise graphs
   int dp_ = 1;                   // attention DP ranks in lockstep (EngineConfig::lockstep_dp)

@@ -65,11 +65,7 @@ EngineConfig Deployment::engine_for(WorkerRole role, const hw::GpuSpec& gpu) con
   EngineConfig e = spec_.engine;
   if (spec_.calibration) {   // the parts of a user's calibration that transfer to this role's GPU and engine build
     const AppliedCalibration a = applicable(*spec_.calibration, gpu.name, e.engine_profile, spec_.model->name, std::string(hw::to_string(spec_.weights)));
-    e.kernel_scales = a.kernels;
-    e.step_overhead_s *= a.step_cpu_factor;
-    e.step_overhead_per_seq_s *= a.step_overhead_factor;
-    e.step_gpu_s += a.step_gpu_ms * 1e-3;
-    e.closed_loop_osl_spread_tokens *= a.spread_factor;
+    apply_to_engine(a, e);
   }
   e.role = role;
   if (e.max_model_len <= 0) e.max_model_len = spec_.model->max_context;   // vLLM: the config's max_position_embeddings

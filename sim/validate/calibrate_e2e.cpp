@@ -115,6 +115,15 @@ const Param kParams[] = {
     // the split's TPOT at <= 4 clients is 0-3.8 ms longer than predicted (median 0.4 ms over 14 groups;
     // MiniMax-M2.5 H200 vLLM 0.16 3.8 ms, B200 0.17 2.0 ms).
     {"step_gpu_ms", 0, 2.0, 0.25, false, "gpu+engine"},
+    // The shortest a step's forward takes whatever its kernels: a build that issues its forward (or
+    // part of it) from the host instead of replaying a CUDA graph cannot end a step before its
+    // kernels are launched, and the GPU's own time hides that only once longer: TPOT flat at light
+    // load, the GPU's growth reaching it at more clients (servesim's own decode without graphs:
+    // gpt-oss-120b on H200 7.5 ms a step at every TP and load where graphs give 3.4-6.5 ms). A floor
+    // (max), where step_gpu_ms adds and the engine core's host time adds on a synchronous loop. The
+    // prior, 0, is a decode replayed from graphs; the width: a whole forward issued from the host is
+    // 7-45 ms on the catalogue's models (gpt-oss-120b TP4 on H200, Qwen3-235B-A22B FP8 TP2).
+    {"forward_floor_ms", 0, 20.0, 0.25, false, "gpu+engine"},
     // Host time per request in the API server, serial (it queues at high load): fitted only when
     // asked (--parameters). On the calibration split the short-prompt TTFT floor it was meant for
     // does not queue: a 23.5 ms serial cost fitted on MiniMax-M2.5 B200 (nightly) turned held-out
@@ -266,7 +275,7 @@ class Fitter {
     for (Eigen::Index i = 0; i < k; ++i) x[i] = ps_[i]->prior;
     Evaluation cur = eval(x);
     if (trace) trace->costs.push_back(cur.cost);
-    start_floor(x, cur, trace);
+    start_hinges(x, cur, trace);
     start_grid(x, cur, trace);
     double lambda = 1e-2;
     Eigen::MatrixXd J;
@@ -394,18 +403,32 @@ class Fitter {
     anchored_ = true;
   }
 
-  // The first-token floor is max(simulated, floor): at its prior (0) and anywhere below every point's
-  // simulated TTFT no difference sees it. So the fit starts it, when that lowers the objective, at the
-  // measured TTFT of one point that measures it (a short prompt at low load), the best of them.
-  void start_floor(Eigen::VectorXd& x, Evaluation& cur, FitTrace* trace) const {
-    for (std::size_t i = 0; i < ps_.size(); ++i) {
-      if (std::string_view(ps_[i]->name) != "first_token_floor_ms") continue;
-      const std::size_t measured = pts_.size() - (anchored_ ? 1 : 0);
-      std::vector<double> at;
-      for (std::size_t j = 0; j < measured; ++j)
-        if (measures_floor(pts_[j]) && pts_[j].ttft_ms > 0) at.push_back(pts_[j].ttft_ms);
-      start_at(i, at, x, cur, trace);
-    }
+  // Three parameters act only past a point: at their priors no difference sees them, so the fit starts
+  // each, in this order and when that lowers the objective, at the best of a few values.
+  // - first_token_floor_ms, TTFT = max(simulated, floor): 0, and anywhere below every point's
+  //   simulated TTFT, is flat; it starts at the measured TTFT of one point that measures it (a short
+  //   prompt at low load).
+  // - forward_floor_ms, a step's forward = max(kernels, floor): it starts at the measured TPOT of one
+  //   point at light load (<= 8 clients: a decode step then, the prompts' prefill a few % of it).
+  // - step_cpu_factor: the engine core's host time per step is a floor under the step only where it
+  //   exceeds the GPU's time under async scheduling, and at its prior (2 ms on the vLLM profiles) every
+  //   step of a large model is longer; a cluster whose decode is host-bound (TPOT flat at light load,
+  //   the GPU's growth reaching it at more clients) starts it at 2, 4, 8 or 16 times the profile's.
+  // The descent goes on from where the floor binds.
+  void start_hinges(Eigen::VectorXd& x, Evaluation& cur, FitTrace* trace) const {
+    const std::size_t measured = pts_.size() - (anchored_ ? 1 : 0);
+    for (const std::string_view name : {"first_token_floor_ms", "forward_floor_ms", "step_cpu_factor"})
+      for (std::size_t i = 0; i < ps_.size(); ++i) {
+        if (name != ps_[i]->name) continue;
+        std::vector<double> at;
+        if (name == "step_cpu_factor") at = {std::log(2.0), std::log(4.0), std::log(8.0), std::log(16.0)};
+        for (std::size_t j = 0; j < measured && name != "step_cpu_factor"; ++j) {
+          const MeasuredPoint& p = pts_[j];
+          if (name == "first_token_floor_ms" && measures_floor(p) && p.ttft_ms > 0) at.push_back(p.ttft_ms);
+          if (name == "forward_floor_ms" && p.concurrency >= 1 && p.concurrency <= 8 && p.tpot_ms > 0) at.push_back(p.tpot_ms);
+        }
+        start_at(i, at, x, cur, trace);
+      }
   }
 
   // A closed loop's TTFT answers the answer-length spread in steps (which clients' prefills meet), so a
@@ -456,6 +479,7 @@ std::string measured_by(const std::string& name) {
   if (name == "handoff_scale") return "disaggregated runs at light load";
   if (name == "request_latency_ms" || name == "request_overhead_ms") return "short prompts at low and at high load";
   if (name == "gemm_scale" || name == "moe_scale" || name == "attention_scale") return "long prompts and long answers";
+  if (name == "forward_floor_ms") return "light load (<= 8 clients), where a decode step is shortest";
   if (name == "step_cpu_factor" || name == "step_overhead_factor")
     return "steps shorter than the engine core's host time, a small model's decode at many clients";
   return "long answers at several client counts";   // decode-side: decode_scale, step_*, mixer_scale, decode_attention_scale
@@ -1088,6 +1112,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     }
   const bool shrink = strength > 0;
   std::vector<bool> held_back(ps.size(), false);   // what the gate puts back at the priors
+  bool ttft_held_even = false;                     // TPOT fell, TTFT got no worse: every chosen parameter applies
   std::string gate_txt;
   if (!shrink && k > 1 && (!chosen_gate.ttft_falls || !chosen_gate.tpot_falls)) {   // without folds (--folds 1) nothing to gate on
     const bool keep_ttft = chosen_gate.ttft_falls, keep_tpot = chosen_gate.tpot_falls;
@@ -1095,7 +1120,20 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       held_back[j] = !((keep_ttft && acts(*ps[j]) == Acts::ttft) || (keep_tpot && acts(*ps[j]) == Acts::tpot));
     bool any = false;
     for (std::size_t j = 0; j < ps.size(); ++j) any = any || (!held_back[j] && !dropped[j]);
-    if (any) {
+    // A TPOT that falls where TTFT cannot fall by its margin because it is already about that low
+    // keeps every chosen parameter when TTFT gets no worse at all, nested and as fitted: no parameter
+    // acts on TPOT alone, and a cluster whose decode alone is off (a forward issued from the host:
+    // servesim's own decode without CUDA graphs, gpt-oss-120b on H200, TPOT 22.4 -> 0.6 %, TTFT 3.7 ->
+    // 0.7 % in the folds) would otherwise keep the priors. From kFullPriorPoints points on: on the
+    // split's thirds of 5-7 points a TPOT-side fit whose folds' TTFT had not moved took held-out TTFT
+    // 1.2 points up (Kimi-K2.5 H200 vLLM 0.16 seed 3).
+    if (keep_tpot && !keep_ttft && n >= kFullPriorPoints) {
+      const Gate a = gate(as_fitted(no_more));
+      ttft_held_even = chosen_gate.ttft_after <= chosen_gate.ttft_before && a.ttft_after <= a.ttft_before;
+    }
+    if (ttft_held_even) {
+      held_back.assign(ps.size(), false);   // cv and final_gate stay the chosen set's
+    } else if (any) {
       auto ev = nested(held_back);
       const Gate g = gate_both(ev, held_back);
       // No parameter acts on TPOT alone, so a TPOT that falls where TTFT does not keeps its priors too.
@@ -1127,6 +1165,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
                (chosen_gate.tpot_falls ? " falls" : " does not fall by 0.4 point (here or with every parameter as fitted)") + "; " +
                (kept_priors ? std::string("the profile keeps the priors")
                 : chosen_gate.ttft_falls && chosen_gate.tpot_falls ? std::string("every chosen parameter applies")
+                : ttft_held_even ? std::string("every chosen parameter applies (TTFT gets no worse, nested and as fitted)")
                 : std::string("only the parameters that act on ") + (chosen_gate.ttft_falls ? "TTFT" : "TPOT") + " alone apply") +
                "\n";
   if (!shrink_tried.empty()) gate_txt += "Shrunk toward the priors (nested; a fall also as fitted):\n" + shrink_tried;
@@ -1209,11 +1248,11 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     for (std::size_t i = 0; i < ps.size(); ++i) prof.parameters[i].value = prof.parameters[i].prior;
     prof.kernels = {};
     prof.step_cpu_factor = prof.step_overhead_factor = prof.spread_factor = prof.handoff_scale = 1;
-    prof.request_overhead_ms = prof.request_latency_ms = prof.step_gpu_ms = prof.first_token_floor_ms = 0;
+    prof.request_overhead_ms = prof.request_latency_ms = prof.step_gpu_ms = prof.forward_floor_ms = prof.first_token_floor_ms = 0;
   }
   auto pct_num = [](double x) { return std::isfinite(x) ? nlohmann::json(100 * x) : nlohmann::json(nullptr); };
   nlohmann::json held_for = nlohmann::json::array();
-  if (k > 1 && !shrink && !chosen_gate.ttft_falls) held_for.push_back("ttft");
+  if (k > 1 && !shrink && !chosen_gate.ttft_falls && !ttft_held_even) held_for.push_back("ttft");
   if (k > 1 && !shrink && !chosen_gate.tpot_falls) held_for.push_back("tpot");
   prof.cross_validation = {{"folds", k > 1 ? k : 0},
                            {"kept_priors", kept_priors},

@@ -63,3 +63,28 @@ def test_the_tools_third_is_the_one_calibrate_fits_on(exe, tmp_path, seed):
     assert out.returncode == 0, out.stderr
     held = [p["id"] for p in json.loads(out.stdout)["held_out"]["each"]]
     assert sorted(held) == sorted(pts[i][0]["id"] for i in test)
+
+
+def test_a_cluster_scenario_replaces_the_measured_figures_with_its_prediction(exe, tmp_path):
+    """--cluster: each point's measured TTFT and TPOT become servesim's own under the scenario, a
+    cluster known exactly. Llama-3.1-8B BF16 on one H200 under vLLM 0.19 decodes in 5-12 ms a step at
+    2-96 clients of 1,024 + 128 tokens; a cluster whose engine core takes 40 ms of host time a step on a
+    synchronous loop (host, then forward) measures 44-64 ms a token at every load, where the CSV says
+    7-17 ms. Only the groups given are simulated (here vLLM's, not SGLang's)."""
+    ca = tool()
+    src = tmp_path / "split.csv"
+    write_csv(src)
+    header, groups = ca.groups_of(str(src), "vllm,sglang", "agg")
+    vllm = {k: v for k, v in groups.items() if k[0] == "vllm"}
+    scenario = tmp_path / "slow.json"
+    scenario.write_text(json.dumps({"engine": {"step_overhead_ms": 40, "async_scheduling": False}}))
+    out = ca.as_cluster(exe, header, vllm, str(scenario), "agg")
+    pts = out[("vllm", "meta-llama/Llama-3.1-8B-Instruct", "h200_sxm", "0.19.0")]
+    assert len(pts) == 9
+    for rows in pts:
+        tpot = float(rows[0]["silicon_tpot_ms"])
+        # a synchronous loop: 40 ms of host time, then the forward (4-12 ms), every token
+        assert 44 < tpot < 65, rows[0]["id"]
+        assert float(rows[0]["silicon_ttft_ms"]) > 40
+        assert rows[0]["silicon_tpot_ms"] != str(7 + 0.1 * int(rows[0]["batch_size"]))
+    assert ca.group_name(("vllm", "meta-llama/Llama-3.1-8B-Instruct", "h200_sxm", "0.19.0")) == "vllm Llama-3.1-8B-Instruct H200 0.19.0"
