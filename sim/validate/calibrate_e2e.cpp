@@ -421,11 +421,14 @@ class Fitter {
       for (std::size_t i = 0; i < ps_.size(); ++i) {
         if (name != ps_[i]->name) continue;
         std::vector<double> at;
-        if (name == "step_cpu_factor") at = {std::log(2.0), std::log(4.0), std::log(8.0), std::log(16.0)};
-        for (std::size_t j = 0; j < measured && name != "step_cpu_factor"; ++j) {
-          const MeasuredPoint& p = pts_[j];
-          if (name == "first_token_floor_ms" && measures_floor(p) && p.ttft_ms > 0) at.push_back(p.ttft_ms);
-          if (name == "forward_floor_ms" && p.concurrency >= 1 && p.concurrency <= 8 && p.tpot_ms > 0) at.push_back(p.tpot_ms);
+        if (name == "step_cpu_factor") {
+          at = {std::log(2.0), std::log(4.0), std::log(8.0), std::log(16.0)};
+        } else {
+          for (std::size_t j = 0; j < measured; ++j) {
+            const MeasuredPoint& p = pts_[j];
+            if (name == "first_token_floor_ms" && measures_floor(p) && p.ttft_ms > 0) at.push_back(p.ttft_ms);
+            if (name == "forward_floor_ms" && p.concurrency >= 1 && p.concurrency <= 8 && p.tpot_ms > 0) at.push_back(p.tpot_ms);
+          }
         }
         start_at(i, at, x, cur, trace);
       }
@@ -1129,18 +1132,23 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     // (prefill_scale 1.26) TensorRT-LLM Qwen3-32B H100 1.0.0rc3 seed 3 went 11.1 -> 12.5 % TTFT held
     // out. From kFullPriorPoints points on: on the split's thirds of 5-7 points a TPOT-side fit whose
     // folds' TTFT had not moved took held-out TTFT 1.2 points up (Kimi-K2.5 H200 vLLM 0.16 seed 3).
-    if (keep_tpot && !keep_ttft && n >= kFullPriorPoints) {
+    auto with_both = [&] {   // the parameters acting on both pass so: they apply (held_back, cv, final_gate)
       std::vector<bool> ttft_only(ps.size(), false);
       bool both = false;
-      for (std::size_t j = 0; j < ps.size(); ++j) ttft_only[j] = acts(*ps[j]) == Acts::ttft, both = both || (!ttft_only[j] && !dropped[j]);
-      if (both) {
-        auto ev = nested(ttft_only);
-        const Gate g = gate_both(ev, ttft_only), a = gate(as_fitted(ttft_only));
-        if (g.tpot_falls && g.ttft_after <= g.ttft_before && a.ttft_after <= a.ttft_before)
-          ttft_held_even = true, held_back = ttft_only, cv = std::move(ev), final_gate = g;
+      for (std::size_t j = 0; j < ps.size(); ++j) {
+        ttft_only[j] = acts(*ps[j]) == Acts::ttft;
+        both = both || (!ttft_only[j] && !dropped[j]);
       }
-    }
-    if (!ttft_held_even && any) {
+      if (!both) return false;
+      auto ev = nested(ttft_only);
+      const Gate g = gate_both(ev, ttft_only), a = gate(as_fitted(ttft_only));
+      if (!(g.tpot_falls && g.ttft_after <= g.ttft_before && a.ttft_after <= a.ttft_before)) return false;
+      held_back = ttft_only, cv = std::move(ev), final_gate = g;
+      return true;
+    };
+    if (keep_tpot && n >= kFullPriorPoints && with_both()) {
+      ttft_held_even = true;
+    } else if (any) {
       auto ev = nested(held_back);
       const Gate g = gate_both(ev, held_back);
       // No parameter acts on TPOT alone, so a TPOT that falls where TTFT does not keeps its priors too.
@@ -1156,7 +1164,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       const bool ok = keep_ttft ? g.ttft_falls && !(g.tpot_after > g.tpot_before + tpot_worse) : g.tpot_falls && !(g.ttft_after > g.ttft_before);
       if (ok) cv = std::move(ev), final_gate = g;
       else held_back.assign(ps.size(), true);
-    } else if (!ttft_held_even) {
+    } else {
       held_back.assign(ps.size(), true);
     }
     if (std::all_of(held_back.begin(), held_back.end(), [](bool b) { return b; })) cv = nested(held_back), final_gate = gate(cv);

@@ -194,8 +194,11 @@ TEST(CalibrateE2e, RecoversAHostBoundDecodeFromAFlatTpot) {
   EXPECT_LT(r.profile.cross_validation["tpot_median_abs_pct"]["after"].get<double>(),
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 10) << r.text;
   // One client's TPOT is the host's 10 ms (+ 10 us a sequence), not the GPU's step.
-  for (const auto& row : servesim::sim::validate::read_silicon_csv(csv))
-    if (row.concurrency == 1) EXPECT_NEAR(row.tpot_ms, 10.01, 0.05) << row.id;
+  for (const auto& row : servesim::sim::validate::read_silicon_csv(csv)) {
+    if (row.concurrency == 1) {
+      EXPECT_NEAR(row.tpot_ms, 10.01, 0.05) << row.id;
+    }
+  }
 }
 
 // The cluster's decode attention (paged attention over the KV cache) takes exactly 1.25x the tables'
