@@ -196,6 +196,23 @@ struct Evaluation {
 // request_latency_ms apart from the prefill and the queue.
 bool measures_floor(const MeasuredPoint& p) { return p.concurrency >= 1 && p.concurrency <= 8 && p.isl > 0 && p.isl <= 2048; }
 
+
+// Whether the points measure a forward floor (forward_floor_ms): a run at light load (<= 8 clients,
+// where a decode step is shortest) whose measured TPOT is at least 10 % over what the priors predict.
+// A floor under the priors' step changes nothing there, and where the light-load decode is as
+// predicted a floor fitted anyway bends that end of the curve while the kernel factors take the rest:
+// on MiniMax-M2.5 H100 vLLM 0.18 (a third of 10 points, light-load TPOT 3-5 % over the priors, 10-14 %
+// under at 32-64 clients) it came back 10.1 ms beside moe_scale 0.92, and the held-out TPOT went 5.9 ->
+// 7.0 %, the 8-client and 8k-prompt points faster than measured (without it 5.6 %). MiniMax-M2.5 H200
+// vLLM 0.16 measures 12.4 ms at 4 clients against 8.5 predicted (+45 %): a floor, held-out TPOT 17.9 ->
+// 5.8 / 5.0 / 4.2 % at seeds 1-3. Without such a run the floor is not fitted by default.
+bool forward_floor_measured(const Report& plain) {
+  constexpr double kOver = 1.10;
+  return std::any_of(plain.points.begin(), plain.points.end(), [](const PointResult& p) {
+    const MeasuredPoint& m = p.measured;
+    return m.concurrency >= 1 && m.concurrency <= 8 && m.tpot_ms > 0 && p.itl_ms > 0 && m.tpot_ms >= kOver * p.itl_ms;
+  });
+}
 class Fitter {
  public:
   // `anchor_floor`: when no point measures the first-token floor, the fit also keeps one unmeasured
@@ -815,6 +832,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
     closed = closed || (p.measured.concurrency > 1 && spread > 0 && fixed_answers);
   }
   if (plain.points.empty()) throw Error("calibrate e2e", "", "every point was left out by the filters");
+  const bool floor_seen = forward_floor_measured(plain);
   auto list = [](const std::set<std::string>& s) {
     std::string r;
     for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
@@ -859,7 +877,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       continue;
     }
     if ((n == "moe_scale" && !moe) || (n == "mixer_scale" && !mixers_extrapolated) || (n == "communication_scale" && !tp) || (n == "spread_factor" && !closed) ||
-        (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)) || (n == "handoff_scale" && !disagg))
+        (n == "custom_allreduce_scale" && !(hopper && vllm && tp_low && tp_high)) || (n == "handoff_scale" && !disagg) ||
+        (n == "forward_floor_ms" && !floor_seen))
       continue;
     if (!p.by_default) continue;
     ps.push_back(param(p));
