@@ -192,13 +192,14 @@ struct Evaluation {
   double cost = 0;
 };
 
+// Light load: <= 8 clients, where a decode step is shortest and a prompt seldom waits.
+bool light_load(const MeasuredPoint& p) { return p.concurrency >= 1 && p.concurrency <= 8; }
+
 // The first-token floor's regime: a short prompt at low load, the only points that measure
 // request_latency_ms apart from the prefill and the queue.
-bool measures_floor(const MeasuredPoint& p) { return p.concurrency >= 1 && p.concurrency <= 8 && p.isl > 0 && p.isl <= 2048; }
+bool measures_floor(const MeasuredPoint& p) { return light_load(p) && p.isl > 0 && p.isl <= 2048; }
 
-
-// Whether the points measure a forward floor (forward_floor_ms): a run at light load (<= 8 clients,
-// where a decode step is shortest) whose measured TPOT is at least 10 % over what the priors predict.
+// Whether the points measure a forward floor (forward_floor_ms): a run at light load whose measured TPOT is at least 10 % over what the priors predict.
 // A floor under the priors' step changes nothing there, and where the light-load decode is as
 // predicted a floor fitted anyway bends that end of the curve while the kernel factors take the rest:
 // on MiniMax-M2.5 H100 vLLM 0.18 (a third of 10 points, light-load TPOT 3-5 % over the priors, 10-14 %
@@ -210,9 +211,10 @@ bool forward_floor_measured(const Report& plain) {
   constexpr double kOver = 1.10;
   return std::any_of(plain.points.begin(), plain.points.end(), [](const PointResult& p) {
     const MeasuredPoint& m = p.measured;
-    return m.concurrency >= 1 && m.concurrency <= 8 && m.tpot_ms > 0 && p.itl_ms > 0 && m.tpot_ms >= kOver * p.itl_ms;
+    return light_load(m) && m.tpot_ms > 0 && p.itl_ms > 0 && m.tpot_ms >= kOver * p.itl_ms;
   });
 }
+
 class Fitter {
  public:
   // `anchor_floor`: when no point measures the first-token floor, the fit also keeps one unmeasured
@@ -444,7 +446,7 @@ class Fitter {
           for (std::size_t j = 0; j < measured; ++j) {
             const MeasuredPoint& p = pts_[j];
             if (name == "first_token_floor_ms" && measures_floor(p) && p.ttft_ms > 0) at.push_back(p.ttft_ms);
-            if (name == "forward_floor_ms" && p.concurrency >= 1 && p.concurrency <= 8 && p.tpot_ms > 0) at.push_back(p.tpot_ms);
+            if (name == "forward_floor_ms" && light_load(p) && p.tpot_ms > 0) at.push_back(p.tpot_ms);
           }
         }
         start_at(i, at, x, cur, trace);
