@@ -81,6 +81,16 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
     std::sort(p.precisions.begin(), p.precisions.end());
     p.precisions.erase(std::unique(p.precisions.begin(), p.precisions.end()), p.precisions.end());
   }
+  if (on.has("releases")) {
+    const auto& list = on.json().at("releases");
+    if (!list.is_array()) on.fail("releases", "expected a list of engine releases (\"0.18.0\", ...)");
+    for (const auto& x : list) {
+      if (!x.is_string()) on.fail("releases", "expected a list of engine releases (\"0.18.0\", ...)");
+      p.releases.push_back(label(on, "releases", x.get<std::string>()));
+    }
+    std::sort(p.releases.begin(), p.releases.end());
+    p.releases.erase(std::unique(p.releases.begin(), p.releases.end()), p.releases.end());
+  }
   if (p.points < 0) on.fail("points", "must be the count of measured points the profile was fitted on (0 or more)");
   for (const auto& x : r.array("parameters")) {
     CalibratedParameter c;
@@ -137,7 +147,7 @@ nlohmann::json to_json(const CalibrationProfile& p) {
   nlohmann::json j = {{"servesim_calibration", 1},
                       {"fitted_on",
                        {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model},
-                        {"precisions", p.precisions}, {"points", p.points}}},
+                        {"precisions", p.precisions}, {"releases", p.releases}, {"points", p.points}}},
                       {"parameters", params},
                       {"cross_validation", p.cross_validation}};
   j["bands"] = p.bands.cells.empty() ? nlohmann::json(nullptr) : validate::to_json(p.bands);
@@ -145,6 +155,11 @@ nlohmann::json to_json(const CalibrationProfile& p) {
 }
 
 CalibrationProfile load_calibration(const std::string& path) { return parse_calibration(read_json_file(path), path); }
+
+std::string measured_releases(const CalibrationProfile& p) {
+  if (p.releases.empty()) return "";
+  return std::string(" (measured: release") + (p.releases.size() > 1 ? "s " : " ") + text::join(p.releases, ", ") + ")";
+}
 
 bool precision_bound(const std::string& n) {
   return n == "gemm_scale" || n == "moe_scale" || n == "prefill_scale" || n == "decode_scale";
@@ -201,7 +216,7 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
   a.bands = same_gpu && same_engine && !other_precision && !p.bands.cells.empty();
   std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " +
                   (p.precisions.empty() ? std::string() : text::join(p.precisions, "/") + ", ") + p.gpu + ", " +
-                  (p.engine_profile.empty() ? p.engine : p.engine_profile) + ", " + std::to_string(p.points) + " points): ";
+                  (p.engine_profile.empty() ? p.engine : p.engine_profile) + measured_releases(p) + ", " + std::to_string(p.points) + " points): ";
   if (a.applied.empty()) s += "nothing applies";
   else {   // each with its value: a floor of 300 ms or a factor of 20 shows in the run that carries it
     const auto three = [](double v) {
@@ -247,7 +262,7 @@ void apply_to_engine(const AppliedCalibration& a, EngineConfig& e) {
 nlohmann::json to_json(const AppliedCalibration& a, const CalibrationProfile& p) {
   return {{"file", p.file},
           {"fitted_on", {{"gpu", p.gpu}, {"engine", p.engine}, {"engine_profile", p.engine_profile}, {"model", p.model},
-                         {"precisions", p.precisions}, {"points", p.points}}},
+                         {"precisions", p.precisions}, {"releases", p.releases}, {"points", p.points}}},
           {"applied", a.applied},
           {"left_out", a.dropped},
           {"bands_from_profile", a.bands},

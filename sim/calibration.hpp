@@ -35,6 +35,9 @@ struct CalibrationProfile {
   // The weight precisions of the points it was fitted on (bf16, fp8, fp8_block, nvfp4, ...; sorted);
   // empty in a profile written before it was recorded (then no precision check is made).
   std::vector<std::string> precisions;
+  // The engine releases its points name (backend_version: "0.18.0", "1.2.0rc6.post2"; sorted), where
+  // one engine profile serves several; empty where no point names one.
+  std::vector<std::string> releases;
   int points = 0;                              // measured points it was fitted on
   std::vector<CalibratedParameter> parameters;
   hw::KernelScales kernels;                    // from the *_scale parameters
@@ -58,6 +61,9 @@ CalibrationProfile parse_calibration(const nlohmann::json& j, const std::string&
 std::string calibration_parameter_names();
 nlohmann::json to_json(const CalibrationProfile& p);
 CalibrationProfile load_calibration(const std::string& path);
+// " (measured: release 0.18.0)" / " (measured: releases 0.17.0, 0.18.0)": the releases a profile's
+// points name, for its headers; "" where none does.
+std::string measured_releases(const CalibrationProfile& p);
 
 // What of a profile applies to a run of `model` in `precision` on `gpu` under the engine profile
 // `engine_profile` (vllm-0.19, sglang-0.5, ...): every parameter on the GPU and engine build it was

@@ -554,8 +554,11 @@ nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, c
   if (s.calibration) {   // a user's profile on top of the tables (--calibration)
     const validate::RunKind k = validate::run_kind(s, SimResult{});   // its GPU and engine build: the scenario's
     const CalibrationProfile& c = *s.calibration;   // named by what it was fitted on, not by its file
-    const AppliedCalibration a = applicable(c, k.gpu, k.engine, s.model, std::string(hw::to_string(s.precision)));
-    w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " + c.engine + ": " +
+    // The build the run resolved (engine.engine_profile), as the run applied it: the engine's name
+    // alone resolves to its newest build, which a profile of an older one does not apply to.
+    const AppliedCalibration a = applicable(c, k.gpu, engine.engine_profile, s.model, std::string(hw::to_string(s.precision)));
+    w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " +
+                     (c.engine_profile.empty() ? c.engine : c.engine_profile) + measured_releases(c) + ": " +
                      (a.applied.empty() ? std::string("nothing applies to this run") : "applies " + text::join(a.applied));
   }
   return what_ran_json(w);

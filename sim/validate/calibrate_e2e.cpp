@@ -906,6 +906,12 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   }
   std::sort(base.precisions.begin(), base.precisions.end());
   base.precisions.erase(std::unique(base.precisions.begin(), base.precisions.end()), base.precisions.end());
+  // The engine releases the points name (their backend_version): one profile serves several (vLLM
+  // 0.14-0.18 run vllm-0.14), and a reader asks which release was measured.
+  for (const auto& p : plain.points)
+    if (!p.measured.backend_version.empty()) base.releases.push_back(p.measured.backend_version);
+  std::sort(base.releases.begin(), base.releases.end());
+  base.releases.erase(std::unique(base.releases.begin(), base.releases.end()), base.releases.end());
   {
     const auto sc = plain.points.front().scenario;
     // The build's own profile name (a point of a nightly build names only its engine, "vllm", which
@@ -1417,7 +1423,7 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
       else at->second += ", " + c.name;
     }
   }
-  std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + ": " + std::to_string(n) +
+  std::string txt = "Calibration of " + prof.model + " on " + prof.gpu + ", " + prof.engine_profile + measured_releases(prof) + ": " + std::to_string(n) +
                     (n == 1 ? " measured point; " : " measured points; ") + std::to_string(ps.size()) +
                     (ps.size() == 1 ? " parameter" : " parameters") + " fitted with priors (TTFT weighed at 20 %, TPOT at 8 %, soft L1)\n" +
                     t.render();

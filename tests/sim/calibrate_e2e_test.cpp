@@ -280,6 +280,33 @@ TEST(CalibrateE2e, FitsPointsOfANightlyBuild) {
   EXPECT_NEAR(r.profile.parameter("gemm_scale")->value, 1.3, 0.026) << r.text;
 }
 
+// A profile records the engine releases its points name (one profile serves several: vLLM 0.18 runs
+// vllm-0.14), says them in its headers, and a run of that release (named vllm-0.18) applies it and says so.
+TEST(CalibrateE2e, SaysWhichReleaseItsPointsMeasured) {
+  const v::E2eResult r = fit_one(synthetic_csv(1.3, "0.18.0"), "gemm_scale", 1);
+  EXPECT_EQ(r.profile.engine_profile, "vllm-0.14");
+  EXPECT_EQ(r.profile.releases, std::vector<std::string>{"0.18.0"});
+  EXPECT_NE(r.text.find("vllm-0.14 (measured: release 0.18.0)"), std::string::npos) << r.text;
+  const nlohmann::json j = servesim::sim::to_json(r.profile);
+  EXPECT_EQ(j["fitted_on"]["releases"], nlohmann::json({"0.18.0"}));
+  EXPECT_EQ(servesim::sim::parse_calibration(j, "p.json").releases, r.profile.releases);
+  nlohmann::json s = scenario_json("h200");
+  s["engine_profile"] = "vllm-0.18";
+  s["calibration"] = j;
+  const auto sc = servesim::sim::parse_scenario(s.dump(), "t.json");
+  const std::string line = servesim::sim::what_ran_json(sc, servesim::sim::simulate(sc))["calibration"].get<std::string>();
+  EXPECT_NE(line.find("user calibration fitted on llama-3.1-8b, h200, vllm-0.14 (measured: release 0.18.0): applies gemm_scale"),
+            std::string::npos) << line;
+  nlohmann::json bad = j;
+  bad["fitted_on"]["releases"] = {18};
+  try {
+    servesim::sim::parse_calibration(bad, "p.json");
+    ADD_FAILURE();
+  } catch (const servesim::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fitted_on.releases"), std::string::npos) << e.what();
+  }
+}
+
 // A profile fitted on H200 changes H200 predictions and none of B200's (another GPU: nothing applies).
 TEST(CalibrateE2e, DoesNotChangeAnUnrelatedGpu) {
   auto run = [](const std::string& gpu, bool calibrated) {
