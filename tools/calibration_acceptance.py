@@ -163,11 +163,14 @@ def one(servesim, header, pts, seed, tmp, extra, mode="agg"):
     cal = run_json([servesim, "calibrate", "e2e", third, "--output", prof, "--folds", "4", "--seed", str(seed),
                     "--threads", "1", "--format", "json"] + extra)
     common = [servesim, "validate", rest, "--mode", mode, "--seed", str(seed), "--threads", "1", "--format", "json"]
-    before = medians(run_json(common))
-    after = medians(run_json(common + ["--calibration", prof]))
+    uncal, calib = run_json(common), run_json(common + ["--calibration", prof])
+    before, after = medians(uncal), medians(calib)
     cv = cal["cross_validation"]
     return {"seed": seed, "train": len(train), "held_out": len(test),
             "ttft": [before[0], after[0]], "tpot": [before[1], after[1]],
+            # the held-out figures inside the band their prediction carries: uncalibrated (the shipped
+            # bands), calibrated (the profile's own where it applies), validate's band_cover
+            "band_cover": [uncal.get("band_cover"), calib.get("band_cover")],
             "kept_priors": bool(cv.get("kept_priors")),
             "shrinkage": cv.get("shrinkage"),
             "priors_kept_for": cv.get("priors_kept_for", []),
@@ -252,6 +255,19 @@ def main():
         v = [verdict(r) for r in rs]
         print(f"seed {s}: {sum(m for m, _ in v)} of {len(rs)} groups meet both targets, {sum(w for _, w in v)} worse by more "
               f"than {WORSE_BY:g} point")
+    print(bands_held(results))
+
+
+def bands_held(results):
+    """The held-out measured figures inside their prediction's band, over every cell: with the shipped
+    bands (uncalibrated), and calibrated, where a profile's own bands apply (the cells whose profile
+    kept the priors carry the shipped ones)."""
+    def total(i, checks, inside):
+        c = sum((r.get("band_cover") or [None, None])[i][checks] for r in results if (r.get("band_cover") or [None, None])[i])
+        h = sum((r.get("band_cover") or [None, None])[i][inside] for r in results if (r.get("band_cover") or [None, None])[i])
+        return f"{h} of {c} ({100 * h / c:.1f} %)" if c else "none"
+    return ("bands held out (a band promises 80 %): uncalibrated " + total(0, "checks", "inside") + "; calibrated " +
+            total(1, "checks", "inside") + ", of them under the profile's own bands " + total(1, "profile_checks", "profile_inside"))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 #include "sim/validate/bands.hpp"
 
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/distributions/students_t.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -249,6 +252,42 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
     c.ratio_hi = weighted_percentile(weighted, hi_pct);
     c.ratio_median = weighted_percentile(weighted, 50);
     t.cells.push_back(std::move(c));
+  }
+  return t;
+}
+
+BandTable prediction_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, const BandTable* prior,
+                           double prior_weight) {
+  BandTable t = make_bands(residuals, min_points, std::move(meta));
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<double>> logs;
+  for (const auto& r : residuals) {
+    if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
+    const std::string gpu = text::lower(r.gpu), engine = r.engine.empty() ? "vllm" : text::lower(r.engine);
+    const double l = std::log(r.measured / r.predicted);
+    logs[{gpu, engine, r.mode, r.metric, r.regime}].push_back(l);
+    logs[{gpu, engine, r.mode, r.metric, "all"}].push_back(l);
+  }
+  const double share = (t.hi_pct - t.lo_pct) / 100;   // the coverage the band promises
+  const double z = boost::math::quantile(boost::math::normal(), 0.5 + share / 2);
+  for (auto& c : t.cells) {
+    const auto& v = logs[{c.gpu, c.engine, c.mode, c.metric, c.regime}];
+    const auto n = static_cast<double>(v.size());
+    if (v.size() < 2) continue;   // one residual: no spread to scale (and below any min_points)
+    double mean = 0, ss = 0;
+    for (double x : v) mean += x / n;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    double var = ss / (n - 1), dof = n - 1;
+    // The prior's spread of the same kind, as the sd of a normal its band would be the central share
+    // of, weighing as prior_weight residuals (a scaled inverse-chi-square prior on the variance).
+    if (prior && prior_weight > 0)
+      if (const Band p = band_for(*prior, c.gpu, c.engine, c.mode, c.metric, c.regime, 1.0); p.present && p.ratio_hi > p.ratio_lo) {
+        const double s0 = std::log(p.ratio_hi / p.ratio_lo) / (2 * z);
+        var = (prior_weight * s0 * s0 + ss) / (prior_weight + n - 1);
+        dof = prior_weight + n - 1;
+      }
+    const double half = boost::math::quantile(boost::math::students_t(dof), 0.5 + share / 2) * std::sqrt(var * (1 + 1 / n));
+    c.ratio_lo = std::exp(mean - half);
+    c.ratio_hi = std::exp(mean + half);
   }
   return t;
 }

@@ -81,20 +81,6 @@ std::size_t best_candidate(const std::vector<Report>& runs, const std::vector<st
   return best;
 }
 
-// Scores p's out-of-fit figures against table t: one check a metric, a hit when the band holds it.
-void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int& hits) {
-  const std::pair<const char*, std::pair<double, double>> metrics[] = {
-      {"ttft", {p.measured.ttft_ms, p.ttft_ms}}, {"itl", {p.measured.tpot_ms, p.itl_ms}},
-      {"output_tps", {p.measured.output_tps, p.output_tps}}};
-  for (const auto& [metric, mp] : metrics) {
-    const auto [measured, predicted] = mp;
-    if (!std::isfinite(measured) || !std::isfinite(predicted)) continue;
-    ++checks;
-    const Band b = band_for(t, p.gpu, p.engine, p.mode, metric, p.regime, predicted);
-    if (b.present && measured >= b.lo && measured <= b.hi) ++hits;
-  }
-}
-
 std::vector<Residual> residuals_of(const std::vector<const PointResult*>& pts) {
   std::vector<Residual> res;
   for (const auto* p : pts) {

@@ -25,6 +25,7 @@
 #include "common/text.hpp"
 #include "hwmodels/catalog.hpp"
 #include "models/model_spec.hpp"
+#include "sim/calibration.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -789,6 +790,8 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["osl_spread_pct"] = o.osl_spread_pct;
   // No wall time or thread count: the same inputs give the same bytes on any machine.
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
+  if (const BandCover b = band_cover(r, o); b.checks > 0)
+    j["band_cover"] = {{"checks", b.checks}, {"inside", b.inside}, {"profile_checks", b.profile_checks}, {"profile_inside", b.profile_inside}};
   if (r.csv.rows > 0)
     j["csv"] = {{"rows", r.csv.rows}, {"points", r.csv.points}, {"merged_points", r.csv.merged_points},
                 {"merged_rows", r.csv.merged_rows}, {"layout_from_id", r.csv.layout_from_id},
@@ -897,6 +900,40 @@ std::string to_csv(const Report& r) {
     out += "\n";
   }
   return out;
+}
+
+void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int& hits) {
+  const std::pair<const char*, std::pair<double, double>> metrics[] = {
+      {"ttft", {p.measured.ttft_ms, p.ttft_ms}}, {"itl", {p.measured.tpot_ms, p.itl_ms}},
+      {"output_tps", {p.measured.output_tps, p.output_tps}}};
+  for (const auto& [metric, mp] : metrics) {
+    const auto [measured, predicted] = mp;
+    if (!std::isfinite(measured) || !std::isfinite(predicted)) continue;
+    ++checks;
+    const Band b = band_for(t, p.gpu, p.engine, p.mode, metric, p.regime, predicted);
+    if (b.present && measured >= b.lo && measured <= b.hi) ++hits;
+  }
+}
+
+BandCover band_cover(const Report& r, const Options& o) {
+  std::optional<CalibrationProfile> prof;
+  if (o.base.is_object() && o.base.contains("calibration")) {
+    const auto& c = o.base["calibration"];
+    prof = c.is_string() ? load_calibration(c.get<std::string>()) : parse_calibration(c, "calibration");
+  }
+  BandCover b;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty() || p.excluded()) continue;
+    auto named = [&p](const char* k) {
+      return p.scenario.is_object() && p.scenario.contains(k) && p.scenario[k].is_string() ? p.scenario[k].get<std::string>() : std::string();
+    };
+    const bool own = prof && applicable(*prof, p.gpu, named("engine_profile"), p.model, named("precision")).bands;
+    int c = 0, h = 0;
+    add_band_checks(own ? prof->bands : embedded_bands(), p, c, h);
+    b.checks += c, b.inside += h;
+    if (own) b.profile_checks += c, b.profile_inside += h;
+  }
+  return b;
 }
 
 BandTable bands_of(const Report& r, int min_points, nlohmann::json meta) {
@@ -1182,6 +1219,17 @@ std::string to_text(const Report& r, const Options& o) {
              std::to_string(few) + " <half, " + std::to_string(below + few - excluded) + " both):\n" +
              table(groups_of(kept, gpu_key), {"engine", "GPU", "mode"}) + "\n";
     }
+  }
+  if (const BandCover b = band_cover(r, o); b.checks > 0) {
+    auto share = [](int in, int n) { return std::to_string(in) + " of " + std::to_string(n) + " (" + fixed(100.0 * in / n, 1) + " %)"; };
+    const BandTable& shipped = embedded_bands();
+    out += "Bands: " + share(b.inside, b.checks) + " measured TTFT, TPOT and tok/s figures fell inside the band their prediction "
+           "carries (a band spans measured / predicted percentiles " + compact(shipped.lo_pct) + "-" + compact(shipped.hi_pct) +
+           ": it promises " + compact(shipped.hi_pct - shipped.lo_pct) + " %)" +
+           (b.profile_checks > 0 ? "; of those whose band is the calibration profile's own (its cross-validated residuals) " +
+                                       share(b.profile_inside, b.profile_checks)
+                                 : std::string()) +
+           "; <floor and <half points left out (field band_cover)\n\n";
   }
   out += lock_text(r);
   if (const Reruns rr = reruns_of(r); rr.points > 0) {

@@ -324,6 +324,20 @@ nlohmann::json across_seeds(const std::vector<MeasuredPoint>& points, const Opti
 // Its table: one row per group and metric, a column per seed, then min / median / max.
 std::string across_seeds_text(const nlohmann::json& across);
 
+// Scores p's measured figures (TTFT, TPOT, output tok/s) against table t: one check a metric, a hit
+// when the band of its prediction holds it.
+void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int& hits);
+
+// How many measured figures of the points fell inside the band their prediction carries, as a run
+// prints it (run_bands): the calibration profile's own (its cross-validated residuals) where the base
+// scenario names one (--calibration) and it applies to the point (GPU, engine build, model,
+// precision), else the shipped table. The <floor and <half points are left out, as from the bands.
+struct BandCover {
+  int checks = 0, inside = 0;                   // every figure scored
+  int profile_checks = 0, profile_inside = 0;   // those whose band is the profile's
+};
+BandCover band_cover(const Report& r, const Options& o);
+
 // Readable report: per-group error table, per-GPU totals, the unmodellable points with reasons.
 std::string to_text(const Report& r, const Options& o);
 

@@ -2,6 +2,7 @@
 // band cell needs (sim/validate/bands.hpp), with figures checked by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,4 +159,51 @@ TEST(BandsMinModels, TheEveryGpuBandIsWidenedToHoldTheKindsOwnRuns) {
   EXPECT_FALSE(h.all_gpus);
   EXPECT_NEAR(h.lo, 10.0, 1e-9);
   EXPECT_NEAR(h.hi, 10.0, 1e-9);
+}
+
+// A calibration profile's bands: the 80 % prediction interval of the next run from n residuals of one
+// cluster. Three residuals of ln(measured / predicted) -1, 0, 1 (mean 0, sd 1) give
+// exp(+-t(0.9, 2) x 1 x sqrt(1 + 1/3)), t(0.9, 2) = 1.8856 (a t table's 80 % two-sided row at 2
+// degrees of freedom): 0.1133 to 8.824, where the 10th-90th percentiles of the three ratios say
+// e^-1 + 0.2 x (1 - e^-1) = 0.494 to 1 + 0.8 x (e - 1) = 2.375, which a next run from that spread
+// falls between about half the time.
+TEST(BandsPredictionInterval, WidensASmallSampleToWhatItPromises) {
+  std::vector<v::Residual> res;
+  for (double l : {-1.0, 0.0, 1.0}) res.push_back({"h200", "vllm", "agg", "itl", "light", 100.0 * std::exp(l), 100.0});
+  const v::BandTable pct = v::make_bands(res, 3, {}), pi = v::prediction_bands(res, 3, {});
+  const v::Band p = v::band_for(pct, "h200", "agg", "itl", "light", 10.0), b = v::band_for(pi, "h200", "agg", "itl", "light", 10.0);
+  EXPECT_NEAR(p.lo, 10.0 * (std::exp(-1.0) + 0.2 * (1 - std::exp(-1.0))), 1e-9);
+  EXPECT_NEAR(p.hi, 10.0 * (1 + 0.8 * (std::exp(1.0) - 1)), 1e-9);
+  const double half = 1.885618 * std::sqrt(4.0 / 3);
+  EXPECT_NEAR(b.lo, 10.0 * std::exp(-half), 1e-4);
+  EXPECT_NEAR(b.hi, 10.0 * std::exp(half), 1e-3);
+  EXPECT_NEAR(b.ratio_lo * b.ratio_hi, 1.0, 1e-12);   // centred on the mean of the logs
+  // Equal residuals have no spread: the band is the point.
+  std::vector<v::Residual> same(5, {"h200", "vllm", "agg", "itl", "light", 120.0, 100.0});
+  const v::Band s = v::band_for(v::prediction_bands(same, 3, {}), "h200", "agg", "itl", "light", 10.0);
+  EXPECT_NEAR(s.lo, 12.0, 1e-9);
+  EXPECT_NEAR(s.hi, 12.0, 1e-9);
+}
+
+// With a prior table, the spread is pooled with the prior band's of the same kind: a band of
+// exp(+-1.2816 x 0.5) is a log-sd of 0.5; three equal residuals (no spread of their own) and a prior
+// weighing as 4 residuals give a variance of 4 x 0.25 / (4 + 2) = 1 / 6 at 6 degrees of freedom,
+// t(0.9, 6) = 1.4398: half-width 1.4398 x sqrt(1/6 x 4/3) = 0.6787 around their mean (ln 1.2).
+TEST(BandsPredictionInterval, PoolsTheSpreadWithThePriorsBand) {
+  std::vector<v::Residual> prior_res;
+  v::BandTable prior = v::make_bands(prior_res, 1, {});
+  v::BandCell c;
+  c.gpu = "h200", c.engine = "vllm", c.mode = "agg", c.metric = "itl", c.regime = "all", c.n = 100;
+  c.ratio_lo = std::exp(-1.2815515655 * 0.5), c.ratio_hi = std::exp(1.2815515655 * 0.5), c.ratio_median = 1;
+  prior.min_points = 1;
+  prior.cells.push_back(c);
+  std::vector<v::Residual> same(3, {"h200", "vllm", "agg", "itl", "light", 120.0, 100.0});
+  const v::Band b = v::band_for(v::prediction_bands(same, 3, {}, &prior, 4), "h200", "agg", "itl", "light", 10.0);
+  EXPECT_NEAR(b.lo, 12.0 * std::exp(-0.6787), 1e-3);
+  EXPECT_NEAR(b.hi, 12.0 * std::exp(0.6787), 1e-3);
+  // No prior band of the kind (disaggregated: the prior has none, and an aggregated band is never
+  // borrowed for one): the residuals' own spread, here none.
+  const v::Band o = v::band_for(v::prediction_bands(std::vector<v::Residual>(3, {"h200", "vllm", "disagg", "itl", "light", 120.0, 100.0}),
+                                                    3, {}, &prior, 4), "h200", "disagg", "itl", "light", 10.0);
+  EXPECT_NEAR(o.hi, 12.0, 1e-9);
 }

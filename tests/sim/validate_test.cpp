@@ -1237,3 +1237,33 @@ TEST(ScenarioModel, AHuggingFaceIdNamesTheModelAndItsCheckpoint) {
   EXPECT_EQ(plain.model, "llama-3.3-70b");
   EXPECT_EQ(plain.precision, servesim::hw::Precision::bf16);
 }
+
+// band_cover: a measured figure counts inside when the band its prediction carries holds it, the
+// calibration profile's own where the profile applies (here +-5 % on H200 vLLM 0.19 for
+// llama-3.1-8b), else the shipped table. TTFT 100 ms predicted 98 (inside +-5 %), TPOT 10 ms
+// predicted 12 (outside), no tok/s: 2 checks, 1 inside. Another model's point takes the shipped
+// bands (2 checks more, none of them the profile's).
+TEST(Validate, BandCoverCountsFiguresInsideTheBandTheyCarry) {
+  auto point = [](const std::string& model) {
+    v::PointResult p;
+    p.model = model, p.gpu = "h200", p.engine = "vllm", p.mode = "agg", p.regime = "light";
+    p.scenario = {{"engine_profile", "vllm-0.19"}, {"precision", "bf16"}};
+    p.measured.ttft_ms = 100, p.measured.tpot_ms = 10;
+    p.ttft_ms = 98, p.itl_ms = 12;
+    return p;
+  };
+  v::Report r;
+  r.points = {point("llama-3.1-8b")};
+  v::Options o;
+  o.base = {{"calibration", std::string(SERVESIM_SOURCE_DIR) + "/tests/sim/data/h200-slow-kernels.calibration.json"}};
+  v::BandCover b = v::band_cover(r, o);
+  EXPECT_EQ(b.checks, 2);
+  EXPECT_EQ(b.inside, 1);
+  EXPECT_EQ(b.profile_checks, 2);
+  EXPECT_EQ(b.profile_inside, 1);
+  r.points.push_back(point("qwen3-32b"));
+  b = v::band_cover(r, o);
+  EXPECT_EQ(b.checks, 4);
+  EXPECT_EQ(b.profile_checks, 2);
+  EXPECT_EQ(v::band_cover(r, v::Options{}).profile_checks, 0);
+}
