@@ -749,6 +749,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
   });
   if (base) {   // prediction bands of each point's kind (GPU, aggregated or disaggregated, load regime)
     std::vector<validate::RunKind> kinds;
+    std::vector<const validate::BandTable*> tables;   // a calibrated point's own bands, as simulate prints them
     for (std::size_t k = 0; k < results.size(); ++k) {
       Scenario sk = *base;
       try {
@@ -756,13 +757,14 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
       } catch (const Error&) {   // a run outside any sweep (no rate): its own workload
       }
       kinds.push_back(validate::run_kind(sk, results[k]));
+      tables.push_back(&validate::run_band_table(sk, results[k]));
     }
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       for (const bool hi : {false, true}) {
         std::size_t k = 0;
         col(name + (hi ? "_band_hi" : "_band_lo"), [&](const SimResult& r) {
-          const auto& kind = kinds[k++];
-          const validate::Band b = validate::band_for(kind.gpu, kind.engine, kind.mode, metric, kind.regime, value(r));
+          const auto& kind = kinds[k];
+          const validate::Band b = validate::band_for(*tables[k++], kind.gpu, kind.engine, kind.mode, metric, kind.regime, value(r));
           return hi ? b.hi : b.lo;
         });
       }

@@ -21,6 +21,11 @@ struct RunKind {
 };
 RunKind run_kind(const Scenario& s, const SimResult& r);
 
+// The band table a run's figures take: its calibration profile's own (cross-validated residuals)
+// where the scenario names one that applies to the run's GPU, engine build, model and precision, else
+// the shipped one (embedded_bands()).
+const BandTable& run_band_table(const Scenario& s, const SimResult& r);
+
 // {"kind": {...}, "source": ..., "time_to_first_token": {"avg": band, "p50": band},
 //  "inter_token_latency": {...}, "output_token_throughput": band}; a band is band_json().
 nlohmann::json run_bands(const Scenario& s, const SimResult& r);

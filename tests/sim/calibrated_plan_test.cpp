@@ -6,6 +6,8 @@
 
 #include "common/error.hpp"
 #include "sim/api/api.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
 
 namespace servesim::api {
 namespace {
@@ -166,6 +168,28 @@ TEST(CalibratedPlan, BadProfileIsOneLineNamingTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("llama-3.1-8b.json"), std::string::npos) << e.what();
   }
+}
+
+// A calibrated sweep's band columns are the profile's (+-5 % around each prediction), as simulate's
+// prediction_band; on B200, where the profile does not apply, the shipped ones.
+TEST(CalibratedSweep, BandColumnsAreTheProfilesWhereItApplies) {
+  auto columns = [](const std::string& gpu) {
+    sim::Scenario s = sim::parse_scenario(nlohmann::json({{"model", "llama-3.1-8b"}, {"gpu", gpu}, {"gpus", 1}, {"tp", 1},
+                                                          {"precision", "bf16"}, {"engine_profile", "vllm-0.19"}, {"seed", 1},
+                                                          {"calibration", fixture()},
+                                                          {"workload", {{"concurrency", 2}, {"isl", 1000}, {"osl", 100}, {"requests", 64}}}})
+                                              .dump(),
+                                          "t.json");
+    const sim::SweepSpec spec{sim::SweepSpec::Axis::concurrency, {2, 16}};
+    return sim::sweep_columns(spec, sim::sweep(s, spec, 2), 1, &s);
+  };
+  const sim::Columns h = columns("h200");
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(h["inter_token_latency_ms_p50_band_lo"][i], 0.95 * h["inter_token_latency_ms_p50"][i], 1e-9);
+    EXPECT_NEAR(h["time_to_first_token_ms_avg_band_hi"][i], 1.05 * h["time_to_first_token_ms_avg"][i], 1e-9);
+  }
+  const sim::Columns b = columns("b200");
+  EXPECT_GT(b["inter_token_latency_ms_p50_band_hi"][0] / b["inter_token_latency_ms_p50"][0], 1.06);   // the shipped band, wider
 }
 
 }  // namespace
