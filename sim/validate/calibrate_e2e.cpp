@@ -1315,7 +1315,8 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   // as kBandPriorResiduals residuals (a cell of the profile's own stands from 4). Their 10th-90th
   // percentiles, as the shipped table takes them from hundreds of runs, held 51.9 % of the calibration
   // split's held-out figures (vLLM groups of <= 35 points, seeds 1-3; 1,074 TTFT, TPOT and tok/s
-  // figures) where they promise 80 %; the t interval of the residuals alone 75.5 %; pooled, 87.2 % (the shipped bands, uncalibrated, 77.4 %).
+  // figures) where they promise 80 %; the t interval of the residuals alone 75.5 %; pooled, 87.2 %
+  // (the shipped bands, uncalibrated, 77.4 %).
   constexpr double kBandPriorResiduals = 4;
   if (!res.empty())
     prof.bands = prediction_bands(res, 4,
