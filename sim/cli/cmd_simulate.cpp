@@ -535,16 +535,17 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   const v::RunKind k = v::run_kind(s, r);
   const sim::Summary& m = r.summary;
   const std::string kind = k.gpu + " " + k.engine + (k.mode == "disagg" ? " disaggregated" : "");
-  const v::Band any = v::band_for(k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
-  if (!any.present && !v::band_for(k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
+  const v::BandTable& table = v::run_band_table(s, r);   // a calibrated run's own, as its JSON carries
+  const v::Band any = v::band_for(table, k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
+  if (!any.present && !v::band_for(table, k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";
   std::string out = "prediction bands: " + kind + ", " + k.regime + " load (" + fixed(k.clients_per_replica, 1) +
                     (k.mode == "disagg" ? " clients per decode worker" : " clients per replica") +
-                    "); " + v::band_legend() + "\n";
+                    "); " + v::run_band_legend(s, r) + "\n";
   auto line = [&](const char* label, const char* metric, const char* unit, std::initializer_list<std::pair<const char*, double>> vals) {
     std::string l = std::string("  ") + label;
     for (const auto& [stat, value] : vals) {
-      const v::Band b = v::band_for(k.gpu, k.engine, k.mode, metric, k.regime, value);
+      const v::Band b = v::band_for(table, k.gpu, k.engine, k.mode, metric, k.regime, value);
       if (!b.present) return out += l + ": " + b.note + "\n", void();
       l += (*stat ? std::string(" ") + stat : std::string()) + " " + fixed(value, 2) + " " + unit + " " + v::band_text(b, 2);
       if (std::string(stat) != "avg" || vals.size() == 1)
@@ -1051,7 +1052,7 @@ void run_sweep(const SimOpts& o, const CLI::App& app) {
       }
       t.add_row(row);
     }
-    table = sim::what_ran_text(ran) + t.render() + "(a-b): prediction band, " + sim::validate::band_legend() +
+    table = sim::what_ran_text(ran) + t.render() + "(a-b): prediction band, " + sim::validate::run_band_legend(s, results.front()) +
                         "; none shown: no measured runs of this kind\n" + sweep_columns_legend(disagg);
     if (rate)
       table += "served req/s: answers per second over the later half of the sends (first send + span / 2 to the last send), the "

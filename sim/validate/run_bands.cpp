@@ -61,6 +61,13 @@ const BandTable& run_band_table(const Scenario& s, const SimResult& r) {
   return own ? s.calibration->bands : embedded_bands();
 }
 
+std::string run_band_legend(const Scenario& s, const SimResult& r) {
+  if (&run_band_table(s, r) == &embedded_bands()) return band_legend();
+  return "the calibration profile " + s.calibration->file + "'s: the 80 % prediction interval of measured / predicted from its "
+         "cross-validated residuals of the point's kind (GPU, engine, aggregated or disaggregated, load regime), pooled with the "
+         "shipped band's spread";
+}
+
 nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const RunKind k = run_kind(s, r);
   const Summary& m = r.summary;

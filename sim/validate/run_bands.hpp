@@ -26,6 +26,10 @@ RunKind run_kind(const Scenario& s, const SimResult& r);
 // the shipped one (embedded_bands()).
 const BandTable& run_band_table(const Scenario& s, const SimResult& r);
 
+// What the bands run_band_table gives are, in one phrase for a legend: the shipped table's
+// (band_legend()), or "the calibration profile FILE's: ...".
+std::string run_band_legend(const Scenario& s, const SimResult& r);
+
 // {"kind": {...}, "source": ..., "time_to_first_token": {"avg": band, "p50": band},
 //  "inter_token_latency": {...}, "output_token_throughput": band}; a band is band_json().
 nlohmann::json run_bands(const Scenario& s, const SimResult& r);

@@ -8,6 +8,7 @@
 #include "sim/api/api.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
+#include "sim/validate/run_bands.hpp"
 
 namespace servesim::api {
 namespace {
@@ -190,6 +191,17 @@ TEST(CalibratedSweep, BandColumnsAreTheProfilesWhereItApplies) {
   }
   const sim::Columns b = columns("b200");
   EXPECT_GT(b["inter_token_latency_ms_p50_band_hi"][0] / b["inter_token_latency_ms_p50"][0], 1.06);   // the shipped band, wider
+  // The legend the tables print under them says whose bands they are.
+  for (const std::string gpu : {"h200", "b200"}) {
+    const sim::Scenario s = sim::parse_scenario(nlohmann::json({{"model", "llama-3.1-8b"}, {"gpu", gpu}, {"gpus", 1}, {"tp", 1},
+                                                                {"precision", "bf16"}, {"engine_profile", "vllm-0.19"}, {"seed", 1},
+                                                                {"calibration", fixture()},
+                                                                {"workload", {{"concurrency", 2}, {"isl", 1000}, {"osl", 100}, {"requests", 16}}}})
+                                                    .dump(),
+                                                "t.json");
+    const std::string legend = sim::validate::run_band_legend(s, sim::simulate(s));
+    EXPECT_EQ(legend.find("the calibration profile") != std::string::npos, gpu == "h200") << legend;
+  }
 }
 
 }  // namespace
