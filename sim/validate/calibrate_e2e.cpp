@@ -1469,6 +1469,16 @@ E2eResult calibrate_e2e(const std::vector<MeasuredPoint>& given, const Options& 
   } else {
     txt += n > 1 ? "\nNo cross-validation (--folds 1)\n" : "\nOne point: no cross-validation (give more points to measure the calibrated error)\n";
   }
+  // The bands the profile's predictions will carry, all loads (by load regime in the profile).
+  std::string bands_txt;
+  for (const auto& [metric, name] : {std::pair{"ttft", "TTFT"}, {"itl", "TPOT"}, {"output_tps", "output tok/s"}})
+    for (const auto& c : prof.bands.cells)
+      if (c.metric == metric && c.regime == "all" && c.n >= prof.bands.min_points)
+        bands_txt += std::string(bands_txt.empty() ? "" : ", ") + name + (c.mode == "disagg" ? " (disaggregated) " : " ") +
+                     fixed(c.ratio_lo, 2) + "-" + fixed(c.ratio_hi, 2) + "x";
+  if (!bands_txt.empty())
+    txt += "Bands its predictions carry (80 % of runs like these, measured / predicted, all loads): " + bands_txt +
+           " (the prediction interval of the cross-validated residuals pooled with the shipped bands' spread; by load in the profile)\n";
   std::string ref;
   for (const auto& r : refused) ref += "refused " + r + "\n";
   if (!floor_measured)

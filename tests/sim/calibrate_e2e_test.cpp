@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -133,6 +134,16 @@ TEST(CalibrateE2e, RecoversAGemmFactorOfOnePointThree) {
   // Cross-validated, the calibrated error is far below the uncalibrated one.
   EXPECT_LT(r.profile.cross_validation["tpot_median_abs_pct"]["after"].get<double>(),
             r.profile.cross_validation["tpot_median_abs_pct"]["before"].get<double>() / 4);
+  // The text says the bands its predictions carry: the profile's TPOT band of all loads.
+  int itl_all = 0;
+  for (const auto& c : r.profile.bands.cells)
+    if (c.metric == "itl" && c.regime == "all" && ++itl_all) {
+      char want[64];
+      std::snprintf(want, sizeof want, "TPOT %.2f-%.2fx", c.ratio_lo, c.ratio_hi);
+      EXPECT_NE(r.text.find(std::string("Bands its predictions carry")), std::string::npos) << r.text;
+      EXPECT_NE(r.text.find(want), std::string::npos) << want << "\n" << r.text;
+    }
+  EXPECT_EQ(itl_all, 1);
 }
 
 // Shrinkage by hand: the posterior mean with the points counted 1 / c as much keeps (h + p) / (h + c p)
