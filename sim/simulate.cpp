@@ -757,7 +757,7 @@ Columns sweep_columns(const SweepSpec& spec, const std::vector<SimResult>& resul
       } catch (const Error&) {   // a run outside any sweep (no rate): its own workload
       }
       kinds.push_back(validate::run_kind(sk, results[k]));
-      tables.push_back(&validate::run_band_table(sk, results[k]));
+      tables.push_back(&validate::run_band_table(sk, results[k], kinds.back()));
     }
     auto band_cols = [&](const std::string& name, const char* metric, auto value) {
       for (const bool hi : {false, true}) {

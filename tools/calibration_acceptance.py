@@ -259,16 +259,14 @@ def main():
 
 
 def bands_held(results):
-    """The held-out measured figures inside their prediction's band, over every cell: with the shipped
-    bands (uncalibrated), and calibrated, where a profile's own bands apply (the cells whose profile
-    kept the priors carry the shipped ones)."""
+    """The held-out measured figures inside their prediction's band, over every cell: uncalibrated (the
+    shipped bands), and calibrated, with those whose band was the profile's own (validate's band_cover)."""
     def total(i, checks, inside):
-        c = sum((r.get("band_cover") or [None, None])[i][checks] for r in results if (r.get("band_cover") or [None, None])[i])
-        h = sum((r.get("band_cover") or [None, None])[i][inside] for r in results if (r.get("band_cover") or [None, None])[i])
+        covers = [r["band_cover"][i] for r in results if r.get("band_cover") and r["band_cover"][i]]
+        c, h = sum(b[checks] for b in covers), sum(b[inside] for b in covers)
         return f"{h} of {c} ({100 * h / c:.1f} %)" if c else "none"
     return ("bands held out (a band promises 80 %): uncalibrated " + total(0, "checks", "inside") + "; calibrated " +
             total(1, "checks", "inside") + ", of them under the profile's own bands " + total(1, "profile_checks", "profile_inside"))
-
 
 if __name__ == "__main__":
     main()

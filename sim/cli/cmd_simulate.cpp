@@ -535,7 +535,7 @@ std::string band_lines(const sim::Scenario& s, const sim::SimResult& r) {
   const v::RunKind k = v::run_kind(s, r);
   const sim::Summary& m = r.summary;
   const std::string kind = k.gpu + " " + k.engine + (k.mode == "disagg" ? " disaggregated" : "");
-  const v::BandTable& table = v::run_band_table(s, r);   // a calibrated run's own, as its JSON carries
+  const v::BandTable& table = v::run_band_table(s, r, k);   // a calibrated run's own, as its JSON carries
   const v::Band any = v::band_for(table, k.gpu, k.engine, k.mode, "ttft", k.regime, m.ttft_ms.avg);
   if (!any.present && !v::band_for(table, k.gpu, k.engine, k.mode, "itl", k.regime, m.itl_ms.avg).present)
     return "prediction bands: none for " + kind + " at " + k.regime + " load (" + any.note + ")\n";

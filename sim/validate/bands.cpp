@@ -211,10 +211,15 @@ double weighted_percentile(std::vector<std::pair<double, double>> v, double q) {
   return v.back().first;
 }
 
-BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, double lo_pct,
-                     double hi_pct, int min_models) {
-  struct Entry { double ratio; std::string model, unit; };   // unit: the model x GPU whose runs share a bias
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<Entry>> cells;
+namespace {
+
+using CellKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;   // gpu, engine, mode, metric, regime
+struct Entry { double ratio; std::string model, unit; };   // unit: the model x GPU whose runs share a bias
+
+// The usable residuals (both figures positive and finite) of each cell: its kind's load regime, its
+// kind's all loads, and with min_models > 1 the engine's every GPU (both).
+std::map<CellKey, std::vector<Entry>> residual_cells(const std::vector<Residual>& residuals, int min_models) {
+  std::map<CellKey, std::vector<Entry>> cells;
   std::size_t anonymous = 0;
   for (const auto& r : residuals) {
     if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
@@ -229,6 +234,14 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
       cells[{"all", engine, r.mode, r.metric, r.regime}].push_back(e);
     }
   }
+  return cells;
+}
+
+}  // namespace
+
+BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, double lo_pct,
+                     double hi_pct, int min_models) {
+  const auto cells = residual_cells(residuals, min_models);
   BandTable t;
   t.meta = std::move(meta);
   t.min_points = min_points;
@@ -259,23 +272,16 @@ BandTable make_bands(const std::vector<Residual>& residuals, int min_points, nlo
 BandTable prediction_bands(const std::vector<Residual>& residuals, int min_points, nlohmann::json meta, const BandTable* prior,
                            double prior_weight) {
   BandTable t = make_bands(residuals, min_points, std::move(meta));
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<double>> logs;
-  for (const auto& r : residuals) {
-    if (!(r.measured > 0) || !(r.predicted > 0) || !std::isfinite(r.measured) || !std::isfinite(r.predicted)) continue;
-    const std::string gpu = text::lower(r.gpu), engine = r.engine.empty() ? "vllm" : text::lower(r.engine);
-    const double l = std::log(r.measured / r.predicted);
-    logs[{gpu, engine, r.mode, r.metric, r.regime}].push_back(l);
-    logs[{gpu, engine, r.mode, r.metric, "all"}].push_back(l);
-  }
+  const auto cells = residual_cells(residuals, 1);
   const double share = (t.hi_pct - t.lo_pct) / 100;   // the coverage the band promises
   const double z = boost::math::quantile(boost::math::normal(), 0.5 + share / 2);
   for (auto& c : t.cells) {
-    const auto& v = logs[{c.gpu, c.engine, c.mode, c.metric, c.regime}];
+    const auto& v = cells.at({c.gpu, c.engine, c.mode, c.metric, c.regime});
     const auto n = static_cast<double>(v.size());
     if (v.size() < 2) continue;   // one residual: no spread to scale (and below any min_points)
-    double mean = 0, ss = 0;
-    for (double x : v) mean += x / n;
-    for (double x : v) ss += (x - mean) * (x - mean);
+    double mean = 0, ss = 0;   // of ln(measured / predicted)
+    for (const auto& e : v) mean += std::log(e.ratio) / n;
+    for (const auto& e : v) ss += (std::log(e.ratio) - mean) * (std::log(e.ratio) - mean);
     double var = ss / (n - 1), dof = n - 1;
     // The prior's spread of the same kind, as the sd of a normal its band would be the central share
     // of, weighing as prior_weight residuals (a scaled inverse-chi-square prior on the variance).

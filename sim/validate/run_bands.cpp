@@ -53,16 +53,16 @@ Band point_band(const std::string& gpu, const std::string& mode, const char* met
   return band_for(text::lower(gpu), engine, mode, metric, load_regime(clients_per_replica, max_num_seqs), predicted);
 }
 
-const BandTable& run_band_table(const Scenario& s, const SimResult& r) {
+const BandTable& run_band_table(const Scenario& s, const SimResult& r, const RunKind& k) {
   // A calibrated run on the GPU, engine and model its profile was fitted on takes the profile's
   // cross-validated bands; any other run the validated ones.
-  const bool own = s.calibration && applicable(*s.calibration, run_kind(s, r).gpu, r.engine.engine_profile, s.model,
+  const bool own = s.calibration && applicable(*s.calibration, k.gpu, r.engine.engine_profile, s.model,
                                                std::string(hw::to_string(s.precision))).bands;
   return own ? s.calibration->bands : embedded_bands();
 }
 
 std::string run_band_legend(const Scenario& s, const SimResult& r) {
-  if (&run_band_table(s, r) == &embedded_bands()) return band_legend();
+  if (&run_band_table(s, r, run_kind(s, r)) == &embedded_bands()) return band_legend();
   return "the calibration profile " + s.calibration->file + "'s: the 80 % prediction interval of measured / predicted from its "
          "cross-validated residuals of the point's kind (GPU, engine, aggregated or disaggregated, load regime), pooled with the "
          "shipped band's spread";
@@ -71,7 +71,7 @@ std::string run_band_legend(const Scenario& s, const SimResult& r) {
 nlohmann::json run_bands(const Scenario& s, const SimResult& r) {
   const RunKind k = run_kind(s, r);
   const Summary& m = r.summary;
-  const BandTable& table = run_band_table(s, r);
+  const BandTable& table = run_band_table(s, r, k);
   const bool own = &table != &embedded_bands();
   auto band_for = [&](const std::string& gpu, const std::string& engine, const std::string& mode, const char* metric,
                       const std::string& regime, double v) { return validate::band_for(table, gpu, engine, mode, metric, regime, v); };

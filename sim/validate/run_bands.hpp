@@ -23,8 +23,8 @@ RunKind run_kind(const Scenario& s, const SimResult& r);
 
 // The band table a run's figures take: its calibration profile's own (cross-validated residuals)
 // where the scenario names one that applies to the run's GPU, engine build, model and precision, else
-// the shipped one (embedded_bands()).
-const BandTable& run_band_table(const Scenario& s, const SimResult& r);
+// the shipped one (embedded_bands()). `k`: run_kind(s, r).
+const BandTable& run_band_table(const Scenario& s, const SimResult& r, const RunKind& k);
 
 // What the bands run_band_table gives are, in one phrase for a legend: the shipped table's
 // (band_legend()), or "the calibration profile FILE's: ...".
