@@ -224,12 +224,15 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
       std::snprintf(b, sizeof b, "%.3g", v);
       return std::string(b);
     };
-    s += "applies";
-    for (std::size_t i = 0; i < a.applied.size(); ++i) {
-      const CalibratedParameter* c = p.parameter(a.applied[i]);
-      s += (i ? ", " : " ") + a.applied[i] + (a.applied[i].size() > 3 && a.applied[i].compare(a.applied[i].size() - 3, 3, "_ms") == 0
-                                   ? " " + three(c->value) + " ms" : " x" + three(c->value));
+    // The parameters cross-validation or the gate held at their priors change nothing: named after the moved ones.
+    std::vector<std::string> moved, at_prior;
+    for (const auto& n : a.applied) {
+      const CalibratedParameter* c = p.parameter(n);
+      if (c->value == c->prior) at_prior.push_back(n);
+      else moved.push_back(n + (n.size() > 3 && n.compare(n.size() - 3, 3, "_ms") == 0 ? " " + three(c->value) + " ms" : " x" + three(c->value)));
     }
+    s += moved.empty() ? "applies its priors alone (" + text::join(at_prior) + ")"
+                       : "applies " + text::join(moved) + (at_prior.empty() ? "" : "; at their priors " + text::join(at_prior));
   }
   if (!a.dropped.empty()) {
     s += "; left out";

@@ -119,7 +119,7 @@ _TOP = {"model": "model", "model_file": "model_file", "gpu": "gpu", "gpus": "gpu
         "tensor_parallel_size": "tensor_parallel_size",
         "pipeline_parallel_size": "pipeline_parallel_size", "expert_parallel_size": "expert_parallel_size",
         "precision": "precision", "kv_cache_dtype": "kv_cache_dtype", "router": "router", "seed": "seed",
-        "calibration": "calibration"}
+        "calibration": "calibration", "engine_profile": "engine_profile"}
 _ENGINE = ["max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "block_size", "enable_prefix_caching",
            "enable_chunked_prefill", "long_prefill_token_threshold", "max_model_len", "enforce_eager", "step_overhead_ms",
            "closed_loop_osl_spread_tokens", "closed_loop_osl_spread_load_exponent", "closed_loop_osl_spread_length_exponent"]
@@ -147,7 +147,8 @@ def _as_dict(s):
 def scenario(base=None, **flags):
     """A scenario dict in the file layout: ``base`` (dict, JSON text, or None for the embedded default)
     with the CLI's ``simulate`` flags applied: model, gpu, gpus, tp, pp, ep, dp, precision, kv_cache_dtype,
-    router, seed, calibration (a profile file from :func:`calibrate_e2e`, or its dict); the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
+    router, seed, engine_profile (the CLI's --engine), calibration (a profile file from :func:`calibrate_e2e`, or its dict; without
+    engine_profile, on the embedded default, the run takes the build it was fitted on); the vLLM engine knobs by name; isl, osl, isl_stddev, osl_stddev, concurrency,
     request_rate, arrival, burstiness, requests, warmup_requests; images ("1024x1024[:N],...") and image_fraction
     (the share of requests carrying them); dataset_entries and dataset_sampling (aiperf's
     prompt dataset: repeats of an entry hit the prefix cache, see workloads/README.md)."""
@@ -172,6 +173,8 @@ def scenario(base=None, **flags):
         if k in f:
             s.pop(short.get(key, key), None)  # the file may use the short alias
             s[key] = f[k]
+    if base is None and "calibration" in f and "engine_profile" not in f:
+        s.pop("engine_profile", None)   # the embedded default's newest build: the calibration's instead, as the CLI's flags
     eng = s.setdefault("engine", {})
     for k in _ENGINE:
         if k in f:

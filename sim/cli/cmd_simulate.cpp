@@ -147,7 +147,8 @@ void add_scenario_options(CLI::App& c, SimOpts& o, bool sweep) {
                "scaled by the profile's (C/16) and (OSL/1024) exponents (default: the engine profile's, 6 x (C/16)^0.25 x "
                "(OSL/1024)^0.25 on vLLM >= 0.14, where measured clients fall out of lockstep; 0 keeps lengths fixed)");
   c.add_option("--step-overhead-us-per-seq", o.overhead_us_per_seq, "... plus this per scheduled request (default: the profile's)");
-  c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines)");
+  c.add_option("--engine", o.engine, "Engine profile: vllm (the newest), vllm-0.12, ... (servesim list engines; default: the newest, or with --calibration "
+               "the build the profile was fitted on)");
   c.add_option("--calibration", o.calibration,
                "A calibration profile (servesim calibrate e2e --output): its kernel factors apply on the GPU and engine it was "
                "fitted on, its host costs on that engine; the output says what applied")
@@ -334,6 +335,9 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
+  // The embedded default names the newest build; a calibration without --engine runs on the build it was fitted on
+  // (the scenario reader takes it when no engine profile is named), as a scenario file that names none does.
+  else if (o.scenario.empty() && !o.calibration.empty()) j.erase("engine_profile");
   if (!o.calibration.empty()) {
     j["calibration"] = std::filesystem::absolute(o.calibration).string();
     try {   // a file it cannot read is the flag's fault (the scenario reader would blame a scenario's folder)

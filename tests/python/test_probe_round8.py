@@ -141,7 +141,9 @@ def test_a_profile_floor_and_decode_factor_show_in_the_run_they_move(exe, tmp_pa
     for v in (1, 20):
         o = run(exe, *SIM8, "--calibration", profile_with(tmp_path, "decode_scale", v), "--format", "json")
         assert o.returncode == 0, o.stderr
-        assert f"decode_scale x{v}" in json.loads(o.stdout)["calibration"]["summary"]
+        summary = json.loads(o.stdout)["calibration"]["summary"]
+        # At its prior a parameter changes nothing: named after the moved ones, without a value.
+        assert (f"decode_scale x{v}" if v != 1 else "; at their priors decode_scale") in summary, summary
         itl[v] = json.loads(o.stdout)["records"]["inter_token_latency"]["avg"]
     assert itl[20] > 10 * itl[1], itl
     # Out of range or not JSON: one line naming the field.
@@ -194,3 +196,29 @@ def test_open_loop_search_says_why_its_two_throughputs_differ(exe):  # Y13
               "-q", "--threads", 1)
     assert out.returncode == 0, out.stderr
     assert "aiperf's tok/s/GPU: the output over the benchmark's whole duration" in out.stdout and "served tok/s/GPU" in out.stdout
+
+
+def test_a_calibration_without_engine_runs_the_build_it_was_fitted_on(exe, tmp_path):
+    # simulate and sweep from flags ran the embedded default's newest build, so a profile fitted on
+    # vLLM 0.14-0.18 said "nothing applies" unless --engine named its build; a scenario file that names
+    # none took the calibration's. Now the flags do too; --engine and a scenario's own build still win.
+    p = json.load(open(PROFILE))
+    p["fitted_on"]["engine_profile"] = "vllm-0.14"
+    prof = tmp_path / "p14.json"
+    prof.write_text(json.dumps(p))
+    out = run(exe, *SIM8, "--calibration", prof, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    assert "applies gemm_scale x1.3" in j["calibration"]["summary"], j["calibration"]["summary"]
+    assert j["what_ran"]["engine"]["profile"] == "vllm-0.14", j["what_ran"]["engine"]["profile"]
+    text = run(exe, "sweep", *SIM8[1:], "--calibration", prof).stdout
+    assert "engine vllm-0.14:" in text and "vllm-0.14: applies gemm_scale" in text, text[:1500]
+    other = json.loads(run(exe, *SIM8, "--calibration", prof, "--engine", "vllm-0.19", "--format", "json").stdout)
+    assert "nothing applies" in other["calibration"]["summary"]
+    assert "this run is on vllm-0.19" in other["calibration"]["summary"]
+    # Python's flags as the CLI's: calibration= alone runs the profile's build, engine_profile= another.
+    import servesim
+    sim = dict(model="llama-3.1-8b", gpu="h200", tp=1, isl=500, osl=20, concurrency=2, requests=8, calibration=str(prof))
+    assert servesim.simulate(**sim)["what_ran"]["engine"]["profile"] == "vllm-0.14"
+    r = servesim.simulate(engine_profile="vllm-0.19", **sim)
+    assert r["what_ran"]["engine"]["profile"] == "vllm-0.19" and "nothing applies" in r["calibration"]["summary"]
