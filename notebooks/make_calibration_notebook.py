@@ -90,6 +90,7 @@ assert after_run['band_cover']['profile_checks'] == after_run['band_cover']['che
 held
 """),
     code("""
+import matplotlib.ticker
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for ax, (m, b, a, name) in zip(axes, [('measured TTFT', 'TTFT before', 'TTFT after', 'TTFT (ms)'),
                                       ('measured TPOT', 'TPOT before', 'TPOT after', 'TPOT (ms)')]):
@@ -98,6 +99,10 @@ for ax, (m, b, a, name) in zip(axes, [('measured TTFT', 'TTFT before', 'TTFT aft
     ax.scatter(cmp[m], cmp[b], label='servesim, uncalibrated', marker='o', facecolors='none', edgecolors='tab:red')
     ax.scatter(cmp[m], cmp[a], label='calibrated on 5 other points', marker='o', color='tab:blue')
     ax.set_xscale('log'); ax.set_yscale('log')
+    for axis in (ax.xaxis, ax.yaxis):   # plain milliseconds at 1-2-5 steps, not powers of ten
+        axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:g}'))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel('measured ' + name); ax.set_ylabel('predicted ' + name)
     ax.set_title(name + ': ten held-out points')
     ax.legend(fontsize=8)
@@ -151,8 +156,8 @@ for cols, name, color in [(plain, 'uncalibrated (shipped band)', 'tab:red'), (ca
                           (calibrated_10, 'calibrated on 10 points', 'tab:green')]:
     ax.plot(conc, cols['inter_token_latency_ms_p50'], marker='o', color=color, label=name)
     ax.fill_between(conc, cols['inter_token_latency_ms_p50_band_lo'], cols['inter_token_latency_ms_p50_band_hi'], color=color, alpha=0.12)
-ax.axhline(50, color='grey', ls='--', lw=1); ax.text(conc[0], 51, 'ITL SLO 50 ms', fontsize=8)
-ax.set_xscale('log', base=2); ax.set_xlabel('closed-loop clients (2 x p5en.48xlarge, 4 x TP4)')
+ax.axhline(50, color='grey', ls='--', lw=1); ax.text(conc[0], 51, 'ITL SLO 50 ms', fontsize=8); ax.set_ylim(top=56)
+ax.set_xscale('log', base=2); ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:g}')); ax.set_xlabel('closed-loop clients (2 x p5en.48xlarge, 4 x TP4)')
 ax.set_ylabel('ITL p50 (ms), 80 % band shaded'); ax.set_title('MiniMax-M2.5 FP8, vLLM 0.16: the plan before and after calibrating')
 ax.legend(fontsize=8)
 fig.tight_layout()
