@@ -214,9 +214,10 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
     else if (c.name == "handoff_scale") a.handoff_scale = c.value;
   }
   a.bands = same_gpu && same_engine && !other_precision && !p.bands.cells.empty();
-  std::string s = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " +
-                  (p.precisions.empty() ? std::string() : text::join(p.precisions, "/") + ", ") + p.gpu + ", " +
-                  (p.engine_profile.empty() ? p.engine : p.engine_profile) + measured_releases(p) + ", " + std::to_string(p.points) + " points): ";
+  a.head = "calibration " + (p.file.empty() ? std::string("(inline)") : p.file) + " (fitted on " + p.model + ", " +
+           (p.precisions.empty() ? std::string() : text::join(p.precisions, "/") + ", ") + p.gpu + ", " +
+           (p.engine_profile.empty() ? p.engine : p.engine_profile) + measured_releases(p) + ", " + std::to_string(p.points) + " points)";
+  std::string s;
   if (a.applied.empty()) s += "nothing applies";
   else {   // each with its value: a floor of 300 ms or a factor of 20 shows in the run that carries it
     const auto three = [](double v) {
@@ -249,7 +250,8 @@ AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gp
   if (!model.empty() && text::lower(model) != p.model && a.any) s += "; fitted on another model, bands of this kind are the shipped ones";
   else if (other_precision && a.any) s += "; bands of this kind are the shipped ones";
   if (a.bands && !model.empty() && text::lower(model) != p.model) a.bands = false;
-  a.summary = s;
+  a.what = s;
+  a.summary = a.head + ": " + s;
   return a;
 }
 

@@ -80,6 +80,7 @@ struct AppliedCalibration {
   bool bands = false;                          // the profile's bands stand for this run's predictions
   std::vector<std::string> applied, dropped;   // parameter names
   std::string summary;                         // one line for a report's header
+  std::string head, what;                      // its two parts: "calibration FILE (fitted on ...)" and what applies
 };
 AppliedCalibration applicable(const CalibrationProfile& p, const std::string& gpu, const std::string& engine_profile,
                               const std::string& model, const std::string& precision);

@@ -445,6 +445,8 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       shape.erase("seed");
       j.shape = shape.dump();
       r.max_num_seqs = j.scenario.engine.max_num_seqs;
+      r.engine_profile = j.scenario.engine_profile;
+      r.precision = std::string(hw::to_string(j.scenario.precision));
       const int replicas = j.scenario.topology.present ? std::max(1, j.scenario.topology.decode_workers)
                                                        : std::max(1, j.scenario.replicas());
       r.replica_concurrency = j.scenario.workload.concurrency / replicas;
@@ -790,6 +792,11 @@ nlohmann::json to_json(const Report& r, const Options& o) {
   j["osl_spread_pct"] = o.osl_spread_pct;
   // No wall time or thread count: the same inputs give the same bytes on any machine.
   j["counts"] = {{"points", r.points.size()}, {"ran", ran}, {"unmodellable", unmod}, {"filtered_out", r.filtered_out}};
+  if (const auto uses = calibration_uses(r, o); !uses.empty()) {
+    j["calibration"] = {{"profile", uses.front().head}, {"uses", nlohmann::json::array()}};
+    for (const auto& u : uses)
+      j["calibration"]["uses"].push_back({{"what", u.what}, {"applies", u.applies}, {"points", u.points}, {"kinds", u.kinds}});
+  }
   if (const BandCover b = band_cover(r, o); b.checks > 0)
     j["band_cover"] = {{"checks", b.checks}, {"inside", b.inside}, {"profile_checks", b.profile_checks}, {"profile_inside", b.profile_inside}};
   if (r.csv.rows > 0)
@@ -915,19 +922,41 @@ void add_band_checks(const BandTable& t, const PointResult& p, int& checks, int&
   }
 }
 
-BandCover band_cover(const Report& r, const Options& o) {
-  std::optional<CalibrationProfile> prof;
-  if (o.base.is_object() && o.base.contains("calibration")) {
-    const auto& c = o.base["calibration"];
-    prof = c.is_string() ? load_calibration(c.get<std::string>()) : parse_calibration(c, "calibration");
+namespace {
+// The calibration profile every point runs with (validate --calibration), if any.
+std::optional<CalibrationProfile> profile_of(const Options& o) {
+  if (!o.base.is_object() || !o.base.contains("calibration")) return std::nullopt;
+  const auto& c = o.base["calibration"];
+  return c.is_string() ? load_calibration(c.get<std::string>()) : parse_calibration(c, "calibration");
+}
+}  // namespace
+
+std::vector<CalibrationUse> calibration_uses(const Report& r, const Options& o) {
+  const std::optional<CalibrationProfile> prof = profile_of(o);
+  std::vector<CalibrationUse> uses;
+  if (!prof) return uses;
+  for (const auto& p : r.points) {
+    if (!p.unmodellable.empty()) continue;
+    const AppliedCalibration a = applicable(*prof, p.gpu, p.engine_profile, p.model, p.precision);
+    auto u = std::find_if(uses.begin(), uses.end(), [&](const CalibrationUse& x) { return x.what == a.what; });
+    if (u == uses.end()) u = uses.insert(uses.end(), CalibrationUse{a.head, a.what, a.any, 0, {}});
+    ++u->points;
+    const std::string kind = p.model + " " + p.gpu + " " + p.engine_profile + " " + p.precision;
+    if (std::find(u->kinds.begin(), u->kinds.end(), kind) == u->kinds.end()) u->kinds.push_back(kind);
   }
+  // What applies first, then the most points.
+  std::stable_sort(uses.begin(), uses.end(), [](const CalibrationUse& x, const CalibrationUse& y) {
+    return x.applies != y.applies ? x.applies : x.points > y.points;
+  });
+  return uses;
+}
+
+BandCover band_cover(const Report& r, const Options& o) {
+  const std::optional<CalibrationProfile> prof = profile_of(o);
   BandCover b;
   for (const auto& p : r.points) {
     if (!p.unmodellable.empty() || p.excluded()) continue;
-    auto named = [&p](const char* k) {
-      return p.scenario.is_object() && p.scenario.contains(k) && p.scenario[k].is_string() ? p.scenario[k].get<std::string>() : std::string();
-    };
-    const bool own = prof && applicable(*prof, p.gpu, named("engine_profile"), p.model, named("precision")).bands;
+    const bool own = prof && applicable(*prof, p.gpu, p.engine_profile, p.model, p.precision).bands;
     int c = 0, h = 0;
     add_band_checks(own ? prof->bands : embedded_bands(), p, c, h);
     b.checks += c, b.inside += h;
@@ -1113,6 +1142,14 @@ std::string to_text(const Report& r, const Options& o) {
   out += std::to_string(r.points.size()) + " points: " + std::to_string(ran) + " simulated, " + std::to_string(unmod) +
          " not modellable (listed below)" +
          (r.filtered_out ? ", " + std::to_string(r.filtered_out) + " left out by the filters" : std::string()) + "\n";
+  if (const auto uses = calibration_uses(r, o); !uses.empty()) {   // which points the profile changed, and how
+    out += uses.front().head + ":\n";
+    for (const auto& u : uses) {
+      std::vector<std::string> shown(u.kinds.begin(), u.kinds.begin() + std::min<std::size_t>(u.kinds.size(), 3));
+      out += "  " + std::to_string(u.points) + (u.points == 1 ? " point (" : " points (") + text::join(shown) +
+             (u.kinds.size() > 3 ? " and " + std::to_string(u.kinds.size() - 3) + " more" : std::string()) + "): " + u.what + "\n";
+    }
+  }
   if (r.csv.rows > 0 && o.harness == "aic")
     out += "Engine flags (--harness aic): AIConfigurator's generated vllm serve flags (max_num_batched_tokens = batch + ISL "
            "+ 1500, max_model_len = ISL + OSL + 1500, CUDA graphs at every batch size 1...batch; vLLM's default prefix cache, "

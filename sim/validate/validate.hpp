@@ -189,6 +189,7 @@ struct PointResult {
   nlohmann::json scenario;       // null when unmodellable
   std::string unmodellable;      // reason ("" = ran)
   std::string model, gpu, engine, mode;   // group keys: resolved model (or model_path), GPU, backend, agg|disagg
+  std::string engine_profile, precision;  // the engine build and weight precision it ran (what a calibration is judged on)
   int replica_concurrency = 0;   // concurrency per serving replica (agg) or decode worker (disagg)
   int max_num_seqs = 0;
   double ttft_ms = NAN, itl_ms = NAN, output_tps = NAN;   // predicted
@@ -337,6 +338,18 @@ struct BandCover {
   int profile_checks = 0, profile_inside = 0;   // those whose band is the profile's
 };
 BandCover band_cover(const Report& r, const Options& o);
+
+// What a calibration profile (--calibration) did to the simulated points: one entry per outcome
+// (what applies, or what was left out and why), with the points and the kinds (model, GPU, engine
+// build, precision) it covers; what applies first. Empty without a profile.
+struct CalibrationUse {
+  std::string head;                  // "calibration FILE (fitted on ...)"
+  std::string what;                  // "applies gemm_scale x1.3, ..." or "nothing applies; left out ..."
+  bool applies = false;
+  int points = 0;
+  std::vector<std::string> kinds;    // "model gpu engine-build precision"
+};
+std::vector<CalibrationUse> calibration_uses(const Report& r, const Options& o);
 
 // Readable report: per-group error table, per-GPU totals, the unmodellable points with reasons.
 std::string to_text(const Report& r, const Options& o);

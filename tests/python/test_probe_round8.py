@@ -222,3 +222,21 @@ def test_a_calibration_without_engine_runs_the_build_it_was_fitted_on(exe, tmp_p
     assert servesim.simulate(**sim)["what_ran"]["engine"]["profile"] == "vllm-0.14"
     r = servesim.simulate(engine_profile="vllm-0.19", **sim)
     assert r["what_ran"]["engine"]["profile"] == "vllm-0.19" and "nothing applies" in r["calibration"]["summary"]
+
+
+def test_validate_says_what_a_calibration_changed(exe, tmp_path):
+    # validate --calibration printed no word of the profile: which points it changed, and how. A bench
+    # result without an engine runs the profile's build (vllm-0.14 here), as simulate's flags do.
+    p = json.load(open(PROFILE))
+    p["fitted_on"]["engine_profile"] = "vllm-0.14"
+    prof = tmp_path / "p14.json"
+    prof.write_text(json.dumps(p))
+    (tmp_path / "b.json").write_text(json.dumps(BENCH))
+    (tmp_path / "servesim_run.json").write_text(json.dumps({"model": "llama-3.1-8b", "gpu": "h200", "tensor_parallel_size": 1,
+                                                            "precision": "fp8"}))
+    out = run(exe, "validate", tmp_path / "b.json", "--calibration", prof)
+    assert out.returncode == 0, out.stderr
+    assert f"calibration {prof} (fitted on llama-3.1-8b, h200, vllm-0.14, 12 points):" in out.stdout, out.stdout[:800]
+    assert "  1 point (llama-3.1-8b h200 vllm-0.14 fp8): applies gemm_scale x1.3" in out.stdout, out.stdout[:800]
+    j = json.loads(run(exe, "validate", tmp_path / "b.json", "--calibration", prof, "--format", "json").stdout)
+    assert [u["points"] for u in j["calibration"]["uses"]] == [1] and j["calibration"]["uses"][0]["applies"]

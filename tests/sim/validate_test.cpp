@@ -1247,7 +1247,7 @@ TEST(Validate, BandCoverCountsFiguresInsideTheBandTheyCarry) {
   auto point = [](const std::string& model) {
     v::PointResult p;
     p.model = model, p.gpu = "h200", p.engine = "vllm", p.mode = "agg", p.regime = "light";
-    p.scenario = {{"engine_profile", "vllm-0.19"}, {"precision", "bf16"}};
+    p.engine_profile = "vllm-0.19", p.precision = "bf16";
     p.measured.ttft_ms = 100, p.measured.tpot_ms = 10;
     p.ttft_ms = 98, p.itl_ms = 12;
     return p;
@@ -1266,4 +1266,42 @@ TEST(Validate, BandCoverCountsFiguresInsideTheBandTheyCarry) {
   EXPECT_EQ(b.checks, 4);
   EXPECT_EQ(b.profile_checks, 2);
   EXPECT_EQ(v::band_cover(r, v::Options{}).profile_checks, 0);
+}
+
+// validate --calibration says which points the profile changed and how: one line per outcome, what
+// applies first. A profile fitted on llama-3.1-8b, H200, vLLM 0.19 (GEMM and attention 1.3x, 2 ms a
+// request) applies whole to two H200 points of that build, of any model, and to nothing of a B200 point
+// or of an H200 point of another build (vLLM 0.12); the counts add up to the simulated points.
+TEST(Validate, SaysWhichPointsACalibrationChanged) {
+  auto point = [](const std::string& model, const std::string& gpu, const std::string& build) {
+    v::PointResult p;
+    p.model = model, p.gpu = gpu, p.engine = "vllm", p.mode = "agg", p.engine_profile = build, p.precision = "bf16";
+    return p;
+  };
+  v::Report r;
+  r.points = {point("llama-3.1-8b", "h200", "vllm-0.19"), point("qwen3-32b", "h200", "vllm-0.19"),
+              point("llama-3.1-8b", "b200", "vllm-0.19"), point("llama-3.1-8b", "h200", "vllm-0.12")};
+  v::PointResult unplaced = point("llama-3.1-8b", "h200", "vllm-0.19");
+  unplaced.unmodellable = "no concurrency recorded";
+  r.points.push_back(unplaced);
+  v::Options o;
+  EXPECT_TRUE(v::calibration_uses(r, o).empty());
+  o.base = {{"calibration", std::string(SERVESIM_SOURCE_DIR) + "/tests/sim/data/h200-slow-kernels.calibration.json"}};
+  const auto uses = v::calibration_uses(r, o);
+  ASSERT_EQ(uses.size(), 4u);   // the qwen3-32b point applies the same parameters but keeps the shipped bands: its own line
+  EXPECT_TRUE(uses[0].applies);
+  EXPECT_EQ(uses[0].what.rfind("applies gemm_scale x1.3, attention_scale x1.3, request_overhead_ms 2 ms", 0), 0u) << uses[0].what;
+  int points = 0, applied = 0;
+  for (const auto& u : uses) points += u.points, applied += u.applies ? u.points : 0;
+  EXPECT_EQ(points, 4);
+  EXPECT_EQ(applied, 2);
+  EXPECT_FALSE(uses[2].applies);
+  EXPECT_NE(uses[2].what.find("nothing applies"), std::string::npos);
+  const std::string text = v::to_text(r, o);
+  EXPECT_NE(text.find("calibration " + std::string(SERVESIM_SOURCE_DIR) + "/tests/sim/data/h200-slow-kernels.calibration.json (fitted on llama-3.1-8b"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  1 point (llama-3.1-8b h200 vllm-0.19 bf16): applies gemm_scale x1.3"), std::string::npos) << text;
+  EXPECT_NE(text.find("(llama-3.1-8b b200 vllm-0.19 bf16): nothing applies"), std::string::npos) << text;
+  const nlohmann::json j = v::to_json(r, o);
+  EXPECT_EQ(j["calibration"]["uses"].size(), 4u);
 }
