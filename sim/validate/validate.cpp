@@ -446,6 +446,10 @@ Report run(std::vector<MeasuredPoint> points, const Options& o) {
       j.shape = shape.dump();
       r.max_num_seqs = j.scenario.engine.max_num_seqs;
       r.engine_profile = j.scenario.engine_profile;
+      try {   // the build a name like "vllm" runs (its newest), as the run resolves it
+        r.engine_profile = engine_profile(j.scenario.engine_profile.empty() ? std::string(kNewestEngine) : j.scenario.engine_profile).name;
+      } catch (const Error&) {   // a name without a profile: kept as named
+      }
       r.precision = std::string(hw::to_string(j.scenario.precision));
       const int replicas = j.scenario.topology.present ? std::max(1, j.scenario.topology.decode_workers)
                                                        : std::max(1, j.scenario.replicas());
