@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 namespace servesim::hw {
 namespace {
@@ -65,21 +67,19 @@ class Scaled final : public KernelModel {
     return scaled(b_.transfer(bytes, cross_node, instance), s_.communication);
   }
   std::string provenance() const override {
-    char buf[280];
-    std::snprintf(buf, sizeof buf,
-                  "; scaled by a calibration: GEMM x%.3g, MoE x%.3g, attention x%.3g, communication x%.3g, prefill x%.3g, decode x%.3g, "
-                  "decode attention x%.3g",
-                  s_.gemm, s_.moe, s_.attention, s_.communication, s_.prefill, s_.decode, s_.decode_attention);
-    std::string s = b_.provenance() + buf;
-    if (s_.custom_allreduce != 1) {   // named only when it applies: profiles without it print as before
-      std::snprintf(buf, sizeof buf, ", vLLM custom all-reduce x%.3g", s_.custom_allreduce);
+    // The factors that move a kernel, each once: one at 1 (held at its prior, or not fitted) changes nothing.
+    const std::pair<const char*, double> factors[] = {
+        {"GEMM", s_.gemm}, {"MoE", s_.moe}, {"attention", s_.attention}, {"communication", s_.communication},
+        {"prefill", s_.prefill}, {"decode", s_.decode}, {"decode attention", s_.decode_attention},
+        {"vLLM custom all-reduce", s_.custom_allreduce}, {"Mamba / linear-attention mixers", s_.mixer}};
+    std::string s;
+    for (const auto& [name, v] : factors) {
+      if (v == 1) continue;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s x%.3g", s.empty() ? "" : ", ", name, v);
       s += buf;
     }
-    if (s_.mixer != 1) {
-      std::snprintf(buf, sizeof buf, ", Mamba / linear-attention mixers x%.3g", s_.mixer);
-      s += buf;
-    }
-    return s;
+    return b_.provenance() + "; scaled by a calibration: " + (s.empty() ? std::string("every kernel factor at 1") : s);
   }
 
  private:

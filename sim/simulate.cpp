@@ -559,7 +559,7 @@ nlohmann::json what_ran_json(const Scenario& s, const std::string& deployment, c
     const AppliedCalibration a = applicable(c, k.gpu, engine.engine_profile, s.model, std::string(hw::to_string(s.precision)));
     w.calibration += "; user calibration fitted on " + c.model + ", " + c.gpu + ", " +
                      (c.engine_profile.empty() ? c.engine : c.engine_profile) + measured_releases(c) + ": " +
-                     (a.applied.empty() ? std::string("nothing applies to this run") : "applies " + text::join(a.applied));
+                     a.what;   // as the header has it: the values, what is held at its priors, what is left out and why
   }
   return what_ran_json(w);
 }
