@@ -173,8 +173,6 @@ def scenario(base=None, **flags):
         if k in f:
             s.pop(short.get(key, key), None)  # the file may use the short alias
             s[key] = f[k]
-    if base is None and "calibration" in f and "engine_profile" not in f:
-        s.pop("engine_profile", None)   # the embedded default's newest build: the calibration's instead, as the CLI's flags
     eng = s.setdefault("engine", {})
     for k in _ENGINE:
         if k in f:

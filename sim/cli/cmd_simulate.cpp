@@ -335,9 +335,6 @@ sim::Scenario build_scenario(const SimOpts& o, bool sweep) {
     e["async_scheduling"] = a == "on" || a == "true";
   }
   if (!o.engine.empty()) j["engine_profile"] = o.engine;
-  // The embedded default names the newest build; a calibration without --engine runs on the build it was fitted on
-  // (the scenario reader takes it when no engine profile is named), as a scenario file that names none does.
-  else if (o.scenario.empty() && !o.calibration.empty()) j.erase("engine_profile");
   if (!o.calibration.empty()) {
     j["calibration"] = std::filesystem::absolute(o.calibration).string();
     try {   // a file it cannot read is the flag's fault (the scenario reader would blame a scenario's folder)
